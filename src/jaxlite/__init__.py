@@ -1,0 +1,26 @@
+"""jaxlite: JAX's core written from scratch in Python.
+
+``import jaxlite as jax`` and ``import jaxlite.numpy as jnp`` run JAX programs: immutable
+arrays, devices and their memory, a tracer into a jaxpr-style IR, and ``jit``.
+This module only re-exports the public surface.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import config, enable_x64, log_compiles, disable_jit  # noqa: F401
+from . import dtypes, errors, monitoring, tree_util  # noqa: F401
+from .runtime import (Device, devices, local_devices, device_count,  # noqa: F401
+                      local_device_count, default_backend, process_index, process_count,
+                      transfer_guard, transfer_guard_host_to_device,
+                      transfer_guard_device_to_host, transfer_guard_device_to_device,
+                      transfer_stats)
+from .core.array import Array, live_arrays  # noqa: F401
+from .core.trace import Tracer  # noqa: F401
+from . import primitives as _primitives  # noqa: F401  (registers every primitive)
+from . import lax, numpy, nn, debug, sharding  # noqa: F401
+from .transforms import jit, make_jaxpr  # noqa: F401
+from .transforms.stages import ShapeDtypeStruct  # noqa: F401
+from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
+from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
+from . import tree  # noqa: F401

@@ -1,0 +1,4 @@
+"""Backends: each turns an optimised program into an executable.  One module each;
+``register_backend`` makes one available to the compiler by name."""
+from .base import Executable, register_backend, get_backend, backends
+from . import interpreter  # noqa: F401  (registers itself)

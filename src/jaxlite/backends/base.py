@@ -1,0 +1,40 @@
+"""The backend contract and registry.
+
+A backend is ``compile(closed_jaxpr, name) -> Executable``.  An Executable runs on NumPy
+values (``run(args) -> outputs``), prints itself (``as_text``), and reports the peak bytes
+of temporaries its plan needs (``temp_bytes``), which the runtime charges to the device
+while it runs.
+"""
+from __future__ import annotations
+
+_BACKENDS: dict = {}
+
+
+class Executable:
+    """A compiled program: ``run(list_of_ndarrays) -> list_of_ndarrays``."""
+
+    backend: str = "?"
+    temp_bytes: int = 0
+
+    def run(self, args):
+        raise NotImplementedError
+
+    def as_text(self) -> str:
+        raise NotImplementedError
+
+
+def register_backend(name: str, compile_fn) -> None:
+    """Makes ``compile_fn(closed_jaxpr, name) -> Executable`` available as ``name``."""
+    _BACKENDS[name] = compile_fn
+
+
+def get_backend(name: str):
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown compiler backend {name!r}; available: "
+                         f"{sorted(_BACKENDS)}") from None
+
+
+def backends() -> list:
+    return sorted(_BACKENDS)

@@ -1,0 +1,5 @@
+"""Compiler passes.  Each is ``pass(closed_jaxpr) -> closed_jaxpr``, pure and printable."""
+from .inline import inline_calls
+from .fold import fold_constants
+from .cse import cse
+from .dce import dce

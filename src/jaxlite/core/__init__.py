@@ -1,0 +1,6 @@
+"""Core: primitives, abstract values, traces and tracers, the Array type, eager execution."""
+from .avals import ShapedArray, aval_of_value
+from .trace import (Trace, Tracer, MainTrace, EvalTrace, new_main, find_top_trace, full_lower,
+                    get_aval, trace_stack, is_tracing)
+from .primitive import Primitive, primitives
+from .array import Array, ArrayImpl, live_arrays

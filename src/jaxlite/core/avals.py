@@ -1,0 +1,78 @@
+"""Abstract values: what tracing knows of an array (shape, dtype, weak type).
+
+Layer: core (a leaf module; the IR's typed variables use it too).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+
+
+class ShapedArray:
+    """Abstract array: ``shape`` (tuple of ints), canonical ``dtype``, ``weak_type``.
+
+    Mirrors ``jax.core.ShapedArray``.  Hashable and compared by value; it is the cache key
+    of a traced argument.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return self._hash
+
+    def str_short(self) -> str:
+        """``f32[3,4]``, the notation of the IR printer."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        name = "bfloat16" if self.dtype == dtypes._BF16 else self.dtype.name
+        w = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({name}[{','.join(map(str, self.shape))}]{w})"
+
+    __str__ = __repr__
+
+
+def aval_of_value(x) -> ShapedArray:
+    """Abstract value of a concrete operand: a Python scalar (weak), NumPy value or array."""
+    if isinstance(x, (bool, int, float, complex)):
+        if isinstance(x, int) and not isinstance(x, bool):
+            _check_int_range(x)
+        return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+
+
+def _check_int_range(x: int) -> None:
+    dt = dtypes.default_int_dtype()
+    info = np.iinfo(dt)
+    if not info.min <= x <= info.max:
+        raise OverflowError(f"Python int {x} too large to convert to {dt.name}")

@@ -1,0 +1,129 @@
+"""Eager execution: run one primitive now, on the device its operands live on.
+
+Layer: core (uses runtime for placement, transfers and buffers).  Placement follows JAX:
+a result goes where its *committed* operands are (committed = placed by ``device_put``
+with an explicit device); operands committed to different devices raise ValueError; with
+no committed operand the result is uncommitted, on the default device.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import monitoring
+from ..runtime import Buffer, check_transfer, get_default_device
+from .array import ArrayImpl
+from .trace import get_aval
+
+
+def placement(args, what: str = "computation", names=None):
+    """(device, committed) for a computation over ``args``.
+
+    Raises ValueError naming both devices when committed operands disagree.
+    """
+    committed_dev = None
+    first = None
+    for i, a in enumerate(args):
+        if type(a) is ArrayImpl and a._committed:
+            d = a._buf.device
+            if committed_dev is None:
+                committed_dev, first = d, (i, a)
+            elif d is not committed_dev:
+                n0 = names[first[0]] if names else f"argument {first[0]}"
+                n1 = names[i] if names else f"argument {i}"
+                raise ValueError(
+                    f"Received incompatible devices for {what}. Got {n0} with shape "
+                    f"{first[1].aval.str_short()} on device {committed_dev!r} and {n1} with "
+                    f"shape {a.aval.str_short()} on device {d!r}. Move one of them with "
+                    f"jaxlite.device_put(x, device) so that both live on the same device.")
+    if committed_dev is not None:
+        return committed_dev, True
+    return get_default_device(), False
+
+
+def value_on(x, device):
+    """NumPy value of operand ``x`` for a computation on ``device``, transferring if needed.
+
+    Raises RuntimeError if ``x`` was deleted or the transfer guard forbids the move.
+    """
+    if type(x) is ArrayImpl:
+        buf = x._buf
+        if buf.data is None:
+            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}.")
+        if buf.device is not device:
+            check_transfer("device_to_device", False, buf.nbytes, buf.device, device,
+                           x.aval.str_short())
+        return buf.data
+    if isinstance(x, (bool, int, float, complex)):
+        return np.asarray(x, get_aval(x).dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        aval = get_aval(x)
+        if x.ndim:  # scalars are constants of the program, not transfers
+            check_transfer("host_to_device", False, x.nbytes, "host", device, aval.str_short())
+        return np.asarray(x, aval.dtype)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+
+
+def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
+    """Wraps a NumPy result as an Array of ``aval`` on ``device``.
+
+    Casts when the NumPy implementation returned another dtype, and copies a result that
+    views one of ``inputs`` so that every Array owns (and accounts) its own buffer.
+    """
+    if type(val) is not np.ndarray or val.dtype != aval.dtype:
+        val = np.asarray(val, dtype=aval.dtype)
+    if val.shape != aval.shape:
+        raise AssertionError(f"implementation returned shape {val.shape}, expected {aval}")
+    if not val.flags.owndata:
+        for v in inputs:
+            if type(v) is np.ndarray and np.may_share_memory(val, v):
+                val = val.copy()
+                break
+    return ArrayImpl(Buffer(val, device), aval, committed)
+
+
+def apply_primitive(prim, args, params):
+    """Runs ``prim`` eagerly on concrete operands; returns Array(s)."""
+    avals = tuple([get_aval(a) for a in args])
+    out_aval = prim.abstract_eval_cached(avals, params)
+    device, committed = placement(args, prim.name)
+    vals = [value_on(a, device) for a in args]
+    out = prim.impl(*vals, **params)
+    if monitoring.active():
+        monitoring.emit("eager_op", primitive=prim.name, device=str(device))
+    if prim.multiple_results:
+        return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+    return wrap(out, out_aval, device, committed, vals)
+
+
+def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: bool = False,
+              explicit: bool = True) -> ArrayImpl:
+    """A new Array holding a copy of host data ``val`` (a NumPy array, scalar or nested
+    list) on ``device`` (default device when None), counted as a host-to-device transfer.
+
+    Raises TypeError for data JAX cannot hold (strings, objects) and RuntimeError when the
+    transfer guard forbids the copy (nothing is created then).
+    """
+    from .. import dtypes
+    from .avals import ShapedArray
+    arr = np.asarray(val)
+    if arr.dtype.kind in "OUSMmV" and arr.dtype != dtypes._BF16:
+        raise TypeError(f"JAX arrays cannot hold values of dtype {arr.dtype} (got "
+                        f"{type(val).__name__}); only numbers and bools are supported.")
+    dt = dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)
+    device = device if device is not None else get_default_device()
+    aval = ShapedArray(arr.shape, dt, weak_type)
+    check_transfer("host_to_device", explicit, arr.size * dt.itemsize, "host", device,
+                   aval.str_short())
+    with np.errstate(all="ignore"):
+        data = np.array(arr, dtype=dt, copy=True, order="C")
+    return ArrayImpl(Buffer(data, device), aval, committed)
+
+
+def host_value(x):
+    """NumPy value of a concrete operand without counting a transfer (for compiled-code
+    constants and implementations that need the raw buffer)."""
+    if type(x) is ArrayImpl:
+        if x._buf.data is None:
+            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}.")
+        return x._buf.data
+    return x

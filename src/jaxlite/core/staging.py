@@ -1,0 +1,84 @@
+"""Staging: trace a Python function into a jaxpr (what ``jit`` and ``make_jaxpr`` do).
+
+Layer: core (records into ``ir``).  The staging trace is *dynamic*: while it is on top,
+every ``bind`` is recorded, even of operations on constants, so the jaxpr holds the whole
+computation.  Concrete Arrays met during tracing become constvars; Python scalars become
+literals.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from .array import ArrayImpl
+from .avals import ShapedArray
+from .trace import Trace, Tracer, get_aval, new_main
+
+
+class JaxprTracer(Tracer):
+    """A traced value inside a staging trace: its abstract value and its IR variable."""
+
+    __slots__ = ("aval", "var")
+
+    def __init__(self, trace, aval: ShapedArray, var):
+        self._trace = trace
+        self.aval = aval
+        self.var = var
+
+
+class JaxprBuilder:
+    """Collects equations and constants while a function is traced."""
+
+    def __init__(self):
+        self.eqns: list[JaxprEqn] = []
+        self.consts: dict[int, tuple] = {}   # id(value) -> (value, constvar)
+
+    def const_var(self, val) -> Var:
+        hit = self.consts.get(id(val))
+        if hit is None:
+            hit = self.consts[id(val)] = (val, Var(get_aval(val)))
+        return hit[1]
+
+
+class JaxprTrace(Trace):
+    """Records every primitive applied to its tracers as an equation."""
+
+    def pure(self, val):
+        if isinstance(val, (bool, int, float, complex)):
+            aval = get_aval(val)
+            return JaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
+        if type(val) is ArrayImpl or isinstance(val, (np.ndarray, np.generic)):
+            builder = self.main.payload
+            var = builder.const_var(val)
+            return JaxprTracer(self, var.aval, var)
+        raise TypeError(f"Value {val!r} of type {type(val).__name__} is not a valid JAX type")
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        avals = tuple([t.aval for t in tracers])
+        out_aval = primitive.abstract_eval_cached(avals, params)
+        out_avals = out_aval if primitive.multiple_results else [out_aval]
+        outs = [JaxprTracer(self, a, Var(a)) for a in out_avals]
+        self.main.payload.eqns.append(
+            JaxprEqn(primitive, [t.var for t in tracers], [o.var for o in outs], params))
+        return outs if primitive.multiple_results else outs[0]
+
+
+def trace_to_jaxpr(fun, in_avals) -> ClosedJaxpr:
+    """Traces ``fun(*tracers) -> list of outputs`` into a ClosedJaxpr.
+
+    ``fun`` takes and returns flat lists.  Raises TypeError when an output is not a valid
+    JAX type; errors raised by ``fun`` propagate unchanged.
+    """
+    builder = JaxprBuilder()
+    with new_main(JaxprTrace, builder, dynamic=True) as main:
+        trace = JaxprTrace(main)
+        in_tracers = [JaxprTracer(trace, a, Var(a)) for a in in_avals]
+        outs = fun(*in_tracers)
+        out_tracers = [trace.full_raise(o) for o in outs]
+    consts = [v for v, _ in builder.consts.values()]
+    constvars = [cv for _, cv in builder.consts.values()]
+    jaxpr = Jaxpr(constvars, [t.var for t in in_tracers], builder.eqns,
+                  [t.var for t in out_tracers])
+    return ClosedJaxpr(jaxpr, consts)

@@ -1,0 +1,215 @@
+"""Traces and tracers: how ``bind`` decides what a primitive application means.
+
+Layer: core.  There is a stack of *main traces*; level 0 is eager evaluation.  A
+transformation (staging for jit; JVP and batching later) pushes a main trace, wraps its
+inputs in tracers of that trace, and runs the user function.  ``bind`` sends each primitive
+to the highest-level trace among its operands (or the dynamic trace of an enclosing jit),
+lifting lower-level operands into it.  A tracer used after its trace was popped raises
+UnexpectedTracerError.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+from .. import errors
+from .avals import ShapedArray, aval_of_value
+
+
+class MainTrace:
+    """One entry of the trace stack: ``level``, the Trace subclass and its shared state."""
+
+    __slots__ = ("level", "trace_type", "payload", "alive")
+
+    def __init__(self, level, trace_type, payload):
+        self.level = level
+        self.trace_type = trace_type
+        self.payload = payload
+        self.alive = True
+
+    def __repr__(self):
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    """Interprets primitives for one main trace.  Subclasses override the process_* hooks."""
+
+    __slots__ = ("main",)
+
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val):
+        raise NotImplementedError(type(self).__name__)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        raise NotImplementedError(type(self).__name__)
+
+    def full_raise(self, val):
+        if not isinstance(val, Tracer):
+            return self.pure(val)
+        main = val._trace.main
+        if main is self.main:
+            return val
+        if not main.alive:
+            raise errors.UnexpectedTracerError(
+                f"Encountered an unexpected tracer {val.aval.str_short()} from a finished "
+                f"trace ({main.trace_type.__name__}).")
+        if main.level < self.main.level:
+            return self.lift(val)
+        raise errors.UnexpectedTracerError(
+            f"Tracer {val.aval.str_short()} belongs to a transformation nested inside the one "
+            f"now running ({main.trace_type.__name__} level {main.level}).")
+
+
+class Tracer:
+    """A value inside a transformation: it has an abstract value ``aval`` and a trace.
+
+    Array-like methods (operators, ``.at``, reductions) are installed by
+    ``jaxlite.numpy``, the same ones ``Array`` gets, so user code cannot tell them apart
+    except where a concrete value is needed: ``bool()``, ``int()``, ``np.asarray()`` raise
+    the tracer errors of ``jaxlite.errors``.
+    """
+
+    __array_priority__ = 1000
+    __slots__ = ("_trace", "__weakref__")
+
+    aval: ShapedArray
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return self.aval.ndim
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __bool__(self):
+        raise errors.TracerBoolConversionError(self)
+
+    def __int__(self):
+        raise errors.TracerIntegerConversionError(self)
+
+    __index__ = __int__
+
+    def __float__(self):
+        raise errors.ConcretizationTypeError(self, "float() needs a concrete value.")
+
+    def __complex__(self):
+        raise errors.ConcretizationTypeError(self, "complex() needs a concrete value.")
+
+    def __array__(self, *args, **kwargs):
+        raise errors.TracerArrayConversionError(self)
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__}")
+
+    def __setitem__(self, idx, value):
+        from .array import immutable_error
+        raise immutable_error(idx)
+
+    def tolist(self):
+        raise errors.ConcretizationTypeError(self, "tolist() needs a concrete value.")
+
+    def item(self, *args):
+        raise errors.ConcretizationTypeError(self, "item() needs a concrete value.")
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __repr__(self):
+        return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+
+    def full_lower(self):
+        return self
+
+
+# ---- the trace stack --------------------------------------------------------------------
+
+class EvalTrace(Trace):
+    """Level 0: primitives run now on concrete values (installed by ``core.eager``)."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, primitive, values, params):
+        from .eager import apply_primitive
+        return apply_primitive(primitive, values, params)
+
+
+trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+_dynamic: list[MainTrace] = [trace_stack[0]]
+
+
+@contextlib.contextmanager
+def new_main(trace_type, payload=None, dynamic: bool = False):
+    """Pushes a main trace of ``trace_type``; ``dynamic`` makes it catch every bind."""
+    main = MainTrace(len(trace_stack), trace_type, payload)
+    trace_stack.append(main)
+    if dynamic:
+        _dynamic.append(main)
+    try:
+        yield main
+    finally:
+        if dynamic:
+            _dynamic.pop()
+        trace_stack.pop()
+        main.alive = False
+
+
+def find_top_trace(args) -> Trace:
+    top = _dynamic[-1]
+    for a in args:
+        if isinstance(a, Tracer):
+            m = a._trace.main
+            if m.level > top.level:
+                top = m
+            if not m.alive:
+                raise errors.UnexpectedTracerError(
+                    f"Encountered an unexpected tracer {a.aval.str_short()} from a finished "
+                    f"trace ({m.trace_type.__name__}).")
+    return top.trace_type(top)
+
+
+def full_lower(x):
+    return x.full_lower() if isinstance(x, Tracer) else x
+
+
+def get_aval(x) -> ShapedArray:
+    """Abstract value of any operand: tracer, Array, NumPy value or Python scalar."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    if isinstance(x, (bool, int, float, complex)) or hasattr(x, "dtype"):
+        return aval_of_value(x)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+
+
+_counter = itertools.count()
+
+
+def is_tracing() -> bool:
+    return len(trace_stack) > 1

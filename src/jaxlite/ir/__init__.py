@@ -1,0 +1,3 @@
+"""The jaxpr-style IR: typed variables, equations, closed programs, printer, interpreter."""
+from .jaxpr import Var, Literal, JaxprEqn, Jaxpr, ClosedJaxpr, pp_jaxpr
+from .interpret import eval_jaxpr

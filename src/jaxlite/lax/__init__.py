@@ -1,0 +1,455 @@
+"""``jaxlite.lax``: thin, strict wrappers over primitives (``jax.lax``).
+
+Unlike ``jaxlite.numpy`` these do not promote dtypes or broadcast ranks: operands must
+agree (Python scalars excepted: they take the other operand's dtype).  Errors are the
+primitives' own (TypeError naming the dtypes/shapes).
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes
+from ..core.trace import get_aval
+from ..primitives import control as _c
+from ..primitives import elementwise as _e
+from ..primitives import indexing as _ix
+from ..primitives import linalg as _l
+from ..primitives import reduction as _r
+from ..primitives import shape as _s
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _is_scalar(x):
+    return isinstance(x, _PY_SCALARS)
+
+
+def scalar_as(x, dtype, weak: bool):
+    """A Python scalar ``x`` typed as ``dtype``: a Python scalar of the matching kind when
+    the result is weakly typed (its default dtype is then ``dtype``), else a NumPy value."""
+    dtype = np.dtype(dtype)
+    if weak and dtype in (dtypes.default_int_dtype(), dtypes.default_float_dtype(),
+                          dtypes.default_complex_dtype()):
+        kind = dtype.kind
+        return int(x) if kind in "iu" else float(x) if kind == "f" else builtins.complex(x)
+    if dtype == np.bool_:
+        return np.asarray(bool(x))
+    if isinstance(x, builtins.complex) and dtype.kind != "c":
+        x = x.real
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(dtype)
+
+
+def _match_scalars(args):
+    """Python scalars take the dtype of the first non-scalar operand."""
+    ref = next((a for a in args if not _is_scalar(a)), None)
+    if ref is None:
+        return args
+    aval = get_aval(ref)
+    return [scalar_as(a, aval.dtype, aval.weak_type) if _is_scalar(a) else a for a in args]
+
+
+def _unary(p):
+    def fn(x):
+        return p.bind(x)
+    fn.__name__ = p.name
+    fn.__doc__ = f"Elementwise ``{p.name}`` (``jax.lax.{p.name}``); keeps shape and dtype."
+    return fn
+
+
+def _binary(p):
+    def fn(x, y):
+        x, y = _match_scalars([x, y])
+        return p.bind(x, y)
+    fn.__name__ = p.name
+    fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype and shape "
+                  f"(``jax.lax.{p.name}``).  Raises TypeError on mismatched dtypes/shapes.")
+    return fn
+
+
+neg = _unary(_e.neg_p)
+sign = _unary(_e.sign_p)
+floor = _unary(_e.floor_p)
+ceil = _unary(_e.ceil_p)
+is_finite = _unary(_e.is_finite_p)
+exp = _unary(_e.exp_p)
+exp2 = _unary(_e.exp2_p)
+log = _unary(_e.log_p)
+log1p = _unary(_e.log1p_p)
+expm1 = _unary(_e.expm1_p)
+tanh = _unary(_e.tanh_p)
+logistic = _unary(_e.logistic_p)
+sin = _unary(_e.sin_p)
+cos = _unary(_e.cos_p)
+tan = _unary(_e.tan_p)
+asin = _unary(_e.asin_p)
+acos = _unary(_e.acos_p)
+atan = _unary(_e.atan_p)
+sinh = _unary(_e.sinh_p)
+cosh = _unary(_e.cosh_p)
+asinh = _unary(_e.asinh_p)
+acosh = _unary(_e.acosh_p)
+atanh = _unary(_e.atanh_p)
+sqrt = _unary(_e.sqrt_p)
+rsqrt = _unary(_e.rsqrt_p)
+cbrt = _unary(_e.cbrt_p)
+abs = _unary(_e.abs_p)
+bitwise_not = _unary(_e.not_p)
+real = _unary(_e.real_p)
+imag = _unary(_e.imag_p)
+conj = _unary(_e.conj_p)
+square = _unary(_e.square_p)
+erf = _unary(_e.erf_p)
+erfc = _unary(_e.erfc_p)
+lgamma = _unary(_e.lgamma_p)
+population_count = _unary(_e.population_count_p)
+
+add = _binary(_e.add_p)
+sub = _binary(_e.sub_p)
+mul = _binary(_e.mul_p)
+div = _binary(_e.div_p)
+rem = _binary(_e.rem_p)
+pow = _binary(_e.pow_p)
+max = _binary(_e.max_p)
+min = _binary(_e.min_p)
+atan2 = _binary(_e.atan2_p)
+nextafter = _binary(_e.nextafter_p)
+bitwise_and = _binary(_e.and_p)
+bitwise_or = _binary(_e.or_p)
+bitwise_xor = _binary(_e.xor_p)
+eq = _binary(_e.eq_p)
+ne = _binary(_e.ne_p)
+lt = _binary(_e.lt_p)
+le = _binary(_e.le_p)
+gt = _binary(_e.gt_p)
+ge = _binary(_e.ge_p)
+shift_left = _binary(_e.shift_left_p)
+shift_right_logical = _binary(_e.shift_right_logical_p)
+shift_right_arithmetic = _binary(_e.shift_right_arithmetic_p)
+complex = _binary(_e.complex_p)
+
+
+def round(x, rounding_method=0):
+    """Rounds to the nearest integer; ties away from zero (0) or to even (1)
+    (``jax.lax.round``)."""
+    return _e.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static Python int ``y`` (``jax.lax.integer_pow``)."""
+    return _e.integer_pow_p.bind(x, y=int(y))
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise; bool ``which`` picks ``cases[1]`` where True
+    (``jax.lax.select_n``)."""
+    return _e.select_n_p.bind(which, *_match_scalars(list(cases)))
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (``jax.lax.select``)."""
+    return select_n(pred, on_false, on_true)
+
+
+def clamp(min, x, max):
+    """``x`` clipped to ``[min, max]`` (``jax.lax.clamp``)."""
+    lo, xx, hi = _match_scalars([min, x, max])
+    return _e.clamp_p.bind(lo, xx, hi)
+
+
+def convert_element_type(operand, new_dtype):
+    """``operand`` cast to ``new_dtype`` (canonicalised); float->int truncates toward zero
+    (``jax.lax.convert_element_type``).  The result is not weakly typed."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    return _convert(operand, new_dtype, False)
+
+
+def _convert(x, new_dtype, weak_type):
+    if _is_scalar(x):
+        x = scalar_as(x, new_dtype, weak_type) if not weak_type else x
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return x
+    return _e.convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype),
+                                          weak_type=bool(weak_type))
+
+
+# ---- shapes ---------------------------------------------------------------------------
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """``operand`` broadcast to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
+    (``jax.lax.broadcast_in_dim``)."""
+    shape = tuple(int(d) for d in shape)
+    bd = tuple(int(d) for d in broadcast_dimensions)
+    aval = get_aval(operand)
+    if aval.shape == shape and bd == tuple(range(len(shape))):
+        return operand
+    return _s.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd,
+                                      sharding=None)
+
+
+def broadcast(operand, sizes):
+    """Adds leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
+    aval = get_aval(operand)
+    sizes = tuple(sizes)
+    return broadcast_in_dim(operand, sizes + aval.shape,
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    """``operand`` with shape ``new_sizes`` (row-major), optionally transposed by
+    ``dimensions`` first (``jax.lax.reshape``)."""
+    new_sizes = tuple(int(d) for d in new_sizes)
+    aval = get_aval(operand)
+    dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) \
+        else tuple(dimensions)
+    if aval.shape == new_sizes and dims is None:
+        return operand
+    return _s.reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims, sharding=None)
+
+
+def transpose(operand, permutation):
+    """Permutes dimensions (``jax.lax.transpose``)."""
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(len(perm))) and len(perm) == get_aval(operand).ndim:
+        return operand
+    return _s.transpose_p.bind(operand, permutation=perm)
+
+
+def squeeze(array, dimensions):
+    """Removes the size-1 ``dimensions`` (``jax.lax.squeeze``)."""
+    ndim = get_aval(array).ndim
+    dims = tuple(sorted(int(d) % ndim if ndim else int(d) for d in dimensions))
+    if not dims:
+        return array
+    return _s.squeeze_p.bind(array, dimensions=dims)
+
+
+def expand_dims(array, dimensions):
+    """Inserts size-1 dimensions at ``dimensions`` (``jax.lax.expand_dims``)."""
+    aval = get_aval(array)
+    nd = aval.ndim + len(dimensions)
+    dims = sorted(int(d) % nd for d in dimensions)
+    shape = list(aval.shape)
+    for d in dims:
+        shape.insert(d, 1)
+    return broadcast_in_dim(array, shape, [i for i in range(nd) if i not in dims])
+
+
+def concatenate(operands, dimension):
+    """Joins ``operands`` along ``dimension`` (``jax.lax.concatenate``)."""
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return _s.concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def pad(operand, padding_value, padding_config):
+    """Pads with (low, high, interior) per dimension; negatives cut (``jax.lax.pad``)."""
+    operand, padding_value = _match_scalars([operand, padding_value])
+    cfg = tuple((int(lo), int(hi), int(it)) for lo, hi, it in padding_config)
+    return _s.pad_p.bind(operand, padding_value, padding_config=cfg)
+
+
+def rev(operand, dimensions):
+    """Reverses the order of elements along ``dimensions`` (``jax.lax.rev``)."""
+    dims = tuple(int(d) for d in dimensions)
+    return operand if not dims else _s.rev_p.bind(operand, dimensions=dims)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    """Static slice ``[start:limit:stride]`` per dimension (``jax.lax.slice``)."""
+    st = tuple(int(i) for i in start_indices)
+    li = tuple(int(i) for i in limit_indices)
+    sd = None if strides is None or builtins.all(s == 1 for s in strides) \
+        else tuple(int(s) for s in strides)
+    return _s.slice_p.bind(operand, start_indices=st, limit_indices=li, strides=sd)
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """``lax.slice`` along one axis (``jax.lax.slice_in_dim``)."""
+    shape = get_aval(operand).shape
+    st, li, sd = [0] * len(shape), list(shape), [1] * len(shape)
+    n = shape[axis]
+    start = 0 if start_index is None else start_index
+    limit = n if limit_index is None else limit_index
+    st[axis] = start + n if start < 0 else start
+    li[axis] = limit + n if limit < 0 else limit
+    sd[axis] = stride
+    return slice(operand, st, li, sd)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``)."""
+    n = get_aval(operand).shape[axis]
+    index = index + n if index < 0 else index
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def _index_scalar(i):
+    if _is_scalar(i):
+        return np.asarray(i, dtypes.default_int_dtype())
+    return i
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """Slice of ``slice_sizes`` starting at traced ``start_indices`` (clamped into bounds)
+    (``jax.lax.dynamic_slice``)."""
+    idx = [_index_scalar(i) for i in start_indices]
+    return _s.dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """``operand`` with ``update`` written at traced ``start_indices`` (clamped)
+    (``jax.lax.dynamic_update_slice``)."""
+    idx = [_index_scalar(i) for i in start_indices]
+    return _s.dynamic_update_slice_p.bind(operand, update, *idx)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """``dynamic_slice`` along one axis (``jax.lax.dynamic_slice_in_dim``)."""
+    shape = get_aval(operand).shape
+    starts = [0] * len(shape)
+    starts[axis] = start_index
+    sizes = list(shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """The slice at traced ``index`` along ``axis`` (``jax.lax.dynamic_index_in_dim``)."""
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    starts = [0] * get_aval(operand).ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def iota(dtype, size):
+    """``[0, 1, ..., size-1]`` of ``dtype`` (``jax.lax.iota``)."""
+    return _s.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),),
+                          dimension=0, sharding=None)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """Indices along ``dimension`` broadcast to ``shape`` (``jax.lax.broadcasted_iota``)."""
+    return _s.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+                          shape=tuple(int(s) for s in shape), dimension=int(dimension),
+                          sharding=None)
+
+
+# ---- reductions -----------------------------------------------------------------------
+
+def _reducer(p):
+    def fn(operand, axes):
+        return p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+    fn.__name__ = p.name
+    fn.__doc__ = f"``{p.name}`` over ``axes`` (``jax.lax.{p.name}``)."
+    return fn
+
+
+reduce_sum = _reducer(_r.reduce_sum_p)
+reduce_prod = _reducer(_r.reduce_prod_p)
+reduce_max = _reducer(_r.reduce_max_p)
+reduce_min = _reducer(_r.reduce_min_p)
+reduce_and = _reducer(_r.reduce_and_p)
+reduce_or = _reducer(_r.reduce_or_p)
+reduce_xor = _reducer(_r.reduce_xor_p)
+
+
+def argmax(operand, axis, index_dtype):
+    """Index of the largest element along ``axis``; NaN counts as largest
+    (``jax.lax.argmax``)."""
+    return _r.argmax_p.bind(operand, axes=(int(axis),),
+                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    """Index of the smallest element along ``axis`` (``jax.lax.argmin``)."""
+    return _r.argmin_p.bind(operand, axes=(int(axis),),
+                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def _cum(p):
+    def fn(operand, axis=0, reverse=False):
+        return p.bind(operand, axis=int(axis) % builtins.max(get_aval(operand).ndim, 1),
+                      reverse=bool(reverse))
+    fn.__name__ = p.name
+    fn.__doc__ = f"Cumulative ``{p.name}`` along ``axis`` (``jax.lax.{p.name}``)."
+    return fn
+
+
+cumsum = _cum(_r.cumsum_p)
+cumprod = _cum(_r.cumprod_p)
+cummax = _cum(_r.cummax_p)
+cummin = _cum(_r.cummin_p)
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """Sorts ``operand`` (or a sequence of operands, by the first ``num_keys``) along
+    ``dimension`` (``jax.lax.sort``)."""
+    single = not isinstance(operand, (tuple, list))
+    ops = [operand] if single else list(operand)
+    nd = get_aval(ops[0]).ndim
+    out = _r.sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
+                         is_stable=bool(is_stable), num_keys=int(num_keys))
+    return out[0] if single else tuple(out)
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    """Sorts ``keys`` and permutes ``values`` alike (``jax.lax.sort_key_val``)."""
+    return sort((keys, values), dimension, is_stable, 1)
+
+
+# ---- linear algebra -------------------------------------------------------------------
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
+    """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
+    (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
+    (``jax.lax.dot_general``)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+          (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    pet = None if preferred_element_type is None else \
+        dtypes.canonicalize_dtype(preferred_element_type)
+    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                                 preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product of rank-1/2 operands (``jax.lax.dot``)."""
+    ln = get_aval(lhs).ndim
+    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+
+# ---- indexing -------------------------------------------------------------------------
+
+def gather_indexed(operand, indexer, idx_arrays, mode="clip", fill_value=None):
+    """``operand[index]`` for a normalised ``indexer`` (see ``primitives.indexing``)."""
+    return _ix.gather_p.bind(operand, *idx_arrays, indexer=tuple(indexer), mode=mode,
+                             fill_value=fill_value)
+
+
+def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop"):
+    """``operand`` with ``updates`` combined by ``op`` at ``index`` (see
+    ``primitives.indexing``)."""
+    return _ix.scatter_p.bind(operand, updates, *idx_arrays, indexer=tuple(indexer), op=op,
+                              mode=mode)
+
+
+def stop_gradient(x):
+    """Identity whose derivative is zero (the transformations issue gives it meaning)."""
+    return x
+
+
+def debug_callback(callback, *args):
+    """Calls ``callback(*numpy_values)`` on every run, also under jit (an effect)."""
+    _c.debug_callback_p.bind(*args, callback=callback)

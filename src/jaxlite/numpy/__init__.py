@@ -1,0 +1,46 @@
+"""``jaxlite.numpy``: the NumPy API on immutable jaxlite arrays (``jax.numpy``).
+
+Every function is a composition of primitives (through ``jaxlite.lax``), so it runs
+eagerly, under jit, and (later) under grad and vmap alike.  Submodules group the functions;
+this module re-exports their ``__all__``.
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from .. import dtypes as _dtypes
+from ..core.array import Array as ndarray  # noqa: F401
+from ..dtypes import (bfloat16, bool_, complex64, complex128, finfo, float16, float32,  # noqa
+                      float64, iinfo, int8, int16, int32, int64, issubdtype, promote_types,
+                      result_type, uint8, uint16, uint32, uint64)
+from ._creation import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from ._reductions import *  # noqa: F401,F403
+from ._shape import *  # noqa: F401,F403
+from ._ufuncs import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
+from ._misc import *  # noqa: F401,F403
+from . import linalg  # noqa: F401
+from . import _methods  # noqa: F401  (installs operators and methods on Array and tracers)
+
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+newaxis = None
+bool = _np.bool_  # noqa: A001
+float_ = _np.float64
+complex_ = _np.complex128
+int_ = _np.int64
+uint = _np.uint64
+dtype = _np.dtype
+generic = _np.generic
+number = _np.number
+inexact = _np.inexact
+floating = _np.floating
+complexfloating = _np.complexfloating
+integer = _np.integer
+signedinteger = _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+character = _np.character

@@ -1,0 +1,6 @@
+"""Sorting and searching (``jax.numpy``)."""
+from __future__ import annotations
+
+from ._util import public_names
+
+__all__ = public_names(globals())

@@ -1,0 +1,147 @@
+"""Helpers shared by ``jaxlite.numpy``: argument checks, dtype promotion, rank broadcasting.
+
+Layer: numpy (public ops are compositions of primitives through ``jaxlite.lax``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes, lax
+from ..core.array import ArrayImpl
+from ..core.eager import from_host
+from ..core.trace import Tracer, get_aval
+
+PY_SCALARS = (bool, int, float, complex)
+
+
+def is_arraylike(x) -> bool:
+    return isinstance(x, (ArrayImpl, Tracer, np.ndarray, np.generic) + PY_SCALARS)
+
+
+def check_arraylike(name: str, *args) -> None:
+    """Raises TypeError naming the position of a non-array argument (a list, a string ...)."""
+    for i, a in enumerate(args):
+        if not is_arraylike(a):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(a)} at position {i}.")
+
+
+def ensure_array(x):
+    """An Array or tracer for ``x``: NumPy values and Python scalars are placed on the
+    default device (Python scalars stay weakly typed)."""
+    if isinstance(x, (ArrayImpl, Tracer)):
+        return x
+    if isinstance(x, PY_SCALARS):
+        return from_host(x, get_aval(x).dtype, weak_type=not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_host(x)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+
+
+def convert(x, dtype, weak: bool = False):
+    """``x`` (array-like) converted to ``dtype``/``weak``; no-op when already of that dtype."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, PY_SCALARS):
+        return lax.scalar_as(x, dtype, weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = np.asarray(x)
+        if x.dtype != dtype:
+            with np.errstate(all="ignore"):
+                x = x.astype(dtype)
+        return x
+    if x.dtype == dtype:
+        return x
+    return lax._convert(x, dtype, weak)
+
+
+def promote_dtypes(*args):
+    """Converts every argument to the promoted dtype (JAX's lattice)."""
+    dt, weak = dtypes.result_type_and_weak(*args)
+    return [convert(a, dt, weak) for a in args]
+
+
+def to_inexact(dt: np.dtype, weak: bool):
+    if dtypes.is_inexact(dt):
+        return dt, weak
+    if weak:
+        return dtypes.default_float_dtype(), True
+    return dtypes._lattice_result([(dt, False), (dtypes.default_float_dtype(), False)])[0], False
+
+
+def promote_dtypes_inexact(*args):
+    """Promotes, then moves integer/bool results to the default float dtype."""
+    dt, weak = dtypes.result_type_and_weak(*args)
+    dt, weak = to_inexact(dt, weak)
+    return [convert(a, dt, weak) for a in args]
+
+
+def shape_of(x) -> tuple:
+    if isinstance(x, PY_SCALARS):
+        return ()
+    return tuple(np.shape(x)) if isinstance(x, (np.ndarray, np.generic)) else x.shape
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: "
+                         f"{', '.join(str(tuple(s)) for s in shapes)}") from None
+
+
+def broadcast_to_shape(x, shape):
+    """Broadcast ``x`` to ``shape`` by NumPy's rules (rank promotion on the left)."""
+    xs = shape_of(x)
+    shape = tuple(shape)
+    if xs == shape:
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.broadcast_to(x, shape)
+    nd = len(shape) - len(xs)
+    if nd < 0 or any(a not in (1, b) for a, b in zip(xs, shape[nd:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape "
+                         f"{shape}")
+    if isinstance(x, PY_SCALARS):
+        x = ensure_array(x)
+    # squeeze size-1 dims that must grow, then broadcast_in_dim
+    keep = [i for i, (a, b) in enumerate(zip(xs, shape[nd:])) if a == b]
+    if len(keep) != len(xs):
+        x = lax.reshape(x, [xs[i] for i in keep])
+    return lax.broadcast_in_dim(x, shape, [nd + i for i in keep])
+
+
+def broadcast_args(*args):
+    """Broadcasts array operands to one shape; rank-0 operands stay as they are (the
+    elementwise primitives broadcast scalars themselves)."""
+    shapes = [shape_of(a) for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return list(args)
+    shape = broadcast_shapes(*shapes)
+    return [a if s == shape or s == () else broadcast_to_shape(a, shape)
+            for a, s in zip(args, shapes)]
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def canonicalize_axes(axis, ndim: int):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        out = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"repeated axis in {tuple(axis)}")
+        return out
+    return (canonicalize_axis(axis, ndim),)
+
+
+def public_names(namespace: dict) -> list:
+    """``__all__`` of a jaxlite.numpy submodule: its own public functions and classes."""
+    mod = namespace["__name__"]
+    return sorted(n for n, v in namespace.items()
+                  if not n.startswith("_") and getattr(v, "__module__", None) == mod
+                  and callable(v))

@@ -1,0 +1,2 @@
+"""``jaxlite.numpy.linalg`` (``jax.numpy.linalg``)."""
+from __future__ import annotations

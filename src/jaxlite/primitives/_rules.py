@@ -1,0 +1,75 @@
+"""Shared helpers for primitive declarations: error messages and dtype-class checks."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+
+_F16S = (np.dtype(np.float16), dtypes._BF16)
+
+
+def dtype_class_ok(dt: np.dtype, allowed: str) -> bool:
+    """allowed is a string of classes: f float, c complex, i signed, u unsigned, b bool."""
+    if dt == np.bool_:
+        return "b" in allowed
+    if dtypes.is_float(dt):
+        return "f" in allowed
+    return dt.kind in allowed
+
+
+_CLASS_NAMES = {"f": "floating", "c": "complexfloating", "i": "signedinteger",
+                "u": "unsignedinteger", "b": "bool"}
+
+
+def check_dtypes(name: str, avals, allowed: str) -> None:
+    for a in avals:
+        if not dtype_class_ok(a.dtype, allowed):
+            ok = ", ".join(_CLASS_NAMES[c] for c in allowed)
+            raise TypeError(f"{name} does not accept dtype {_dtype_name(a.dtype)}. "
+                            f"Accepted dtypes are subtypes of {ok}.")
+
+
+def _dtype_name(dt) -> str:
+    return "bfloat16" if np.dtype(dt) == dtypes._BF16 else np.dtype(dt).name
+
+
+def check_same_dtypes(name: str, avals) -> None:
+    dts = {a.dtype for a in avals}
+    if len(dts) > 1:
+        got = ", ".join(_dtype_name(a.dtype) for a in avals)
+        raise TypeError(f"{name} requires arguments to have the same dtypes, got {got}. "
+                        f"(jaxlite.numpy functions promote for you; lax functions do not: "
+                        f"convert with .astype or lax.convert_element_type first.)")
+
+
+def broadcast_shapes_elementwise(name: str, avals) -> tuple:
+    """Operands of an elementwise primitive have one shape, except rank-0 operands, which
+    broadcast.  Returns that shape or raises TypeError naming all shapes."""
+    shape = None
+    for a in avals:
+        if a.shape == ():
+            continue
+        if shape is None:
+            shape = a.shape
+        elif a.shape != shape:
+            got = ", ".join(str(a.shape) for a in avals)
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
+    return shape if shape is not None else ()
+
+
+def upcast_half(*xs):
+    """float16/bfloat16 inputs computed in float32 (the result is rounded back by the
+    caller's output dtype), as XLA does on CPU."""
+    return [x.astype(np.float32) if x.dtype in _F16S else x for x in xs]
+
+
+def normalize_axes(axes, ndim: int, name: str) -> tuple:
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: duplicate value in 'axes': {tuple(axes)}")
+    return tuple(out)

@@ -1,0 +1,289 @@
+"""Elementwise primitives: one declaration each, from a table.
+
+Operands share one shape (rank-0 operands broadcast) and, for binary ops, one dtype; the
+``jaxlite.numpy`` layer promotes and broadcasts before binding.  Each row gives the name,
+the NumPy implementation, the dtype classes accepted, and the name in the compiler's
+scalar-op table.  The result is weakly typed only when every operand is.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
+                     upcast_half)
+
+FLOAT, COMPLEX, INT, UINT, BOOL = "f", "c", "i", "u", "b"
+NUM = "fciu"
+INEXACT = "fc"
+INTEGRAL = "iu"
+ANY = "fciub"
+
+
+def _errstate(fn):
+    def impl(*xs, **params):
+        with np.errstate(all="ignore"):
+            return fn(*xs, **params)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+def _half(fn):
+    """Runs ``fn`` in float32 for float16/bfloat16 operands."""
+    def impl(*xs, **params):
+        return fn(*upcast_half(*xs), **params)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+def _elementwise_aval(name, allowed, out_dtype=None, same_dtypes=True):
+    def rule(*avals, **params):
+        check_dtypes(name, avals, allowed)
+        if same_dtypes and len(avals) > 1:
+            check_same_dtypes(name, avals)
+        shape = broadcast_shapes_elementwise(name, avals)
+        dt = avals[0].dtype if out_dtype is None else out_dtype(avals[0].dtype)
+        return ShapedArray(shape, dt, all(a.weak_type for a in avals))
+    return rule
+
+
+def _elementwise_flops(*avals, **params):
+    return max((a.size for a in avals), default=0)
+
+
+def elementwise(name, impl, allowed, *, out_dtype=None, scalar_op=None, half=True,
+                errstate=True, same_dtypes=True):
+    """Declares an elementwise primitive ``name``."""
+    if half:
+        impl = _half(impl)
+    if errstate:
+        impl = _errstate(impl)
+    return Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
+                                                           same_dtypes),
+                     impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,
+                     kind="elementwise")
+
+
+def _bool_out(dt):
+    return np.dtype(np.bool_)
+
+
+def _real_dtype(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else (
+        np.dtype(np.float64) if dt == np.complex128 else dt)
+
+
+def _complex_dtype(dt):
+    return np.dtype(np.complex64) if dt != np.float64 else np.dtype(np.complex128)
+
+
+# ---- implementations that NumPy lacks or spells differently -----------------------------
+
+def _div(x, y):
+    if x.dtype.kind in "iu":
+        # lax.div rounds toward zero (C semantics), NumPy's // toward -inf.
+        q = np.floor_divide(x, y)
+        if x.dtype.kind == "i":
+            r = np.remainder(x, y)
+            q = q + ((r != 0) & ((x < 0) != (y < 0))).astype(x.dtype)
+        return q
+    return np.true_divide(x, y)
+
+
+def _round(x, rounding_method=0):
+    if rounding_method == 1:      # to nearest even
+        return np.round(x)
+    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype)
+
+
+def _logistic(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def _integer_pow(x, y):
+    if y == 0:
+        return np.ones_like(x)
+    acc = None
+    base = x
+    n = abs(y)
+    while n:  # exponentiation by squaring, as XLA expands integer_pow
+        if n & 1:
+            acc = base if acc is None else acc * base
+        n >>= 1
+        if n:
+            base = base * base
+    return 1 / acc if y < 0 else acc
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def _population_count(x):
+    bits = np.unpackbits(np.ascontiguousarray(x).view(np.uint8)[..., None], axis=-1)
+    return bits.reshape(x.shape + (-1,)).sum(-1).astype(x.dtype)
+
+
+def _shift_right_logical(x, y):
+    ut = np.dtype(f"u{x.dtype.itemsize}")
+    bits = x.dtype.itemsize * 8
+    out = np.right_shift(x.view(ut) if x.ndim else x.astype(ut), y.astype(ut))
+    out = np.where(y.astype(np.int64) >= bits, 0, out).astype(ut)
+    return out.astype(x.dtype)
+
+
+def _shift_right_arithmetic(x, y):
+    bits = x.dtype.itemsize * 8
+    yy = np.clip(y.astype(np.int64), 0, bits - 1)
+    return np.right_shift(x, yy.astype(x.dtype)).astype(x.dtype)
+
+
+def _shift_left(x, y):
+    bits = x.dtype.itemsize * 8
+    out = np.left_shift(x, y)
+    return np.where(y.astype(np.int64) >= bits, 0, out).astype(x.dtype)
+
+
+def _select_n(which, *cases):
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(which.astype(np.intp), cases) if len(cases) > 2 else \
+        np.where(which != 0, cases[1], cases[0])
+
+
+def _clamp(lo, x, hi):
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _nextafter(x, y):
+    return np.nextafter(x, y)
+
+
+# ---- the table ------------------------------------------------------------------------
+
+neg_p = elementwise("neg", np.negative, NUM)
+sign_p = elementwise("sign", np.sign, NUM)
+floor_p = elementwise("floor", np.floor, FLOAT)
+ceil_p = elementwise("ceil", np.ceil, FLOAT)
+round_p = elementwise("round", _round, FLOAT)
+is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=_bool_out)
+exp_p = elementwise("exp", np.exp, INEXACT)
+exp2_p = elementwise("exp2", np.exp2, INEXACT)
+log_p = elementwise("log", np.log, INEXACT)
+log1p_p = elementwise("log1p", np.log1p, INEXACT)
+expm1_p = elementwise("expm1", np.expm1, INEXACT)
+tanh_p = elementwise("tanh", np.tanh, INEXACT)
+logistic_p = elementwise("logistic", _logistic, INEXACT)
+sin_p = elementwise("sin", np.sin, INEXACT)
+cos_p = elementwise("cos", np.cos, INEXACT)
+tan_p = elementwise("tan", np.tan, INEXACT)
+asin_p = elementwise("asin", np.arcsin, INEXACT)
+acos_p = elementwise("acos", np.arccos, INEXACT)
+atan_p = elementwise("atan", np.arctan, INEXACT)
+sinh_p = elementwise("sinh", np.sinh, INEXACT)
+cosh_p = elementwise("cosh", np.cosh, INEXACT)
+asinh_p = elementwise("asinh", np.arcsinh, INEXACT)
+acosh_p = elementwise("acosh", np.arccosh, INEXACT)
+atanh_p = elementwise("atanh", np.arctanh, INEXACT)
+sqrt_p = elementwise("sqrt", np.sqrt, INEXACT)
+rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT)
+cbrt_p = elementwise("cbrt", np.cbrt, FLOAT)
+abs_p = elementwise("abs", np.abs, NUM, out_dtype=_real_dtype)
+not_p = elementwise("not", np.invert, INTEGRAL + BOOL)
+real_p = elementwise("real", np.real, COMPLEX, out_dtype=_real_dtype)
+imag_p = elementwise("imag", np.imag, COMPLEX, out_dtype=_real_dtype)
+conj_p = elementwise("conj", np.conjugate, COMPLEX)
+square_p = elementwise("square", np.square, NUM)
+integer_pow_p = elementwise("integer_pow", _integer_pow, NUM)
+erf_p = elementwise("erf", _erf, FLOAT)
+erfc_p = elementwise("erfc", _erfc, FLOAT)
+lgamma_p = elementwise("lgamma", _lgamma, FLOAT)
+population_count_p = elementwise("population_count", _population_count, INTEGRAL)
+
+add_p = elementwise("add", np.add, NUM)
+sub_p = elementwise("sub", np.subtract, NUM)
+mul_p = elementwise("mul", np.multiply, NUM)
+div_p = elementwise("div", _div, NUM)
+rem_p = elementwise("rem", np.fmod, NUM)
+pow_p = elementwise("pow", np.power, INEXACT)
+max_p = elementwise("max", np.maximum, ANY)
+min_p = elementwise("min", np.minimum, ANY)
+atan2_p = elementwise("atan2", np.arctan2, FLOAT)
+nextafter_p = elementwise("nextafter", _nextafter, FLOAT, half=False)
+and_p = elementwise("and", np.bitwise_and, INTEGRAL + BOOL)
+or_p = elementwise("or", np.bitwise_or, INTEGRAL + BOOL)
+xor_p = elementwise("xor", np.bitwise_xor, INTEGRAL + BOOL)
+eq_p = elementwise("eq", np.equal, ANY, out_dtype=_bool_out)
+ne_p = elementwise("ne", np.not_equal, ANY, out_dtype=_bool_out)
+lt_p = elementwise("lt", np.less, NUM + BOOL, out_dtype=_bool_out)
+le_p = elementwise("le", np.less_equal, NUM + BOOL, out_dtype=_bool_out)
+gt_p = elementwise("gt", np.greater, NUM + BOOL, out_dtype=_bool_out)
+ge_p = elementwise("ge", np.greater_equal, NUM + BOOL, out_dtype=_bool_out)
+shift_left_p = elementwise("shift_left", _shift_left, INTEGRAL, half=False)
+shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INTEGRAL,
+                                    half=False)
+shift_right_arithmetic_p = elementwise("shift_right_arithmetic", _shift_right_arithmetic,
+                                       INTEGRAL, half=False)
+complex_p = elementwise("complex", lambda x, y: x + 1j * y, FLOAT, out_dtype=_complex_dtype)
+
+
+def _select_n_aval(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    if which.dtype != np.bool_ and which.dtype.kind not in "iu":
+        raise TypeError(f"select_n selector must be bool or int, got {which.dtype}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean selector takes at most two cases")
+    check_same_dtypes("select_n", cases)
+    shape = broadcast_shapes_elementwise("select_n", (which,) + cases)
+    return ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+select_n_p = Primitive("select_n", abstract_eval=_select_n_aval, impl=_select_n,
+                       scalar_op="select_n", flops=_elementwise_flops, kind="elementwise")
+
+
+def _clamp_aval(lo, x, hi):
+    check_same_dtypes("clamp", (lo, x, hi))
+    for b in (lo, hi):
+        if b.shape not in ((), x.shape):
+            raise TypeError(f"clamp requires min and max to be scalars or have the operand's "
+                            f"shape {x.shape}, got {b.shape}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+clamp_p = Primitive("clamp", abstract_eval=_clamp_aval, impl=_clamp, scalar_op="clamp",
+                    flops=_elementwise_flops, kind="elementwise")
+
+
+def _convert_aval(x, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def _convert_impl(x, new_dtype, weak_type=False):
+    if new_dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+        x = np.real(x)
+    if x.dtype.kind == "f" and np.dtype(new_dtype).kind in "iu":
+        # float -> int: NaN goes to 0 and values saturate at the integer range (XLA on CPU).
+        info = np.iinfo(new_dtype)
+        with np.errstate(invalid="ignore"):
+            x = np.nan_to_num(np.trunc(x), nan=0.0)
+            x = np.clip(x, info.min, info.max)
+        return np.where(x >= float(info.max), info.max, x.astype(new_dtype)).astype(new_dtype)
+    with np.errstate(all="ignore"):
+        return x.astype(new_dtype)
+
+
+convert_element_type_p = Primitive(
+    "convert_element_type", abstract_eval=_convert_aval, impl=_convert_impl,
+    scalar_op="convert", flops=lambda *a, **k: 0, kind="elementwise")

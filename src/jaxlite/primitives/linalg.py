@@ -1,0 +1,74 @@
+"""``dot_general``: contraction over given dimensions with batch dimensions (BLAS-backed)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._rules import check_dtypes, check_same_dtypes, upcast_half
+
+
+def _dims(dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+
+
+def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    check_dtypes("dot_general", (lhs, rhs), "fciub")
+    check_same_dtypes("dot_general", (lhs, rhs))
+    for name, ax, nd in (("lhs contracting", lc, lhs.ndim), ("rhs contracting", rc, rhs.ndim),
+                         ("lhs batch", lb, lhs.ndim), ("rhs batch", rb, rhs.ndim)):
+        if any(not 0 <= a < nd for a in ax) or len(set(ax)) != len(ax):
+            raise TypeError(f"dot_general {name} dimensions {ax} out of range for operand of "
+                            f"rank {nd}")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting and "
+                        f"batch dimensions, got {dimension_numbers}")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires contracting dimensions to have the same "
+                            f"shape, got {tuple(lhs.shape[i] for i in lc)} and "
+                            f"{tuple(rhs.shape[i] for i in rc)} (lhs shape {lhs.shape}, rhs "
+                            f"shape {rhs.shape}).")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch "
+                            f"dimensions to have the same shape, got lhs shape {lhs.shape}, "
+                            f"rhs shape {rhs.shape}, batch dims {lb} and {rb}.")
+    batch = tuple(lhs.shape[a] for a in lb)
+    lfree = tuple(s for i, s in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rfree = tuple(s for i, s in enumerate(rhs.shape) if i not in rc and i not in rb)
+    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    lhs, rhs = upcast_half(lhs, rhs)
+    if lhs.dtype == np.bool_:
+        lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
+    a = np.transpose(lhs, list(lb) + lf + list(lc))
+    b = np.transpose(rhs, list(rb) + list(rc) + rf)
+    nb = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
+    m = int(np.prod([lhs.shape[i] for i in lf], dtype=np.int64))
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    n = int(np.prod([rhs.shape[i] for i in rf], dtype=np.int64))
+    out = np.matmul(a.reshape(nb, m, k), b.reshape(nb, k, n))
+    shape = [lhs.shape[i] for i in lb] + [lhs.shape[i] for i in lf] + [rhs.shape[i] for i in rf]
+    return out.reshape(shape)
+
+
+def _dot_flops(lhs, rhs, dimension_numbers, **kw):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    out = _dot_aval(lhs, rhs, dimension_numbers).size
+    return 2 * out * k
+
+
+dot_general_p = Primitive("dot_general", abstract_eval=_dot_aval, impl=_dot_impl,
+                          flops=_dot_flops, kind="dot")

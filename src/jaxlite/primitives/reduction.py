@@ -1,0 +1,164 @@
+"""Reductions (sum, prod, max, min, and, or, argmax, argmin), cumulative reductions and sort.
+
+``axes`` are normalised, non-negative and unique; the rule raises ValueError otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._rules import check_dtypes, normalize_axes, upcast_half
+
+
+def _reduce_aval(name, allowed):
+    def rule(x, axes, out_sharding=None):
+        check_dtypes(name, (x,), allowed)
+        axes = normalize_axes(axes, x.ndim, name)
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes), x.dtype,
+                           x.weak_type)
+    return rule
+
+
+def _reduce_flops(x, axes, out_sharding=None):
+    return x.size
+
+
+def _reduction(name, np_fn, allowed, identity_ok=True):
+    def impl(x, axes, out_sharding=None):
+        axes = tuple(axes)
+        if not identity_ok and x.size == 0 and any(x.shape[a] == 0 for a in axes):
+            # max/min of nothing: XLA returns the identity (-inf/+inf or the int limits).
+            shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+            return np.full(shape, _identity(name, x.dtype), x.dtype)
+        (xx,) = upcast_half(x)
+        with np.errstate(all="ignore"):
+            return np_fn(xx, axis=axes)
+    return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
+                     flops=_reduce_flops, scalar_op=name, kind="reduction")
+
+
+def _identity(name, dt):
+    if dt.kind == "f" or dt.itemsize == 2 and dt.kind == "V":
+        return -np.inf if name == "reduce_max" else np.inf
+    if dt == np.bool_:
+        return name == "reduce_min"
+    info = np.iinfo(dt)
+    return info.min if name == "reduce_max" else info.max
+
+
+reduce_sum_p = _reduction("reduce_sum", np.sum, "fciu")
+reduce_prod_p = _reduction("reduce_prod", np.prod, "fciu")
+reduce_max_p = _reduction("reduce_max", np.max, "fciub", identity_ok=False)
+reduce_min_p = _reduction("reduce_min", np.min, "fciub", identity_ok=False)
+reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub")
+reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub")
+reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub")
+
+
+# argmax / argmin ------------------------------------------------------------------------
+
+def _arg_aval(name):
+    def rule(x, axes, index_dtype):
+        axes = normalize_axes(axes, x.ndim, name)
+        if len(axes) != 1:
+            raise ValueError(f"{name} takes exactly one axis, got axes={axes}")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name} of an empty axis: operand shape {x.shape}, axis {axes[0]}")
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]),
+                           index_dtype, False)
+    return rule
+
+
+def _argmax_impl(x, axes, index_dtype):
+    (xx,) = upcast_half(x)
+    if xx.dtype.kind == "f":  # NaN wins, as in JAX
+        nan = np.isnan(xx)
+        out = np.argmax(np.where(nan, -np.inf, xx), axis=axes[0])
+        first_nan = np.argmax(nan, axis=axes[0])
+        return np.where(nan.any(axis=axes[0]), first_nan, out).astype(index_dtype)
+    return np.argmax(xx, axis=axes[0]).astype(index_dtype)
+
+
+def _argmin_impl(x, axes, index_dtype):
+    (xx,) = upcast_half(x)
+    if xx.dtype.kind == "f":
+        nan = np.isnan(xx)
+        out = np.argmin(np.where(nan, np.inf, xx), axis=axes[0])
+        first_nan = np.argmax(nan, axis=axes[0])
+        return np.where(nan.any(axis=axes[0]), first_nan, out).astype(index_dtype)
+    return np.argmin(xx, axis=axes[0]).astype(index_dtype)
+
+
+argmax_p = Primitive("argmax", abstract_eval=_arg_aval("argmax"), impl=_argmax_impl,
+                     flops=lambda x, **k: x.size, kind="reduction")
+argmin_p = Primitive("argmin", abstract_eval=_arg_aval("argmin"), impl=_argmin_impl,
+                     flops=lambda x, **k: x.size, kind="reduction")
+
+
+# cumulative ---------------------------------------------------------------------------
+
+def _cum_aval(name):
+    def rule(x, axis, reverse=False):
+        check_dtypes(name, (x,), "fciub" if name in ("cummax", "cummin") else "fciu")
+        normalize_axes((axis,), x.ndim, name)
+        return x
+    return rule
+
+
+def _cumulative(name, ufunc):
+    def impl(x, axis, reverse=False):
+        (xx,) = upcast_half(x)
+        if reverse:
+            xx = np.flip(xx, axis)
+        with np.errstate(all="ignore"):
+            out = ufunc.accumulate(xx, axis=axis, dtype=xx.dtype)
+        return np.flip(out, axis) if reverse else out
+    return Primitive(name, abstract_eval=_cum_aval(name), impl=impl,
+                     flops=lambda x, **k: x.size, kind="scan")
+
+
+cumsum_p = _cumulative("cumsum", np.add)
+cumprod_p = _cumulative("cumprod", np.multiply)
+cummax_p = _cumulative("cummax", np.maximum)
+cummin_p = _cumulative("cummin", np.minimum)
+
+
+# sort ---------------------------------------------------------------------------------
+
+def _sort_aval(*xs, dimension, is_stable, num_keys):
+    if not xs:
+        raise TypeError("sort requires at least one operand")
+    for x in xs:
+        if x.shape != xs[0].shape:
+            raise TypeError(f"sort operands must all have one shape, got "
+                            f"{', '.join(str(x.shape) for x in xs)}")
+    normalize_axes((dimension,), xs[0].ndim, "sort")
+    if not 1 <= num_keys <= len(xs):
+        raise ValueError(f"sort num_keys={num_keys} must be in [1, {len(xs)}]")
+    return list(xs)
+
+
+def _sort_key(x):
+    if x.dtype.kind == "c":
+        return [np.imag(x), np.real(x)]
+    return [upcast_half(x)[0]]
+
+
+def _sort_impl(*xs, dimension, is_stable, num_keys):
+    keys = []
+    for k in reversed(xs[:num_keys]):   # lexsort: last key is primary
+        keys.extend(_sort_key(k))
+    moved = [np.moveaxis(k, dimension, -1) for k in keys]
+    if len(moved) == 1:
+        order = np.argsort(moved[0], axis=-1, kind="stable")
+    else:
+        flat = [m.reshape(-1, m.shape[-1]) for m in moved]
+        rows = [np.lexsort([f[r] for f in flat]) for r in range(flat[0].shape[0])]
+        order = np.array(rows, dtype=np.intp).reshape(moved[0].shape)
+    order = np.moveaxis(order, -1, dimension)
+    return [np.take_along_axis(x, order, axis=dimension) for x in xs]
+
+
+sort_p = Primitive("sort", abstract_eval=_sort_aval, impl=_sort_impl, multiple_results=True,
+                   flops=lambda *xs, **k: xs[0].size, kind="other")

@@ -1,0 +1,401 @@
+"""``jit``: trace once per input signature, compile, cache, run.
+
+Layer: transforms.  The cache key of a call is (pytree structure of the dynamic arguments,
+each leaf's abstract value and committed device, the static arguments' values, the
+config flags that change tracing).  A miss traces the function with tracers into a jaxpr,
+compiles it through the compiler pipeline, and stores the executable only if all of that
+succeeded.  Inside another trace a jitted function stages a single ``jit`` equation
+carrying its program (so transformations compose); the compiler inlines it.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import weakref
+
+import numpy as np
+
+from .. import monitoring
+from ..config import config
+from ..core import trace as _trace
+from ..core.array import ArrayImpl
+from ..core.avals import ShapedArray, aval_of_value
+from ..core.eager import placement, value_on, wrap
+from ..core.staging import trace_to_jaxpr
+from ..core.trace import Tracer
+from ..primitives.control import jit_p
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .stages import Compiled, Lowered
+
+logger = logging.getLogger("jaxlite")
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _leaf_key(x):
+    """(aval, committed device or None) of one dynamic argument leaf."""
+    t = type(x)
+    if t is ArrayImpl:
+        k = x._key
+        if k is None:
+            k = x._key = (x.aval, x._buf.device if x._committed else None)
+        return k
+    if t in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic) + _PY_SCALARS):
+        return (aval_of_value(x), None)
+    raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type: {x!r}")
+
+
+def _resolve_static(fun, static_argnums, static_argnames, sig):
+    nums = () if static_argnums is None else (
+        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+    names = () if static_argnames is None else (
+        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    if sig is not None:
+        params = list(sig.parameters.values())
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if static_argnames is None:
+            names = tuple(positional[i] for i in nums if -len(positional) <= i < len(positional))
+        if static_argnums is None:
+            nums = tuple(positional.index(n) for n in names if n in positional)
+        for n in names:
+            if n not in sig.parameters and not any(p.kind == p.VAR_KEYWORD for p in params):
+                raise ValueError(f"jit: static_argnames {n!r} is not a parameter of "
+                                 f"{getattr(fun, '__name__', fun)}")
+    return tuple(nums), tuple(names)
+
+
+class _CacheEntry:
+    __slots__ = ("compiled", "out_tree", "closed", "lowered")
+
+    def __init__(self, compiled, out_tree, closed, lowered):
+        self.compiled = compiled
+        self.out_tree = out_tree
+        self.closed = closed
+        self.lowered = lowered
+
+
+class JitWrapped:
+    """The function returned by ``jit``: call it, ``lower`` it, inspect its cache."""
+
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 donate_argnames=None, keep_unused=False, device=None, backend=None,
+                 inline=False):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
+        self.fun = fun
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        self.static_argnums, self.static_argnames = _resolve_static(
+            fun, static_argnums, static_argnames, self._sig)
+        dn = () if donate_argnums is None else (
+            (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums))
+        dnames = () if donate_argnames is None else (
+            (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames))
+        if self._sig is not None and dnames:
+            positional = [p.name for p in self._sig.parameters.values()]
+            dn = dn + tuple(positional.index(n) for n in dnames if n in positional)
+        self.donate_argnums = tuple(sorted(set(dn)))
+        self.donate_argnames = dnames
+        if set(self.donate_argnums) & set(self.static_argnums):
+            raise ValueError("jit: an argument cannot be both static and donated")
+        self._cache: dict = {}
+        self._history: list = []   # signatures compiled so far, for explaining misses
+        self._device = device
+        self._backend = backend or "interpreter"
+        self.__name__ = getattr(fun, "__name__", "fun")
+        self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+        _all_jitted.add(self)
+
+    def __repr__(self):
+        return f"<jaxlite jit-compiled function {self.__name__}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # ---- argument handling -------------------------------------------------------------
+    def _split(self, args, kwargs):
+        n = len(args)
+        static_pos = {i % n for i in self.static_argnums if -n <= i < n} if n else set()
+        statics = tuple((i, args[i]) for i in sorted(static_pos))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        static_kw = tuple(sorted((k, v) for k, v in kwargs.items()
+                                 if k in self.static_argnames))
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        for where, v in statics + static_kw:
+            try:
+                hash(v)
+            except TypeError as e:
+                raise ValueError(
+                    f"Non-hashable static arguments are not supported. An error occurred "
+                    f"while trying to hash an object of type {type(v)}, {v!r} (static "
+                    f"argument {where!r} of {self.__name__}). The error was:\nTypeError: {e}"
+                ) from None
+        return statics, static_kw, dyn_args, dyn_kw, static_pos
+
+    def _arg_names(self, dyn_args, dyn_kw, static_pos, n_args):
+        """Human names of the dynamic leaves: ``x``, ``params['w']``, ``args[2]``."""
+        pnames = []
+        if self._sig is not None:
+            pnames = [p.name for p in self._sig.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        pos_names = [pnames[i] if i < len(pnames) else f"args[{i}]"
+                     for i in range(n_args) if i not in static_pos]
+        out = []
+        for name, a in list(zip(pos_names, dyn_args)) + list(dyn_kw.items()):
+            leaves, _ = tree_flatten_with_path(a)
+            out.extend(name + keystr(p) for p, _ in leaves)
+        return out
+
+    def _flat_fun(self, statics, static_kw, in_tree, n_args, static_pos, out_store):
+        fun = self.fun
+
+        def flat(*leaves):
+            dyn_args, dyn_kw = tree_unflatten(in_tree, leaves)
+            args, it = [], iter(dyn_args)
+            static_map = dict(statics)
+            for i in range(n_args):
+                args.append(static_map[i] if i in static_pos else next(it))
+            out = fun(*args, **dyn_kw, **dict(static_kw))
+            out_leaves, out_tree = tree_flatten(out)
+            out_store.append(out_tree)
+            return out_leaves
+        return flat
+
+    # ---- tracing and compiling -----------------------------------------------------------
+    def _trace(self, args, kwargs):
+        statics, static_kw, dyn_args, dyn_kw, static_pos = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kw))
+        return statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree
+
+    def _make_jaxpr(self, statics, static_kw, in_tree, n_args, static_pos, in_avals):
+        out_store = []
+        flat = self._flat_fun(statics, static_kw, in_tree, n_args, static_pos, out_store)
+        t0 = time.perf_counter()
+        closed = trace_to_jaxpr(flat, in_avals)
+        return closed, out_store[0], time.perf_counter() - t0
+
+    def _compile(self, key, leaves, statics, static_kw, in_tree, n_args, static_pos, names):
+        reason = self._explain(key, names)
+        in_avals = [k[0] for k in key[1]]
+        closed, out_tree, trace_s = self._make_jaxpr(statics, static_kw, in_tree, n_args,
+                                                     static_pos, in_avals)
+        lowered = Lowered(self, closed, in_tree, out_tree, key, names)
+        compiled = lowered.compile()
+        entry = _CacheEntry(compiled, out_tree, closed, lowered)
+        self._cache[key] = entry
+        self._history.append((key, names))
+        sig = ", ".join(f"{n}: {a.str_short()}" for n, a in zip(names, in_avals))
+        if config.jax_log_compiles:
+            logger.warning("Compiling %s for args (%s): %s; traced in %.1f ms, compiled in "
+                           "%.1f ms", self.__name__, sig, reason, trace_s * 1e3,
+                           compiled._program.compile_seconds * 1e3)
+        if monitoring.active():
+            monitoring.emit("compile", fun=self.__name__, signature=sig, reason=reason,
+                            trace_seconds=trace_s,
+                            compile_seconds=compiled._program.compile_seconds,
+                            statics=repr([v for _, v in statics + static_kw]))
+        return entry
+
+    def _explain(self, key, names) -> str:
+        """Why this signature missed the cache: 'first call' or what changed."""
+        if not self._history:
+            reason = "first call"
+        else:
+            reason = _diff_keys(self._history, key, names)
+        if config.jax_explain_cache_misses and self._history:
+            logger.warning("TRACING CACHE MISS for %s: %s", self.__name__, reason)
+        return reason
+
+    # ---- calling -----------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
+            self._trace(args, kwargs)
+        if len(_trace._dynamic) > 1 or any(isinstance(x, Tracer) for x in leaves):
+            return self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
+                                     len(args), dyn_args, dyn_kw)
+        sigs = []
+        names = None
+        for i, x in enumerate(leaves):
+            try:
+                sigs.append(_leaf_key(x))
+            except TypeError:
+                names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+                raise TypeError(f"Argument '{names[i]}' of type {type(x)} is not a valid JAX "
+                                f"type (jit of {self.__name__}).") from None
+        key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64)
+        entry = self._cache.get(key)
+        if entry is None:
+            names = names or self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+            entry = self._compile(key, leaves, statics, static_kw, in_tree, len(args),
+                                  static_pos, names)
+        outs = entry.compiled._run_flat(leaves, names_fn=lambda: self._arg_names(
+            dyn_args, dyn_kw, static_pos, len(args)))
+        if self.donate_argnums:
+            self._donate(args, static_pos)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _donate(self, args, static_pos):
+        for i in self.donate_argnums:
+            if i < len(args):
+                for leaf in tree_flatten(args[i])[0]:
+                    if type(leaf) is ArrayImpl:
+                        leaf.delete()
+
+    def _call_traced(self, statics, static_kw, static_pos, leaves, in_tree, n_args,
+                     dyn_args, dyn_kw):
+        """Inside another trace: stage one ``jit`` equation carrying this program."""
+        in_avals = [x.aval if isinstance(x, Tracer) else _leaf_key(x)[0] for x in leaves]
+        key = ("traced", in_tree, tuple(in_avals), statics, static_kw,
+               config.jax_enable_x64)
+        hit = self._cache.get(key)
+        if hit is None:
+            closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, n_args,
+                                                   static_pos, in_avals)
+            hit = self._cache[key] = (closed, out_tree)
+        closed, out_tree = hit
+        outs = jit_p.bind(*leaves, jaxpr=closed, name=self.__name__)
+        return tree_unflatten(out_tree, outs)
+
+    # ---- introspection ---------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Traces for these arguments and returns the Lowered stage
+        (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
+        statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
+            self._trace(args, kwargs)
+        key = (in_tree, tuple(_leaf_key(x) if not isinstance(x, ShapedArray) else (x, None)
+                              for x in leaves), statics, static_kw, config.jax_enable_x64)
+        names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+        closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, len(args),
+                                               static_pos, [k[0] for k in key[1]])
+        return Lowered(self, closed, in_tree, out_tree, key, names)
+
+    def trace(self, *args, **kwargs):
+        """Same as ``lower`` (the traced stage and the lowered stage coincide here)."""
+        return self.lower(*args, **kwargs)
+
+    def eval_shape(self, *args, **kwargs):
+        lowered = self.lower(*args, **kwargs)
+        return lowered.out_info
+
+    def _cache_size(self) -> int:
+        """Number of compiled signatures (``jax.jit(f)._cache_size()``)."""
+        return sum(1 for k in self._cache if k[0] != "traced")
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._history.clear()
+
+
+def _diff_keys(history, key, names) -> str:
+    """Explains the difference between ``key`` and the closest previous signature."""
+    best, best_score = None, None
+    for old, old_names in history:
+        score = (old[0] != key[0]) * 100 + sum(a != b for a, b in zip(old[1], key[1])) + \
+            (old[2] != key[2]) + (old[3] != key[3])
+        if best_score is None or score < best_score:
+            best, best_score = (old, old_names), score
+    (old, old_names) = best
+    if old[0] != key[0]:
+        return f"the pytree structure of the arguments changed: {old[0]} -> {key[0]}"
+    diffs = []
+    for name, (a_old, d_old), (a_new, d_new) in zip(names, old[1], key[1]):
+        if a_old.shape != a_new.shape:
+            diffs.append(f"argument {name} shape {a_old.shape} -> {a_new.shape}")
+        if a_old.dtype != a_new.dtype:
+            diffs.append(f"argument {name} dtype {a_old.dtype} -> {a_new.dtype}")
+        if a_old.weak_type != a_new.weak_type:
+            diffs.append(f"argument {name} weak_type {a_old.weak_type} -> {a_new.weak_type}")
+        if d_old is not d_new:
+            diffs.append(f"argument {name} committed device {d_old} -> {d_new}")
+    for (i, v_old), (_, v_new) in zip(old[2], key[2]):
+        if v_old != v_new:
+            diffs.append(f"static argument {i} value {v_old!r} -> {v_new!r}")
+    for (k, v_old), (_, v_new) in zip(old[3], key[3]):
+        if v_old != v_new:
+            diffs.append(f"static argument {k} value {v_old!r} -> {v_new!r}")
+    if old[4] != key[4]:
+        diffs.append(f"jax_enable_x64 {old[4]} -> {key[4]}")
+    return "; ".join(diffs) or "a new signature"
+
+
+_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+        donate_argnames=None, keep_unused=False, device=None, backend=None, inline=False,
+        in_shardings=None, out_shardings=None):
+    """Compiles ``fun`` on first call per input signature and caches it (``jax.jit``).
+
+    Args:
+      fun: the function; its arguments are arrays/scalars or pytrees of them, except the
+        static ones.
+      static_argnums / static_argnames: arguments that are compile-time constants (hashable;
+        part of the cache key).
+      donate_argnums / donate_argnames: arguments whose buffers the call may reuse; they
+        are deleted after the call.
+    Returns:
+      A callable with ``lower``, ``_cache_size`` and ``clear_cache``.
+    Raises:
+      TypeError: ``fun`` is not callable, or an argument is not a valid JAX type.
+      ValueError: an unhashable static argument (naming it), static and donated overlap.
+    Usable as ``@jit``, ``@jit(static_argnums=0)`` or
+    ``@functools.partial(jit, static_argnums=0)``.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, device=device, backend=backend,
+                                 inline=inline)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                      keep_unused, device, backend, inline)
+
+
+def make_jaxpr(fun, static_argnums=(), return_shape=False):
+    """Returns a function that traces ``fun`` and gives its ClosedJaxpr, printable in
+    JAX's notation (``jax.make_jaxpr``)."""
+    wrapped = JitWrapped(fun, static_argnums=static_argnums)
+
+    def make(*args, **kwargs):
+        lowered = wrapped.lower(*args, **kwargs)
+        if return_shape:
+            return lowered.closed_jaxpr, lowered.out_info
+        return lowered.closed_jaxpr
+    make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
+    return make
+
+
+def _run_compiled(compiled: Compiled, leaves, names_fn):
+    """Runs a compiled program on concrete leaves: placement, transfers, execution,
+    temporaries' accounting, and wrapping the outputs as Arrays."""
+    what = f"jit of {compiled._fun_name}"
+    try:
+        device, committed = placement(leaves, what)
+    except ValueError:
+        placement(leaves, what, names_fn())  # raises again, naming the arguments
+        raise
+    vals = [value_on(x, device) for x in leaves]
+    ex = compiled._program.executable
+    tmp = ex.temp_bytes
+    if tmp:
+        device._alloc(tmp)
+    try:
+        outs = ex.run(vals)
+    finally:
+        if tmp:
+            device._free(tmp)
+    return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
+
+
+Compiled._run_impl = staticmethod(_run_compiled)

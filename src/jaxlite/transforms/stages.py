@@ -1,0 +1,147 @@
+"""The stages of ``jit`` a user can hold: ``Lowered`` (traced program) and ``Compiled``
+(optimised program + executable), as ``jax.stages``.
+
+``jit(f).lower(x).as_text()`` prints the traced program; ``.compile().as_text()`` the
+optimised one and the executable's source; ``.cost_analysis()`` flops and bytes.
+"""
+from __future__ import annotations
+
+from ..compiler.pipeline import compile_jaxpr, cost_analysis
+from ..core.avals import ShapedArray
+from ..ir.jaxpr import ClosedJaxpr
+from ..tree_util import tree_unflatten
+
+
+class ShapeDtypeStruct:
+    """Shape and dtype of an array without data (``jax.ShapeDtypeStruct``)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+        import numpy as np
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def aval(self):
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
+            other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+class Lowered:
+    """A traced program for one input signature (``jax.stages.Lowered``)."""
+
+    def __init__(self, wrapped, closed: ClosedJaxpr, in_tree, out_tree, key, arg_names):
+        self._wrapped = wrapped
+        self.closed_jaxpr = closed
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self._key = key
+        self._arg_names = arg_names
+
+    @property
+    def out_info(self):
+        return tree_unflatten(self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                              for a in self.closed_jaxpr.out_avals])
+
+    @property
+    def in_avals(self):
+        return self.closed_jaxpr.in_avals
+
+    def as_text(self, dialect=None) -> str:
+        """The traced program in jaxpr notation, with the argument names."""
+        args = ", ".join(f"{n}: {a.str_short()}" for n, a in
+                         zip(self._arg_names, self.closed_jaxpr.in_avals))
+        return (f"# jit({self._wrapped.__name__}) lowered for ({args})\n"
+                f"{self.closed_jaxpr}")
+
+    def compile(self, compiler_options=None) -> "Compiled":
+        """Optimises and compiles the program (``Lowered.compile``)."""
+        program = compile_jaxpr(self.closed_jaxpr, backend=self._wrapped._backend,
+                                name=self._wrapped.__name__, record_passes=True)
+        return Compiled(self, program)
+
+    def cost_analysis(self) -> dict:
+        return cost_analysis(self.closed_jaxpr)
+
+
+class Compiled:
+    """An executable for one input signature (``jax.stages.Compiled``): call it with
+    arguments of that signature."""
+
+    _run_impl = None  # installed by transforms.jit (it owns placement and wrapping)
+
+    def __init__(self, lowered: Lowered, program):
+        self._lowered = lowered
+        self._program = program
+        self._fun_name = lowered._wrapped.__name__
+
+    def as_text(self) -> str:
+        """The optimised program and the executable's source."""
+        return self._program.as_text()
+
+    def pass_log(self) -> str:
+        """Every compiler pass with the program before and after it."""
+        out = []
+        for name, before, after, secs in self._program.pass_log:
+            out.append(f"== pass {name} ({secs * 1e3:.2f} ms)\n-- before\n{before}\n"
+                       f"-- after\n{after}")
+        return "\n".join(out)
+
+    def cost_analysis(self) -> dict:
+        """``{'flops', 'bytes accessed', 'transcendentals'}`` of the optimised program."""
+        return cost_analysis(self._program.optimized)
+
+    def memory_analysis(self) -> dict:
+        return {"temp_size_in_bytes": self._program.executable.temp_bytes}
+
+    @property
+    def out_info(self):
+        return self._lowered.out_info
+
+    def _run_flat(self, leaves, names_fn=lambda: None):
+        return Compiled._run_impl(self, leaves, names_fn)
+
+    def __call__(self, *args, **kwargs):
+        """Runs on arguments of the compiled signature.  Raises TypeError when their
+        shapes/dtypes differ from it (naming the argument)."""
+        wrapped = self._lowered._wrapped
+        statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
+            wrapped._trace(args, kwargs)
+        from .jit import _leaf_key
+        want = self._lowered._key
+        if in_tree != want[0]:
+            raise TypeError(f"Function compiled with input pytree {want[0]} called with "
+                            f"{in_tree}")
+        names = self._lowered._arg_names
+        for name, x, (aval, _) in zip(names, leaves, want[1]):
+            got = _leaf_key(x)[0]
+            if got.strip_weak_type() != aval.strip_weak_type():
+                raise TypeError(f"Argument types differ from the types for which this "
+                                f"computation was compiled: argument {name} is "
+                                f"{got.str_short()}, compiled for {aval.str_short()}.")
+        outs = self._run_flat(leaves, lambda: names)
+        return tree_unflatten(self._lowered.out_tree, outs)
+
+
