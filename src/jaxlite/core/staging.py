@@ -47,6 +47,9 @@ class JaxprTrace(Trace):
         if isinstance(val, (bool, int, float, complex)):
             aval = get_aval(val)
             return JaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
+        if isinstance(val, (np.ndarray, np.generic)) and np.ndim(val) == 0:
+            aval = get_aval(val)
+            return JaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
         if type(val) is ArrayImpl or isinstance(val, (np.ndarray, np.generic)):
             builder = self.main.payload
             var = builder.const_var(val)

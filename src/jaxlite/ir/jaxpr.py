@@ -185,7 +185,8 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names=None) -> str:
     pad = " " * indent
     cvs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
     ivs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    lines = [f"{pad}{{ lambda {cvs}{'; ' if cvs else ';'}{' ' if ivs else ''}{ivs}. let"]
+    head = f"{cvs}; {ivs}" if cvs else f"; {ivs}"
+    lines = [f"{pad}{{ lambda {head}. let"]
     for e in jaxpr.eqns:
         lines.append(pp_eqn(e, names, indent + 4))
     outs = ", ".join(names(v) for v in jaxpr.outvars)
