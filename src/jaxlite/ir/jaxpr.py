@@ -116,7 +116,6 @@ def _name(i: int) -> str:
         i //= 26
         if i == 0:
             return s
-        i -= 1
 
 
 class _Names:

@@ -1,0 +1,96 @@
+"""Pytrees through optree, with JAX's names and behaviour."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+from jaxlite import tree_util as tu
+
+
+def test_flatten_unflatten_roundtrip_matches_jax(rjax):
+    Point = collections.namedtuple("Point", "x y")
+    tree = {"b": [1, (2, None)], "a": Point(3, {"z": 4})}
+    leaves, treedef = tu.tree_flatten(tree)
+    r_leaves, _ = rjax.tree_util.tree_flatten(tree)
+    assert leaves == r_leaves == [3, 4, 1, 2]
+    assert tu.tree_unflatten(treedef, leaves) == tree
+
+
+def test_none_is_an_empty_node():
+    assert tu.tree_leaves([None, 1, None]) == [1]
+    assert tu.tree_map(lambda x: x + 1, {"a": None, "b": 1}) == {"a": None, "b": 2}
+
+
+def test_tree_map_several_trees_and_is_leaf():
+    out = tu.tree_map(lambda a, b: a * b, [1, (2, 3)], [4, (5, 6)])
+    assert out == [4, (10, 18)]
+    out = tu.tree_map(lambda p: sum(p), [(1, 2), (3, 4)], is_leaf=lambda t: isinstance(t, tuple))
+    assert out == [3, 7]
+    with pytest.raises(ValueError):
+        tu.tree_map(lambda a, b: a, [1, 2], [1, 2, 3])
+
+
+def test_register_pytree_node_and_class():
+    class Box:
+        def __init__(self, v, tag):
+            self.v, self.tag = v, tag
+
+    tu.register_pytree_node(Box, lambda b: ((b.v,), b.tag), lambda tag, ch: Box(ch[0], tag))
+    out = tu.tree_map(lambda v: v * 2, Box(3, "t"))
+    assert isinstance(out, Box) and out.v == 6 and out.tag == "t"
+
+    @tu.register_pytree_node_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten(self):
+            return (self.a, self.b), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+
+    assert tu.tree_leaves(Pair(1, [2, 3])) == [1, 2, 3]
+
+
+def test_register_dataclass_through_jit():
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Params:
+        w: object
+        b: object
+        name: str = dataclasses.field(default="p", metadata={"static": True})
+
+    p = Params(jnp.ones(2), jnp.zeros(2))
+    out = jax.jit(lambda p: Params(p.w * 2, p.b + 1, p.name))(p)
+    assert isinstance(out, Params) and out.name == "p"
+    np.testing.assert_array_equal(out.w, [2, 2])
+
+
+def test_key_paths_and_keystr(rjax):
+    tree = {"a": [1, {"b": 2}]}
+    got = [(tu.keystr(p), v) for p, v in tu.tree_flatten_with_path(tree)[0]]
+    want = [(rjax.tree_util.keystr(p), v)
+            for p, v in rjax.tree_util.tree_flatten_with_path(tree)[0]]
+    assert got == want == [("['a'][0]", 1), ("['a'][1]['b']", 2)]
+
+
+def test_partial_is_a_pytree():
+    p = tu.Partial(lambda a, b: a + b, jnp.float32(1))
+    leaves = tu.tree_leaves(p)
+    assert len(leaves) == 1
+    out = jax.jit(lambda f, x: f(x))(p, jnp.float32(2))
+    assert float(out) == 3.0
+
+
+def test_tree_short_names():
+    assert jax.tree.map(lambda x: x + 1, [1, 2]) == [2, 3]
+    assert jax.tree.leaves({"a": 1, "b": (2,)}) == [1, 2]
+    assert jax.tree.reduce(lambda a, b: a + b, [1, 2, 3]) == 6
+    assert jax.tree.structure([1, 2]) == tu.tree_structure([3, 4])
