@@ -298,3 +298,14 @@ def test_committed_devices_in_jit_call():
     x = jax.device_put(jnp.ones(2), d0)
     out = jax.jit(lambda a: a * 2)(x)
     assert out.devices() == {d0} and out.committed
+
+
+def test_lower_and_eval_shape_from_shape_dtype_structs(rjax):
+    spec = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+    lowered = jax.jit(lambda a: a.sum(axis=0)).lower(spec)
+    assert "reduce_sum" in lowered.as_text()
+    out = jax.eval_shape(lambda a, b: (a @ b.T, a.sum()), spec, spec)
+    want = rjax.eval_shape(lambda a, b: (a @ b.T, a.sum()),
+                           rjax.ShapeDtypeStruct((2, 3), np.float32),
+                           rjax.ShapeDtypeStruct((2, 3), np.float32))
+    assert [(o.shape, o.dtype) for o in out] == [(w.shape, w.dtype) for w in want]

@@ -1,2 +1,2 @@
 """Transformations: jit (cache, static arguments, lower/compile); grad and vmap later."""
-from .jit import jit, make_jaxpr
+from .jit import jit, make_jaxpr, eval_shape

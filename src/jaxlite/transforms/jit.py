@@ -16,6 +16,7 @@ import time
 import weakref
 
 import numpy as np
+import optree
 
 from .. import monitoring
 from ..config import config
@@ -26,12 +27,17 @@ from ..core.eager import placement, value_on, wrap
 from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer
 from ..primitives.control import jit_p
-from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from .stages import Compiled, Lowered
+from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .stages import Compiled, Lowered, ShapeDtypeStruct
 
 logger = logging.getLogger("jaxlite")
 
 _PY_SCALARS = (bool, int, float, complex)
+_NO_STATICS: frozenset = frozenset()
+
+
+def _flatten(tree):
+    return optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
 
 
 def _leaf_key(x):
@@ -45,6 +51,16 @@ def _leaf_key(x):
     if t in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic) + _PY_SCALARS):
         return (aval_of_value(x), None)
     raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type: {x!r}")
+
+
+def _abstract_leaf_key(x):
+    """Like ``_leaf_key`` but also takes abstract descriptions (``ShapeDtypeStruct``,
+    ``ShapedArray``): lowering needs only shapes and dtypes."""
+    if isinstance(x, ShapedArray):
+        return (x, None)
+    if isinstance(x, ShapeDtypeStruct):
+        return (x.aval, None)
+    return _leaf_key(x)
 
 
 def _resolve_static(fun, static_argnums, static_argnames, sig):
@@ -103,6 +119,7 @@ class JitWrapped:
         self.donate_argnames = dnames
         if set(self.donate_argnums) & set(self.static_argnums):
             raise ValueError("jit: an argument cannot be both static and donated")
+        self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums)
         self._cache: dict = {}
         self._history: list = []   # signatures compiled so far, for explaining misses
         self._device = device
@@ -219,27 +236,40 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
-            self._trace(args, kwargs)
-        if len(_trace._dynamic) > 1 or any(isinstance(x, Tracer) for x in leaves):
+        if self._plain and not kwargs:
+            # fast path: no static or donated arguments, no keywords
+            statics = static_kw = ()
+            static_pos, dyn_args, dyn_kw = _NO_STATICS, args, {}
+            leaves, in_tree = _flatten((args, dyn_kw))
+        else:
+            statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
+                self._trace(args, kwargs)
+        sigs = []
+        for x in leaves:
+            if type(x) is ArrayImpl:
+                k = x._key
+                if k is None:
+                    k = x._key = (x.aval, x._buf.device if x._committed else None)
+                sigs.append(k)
+            elif isinstance(x, Tracer):
+                break
+            else:
+                try:
+                    sigs.append(_leaf_key(x))
+                except TypeError:
+                    names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+                    raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} is not "
+                                    f"a valid JAX type (jit of {self.__name__}).") from None
+        if len(sigs) != len(leaves) or len(_trace._dynamic) > 1:
             return self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
                                      len(args), dyn_args, dyn_kw)
-        sigs = []
-        names = None
-        for i, x in enumerate(leaves):
-            try:
-                sigs.append(_leaf_key(x))
-            except TypeError:
-                names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
-                raise TypeError(f"Argument '{names[i]}' of type {type(x)} is not a valid JAX "
-                                f"type (jit of {self.__name__}).") from None
         key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64)
         entry = self._cache.get(key)
         if entry is None:
-            names = names or self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+            names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
             entry = self._compile(key, leaves, statics, static_kw, in_tree, len(args),
                                   static_pos, names)
-        outs = entry.compiled._run_flat(leaves, names_fn=lambda: self._arg_names(
+        outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
             dyn_args, dyn_kw, static_pos, len(args)))
         if self.donate_argnums:
             self._donate(args, static_pos)
@@ -273,8 +303,8 @@ class JitWrapped:
         (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
         statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
             self._trace(args, kwargs)
-        key = (in_tree, tuple(_leaf_key(x) if not isinstance(x, ShapedArray) else (x, None)
-                              for x in leaves), statics, static_kw, config.jax_enable_x64)
+        key = (in_tree, tuple(_abstract_leaf_key(x) for x in leaves), statics, static_kw,
+               config.jax_enable_x64)
         names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
         closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, len(args),
                                                static_pos, [k[0] for k in key[1]])
@@ -285,8 +315,8 @@ class JitWrapped:
         return self.lower(*args, **kwargs)
 
     def eval_shape(self, *args, **kwargs):
-        lowered = self.lower(*args, **kwargs)
-        return lowered.out_info
+        """Output shapes and dtypes (ShapeDtypeStructs), computing nothing."""
+        return self.lower(*args, **kwargs).out_info
 
     def _cache_size(self) -> int:
         """Number of compiled signatures (``jax.jit(f)._cache_size()``)."""
@@ -360,6 +390,13 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
                                  inline=inline)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                       keep_unused, device, backend, inline)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """Shapes and dtypes of ``fun(*args, **kwargs)`` as a pytree of ShapeDtypeStruct,
+    without computing anything (``jax.eval_shape``).  Arguments may be arrays or
+    ShapeDtypeStructs."""
+    return JitWrapped(fun).eval_shape(*args, **kwargs)
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
