@@ -15,7 +15,8 @@ def active() -> bool:
     return bool(_listeners)
 
 
-def emit(kind: str, **data) -> None:
+def emit(kind: str, /, **data) -> None:
+    # positional-only: a transfer event carries its own ``kind`` field in ``data``
     for fn in list(_listeners):
         fn(kind, data)
 
