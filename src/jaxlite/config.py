@@ -3,15 +3,16 @@
 Layer: bottom (imported by every other layer, imports nothing of jaxlite).
 
 Flags are read from the environment once at import (``JAX_ENABLE_X64``,
-``JAX_NUM_CPU_DEVICES``, ``JAX_LOG_COMPILES``, ...) and changed with
-``config.update(name, value)``.  Listeners registered with ``_on_change`` are told of
-each change (the trace-time caches use this to drop stale entries).
+``JAX_NUM_CPU_DEVICES``, ``JAX_TRANSFER_GUARD``, ...) and changed with
+``config.update(name, value)``.  Reading a flag is a plain attribute read (flags live in
+the instance ``__dict__``), because some are read on every operation.  Listeners
+registered with ``_on_change`` are told of each change (caches use this to drop stale
+entries, the runtime to follow ``jax_default_device`` and the transfer guard).
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 
 _TRUE = {"1", "true", "yes", "on", "t", "y"}
 
@@ -21,12 +22,27 @@ def _env_bool(name: str, default: bool) -> bool:
     return default if v is None else v.strip().lower() in _TRUE
 
 
-def _xla_flags_cpu_count() -> int | None:
-    m = re.search(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-    return int(m.group(1)) if m else None
+def _env_int(name: str, default: int) -> int:
+    v = os.environ.get(name)
+    return default if v is None or not v.strip() else int(v)
 
 
 _TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+_TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
+                         "jax_transfer_guard_device_to_host",
+                         "jax_transfer_guard_device_to_device")
+_BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
+               "jax_disable_jit", "jax_debug_nans")
+_ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
+_ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
+
+
+def check_transfer_guard_level(value, name: str = "transfer guard level") -> None:
+    """Raises ValueError unless ``value`` is None or a transfer-guard level."""
+    if value is not None and value not in _TRANSFER_GUARD_LEVELS:
+        raise ValueError(f"{name}: new enum value must be None or in "
+                         f"{list(_TRANSFER_GUARD_LEVELS)}, got {value!r} of type "
+                         f"{type(value)}.")
 
 
 class Config:
@@ -35,20 +51,21 @@ class Config:
     Mirrors ``jax.config``: read a flag as an attribute (``config.jax_enable_x64``), change it
     with ``config.update("jax_enable_x64", True)``.
 
-    Raises:
-      AttributeError: ``update`` of an unknown flag name.
-      ValueError: a value of the wrong kind (e.g. an unknown transfer-guard level).
+    Raises (from ``update``):
+      AttributeError: an unknown flag name ("Unrecognized config option: ...").
+      ValueError: a value of the wrong kind (an unknown transfer-guard level, a non-int
+        device count, a default device that is neither a Device nor a platform name).
       RuntimeError: ``jax_num_cpu_devices`` changed after the CPU devices were created.
     """
 
     def __init__(self):
-        ncpu = os.environ.get("JAX_NUM_CPU_DEVICES")
-        object.__setattr__(self, "_values", {
+        values = {
             "jax_enable_x64": _env_bool("JAX_ENABLE_X64", False),
-            "jax_num_cpu_devices": int(ncpu) if ncpu else (_xla_flags_cpu_count() or 1),
+            # -1: one CPU device, or as many as XLA_FLAGS' host device count asks
+            "jax_num_cpu_devices": _env_int("JAX_NUM_CPU_DEVICES", -1),
             "jax_log_compiles": _env_bool("JAX_LOG_COMPILES", False),
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
-            "jax_transfer_guard": os.environ.get("JAX_TRANSFER_GUARD", "allow"),
+            "jax_transfer_guard": os.environ.get("JAX_TRANSFER_GUARD") or None,
             "jax_transfer_guard_host_to_device": None,
             "jax_transfer_guard_device_to_host": None,
             "jax_transfer_guard_device_to_device": None,
@@ -58,15 +75,16 @@ class Config:
             "jax_disable_jit": _env_bool("JAX_DISABLE_JIT", False),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
             "jax_numpy_rank_promotion": "allow",
-        })
+        }
+        check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
+        object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_frozen", set())
+        self.__dict__.update(values)
 
     def __getattr__(self, name):
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"Unrecognized config option: {name}") from None
+        # only reached for names that are not flags (flags are instance attributes)
+        raise AttributeError(f"Unrecognized config option: {name}")
 
     def __setattr__(self, name, value):
         raise AttributeError("use config.update(name, value) to change a jaxlite flag")
@@ -76,21 +94,48 @@ class Config:
             raise AttributeError(f"Unrecognized config option: {name}")
         if name in self._frozen:
             raise RuntimeError(
-                f"{name} config should be updated before backends are initialized "
-                f"(the devices already exist); set it at the top of the program or through "
-                f"the environment.")
-        if name.startswith("jax_transfer_guard") and value is not None \
-                and value not in _TRANSFER_GUARD_LEVELS:
-            raise ValueError(f"{name} must be one of {_TRANSFER_GUARD_LEVELS}, got {value!r}")
-        if name == "jax_num_cpu_devices" and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"jax_num_cpu_devices must be a positive int, got {value!r}")
+                f"{name} config should be updated before backends are initialized, i.e. "
+                f"before any jaxlite operation is executed (the devices already exist). "
+                f"Set it immediately after `import jaxlite`, or through the environment.")
+        if name in _ENUMS and value is not None and value not in _ENUMS[name]:
+            raise ValueError(f"{name}: new enum value must be None or in {list(_ENUMS[name])}, "
+                             f"got {value!r} of type {type(value)}.")
+        if name in _BOOL_FLAGS and not isinstance(value, (bool, int)):
+            raise ValueError(f"{name}: new bool config value must be of type bool, got "
+                             f"{value!r} of type {type(value)}.")
+        if name == "jax_num_cpu_devices":
+            if value is not None and (type(value) is not int):
+                raise ValueError(f"jax_num_cpu_devices: new int config value must be None or "
+                                 f"of type int, got {value!r} of type {type(value)}.")
+            if value is not None and value == 0 or (value is not None and value < -1):
+                raise ValueError(f"jax_num_cpu_devices must be a positive number of devices "
+                                 f"(or -1 for the default), got {value}.")
+        if name == "jax_default_device" and value is not None and not isinstance(value, str) \
+                and not hasattr(value, "platform"):
+            raise ValueError(f"jax_default_device must be a Device object (e.g. "
+                             f"`jaxlite.devices('cpu')[0]`) or a platform name string like "
+                             f"'cpu', got: {value!r}")
 
     def update(self, name: str, value) -> None:
-        """Sets flag ``name`` to ``value`` (``jax.config.update``)."""
+        """Sets flag ``name`` to ``value`` (``jax.config.update``).
+
+        Raises AttributeError (unknown flag), ValueError (bad value) or RuntimeError
+        (``jax_num_cpu_devices`` after the devices exist), as the class describes.
+        """
         self._check(name, value)
+        self._set(name, value)
+
+    def _set(self, name, value):
         self._values[name] = value
+        self.__dict__[name] = value
         for fn in self._listeners:
             fn(name, value)
+
+    def read(self, name: str):
+        """The value of flag ``name`` (``jax.config.read``)."""
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        return self._values[name]
 
     def _freeze(self, name):
         self._frozen.add(name)
@@ -105,9 +150,7 @@ class Config:
         try:
             yield
         finally:
-            self._values[name] = old
-            for fn in self._listeners:
-                fn(name, old)
+            self._set(name, old)
 
     def values(self):
         return dict(self._values)

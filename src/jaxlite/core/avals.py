@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..config import config
 
 
 class ShapedArray:
@@ -62,12 +63,36 @@ class ShapedArray:
     __str__ = __repr__
 
 
+_scalar_avals: dict = {}
+
+
+def scalar_aval(x) -> ShapedArray:
+    """Abstract value of a Python scalar: rank 0, default dtype of its kind, weak (bool is
+    strong).  Raises OverflowError for an int outside the default int dtype's range."""
+    t = type(x)
+    if t is int and not -0x80000000 <= x <= 0x7FFFFFFF:
+        _check_int_range(x)
+    key = (t, config.jax_enable_x64)
+    aval = _scalar_avals.get(key)
+    if aval is None:
+        aval = _scalar_avals[key] = ShapedArray((), dtypes.python_scalar_dtype(x),
+                                                t is not bool)
+    return aval
+
+
+_np_scalar_avals: dict = {}
+
+
 def aval_of_value(x) -> ShapedArray:
     """Abstract value of a concrete operand: a Python scalar (weak), NumPy value or array."""
     if isinstance(x, (bool, int, float, complex)):
-        if isinstance(x, int) and not isinstance(x, bool):
-            _check_int_range(x)
-        return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
+        return scalar_aval(x)
+    if isinstance(x, np.generic):
+        key = (x.dtype, config.jax_enable_x64)
+        aval = _np_scalar_avals.get(key)
+        if aval is None:
+            aval = _np_scalar_avals[key] = ShapedArray((), dtypes.canonicalize_dtype(x.dtype))
+        return aval
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import monitoring
-from ..runtime import Buffer, check_transfer, get_default_device
-from .array import ArrayImpl
+from ..runtime import Buffer, check_transfer, count_transfer, get_default_device
+from .array import ArrayImpl, deleted_error
 from .trace import get_aval
+
+
+_SCALARS = (bool, int, float, complex)
 
 
 def placement(args, what: str = "computation", names=None):
@@ -48,17 +51,18 @@ def value_on(x, device):
     if type(x) is ArrayImpl:
         buf = x._buf
         if buf.data is None:
-            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}.")
+            raise deleted_error(x.aval)
         if buf.device is not device:
-            check_transfer("device_to_device", False, buf.nbytes, buf.device, device,
-                           x.aval.str_short())
+            # an uncommitted operand follows the committed ones: counted, never guarded
+            # (as in JAX)
+            count_transfer("device_to_device", False, buf.nbytes, buf.device, device, x.aval)
         return buf.data
-    if isinstance(x, (bool, int, float, complex)):
-        return np.asarray(x, get_aval(x).dtype)
+    if type(x) in _SCALARS:
+        return get_aval(x).dtype.type(x)   # a NumPy scalar of the canonical dtype
     if isinstance(x, (np.ndarray, np.generic)):
         aval = get_aval(x)
         if x.ndim:  # scalars are constants of the program, not transfers
-            check_transfer("host_to_device", False, x.nbytes, "host", device, aval.str_short())
+            check_transfer("host_to_device", False, x.nbytes, "host", device, aval)
         return np.asarray(x, aval.dtype)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
 
@@ -96,9 +100,10 @@ def apply_primitive(prim, args, params):
 
 
 def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: bool = False,
-              explicit: bool = True) -> ArrayImpl:
+              explicit: bool = False) -> ArrayImpl:
     """A new Array holding a copy of host data ``val`` (a NumPy array, scalar or nested
-    list) on ``device`` (default device when None), counted as a host-to-device transfer.
+    list) on ``device`` (default device when None), counted as a host-to-device transfer
+    (implicit unless ``explicit``, i.e. unless it comes from ``device_put``).
 
     Raises TypeError for data JAX cannot hold (strings, objects) and RuntimeError when the
     transfer guard forbids the copy (nothing is created then).
@@ -112,8 +117,7 @@ def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: 
     dt = dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)
     device = device if device is not None else get_default_device()
     aval = ShapedArray(arr.shape, dt, weak_type)
-    check_transfer("host_to_device", explicit, arr.size * dt.itemsize, "host", device,
-                   aval.str_short())
+    check_transfer("host_to_device", explicit, arr.size * dt.itemsize, "host", device, aval)
     with np.errstate(all="ignore"):
         data = np.array(arr, dtype=dt, copy=True, order="C")
     return ArrayImpl(Buffer(data, device), aval, committed)
@@ -124,6 +128,6 @@ def host_value(x):
     constants and implementations that need the raw buffer)."""
     if type(x) is ArrayImpl:
         if x._buf.data is None:
-            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}.")
+            raise deleted_error(x.aval)
         return x._buf.data
     return x

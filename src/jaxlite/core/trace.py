@@ -13,7 +13,7 @@ import contextlib
 import itertools
 
 from .. import errors
-from .avals import ShapedArray, aval_of_value
+from .avals import ShapedArray, aval_of_value, scalar_aval
 
 
 class MainTrace:
@@ -198,8 +198,13 @@ def full_lower(x):
     return x.full_lower() if isinstance(x, Tracer) else x
 
 
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
 def get_aval(x) -> ShapedArray:
     """Abstract value of any operand: tracer, Array, NumPy value or Python scalar."""
+    if type(x) in _SCALAR_TYPES:
+        return scalar_aval(x)
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval

@@ -11,6 +11,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes
+from ..core.avals import scalar_aval
 from ..core.trace import get_aval
 from ..primitives import control as _c
 from ..primitives import elementwise as _e
@@ -28,27 +29,43 @@ def _is_scalar(x):
 
 def scalar_as(x, dtype, weak: bool):
     """A Python scalar ``x`` typed as ``dtype``: a Python scalar of the matching kind when
-    the result is weakly typed (its default dtype is then ``dtype``), else a NumPy value."""
-    dtype = np.dtype(dtype)
-    if weak and dtype in (dtypes.default_int_dtype(), dtypes.default_float_dtype(),
-                          dtypes.default_complex_dtype()):
-        kind = dtype.kind
-        return int(x) if kind in "iu" else float(x) if kind == "f" else builtins.complex(x)
-    if dtype == np.bool_:
-        return np.asarray(bool(x))
-    if isinstance(x, builtins.complex) and dtype.kind != "c":
+    the result is weakly typed (its default dtype is then ``dtype``), else a NumPy scalar.
+
+    Raises OverflowError when ``x`` does not fit ``dtype`` (e.g. 300 as int8), as JAX.
+    """
+    if type(dtype) is not np.dtype:
+        dtype = np.dtype(dtype)
+    kind = dtype.kind
+    if weak:
+        py = int(x) if kind in "iu" else float(x) if kind == "f" else \
+            builtins.complex(x) if kind == "c" else None
+        if py is not None and scalar_aval(py).dtype == dtype:
+            return py
+    if kind == "b":
+        return np.bool_(bool(x))
+    if isinstance(x, builtins.complex) and kind != "c":
         x = x.real
-    with np.errstate(all="ignore"):
-        return np.asarray(x).astype(dtype)
+    if kind in "iu" and not isinstance(x, (bool, int)):
+        x = int(x)
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+    return dtype.type(x)
 
 
 def _match_scalars(args):
     """Python scalars take the dtype of the first non-scalar operand."""
-    ref = next((a for a in args if not _is_scalar(a)), None)
+    ref = None
+    for a in args:
+        if type(a) not in _PY_SCALARS:
+            ref = a
+            break
     if ref is None:
         return args
     aval = get_aval(ref)
-    return [scalar_as(a, aval.dtype, aval.weak_type) if _is_scalar(a) else a for a in args]
+    return [scalar_as(a, aval.dtype, aval.weak_type) if type(a) in _PY_SCALARS else a
+            for a in args]
 
 
 def _unary(p):
@@ -61,7 +78,8 @@ def _unary(p):
 
 def _binary(p):
     def fn(x, y):
-        x, y = _match_scalars([x, y])
+        if type(x) in _PY_SCALARS or type(y) in _PY_SCALARS:
+            x, y = _match_scalars([x, y])
         return p.bind(x, y)
     fn.__name__ = p.name
     fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype and shape "
