@@ -1,15 +1,38 @@
-"""Reductions (``jax.numpy``): sum, prod, max, min, mean, all, any, argmax, argmin.
+"""Reductions of ``jax.numpy``: sums, extrema, statistics, cumulative ops, quantiles.
 
-``axis`` is None, an int or a tuple; ``keepdims`` keeps reduced axes as size 1; ``where``
-masks elements out (they count as the reduction's identity); ``dtype`` sets the
-accumulation dtype.  Sums of bool/small ints accumulate in the default int dtype, as JAX.
+Layer: numpy (compositions of ``jaxlite.lax``; they run eagerly, under jit and later under
+the other transformations alike).
+
+Common arguments: ``axis`` is None (all axes), an int (negative counts from the end) or a
+tuple of ints; ``keepdims`` keeps reduced axes as size 1; ``where`` (a bool array that
+broadcasts to the input) masks elements out, which then count as the reduction's identity;
+``dtype`` sets the accumulation/result dtype; ``initial`` is an extra element of every
+reduction.  Results are never weakly typed (as in JAX).  Axis errors are ValueErrors.
+Dtype rules (checked against JAX): sums/products of bool and of ints narrower than the
+default int accumulate in the default int (unsigned: default uint); means, variances and
+quantiles of bools/ints are in the default float dtype; extrema keep the input dtype.
 """
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
 from .. import dtypes, lax
-from ._util import canonicalize_axes, check_arraylike, convert, ensure_array, public_names
+from ._util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
+                    convert, ensure_array, promote_dtypes_inexact, public_names)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def _arr(name, a):
+    check_arraylike(name, a)
+    return ensure_array(a)
+
+
+def _strong(x):
+    """``x`` without its weak type (reductions return strongly typed results)."""
+    return lax._convert(x, x.dtype, False) if x.weak_type else x
 
 
 def _keep(out, shape, axes, keepdims):
@@ -18,7 +41,30 @@ def _keep(out, shape, axes, keepdims):
     return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
+def _axes(axis, ndim):
+    if axis is not None and not isinstance(axis, (tuple, list)):
+        try:
+            axis = int(axis)   # NumPy ints are fine; other objects are not
+        except TypeError:
+            raise TypeError(f"axis must be None, an int or a tuple of ints, got "
+                            f"{axis!r}") from None
+    if isinstance(axis, (tuple, list)):
+        out = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"duplicate value in 'axis': {tuple(axis)}")
+        return out
+    return canonicalize_axes(axis, ndim)
+
+
+def _count(shape, axes):
+    n = 1
+    for i in axes:
+        n *= shape[i]
+    return n
+
+
 def _sum_dtype(dt):
+    """Accumulation dtype of sum/prod: bool and narrow ints widen to the default int."""
     dt = np.dtype(dt)
     if dt == np.bool_:
         return dtypes.default_int_dtype()
@@ -29,153 +75,674 @@ def _sum_dtype(dt):
     return dt
 
 
-def _where_fill(a, where, identity):
-    if where is None:
-        return a
-    from ._ufuncs import where as _w
-    return _w(where, a, identity)
+def _inexact_dtype(dt):
+    dt = np.dtype(dt)
+    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
 
 
-def _reduce(name, prim_fn, a, axis, dtype, keepdims, where, identity, acc_dtype=None):
-    check_arraylike(name, a)
-    a = ensure_array(a)
+def _upcast_half(dt):
+    """float16/bfloat16 statistics are computed in float32 (as JAX) and rounded at the end."""
+    dt = np.dtype(dt)
+    return np.dtype(np.float32) if dtypes.is_float(dt) and dt.itemsize == 2 else dt
+
+
+def _real_dtype(dt):
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+    return dt
+
+
+def _full(shape, value, like):
+    """``value`` broadcast to ``shape`` with the dtype/weak type of array ``like``."""
+    v = lax.scalar_as(value, like.dtype, like.weak_type)
+    if not shape:
+        return v
+    return lax.broadcast_in_dim(v, tuple(shape), ())
+
+
+def _isnan(x):
+    return lax.ne(x, x)
+
+
+def _where_mask(name, where, shape):
+    """``where`` as a bool array of ``shape``.  Raises ValueError for a non-bool mask."""
+    check_arraylike(name, where)
+    w = ensure_array(where)
+    if w.dtype != np.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
+                         f"where.dtype={w.dtype!r}.")
+    return broadcast_to_shape(w, shape)
+
+
+def _select(mask, a, fill):
+    """``a`` where ``mask`` else the scalar ``fill`` (in ``a``'s dtype)."""
+    return lax.select(mask, a, _full(a.shape, fill, a))
+
+
+# ---- sum / prod ---------------------------------------------------------------------------
+
+def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, where,
+              promote_integers):
+    a = _arr(name, a)
+    axes = _axes(axis, a.ndim)
     if dtype is not None:
-        a = convert(a, dtypes.canonicalize_dtype(dtype))
-    elif acc_dtype is not None:
-        a = convert(a, acc_dtype(a.dtype), a.weak_type)
-    axes = canonicalize_axes(axis, a.ndim)
+        dt = dtypes.canonicalize_dtype(dtype)
+    elif promote_integers:
+        dt = _sum_dtype(a.dtype)
+    else:
+        dt = a.dtype
+    if dt == np.bool_ and a.dtype == np.bool_:
+        # bool accumulation: sum is "any", product is "all" (XLA's add/mul on pred)
+        prim = lax.reduce_or if name == "sum" else lax.reduce_and
+        identity = name != "sum"
+    a = convert(a, dt)
     if where is not None:
-        a = _where_fill(a, where, identity(a.dtype))
-    out = prim_fn(a, axes)
+        a = _select(_where_mask(name, where, a.shape), a, identity)
+    out = _strong(prim(a, axes))
+    if initial is not None:
+        check_arraylike(name, initial)
+        out = combine(out, convert(ensure_array(initial), dt))
     return _keep(out, a.shape, axes, keepdims)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
-    """Sum over ``axis`` (``jax.numpy.sum``).  Bool and small-int inputs sum in the default
-    int dtype."""
-    r = _reduce("sum", lax.reduce_sum, a, axis, dtype, keepdims, where, lambda dt: 0,
-                _sum_dtype if promote_integers else None)
-    return r if initial is None else lax.add(r, initial)
+    """Sum of elements over ``axis`` (``jax.numpy.sum``).
+
+    Args: ``a`` array-like of any numeric/bool dtype; ``axis`` None/int/tuple; ``dtype``
+    result dtype; ``initial`` added to every sum; ``where`` bool mask (masked elements count
+    as 0); ``promote_integers`` (default True) sums bool/narrow ints in the default int.
+    Returns: the reduced array (strongly typed).
+    Raises: ValueError for an out-of-range or repeated axis or a non-bool ``where``.
+
+    >>> import jaxlite.numpy as jnp
+    >>> jnp.sum(jnp.arange(6).reshape(2, 3), axis=0)
+    Array([3, 5, 7], dtype=int32)
+    """
+    return _sum_like("sum", lax.reduce_sum, 0, lax.add, a, axis, dtype, keepdims, initial,
+                     where, promote_integers)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
-    """Product over ``axis`` (``jax.numpy.prod``)."""
-    r = _reduce("prod", lax.reduce_prod, a, axis, dtype, keepdims, where, lambda dt: 1,
-                _sum_dtype if promote_integers else None)
-    return r if initial is None else lax.mul(r, initial)
+    """Product of elements over ``axis`` (``jax.numpy.prod``); masked elements count as 1.
+    Same arguments, dtype rules and errors as ``sum``."""
+    return _sum_like("prod", lax.reduce_prod, 1, lax.mul, a, axis, dtype, keepdims, initial,
+                     where, promote_integers)
 
+
+# ---- extrema ------------------------------------------------------------------------------
 
 def _min_identity(dt):
     dt = np.dtype(dt)
-    if dtypes.is_float(dt):
+    if dtypes.is_inexact(dt):
         return np.inf
     if dt == np.bool_:
         return True
-    return np.iinfo(dt).max
+    return int(np.iinfo(dt).max)
 
 
 def _max_identity(dt):
     dt = np.dtype(dt)
-    if dtypes.is_float(dt):
+    if dtypes.is_inexact(dt):
         return -np.inf
     if dt == np.bool_:
         return False
-    return np.iinfo(dt).min
+    return int(np.iinfo(dt).min)
+
+
+def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
+    a = _arr(name, a)
+    axes = _axes(axis, a.ndim)
+    if where is not None and initial is None:
+        raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
+                         f"where mask one has to specify 'initial'")
+    if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                         f"identity (shape {a.shape}, axis {axis})")
+    if where is not None:
+        a = _select(_where_mask(name, where, a.shape), a, identity(a.dtype))
+    out = _strong(prim(a, axes))
+    if initial is not None:
+        check_arraylike(name, initial)
+        out = combine(out, convert(ensure_array(initial), out.dtype))
+    return _keep(out, a.shape, axes, keepdims)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """Largest element over ``axis`` (``jax.numpy.max``); NaN propagates.  Raises
-    ValueError for an empty reduction without ``initial``."""
-    a = ensure_array(a) if not hasattr(a, "aval") else a
-    _check_nonempty("max", a, axis, initial, where)
-    r = _reduce("max", lax.reduce_max, a, axis, None, keepdims, where, _max_identity)
-    return r if initial is None else lax.max(r, convert(initial, r.dtype, r.weak_type))
+    """Largest element over ``axis`` (``jax.numpy.max``); NaN propagates.
+
+    Returns the input dtype.  Raises ValueError for an empty reduction without ``initial``
+    and for ``where`` without ``initial`` (as JAX), and for a bad axis.
+    """
+    return _extremum("max", lax.reduce_max, lax.max, _max_identity, a, axis, keepdims,
+                     initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """Smallest element over ``axis`` (``jax.numpy.min``); NaN propagates."""
-    a = ensure_array(a) if not hasattr(a, "aval") else a
-    _check_nonempty("min", a, axis, initial, where)
-    r = _reduce("min", lax.reduce_min, a, axis, None, keepdims, where, _min_identity)
-    return r if initial is None else lax.min(r, convert(initial, r.dtype, r.weak_type))
+    """Smallest element over ``axis`` (``jax.numpy.min``); see ``max``."""
+    return _extremum("min", lax.reduce_min, lax.min, _min_identity, a, axis, keepdims,
+                     initial, where)
 
 
 amax, amin = max, min
 
 
-def _check_nonempty(name, a, axis, initial, where):
-    if initial is not None or where is not None:
-        return
-    axes = canonicalize_axes(axis, a.ndim)
-    if any(a.shape[i] == 0 for i in axes):
-        raise ValueError(f"zero-size array to reduction operation {name} which has no "
-                         f"identity (shape {a.shape}, axis {axis})")
+def ptp(a, axis=None, out=None, keepdims=False):
+    """``max - min`` over ``axis`` (``jax.numpy.ptp``).  Raises TypeError for bool input
+    (subtraction of bools), ValueError for an empty reduction."""
+    a = _arr("ptp", a)
+    if a.dtype == np.bool_:
+        raise TypeError("jnp.ptp does not accept boolean arguments (max - min of bools).")
+    return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+# ---- logical ------------------------------------------------------------------------------
+
+def _logical(name, prim, identity, a, axis, keepdims, where):
+    a = _arr(name, a)
+    axes = _axes(axis, a.ndim)
+    if a.dtype != np.bool_:
+        a = lax.ne(a, _full(a.shape, 0, a))
+    if where is not None:
+        a = _select(_where_mask(name, where, a.shape), a, identity)
+    return _keep(prim(a, axes), a.shape, axes, keepdims)
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
-    """True where every element over ``axis`` is nonzero (``jax.numpy.all``)."""
-    a = ensure_array(a) if not hasattr(a, "aval") else a
-    a = convert(a, np.bool_) if a.dtype != np.bool_ else a
-    return _reduce("all", lax.reduce_and, a, axis, None, keepdims, where, lambda dt: True)
+    """True where every element over ``axis`` is nonzero (``jax.numpy.all``); bool
+    result; True for an empty reduction."""
+    return _logical("all", lax.reduce_and, True, a, axis, keepdims, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    """True where some element over ``axis`` is nonzero (``jax.numpy.any``)."""
-    a = ensure_array(a) if not hasattr(a, "aval") else a
-    a = convert(a, np.bool_) if a.dtype != np.bool_ else a
-    return _reduce("any", lax.reduce_or, a, axis, None, keepdims, where, lambda dt: False)
+    """True where some element over ``axis`` is nonzero (``jax.numpy.any``); bool result;
+    False for an empty reduction."""
+    return _logical("any", lax.reduce_or, False, a, axis, keepdims, where)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """Number of nonzero elements over ``axis`` in the default int dtype
+    (``jax.numpy.count_nonzero``)."""
+    a = _arr("count_nonzero", a)
+    nz = a if a.dtype == np.bool_ else lax.ne(a, _full(a.shape, 0, a))
+    return sum(nz, axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
+
+
+# ---- mean / var / std ---------------------------------------------------------------------
+
+def _mean_dtype(a, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize_dtype(dtype)
+    return _inexact_dtype(a.dtype)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean over ``axis`` (``jax.numpy.mean``); integers average in the default
-    float dtype."""
-    check_arraylike("mean", a)
-    a = ensure_array(a)
-    axes = canonicalize_axes(axis, a.ndim)
-    if dtype is None:
-        dt = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.default_float_dtype()
-    else:
-        dt = dtypes.canonicalize_dtype(dtype)
-    a = convert(a, dt, a.weak_type)
-    s = sum(a, axis=axes, keepdims=keepdims, where=where)
+    """Arithmetic mean over ``axis`` (``jax.numpy.mean``).
+
+    Bools/ints average in the default float dtype; ``dtype`` overrides.  With ``where``, the
+    mean of the selected elements (NaN where none is selected).  The mean of an empty
+    reduction is NaN.  Raises ValueError for a bad axis.
+    """
+    a = _arr("mean", a)
+    axes = _axes(axis, a.ndim)
+    dt = _mean_dtype(a, dtype)
+    acc = _upcast_half(_inexact_dtype(dt))
+    s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
     if where is None:
-        n = 1
-        for i in axes:
-            n *= a.shape[i]
-        return lax.div(s, lax.scalar_as(n, s.dtype, s.weak_type))
-    from ._ufuncs import where as _w
-    from ._util import broadcast_to_shape
-    cnt = sum(broadcast_to_shape(convert(ensure_array(where), dt), a.shape), axis=axes,
-              keepdims=keepdims)
-    return lax.div(s, cnt)
+        n = lax.scalar_as(_count(a.shape, axes), s.dtype, False)
+        out = lax.div(s, n)
+    else:
+        cnt = sum(_where_mask("mean", where, a.shape), axis=axes, keepdims=keepdims,
+                  dtype=s.dtype if s.dtype.kind != "c" else _real_dtype(s.dtype))
+        out = lax.div(s, convert(cnt, s.dtype))
+    return convert(out, dt)
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
-    """Index of the largest element (flattened when ``axis`` is None)
-    (``jax.numpy.argmax``).  Raises ValueError on an empty axis."""
-    check_arraylike("argmax", a)
-    a = ensure_array(a)
+def _ddof(ddof, correction, name):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
+    a = _arr(name, a)
+    axes = _axes(axis, a.ndim)
+    if dtype is not None:
+        out_dt = dtypes.canonicalize_dtype(dtype)
+        comp = _upcast_half(_inexact_dtype(out_dt))
+    else:
+        comp = _inexact_dtype(a.dtype)
+        out_dt = _real_dtype(comp)
+        comp = _upcast_half(comp)
+    x = convert(a, comp)
+    mask = None if where is None else _where_mask(name, where, a.shape)
+    if nan and dtypes.is_inexact(x.dtype):
+        ok = lax.bitwise_not(_isnan(x))
+        mask = ok if mask is None else lax.bitwise_and(mask, ok)
+    if mean_ is None:
+        m = mean(x, axes, keepdims=True, where=mask)
+    else:
+        check_arraylike(name, mean_)
+        m = convert(ensure_array(mean_), comp)
+        m = broadcast_to_shape(m, _keep_shape(a.shape, axes)) if m.ndim else m
+    centered = lax.sub(x, broadcast_to_shape(m, x.shape) if m.ndim else m)
+    if centered.dtype.kind == "c":
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        sq = lax.mul(centered, centered)
+    rdt = sq.dtype
+    if mask is None:
+        total = _strong(lax.reduce_sum(sq, axes))
+        n = lax.scalar_as(_count(a.shape, axes), rdt, False)
+        n = lax.sub(ensure_array(n), lax.scalar_as(ddof, rdt, False)) if ddof else n
+    else:
+        total = _strong(lax.reduce_sum(_select(mask, sq, 0), axes))
+        n = lax.reduce_sum(convert(mask, rdt), axes)
+        if ddof:
+            n = lax.sub(n, lax.scalar_as(ddof, rdt, False))
+    out = lax.div(total, n)
+    return _keep(convert(out, out_dt), a.shape, axes, keepdims)
+
+
+def _keep_shape(shape, axes):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    """Variance ``sum(|x - mean|**2) / (N - ddof)`` over ``axis`` (``jax.numpy.var``).
+
+    ``correction`` is the Array-API name of ``ddof``.  Ints/bools compute in the default
+    float dtype; complex inputs give a real result.  ``mean`` supplies a precomputed mean
+    (broadcastable with keepdims=True shape).  Raises ValueError when both ``ddof`` and
+    ``correction`` are given.
+    """
+    ddof = _ddof(ddof, correction, "var")
+    return _var("var", a, axis, dtype, ddof, keepdims, where, mean, nan=False)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    """Standard deviation, ``sqrt(var(...))`` (``jax.numpy.std``); see ``var``."""
+    ddof = _ddof(ddof, correction, "std")
+    return lax.sqrt(_var("std", a, axis, dtype, ddof, keepdims, where, mean, nan=False))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Weighted mean over ``axis`` (``jax.numpy.average``).
+
+    ``weights`` has ``a``'s shape, or is 1-D along the single ``axis``.  With ``returned``,
+    also returns the sum of weights broadcast to the result's shape.  Raises ValueError when
+    the weights' shape fits neither rule (or ``axis`` is missing for 1-D weights).
+    """
+    a = _arr("average", a)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        axes = _axes(axis, a.ndim)
+        cnt = lax.scalar_as(_count(a.shape, axes), avg.dtype, False)
+        return avg, broadcast_to_shape(ensure_array(cnt), avg.shape)
+    check_arraylike("average", weights)
+    w = ensure_array(weights)
+    a, w = promote_dtypes_inexact(a, w)
+    a, w = ensure_array(a), ensure_array(w)
+    axes = _axes(axis, a.ndim)
+    if w.shape != a.shape:
+        if axis is None:
+            raise ValueError("Axis must be specified when shapes of a and weights differ.")
+        if len(axes) != 1 or w.ndim != 1:
+            raise ValueError(f"1D weights expected when shapes of a and weights differ "
+                             f"(a shape {a.shape}, weights shape {w.shape}).")
+        if w.shape[0] != a.shape[axes[0]]:
+            raise ValueError(f"Shape of weights must be consistent with shape of a along "
+                             f"specified axis (a shape {a.shape}, weights shape {w.shape}, "
+                             f"axis {axis}).")
+        w = lax.broadcast_in_dim(w, a.shape, axes)
+    wsum = sum(w, axis=axes, keepdims=keepdims)
+    avg = lax.div(sum(lax.mul(a, w), axis=axes, keepdims=keepdims), wsum)
+    if returned:
+        return avg, broadcast_to_shape(wsum, avg.shape)
+    return avg
+
+
+# ---- argmax / argmin ----------------------------------------------------------------------
+
+def _arg(name, prim, a, axis, keepdims):
+    a = _arr(name, a)
     if axis is None:
-        from ._shape import ravel
-        r = lax.argmax(ravel(a), 0, dtypes.default_int_dtype())
+        if a.size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        flat = lax.reshape(a, (a.size,))
+        r = prim(flat, 0, dtypes.default_int_dtype())
         return lax.reshape(r, (1,) * a.ndim) if keepdims else r
-    ax = canonicalize_axes(axis, a.ndim)
-    return _keep(lax.argmax(a, ax[0], dtypes.default_int_dtype()), a.shape, ax, keepdims)
+    ax = canonicalize_axis(axis, a.ndim)
+    if a.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    r = prim(a, ax, dtypes.default_int_dtype())
+    return _keep(r, a.shape, (ax,), keepdims)
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
-    """Index of the smallest element (flattened when ``axis`` is None)
-    (``jax.numpy.argmin``)."""
-    check_arraylike("argmin", a)
-    a = ensure_array(a)
+def argmax(a, axis=None, out=None, keepdims=None):
+    """Index (default int dtype) of the first largest element along ``axis``, of the
+    flattened array when ``axis`` is None (``jax.numpy.argmax``); NaN counts as largest.
+    Raises ValueError for an empty axis or a bad axis."""
+    return _arg("argmax", lax.argmax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims=None):
+    """Index of the first smallest element (``jax.numpy.argmin``); see ``argmax``."""
+    return _arg("argmin", lax.argmin, a, axis, keepdims)
+
+
+# ---- NaN-ignoring reductions --------------------------------------------------------------
+
+def _select_true(mask, value, a):
+    return lax.select(mask, _full(a.shape, value, a), a)
+
+
+def _replace_nan(name, a, fill):
+    a = _arr(name, a)
+    if not dtypes.is_inexact(a.dtype):
+        return a
+    return _select_true(_isnan(a), fill, a)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``sum`` treating NaN as 0 (``jax.numpy.nansum``)."""
+    return sum(_replace_nan("nansum", a, 0), axis, dtype, keepdims=keepdims, initial=initial,
+               where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``prod`` treating NaN as 1 (``jax.numpy.nanprod``)."""
+    return prod(_replace_nan("nanprod", a, 1), axis, dtype, keepdims=keepdims,
+                initial=initial, where=where)
+
+
+def _nan_extremum(name, fn, fill, a, axis, keepdims, initial, where):
+    a = _arr(name, a)
+    if not dtypes.is_inexact(a.dtype):
+        return fn(a, axis, keepdims=keepdims, initial=initial, where=where)
+    nan = _isnan(a)
+    out = fn(_select_true(nan, fill, a), axis, keepdims=keepdims, initial=initial,
+             where=where)
+    # a slice with no non-NaN (selected) element gives NaN
+    valid = lax.bitwise_not(nan)
+    if where is not None:
+        valid = lax.bitwise_and(valid, _where_mask(name, where, a.shape))
+    some = any(valid, axis, keepdims=keepdims)
+    if initial is not None:
+        return out
+    return lax.select(some, out, _full(out.shape, np.nan, out))
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """``max`` ignoring NaN; NaN where a slice is all-NaN (``jax.numpy.nanmax``).  Raises
+    ValueError for an empty reduction without ``initial``."""
+    return _nan_extremum("nanmax", max, -np.inf, a, axis, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """``min`` ignoring NaN (``jax.numpy.nanmin``); see ``nanmax``."""
+    return _nan_extremum("nanmin", min, np.inf, a, axis, keepdims, initial, where)
+
+
+def _nan_arg(name, fn, fill, a, axis, keepdims):
+    a = _arr(name, a)
+    if not dtypes.is_inexact(a.dtype):
+        return fn(a, axis, keepdims=keepdims)
+    nan = _isnan(a)
+    idx = fn(_select_true(nan, fill, a), axis, keepdims=keepdims)
+    all_nan = all(nan, axis, keepdims=keepdims)
+    return lax.select(all_nan, _full(idx.shape, -1, idx), idx)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    """``argmax`` ignoring NaN; -1 where a slice is all-NaN (``jax.numpy.nanargmax``)."""
+    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    """``argmin`` ignoring NaN; -1 where a slice is all-NaN (``jax.numpy.nanargmin``)."""
+    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """Mean of the non-NaN elements (``jax.numpy.nanmean``); NaN for an all-NaN slice."""
+    a = _arr("nanmean", a)
+    if not dtypes.is_inexact(a.dtype):
+        return mean(a, axis, dtype, keepdims=keepdims, where=where)
+    valid = lax.bitwise_not(_isnan(a))
+    if where is not None:
+        valid = lax.bitwise_and(valid, _where_mask("nanmean", where, a.shape))
+    return mean(a, axis, dtype, keepdims=keepdims, where=valid)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """Variance of the non-NaN elements (``jax.numpy.nanvar``); see ``var``."""
+    return _var("nanvar", a, axis, dtype, ddof, keepdims, where, mean, nan=True)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """Standard deviation of the non-NaN elements (``jax.numpy.nanstd``)."""
+    return lax.sqrt(_var("nanstd", a, axis, dtype, ddof, keepdims, where, mean, nan=True))
+
+
+# ---- cumulative ---------------------------------------------------------------------------
+
+def _cum_dtype(a, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize_dtype(dtype)
+    if a.dtype == np.bool_:
+        return dtypes.default_int_dtype()
+    return a.dtype
+
+
+def _cumulative(name, prim, a, axis, dtype):
+    a = _arr(name, a)
     if axis is None:
-        from ._shape import ravel
-        r = lax.argmin(ravel(a), 0, dtypes.default_int_dtype())
-        return lax.reshape(r, (1,) * a.ndim) if keepdims else r
-    ax = canonicalize_axes(axis, a.ndim)
-    return _keep(lax.argmin(a, ax[0], dtypes.default_int_dtype()), a.shape, ax, keepdims)
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    ax = canonicalize_axis(axis, a.ndim)
+    a = _strong(convert(a, _cum_dtype(a, dtype)))
+    if a.dtype == np.bool_:   # an explicit dtype=bool: accumulate as ints, then back
+        return lax.ne(prim(convert(a, dtypes.default_int_dtype()), ax), 0)
+    return prim(a, ax)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis`` (flattened when None) (``jax.numpy.cumsum``).  Bools
+    accumulate in the default int dtype; other dtypes are kept.  Raises ValueError for a
+    bad axis."""
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product along ``axis`` (``jax.numpy.cumprod``); see ``cumsum``."""
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
+
+
+cumproduct = cumprod
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """``cumsum`` treating NaN as 0 (``jax.numpy.nancumsum``)."""
+    return cumsum(_replace_nan("nancumsum", a, 0), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """``cumprod`` treating NaN as 1 (``jax.numpy.nancumprod``)."""
+    return cumprod(_replace_nan("nancumprod", a, 1), axis, dtype)
+
+
+def _cumulative_api(name, fn, identity, x, axis, dtype, include_initial, promote):
+    x = _arr(name, x)
+    if x.ndim == 0:
+        raise ValueError(f"The input must be non-scalar to take a cumulative {name[11:]} "
+                         f"(got shape {x.shape}).")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"The input array has rank {x.ndim}, however axis was not set to "
+                             f"an explicit value. The axis argument is only optional for "
+                             f"one-dimensional arrays.")
+        axis = 0
+    ax = canonicalize_axis(axis, x.ndim)
+    if dtype is None and promote:
+        dtype = _sum_dtype(x.dtype)
+    out = fn(x, ax, dtype)
+    if include_initial:
+        shape = list(out.shape)
+        shape[ax] = 1
+        first = _full(tuple(shape), identity, out)
+        out = lax.concatenate([first, out], ax)
+    return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API cumulative sum (``jax.numpy.cumulative_sum``): ``axis`` may be omitted only
+    for 1-D input; ``include_initial`` prepends a 0.  Bool/narrow ints accumulate in the
+    default int (unlike ``cumsum``).  Raises ValueError otherwise."""
+    return _cumulative_api("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial, True)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API cumulative product (``jax.numpy.cumulative_prod``); see
+    ``cumulative_sum`` (the initial element is 1)."""
+    return _cumulative_api("cumulative_prod", cumprod, 1, x, axis, dtype, include_initial,
+                           False)
+
+
+# ---- quantiles ----------------------------------------------------------------------------
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, method, keepdims, nan_skip):
+    check_arraylike(name, a, q)
+    if method not in _METHODS:
+        raise ValueError(f"method can only be 'linear', 'lower', 'higher', 'midpoint', "
+                         f"'nearest' or 'inverted_cdf' (got {method!r})")
+    a, q = promote_dtypes_inexact(ensure_array(a), q)
+    a, q = ensure_array(a), ensure_array(q)
+    if a.dtype.kind == "c":
+        raise ValueError("quantile does not support complex input, as the operation is poorly "
+                         "defined.")
+    if q.ndim > 1:
+        raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
+    if isinstance(axis, (tuple, list)):
+        axes = _axes(tuple(axis), a.ndim)
+    else:
+        axes = _axes(axis, a.ndim)
+    out_shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
+    kept_shape = _keep_shape(a.shape, axes)
+    # move the reduced axes last and merge them: x is (batch..., n)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    n = _count(a.shape, axes)
+    x = lax.reshape(lax.transpose(a, rest + list(axes)), out_shape + (n,))
+    if n == 0:
+        raise ValueError(f"jnp.{name} of an empty reduction (shape {a.shape}, axis {axis})")
+    nb = _count(out_shape, range(len(out_shape)))
+    x = lax.reshape(x, (nb, n))
+    nan_in = _isnan(x)
+    if nan_skip:
+        x = lax.sort(x, 1)                       # NaNs sort last
+        cnt = lax.reduce_sum(convert(lax.bitwise_not(nan_in), q.dtype), (1,))  # (nb,)
+    else:
+        x = lax.sort(x, 1)
+        cnt = _full((nb,), n, q)
+    qv = lax.reshape(q, (q.size,))                                   # (nq,)
+    nq = q.size
+    qb = lax.broadcast_in_dim(qv, (nq, nb), (0,))
+    cb = lax.broadcast_in_dim(_strong(cnt), (nq, nb), (1,))
+    one = _full((nq, nb), 1, qb)
+    top = lax.sub(cb, one)
+    pos = lax.mul(qb, top)
+    lo, hi = lax.floor(pos), lax.ceil(pos)
+    zero = _full((nq, nb), 0, qb)
+    lo_c = lax.max(zero, lax.min(lo, lax.max(top, zero)))
+    hi_c = lax.max(zero, lax.min(hi, lax.max(top, zero)))
+    w_hi = lax.sub(pos, lo)
+    w_lo = lax.sub(one, w_hi)
+    it = dtypes.default_int_dtype()
+    rows = lax.broadcasted_iota(it, (nq, nb), 1)
+    index = (("array", 0), ("array", 1))
+    lo_v = lax.gather_indexed(x, index, [rows, convert(lo_c, it)], mode="clip")
+    hi_v = lax.gather_indexed(x, index, [rows, convert(hi_c, it)], mode="clip")
+    if method == "linear":
+        res = lax.add(lax.mul(lo_v, w_lo), lax.mul(hi_v, w_hi))
+    elif method == "lower":
+        res = lo_v
+    elif method == "higher":
+        res = hi_v
+    elif method == "midpoint":
+        res = lax.mul(lax.add(lo_v, hi_v), _full((nq, nb), 0.5, lo_v))
+    else:  # nearest: the lower neighbour on ties at .5, as JAX
+        res = lax.select(lax.le(w_hi, _full((nq, nb), 0.5, w_hi)), lo_v, hi_v)
+    if nan_skip:
+        empty = lax.eq(cb, zero)
+        res = lax.select(empty, _full((nq, nb), np.nan, res), res)
+    else:
+        bad = lax.broadcast_in_dim(lax.reduce_or(nan_in, (1,)), (nq, nb), (1,))
+        res = lax.select(bad, _full((nq, nb), np.nan, res), res)
+    final = kept_shape if keepdims else out_shape
+    return _strong(lax.reshape(res, q.shape + final))
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+    """``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) over ``axis``
+    (``jax.numpy.quantile``).
+
+    Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` and
+    ``q``.  Methods linear/lower/higher/midpoint/nearest.  NaN where a slice has a NaN.
+    Raises ValueError for an unknown method, complex input or ``q`` of rank > 1;
+    NotImplementedError for ``weights``.
+    """
+    if weights is not None:
+        raise NotImplementedError("jaxlite.numpy.quantile does not support weights yet.")
+    return _quantile("quantile", a, q, axis, method, keepdims, nan_skip=False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """``quantile`` ignoring NaNs (``jax.numpy.nanquantile``); NaN for all-NaN slices."""
+    if weights is not None:
+        raise NotImplementedError("jaxlite.numpy.nanquantile does not support weights yet.")
+    return _quantile("nanquantile", a, q, axis, method, keepdims, nan_skip=True)
+
+
+def _pct(q):
+    check_arraylike("percentile", q)
+    q = ensure_array(q)
+    (q,) = promote_dtypes_inexact(q)
+    return lax.div(q, lax.scalar_as(100, q.dtype, q.weak_type))
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None):
+    """``quantile(a, q / 100, ...)`` (``jax.numpy.percentile``)."""
+    return quantile(a, _pct(q), axis, method=method, keepdims=keepdims, weights=weights)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    """``nanquantile(a, q / 100, ...)`` (``jax.numpy.nanpercentile``)."""
+    return nanquantile(a, _pct(q), axis, method=method, keepdims=keepdims, weights=weights)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median over ``axis`` (``jax.numpy.median``): the 0.5 quantile, midpoint method."""
+    return quantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median ignoring NaNs (``jax.numpy.nanmedian``)."""
+    return nanquantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
 
 
 __all__ = public_names(globals())
