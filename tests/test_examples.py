@@ -213,7 +213,7 @@ def test_demo_runs_every_section_and_explains():
 def test_demo_one_section_and_bad_section():
     p = run_py(["-m", "jaxlite", "demo", "--section", "3.3"])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "1 of 1 programs ran" in p.stdout and "== 3.1" not in p.stdout
+    assert "1 of 1 program ran" in p.stdout and "== 3.1" not in p.stdout
     p = run_py(["-m", "jaxlite", "demo", "--section", "9.9"])
     assert p.returncode == 2 and "unknown section" in p.stderr and "3.3" in p.stderr
 

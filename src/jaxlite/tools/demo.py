@@ -90,6 +90,10 @@ def fmt_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def fmt_ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
@@ -314,7 +318,7 @@ def run(args) -> int:
     print(f"jaxlite {jaxlite.__version__} demo -- chapter 3: jnp.array, device memory, jit")
     print(f"Python {platform.python_version()}, NumPy {np.__version__}; backend "
           f"{jaxlite.default_backend()}; devices {jaxlite.devices()}")
-    print(f"examples: {examples_dir} ({len(sections)} programs)")
+    print(f"examples: {examples_dir} ({_plural(len(sections), 'program')})")
 
     results = []
     for section, title, path in sections:
@@ -338,8 +342,9 @@ def run(args) -> int:
     xfer_bytes = sum(s["bytes"] for r in results for s in r.transfers.values())
     peak = max((p for r in results for _, _, p, _, _ in r.memory), default=0)
     print()
-    print(f"== summary: {n_ok} of {len(results)} programs ran; {n_compiles} compiles, "
-          f"{n_xfer} transfers ({fmt_bytes(xfer_bytes)}), {n_ops} eager ops, "
+    print(f"== summary: {n_ok} of {_plural(len(results), 'program')} ran; "
+          f"{_plural(n_compiles, 'compile')}, {_plural(n_xfer, 'transfer')} "
+          f"({fmt_bytes(xfer_bytes)}), {_plural(n_ops, 'eager op')}, "
           f"peak memory {fmt_bytes(peak)}")
     pending = [s for r in results for s in r.skipped]
     if pending:
