@@ -231,8 +231,8 @@ def underneath(res: SectionResult) -> list[str]:
             continue
         lines.append(_row("memory", f"{d!r}: peak {fmt_bytes(peak)}; at the end "
                                     f"{fmt_bytes(end['bytes_in_use'])} in use "
-                                    f"({res.live_arrays} live arrays); {allocs} buffers "
-                                    f"allocated"))
+                                    f"({_plural(res.live_arrays, 'live array')}); "
+                                    f"{_plural(allocs, 'buffer')} allocated"))
         lines.append(_cont(f"{fmt_bytes(after)} in use once the program's variables "
                            f"are dropped"))
 
