@@ -1,8 +1,10 @@
 """``device_put``, ``device_get``, ``block_until_ready``, ``default_device``: moving data
 between the host and devices explicitly (``jax.device_put`` ...).
 
-Layer: just above core/runtime.  Every copy goes through the transfer guard and the
-transfer counters; a refused transfer leaves the source untouched and creates nothing.
+Layer: just above core/runtime.  Every copy goes through the transfer guard (as an
+*explicit* transfer) and the transfer counters.  A pytree is checked whole before anything
+moves, so a refused transfer or a bad leaf leaves every source untouched and creates
+nothing.
 """
 from __future__ import annotations
 
@@ -10,93 +12,156 @@ import contextlib
 
 import numpy as np
 
-
-from .config import config
-from .core.array import ArrayImpl
+from .core.array import ArrayImpl, deleted_error
 from .core.avals import aval_of_value
 from .core.eager import from_host
 from .core.trace import Tracer
-from .runtime import Buffer, Device, check_transfer
+from .runtime import (Buffer, Device, check_default_device, count_transfer, get_default_device,
+                      guard_transfer)
+from .runtime import device as _device_mod
 from .sharding import SingleDeviceSharding
-from .tree_util import tree_map
+from .tree_util import tree_flatten, tree_map, tree_unflatten
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+class DeviceArgumentError(ValueError, TypeError):
+    """A ``device`` argument that is not a Device or a Sharding.  JAX raises ValueError;
+    it is a TypeError too (a wrong type of argument), so either ``except`` catches it."""
 
 
 def _target_device(device):
-    if device is None:
-        return None
+    if device is None or isinstance(device, Device):
+        return device
     if isinstance(device, SingleDeviceSharding):
         return device._device
-    if isinstance(device, Device):
-        return device
-    raise TypeError(f"device_put: device must be a jaxlite Device or a SingleDeviceSharding, "
-                    f"got {device!r} of type {type(device).__name__}")
+    raise DeviceArgumentError(
+        f"jaxlite.device_put only accepts None, a Device (e.g. jaxlite.devices()[0]), a "
+        f"SingleDeviceSharding, or a pytree of these; got {device!r} of type "
+        f"{type(device).__name__}.")
 
 
-def _put_leaf(x, device, donate):
+def _is_device_spec(device) -> bool:
+    return device is None or isinstance(device, (Device, SingleDeviceSharding))
+
+
+def _plan(x, device, may_alias):
+    """What putting leaf ``x`` on ``device`` takes; checks the leaf, moves nothing.
+
+    Returns ``(kind, leaf, device, aval)`` with kind one of ``'keep'`` (return ``x``),
+    ``'alias'`` (same buffer, now committed), ``'copy'`` (same device, new buffer),
+    ``'d2d'`` or ``'h2d'``.
+    """
     if isinstance(x, Tracer):
-        return x
+        return ("keep", x, None, None)
     if type(x) is ArrayImpl:
-        x._check_alive()
+        if x._buf.data is None:
+            raise deleted_error(x.aval)
         if device is None:
-            return x
-        src = x._buf.device
-        if src is device:
-            if x._committed:
-                return x
-            # same storage, now committed (the buffer is shared, never copied)
-            return _committed_alias(x)
-        check_transfer("device_to_device", True, x._buf.nbytes, src, device,
-                       x.aval.str_short())
-        out = ArrayImpl(Buffer(x._buf.data.copy(), device), x.aval, committed=True)
-        if donate:
-            x.delete()
-        return out
-    if isinstance(x, (bool, int, float, complex)):
+            return ("keep", x, None, x.aval)
+        if x._buf.device is device:
+            return ("copy" if may_alias is False else "alias", x, device, x.aval)
+        return ("d2d", x, device, x.aval)
+    if type(x) in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic)):
+        aval = aval_of_value(x)   # raises OverflowError for an int out of range
+    elif hasattr(x, "__jax_array__") or hasattr(x, "__array__"):
+        x = np.asarray(x.__jax_array__() if hasattr(x, "__jax_array__") else x)
         aval = aval_of_value(x)
-        return from_host(np.asarray(x), aval.dtype, aval.weak_type, device,
-                         committed=device is not None)
-    if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "__array__"):
-        return from_host(np.asarray(x), None, False, device, committed=device is not None)
-    raise TypeError(f"device_put: {type(x).__name__} is not a valid JAX type: {x!r}")
+    else:
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+                        f"(device_put takes arrays, NumPy arrays, Python scalars and pytrees "
+                        f"of them).")
+    if np.dtype(aval.dtype).kind in "OUSV" or aval.dtype.kind in "Mm":
+        raise TypeError(f"Argument of dtype {aval.dtype} is not a valid JAX type.")
+    return ("h2d", x, device, aval)
+
+
+def _guard_plan(p):
+    kind, x, device, aval = p
+    if kind == "d2d":
+        guard_transfer("device_to_device", True, x._buf.nbytes, x._buf.device, device, aval)
+    elif kind == "h2d":
+        dst = device if device is not None else get_default_device()
+        guard_transfer("host_to_device", True, aval.size * aval.dtype.itemsize, "host", dst,
+                       aval)
+
+
+def _run_plan(p):
+    kind, x, device, aval = p
+    if kind == "keep":
+        return x
+    if kind == "alias":
+        return ArrayImpl(x._buf, aval, True)
+    if kind == "copy":
+        return ArrayImpl(Buffer(x._buf.data.copy(), device), aval, True)
+    if kind == "d2d":
+        src = x._buf
+        count_transfer("device_to_device", True, src.nbytes, src.device, device, aval)
+        return ArrayImpl(Buffer(src.data.copy(), device), aval, True)
+    # h2d: guarded already; from_host guards again (a no-op now) and counts
+    return from_host(x, aval.dtype, aval.weak_type, device, committed=device is not None,
+                     explicit=True)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Places ``x`` (an array, NumPy array, scalar, or a pytree of them) on ``device``
-    (``jax.device_put``).
+    """Places ``x`` (an Array, NumPy array, Python scalar, or a pytree of them) on
+    ``device`` (``jax.device_put``).
 
-    With a device the result is *committed* to it: computations on it run there, and mixing
-    it with data committed elsewhere raises ValueError.  Without one, data goes to the
-    default device uncommitted.  Copies are counted as transfers and obey the transfer
-    guard (explicit transfers).
-
+    Args:
+      x: the data.  NumPy float64/int64 data becomes float32/int32 unless x64 is on;
+        Python scalars keep their weak type (``device_put(1.0)`` is
+        ``Array(1., dtype=float32, weak_type=True)``).
+      device: None, a Device, a ``SingleDeviceSharding``, or a pytree of these matching
+        ``x``.  With a device the result is *committed* to it: computations on it run
+        there, and mixing it with data committed elsewhere raises ValueError.  Without one,
+        host data goes to the default device uncommitted and Arrays are returned as they are.
+      src: accepted for compatibility; ignored.
+      donate: accepted for compatibility; like JAX on CPU, the source stays valid.
+      may_alias: False forces a copy even when ``x`` already is on ``device``; otherwise
+        the result may share ``x``'s buffer (deleting one then deletes both, as in JAX).
+    Returns:
+      the same pytree with Arrays at the leaves.
     Raises:
-      TypeError: ``device`` is not a Device, or a leaf is not array-like.
-      RuntimeError: the transfer guard forbids the copy, or ``x`` was deleted.
+      ValueError (also a TypeError): ``device`` is not a Device or a Sharding.
+      TypeError: a leaf is not array-like (a string, an arbitrary object).
+      OverflowError: a Python int out of the default integer dtype's range.
+      RuntimeError: a leaf was deleted, or the transfer guard forbids an explicit transfer
+        (level ``'disallow_explicit'``); nothing is transferred then.
+
+    Example::
+
+        >>> d = jaxlite.devices()[0]
+        >>> y = jaxlite.device_put(np.arange(3), d)
+        >>> y.device is d, y.committed
+        (True, True)
     """
-    dev = _target_device(device)
-    # check every leaf first, so a failure half-way leaves nothing transferred
-    tree_map(_check_leaf, x)
-    return tree_map(lambda leaf: _put_leaf(leaf, dev, donate), x)
-
-
-def _committed_alias(x):
-    out = ArrayImpl.__new__(ArrayImpl)
-    ArrayImpl.__init__(out, x._buf, x.aval, committed=True)
-    return out
-
-
-def _check_leaf(x):
-    if type(x) is ArrayImpl:
-        x._check_alive()
-    elif not isinstance(x, (Tracer, bool, int, float, complex, np.ndarray, np.generic)) and \
-            not hasattr(x, "__array__"):
-        raise TypeError(f"device_put: {type(x).__name__} is not a valid JAX type: {x!r}")
-    return None
+    del src, donate
+    leaves, treedef = tree_flatten(x)
+    if _is_device_spec(device):
+        devs = [_target_device(device)] * len(leaves)
+    else:
+        try:
+            devs = treedef.flatten_up_to(device)
+        except (ValueError, TypeError):
+            raise DeviceArgumentError(
+                f"jaxlite.device_put: device must be None, a Device, a SingleDeviceSharding "
+                f"or a pytree of these matching x; got {device!r}") from None
+        devs = [_target_device(d) for d in devs]
+    plans = [_plan(leaf, d, may_alias) for leaf, d in zip(leaves, devs)]
+    for p in plans:   # every guard check before any copy: a refusal leaves nothing behind
+        _guard_plan(p)
+    return tree_unflatten(treedef, [_run_plan(p) for p in plans])
 
 
 def device_get(x):
-    """Copies arrays in ``x`` (any pytree) to host NumPy arrays (``jax.device_get``); other
-    leaves pass through.  Counted as explicit device-to-host transfers."""
+    """Copies the Arrays in ``x`` (any pytree) to the host as NumPy arrays
+    (``jax.device_get``); other leaves pass through unchanged.
+
+    The NumPy arrays are read-only.  Counted as explicit device-to-host transfers.
+
+    Raises:
+      RuntimeError: an Array was deleted.
+    """
     def get(leaf):
         if type(leaf) is ArrayImpl:
             return leaf._host_value(explicit=True)
@@ -105,7 +170,9 @@ def device_get(x):
 
 
 def block_until_ready(x):
-    """Waits for every array in the pytree ``x``; returns ``x`` (``jax.block_until_ready``)."""
+    """Waits for every Array in the pytree ``x``; returns ``x`` (``jax.block_until_ready``).
+
+    Raises RuntimeError for a deleted Array."""
     def wait(leaf):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
@@ -116,13 +183,21 @@ def block_until_ready(x):
 
 @contextlib.contextmanager
 def default_device(device):
-    """Context manager: uncommitted data and computations go to ``device`` inside the block
-    (``jax.default_device``)."""
-    old = config.jax_default_device
-    config.update("jax_default_device", _target_device(device))
+    """Context manager: inside the block, new uncommitted data and computations on
+    uncommitted data go to ``device`` (``jax.default_device``); per thread.
+
+    Args:
+      device: a Device, a platform name (``'cpu'``), or None (the ``jax_default_device``
+        flag, else the first device).
+    Raises:
+      ValueError: ``device`` is none of these.
+    """
+    device = check_default_device(device)
+    state = _device_mod._state
+    old = state.default_device
+    state.default_device = device
     try:
         yield
     finally:
-        config.update("jax_default_device", old)
-
+        state.default_device = old
 

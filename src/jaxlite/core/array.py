@@ -1,25 +1,23 @@
 """``jaxlite.Array``: an immutable array living in one device's memory.
 
 Layer: core.  An ``ArrayImpl`` holds a runtime Buffer (read-only storage with memory
-accounting), its abstract value and whether it is *committed* to its device.  Operators and
+accounting), its abstract value and whether it is *committed* to its device (placed there
+by ``device_put`` with an explicit device; computations then follow it).  Operators and
 the NumPy-like methods (``+``, ``.sum()``, ``.at[]``, ``.reshape`` ...) are installed by
-``jaxlite.numpy``, on tracers too, so that jitted and eager code read the same.
+``jaxlite.numpy``, on tracers too, so that jitted and eager code read the same.  This
+module holds what needs no computation: properties, host conversion, printing, lifetime.
 """
 from __future__ import annotations
 
 import abc
-import weakref
+import enum
+import gc
 
 import numpy as np
 
-from .. import dtypes
-from ..runtime import check_transfer
+from ..runtime import transfer as _transfer
 from .avals import ShapedArray
 from .trace import Tracer
-
-# Weak references to every Array made; pruned of dead ones when the list doubles.
-_live: list = []
-_live_prune_at = [1024]
 
 
 def immutable_error(idx) -> TypeError:
@@ -28,6 +26,23 @@ def immutable_error(idx) -> TypeError:
         "JAX arrays are immutable and do not support in-place item assignment "
         f"('Array' object does not support item assignment). Instead of x[{i}] = v, write "
         f"x = x.at[{i}].set(v) (or .add/.multiply/... ), which returns a new array.")
+
+
+def _long_name(aval) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def deleted_error(aval) -> RuntimeError:
+    """The error for any use of a deleted array (JAX's type and wording)."""
+    return RuntimeError(f"Array has been deleted with shape={_long_name(aval)}.")
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack device types (the first element of ``__dlpack_device__()``)."""
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLROCM = 10
 
 
 class Array(abc.ABC):
@@ -41,52 +56,54 @@ class ArrayImpl(Array):
     """A concrete array: shape, dtype, device, and a read-only buffer.
 
     Mirrors JAX's ``ArrayImpl``.  Immutable: ``x[i] = v`` raises TypeError (use
-    ``x.at[i].set(v)``).  After ``delete()`` every use raises RuntimeError.
+    ``x.at[i].set(v)``); unhashable.  After ``delete()`` every use of the values (operations,
+    printing, ``np.asarray``, jit arguments, ``device_put``) raises RuntimeError.
     """
 
     __slots__ = ("_buf", "aval", "_committed", "_key", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, buf, aval: ShapedArray, committed: bool = False):
+        # runs for every eager result: plain stores only
         self._buf = buf
         self.aval = aval
         self._committed = committed
         self._key = None
-        _live.append(weakref.ref(self))
-        if len(_live) > _live_prune_at[0]:
-            _prune_live()
 
     # ---- abstract properties -----------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> tuple:
         return self.aval.shape
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.aval.dtype
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.aval.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.aval.size
 
     @property
-    def weak_type(self):
+    def weak_type(self) -> bool:
         return self.aval.weak_type
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         return self.aval.dtype.itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
+        """Bytes of the values: ``size * itemsize``."""
         return self.aval.size * self.aval.dtype.itemsize
 
     @property
     def committed(self) -> bool:
+        """True when placed on its device by ``device_put(x, device)`` (or computed from
+        such arrays): computations then run on that device."""
         return self._committed
 
     # ---- placement ---------------------------------------------------------------------
@@ -102,6 +119,7 @@ class ArrayImpl(Array):
 
     @property
     def sharding(self):
+        """``SingleDeviceSharding(device)`` (``jax.Array.sharding``)."""
         from ..sharding import SingleDeviceSharding
         return SingleDeviceSharding(self._buf.device)
 
@@ -109,144 +127,250 @@ class ArrayImpl(Array):
     def is_fully_addressable(self) -> bool:
         return True
 
-    # ---- lifetime ----------------------------------------------------------------------
-    def block_until_ready(self):
-        """Waits until the value is computed; returns ``self`` (``jax.Array.block_until_ready``)."""
-        self._check_alive()
+    @property
+    def is_fully_replicated(self) -> bool:
+        return True
+
+    @property
+    def addressable_shards(self) -> list:
+        """One ``Shard`` (device, index, replica_id, data) per device: here, one."""
+        return [Shard(self._buf.device, tuple(slice(None) for _ in self.aval.shape), 0,
+                      self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int):
+        """The array held by addressable shard ``index`` (the array itself)."""
+        if index != 0:
+            raise IndexError(f"shard index {index} out of range for an array on one device")
         return self
 
+    # ---- lifetime ----------------------------------------------------------------------
+    def block_until_ready(self):
+        """Waits until the value is computed; returns ``self`` (``jax.Array.block_until_ready``).
+
+        Raises RuntimeError if the array was deleted."""
+        if self._buf.data is None:
+            raise deleted_error(self.aval)
+        return self
+
+    def copy_to_host_async(self) -> None:
+        """Starts copying the values to the host (a no-op: host memory already)."""
+        if self._buf.data is None:
+            raise deleted_error(self.aval)
+
     def delete(self) -> None:
-        """Frees the device memory now; any later use raises RuntimeError."""
+        """Frees the device memory now (``jax.Array.delete``); any later use of the values
+        raises RuntimeError.  Deleting twice is a no-op.  Arrays that share the buffer
+        (``device_put`` of an uncommitted array onto its own device) are deleted with it."""
         self._buf.delete()
 
     def is_deleted(self) -> bool:
+        """True after ``delete()`` (or after donation)."""
         return self._buf.data is None
 
     def _check_alive(self):
         if self._buf.data is None:
-            raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}.")
+            raise deleted_error(self.aval)
+
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes this array occupies on its device."""
+        return self._buf.nbytes
+
+    def unsafe_buffer_pointer(self) -> int:
+        """Address of the first byte of the values."""
+        return self._host_value().ctypes.data
 
     # ---- host conversion ---------------------------------------------------------------
     def _host_value(self, explicit: bool = False) -> np.ndarray:
-        self._check_alive()
+        """The values as a read-only NumPy array, counted as a device-to-host transfer
+        (guarded only where the device's memory is not host memory, as in JAX)."""
         buf = self._buf
-        check_transfer("device_to_host", explicit, buf.nbytes, buf.device, "host",
-                       self.aval.str_short())
-        return buf.data
+        data = buf.data
+        if data is None:
+            raise deleted_error(self.aval)
+        dev = buf.device
+        if not dev._host_memory:
+            _transfer.guard("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
+        _transfer.count("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
+        return data
 
     @property
     def _value(self) -> np.ndarray:
         return self._host_value()
 
     def __array__(self, dtype=None, copy=None):
+        """``np.asarray(x)``: a read-only NumPy view of the values (a copy with ``copy=True``
+        or another ``dtype``; ``copy=False`` with another dtype raises ValueError)."""
         v = self._host_value()
-        if copy:
-            v = v.copy()
-        return v if dtype is None else v.astype(dtype, copy=False)
+        if copy is None:
+            return v if dtype is None else np.asarray(v, dtype=dtype)
+        return np.asarray(v, dtype=dtype, copy=copy)
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._host_value().__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (``np.from_dlpack(x)``); read-only consumers share the memory."""
+        v = self._host_value()
+        try:
+            return v.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                                copy=copy)
+        except BufferError:
+            # an old consumer cannot be told the memory is read-only: export a copy
+            if copy is False:
+                raise
+            return v.copy().__dlpack__(stream=stream, max_version=max_version,
+                                       dl_device=dl_device)
 
-    def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU, device 0
+    def __dlpack_device__(self) -> tuple:
+        return (DLDeviceType.kDLCPU, 0)
 
     def tolist(self):
         """Nested Python lists of the values (``jax.Array.tolist``)."""
         return self._host_value().tolist()
 
+    def tobytes(self, order: str = "C") -> bytes:
+        """The raw bytes of the values (``jax.Array.tobytes``)."""
+        return self._host_value().tobytes(order)
+
     def item(self, *args):
-        """The value as a Python scalar (``jax.Array.item``)."""
+        """The value (or the element at ``args``) as a Python scalar (``jax.Array.item``).
+
+        Raises ValueError for an array of more than one element without an index."""
         return self._host_value().item(*args)
 
+    def _scalar_value(self):
+        if self.aval.shape:
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; got an "
+                            f"array of shape {self.aval.shape} (ndim={len(self.aval.shape)}).")
+        return self._host_value()[()]
+
     def __bool__(self):
-        if self.size != 1:
-            raise ValueError(
-                f"The truth value of an array with more than one element is ambiguous "
-                f"(shape {self.shape}). Use a.any() or a.all().")
+        n = self.aval.size
+        if n == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
+        if n > 1:
+            raise ValueError(f"The truth value of an array with more than one element "
+                             f"(shape {self.aval.shape}) is ambiguous. Use a.any() or a.all()")
         return bool(self._host_value())
 
     def __int__(self):
-        return int(self._host_value())
+        return int(self._scalar_value())
 
     def __float__(self):
-        return float(self._host_value())
+        return float(self._scalar_value())
 
     def __complex__(self):
-        return complex(self._host_value())
+        return complex(self._scalar_value())
 
     def __index__(self):
-        if not dtypes.is_int(self.dtype) or self.ndim:
-            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
-                            f"got {self.aval.str_short()}")
-        return int(self._host_value())
+        if self.aval.shape or self.aval.dtype.kind not in "iu":
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index; "
+                            f"got {_long_name(self.aval)}.")
+        return int(self._host_value()[()])
 
     def __len__(self):
-        if not self.shape:
+        if not self.aval.shape:
             raise TypeError("len() of unsized object")
-        return self.shape[0]
+        return self.aval.shape[0]
 
     def __iter__(self):
-        if not self.shape:
+        """Iterates over the rows, each an Array on the same device (``0-d``: TypeError)."""
+        if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
+        if self._buf.data is None:
+            raise deleted_error(self.aval)
+        return self._rows()
+
+    def _rows(self):
+        from ..runtime import Buffer
+        a = self.aval
+        row = ShapedArray(a.shape[1:], a.dtype, a.weak_type)
+        buf = self._buf
+        for i in range(a.shape[0]):
+            data = buf.data
+            if data is None:
+                raise deleted_error(a)
+            yield ArrayImpl(Buffer(np.array(data[i]), buf.device), row, self._committed)
 
     def __hash__(self):
-        raise TypeError("unhashable type: 'jaxlite.Array'")
+        raise TypeError(f"unhashable type: 'jaxlite.Array' (shape {self.aval.shape})")
 
     def __setitem__(self, idx, value):
         raise immutable_error(idx)
 
     def __reduce__(self):
-        from ..numpy import asarray
-        return (asarray, (np.asarray(self._host_value()),))
+        # the values and the weak type travel; the copy lands on the default device
+        return (_reconstruct, (np.array(self._host_value()), self.aval.weak_type))
 
     def __copy__(self):
-        return self.copy() if hasattr(self, "copy") else self
+        """A new array with its own buffer on the same device (same placement)."""
+        from ..runtime import Buffer
+        buf = self._buf
+        if buf.data is None:
+            raise deleted_error(self.aval)
+        return ArrayImpl(Buffer(buf.data.copy(), buf.device), self.aval, self._committed)
 
     def __deepcopy__(self, memo):
         return self.__copy__()
 
     def __format__(self, spec):
-        if self.ndim == 0:
-            return format(self._host_value()[()], spec)
-        return format(str(self), spec)
+        v = self._host_value()
+        return format(v[()] if not v.ndim else v, spec)
 
     # ---- printing ----------------------------------------------------------------------
     def __repr__(self):
-        name = "bfloat16" if self.dtype == dtypes._BF16 else self.dtype.name
-        if self.is_deleted():
-            return f"Array(<deleted>, shape={self.shape}, dtype={name})"
+        v = self._host_value()
+        a = self.aval
+        dtype_str = f"dtype={a.dtype.name}" + (", weak_type=True" if a.weak_type else "")
+        width = np.get_printoptions()["linewidth"]
         prefix = "Array("
-        extra = f"dtype={name}" + (", weak_type=True" if self.weak_type else "")
-        v = self._buf.data
-        if v.size == 0 and v.shape != (0,):
-            return f"Array([], shape={v.shape}, {extra})"
-        s = np.array2string(v, prefix=prefix, suffix=",", separator=", ")
-        last = s.rsplit("\n", 1)[-1]
-        sep = " " if len(last) + len(extra) + len(prefix) + 3 <= 75 or "\n" not in s else \
-            "\n" + " " * len(prefix)
-        return f"{prefix}{s},{sep}{extra})"
+        if v.size == 0:
+            body = f"[], shape={a.shape}"
+        else:
+            body = np.array2string(v, max_line_width=width, prefix=prefix, suffix=",",
+                                   separator=", ")
+        # JAX's rule: dtype on the same line after one space if it fits, else after as
+        # many spaces as the prefix is long (still on the same line).
+        last = len(body) - body.rfind("\n") + 1
+        sep = " " if last + len(dtype_str) + 2 <= width else " " * len(prefix)
+        return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self):
-        if self.is_deleted():
-            return "<deleted>"
-        return str(self._buf.data)
+        return str(self._host_value())
 
 
 Array.register(Tracer)
 
 
-def _prune_live():
-    _live[:] = [r for r in _live if r() is not None]
-    _live_prune_at[0] = max(1024, 2 * len(_live))
+class Shard:
+    """One piece of an array on one device (``jax.Shard``): ``device``, ``index`` (tuple of
+    slices into the global array), ``replica_id`` and ``data`` (an Array)."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index, replica_id, data):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data!r})")
+
+
+def _reconstruct(value, weak_type):
+    from .eager import from_host
+    return from_host(value, value.dtype, weak_type)
 
 
 def live_arrays(platform: str | None = None) -> list:
-    """All live (not deleted) Arrays, oldest first (``jax.live_arrays``)."""
-    _prune_live()
-    out = []
-    for r in _live:
-        a = r()
-        if a is not None and a._buf.data is not None:
-            out.append(a)
-    return out
+    """All live (not deleted, not yet garbage-collected) Arrays (``jax.live_arrays``).
+
+    Args:
+      platform: None or ``'cpu'``; other platforms have no arrays (an empty list).
+    Returns:
+      list of Array, in no particular order.  Found by walking the garbage collector's
+      objects, so creating arrays costs nothing extra; a call takes milliseconds.
+    """
+    if platform not in (None, "cpu"):
+        return []
+    return [o for o in gc.get_objects()
+            if type(o) is ArrayImpl and o._buf.data is not None]

@@ -77,7 +77,7 @@ def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
         val = np.asarray(val, dtype=aval.dtype)
     if val.shape != aval.shape:
         raise AssertionError(f"implementation returned shape {val.shape}, expected {aval}")
-    if not val.flags.owndata:
+    if val.base is not None:   # a view: copy it if it views an operand
         for v in inputs:
             if type(v) is np.ndarray and np.may_share_memory(val, v):
                 val = val.copy()

@@ -1,8 +1,9 @@
 """Device buffers: the storage under an Array, with exact memory accounting.
 
 A Buffer owns one read-only NumPy array on one device.  Creating it adds its bytes to the
-device's ``bytes_in_use``; ``delete()`` (or garbage collection) subtracts them.  Views
-share their base's storage and count nothing.
+device's ``bytes_in_use``; ``delete()`` or garbage collection (whichever comes first)
+subtracts them, exactly once.  A Buffer built with ``counted=False`` is a view of memory
+accounted elsewhere and counts nothing.
 """
 from __future__ import annotations
 
@@ -18,26 +19,32 @@ class Buffer:
       counted: False for a view of another buffer's memory (no bytes added).
     """
 
-    __slots__ = ("data", "device", "nbytes", "__weakref__")
+    __slots__ = ("data", "device", "nbytes")
 
     def __init__(self, data: np.ndarray, device, counted: bool = True):
-        data.flags.writeable = False
+        # runs for every eager result: the device's accounting is inlined (Device._alloc)
+        data.setflags(write=False)
         self.data = data
         self.device = device
-        self.nbytes = data.nbytes if counted else 0
-        device._alloc(self.nbytes)
+        n = self.nbytes = data.nbytes if counted else 0
+        used = device._bytes_in_use = device._bytes_in_use + n
+        device._num_allocs += 1
+        if used > device._peak:
+            device._peak = used
+        if n > device._largest:
+            device._largest = n
 
     def delete(self) -> None:
-        """Frees the storage now; later reads raise RuntimeError (through the owner)."""
+        """Frees the storage now (idempotent); later reads raise RuntimeError through the
+        owning Array."""
         if self.data is not None:
             self.data = None
             self.device._free(self.nbytes)
-            self.nbytes = 0
 
     @property
     def is_deleted(self) -> bool:
         return self.data is None
 
     def __del__(self):
-        if self.data is not None and self.nbytes:
+        if self.data is not None:
             self.device._free(self.nbytes)

@@ -1,46 +1,68 @@
 """Devices and their memory accounting (``jax.Device``, ``jax.devices`` ...).
 
 A CPU device owns host memory; each keeps exact counts of the bytes its live buffers hold
-(``memory_stats``).  Several CPU devices exist when ``jax_num_cpu_devices`` (or
-``JAX_NUM_CPU_DEVICES``, or ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) asks.
+(``memory_stats``).  Several CPU devices exist when ``jax_num_cpu_devices`` (or the
+``JAX_NUM_CPU_DEVICES`` environment variable, or
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``) asks, as in JAX; the devices are
+created on first use, after which the count is fixed.
+
+The device uncommitted data goes to (``get_default_device``) is, in order: the innermost
+``default_device`` block of this thread, the ``jax_default_device`` flag, the first device.
 """
 from __future__ import annotations
 
+import os
+import re
+import threading
 import warnings
+
 from ..config import config
 
 
 class Device:
     """One device: ``id``, ``platform``, ``device_kind``, ``process_index`` and memory stats.
 
-    Mirrors ``jax.Device``.  Devices are singletons compared by identity.
+    Mirrors ``jax.Device``.  Devices are singletons compared by identity: ``jax.devices()``
+    returns the same objects every time, so ``x.device is jaxlite.devices()[0]`` holds.
+    ``repr`` is ``CpuDevice(id=0)``, ``str`` is ``cpu:0`` (as JAX prints them).
     """
 
     platform = "cpu"
+    device_kind = "cpu"
+    # Memory the host reads directly: reading values to the host copies nothing, so the
+    # device-to-host transfer guard does not apply (as for JAX's CPU devices).
+    _host_memory = True
 
     def __init__(self, id: int):
         self.id = id
         self.process_index = 0
         self.host_id = 0
+        self.task_id = 0
+        self.local_hardware_id = id
         self._bytes_in_use = 0
         self._peak = 0
         self._num_allocs = 0
         self._largest = 0
 
     @property
-    def device_kind(self) -> str:
-        return "cpu"
-
-    @property
     def client(self):
         return None
 
     def memory_stats(self) -> dict:
-        """Bytes held by this device's live buffers.
+        """Bytes held by this device's live buffers (``jax.Device.memory_stats``).
 
-        Returns a dict with ``bytes_in_use``, ``peak_bytes_in_use``, ``num_allocs`` (buffers
-        allocated so far), ``largest_alloc_size`` and ``bytes_limit`` (host RAM), as JAX's
-        ``Device.memory_stats()`` does for accelerators.
+        Returns a dict with ``bytes_in_use`` (bytes of all live buffers: every Array, and
+        the temporaries of a running compiled program), ``peak_bytes_in_use``,
+        ``num_allocs`` (buffers allocated so far), ``largest_alloc_size`` (bytes of the
+        largest single allocation) and ``bytes_limit`` (the host's RAM).
+
+        Example::
+
+            >>> d = jaxlite.devices()[0]
+            >>> before = d.memory_stats()["bytes_in_use"]
+            >>> x = jaxlite.numpy.zeros(1000, "float32")
+            >>> d.memory_stats()["bytes_in_use"] - before
+            4000
         """
         return {
             "bytes_in_use": self._bytes_in_use,
@@ -54,12 +76,13 @@ class Device:
         """Sets ``peak_bytes_in_use`` back to the bytes in use now."""
         self._peak = self._bytes_in_use
 
-    # accounting, called by Buffer only
+    # accounting, called by Buffer (and by executables for their temporaries)
     def _alloc(self, nbytes: int) -> None:
-        self._bytes_in_use += nbytes
+        n = self._bytes_in_use + nbytes
+        self._bytes_in_use = n
         self._num_allocs += 1
-        if self._bytes_in_use > self._peak:
-            self._peak = self._bytes_in_use
+        if n > self._peak:
+            self._peak = n
         if nbytes > self._largest:
             self._largest = nbytes
 
@@ -76,7 +99,7 @@ class Device:
         return f"CpuDevice(id={self.id})"
 
     def __str__(self):
-        return f"TFRT_CPU_{self.id}"
+        return f"{self.platform}:{self.id}"
 
     def __reduce__(self):
         return (_device_by_id, (self.id,))
@@ -88,20 +111,33 @@ class CpuDevice(Device):
 
 def _host_memory() -> int:
     try:
-        import os
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 0
 
 
-_cpu_devices: list[Device] | None = None
+def _xla_flags_cpu_count() -> int | None:
+    m = re.search(r"--xla_force_host_platform_device_count=(\d+)",
+                  os.environ.get("XLA_FLAGS", ""))
+    return int(m.group(1)) if m else None
 
 
-def _cpu() -> list[Device]:
-    global _cpu_devices
+def _num_cpu_devices() -> int:
+    n = config.jax_num_cpu_devices
+    if n is None or n < 0:
+        n = _xla_flags_cpu_count() or 1
+    return n
+
+
+_cpu_devices: list | None = None
+_first: Device | None = None
+
+
+def _cpu() -> list:
+    global _cpu_devices, _first
     if _cpu_devices is None:
-        n = config.jax_num_cpu_devices
-        _cpu_devices = [CpuDevice(i) for i in range(n)]
+        _cpu_devices = [CpuDevice(i) for i in range(_num_cpu_devices())]
+        _first = _cpu_devices[0]
         config._freeze("jax_num_cpu_devices")
     return _cpu_devices
 
@@ -110,29 +146,38 @@ def _device_by_id(i: int) -> Device:
     return _cpu()[i]
 
 
-_KNOWN_BACKENDS = ("cpu", "gpu", "cuda", "rocm", "tpu", "metal")
-
-
-def devices(backend: str | None = None) -> list[Device]:
+def devices(backend: str | None = None) -> list:
     """Devices of ``backend`` (default: the default backend), as ``jax.devices``.
 
+    Args:
+      backend: None or ``'cpu'`` (the only backend present).
+    Returns:
+      list of Device, ordered by id (``[CpuDevice(id=0), ...]``).
     Raises:
-      RuntimeError: the backend is not present on this machine (e.g. ``'gpu'``); the
-        message lists the backends that are.
+      RuntimeError: the backend is not present on this machine (``'gpu'``, ``'tpu'``,
+        ``'cuda'`` ...), with JAX's message.
     """
     if backend is None or backend == "cpu":
         return list(_cpu())
-    name = backend if isinstance(backend, str) else str(backend)
-    if name.lower() in _KNOWN_BACKENDS:
+    name = backend if isinstance(backend, str) else getattr(backend, "platform", str(backend))
+    if name == "cpu":
+        return list(_cpu())
+    if name == "gpu":
         raise RuntimeError(
-            f"Unknown backend: '{name}' requested, but no platforms that are instances of "
-            f"{name} are present. Platforms present are: cpu")
-    raise RuntimeError(f"Unknown backend {name!r}. Available backends are ['cpu']")
+            "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu "
+            "are present. Platforms present are: cpu")
+    raise RuntimeError(f"Unknown backend {name}. Available backends are ['cpu']")
 
 
-def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
-    """Devices attached to this process (``jax.local_devices``)."""
-    return devices(backend)
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list:
+    """Devices attached to process ``process_index`` (this one) (``jax.local_devices``).
+
+    Raises RuntimeError for an absent backend, as ``devices``.
+    """
+    devs = devices(backend)
+    idx = process_index if process_index is not None else (host_id or 0)
+    return [d for d in devs if d.process_index == idx]
 
 
 def device_count(backend: str | None = None) -> int:
@@ -150,21 +195,54 @@ def default_backend() -> str:
     return "cpu"
 
 
-def process_index() -> int:
+def process_index(backend: str | None = None) -> int:
     """Index of this process among all (``jax.process_index``): 0, single process."""
     return 0
 
 
-def process_count() -> int:
+def process_count(backend: str | None = None) -> int:
+    """Number of processes (``jax.process_count``): 1."""
     return 1
 
 
+class _ThreadState(threading.local):
+    default_device = None  # set by the ``default_device`` context manager
+
+
+_state = _ThreadState()
+_config_default = None  # mirror of the jax_default_device flag
+
+
+def _on_config(name, value):
+    global _config_default
+    if name == "jax_default_device":
+        _config_default = value
+
+
+config._on_change(_on_config)
+_on_config("jax_default_device", config.jax_default_device)
+
+
 def get_default_device() -> Device:
-    """The device uncommitted data lives on: ``jax_default_device`` or the first device."""
-    d = config.jax_default_device
+    """The device uncommitted data and computations go to: the innermost
+    ``default_device`` block of this thread, else ``jax_default_device``, else device 0.
+    (Runs on every eager operation: keep it to a few attribute reads.)"""
+    d = _state.default_device
     if d is None:
-        return _cpu()[0]
-    if isinstance(d, str):
+        d = _config_default
+        if d is None:
+            return _first if _first is not None else _cpu()[0]
+    if type(d) is str:
         return devices(d)[0]
     return d
 
+
+def check_default_device(device):
+    """``device`` as a default device: a Device, a platform name, or None.
+
+    Raises ValueError otherwise (as ``jax.default_device``)."""
+    if device is None or isinstance(device, (Device, str)):
+        return device
+    raise ValueError(f"jaxlite.default_device must be passed either a Device object (e.g. "
+                     f"`jaxlite.devices('cpu')[0]`) or a platform name string like 'cpu', "
+                     f"got: {device!r}")

@@ -1,107 +1,195 @@
 """Transfers between the host and devices, and between devices: counted and guarded.
 
-Every copy is counted in bytes per (source, destination) pair (``transfer_stats()``), and
-passes the transfer guard first: ``'allow'``, ``'log'`` (log implicit transfers),
-``'disallow'`` (forbid implicit ones), ``'log_explicit'`` and ``'disallow_explicit'`` (the
-same for explicit ``device_put``/``device_get`` too), as ``jax.transfer_guard`` does.
+Every copy is counted in bytes per (source, destination) pair (``transfer_stats()``).  A
+transfer the program did not ask for (*implicit*: a NumPy array passed to an operation or
+to a jitted function, ``jnp.asarray(numpy_array)``) and one it asked for (*explicit*:
+``device_put``, ``device_get``) first pass the transfer guard, per kind of transfer:
+
+    'allow'              everything (the default)
+    'log'                log implicit transfers
+    'disallow'           implicit transfers raise RuntimeError; explicit ones pass
+    'log_explicit'       log implicit and explicit transfers
+    'disallow_explicit'  every transfer raises RuntimeError
+
+as ``jax.transfer_guard`` does.  The level of a kind is, in order: the innermost guard
+block of this thread (``transfer_guard`` sets all three kinds, ``transfer_guard_host_to_device``
+one), the flag of that kind (``jax_transfer_guard_host_to_device``), ``jax_transfer_guard``.
+A refused transfer raises before anything is copied or counted.
+
+What JAX does on CPU, jaxlite does: reading an array's values on the host (``np.asarray``,
+``print``, ``float``, ``device_get``) copies nothing from a device whose memory is host
+memory, so the device-to-host guard does not fire for it (such reads are still counted);
+moving an *uncommitted* operand to the device of a committed one is not guarded either.
+Python and NumPy scalars used by operations are constants, not transfers.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
-from collections import defaultdict
 
 from .. import monitoring
-from ..config import config
+from ..config import check_transfer_guard_level, config
 
 logger = logging.getLogger("jaxlite")
 
 _KINDS = ("host_to_device", "device_to_host", "device_to_device")
-_local = threading.local()
-_stats: dict = defaultdict(lambda: {"count": 0, "bytes": 0})
 
 
-def _level(kind: str) -> str:
-    override = getattr(_local, kind, None)
-    if override is not None:
-        return override
-    specific = getattr(config, f"jax_transfer_guard_{kind}")
-    return specific if specific is not None else config.jax_transfer_guard
+class _GuardState(threading.local):
+    # level set by the innermost guard block of this thread, per kind (None: no block)
+    host_to_device = None
+    device_to_host = None
+    device_to_device = None
 
 
-def check_transfer(kind: str, explicit: bool, nbytes: int, src, dst, what: str = "") -> None:
-    """Applies the transfer guard to one transfer, then counts it.
+_tls = _GuardState()
+# Fast path: no guard anywhere (no non-'allow' flag and no guard block open in any
+# thread) means every transfer is allowed without looking further.
+_open_blocks = 0
+_config_guards = False
+
+# (src, dst) -> [count, bytes]; src/dst are Device objects or the string 'host'
+_stats: dict = {}
+
+
+def _on_config(name, value):
+    global _config_guards
+    if name.startswith("jax_transfer_guard"):
+        _config_guards = any(getattr(config, f"jax_transfer_guard{s}") not in (None, "allow")
+                             for s in ("", "_host_to_device", "_device_to_host",
+                                       "_device_to_device"))
+
+
+config._on_change(_on_config)
+_on_config("jax_transfer_guard", None)
+
+
+def guard_level(kind: str) -> str:
+    """The transfer-guard level in force for ``kind`` in this thread."""
+    level = getattr(_tls, kind)
+    if level is None:
+        level = getattr(config, "jax_transfer_guard_" + kind)
+        if level is None:
+            level = config.jax_transfer_guard or "allow"
+    return level
+
+
+def guard(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
+    """Applies the transfer guard to one transfer without counting it.
 
     Args:
       kind: ``'host_to_device'``, ``'device_to_host'`` or ``'device_to_device'``.
       explicit: True for ``device_put``/``device_get``; False for implicit moves.
-      nbytes: bytes moved.  src/dst: a Device or ``'host'``.
-      what: the value moved, for messages (e.g. ``'int32[3]'``).
+      nbytes: bytes to move.  src/dst: a Device or ``'host'``.
+      what: the value moved, for messages (an abstract value, e.g. ``ShapedArray(f32[3])``).
     Raises:
-      RuntimeError: the guard disallows this transfer; nothing was moved.
+      RuntimeError: the guard disallows this transfer.
     """
-    level = _level(kind)
-    if level != "allow":
-        name = kind.replace("_", "-")
-        if level == "disallow_explicit" or (level == "disallow" and not explicit):
-            raise RuntimeError(
-                f"Disallowed {name} transfer: {what} from {src} to {dst} "
-                f"({'explicit' if explicit else 'implicit'}; transfer guard level {level!r}). "
-                f"Keep the data on one device, or move it explicitly with jaxlite.device_put / "
-                f"jaxlite.device_get where the guard allows explicit transfers.")
-        if level == "log_explicit" or (level == "log" and not explicit):
-            logger.warning("%s %s transfer: %s from %s to %s (%d bytes)",
-                           "explicit" if explicit else "implicit", name, what, src, dst, nbytes)
-    s = _stats[(str(src), str(dst))]
-    s["count"] += 1
-    s["bytes"] += nbytes
-    if monitoring.active():
+    if not _open_blocks and not _config_guards:
+        return
+    level = guard_level(kind)
+    if level == "allow":
+        return
+    name = kind.replace("_", "-")
+    how = "explicit" if explicit else "implicit"
+    if level == "disallow_explicit" or (level == "disallow" and not explicit):
+        raise RuntimeError(
+            f"Disallowed {name} transfer: aval={what}, src={src!r}, dst={dst!r} ({how} "
+            f"transfer of {nbytes} bytes; transfer guard level {level!r}). Keep the data on "
+            f"the device, or move it explicitly with jaxlite.device_put / jaxlite.device_get "
+            f"where the guard allows explicit transfers.")
+    if level == "log_explicit" or (level == "log" and not explicit):
+        logger.warning("%s %s transfer: aval=%s, src=%r, dst=%r (%d bytes)",
+                       how, name, what, src, dst, nbytes)
+
+
+def count(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
+    """Counts one transfer of ``nbytes`` from ``src`` to ``dst`` (no guard)."""
+    s = _stats.get((src, dst))
+    if s is None:
+        _stats[(src, dst)] = [1, nbytes]
+    else:
+        s[0] += 1
+        s[1] += nbytes
+    if monitoring._listeners:
         monitoring.emit("transfer", kind=kind, explicit=explicit, nbytes=nbytes,
-                        src=str(src), dst=str(dst), what=what)
+                        src=str(src), dst=str(dst), what=str(what))
+
+
+def check_transfer(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
+    """Applies the transfer guard to one transfer (see ``guard``), then counts it.
+
+    Raises RuntimeError, counting nothing, when the guard disallows the transfer.
+    """
+    if _open_blocks or _config_guards:
+        guard(kind, explicit, nbytes, src, dst, what)
+    count(kind, explicit, nbytes, src, dst, what)
 
 
 def transfer_stats(reset: bool = False) -> dict:
-    """Transfers so far: ``{(src, dst): {'count': n, 'bytes': b}}``; ``reset`` clears them."""
-    out = {k: dict(v) for k, v in _stats.items()}
+    """Transfers so far, per (source, destination) pair.
+
+    Returns ``{(src, dst): {'count': n, 'bytes': b}}`` where ``src``/``dst`` are
+    ``'host'`` or a device's ``str`` (``'cpu:0'``).  ``reset=True`` clears the counters
+    after reading them.  (jaxlite only; JAX has no equivalent.)
+
+    Example::
+
+        >>> jaxlite.transfer_stats(reset=True)
+        >>> x = jaxlite.device_put(np.zeros(4, np.float32))
+        >>> jaxlite.transfer_stats()
+        {('host', 'cpu:0'): {'count': 1, 'bytes': 16}}
+    """
+    out = {(str(s), str(d)): {"count": v[0], "bytes": v[1]} for (s, d), v in _stats.items()}
     if reset:
         _stats.clear()
     return out
 
 
 @contextlib.contextmanager
-def _guard(kinds, level):
-    if level not in ("allow", "log", "disallow", "log_explicit", "disallow_explicit"):
-        raise ValueError(f"unknown transfer guard level {level!r}; use one of 'allow', 'log', "
-                         f"'disallow', 'log_explicit', 'disallow_explicit'")
-    old = {k: getattr(_local, k, None) for k in kinds}
+def _guard_block(kinds, level, name):
+    global _open_blocks
+    check_transfer_guard_level(level, name)
+    old = [getattr(_tls, k) for k in kinds]
     for k in kinds:
-        setattr(_local, k, level)
+        setattr(_tls, k, level)
+    _open_blocks += 1
     try:
         yield
     finally:
-        for k, v in old.items():
-            setattr(_local, k, v)
+        for k, v in zip(kinds, old):
+            setattr(_tls, k, v)
+        _open_blocks -= 1
 
 
-def transfer_guard(level: str):
+def transfer_guard(new_val: str):
     """Context manager setting the guard level of all three transfer kinds in this thread.
 
-    Mirrors ``jax.transfer_guard``.  Raises ValueError for an unknown level.
+    Mirrors ``jax.transfer_guard``; ``new_val`` is one of ``'allow'``, ``'log'``,
+    ``'disallow'``, ``'log_explicit'``, ``'disallow_explicit'`` (see the module docstring).
+
+    Raises:
+      ValueError: unknown level (raised by the ``with`` statement).
+
+    Example::
+
+        >>> with jaxlite.transfer_guard("disallow"):
+        ...     jnp.asarray(np.ones(3))   # implicit host-to-device: RuntimeError
     """
-    return _guard(_KINDS, level)
+    return _guard_block(_KINDS, new_val, "transfer_guard")
 
 
-def transfer_guard_host_to_device(level: str):
+def transfer_guard_host_to_device(new_val: str):
     """``jax.transfer_guard_host_to_device``: guard only host-to-device transfers."""
-    return _guard(("host_to_device",), level)
+    return _guard_block(("host_to_device",), new_val, "transfer_guard_host_to_device")
 
 
-def transfer_guard_device_to_host(level: str):
+def transfer_guard_device_to_host(new_val: str):
     """``jax.transfer_guard_device_to_host``: guard only device-to-host transfers."""
-    return _guard(("device_to_host",), level)
+    return _guard_block(("device_to_host",), new_val, "transfer_guard_device_to_host")
 
 
-def transfer_guard_device_to_device(level: str):
+def transfer_guard_device_to_device(new_val: str):
     """``jax.transfer_guard_device_to_device``: guard only device-to-device transfers."""
-    return _guard(("device_to_device",), level)
+    return _guard_block(("device_to_device",), new_val, "transfer_guard_device_to_device")
