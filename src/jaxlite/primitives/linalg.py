@@ -1,4 +1,6 @@
-"""``dot_general``: contraction over given dimensions with batch dimensions (BLAS-backed)."""
+"""Linear-algebra primitives: ``dot_general`` (contraction over given dimensions with batch
+dimensions, BLAS-backed) and ``svd`` (singular value decomposition of stacked matrices,
+LAPACK through NumPy)."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,6 +52,11 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     lhs, rhs = upcast_half(lhs, rhs)
+    if preferred_element_type is not None and lhs.dtype != np.bool_:
+        # accumulate in the preferred type when it is wider (int8 x int8 -> int32 sums)
+        pet = np.dtype(preferred_element_type)
+        if pet != lhs.dtype and np.result_type(lhs.dtype, pet) == pet:
+            lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     if lhs.dtype == np.bool_:
         lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
     a = np.transpose(lhs, list(lb) + lf + list(lc))
@@ -72,3 +79,50 @@ def _dot_flops(lhs, rhs, dimension_numbers, **kw):
 
 dot_general_p = Primitive("dot_general", abstract_eval=_dot_aval, impl=_dot_impl,
                           flops=_dot_flops, kind="dot")
+
+
+# ---- svd ------------------------------------------------------------------------------------
+
+def _real_of(dt):
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+    return dt
+
+
+def _svd_aval(x, full_matrices=True, compute_uv=True):
+    check_dtypes("svd", (x,), "fc")
+    if x.ndim < 2:
+        raise ValueError(f"svd requires an operand of rank >= 2 (a stack of matrices), got "
+                         f"shape {x.shape}")
+    *batch, m, n = x.shape
+    k = min(m, n)
+    batch = tuple(batch)
+    s = ShapedArray(batch + (k,), _real_of(x.dtype))
+    if not compute_uv:
+        return [s]
+    um, vn = (m, n) if full_matrices else (k, k)
+    return [ShapedArray(batch + (m, um), x.dtype), s, ShapedArray(batch + (vn, n), x.dtype)]
+
+
+def _svd_impl(x, full_matrices=True, compute_uv=True):
+    (xx,) = upcast_half(x)
+    if xx.size == 0:
+        *batch, m, n = x.shape
+        k = min(m, n)
+        s = np.zeros(tuple(batch) + (k,), _real_of(x.dtype))
+        if not compute_uv:
+            return [s]
+        um, vn = (m, n) if full_matrices else (k, k)
+        eye = np.zeros(tuple(batch) + (m, um), x.dtype)
+        return [eye + np.eye(m, um, dtype=x.dtype), s,
+                np.zeros(tuple(batch) + (vn, n), x.dtype) + np.eye(vn, n, dtype=x.dtype)]
+    if not compute_uv:
+        return [np.linalg.svd(xx, compute_uv=False)]
+    u, s, vh = np.linalg.svd(xx, full_matrices=full_matrices)
+    return [u, s, vh]
+
+
+svd_p = Primitive("svd", abstract_eval=_svd_aval, impl=_svd_impl, multiple_results=True,
+                  flops=lambda x, **k: 4 * x.size * min(x.shape[-2:]) if x.ndim >= 2 else 0,
+                  kind="other")
