@@ -425,6 +425,21 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     return sort((keys, values), dimension, is_stable, 1)
 
 
+def top_k(operand, k):
+    """The ``k`` largest entries along the last axis, descending, and their indices (int32)
+    (``jax.lax.top_k``).  Ties keep the lower index first; NaN counts as largest."""
+    aval = get_aval(operand)
+    k, last = int(k), aval.ndim - 1
+    if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
+        raise ValueError(f"top_k: k={k} must be in [0, {aval.shape[-1] if aval.ndim else 0}] "
+                         f"for operand of shape {aval.shape}")
+    # ascending stable sort of the reversed row, reversed back: descending, ties in order
+    idx = broadcasted_iota(np.int32, aval.shape, last)
+    vals, ids = sort((rev(operand, (last,)), rev(idx, (last,))), last, True, 1)
+    vals, ids = rev(vals, (last,)), rev(ids, (last,))
+    return [slice_in_dim(vals, 0, k, axis=last), slice_in_dim(ids, 0, k, axis=last)]
+
+
 # ---- linear algebra -------------------------------------------------------------------
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,

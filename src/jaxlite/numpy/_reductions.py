@@ -128,11 +128,11 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
     axes = _axes(axis, a.ndim)
     if dtype is not None:
         dt = dtypes.canonicalize_dtype(dtype)
-    elif promote_integers:
+    elif promote_integers or a.dtype == np.bool_:
         dt = _sum_dtype(a.dtype)
     else:
         dt = a.dtype
-    if dt == np.bool_ and a.dtype == np.bool_:
+    if dt == np.bool_:
         # bool accumulation: sum is "any", product is "all" (XLA's add/mul on pred)
         prim = lax.reduce_or if name == "sum" else lax.reduce_and
         identity = name != "sum"
@@ -247,7 +247,7 @@ def _logical(name, prim, identity, a, axis, keepdims, where):
         a = lax.ne(a, _full(a.shape, 0, a))
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity)
-    return _keep(prim(a, axes), a.shape, axes, keepdims)
+    return _keep(_strong(prim(a, axes)), a.shape, axes, keepdims)
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
@@ -337,13 +337,13 @@ def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
     rdt = sq.dtype
     if mask is None:
         total = _strong(lax.reduce_sum(sq, axes))
-        n = lax.scalar_as(_count(a.shape, axes), rdt, False)
-        n = lax.sub(ensure_array(n), lax.scalar_as(ddof, rdt, False)) if ddof else n
+        n = lax.scalar_as(builtins.max(_count(a.shape, axes) - ddof, 0), rdt, False)
     else:
         total = _strong(lax.reduce_sum(_select(mask, sq, 0), axes))
         n = lax.reduce_sum(convert(mask, rdt), axes)
         if ddof:
-            n = lax.sub(n, lax.scalar_as(ddof, rdt, False))
+            # N - ddof, floored at 0 (so too few elements give NaN/inf, as JAX)
+            n = lax.max(lax.sub(n, lax.scalar_as(ddof, rdt, False)), lax.scalar_as(0, rdt, False))
     out = lax.div(total, n)
     return _keep(convert(out, out_dt), a.shape, axes, keepdims)
 
