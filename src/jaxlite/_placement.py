@@ -14,10 +14,9 @@ import numpy as np
 
 from .core.array import ArrayImpl, deleted_error
 from .core.avals import aval_of_value
-from .core.eager import from_host
 from .core.trace import Tracer
-from .runtime import (Buffer, Device, check_default_device, count_transfer, get_default_device,
-                      guard_transfer)
+from .runtime import (Buffer, Device, check_default_device, count_transfer,
+                      get_default_device, guard_transfer)
 from .runtime import device as _device_mod
 from .sharding import SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -63,7 +62,8 @@ def _plan(x, device, may_alias):
             return ("copy" if may_alias is False else "alias", x, device, x.aval)
         return ("d2d", x, device, x.aval)
     if type(x) in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic)):
-        aval = aval_of_value(x)   # raises OverflowError for an int out of range
+        # raises OverflowError for an int out of range, TypeError for a non-numeric dtype
+        aval = aval_of_value(x)
     elif hasattr(x, "__jax_array__") or hasattr(x, "__array__"):
         x = np.asarray(x.__jax_array__() if hasattr(x, "__jax_array__") else x)
         aval = aval_of_value(x)
@@ -71,8 +71,6 @@ def _plan(x, device, may_alias):
         raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
                         f"(device_put takes arrays, NumPy arrays, Python scalars and pytrees "
                         f"of them).")
-    if np.dtype(aval.dtype).kind in "OUSV" or aval.dtype.kind in "Mm":
-        raise TypeError(f"Argument of dtype {aval.dtype} is not a valid JAX type.")
     return ("h2d", x, device, aval)
 
 
@@ -98,9 +96,12 @@ def _run_plan(p):
         src = x._buf
         count_transfer("device_to_device", True, src.nbytes, src.device, device, aval)
         return ArrayImpl(Buffer(src.data.copy(), device), aval, True)
-    # h2d: guarded already; from_host guards again (a no-op now) and counts
-    return from_host(x, aval.dtype, aval.weak_type, device, committed=device is not None,
-                     explicit=True)
+    # h2d (guarded already)
+    dst = device if device is not None else get_default_device()
+    with np.errstate(all="ignore"):
+        data = np.array(x, dtype=aval.dtype, copy=True, order="C")
+    count_transfer("host_to_device", True, data.nbytes, "host", dst, aval)
+    return ArrayImpl(Buffer(data, dst), aval, device is not None)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

@@ -241,7 +241,7 @@ class ArrayImpl(Array):
         if self.aval.shape:
             raise TypeError(f"Only scalar arrays can be converted to Python scalars; got an "
                             f"array of shape {self.aval.shape} (ndim={len(self.aval.shape)}).")
-        return self._host_value()[()]
+        return self._host_value()   # 0-d: NumPy's conversions (complex -> float fails)
 
     def __bool__(self):
         n = self.aval.size

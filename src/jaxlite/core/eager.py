@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import monitoring
-from ..runtime import Buffer, check_transfer, count_transfer, get_default_device
+from ..runtime import Buffer, check_transfer, get_default_device
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
 
@@ -24,23 +24,29 @@ def placement(args, what: str = "computation", names=None):
     Raises ValueError naming both devices when committed operands disagree.
     """
     committed_dev = None
-    first = None
-    for i, a in enumerate(args):
+    for a in args:   # runs on every eager op: no enumerate, no tuples
         if type(a) is ArrayImpl and a._committed:
             d = a._buf.device
             if committed_dev is None:
-                committed_dev, first = d, (i, a)
+                committed_dev = d
             elif d is not committed_dev:
-                n0 = names[first[0]] if names else f"argument {first[0]}"
-                n1 = names[i] if names else f"argument {i}"
-                raise ValueError(
-                    f"Received incompatible devices for {what}. Got {n0} with shape "
-                    f"{first[1].aval.str_short()} on device {committed_dev!r} and {n1} with "
-                    f"shape {a.aval.str_short()} on device {d!r}. Move one of them with "
-                    f"jaxlite.device_put(x, device) so that both live on the same device.")
+                _incompatible_devices(args, what, names)
     if committed_dev is not None:
         return committed_dev, True
     return get_default_device(), False
+
+
+def _incompatible_devices(args, what, names):
+    committed = [(i, a) for i, a in enumerate(args) if type(a) is ArrayImpl and a._committed]
+    i0, a0 = committed[0]
+    i1, a1 = next((i, a) for i, a in committed if a._buf.device is not a0._buf.device)
+    n0 = names[i0] if names else f"argument {i0}"
+    n1 = names[i1] if names else f"argument {i1}"
+    raise ValueError(
+        f"Received incompatible devices for {what}. Got {n0} with shape "
+        f"{a0.aval.str_short()} on device {a0._buf.device!r} and {n1} with shape "
+        f"{a1.aval.str_short()} on device {a1._buf.device!r}. Move one of them with "
+        f"jaxlite.device_put(x, device) so that both live on the same device.")
 
 
 def value_on(x, device):
@@ -53,9 +59,8 @@ def value_on(x, device):
         if buf.data is None:
             raise deleted_error(x.aval)
         if buf.device is not device:
-            # an uncommitted operand follows the committed ones: counted, never guarded
-            # (as in JAX)
-            count_transfer("device_to_device", False, buf.nbytes, buf.device, device, x.aval)
+            # an uncommitted operand follows the committed ones: an implicit transfer
+            check_transfer("device_to_device", False, buf.nbytes, buf.device, device, x.aval)
         return buf.data
     if type(x) in _SCALARS:
         return get_aval(x).dtype.type(x)   # a NumPy scalar of the canonical dtype

@@ -18,9 +18,11 @@ A refused transfer raises before anything is copied or counted.
 
 What JAX does on CPU, jaxlite does: reading an array's values on the host (``np.asarray``,
 ``print``, ``float``, ``device_get``) copies nothing from a device whose memory is host
-memory, so the device-to-host guard does not fire for it (such reads are still counted);
-moving an *uncommitted* operand to the device of a committed one is not guarded either.
-Python and NumPy scalars used by operations are constants, not transfers.
+memory, so the device-to-host guard does not fire for it (such reads are still counted).
+Moving an *uncommitted* operand to the device of a committed one is an implicit
+device-to-device transfer.  Python and NumPy scalars used by operations are constants of
+the operation, not transfers (real JAX transfers them in eager operations: ``x + 1``
+fails under ``'disallow'`` there, not here).
 """
 from __future__ import annotations
 
