@@ -138,7 +138,7 @@ def transfer_stats(reset: bool = False) -> dict:
 
     Example::
 
-        >>> jaxlite.transfer_stats(reset=True)
+        >>> _ = jaxlite.transfer_stats(reset=True)
         >>> x = jaxlite.device_put(np.zeros(4, np.float32))
         >>> jaxlite.transfer_stats()
         {('host', 'cpu:0'): {'count': 1, 'bytes': 16}}
