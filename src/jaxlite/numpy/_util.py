@@ -31,10 +31,10 @@ def ensure_array(x):
     default device (Python scalars stay weakly typed)."""
     if isinstance(x, (ArrayImpl, Tracer)):
         return x
+    if isinstance(x, (np.ndarray, np.generic)):  # first: np.float64 is a Python float too
+        return from_host(x)
     if isinstance(x, PY_SCALARS):
         return from_host(x, get_aval(x).dtype, weak_type=not isinstance(x, bool))
-    if isinstance(x, (np.ndarray, np.generic)):
-        return from_host(x)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
 
 
