@@ -19,6 +19,9 @@ def _shape_prim(name, aval, impl, kind="shape"):
 
 def _bid_aval(x, shape, broadcast_dimensions, sharding=None):
     shape, bd = tuple(shape), tuple(broadcast_dimensions)
+    if any(d < 0 for d in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{shape}.")
     if len(bd) != x.ndim:
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
                         f"operand ndim; got broadcast_dimensions {bd} for operand ndim "
@@ -70,7 +73,7 @@ reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view")
 def _transpose_aval(x, permutation):
     perm = tuple(permutation)
     if sorted(perm) != list(range(x.ndim)):
-        raise TypeError(f"transpose permutation must be a permutation of range({x.ndim}), got "
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
                         f"permutation {perm} for operand shape {x.shape}.")
     return ShapedArray(tuple(x.shape[p] for p in perm), x.dtype, x.weak_type)
 
@@ -82,6 +85,8 @@ transpose_p = _shape_prim("transpose", _transpose_aval,
 # squeeze -------------------------------------------------------------------------------
 
 def _squeeze_aval(x, dimensions):
+    if len(set(dimensions)) != len(tuple(dimensions)):
+        raise ValueError(f"dimensions are not unique: {tuple(dimensions)}")
     dims = normalize_axes(dimensions, x.ndim, "squeeze")
     for d in dims:
         if x.shape[d] != 1:
@@ -102,6 +107,9 @@ def _concat_aval(*xs, dimension):
         raise ValueError("concatenate requires at least one operand")
     check_same_dtypes("concatenate", xs)
     nd = xs[0].ndim
+    if any(x.ndim != nd for x in xs):
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{', '.join(str(x.shape) for x in xs)}.")
     if not 0 <= dimension < max(nd, 1):
         raise ValueError(f"concatenate dimension out of bounds: dimension {dimension} for "
                          f"shapes {', '.join(str(x.shape) for x in xs)}")
@@ -255,6 +263,12 @@ dynamic_update_slice_p = _shape_prim("dynamic_update_slice", _dus_aval, _dus_imp
 # iota ----------------------------------------------------------------------------------
 
 def _iota_aval(*, dtype, shape, dimension, sharding=None):
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got "
+                        f"{tuple(shape)}.")
+    if np.dtype(dtype) == np.bool_:
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota dimension {dimension} out of range for shape {shape}")
     return ShapedArray(shape, dtype, False)
@@ -275,3 +289,4 @@ def _copy_aval(x):
 
 
 copy_p = _shape_prim("copy", _copy_aval, lambda x: np.array(x, copy=True), kind="elementwise")
+copy_p.scalar_op = "copy"
