@@ -471,11 +471,13 @@ def gather_indexed(operand, indexer, idx_arrays, mode="clip", fill_value=None):
                              fill_value=fill_value)
 
 
-def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop"):
+def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop",
+                    update_jaxpr=None):
     """``operand`` with ``updates`` combined by ``op`` at ``index`` (see
-    ``primitives.indexing``)."""
+    ``primitives.indexing``); ``op="apply"`` takes the scalar program ``update_jaxpr``."""
+    extra = {} if update_jaxpr is None else {"update_jaxpr": update_jaxpr}
     return _ix.scatter_p.bind(operand, updates, *idx_arrays, indexer=tuple(indexer), op=op,
-                              mode=mode)
+                              mode=mode, **extra)
 
 
 def stop_gradient(x):
