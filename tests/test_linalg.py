@@ -361,3 +361,30 @@ def test_property_einsum_pair_matches_numpy(dims_a, dims_b, seed):
     b = r2.normal(size=[size[c] for c in sb]).astype(np.float32)
     got = np.asarray(jnp.einsum(spec, a, b))
     np.testing.assert_allclose(got, np.einsum(spec, a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 6])
+@pytest.mark.parametrize("x", [r(3, 3), rng.integers(-2, 3, (2, 3, 3)).astype(np.int32)])
+def test_matrix_power_like_jax(rjnp, x, n):
+    check(lambda a: jnp.linalg.matrix_power(a, n), lambda a: rjnp.linalg.matrix_power(a, n),
+          (x,), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes", [[(3,), (3, 4), (4, 2)], [(2, 3), (3, 4), (4,)],
+                                    [(3,), (3,)], [(2, 3), (3, 4), (4, 5), (5, 2)]])
+def test_multi_dot_like_jax(rjnp, shapes):
+    arrays = [r(*s) for s in shapes]
+    assert_like_jax(jnp.linalg.multi_dot(arrays), rjnp.linalg.multi_dot(arrays), rtol=1e-4,
+                    atol=1e-5)
+
+
+def test_svdvals_and_linalg_errors(rjnp):
+    assert_like_jax(jnp.linalg.svdvals(M), rjnp.linalg.svdvals(M), rtol=1e-5)
+    with pytest.raises(ValueError):
+        jnp.linalg.matrix_power(r(2, 3), 2)
+    with pytest.raises(TypeError):
+        jnp.linalg.matrix_power(r(2, 2), 1.5)
+    with pytest.raises(ValueError):
+        jnp.linalg.svd(r(3))
+    with pytest.raises(TypeError):
+        jaxlite.lax.linalg.svd(np.ones((2, 2), np.int32))

@@ -15,11 +15,12 @@ quantiles of bools/ints are in the default float dtype; extrema keep the input d
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
 from .. import dtypes, lax
-from ._util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
+from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike,
                     convert, ensure_array, promote_dtypes_inexact, public_names)
 
 
@@ -42,18 +43,20 @@ def _keep(out, shape, axes, keepdims):
 
 
 def _axes(axis, ndim):
-    if axis is not None and not isinstance(axis, (tuple, list)):
-        try:
-            axis = int(axis)   # NumPy ints are fine; other objects are not
-        except TypeError:
-            raise TypeError(f"axis must be None, an int or a tuple of ints, got "
-                            f"{axis!r}") from None
-    if isinstance(axis, (tuple, list)):
-        out = tuple(canonicalize_axis(a, ndim) for a in axis)
-        if len(set(out)) != len(out):
-            raise ValueError(f"duplicate value in 'axis': {tuple(axis)}")
-        return out
-    return canonicalize_axes(axis, ndim)
+    """Normalised tuple of reduced axes.  Raises TypeError for a non-integer axis and
+    ValueError for an out-of-range or repeated one."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    try:
+        items = tuple(operator.index(a) for a in items)
+    except TypeError:
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
+            from None
+    out = tuple(canonicalize_axis(a, ndim) for a in items)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in 'axis': {items}")
+    return out
 
 
 def _count(shape, axes):
@@ -414,6 +417,9 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 def _arg(name, prim, a, axis, keepdims):
     a = _arr(name, a)
+    if a.dtype.kind == "c":
+        raise TypeError(f"jnp.{name} does not accept dtype {a.dtype} (complex numbers are "
+                        f"not ordered)")
     if axis is None:
         if a.size == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
@@ -430,7 +436,7 @@ def _arg(name, prim, a, axis, keepdims):
 def argmax(a, axis=None, out=None, keepdims=None):
     """Index (default int dtype) of the first largest element along ``axis``, of the
     flattened array when ``axis`` is None (``jax.numpy.argmax``); NaN counts as largest.
-    Raises ValueError for an empty axis or a bad axis."""
+    Raises ValueError for an empty axis or a bad axis, TypeError for complex input."""
     return _arg("argmax", lax.argmax, a, axis, keepdims)
 
 
@@ -567,9 +573,6 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
-cumproduct = cumprod
-
-
 def nancumsum(a, axis=None, dtype=None, out=None):
     """``cumsum`` treating NaN as 0 (``jax.numpy.nancumsum``)."""
     return cumsum(_replace_nan("nancumsum", a, 0), axis, dtype)
@@ -644,8 +647,9 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     rest = [i for i in range(a.ndim) if i not in axes]
     n = _count(a.shape, axes)
     x = lax.reshape(lax.transpose(a, rest + list(axes)), out_shape + (n,))
-    if n == 0:
-        raise ValueError(f"jnp.{name} of an empty reduction (shape {a.shape}, axis {axis})")
+    if n == 0:   # TypeError, as JAX (its gather rejects the empty slice)
+        raise TypeError(f"jnp.{name} of an empty reduction (shape {a.shape}, axis {axis}) "
+                        f"has no value")
     nb = _count(out_shape, range(len(out_shape)))
     x = lax.reshape(x, (nb, n))
     nan_in = _isnan(x)
@@ -700,8 +704,8 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 
     Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` and
     ``q``.  Methods linear/lower/higher/midpoint/nearest.  NaN where a slice has a NaN.
-    Raises ValueError for an unknown method, complex input or ``q`` of rank > 1;
-    NotImplementedError for ``weights``.
+    Raises ValueError for an unknown method, complex input or ``q`` of rank > 1, TypeError
+    for an empty reduction (as JAX); NotImplementedError for ``weights``.
     """
     if weights is not None:
         raise NotImplementedError("jaxlite.numpy.quantile does not support weights yet.")

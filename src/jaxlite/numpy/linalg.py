@@ -6,6 +6,7 @@ Layer: numpy (compositions of ``jaxlite.lax``; the SVD is the ``svd`` primitive)
 from __future__ import annotations
 
 import collections
+import operator
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ._shape import matrix_transpose  # noqa: F401  (re-exported, as jax.numpy.l
 from ._util import (canonicalize_axis, check_arraylike, ensure_array, promote_dtypes_inexact,
                     public_names)
 
-SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+_SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
 def _inexact(name, x):
@@ -155,7 +156,80 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
     a = _inexact("svd", a)
     out = _lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                           subset_by_index=subset_by_index)
-    return SVDResult(*out) if compute_uv else out
+    return _SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x, /):
+    """Singular values of the matrices in the last two axes, descending
+    (``jax.numpy.linalg.svdvals``)."""
+    return svd(x, compute_uv=False)
+
+
+def multi_dot(arrays, *, precision=None):
+    """``arrays[0] @ arrays[1] @ ...`` in the cheapest order (``jax.numpy.linalg.multi_dot``).
+    The first and last arrays may be 1-D (row / column vectors); the others must be 2-D.
+    Raises ValueError for fewer than two arrays or wrong ranks, TypeError for mismatched
+    sizes."""
+    arrays = [ensure_array(a) for a in arrays]
+    if len(arrays) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays, got {len(arrays)}")
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if len(arrays) + 1 > len(letters):
+        return _chain_dot(arrays, precision)
+    specs = []
+    for i, a in enumerate(arrays):
+        first, last = i == 0, i == len(arrays) - 1
+        if a.ndim == 1 and (first or last):
+            specs.append(letters[i + 1] if first else letters[i])
+        elif a.ndim == 2:
+            specs.append(letters[i] + letters[i + 1])
+        else:
+            raise ValueError(f"multi_dot: array {i} has shape {a.shape}; the first and last "
+                             f"arrays must be 1-D or 2-D and the others 2-D")
+    used = set("".join(specs))
+    out = "".join(c for c in (letters[0], letters[len(arrays)]) if c in used
+                  and sum(s.count(c) for s in specs) == 1)
+    return _linalg.einsum(",".join(specs) + "->" + out, *arrays, optimize="optimal"
+                          if len(arrays) <= 6 else "greedy", precision=precision)
+
+
+def _chain_dot(arrays, precision):
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = _linalg.dot(out, a, precision=precision)
+    return out
+
+
+def matrix_power(a, n):
+    """``a`` (a stack of square matrices) multiplied by itself ``n`` times, by repeated
+    squaring (``jax.numpy.linalg.matrix_power``); ``n == 0`` gives identity matrices.
+    Raises TypeError for a non-integer ``n``, ValueError for non-square input and
+    NotImplementedError for negative ``n`` (which needs a matrix inverse)."""
+    check_arraylike("matrix_power", a)
+    a = ensure_array(a)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"exponent must be an integer, got {n!r}") from None
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power requires a stack of square matrices, got shape "
+                         f"{a.shape}")
+    if n < 0:
+        raise NotImplementedError("matrix_power with a negative exponent needs a matrix "
+                                  "inverse, which jaxlite.numpy.linalg does not provide yet")
+    if n == 0:
+        it = np.int32
+        eye = lax.eq(lax.broadcasted_iota(it, a.shape, a.ndim - 2),
+                     lax.broadcasted_iota(it, a.shape, a.ndim - 1))
+        return lax.convert_element_type(eye, a.dtype)
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else _linalg.matmul(result, base)
+        n >>= 1
+        if n:
+            base = _linalg.matmul(base, base)
+    return result
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
