@@ -361,21 +361,20 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
     n, width = rows.shape
     cols = [lax.index_in_dim(rows, j, 1, keepdims=False) for j in range(width)]
     idx = lax.iota(it, n)
-    srt = lax.sort(tuple(cols) + (idx,), dimension=0, is_stable=True, num_keys=max(width, 1)) \
-        if width else [idx]
+    # sort rows lexicographically (first column most significant), carrying row indices
+    srt = lax.sort(tuple(cols) + (idx,), dimension=0, is_stable=True, num_keys=width) \
+        if width else (idx,)
     perm = srt[-1]
     scols = list(srt[:-1])
+    # mask: True where a sorted row differs from the one before (the first row always)
     if n == 0:
         mask = _fill((0,), False, np.bool_)
     else:
-        diff = None
+        diff = _fill((n - 1,), False, np.bool_)
         for c in scols:
             d = _differs(lax.slice(c, (1,), (n,)), lax.slice(c, (0,), (n - 1,)), equal_nan)
-            diff = d if diff is None else lax.bitwise_or(diff, d)
-        head = _fill((1,), True, np.bool_)
-        mask = head if diff is None else lax.concatenate([head, diff], 0)
-        if diff is None and n > 1:
-            mask = lax.concatenate([head, _fill((n - 1,), False, np.bool_)], 0)
+            diff = lax.bitwise_or(diff, d)
+        mask = lax.concatenate([_fill((1,), True, np.bool_), diff], 0)
     if size is None:
         count = lax.reduce_sum(convert(mask, it), (0,))
         if isinstance(count, Tracer):
@@ -447,23 +446,27 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 
 def unique_values(x, /, *, size=None, fill_value=None):
-    """Array-API unique values (``jax.numpy.unique_values``)."""
+    """Array-API unique values, sorted (``jax.numpy.unique_values``).  Unlike ``unique``'s
+    default, every NaN counts as a distinct value.  ``size``/``fill_value`` as in
+    ``unique``."""
     return _unique(x, False, False, False, None, False, size, fill_value)
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
-    """Array-API ``(values, counts)`` (``jax.numpy.unique_counts``)."""
+    """Array-API ``(values, counts)`` namedtuple (``jax.numpy.unique_counts``); NaNs are
+    distinct."""
     return _UniqueCountsResult(*_unique(x, False, False, True, None, False, size, fill_value))
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
-    """Array-API ``(values, inverse_indices)`` (``jax.numpy.unique_inverse``)."""
+    """Array-API ``(values, inverse_indices)`` namedtuple (``jax.numpy.unique_inverse``);
+    ``inverse_indices`` has ``x``'s shape; NaNs are distinct."""
     return _UniqueInverseResult(*_unique(x, False, True, False, None, False, size, fill_value))
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
-    """Array-API ``(values, indices, inverse_indices, counts)``
-    (``jax.numpy.unique_all``)."""
+    """Array-API ``(values, indices, inverse_indices, counts)`` namedtuple
+    (``jax.numpy.unique_all``); NaNs are distinct."""
     return _UniqueAllResult(*_unique(x, True, True, True, None, False, size, fill_value))
 
 
