@@ -282,7 +282,7 @@ def test_norm_like_jax(rjnp, x, kw):
     ("svd", (M,), dict(compute_uv=False)), ("svd", (X3,), dict(compute_uv=False)),
     ("trace", (X3,), dict(offset=1)), ("outer", (VEC, VEC), {}),
     ("tensordot", (M, M.T), dict(axes=1)), ("vecdot", (M, M), {}), ("matmul", (M, M.T), {}),
-    ("matrix_transpose", (X3,), {}),
+    ("matrix_transpose", (X3,), {}), ("diagonal", (X3,), dict(offset=1)),
 ])
 def test_linalg_namespace_like_jax(rjnp, name, args, kw):
     check(lambda *a: getattr(jnp.linalg, name)(*a, **kw),

@@ -261,6 +261,13 @@ def outer(x1, x2, /):
     return _linalg.outer(x1, x2)
 
 
+def diagonal(x, /, *, offset=0):
+    """Diagonals of the matrices in the last two axes (``jax.numpy.linalg.diagonal``):
+    shape ``x.shape[:-2] + (k,)``."""
+    from ._creation import diagonal as _diagonal
+    return _diagonal(x, offset, axis1=-2, axis2=-1)
+
+
 def trace(x, /, *, offset=0, dtype=None):
     """Trace of the matrices in the last two axes (``jax.numpy.linalg.trace``)."""
     return _linalg.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
