@@ -472,6 +472,7 @@ def test_update_shape_errors_match_jax(rjnp, vshape, idx):
         jnp.zeros((3, 4)).at[idx].set(v)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_update_value_type_errors(rjnp):
     _raises_like(lambda: jnp.zeros(3).at[0].set("a"), lambda: rjnp.zeros(3).at[0].set("a"))
     with pytest.raises(TypeError):
@@ -692,3 +693,25 @@ def test_updates_match_numpy(case, op):
         want[idx] = v
     got = getattr(jnp.asarray(xn).at[idx], op)(v)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# ---- the primitives themselves (what jaxlite.lax passes them) ------------------------
+
+def test_primitive_rules_check_their_operands():
+    x, i = jnp.zeros((3, 4)), jnp.array([0, 2])
+    with pytest.raises(ValueError, match="mode"):
+        jax.lax.gather_indexed(x, (("array", 0),), [i], mode="wrap")
+    with pytest.raises(TypeError, match="integer"):
+        jax.lax.gather_indexed(x, (("array", 0),), [jnp.array([0.0])])
+    with pytest.raises(ValueError, match="operands"):
+        jax.lax.gather_indexed(x, (("array", 1),), [i])
+    with pytest.raises(ValueError, match="outside axis 0"):
+        jax.lax.gather_indexed(x, (("slice", 0, 5, 1),), [])
+    with pytest.raises(TypeError, match="same dtype"):
+        jax.lax.scatter_indexed(x, jnp.zeros((2, 4), jnp.int32), (("array", 0),), [i])
+    with pytest.raises(ValueError, match=r"updates of shape \(4,\)"):
+        jax.lax.scatter_indexed(x, jnp.zeros((4,)), (("array", 0),), [i])
+    with pytest.raises(ValueError, match="op"):
+        jax.lax.scatter_indexed(x, jnp.zeros((2, 4)), (("array", 0),), [i], op="div")
+    out = jax.lax.scatter_indexed(x, jnp.ones((2, 4)), (("array", 0),), [i], op="add")
+    assert out.tolist() == [[1.0] * 4, [0.0] * 4, [1.0] * 4]
