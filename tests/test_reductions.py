@@ -2,6 +2,8 @@
 dtype, weak type), eagerly and under jit, plus property tests against NumPy."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -292,3 +294,39 @@ def test_property_quantile_matches_numpy(case, q):
     want = np.quantile(x.astype(np.float64), q, axis=axis, keepdims=keepdims)
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(array_and_axis(dtypes=("float32",)), st.integers(0, 2**16),
+       st.sampled_from(["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin",
+                        "nanmedian"]))
+def test_property_nan_reductions_match_numpy(case, seed, name):
+    x, axis, keepdims = case
+    x = x.copy()
+    if x.size:
+        x[np.random.default_rng(seed).random(x.shape) < 0.3] = np.nan
+    if name == "nanmedian" and isinstance(axis, tuple) and not axis:
+        axis = None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # NumPy warns on all-NaN / empty slices
+        want = getattr(np, name)(x.astype(np.float64), axis=axis, keepdims=keepdims)
+    got = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+    assert got.shape == np.shape(want) and got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-4, atol=2e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(array_and_axis(dtypes=("float32", "int32")), st.integers(0, 2**16),
+       st.sampled_from(["sum", "prod", "mean", "any", "all"]))
+def test_property_where_masks_like_numpy(case, seed, name):
+    x, axis, keepdims = case
+    mask = np.random.default_rng(seed).random(x.shape) < 0.6
+    kw = dict(axis=axis, keepdims=keepdims, where=mask)
+    got = getattr(jnp, name)(x, **kw)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # NumPy warns on all-NaN / empty slices
+        want = getattr(np, name)(x.astype(np.float64) if name in ("sum", "prod", "mean")
+                                 else x, **kw)
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=2e-4, atol=2e-4)
