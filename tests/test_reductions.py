@@ -248,6 +248,8 @@ def _np_ref(name, x, axis, keepdims):
     xf = x.astype(np.float64)
     fn = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
           "var": np.var, "std": np.std, "all": np.all, "any": np.any}[name]
+    if name in ("sum", "prod") and x.dtype == np.int32:
+        return fn(x, axis=axis, keepdims=keepdims, dtype=np.int32)   # wraps, like JAX
     src = x if name in ("all", "any", "max", "min") else xf
     return fn(src, axis=axis, keepdims=keepdims)
 
