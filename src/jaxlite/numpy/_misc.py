@@ -1,6 +1,233 @@
-"""Comparisons of whole arrays and small utilities (``jax.numpy``)."""
+"""Whole-array comparisons and small utilities (``jax.numpy``): ``isclose``/``allclose``,
+``array_equal``/``array_equiv``, ``iscomplex``/``isreal``,
+``iscomplexobj``/``isrealobj``, ``isscalar``, ``can_cast``, ``isdtype``.
+
+Layer: numpy (compositions of lax ops; the predicates on dtypes are plain Python).
+``count_nonzero`` lives with the reductions.
+"""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import dtypes, lax
+from ..core.array import ArrayImpl
+from ..core.trace import Tracer
+from ._util import check_arraylike, ensure_array, promote_dtypes, promote_dtypes_inexact
 from ._util import public_names
+
+_JAX_TYPES = (ArrayImpl, Tracer)
+
+
+def _arr(x):
+    return x if isinstance(x, _JAX_TYPES) else ensure_array(x)
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, _JAX_TYPES) else np.shape(x)
+
+
+def _check_broadcast(name, *xs):
+    shapes = [_shape(x) for x in xs]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(s) for s in shapes)}.") from None
+
+
+def _bcast(x, shape):
+    x = _arr(x)
+    if x.shape == shape or x.ndim == 0:
+        return x
+    from ._shape import broadcast_to
+    return broadcast_to(x, shape)
+
+
+def _isnan(x):
+    return lax.ne(x, x)
+
+
+def _isfinite(x):
+    if x.dtype.kind == "c":
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``, with equal infinities close and NaNs
+    close only with ``equal_nan`` (``jax.numpy.isclose``).
+
+    Operands promote to an inexact dtype and broadcast; the tolerances are cast to its
+    real dtype.  Returns a bool array.  Raises TypeError for list arguments and shapes that
+    do not broadcast.
+
+    Example::
+
+      >>> jnp.isclose(jnp.array([1.0, 2.0]), jnp.array([1.0, 2.1])).tolist()
+      [True, False]
+    """
+    check_arraylike("isclose", a, b)
+    shape = _check_broadcast("isclose", a, b)
+    a, b = (_arr(x) for x in promote_dtypes_inexact(a, b))
+    a, b = _bcast(a, shape), _bcast(b, shape)
+    real = np.dtype(np.finfo(a.dtype).dtype) if a.dtype.kind == "c" else a.dtype
+    with np.errstate(all="ignore"):
+        rtol_c = np.asarray(rtol).astype(real)
+        atol_c = np.asarray(atol).astype(real)
+    in_range = lax.le(lax.abs(lax.sub(a, b)),
+                      lax.add(atol_c, lax.mul(rtol_c, lax._convert(lax.abs(b), real, False))))
+    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(_isfinite(b), in_range))
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(_isnan(a), _isnan(b)))
+    return _arr(out)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Whether every element of ``a`` is close to ``b`` (see ``isclose``), as a 0-d bool
+    array (``jax.numpy.allclose``)."""
+    return _all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def _all(x):
+    if x.ndim:
+        return lax.reduce_and(x, tuple(range(x.ndim)))
+    return _arr(lax._convert(x, np.dtype(np.bool_), False))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """Whether ``a1`` and ``a2`` have one shape and equal elements (after promotion), as a
+    0-d bool array (``jax.numpy.array_equal``).  Different shapes give False; NaNs are
+    equal only with ``equal_nan``.  Lists are accepted."""
+    from ._creation import asarray
+    a1, a2 = asarray(a1), asarray(a2)
+    if a1.shape != a2.shape:
+        return ensure_array(np.asarray(False))
+    x, y = (_arr(v) for v in promote_dtypes(a1, a2))
+    eq = lax.eq(x, y)
+    if equal_nan and dtypes.is_inexact(x.dtype):
+        eq = lax.bitwise_or(eq, lax.bitwise_and(_isnan(x), _isnan(y)))
+    return _all(eq)
+
+
+def array_equiv(a1, a2):
+    """Whether ``a1`` and ``a2`` are equal after broadcasting, as a 0-d bool array
+    (``jax.numpy.array_equiv``).  Shapes that do not broadcast raise TypeError, as in
+    JAX."""
+    from ._creation import asarray
+    a1, a2 = asarray(a1), asarray(a2)
+    shape = _check_broadcast("eq", a1, a2)
+    x, y = (_bcast(v, shape) for v in promote_dtypes(a1, a2))
+    return _all(lax.eq(x, y))
+
+
+def iscomplex(x):
+    """Elementwise: is the imaginary part non-zero (``jax.numpy.iscomplex``)."""
+    check_arraylike("iscomplex", x)
+    x = _arr(x)
+    if x.dtype.kind != "c":
+        return _arr(lax.broadcast_in_dim(np.asarray(False), x.shape, ()))
+    im = lax.imag(x)
+    return lax.ne(im, lax.scalar_as(0, im.dtype, False))
+
+
+def isreal(x):
+    """Elementwise: is the imaginary part zero (``jax.numpy.isreal``)."""
+    check_arraylike("isreal", x)
+    x = _arr(x)
+    if x.dtype.kind != "c":
+        return _arr(lax.broadcast_in_dim(np.asarray(True), x.shape, ()))
+    im = lax.imag(x)
+    return lax.eq(im, lax.scalar_as(0, im.dtype, False))
+
+
+def _dtype_of(x):
+    if x is None:
+        return None
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return np.dtype(dt)
+    try:
+        return np.asarray(x).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+def iscomplexobj(x) -> bool:
+    """Whether ``x`` has a complex dtype (or holds complex Python numbers)
+    (``jax.numpy.iscomplexobj``).  Never raises: anything else is False."""
+    dt = _dtype_of(x)
+    return dt is not None and dt.kind == "c"
+
+
+def isrealobj(x) -> bool:
+    """``not iscomplexobj(x)`` (``jax.numpy.isrealobj``)."""
+    return not iscomplexobj(x)
+
+
+def isscalar(element) -> bool:
+    """Whether ``element`` is a scalar: a Python or NumPy scalar, or a 0-d array
+    (``jax.numpy.isscalar``)."""
+    if isinstance(element, _JAX_TYPES + (np.ndarray,)):
+        return element.ndim == 0
+    return bool(np.isscalar(element))
+
+
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def can_cast(from_, to, casting: str = "safe") -> bool:
+    """Whether a value of dtype ``from_`` (a dtype or an array) can be cast to ``to`` under
+    ``casting`` ('no', 'equiv', 'safe', 'same_kind', 'unsafe') (``jax.numpy.can_cast``).
+
+    Raises ValueError for an unknown ``casting``, TypeError for Python scalars (NumPy 2's
+    rule: their dtype depends on the value).
+    """
+    if casting not in _CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(repr(c) for c in _CASTINGS)} "
+                         f"(got {casting!r})")
+    if isinstance(from_, (bool, int, float, complex)) and not isinstance(from_, np.generic):
+        raise TypeError("can_cast() does not support Python ints, floats, and complex because "
+                        "the result used to depend on the value.")
+    return bool(np.can_cast(_np_dtype(from_), _np_dtype(to), casting))
+
+
+def _np_dtype(x) -> np.dtype:
+    """np.dtype of a dtype, a type (NumPy's or jaxlite's scalar types) or an array."""
+    if isinstance(x, np.dtype):
+        return x
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return np.dtype(x)
+    dt = getattr(x, "dtype", None)
+    return np.dtype(dt if dt is not None else x)
+
+
+_KINDS = {
+    "bool": lambda d: d == np.bool_,
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": dtypes.is_float,
+    "complex floating": lambda d: d.kind == "c",
+    "numeric": lambda d: d != np.bool_,
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """Whether ``dtype`` is of ``kind``: a kind name ('bool', 'signed integer', 'unsigned
+    integer', 'integral', 'real floating', 'complex floating', 'numeric'), a dtype, or a
+    tuple of these (``jax.numpy.isdtype``).  Raises ValueError for an unknown name."""
+    dt = _np_dtype(dtype)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _KINDS:
+                raise ValueError(f"Unrecognized kind={k!r} expected one of {list(_KINDS)}, or "
+                                 f"a dtype, or a tuple of these")
+            if _KINDS[k](dt):
+                return True
+        elif dt == _np_dtype(k):
+            return True
+    return False
+
 
 __all__ = public_names(globals())
