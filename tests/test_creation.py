@@ -19,7 +19,7 @@ from oracle import assert_like_jax
 
 def _tree_compare(got, want, rtol=1e-6, atol=1e-6):
     if isinstance(want, (list, tuple)):
-        assert isinstance(got, (list, tuple)) and len(got) == len(want), (got, want)
+        assert type(got) is type(want) and len(got) == len(want), (got, want)
         for g, w in zip(got, want):
             _tree_compare(g, w, rtol, atol)
     elif isinstance(want, (bool, int, float, np.dtype)):
@@ -251,6 +251,10 @@ MATRIX_CASES = [
     ("jnp.meshgrid(x, y, x, indexing='ij', sparse=True)", {"x": V, "y": M[0]}),
     ("jnp.meshgrid(x, y, x)", {"x": V, "y": M[0]}), ("jnp.meshgrid(x)", {"x": V}),
     ("jnp.meshgrid()", {}),
+    ("jnp.tril_indices(3)", {}), ("jnp.tril_indices(3, 1, 4)", {}), ("jnp.triu_indices(3, -1)", {}),
+    ("jnp.triu_indices(3, m=2)", {}), ("jnp.tril_indices_from(x)", {"x": M}),
+    ("jnp.triu_indices_from(x, k=1)", {"x": M}), ("jnp.diag_indices(3)", {}),
+    ("jnp.diag_indices(2, ndim=3)", {}), ("jnp.diag_indices_from(x)", {"x": M[:, :3]}),
 ]
 
 MATRIX_ERRORS = [
@@ -259,7 +263,9 @@ MATRIX_ERRORS = [
     "jnp.diag(jnp.ones(3), 1.5)", "jnp.diagonal(jnp.ones(3))",
     "jnp.diagonal(jnp.ones((2, 2)), 0, 1, 1)", "jnp.diagonal(jnp.ones((2, 2)), 0, 0, 2)",
     "jnp.meshgrid(jnp.ones((2, 2)))", "jnp.meshgrid(jnp.ones(2), indexing='xx')",
-    "jnp.meshgrid([1, 2])", "jnp.tril([[1, 2], [3, 4]])",
+    "jnp.meshgrid([1, 2])", "jnp.tril([[1, 2], [3, 4]])", "jnp.tril_indices(-1)",
+    "jnp.tril_indices(2.5)", "jnp.tril_indices_from(jnp.ones(3))",
+    "jnp.diag_indices_from(jnp.ones((3, 4)))",
 ]
 
 

@@ -1,7 +1,8 @@
 """Array creation (``jax.numpy``): ``array``/``asarray``/``copy``, ``zeros``/``ones``/
 ``full``/``empty`` and their ``*_like`` forms, ``arange``, ``linspace``/``logspace``/
 ``geomspace``, ``eye``/``identity``/``tri``/``tril``/``triu``, ``diag``/``diagonal``/
-``diagflat``, ``meshgrid``, ``fromfunction``.
+``diagflat``, ``tril_indices``/``triu_indices``/``diag_indices`` (and ``*_from``),
+``meshgrid``, ``fromfunction``.
 
 Layer: numpy.  Host data (lists, NumPy arrays) becomes one constant Array; everything else
 is a composition of lax ops (``broadcast_in_dim`` of a scalar, ``iota``, ``select_n``), so
@@ -740,6 +741,73 @@ def diagflat(v, k: int = 0):
     check_arraylike("diagflat", v)
     v = _as_array(v)
     return diag(lax.reshape(v, (v.size,)), k)
+
+
+def _tri_indices(name, n, k, m, lower):
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    k = operator.index(k)
+    if n < 0 or m < 0:
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{(n, m)}.")
+    rows, cols = (np.tril_indices if lower else np.triu_indices)(n, k, m)
+    idt = dtypes.default_int_dtype()
+    return from_host(rows.astype(idt)), from_host(cols.astype(idt))
+
+
+def tril_indices(n, k: int = 0, m=None):
+    """Row and column indices of the lower triangle (diagonal ``k`` and below) of an
+    ``n x m`` matrix, as a tuple of int arrays (``jax.numpy.tril_indices``).  Sizes must be
+    static ints."""
+    return _tri_indices("tril_indices", n, k, m, True)
+
+
+def triu_indices(n, k: int = 0, m=None):
+    """Indices of the upper triangle (diagonal ``k`` and above) (``jax.numpy.triu_indices``)."""
+    return _tri_indices("triu_indices", n, k, m, False)
+
+
+def _shape_2d(name, arr):
+    shp = tuple(np.shape(arr)) if not isinstance(arr, _JAX_TYPES) else arr.shape
+    if len(shp) != 2:
+        raise ValueError(f"Only 2-D inputs are accepted, got shape {shp} in {name}")
+    return shp
+
+
+def tril_indices_from(arr, k: int = 0):
+    """``tril_indices`` for the shape of the 2-D ``arr`` (``jax.numpy.tril_indices_from``);
+    ValueError for other ranks."""
+    n, m = _shape_2d("tril_indices_from", arr)
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr, k: int = 0):
+    """``triu_indices`` for the shape of the 2-D ``arr`` (``jax.numpy.triu_indices_from``)."""
+    n, m = _shape_2d("triu_indices_from", arr)
+    return triu_indices(n, k, m)
+
+
+def diag_indices(n, ndim: int = 2):
+    """``ndim`` copies of ``arange(n)``: the indices of the main diagonal of an
+    ``n x ... x n`` array (``jax.numpy.diag_indices``).  ValueError for negative sizes."""
+    n, ndim = operator.index(n), operator.index(ndim)
+    if n < 0:
+        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+    if ndim < 0:
+        raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+    return (lax.iota(dtypes.default_int_dtype(), n),) * ndim
+
+
+def diag_indices_from(arr):
+    """``diag_indices`` for the square array ``arr`` (``jax.numpy.diag_indices_from``);
+    ValueError unless all its dimensions are equal and it has at least 2."""
+    check_arraylike("diag_indices_from", arr)
+    shp = tuple(np.shape(arr)) if not isinstance(arr, _JAX_TYPES) else arr.shape
+    if len(shp) < 2:
+        raise ValueError(f"input array must be at least 2-d, got shape {shp}")
+    if len(set(shp)) != 1:
+        raise ValueError(f"All dimensions of input must be of equal length, got shape {shp}")
+    return diag_indices(shp[0], len(shp))
 
 
 # ---- grids -----------------------------------------------------------------------------
