@@ -20,9 +20,9 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.array import ArrayImpl
 from ..core.eager import from_host
-from ..core.trace import Tracer, get_aval
+from ..core.trace import Tracer
 from ._util import (PY_SCALARS, broadcast_shapes, broadcast_to_shape, canonicalize_axis,
-                    check_arraylike, convert, ensure_array, public_names, to_inexact)
+                    check_arraylike, ensure_array, public_names, to_inexact)
 
 _JAX_TYPES = (ArrayImpl, Tracer)
 _HOST_TYPES = (np.ndarray, np.generic)
