@@ -12,28 +12,9 @@ from .lax import debug_callback
 from .tree_util import tree_flatten, tree_unflatten
 
 
-def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
-    """Formats ``fmt`` with the runtime values of ``args``/``kwargs`` and prints it, each
-    time the (possibly jitted) function runs (``jax.debug.print``).
-
-    ``fmt`` uses ``str.format`` fields; array arguments print as NumPy arrays.
-    """
-    leaves, tree = tree_flatten((args, kwargs))
-    dyn = [i for i, x in enumerate(leaves) if isinstance(x, (ArrayImpl, Tracer))]
-
-    def callback(*vals):
-        full = list(leaves)
-        for i, v in zip(dyn, vals):
-            full[i] = np.asarray(v)
-        a, k = tree_unflatten(tree, full)
-        builtins.print(fmt.format(*a, **k))
-
-    debug_callback(callback, *[leaves[i] for i in dyn])
-
-
 def callback(fn, *args, ordered: bool = False, **kwargs) -> None:
-    """Calls ``fn(*args, **kwargs)`` with the runtime (NumPy) values on every run
-    (``jax.debug.callback``)."""
+    """Calls ``fn(*args, **kwargs)`` with the runtime values (arrays as NumPy arrays) on
+    every run of the enclosing function, also under jit (``jax.debug.callback``)."""
     leaves, tree = tree_flatten((args, kwargs))
     dyn = [i for i, x in enumerate(leaves) if isinstance(x, (ArrayImpl, Tracer))]
 
@@ -45,3 +26,13 @@ def callback(fn, *args, ordered: bool = False, **kwargs) -> None:
         fn(*a, **k)
 
     debug_callback(cb, *[leaves[i] for i in dyn])
+
+
+def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
+    """Formats ``fmt`` with the runtime values of ``args``/``kwargs`` and prints it, each
+    time the (possibly jitted) function runs (``jax.debug.print``).
+
+    ``fmt`` uses ``str.format`` fields; array arguments print as NumPy arrays.
+    """
+    callback(lambda *a, **k: builtins.print(fmt.format(*a, **k)), *args, ordered=ordered,
+             **kwargs)

@@ -1,7 +1,9 @@
-"""``eval_jaxpr``: run a jaxpr by binding each equation's primitive.
+"""Evaluating a jaxpr: by binding each equation's primitive (``eval_jaxpr``, which
+re-traces under any transformation, or runs eagerly when there is none), or by calling each
+primitive's NumPy implementation directly (``eval_jaxpr_impl``, the interpreter's
+semantics: no tracing, no devices).
 
-Layer: ir.  Binding (not calling implementations) means the same function re-traces a
-jaxpr under any transformation, or evaluates it eagerly when there is none.
+Layer: ir.
 """
 from __future__ import annotations
 
@@ -10,8 +12,7 @@ import numpy as np
 from .jaxpr import Jaxpr, Literal
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
-    """Evaluates ``jaxpr`` on ``consts`` and ``args``; returns the list of outputs."""
+def _evaluate(jaxpr: Jaxpr, consts, args, apply):
     env = {}
 
     def read(v):
@@ -22,31 +23,28 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        out = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        out = apply(eqn, [read(v) for v in eqn.invars])
         outs = out if eqn.primitive.multiple_results else [out]
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
     return [read(v) for v in jaxpr.outvars]
 
 
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Evaluates ``jaxpr`` on ``consts`` and ``args`` by binding; returns the outputs."""
+    return _evaluate(jaxpr, consts, args,
+                     lambda eqn, vals: eqn.primitive.bind(*vals, **eqn.params))
+
+
 def eval_jaxpr_impl(jaxpr: Jaxpr, consts, *args):
-    """Evaluates ``jaxpr`` on NumPy values by calling each primitive's reference
-    implementation directly (no tracing, no devices): the interpreter's semantics."""
-    env = {}
-
-    def read(v):
-        return v.val if isinstance(v, Literal) else env[v]
-
-    for v, x in zip(jaxpr.constvars, consts):
-        env[v] = x
-    for v, x in zip(jaxpr.invars, args):
-        env[v] = x
-    for eqn in jaxpr.eqns:
-        out = eqn.primitive.impl(*[read(v) for v in eqn.invars], **eqn.params)
-        outs = out if eqn.primitive.multiple_results else [out]
-        for v, x in zip(eqn.outvars, outs):
-            env[v] = exact(x, v.aval.dtype)
-    return [read(v) for v in jaxpr.outvars]
+    """Evaluates ``jaxpr`` on NumPy values with the primitives' reference implementations;
+    each result is cast to exactly the dtype its variable declares."""
+    def apply(eqn, vals):
+        out = eqn.primitive.impl(*vals, **eqn.params)
+        if eqn.primitive.multiple_results:
+            return [exact(x, v.aval.dtype) for x, v in zip(out, eqn.outvars)]
+        return exact(out, eqn.outvars[0].aval.dtype)
+    return _evaluate(jaxpr, consts, args, apply)
 
 
 def exact(x, dtype):
