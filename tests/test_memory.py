@@ -66,11 +66,15 @@ def test_garbage_collected_arrays_free_their_bytes():
 
     class Holder:
         pass
-    a, b = Holder(), Holder()
-    a.other, b.other = b, a             # a reference cycle keeps the array alive...
-    a.array = jnp.ones(100, jnp.float32) * 3
-    del a, b
-    assert in_use() - base == 400
+    gc.disable()                        # no automatic collection between the asserts
+    try:
+        a, b = Holder(), Holder()
+        a.other, b.other = b, a         # a reference cycle keeps the array alive...
+        a.array = jnp.ones(100, jnp.float32) * 3
+        del a, b
+        assert in_use() - base == 400
+    finally:
+        gc.enable()
     gc.collect()                        # ...until the collector breaks it
     assert in_use() == base
 
