@@ -16,6 +16,18 @@ import jaxlite.numpy as jnp
 DEV = jaxlite.devices()[0]
 
 
+@pytest.fixture(autouse=True)
+def _no_stray_collection():
+    """Collect earlier tests' garbage first, then keep the collector off: byte counts
+    asserted here must not change because some unrelated cycle got collected mid-test."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def in_use() -> int:
     return DEV.memory_stats()["bytes_in_use"]
 
@@ -66,15 +78,11 @@ def test_garbage_collected_arrays_free_their_bytes():
 
     class Holder:
         pass
-    gc.disable()                        # no automatic collection between the asserts
-    try:
-        a, b = Holder(), Holder()
-        a.other, b.other = b, a         # a reference cycle keeps the array alive...
-        a.array = jnp.ones(100, jnp.float32) * 3
-        del a, b
-        assert in_use() - base == 400
-    finally:
-        gc.enable()
+    a, b = Holder(), Holder()
+    a.other, b.other = b, a             # a reference cycle keeps the array alive...
+    a.array = jnp.ones(100, jnp.float32) * 3
+    del a, b
+    assert in_use() - base == 400
     gc.collect()                        # ...until the collector breaks it
     assert in_use() == base
 
