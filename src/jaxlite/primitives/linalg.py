@@ -3,6 +3,10 @@ dimensions, BLAS-backed) and ``svd`` (singular value decomposition of stacked ma
 LAPACK through NumPy)."""
 from __future__ import annotations
 
+import functools
+import math
+
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
 
 from ..core.avals import ShapedArray
@@ -46,12 +50,30 @@ def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
     return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
 
 
+@functools.lru_cache(maxsize=1024)
+def _dot_plan(lshape, rshape, dimension_numbers):
+    """How to run one dot_general as a batched matmul: the operand permutations, the
+    (batch, m, k) @ (batch, k, n) shapes and the result shape (cached per signature)."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    lf = [i for i in range(len(lshape)) if i not in lc and i not in lb]
+    rf = [i for i in range(len(rshape)) if i not in rc and i not in rb]
+    nb = math.prod(lshape[i] for i in lb)
+    m = math.prod(lshape[i] for i in lf)
+    k = math.prod(lshape[i] for i in lc)
+    n = math.prod(rshape[i] for i in rf)
+    out = tuple(lshape[i] for i in lb) + tuple(lshape[i] for i in lf) + \
+        tuple(rshape[i] for i in rf)
+    vector_dot = len(lshape) == len(rshape) == 1 and lc == (0,) and rc == (0,)
+    return (list(lb) + lf + list(lc), list(rb) + list(rc) + rf, (nb, m, k), (nb, k, n), out,
+            vector_dot)
+
+
 def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
               out_sharding=None):
-    lc, rc, lb, rb = _dims(dimension_numbers)
-    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
-    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    lhs, rhs = upcast_half(lhs, rhs)
+    perm_a, perm_b, a_shape, b_shape, out_shape, vector_dot = \
+        _dot_plan(lhs.shape, rhs.shape, dimension_numbers)
+    if lhs.dtype in _HALF or rhs.dtype in _HALF:
+        lhs, rhs = upcast_half(lhs, rhs)
     if preferred_element_type is not None and lhs.dtype != np.bool_:
         # accumulate in the preferred type when it is wider (int8 x int8 -> int32 sums)
         pet = np.dtype(preferred_element_type)
@@ -59,15 +81,14 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
             lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     if lhs.dtype == np.bool_:
         lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
-    a = np.transpose(lhs, list(lb) + lf + list(lc))
-    b = np.transpose(rhs, list(rb) + list(rc) + rf)
-    nb = int(np.prod([lhs.shape[i] for i in lb], dtype=np.int64))
-    m = int(np.prod([lhs.shape[i] for i in lf], dtype=np.int64))
-    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
-    n = int(np.prod([rhs.shape[i] for i in rf], dtype=np.int64))
-    out = np.matmul(a.reshape(nb, m, k), b.reshape(nb, k, n))
-    shape = [lhs.shape[i] for i in lb] + [lhs.shape[i] for i in lf] + [rhs.shape[i] for i in rf]
-    return out.reshape(shape)
+    if vector_dot:
+        return np.dot(lhs, rhs)
+    a = np.transpose(lhs, perm_a).reshape(a_shape)
+    b = np.transpose(rhs, perm_b).reshape(b_shape)
+    return np.matmul(a, b).reshape(out_shape)
+
+
+_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 
 
 def _dot_flops(lhs, rhs, dimension_numbers, **kw):

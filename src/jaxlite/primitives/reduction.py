@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
 
 from ..core.avals import ShapedArray
@@ -31,9 +32,11 @@ def _reduction(name, np_fn, allowed, identity_ok=True):
             # max/min of nothing: XLA returns the identity (-inf/+inf or the int limits).
             shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
             return np.full(shape, _identity(name, x.dtype), x.dtype)
-        (xx,) = upcast_half(x)
-        with np.errstate(all="ignore"):
-            return np_fn(xx, axis=axes)
+        if x.dtype in _HALF:
+            (x,) = upcast_half(x)
+        # NumPy's floating-point warnings are silenced for jaxlite's modules (see
+        # primitives/__init__.py): JAX computes inf/nan without warning.
+        return np_fn(x, axis=axes)
     return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
                      flops=_reduce_flops, scalar_op=name, kind="reduction")
 
@@ -47,10 +50,12 @@ def _identity(name, dt):
     return info.min if name == "reduce_max" else info.max
 
 
-reduce_sum_p = _reduction("reduce_sum", np.sum, "fciu")
-reduce_prod_p = _reduction("reduce_prod", np.prod, "fciu")
-reduce_max_p = _reduction("reduce_max", np.max, "fciub", identity_ok=False)
-reduce_min_p = _reduction("reduce_min", np.min, "fciub", identity_ok=False)
+_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+
+reduce_sum_p = _reduction("reduce_sum", np.add.reduce, "fciu")
+reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, "fciu")
+reduce_max_p = _reduction("reduce_max", np.maximum.reduce, "fciub", identity_ok=False)
+reduce_min_p = _reduction("reduce_min", np.minimum.reduce, "fciub", identity_ok=False)
 reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub")
 reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub")
 reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub")
