@@ -75,8 +75,11 @@ class InterpretedExecutable(Executable):
                 else:
                     lines.append(f"    {call}{comment}")
             else:
-                glb[f"dt_{outn[0]}"] = eqn.outvars[0].aval.dtype
-                lines.append(f"    {outn[0]} = _exact({call}, dt_{outn[0]}){comment}")
+                # implementations may widen (NumPy promotion): keep the declared dtype
+                n = outn[0]
+                glb[f"dt_{n}"] = eqn.outvars[0].aval.dtype
+                lines.append(f"    {n} = {call}{comment}")
+                lines.append(f"    if {n}.dtype != dt_{n}: {n} = _exact({n}, dt_{n})")
             live_tmp += sum(_nbytes(v.aval) for v in eqn.outvars)
             peak = max(peak, live_tmp)
             dead = [v for v in set(eqn.invars) if not isinstance(v, Literal)
@@ -95,11 +98,11 @@ class InterpretedExecutable(Executable):
         code = compile(self.source, f"<jaxlite {name}>", "exec")
         exec(code, glb)
         self._fn = glb[_ident(name)]
-        self._out_dtypes = [a.dtype for a in self.out_avals]
 
     def run(self, args):
-        outs = self._fn(*self._consts, *args)
-        return [exact(o, dt) for o, dt in zip(outs, self._out_dtypes)]
+        """Runs on NumPy values; results have the declared dtypes (NumPy scalars possible:
+        callers wrap them)."""
+        return self._fn(*self._consts, *args)
 
     def as_text(self) -> str:
         return self.source
