@@ -19,6 +19,7 @@ from .core.array import Array, live_arrays  # noqa: F401
 from .core.trace import Tracer  # noqa: F401
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
 from . import lax, numpy, nn, debug, sharding  # noqa: F401
+from . import random  # noqa: F401
 from .transforms import jit, make_jaxpr, eval_shape  # noqa: F401
 from .transforms.stages import ShapeDtypeStruct  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa

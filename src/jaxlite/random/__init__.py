@@ -1,0 +1,27 @@
+"""``jaxlite.random``: JAX's counter-based PRNG (``jax.random``), Threefry-2x32.
+
+Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops, so every function
+runs eagerly and under ``jit``).  Keys are explicit values: ``key(seed)`` gives a typed key
+(dtype ``key<fry>``), ``PRNGKey(seed)`` a raw ``uint32[2]`` key; ``split``/``fold_in`` derive
+new keys, and each sampler turns one key into numbers.  For the same key the results are
+JAX 0.10's (``jax_threefry_partitionable`` on, its default), bit for bit for bits, keys,
+uniform, integers and permutations; samplers that go through ``log``/``erf`` may differ
+from XLA's in the last bits.
+
+Example::
+
+    import jaxlite as jax
+    k = jax.random.key(42)
+    k, sub = jax.random.split(k)
+    x = jax.random.normal(sub, (3,))
+"""
+from __future__ import annotations
+
+from ._keys import (PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_impl,  # noqa
+                    split, wrap_key_data)
+from ._distributions import (bernoulli, bits, categorical, choice, gumbel, normal,  # noqa
+                             permutation, randint, truncated_normal, uniform)
+
+__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "clone", "fold_in",
+           "gumbel", "key", "key_data", "key_impl", "normal", "permutation", "randint",
+           "split", "truncated_normal", "uniform", "wrap_key_data"]

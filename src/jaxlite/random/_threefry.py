@@ -1,0 +1,112 @@
+"""The Threefry-2x32 counter-based generator and the key operations built on it.
+
+Layer: random (compositions of ``jaxlite.lax`` ops on uint32 arrays, so everything here
+runs eagerly and under ``jit``).  Keys are raw ``uint32[..., 2]`` data here; the typed-key
+wrapper lives in ``_keys.py``.
+
+The block function is Threefry-2x32 with 20 rounds (Salmon, Moraes, Dror and Shaw,
+"Parallel random numbers: as easy as 1, 2, 3", SC 2011): two 32-bit words of counter,
+two of key, a third key word ``k0 ^ k1 ^ 0x1BD11BDA``, the rotation schedule
+13 15 26 6 / 17 29 16 24, and a key injection after every four rounds.
+
+Counters follow JAX's "partitionable" layout (``jax_threefry_partitionable``, on by default
+since JAX 0.5): element ``i`` (row-major) of a result of shape ``s`` is produced from the
+64-bit counter ``i`` split into its (high, low) 32-bit halves, so any element can be
+computed on its own.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import lax
+
+_U32 = np.dtype(np.uint32)
+_PARITY = 0x1BD11BDA
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotate_left(x, r: int):
+    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, 32 - r))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """Threefry-2x32 (20 rounds) of the counter words ``(x0, x1)`` under key ``(k0, k1)``.
+
+    Args:
+      k0, k1: uint32 scalars (rank 0) or arrays of the counters' shape.
+      x0, x1: uint32 arrays of one shape.
+
+    Returns:
+      The two uint32 output words, each of the counters' shape.
+
+    Raises:
+      TypeError (from the lax ops) when an operand is not uint32 or the shapes differ.
+    """
+    ks = (k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), np.uint32(_PARITY)))
+    x0 = lax.add(x0, ks[0])
+    x1 = lax.add(x1, ks[1])
+    for block in range(5):
+        for r in _ROTATIONS[block % 2]:
+            x0 = lax.add(x0, x1)
+            x1 = lax.bitwise_xor(_rotate_left(x1, r), x0)
+        x0 = lax.add(x0, ks[(block + 1) % 3])
+        x1 = lax.add(lax.add(x1, ks[(block + 2) % 3]), np.uint32(block + 1))
+    return x0, x1
+
+
+def _counters(shape: tuple):
+    """The (high, low) words of the row-major element index, each uint32 of ``shape``."""
+    size = math.prod(shape)
+    if size >= 2 ** 32:
+        raise NotImplementedError(f"random arrays of {size} >= 2**32 elements are not "
+                                  f"supported (shape {shape})")
+    lo = lax.reshape(lax.iota(_U32, size), shape)
+    hi = lax.broadcast_in_dim(np.uint32(0), shape, ())
+    return hi, lo
+
+
+def _key_words(key):
+    """The two uint32 scalars of a raw ``uint32[2]`` key."""
+    return (lax.reshape(lax.slice(key, (0,), (1,)), ()),
+            lax.reshape(lax.slice(key, (1,), (2,)), ()))
+
+
+def _hash(key, shape: tuple):
+    """Threefry of every counter of ``shape`` under ``key``: two uint32 arrays of ``shape``."""
+    k0, k1 = _key_words(key)
+    hi, lo = _counters(shape)
+    return threefry2x32(k0, k1, hi, lo)
+
+
+def split(key, shape: tuple):
+    """New raw keys ``uint32[*shape, 2]`` from one raw key ``uint32[2]``; key ``i`` (row-major)
+    is the Threefry of counter ``i`` (so ``split(k, n)[i] == fold_in(k, i)``)."""
+    a, b = _hash(key, shape)
+    nd = len(shape)
+    return lax.concatenate([lax.broadcast_in_dim(a, shape + (1,), tuple(range(nd))),
+                            lax.broadcast_in_dim(b, shape + (1,), tuple(range(nd)))], nd)
+
+
+def fold_in(key, data):
+    """A raw key from ``key`` (``uint32[2]``) and a uint32 scalar ``data``: the Threefry of
+    the counter ``(0, data)``."""
+    k0, k1 = _key_words(key)
+    a, b = threefry2x32(k0, k1, np.uint32(0), data)
+    return lax.concatenate([lax.reshape(a, (1,)), lax.reshape(b, (1,))], 0)
+
+
+def random_bits(key, bit_width: int, shape: tuple):
+    """Random unsigned integers ``uint{bit_width}[*shape]`` from a raw key ``uint32[2]``:
+    the two Threefry words xor-ed (truncated for 8 and 16 bits), or joined high:low for
+    64 bits."""
+    a, b = _hash(key, shape)
+    if bit_width == 64:
+        u64 = np.dtype(np.uint64)
+        return lax.bitwise_or(lax.shift_left(lax.convert_element_type(a, u64), 32),
+                              lax.convert_element_type(b, u64))
+    bits = lax.bitwise_xor(a, b)
+    if bit_width == 32:
+        return bits
+    return lax.convert_element_type(bits, np.dtype(f"uint{bit_width}"))
