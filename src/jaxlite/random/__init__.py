@@ -4,9 +4,8 @@ Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops, so every
 runs eagerly and under ``jit``).  Keys are explicit values: ``key(seed)`` gives a typed key
 (dtype ``key<fry>``), ``PRNGKey(seed)`` a raw ``uint32[2]`` key; ``split``/``fold_in`` derive
 new keys, and each sampler turns one key into numbers.  For the same key the results are
-JAX 0.10's (``jax_threefry_partitionable`` on, its default), bit for bit for bits, keys,
-uniform, integers and permutations; samplers that go through ``log``/``erf`` may differ
-from XLA's in the last bits.
+JAX 0.10's on CPU (``jax_threefry_partitionable`` on, its default), bit for bit, except
+float32 ``truncated_normal`` and float64 ``normal`` (last bits; see ``_distributions``).
 
 Example::
 

@@ -2,9 +2,10 @@
 
 Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops; eager and jit).
 Each sampler draws exactly the bits JAX 0.10 draws for the same key and turns them into
-numbers by the same arithmetic, so results match JAX on CPU bit for bit, except where a
-transcendental function of XLA's rounds differently from ours (``log``, ``log1p``,
-``erf``: normal/gumbel/truncated_normal may then differ in the last bits).
+numbers by the same arithmetic, rounded as XLA on CPU rounds it (fused multiply-adds, its
+float32 log/log1p: see ``_math``), so results match JAX bit for bit.  Known exceptions:
+``truncated_normal`` in float32 goes through ``erf``, whose XLA rounding is not reproduced
+(a few ulps in the bounds); float64 ``normal`` uses a Newton-refined ``erf_inv``.
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ import numpy as np
 from .. import dtypes, lax
 from .. import numpy as jnp
 from ..core.array import ArrayImpl
-from ..core.trace import Tracer, get_aval
+from ..core.trace import Tracer
 from . import _threefry
 from ._keys import _shape, unpack_key
-from ._math import erf_inv, fma
+from ._math import erf_inv, fma, log, log1p
 
 _UINT_BY_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                  64: np.dtype(np.uint64)}
@@ -263,9 +264,9 @@ def _gumbel(raw, shape, dtype, mode):
         # below 1/2 the two uniforms together give the low-order bits one uniform lacks
         low = lax.add(fma(_full(fi.eps, shape, dtype), u1, u0), dtype.type(fi.tiny))
         v = lax.select(lax.ge(u0, dtype.type(0.5)), u0, low)
-        return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(v)))))
+        return lax.neg(log(lax.neg(log1p(lax.neg(v)))))
     u = _uniform(raw, shape, dtype, dtypes.finfo(dtype).tiny, 1.0)
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
+    return lax.neg(log(lax.neg(log(u))))
 
 
 def _mode_arg(mode, name):
@@ -602,7 +603,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
         else:
             pdt = np.dtype(p.dtype) if _is_float(p.dtype) else dtypes.default_float_dtype()
             g = lax.add(_gumbel(raw, (n_inputs,), pdt, _mode_arg(mode, "gumbel")),
-                        jnp.log(lax.convert_element_type(p, pdt)))
+                        log(lax.convert_element_type(p, pdt)))
             ind = lax.convert_element_type(lax.top_k(g, n_draws)[1], index_dtype)
         result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
     out_shape = shape if arr.ndim == 0 else \

@@ -8,6 +8,8 @@ Layer: random (compositions of ``jaxlite.lax`` ops).
   Dekker's exact product, Knuth's two-sum, and rounding to odd (Boldo and Melquiond,
   "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd",
   IEEE Trans. Computers 57(4), 2008).
+* ``log``/``log1p``: XLA's float32 approximations on CPU (Cephes' polynomials in the
+  arrangement XLA evaluates them), used by gumbel and by ``erf_inv``.
 * ``erf_inv``: the single-precision approximation of Giles ("Approximating the erfinv
   function", GPU Computing Gems, 2010), the one XLA uses for float32 (and, computed in
   float32, for float16/bfloat16), its Horner steps fused as XLA fuses them.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import lax
 from .. import numpy as jnp
 
 _F32 = np.dtype(np.float32)
@@ -82,6 +84,105 @@ def fma(a, b, c):
     return lax.select(lax.is_finite(fused), fused, plain)
 
 
+# ---- log and log1p as XLA computes them on CPU (float32) ------------------------------
+# The logarithm is Cephes' single-precision logf in the arrangement Eigen uses (``plog``):
+# split x = m * 2**e with m in [sqrt(1/2), sqrt(2)), a degree-8 polynomial in m - 1
+# evaluated as three fused Horner pieces, and ln 2 added as the two constants below.
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+          3.3333331174e-1)
+_LN2_LO, _LN2_HI = -2.12194440e-4, 0.693359375
+# log1p: Cephes' rational approximation (numerator over denominator, highest degree
+# first) for |x| < sqrt(2) - 1, log(1 + x) elsewhere.
+_LOG1P_NUM = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1,
+              6.5787325942061044846969e0, 2.9911919328553073277375e1,
+              6.0949667980987787057556e1, 5.7112963590585538103336e1,
+              2.0039553499201281259648e1)
+_LOG1P_DEN = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1,
+              2.2176239823732856465394e2, 3.0909872225312059774938e2,
+              2.1642788614495947685003e2, 6.0118660497603843919306e1)
+
+
+def _log_f32(x):
+    f, u = np.float32, np.dtype(np.uint32)
+    shape = tuple(x.shape)
+    bits = lax.bitcast_convert_type(x, u)
+    # frexp for positive normal numbers: mantissa in [0.5, 1), exponent as a float
+    m = lax.bitcast_convert_type(
+        lax.bitwise_or(lax.bitwise_and(bits, u.type(0x807FFFFF)), u.type(0x3F000000)),
+        np.float32)
+    e = lax.convert_element_type(
+        lax.sub(lax.convert_element_type(lax.shift_right_logical(bits, u.type(23)), np.int32),
+                np.int32(126)), np.float32)
+    below = lax.lt(m, f(0.707106781186547524))
+    zero = _full(0.0, shape)
+    t = lax.sub(m, f(1.0))
+    e = lax.sub(e, lax.select(below, _full(1.0, shape), zero))
+    t = lax.add(t, lax.select(below, m, zero))
+    t2 = lax.mul(t, t)
+    t3 = lax.mul(t2, t)
+    c = [f(v) for v in _LOG_P]
+    y = fma(_full(c[0], shape), t, _full(c[1], shape))
+    y1 = fma(_full(c[3], shape), t, _full(c[4], shape))
+    y2 = fma(_full(c[6], shape), t, _full(c[7], shape))
+    y = fma(y, t, _full(c[2], shape))
+    y1 = fma(y1, t, _full(c[5], shape))
+    y2 = fma(y2, t, _full(c[8], shape))
+    y = fma(y, t3, y1)
+    y = fma(y, t3, y2)
+    y = fma(y, t3, lax.mul(e, f(_LN2_LO)))
+    r = lax.add(lax.sub(t, lax.mul(t2, f(0.5))), y)
+    r = lax.add(r, lax.mul(e, f(_LN2_HI)))
+    # negatives, inf and NaN take the plain logarithm's special values; zero and subnormals
+    # (which XLA's CPU code treats as zero) give -inf
+    tiny = f(np.finfo(np.float32).tiny)
+    special = lax.select(lax.lt(lax.abs(x), tiny), _full(-np.inf, shape), lax.log(x))
+    normal = lax.bitwise_and(lax.ge(x, tiny), lax.lt(x, f(np.inf)))
+    return lax.select(normal, r, special)
+
+
+def _full(value, shape):
+    return lax.broadcast_in_dim(np.float32(value), shape, ())
+
+
+def _horner(x, coefs):
+    shape = tuple(x.shape)
+    p = _full(coefs[0], shape)
+    for c in coefs[1:]:
+        p = fma(p, x, _full(c, shape))
+    return p
+
+
+def _log1p_f32(x):
+    f = np.float32
+    x2 = lax.mul(x, x)
+    ratio = lax.div(_horner(x, _LOG1P_NUM), _horner(x, _LOG1P_DEN))
+    small = lax.add(x, lax.add(lax.mul(f(-0.5), x2), lax.mul(lax.mul(x, x2), ratio)))
+    # subnormal inputs count as (signed) zero, as in XLA's CPU code
+    small = lax.select(lax.lt(lax.abs(x), f(np.finfo(np.float32).tiny)), lax.mul(x, f(0.0)),
+                       small)
+    is_small = lax.lt(lax.abs(x), f(0.41421356237309504880))
+    return lax.select(is_small, small, _log_f32(lax.add(x, f(1.0))))
+
+
+def _in_f32(fn, x):
+    dtype = np.dtype(x.dtype)
+    if dtype == _F32:
+        return fn(x)
+    return lax.convert_element_type(fn(lax.convert_element_type(x, _F32)), dtype)
+
+
+def log(x):
+    """Natural logarithm rounded as XLA rounds it on CPU: float32 (and float16/bfloat16,
+    computed in float32) bit for bit; float64 is ``lax.log``."""
+    return lax.log(x) if np.dtype(x.dtype) == _F64 else _in_f32(_log_f32, x)
+
+
+def log1p(x):
+    """``log(1 + x)`` rounded as XLA rounds it on CPU (see ``log``)."""
+    return lax.log1p(x) if np.dtype(x.dtype) == _F64 else _in_f32(_log1p_f32, x)
+
+
 # Giles (2010), single precision: central region (w < 5) and tail (w >= 5).
 _ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
                    0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
@@ -91,7 +192,8 @@ _ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 
 def _erf_inv_f32(x):
     f = np.dtype(x.dtype).type
-    w = lax.neg(lax.log1p(lax.neg(lax.mul(x, x))))
+    w = lax.neg(_log1p_f32(lax.neg(lax.mul(x, x))) if np.dtype(x.dtype) == _F32
+                else lax.log1p(lax.neg(lax.mul(x, x))))
     central = lax.lt(w, f(5.0))
     w = lax.select(central, lax.sub(w, f(2.5)), lax.sub(lax.sqrt(w), f(3.0)))
 
@@ -103,7 +205,7 @@ def _erf_inv_f32(x):
     for i in range(1, len(_ERFINV_CENTRAL)):
         p = fma(p, w, coef(i))
     at_one = lax.eq(lax.abs(x), f(1.0))
-    return lax.select(at_one, lax.mul(x, f(dtypes.finfo(f).max)), lax.mul(p, x))
+    return lax.select(at_one, lax.mul(x, f(np.inf)), lax.mul(p, x))
 
 
 def _erf_inv_f64(x):
@@ -138,7 +240,3 @@ def erf_inv(x):
     if dtype == _F32:
         return _erf_inv_f32(x)
     return lax.convert_element_type(_erf_inv_f32(lax.convert_element_type(x, _F32)), dtype)
-
-
-def is_float_dtype(dt) -> bool:
-    return dtypes.issubdtype(dt, np.floating)
