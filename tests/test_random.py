@@ -573,6 +573,16 @@ def test_jit_matches_eager(name, typed):
     assert_same(jitted, eager)
 
 
+def test_jit_traced_integer_arguments(rr):
+    assert jaxlite.random is jr  # ``import jaxlite as jax; jax.random.key(0)``
+    f = jaxlite.jit(lambda k, d: jr.fold_in(k, d))
+    assert_same(f(jr.key(3), 7), rr.fold_in(rr.key(3), 7))
+    g = jaxlite.jit(lambda k, lo, hi: jr.randint(k, (6,), lo, hi))
+    assert_same(g(jr.PRNGKey(3), -4, jnp.int32(9)), rr.randint(rr.PRNGKey(3), (6,), -4, 9))
+    h = jaxlite.jit(lambda k, p: jr.bernoulli(k, p, (8,)))
+    assert_same(h(jr.PRNGKey(3), 0.25), rr.bernoulli(rr.PRNGKey(3), 0.25, (8,)))
+
+
 def test_jit_key_arguments_and_results():
     f = jaxlite.jit(lambda k: jr.split(k)[1])
     out = f(jr.key(0))
