@@ -6,6 +6,10 @@ Layer: bottom.  Rules (JAX's, see "Type promotion semantics" in JAX's docs):
 - Two dtypes promote to their least upper bound in the lattice
   b1 -> i* -> {u8, i8}; u8 -> {u16, i16} ... i64, u64 -> f* -> {bf16, f16} -> f32 -> f64;
   f* -> c* -> c64 -> c128; f32 -> c64; f64 -> c128, where i*, f*, c* are the weak kinds.
+  With x64 off, uint32 joined with a signed type of at most 32 bits gives int32 (the
+  lattice would say int64, which is not available).
+- The scalar types (``jaxlite.numpy.float32`` ...) compare and hash equal to NumPy's, work
+  wherever a dtype is expected, and when called build a jaxlite array (``jnp.float32(3)``).
 """
 from __future__ import annotations
 
@@ -16,19 +20,14 @@ import numpy as np
 
 from .config import config
 
-bfloat16 = np.dtype(ml_dtypes.bfloat16).type
-bool_ = np.bool_
-int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
-uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
-float16, float32, float64 = np.float16, np.float32, np.float64
-complex64, complex128 = np.complex64, np.complex128
-
 _BOOL = np.dtype(np.bool_)
-_BF16 = np.dtype(bfloat16)
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
+_U32, _U64 = np.dtype(np.uint32), np.dtype(np.uint64)
 
-_SUPPORTED = [np.dtype(t) for t in (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, float32, float64, complex64, complex128)] + [_BF16]
+_SUPPORTED = frozenset([np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)] + [_BF16])
 
 _NARROW = {
     np.dtype(np.int64): np.dtype(np.int32),
@@ -37,6 +36,78 @@ _NARROW = {
     np.dtype(np.complex128): np.dtype(np.complex64),
 }
 
+
+# ---- scalar types ---------------------------------------------------------------------
+
+_scalar_constructor = None
+
+
+def register_scalar_constructor(fn) -> None:
+    """Installs ``fn(value, dtype) -> Array``, what calling a scalar type does.
+
+    The numpy layer registers ``asarray`` here (this module sits below it and may not
+    import it)."""
+    global _scalar_constructor
+    _scalar_constructor = fn
+
+
+class _ScalarMeta(type):
+    """Metaclass of the scalar types: equal (and hash-equal) to the NumPy type, so that
+    ``x.dtype == jnp.float32`` and ``{np.float32: ...}[jnp.float32]`` work."""
+
+    def __eq__(cls, other):
+        return other is cls or other is cls.dtype.type or (
+            isinstance(other, _ScalarMeta) and other.dtype == cls.dtype)
+
+    def __ne__(cls, other):
+        return not cls.__eq__(other)
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'jaxlite.numpy.{cls.__name__}'>"
+
+    def __call__(cls, x):
+        if _scalar_constructor is None:
+            raise RuntimeError("jaxlite.numpy is not imported")
+        return _scalar_constructor(x, cls.dtype)
+
+
+def _scalar_type(name: str, np_type) -> type:
+    return _ScalarMeta(name, (), {
+        "dtype": np.dtype(np_type),
+        "__doc__": f"The ``{name}`` scalar type (``jax.numpy.{name}``): a dtype, and when "
+                   f"called, ``{name}(x)`` is ``jaxlite.numpy.asarray(x, {name})``.",
+        "__module__": __name__,
+    })
+
+
+bool_ = _scalar_type("bool_", np.bool_)
+int8, int16 = _scalar_type("int8", np.int8), _scalar_type("int16", np.int16)
+int32, int64 = _scalar_type("int32", np.int32), _scalar_type("int64", np.int64)
+uint8, uint16 = _scalar_type("uint8", np.uint8), _scalar_type("uint16", np.uint16)
+uint32, uint64 = _scalar_type("uint32", np.uint32), _scalar_type("uint64", np.uint64)
+float16, float32 = _scalar_type("float16", np.float16), _scalar_type("float32", np.float32)
+float64 = _scalar_type("float64", np.float64)
+bfloat16 = _scalar_type("bfloat16", ml_dtypes.bfloat16)
+complex64 = _scalar_type("complex64", np.complex64)
+complex128 = _scalar_type("complex128", np.complex128)
+
+
+def _to_dtype(x) -> np.dtype:
+    """np.dtype of a dtype-like (dtype, type, scalar type, name); TypeError otherwise."""
+    if isinstance(x, np.dtype):
+        return x
+    if isinstance(x, _ScalarMeta):
+        return x.dtype
+    try:
+        return np.dtype(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"Cannot interpret {x!r} as a data type: {e}") from None
+
+
+# ---- canonicalisation -----------------------------------------------------------------
 
 def x64_enabled() -> bool:
     return config.jax_enable_x64
@@ -50,19 +121,23 @@ def _canon(dt: np.dtype, x64: bool) -> np.dtype:
 
 
 def canonicalize_dtype(dtype) -> np.dtype:
-    """The dtype jaxlite stores for ``dtype``: 64-bit types narrowed unless x64 is on.
+    """The dtype jaxlite stores for ``dtype``: 64-bit types narrowed unless x64 is on
+    (``jax.dtypes.canonicalize_dtype``).  ``canonicalize_dtype(np.float64)`` is float32 with
+    x64 off.
 
     Raises TypeError for dtypes JAX does not support (strings, objects, datetimes).
     """
-    return _canon(np.dtype(dtype), config.jax_enable_x64)
+    if type(dtype) is not np.dtype:
+        dtype = _to_dtype(dtype)
+    return _canon(dtype, config.jax_enable_x64)
 
 
 def default_int_dtype() -> np.dtype:
-    return np.dtype(np.int64 if config.jax_enable_x64 else np.int32)
+    return _I64 if config.jax_enable_x64 else _I32
 
 
 def default_uint_dtype() -> np.dtype:
-    return np.dtype(np.uint64 if config.jax_enable_x64 else np.uint32)
+    return _U64 if config.jax_enable_x64 else _U32
 
 
 def default_float_dtype() -> np.dtype:
@@ -71,10 +146,6 @@ def default_float_dtype() -> np.dtype:
 
 def default_complex_dtype() -> np.dtype:
     return np.dtype(np.complex128 if config.jax_enable_x64 else np.complex64)
-
-
-# Python scalar types -> the weak "kind" node of the lattice.
-_WEAK_KIND = {int: "i*", float: "f*", complex: "c*"}
 
 
 def python_scalar_dtype(x) -> np.dtype:
@@ -90,27 +161,32 @@ def python_scalar_dtype(x) -> np.dtype:
     raise TypeError(f"{type(x).__name__} is not a Python scalar type")
 
 
+# ---- the lattice ----------------------------------------------------------------------
+
+# Weak kinds are the strings "i*", "f*", "c*"; every other node is a np.dtype.
+_WEAK_NODE = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+_PY_TYPE_NODE = {int: "i*", float: "f*", complex: "c*"}
+
+
 def _node(dt: np.dtype, weak: bool):
     if weak and dt != _BOOL:
-        return {"i": "i*", "u": "i*", "f": "f*", "V": "f*", "c": "c*"}[dt.kind] \
-            if dt != _BF16 else "f*"
+        return "f*" if dt == _BF16 else _WEAK_NODE[dt.kind]
     return dt
 
 
 def _build_lattice():
     d = np.dtype
-    b, u8, u16, u32, u64 = _BOOL, d(uint8), d(uint16), d(uint32), d(uint64)
-    i8, i16, i32, i64 = d(int8), d(int16), d(int32), d(int64)
-    f16, f32, f64, bf16 = d(float16), d(float32), d(float64), _BF16
-    c64, c128 = d(complex64), d(complex128)
+    b, u8, u16, u32, u64 = _BOOL, d(np.uint8), d(np.uint16), d(np.uint32), d(np.uint64)
+    i8, i16, i32, i64 = d(np.int8), d(np.int16), d(np.int32), d(np.int64)
+    f16, f32, f64, bf16 = d(np.float16), d(np.float32), d(np.float64), _BF16
+    c64, c128 = d(np.complex64), d(np.complex128)
     up = {
         b: ["i*"], "i*": [u8, i8], u8: [i16, u16], u16: [i32, u32], u32: [i64, u64],
         u64: ["f*"], i8: [i16], i16: [i32], i32: [i64], i64: ["f*"],
         "f*": [bf16, f16, "c*"], bf16: [f32], f16: [f32], f32: [f64, c64], f64: [c128],
         "c*": [c64], c64: [c128], c128: [],
     }
-    # upper[n] = every node reachable from n (including n).
-    upper = {}
+    upper = {}  # upper[n]: every node reachable from n, n included
 
     def reach(n):
         if n not in upper:
@@ -129,12 +205,18 @@ _UPPER = _build_lattice()
 
 
 @functools.lru_cache(maxsize=4096)
-def _lub(nodes: frozenset):
-    common = functools.reduce(lambda a, n: a & _UPPER[n], nodes, _UPPER[next(iter(nodes))])
+def _lub(nodes: frozenset, x64: bool):
+    """Least upper bound of lattice ``nodes``."""
+    it = iter(nodes)
+    common = _UPPER[next(it)]
+    for n in it:
+        common = common & _UPPER[n]
     for c in common:
         if _UPPER[c] == common:
+            if c == _I64 and not x64 and _I64 not in nodes:
+                return _I32  # uint32 with a signed type: int64 is not available
             return c
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable
 
 
 def _node_dtype(n) -> np.dtype:
@@ -144,67 +226,120 @@ def _node_dtype(n) -> np.dtype:
     return n
 
 
+# ---- result_type ----------------------------------------------------------------------
+
 def dtype_and_weak(x):
-    """(dtype, weak_type) of an operand: an array, a NumPy value, a Python scalar or a dtype."""
+    """(canonical dtype, weak_type) of an operand: an Array or tracer, a NumPy value, a
+    Python scalar, a dtype, a scalar type or a Python scalar type (int/float/complex are
+    weak).  Raises TypeError for anything else (lists, strings, objects)."""
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval.dtype, aval.weak_type
     if isinstance(x, (bool, int, float, complex)):
         return python_scalar_dtype(x), not isinstance(x, bool)
-    if isinstance(x, type) and x in _WEAK_KIND:
-        return python_scalar_dtype(x()), True
-    if hasattr(x, "dtype"):
+    if isinstance(x, type):
+        if x in _PY_TYPE_NODE:
+            return python_scalar_dtype(x()), True
+        if x is bool:
+            return _BOOL, False
+        return canonicalize_dtype(_to_dtype(x)), False
+    if isinstance(x, (np.ndarray, np.generic)):
         return canonicalize_dtype(x.dtype), False
-    return canonicalize_dtype(np.dtype(x)), False
+    if isinstance(x, (np.dtype, str)):
+        return canonicalize_dtype(x), False
+    if x is None:
+        return default_float_dtype(), False
+    raise TypeError(f"Cannot determine dtype of {x!r} (type {type(x).__name__}): expected an "
+                    f"array, a scalar or a dtype.")
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(pairs: tuple, x64: bool):
+    """pairs: tuple of (canonical dtype, weak).  Returns (dtype, weak)."""
+    first = pairs[0]
+    if all(p == first for p in pairs):
+        return first
+    node = _lub(frozenset(_node(d, w) for d, w in pairs), x64)
+    return _canon(_node_dtype(node), x64), isinstance(node, str)
 
 
 def _lattice_result(pairs):
     """pairs: iterable of (canonical dtype, weak).  Returns (dtype, weak)."""
-    pairs = list(pairs)
-    if len(pairs) == 1:
-        return pairs[0]
-    if len({p for p in pairs}) == 1:
-        return pairs[0]
-    node = _lub(frozenset(_node(d, w) for d, w in pairs))
-    return canonicalize_dtype(_node_dtype(node)), isinstance(node, str)
+    return _join(tuple(pairs), config.jax_enable_x64)
 
 
 def result_type_and_weak(*args):
     """Like ``result_type`` but also says whether the result is weakly typed."""
     if not args:
         raise ValueError("at least one array or dtype is required")
-    return _lattice_result(dtype_and_weak(a) for a in args)
+    if len(args) == 1:
+        return dtype_and_weak(args[0])
+    return _join(tuple([dtype_and_weak(a) for a in args]), config.jax_enable_x64)
 
 
 def result_type(*args, return_weak_type_flag: bool = False):
     """Dtype an operation on ``args`` produces (``jax.numpy.result_type``).
 
-    Args may be arrays, NumPy values, Python scalars, dtypes or Python scalar types.
-    Raises TypeError for unsupported dtypes.
+    Args may be arrays, NumPy values, Python scalars, dtypes, scalar types or Python scalar
+    types; Python scalars and ``int``/``float``/``complex`` are weak.  The result is
+    canonical (no 64-bit types with x64 off): ``result_type(jnp.int8, 1.0)`` is float32.
+
+    Raises ValueError with no arguments, TypeError for unsupported dtypes or non-array
+    arguments.
     """
     dt, weak = result_type_and_weak(*args)
     return (dt, weak) if return_weak_type_flag else dt
 
 
+def _promote_node(x):
+    if isinstance(x, type) and x in _PY_TYPE_NODE:
+        return _PY_TYPE_NODE[x]
+    dt = _to_dtype(x)
+    if dt not in _SUPPORTED:
+        raise TypeError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
+    return dt
+
+
 def promote_types(a, b) -> np.dtype:
-    """Strong promotion of two dtypes, no canonicalisation (``jax.numpy.promote_types``)."""
-    da, db = np.dtype(a), np.dtype(b)
-    for dt in (da, db):
-        if dt not in _SUPPORTED:
-            raise TypeError(f"JAX only supports number and bool dtypes, got dtype {dt}")
-    node = _lub(frozenset((da, db)))
-    return {"i*": np.dtype(np.int64), "f*": np.dtype(np.float64),
-            "c*": np.dtype(np.complex128)}.get(node, node) if isinstance(node, str) else node
+    """The dtype both ``a`` and ``b`` promote to (``jax.numpy.promote_types``).
+
+    Strong promotion of two dtypes, without canonicalisation: ``promote_types(int64, int8)``
+    is int64 even with x64 off.  ``int``/``float``/``complex`` count as weak.
+
+    Raises TypeError for dtypes JAX does not support.
+    """
+    node = _lub(frozenset((_promote_node(a), _promote_node(b))), config.jax_enable_x64)
+    if isinstance(node, str):
+        return {"i*": _I64, "f*": np.dtype(np.float64), "c*": np.dtype(np.complex128)}[node]
+    return node
 
 
-def issubdtype(a, b) -> bool:
-    """``jax.numpy.issubdtype``: understands bfloat16 as a floating type."""
-    if isinstance(a, np.dtype) or not isinstance(a, type):
-        a = np.dtype(a)
-    if a == _BF16:
-        return b in (np.floating, np.inexact, np.number, np.generic) or (
-            not isinstance(b, type) and np.dtype(b) == _BF16) or b is bfloat16
-    return np.issubdtype(a, b)
+# ---- dtype classes --------------------------------------------------------------------
+
+def _is_bf16(x) -> bool:
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x is ml_dtypes.bfloat16
+    try:
+        return np.dtype(x) == _BF16
+    except TypeError:
+        return False
+
+
+_BF16_SUPERS = (np.floating, np.inexact, np.number, np.generic)
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """Whether ``arg1`` is a subtype of ``arg2`` in NumPy's hierarchy, bfloat16 counting
+    as a floating type (``jax.numpy.issubdtype``).
+
+    ``issubdtype(jnp.bfloat16, np.floating)`` is True; ``issubdtype(jnp.bfloat16,
+    np.float16)`` is False.
+    """
+    a = arg1.dtype.type if isinstance(arg1, _ScalarMeta) else arg1
+    b = arg2.dtype.type if isinstance(arg2, _ScalarMeta) else arg2
+    if _is_bf16(a):
+        return b in _BF16_SUPERS or _is_bf16(b)
+    return bool(np.issubdtype(a, b))
 
 
 def is_float(dt) -> bool:
@@ -220,11 +355,34 @@ def is_int(dt) -> bool:
     return np.dtype(dt).kind in "iu"
 
 
-class finfo(ml_dtypes.finfo):
-    """Machine limits of a float dtype, bfloat16 included (``jax.numpy.finfo``)."""
+def _info_dtype(x) -> np.dtype:
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype) and not isinstance(x, type):
+        return dt
+    return _to_dtype(x)
 
 
-iinfo = ml_dtypes.iinfo
+def finfo(dtype):
+    """Machine limits of a floating dtype, bfloat16 included (``jax.numpy.finfo``).
+
+    Accepts a dtype, a scalar type or an array; complex dtypes give their real part's
+    limits.  Raises ValueError for integer and bool dtypes.
+    """
+    dt = _info_dtype(dtype)
+    if dt.kind == "c":
+        dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
+    if not is_float(dt):
+        raise ValueError(f"data type {dt.type} not inexact")
+    return ml_dtypes.finfo(dt)
+
+
+def iinfo(int_type):
+    """Machine limits of an integer dtype (``jax.numpy.iinfo``): ``.min``, ``.max``,
+    ``.bits``.  Raises ValueError for float and bool dtypes."""
+    dt = _info_dtype(int_type)
+    if dt.kind not in "iu":
+        raise ValueError(f"Invalid integer data type {dt.kind!r}.")
+    return ml_dtypes.iinfo(dt)
 
 
 def short_name(dt) -> str:

@@ -184,6 +184,14 @@ def convert_element_type(operand, new_dtype):
     return _convert(operand, new_dtype, False)
 
 
+def bitcast_convert_type(operand, new_dtype):
+    """The bits of ``operand`` reread as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
+    same-size dtypes keep the shape; a narrower dtype adds a last dimension, a wider one
+    consumes it.  Raises TypeError when the sizes do not fit."""
+    return _e.bitcast_convert_type_p.bind(operand,
+                                          new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
 def _convert(x, new_dtype, weak_type):
     if _is_scalar(x):
         x = scalar_as(x, new_dtype, weak_type) if not weak_type else x

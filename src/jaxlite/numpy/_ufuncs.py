@@ -1,492 +1,1066 @@
 """Elementwise functions of ``jaxlite.numpy`` (NumPy's ufuncs): promote, broadcast, bind.
 
-Each function mirrors the ``jax.numpy`` function of the same name: same promotion
-(JAX's lattice, weak Python scalars), same result dtype.  Non-array arguments (lists,
-strings) raise TypeError naming their position.
+Layer: numpy.  Each function mirrors the ``jax.numpy`` function of the same name: same
+promotion (JAX's lattice, weak Python scalars), same result dtype and weak type, same
+edge values (integer division by zero, NaN in maximum/minimum, -0.0).  Non-array
+arguments (lists, strings) raise TypeError naming their position; shapes that do not
+broadcast raise TypeError when the ranks agree (as ``lax`` does) and ValueError when they
+differ, as in JAX.
+
+Constants follow JAX's rule: a constant made "like x" is a weak Python scalar when x is a
+weakly typed scalar (rank 0), else a strongly typed value of x's dtype.  That rule is why,
+e.g., ``hypot(2.0, 3)`` is weakly typed but ``hypot(jnp.arange(2) + 0.5, 3.0)`` is not.
 """
 from __future__ import annotations
+
+import math
+import operator
 
 import numpy as np
 
 from .. import dtypes, lax
-from ._util import (PY_SCALARS, broadcast_args, check_arraylike, convert, promote_dtypes,
-                    promote_dtypes_inexact, public_names, shape_of)
+from ..core.array import ArrayImpl
+from ..core.trace import Tracer, get_aval
+from ._util import check_arraylike, convert, ensure_array, public_names
+
+_ARRAYS = (ArrayImpl, Tracer)
+_PY = (bool, int, float, complex)
+_BOOL = np.dtype(np.bool_)
+_I32 = np.dtype(np.int32)
 
 
-def _args(name, args, inexact=False):
+# ---- promotion and broadcasting ---------------------------------------------------------
+
+def _cast(x, dt, weak):
+    """``x`` as dtype ``dt`` / weak type ``weak`` (a weak-type change is a conversion too).
+
+    Python ints must fit the default integer type (OverflowError, as JAX's argument
+    parsing); within it they wrap like NumPy's ``astype`` (``int8 + 300`` is ``int8 + 44``).
+    """
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        if aval.dtype == dt and aval.weak_type == weak:
+            return x
+        return lax._convert(x, dt, weak)
+    t = type(x)
+    if t in _PY:
+        if t is int:
+            info = _INT_RANGE[dtypes.x64_enabled()]
+            if not info[0] <= x <= info[1]:
+                raise OverflowError(f"Python int {x} too large to convert to "
+                                    f"{dtypes.default_int_dtype().name}")
+        if weak:
+            return lax.scalar_as(x, dt, True)
+        return _strong(dt, x)
+    if weak and isinstance(x, (np.ndarray, np.generic)):
+        # a NumPy value meeting a weak type (np.int8(3) + 2.0): the result stays weak
+        return lax._convert(ensure_array(x), dt, True)
+    return convert(x, dt, weak)
+
+
+_INT_RANGE = {False: (-2 ** 31, 2 ** 31 - 1), True: (-2 ** 63, 2 ** 63 - 1)}
+
+
+def _promote(name, args, kind=None):
+    """Checks ``args`` and converts them to their common dtype (JAX's lattice).
+
+    kind: None, "inexact" (integers/bools go to the default float), or "numeric" (bools
+    go to the default int).  Returns (converted args, dtype).
+    """
     check_arraylike(name, *args)
-    args = promote_dtypes_inexact(*args) if inexact else promote_dtypes(*args)
-    return broadcast_args(*args)
+    dt, weak = dtypes.result_type_and_weak(*args)
+    if kind is not None:
+        if kind == "inexact":
+            if not dtypes.is_inexact(dt):
+                dt = _INEXACT_OF_WIDTH[dt.itemsize == 8]()
+        elif dt == _BOOL:
+            dt = dtypes.default_int_dtype()
+    return [_cast(a, dt, weak) for a in args], dt
 
 
-def _one(name, fn, inexact=False, doc=None):
+# JAX's inexact type of a bool/integer type: float64 for 64-bit types, else float32
+# (canonicalised: with x64 off there are no 64-bit integers).
+_INEXACT_OF_WIDTH = {False: lambda: np.dtype(np.float32),
+                     True: lambda: dtypes.canonicalize_dtype(np.float64)}
+
+
+def _shape(x):
+    return getattr(x, "shape", ())
+
+
+def _broadcast(name, args, always_value_error=False):
+    """Broadcasts ``args`` to one shape by NumPy's rules; rank-0 operands stay as they are
+    (the elementwise primitives broadcast them).  Incompatible shapes raise TypeError when
+    the ranks agree (what the lax op says in JAX), else ValueError (JAX's rank promotion);
+    ``where`` broadcasts first and always raises ValueError."""
+    shapes = [_shape(a) for a in args]
+    ranks = {len(s) for s in shapes if s}
+    out = []
+    for dims in zip(*[(1,) * (max(ranks) - len(s)) + tuple(s) for s in shapes if s]):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            got = ", ".join(str(tuple(s)) for s in shapes)
+            if len(ranks) == 1 and not always_value_error:
+                raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes=[{got}]")
+        out.append(big.pop() if big else 1)
+    shape = tuple(out)
+    from ._util import broadcast_to_shape
+    return [a if s == shape or not s else broadcast_to_shape(a, shape)
+            for a, s in zip(args, shapes)]
+
+
+def _args2(name, x1, x2, kind=None):
+    (x1, x2), dt = _promote(name, (x1, x2), kind)
+    s1, s2 = _shape(x1), _shape(x2)
+    if s1 != s2 and s1 and s2:
+        x1, x2 = _broadcast(name, (x1, x2))
+    return x1, x2, dt
+
+
+def _arr(x):
+    """``x`` as an Array (or tracer): for functions that return their input unchanged."""
+    return x if isinstance(x, _ARRAYS) else ensure_array(x)
+
+
+def _unary(name, fn, kind=None, doc=None):
     def f(x, /):
-        (x,) = _args(name, (x,), inexact)
-        if isinstance(x, PY_SCALARS) or isinstance(x, (np.ndarray, np.generic)):
-            from ._util import ensure_array
-            x = ensure_array(x)
-        return fn(x)
+        (x,), dt = _promote(name, (x,), kind)
+        return fn(x, dt)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc or (f"Elementwise ``{name}`` (``jax.numpy.{name}``).  Integer inputs "
-                        f"{'become the default float dtype' if inexact else 'keep their dtype'};"
-                        f" the shape is unchanged.")
+    f.__doc__ = doc or (
+        f"Elementwise ``{name}`` (``jax.numpy.{name}``); the shape is unchanged.  "
+        + ("Integer and bool inputs become the default float dtype.  " if kind == "inexact"
+           else "")
+        + "Raises TypeError for non-array arguments and dtypes the operation lacks.")
     return f
 
 
-def _two(name, fn, inexact=False, doc=None):
+def _binary(name, fn, kind=None, doc=None):
     def f(x1, x2, /):
-        x1, x2 = _args(name, (x1, x2), inexact)
-        if isinstance(x1, PY_SCALARS + (np.ndarray, np.generic)) and \
-                isinstance(x2, PY_SCALARS + (np.ndarray, np.generic)):
-            from ._util import ensure_array
-            x1 = ensure_array(x1)
-        return fn(x1, x2)
+        x1, x2, dt = _args2(name, x1, x2, kind)
+        return fn(x1, x2, dt)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc or (f"Elementwise ``{name}`` with NumPy broadcasting and JAX type "
-                        f"promotion (``jax.numpy.{name}``).  Raises ValueError for shapes "
-                        f"that do not broadcast, TypeError for non-array arguments.")
+    f.__doc__ = doc or (
+        f"Elementwise ``{name}`` with NumPy broadcasting and JAX type promotion "
+        f"(``jax.numpy.{name}``).  "
+        + ("Integer and bool inputs become the default float dtype.  " if kind == "inexact"
+           else "")
+        + "Raises TypeError for non-array arguments, TypeError/ValueError for shapes that "
+          "do not broadcast.")
     return f
 
 
-# ---- arithmetic ---------------------------------------------------------------------
+# ---- constants ------------------------------------------------------------------------
 
-add = _two("add", lambda a, b: lax.bitwise_or(a, b) if _is_bool(a) else lax.add(a, b))
-subtract = _two("subtract", lambda a, b: _no_bool("subtract", a) or lax.sub(a, b))
-multiply = _two("multiply", lambda a, b: lax.bitwise_and(a, b) if _is_bool(a)
-                else lax.mul(a, b))
-true_divide = _two("true_divide", lax.div, inexact=True)
-divide = true_divide
-negative = _one("negative", lambda x: _no_bool("negative", x) or lax.neg(x))
-positive = _one("positive", lambda x: x)
-
-
-def _is_bool(x):
-    return np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype) == np.bool_
+def _const(x, v):
+    """``v`` typed like ``x``: weak Python scalar when ``x`` is a weak rank-0 value, else a
+    strongly typed NumPy scalar of x's dtype."""
+    a = get_aval(x)
+    if a.weak_type and not a.shape:
+        return lax.scalar_as(v, a.dtype, True)
+    return _strong(a.dtype, v)
 
 
-def _no_bool(name, x):
-    if _is_bool(x):
-        raise TypeError(f"jaxlite.numpy.{name} does not accept boolean arguments; use "
-                        f"logical_xor / logical_not instead.")
-    return None
+def _lit(x, v):
+    """``v`` as a Python literal would meet ``x`` in an operator (``x - 1``): x's dtype,
+    weak when ``x`` is weak."""
+    a = get_aval(x)
+    return lax.scalar_as(v, a.dtype, a.weak_type)
 
 
-def _floor_divide(a, b):
-    dt = np.dtype(a.dtype)
-    if dt.kind in "iu":
+def _strong(dt, v):
+    """A strongly typed NumPy scalar ``v`` of dtype ``dt``."""
+    if isinstance(v, complex) and np.dtype(dt).kind != "c":
+        v = v.real
+    with np.errstate(all="ignore"):
+        return np.asarray(v).astype(dt)
+
+
+def _full_like(x, v, dtype=None):
+    """An array of ``x``'s shape filled with ``v``: keeps ``x``'s weak type when ``dtype``
+    is None (``lax.full_like``)."""
+    a = get_aval(x)
+    if dtype is None:
+        c = lax.scalar_as(v, a.dtype, a.weak_type)
+    else:
+        c = _strong(dtype, v)
+    c = ensure_array(c)
+    return lax.broadcast_in_dim(c, a.shape, ()) if a.shape else c
+
+
+def _kind(dt):
+    """'b' bool, 'i' signed, 'u' unsigned, 'f' floating (bfloat16 too), 'c' complex."""
+    if dt == _BOOL:
+        return "b"
+    return "f" if dtypes.is_float(dt) else dt.kind
+
+
+def _dtype_name(dt):
+    return "bfloat16" if dt == dtypes._BF16 else np.dtype(dt).name
+
+
+# ---- arithmetic -----------------------------------------------------------------------
+
+def _add(a, b, dt):
+    return lax.bitwise_or(a, b) if dt == _BOOL else lax.add(a, b)
+
+
+def _subtract(a, b, dt):
+    if dt == _BOOL:
+        raise TypeError("subtract does not accept dtype bool: JAX does not subtract "
+                        "booleans (use logical_xor, or convert to an integer type first).")
+    return lax.sub(a, b)
+
+
+def _multiply(a, b, dt):
+    return lax.bitwise_and(a, b) if dt == _BOOL else lax.mul(a, b)
+
+
+add = _binary("add", _add)
+subtract = _binary("subtract", _subtract)
+multiply = _binary("multiply", _multiply)
+true_divide = _binary("true_divide", lambda a, b, dt: lax.div(a, b), "inexact")
+divide = _binary("divide", lambda a, b, dt: lax.div(a, b), "inexact")
+
+
+def _negative(x, dt):
+    if dt == _BOOL:
+        raise TypeError("negative does not accept dtype bool (use logical_not).")
+    return lax.neg(x)
+
+
+negative = _unary("negative", _negative)
+positive = _unary("positive", lambda x, dt: _arr(x))
+reciprocal = _unary("reciprocal", lambda x, dt: lax.integer_pow(x, -1), "inexact")
+
+
+def _no_complex(name, dt):
+    if dt.kind == "c":
+        raise TypeError(f"{name} does not support complex-valued inputs (got "
+                        f"{_dtype_name(dt)}).")
+
+
+def _floor_divide(a, b, dt):
+    _no_complex("floor_divide", dt)
+    k = _kind(dt)
+    if k == "u":
+        return lax.div(a, b)
+    if k == "i":
         q = lax.div(a, b)
-        if dt.kind == "u":
-            return q
-        # round toward -inf: subtract one where the signs differ and there is a remainder
-        r = lax.rem(a, b)
-        fix = lax.bitwise_and(lax.ne(r, _zero(r)), lax.ne(lax.lt(r, _zero(r)),
-                                                          lax.lt(b, _zero(b))))
-        return lax.select(fix, lax.sub(q, _one_like(q)), q)
-    if dt == np.bool_:
-        raise TypeError("floor_divide does not accept boolean arguments")
-    return lax.floor(lax.div(a, b))
+        # truncation -> floor: one less where the signs differ and the division is inexact
+        fix = lax.bitwise_and(lax.ne(lax.sign(a), lax.sign(b)),
+                              lax.ne(lax.rem(a, b), _const(a, 0)))
+        return where(fix, lax.sub(q, _lit(q, 1)), q)
+    return _float_divmod(a, b)[0]
 
 
-def _zero(x):
-    return lax.scalar_as(0, x.dtype, x.weak_type)
+def _float_divmod(a, b):
+    """Python's float divmod: the remainder takes the divisor's sign, the quotient is the
+    rounded floor of the exact quotient."""
+    mod = lax.rem(a, b)
+    exact = where(lax.eq(b, _const(b, 0)), a, lax.sub(a, mod))
+    div = lax.div(exact, b)
+    fix = lax.bitwise_and(lax.ne(mod, _const(mod, 0)), lax.ne(lax.sign(b), lax.sign(mod)))
+    mod = lax.select(fix, lax.add(mod, b), mod)
+    div = lax.select(fix, lax.sub(div, _lit(div, 1)), div)
+    return lax.round(div), mod
 
 
-def _one_like(x):
-    return lax.scalar_as(1, x.dtype, x.weak_type)
+floor_divide = _binary("floor_divide", _floor_divide, "numeric")
 
 
-floor_divide = _two("floor_divide", _floor_divide)
+def _safe_int_divisor(b, dt):
+    """Integer divisors with 0 replaced by 1 (JAX's remainder/fmod give 0 for x % 0)."""
+    return where(lax.eq(b, _const(b, 0)), _full_like(b, 1), b) if _kind(dt) in "iu" else b
 
 
-def _remainder(a, b):
-    dt = np.dtype(a.dtype)
-    if dt == np.bool_:
-        raise TypeError("remainder does not accept boolean arguments")
+def _remainder(a, b, dt):
+    _no_complex("remainder", dt)
+    b = _safe_int_divisor(b, dt)
+    zero = _strong(dt, 0)
     r = lax.rem(a, b)
-    if dt.kind == "u":
-        return r
-    # Python/NumPy sign convention: the result takes the sign of the divisor
-    fix = lax.bitwise_and(lax.ne(r, _zero(r)), lax.ne(lax.lt(r, _zero(r)), lax.lt(b, _zero(b))))
+    # NumPy/Python convention: a nonzero remainder takes the divisor's sign
+    fix = lax.bitwise_and(lax.ne(lax.lt(r, zero), lax.lt(b, zero)), lax.ne(r, zero))
     return lax.select(fix, lax.add(r, b), r)
 
 
-remainder = _two("remainder", _remainder)
-mod = remainder
-fmod = _two("fmod", lax.rem)
+remainder = _binary("remainder", _remainder, "numeric")
+mod = _binary("mod", _remainder, "numeric")
+
+
+def fmod(x1, x2, /):
+    """Remainder of truncated division, with the dividend's sign (``jax.numpy.fmod``).
+
+    Integer ``x % 0`` is 0 (bools promote to int and keep ``x % 0 == x``, as JAX).  Raises
+    TypeError for complex inputs."""
+    check_arraylike("fmod", x1, x2)
+    was_int = _kind(dtypes.result_type(x1, x2)) in "iu"
+    a, b, dt = _args2("fmod", x1, x2, "numeric")
+    _no_complex("fmod", dt)
+    return lax.rem(a, _safe_int_divisor(b, dt) if was_int else b)
 
 
 def divmod(x1, x2, /):
-    """``(floor_divide(x1, x2), remainder(x1, x2))`` (``jax.numpy.divmod``)."""
-    return floor_divide(x1, x2), remainder(x1, x2)
+    """``(floor_divide(x1, x2), remainder(x1, x2))`` in one pass (``jax.numpy.divmod``).
+
+    Raises TypeError for complex inputs and non-array arguments."""
+    a, b, dt = _args2("divmod", x1, x2, "numeric")
+    _no_complex("divmod", dt)
+    if _kind(dt) in "iu":
+        return _floor_divide(a, b, dt), _remainder(a, b, dt)
+    return _float_divmod(a, b)
 
 
-def _int_pow(x, y):
-    # y is a traced/array integer exponent: square-and-multiply over the exponent's bits.
-    nbits = np.dtype(y.dtype).itemsize * 8
-    acc = lax.select(lax.ge(y, _zero(y)), lax.broadcast_in_dim(_one_like(x), x.shape, ())
-                     if x.shape else _one_like(x), _zero_arr(x))
-    base, e = x, y
-    for _ in range(nbits):
-        bit = lax.ne(lax.bitwise_and(e, _one_like(e)), _zero(e))
-        acc = lax.select(bit, lax.mul(acc, base), acc)
+def _static_int(x):
+    """The Python int of a concrete integer scalar exponent, or None."""
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (np.ndarray, ArrayImpl)) and x.shape == () and \
+            _kind(dtypes.canonicalize_dtype(x.dtype)) in "iub":
+        return operator.index(x.item() if isinstance(x, np.ndarray) else int(x))
+    return None
+
+
+def _int_power(base, e):
+    """``base ** e`` for integer arrays: square-and-multiply over the low 6 bits of ``e``
+    (any larger exponent overflows every base but 0 and +-1, whose powers only depend on
+    those bits), as JAX does.  ``0 ** e`` is 0 for ``e != 0``."""
+    dt = get_aval(e).dtype
+    zero, one = _strong(dt, 0), _strong(dt, 1)
+    acc = where(lax.bitwise_and(lax.eq(base, zero), lax.ne(e, zero)), zero, one)
+    for _ in range(6):
+        acc = where(lax.ne(lax.bitwise_and(e, one), zero), lax.mul(acc, base), acc)
         base = lax.mul(base, base)
-        e = lax.shift_right_logical(e, _one_like(e))
+        e = lax.shift_right_logical(e, one)
     return acc
 
 
-def _zero_arr(x):
-    return lax.broadcast_in_dim(_zero(x), x.shape, ()) if x.shape else _zero(x)
-
-
 def power(x1, x2, /):
-    """``x1 ** x2`` elementwise (``jax.numpy.power``).  A static Python int exponent uses
-    repeated multiplication (exact for integers); integer arrays raise to integer powers."""
+    """``x1 ** x2`` elementwise (``jax.numpy.power``).
+
+    A concrete integer exponent (Python int, NumPy integer, concrete rank-0 integer array)
+    uses repeated multiplication (``lax.integer_pow``): exact for integers, and integer
+    bases with a negative one raise TypeError.  Integer arrays raised to integer arrays use
+    square-and-multiply; otherwise both are promoted and ``lax.pow`` is used.
+    """
     check_arraylike("power", x1, x2)
-    if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, PY_SCALARS):
-        (a,) = _args("power", (x1,))
-        if np.dtype(a.dtype).kind in "iu" and x2 < 0:
-            raise ValueError("Integers cannot be raised to negative integer powers.")
-        return lax.integer_pow(a, x2)
-    a, b = _args("power", (x1, x2))
-    if np.dtype(a.dtype).kind in "iub":
-        if np.dtype(a.dtype) == np.bool_:
-            a, b = convert(a, np.int32), convert(b, np.int32)
-        from ._util import ensure_array
-        a, b = ensure_array(a), ensure_array(b)
-        a, b = broadcast_args(a, b)
-        if a.shape != b.shape:
-            a = lax.broadcast_in_dim(a, b.shape, ()) if not a.shape else a
-            b = lax.broadcast_in_dim(b, a.shape, ()) if not b.shape else b
-        return _int_pow(a, b)
+    n = _static_int(x2)
+    if n is not None:
+        (a,), dt = _promote("power", (x1,), "numeric")
+        if _kind(dt) in "iu" and n < 0:
+            raise TypeError(f"Integers cannot be raised to negative powers, got "
+                            f"integer_pow({get_aval(a).str_short()}, {n})")
+        return lax.integer_pow(a, n)
+    a, b, dt = _args2("power", x1, x2, "numeric")
+    if _kind(dt) in "iu":
+        return _int_power(a, b)
     return lax.pow(a, b)
 
 
 pow = power
 
 
-def float_power(x1, x2, /):
-    """``x1 ** x2`` computed in the widest float type (``jax.numpy.float_power``)."""
-    x1, x2 = _args("float_power", (x1, x2), inexact=True)
-    return lax.pow(x1, x2)
+def float_power(x, y, /):
+    """``x ** y`` with both promoted to an inexact dtype (``jax.numpy.float_power``).
+    Unlike NumPy the result is not widened to float64."""
+    a, b, _ = _args2("float_power", x, y, "inexact")
+    return lax.pow(a, b)
 
 
-maximum = _two("maximum", lax.max)
-minimum = _two("minimum", lax.min)
+def _maximum(a, b, dt):
+    return lax.max(a, b)
 
 
-def _fmax(a, b):
-    return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.max(a, b))) \
-        if dtypes.is_inexact(a.dtype) else lax.max(a, b)
+maximum = _binary("maximum", _maximum)
+minimum = _binary("minimum", lambda a, b, dt: lax.min(a, b))
 
 
-def _fmin(a, b):
-    return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.min(a, b))) \
-        if dtypes.is_inexact(a.dtype) else lax.min(a, b)
+def _fmax(a, b, dt):
+    # a wins where it is larger or b is NaN; ties (0.0 vs -0.0 too) go to b
+    return where(lax.bitwise_or(lax.gt(a, b), lax.ne(b, b)), a, b)
 
 
-fmax = _two("fmax", _fmax)
-fmin = _two("fmin", _fmin)
+def _fmin(a, b, dt):
+    return where(lax.bitwise_or(lax.lt(a, b), lax.ne(b, b)), a, b)
+
+
+fmax = _binary("fmax", _fmax, doc="Elementwise maximum ignoring NaN: a NaN loses to a "
+               "number (``jax.numpy.fmax``).  Same promotion and errors as ``maximum``.")
+fmin = _binary("fmin", _fmin, doc="Elementwise minimum ignoring NaN: a NaN loses to a "
+               "number (``jax.numpy.fmin``).  Same promotion and errors as ``minimum``.")
 
 # ---- comparisons & logic ------------------------------------------------------------
 
-equal = _two("equal", lax.eq)
-not_equal = _two("not_equal", lax.ne)
-less = _two("less", lax.lt)
-less_equal = _two("less_equal", lax.le)
-greater = _two("greater", lax.gt)
-greater_equal = _two("greater_equal", lax.ge)
+equal = _binary("equal", lambda a, b, dt: lax.eq(a, b))
+not_equal = _binary("not_equal", lambda a, b, dt: lax.ne(a, b))
+less = _binary("less", lambda a, b, dt: lax.lt(a, b))
+less_equal = _binary("less_equal", lambda a, b, dt: lax.le(a, b))
+greater = _binary("greater", lambda a, b, dt: lax.gt(a, b))
+greater_equal = _binary("greater_equal", lambda a, b, dt: lax.ge(a, b))
 
 
 def _to_bool(x):
-    return x if np.dtype(x.dtype) == np.bool_ else lax.ne(x, _zero(x))
+    """``x != 0`` (weak stays weak), or ``x`` itself when already bool."""
+    if get_aval(x).dtype == _BOOL:
+        return x
+    return lax.ne(x, _const(x, 0))
 
 
-logical_and = _two("logical_and", lambda a, b: lax.bitwise_and(_to_bool(a), _to_bool(b)))
-logical_or = _two("logical_or", lambda a, b: lax.bitwise_or(_to_bool(a), _to_bool(b)))
-logical_xor = _two("logical_xor", lambda a, b: lax.bitwise_xor(_to_bool(a), _to_bool(b)))
-logical_not = _one("logical_not", lambda x: lax.bitwise_not(_to_bool(x)))
+def _logical(name, op):
+    def f(x1, x2, /):
+        (a, b), _ = _promote(name, (x1, x2))
+        a, b = _to_bool(a), _to_bool(b)
+        sa, sb = _shape(a), _shape(b)
+        if sa != sb and sa and sb:
+            a, b = _broadcast(name, (a, b))
+        return op(a, b)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"Elementwise ``{name}`` of the truth values (nonzero is True) "
+                 f"(``jax.numpy.{name}``); bool result, NumPy broadcasting.")
+    return f
 
-bitwise_and = _two("bitwise_and", lax.bitwise_and)
-bitwise_or = _two("bitwise_or", lax.bitwise_or)
-bitwise_xor = _two("bitwise_xor", lax.bitwise_xor)
-bitwise_not = _one("bitwise_not", lax.bitwise_not)
-invert = bitwise_not
-bitwise_invert = bitwise_not
-left_shift = _two("left_shift", lax.shift_left)
-bitwise_left_shift = left_shift
+
+logical_and = _logical("logical_and", lax.bitwise_and)
+logical_or = _logical("logical_or", lax.bitwise_or)
+logical_xor = _logical("logical_xor", lax.bitwise_xor)
 
 
-def _right_shift(a, b):
-    if np.dtype(a.dtype).kind == "u":
+def logical_not(x, /):
+    """Elementwise NOT of the truth value (``jax.numpy.logical_not``); bool result."""
+    check_arraylike("logical_not", x)
+    return lax.bitwise_not(_to_bool(x))
+
+
+def _integral_only(name, dt, numeric=False):
+    if _kind(dt) not in "iub":
+        raise TypeError(f"{name} does not accept dtype {_dtype_name(dt)}. Accepted dtypes "
+                        f"are subtypes of integer{'' if numeric else ', bool'}.")
+
+
+def _bitwise(name, op):
+    def fn(a, b, dt):
+        _integral_only(name, dt)
+        return op(a, b)
+    return _binary(name, fn)
+
+
+bitwise_and = _bitwise("bitwise_and", lax.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", lax.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", lax.bitwise_xor)
+
+
+def _bitwise_not(x, dt):
+    _integral_only("bitwise_not", dt)
+    return lax.bitwise_not(x)
+
+
+bitwise_not = _unary("bitwise_not", _bitwise_not)
+invert = _unary("invert", _bitwise_not)
+bitwise_invert = _unary("bitwise_invert", _bitwise_not)
+
+
+def _left_shift(a, b, dt):
+    _integral_only("left_shift", dt, True)
+    return lax.shift_left(a, b)
+
+
+def _right_shift(a, b, dt):
+    _integral_only("right_shift", dt, True)
+    if _kind(dt) == "u":
         return lax.shift_right_logical(a, b)
     return lax.shift_right_arithmetic(a, b)
 
 
-right_shift = _two("right_shift", _right_shift)
-bitwise_right_shift = right_shift
+left_shift = _binary("left_shift", _left_shift, "numeric")
+bitwise_left_shift = _binary("bitwise_left_shift", _left_shift, "numeric")
+right_shift = _binary("right_shift", _right_shift, "numeric")
+bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "numeric")
+
+
+def _bitwise_count(x, dt):
+    _integral_only("bitwise_count", dt, True)
+    if _kind(dt) == "i":
+        x = lax.abs(x)   # NumPy counts the bits of the magnitude
+    return lax.convert_element_type(lax.population_count(x), np.uint8)
+
+
+bitwise_count = _unary(
+    "bitwise_count", _bitwise_count, "numeric",
+    doc="Number of 1 bits in ``|x|`` (``jax.numpy.bitwise_count``); uint8 result.  "
+        "Raises TypeError for inexact dtypes.")
 
 # ---- exponentials, logs, trig -------------------------------------------------------
 
-exp = _one("exp", lax.exp, inexact=True)
-exp2 = _one("exp2", lax.exp2, inexact=True)
-expm1 = _one("expm1", lax.expm1, inexact=True)
-log = _one("log", lax.log, inexact=True)
-log1p = _one("log1p", lax.log1p, inexact=True)
-log2 = _one("log2", lambda x: lax.div(lax.log(x), _const(np.log(2), x)), inexact=True)
-log10 = _one("log10", lambda x: lax.div(lax.log(x), _const(np.log(10), x)), inexact=True)
-sin = _one("sin", lax.sin, inexact=True)
-cos = _one("cos", lax.cos, inexact=True)
-tan = _one("tan", lax.tan, inexact=True)
-arcsin = _one("arcsin", lax.asin, inexact=True)
-arccos = _one("arccos", lax.acos, inexact=True)
-arctan = _one("arctan", lax.atan, inexact=True)
-sinh = _one("sinh", lax.sinh, inexact=True)
-cosh = _one("cosh", lax.cosh, inexact=True)
-tanh = _one("tanh", lax.tanh, inexact=True)
-arcsinh = _one("arcsinh", lax.asinh, inexact=True)
-arccosh = _one("arccosh", lax.acosh, inexact=True)
-arctanh = _one("arctanh", lax.atanh, inexact=True)
-asin, acos, atan = arcsin, arccos, arctan
-asinh, acosh, atanh = arcsinh, arccosh, arctanh
-arctan2 = _two("arctan2", lax.atan2, inexact=True)
-atan2 = arctan2
-sqrt = _one("sqrt", lax.sqrt, inexact=True)
-cbrt = _one("cbrt", lax.cbrt, inexact=True)
-square = _one("square", lax.square)
+
+def _lax_unary(name, op):
+    return _unary(name, lambda x, dt: op(x), "inexact")
 
 
-def _const(v, x):
-    """Python scalar ``v`` typed like ``x`` (weak when ``x`` is)."""
-    return lax.scalar_as(v, x.dtype, x.weak_type)
+exp = _lax_unary("exp", lax.exp)
+expm1 = _lax_unary("expm1", lax.expm1)
+log = _lax_unary("log", lax.log)
+log1p = _lax_unary("log1p", lax.log1p)
+sin = _lax_unary("sin", lax.sin)
+cos = _lax_unary("cos", lax.cos)
+tan = _lax_unary("tan", lax.tan)
+arcsin = _lax_unary("arcsin", lax.asin)
+arccos = _lax_unary("arccos", lax.acos)
+arctan = _lax_unary("arctan", lax.atan)
+sinh = _lax_unary("sinh", lax.sinh)
+cosh = _lax_unary("cosh", lax.cosh)
+tanh = _lax_unary("tanh", lax.tanh)
+arcsinh = _lax_unary("arcsinh", lax.asinh)
+arccosh = _lax_unary("arccosh", lax.acosh)
+arctanh = _lax_unary("arctanh", lax.atanh)
+asin = _lax_unary("asin", lax.asin)
+acos = _lax_unary("acos", lax.acos)
+atan = _lax_unary("atan", lax.atan)
+asinh = _lax_unary("asinh", lax.asinh)
+acosh = _lax_unary("acosh", lax.acosh)
+atanh = _lax_unary("atanh", lax.atanh)
+sqrt = _lax_unary("sqrt", lax.sqrt)
+cbrt = _lax_unary("cbrt", lax.cbrt)
 
 
-def _reciprocal(x):
-    return lax.div(_const(1, x), x)
+def _exp2(x, dt):
+    if _kind(dt) == "c":
+        return lax.exp(lax.mul(x, _const(x, math.log(2))))
+    return lax.exp2(x)
 
 
-reciprocal = _one("reciprocal", _reciprocal)
+exp2 = _unary("exp2", _exp2, "inexact")
 
 
-def _deg2rad(x):
-    return lax.mul(x, _const(np.pi / 180, x))
+def _log_base(base):
+    def fn(x, dt):
+        ln_b = math.log(base)
+        lx = lax.log(x)
+        if _kind(dt) == "c":
+            rdt = get_aval(lax.real(lx)).dtype
+            c = _strong(rdt, ln_b)
+            return lax.complex(lax.div(lax.real(lx), c), lax.div(lax.imag(lx), c))
+        return lax.div(lx, _strong(dt, ln_b))
+    return fn
 
 
-def _rad2deg(x):
-    return lax.mul(x, _const(180 / np.pi, x))
+log2 = _unary("log2", _log_base(2), "inexact")
+log10 = _unary("log10", _log_base(10), "inexact")
 
 
-deg2rad = _one("deg2rad", _deg2rad, inexact=True)
-radians = _one("radians", _deg2rad, inexact=True)
-rad2deg = _one("rad2deg", _rad2deg, inexact=True)
-degrees = _one("degrees", _rad2deg, inexact=True)
+def _arctan2(a, b, dt):
+    return lax.atan2(a, b)
 
 
-def _hypot(a, b):
+arctan2 = _binary("arctan2", _arctan2, "inexact")
+atan2 = _binary("atan2", _arctan2, "inexact")
+
+square = _unary("square", lambda x, dt: lax.square(x), "numeric")
+
+deg2rad = _unary("deg2rad", lambda x, dt: lax.mul(x, _const(x, math.pi / 180)), "inexact")
+radians = _unary("radians", lambda x, dt: lax.mul(x, _const(x, math.pi / 180)), "inexact")
+rad2deg = _unary("rad2deg", lambda x, dt: lax.mul(x, _const(x, 180 / math.pi)), "inexact")
+degrees = _unary("degrees", lambda x, dt: lax.mul(x, _const(x, 180 / math.pi)), "inexact")
+
+
+def _hypot(a, b, dt):
+    if _kind(dt) == "c":
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs; convert "
+                         "to real values first, e.g. with abs(x).")
     a, b = lax.abs(a), lax.abs(b)
-    big, small = lax.max(a, b), lax.min(a, b)
-    safe = lax.select(lax.eq(big, _const(0, big)), _const(1, big), big)
-    r = lax.div(small, safe)
-    out = lax.mul(big, lax.sqrt(lax.add(_const(1, r), lax.mul(r, r))))
-    return lax.select(lax.eq(big, _const(0, big)), big, out)
+    inf = lax.bitwise_or(_isposinf(a, dt), _isposinf(b, dt))
+    big, small = maximum(a, b), minimum(a, b)
+    zero = lax.eq(big, _const(big, 0))
+    ratio = lax.div(small, where(zero, _full_like(big, 1), big))
+    out = where(zero, big, lax.mul(big, lax.sqrt(add(1, lax.square(ratio)))))
+    return where(inf, _const(out, np.inf), out)
 
 
-hypot = _two("hypot", _hypot, inexact=True)
+hypot = _binary("hypot", _hypot, "inexact",
+                doc="``sqrt(x1**2 + x2**2)`` without overflow (``jax.numpy.hypot``); inf "
+                    "if either is infinite.  Raises ValueError for complex inputs.")
 
 
-def _logaddexp(a, b):
-    amax = lax.max(a, b)
+def _logaddexp_base(a, b, dt, base):
+    """``log_base(base**a + base**b)`` as ``max + log_base(1 + base**(min - max))``."""
+    exp_b = lax.exp if base == "e" else lax.exp2
+    big = lax.max(a, b)
+    scale = None if base == "e" else _const(big, 1 / math.log(2))
+
+    def log1p_b(v):
+        out = lax.log1p(v)
+        return out if scale is None else lax.mul(scale, out)
+
+    if _kind(dt) == "c":
+        # (a + b) - 2 max is min - max, and NaN when an infinity is involved
+        delta = lax.sub(lax.add(a, b), lax.mul(big, _const(big, 2)))
+        out = lax.add(big, log1p_b(exp_b(delta)))
+        period = math.pi if base == "e" else math.pi / math.log(2)
+        im = lax.imag(out)
+        # the imaginary part wrapped into [-period, period)
+        im = lax.sub(_remainder(lax.add(im, _const(im, period)), _const(im, 2 * period),
+                                get_aval(im).dtype), _const(im, period))
+        return lax.complex(lax.real(out), im)
     delta = lax.sub(a, b)
-    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    # inf - inf is nan: fall back to amax where delta is nan (both infinite, same sign)
+    out = lax.add(big, log1p_b(exp_b(lax.neg(lax.abs(delta)))))
+    # delta is NaN when both are infinite with one sign (or one is NaN): a + b is right
     return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
-logaddexp = _two("logaddexp", _logaddexp, inexact=True)
+def _logaddexp(a, b, dt):
+    return _logaddexp_base(a, b, dt, "e")
 
 
-def _logaddexp2(a, b):
-    ln2 = _const(np.log(2), a)
-    return lax.div(_logaddexp(lax.mul(a, ln2), lax.mul(b, ln2)), ln2)
+def _logaddexp2(a, b, dt):
+    return _logaddexp_base(a, b, dt, 2)
 
 
-logaddexp2 = _two("logaddexp2", _logaddexp2, inexact=True)
+logaddexp = _binary("logaddexp", _logaddexp, "inexact",
+                    doc="``log(exp(x1) + exp(x2))`` without overflow (``jax.numpy."
+                        "logaddexp``).")
+logaddexp2 = _binary("logaddexp2", _logaddexp2, "inexact",
+                     doc="``log2(2**x1 + 2**x2)`` without overflow (``jax.numpy."
+                         "logaddexp2``).")
 
 
-def _copysign(a, b):
-    return lax.select(lax.bitwise_or(lax.lt(b, _const(0, b)),
-                                     lax.bitwise_and(lax.eq(b, _const(0, b)),
-                                                     lax.lt(lax.div(_const(1, b), b),
-                                                            _const(0, b)))),
-                      lax.neg(lax.abs(a)), lax.abs(a))
+def _signbit_float(x, dt):
+    ibits = np.dtype(f"i{np.dtype(dt).itemsize}")
+    return lax.lt(lax.bitcast_convert_type(x, ibits), _strong(ibits, 0))
 
 
-copysign = _two("copysign", _copysign, inexact=True)
+def _copysign(a, b, dt):
+    if _kind(dt) == "c":
+        raise TypeError("copysign does not support complex-valued inputs.")
+    mag = lax.abs(a)
+    return where(_signbit_float(b, dt), lax.neg(mag), mag)
+
+
+copysign = _binary("copysign", _copysign, "inexact",
+                   doc="``|x1|`` with the sign bit of ``x2`` (``jax.numpy.copysign``); "
+                       "raises TypeError for complex inputs.")
+
+
+def _nextafter(a, b, dt):
+    if _kind(dt) == "c":
+        raise TypeError(f"nextafter does not accept dtype {_dtype_name(dt)}. Accepted "
+                        f"dtypes are subtypes of floating.")
+    return lax.nextafter(a, b)
+
+
+nextafter = _binary("nextafter", _nextafter, "inexact",
+                    doc="The next representable value after ``x`` toward ``y`` "
+                        "(``jax.numpy.nextafter``).")
+
+
+def _heaviside(a, b, dt):
+    if _kind(dt) == "c":
+        raise TypeError("heaviside does not support complex-valued inputs.")
+    zero = _const(a, 0)
+    return where(lax.lt(a, zero), zero,
+                 where(lax.gt(a, zero), _const(a, 1), where(lax.ne(a, a), a, b)))
+
+
+heaviside = _binary("heaviside", _heaviside, "inexact",
+                    doc="Step function: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 "
+                        "where ``x1 > 0`` (``jax.numpy.heaviside``).")
+
+
+def _sinc(x, dt):
+    zero = lax.eq(x, _const(x, 0))
+    pix = lax.mul(_const(x, math.pi), x)
+    safe = where(zero, _const(x, 1), pix)
+    return where(zero, _full_like(pix, 1), lax.div(lax.sin(safe), safe))
+
+
+sinc = _unary("sinc", _sinc, "inexact",
+              doc="``sin(pi x) / (pi x)``, 1 at 0 (``jax.numpy.sinc``).")
 
 # ---- rounding, sign, abs ------------------------------------------------------------
 
 
-def _keep_int(fn):
-    def g(x):
-        return x if np.dtype(x.dtype).kind in "iub" else fn(x)
-    return g
+def _keep_int(name, op):
+    def fn(x, dt):
+        k = _kind(dt)
+        if k in "iub":
+            return _arr(x)
+        if k == "c":
+            raise TypeError(f"{name} does not accept dtype {_dtype_name(dt)}. Accepted "
+                            f"dtypes are subtypes of floating.")
+        return op(x)
+    return fn
 
 
-floor = _one("floor", _keep_int(lax.floor))
-ceil = _one("ceil", _keep_int(lax.ceil))
-trunc = _one("trunc", _keep_int(lambda x: lax.select(lax.lt(x, _const(0, x)), lax.ceil(x),
-                                                     lax.floor(x))))
-fix = trunc
-rint = _one("rint", _keep_int(lambda x: lax.round(x, 1)))
+floor = _unary("floor", _keep_int("floor", lax.floor))
+ceil = _unary("ceil", _keep_int("ceil", lax.ceil))
+trunc = _unary("trunc", _keep_int("trunc", lambda x: where(lax.lt(x, _const(x, 0)),
+                                                           lax.ceil(x), lax.floor(x))))
+
+
+def _rint(x, dt):
+    k = _kind(dt)
+    if k in "iub":
+        return _arr(lax.convert_element_type(x, dtypes.default_float_dtype()))
+    if k == "c":
+        return lax.complex(lax.round(lax.real(x), 1), lax.round(lax.imag(x), 1))
+    return lax.round(x, 1)
+
+
+rint = _unary("rint", _rint, doc="Rounds to the nearest integer, ties to even "
+              "(``jax.numpy.rint``); integer and bool inputs become the default float.")
 
 
 def round(a, decimals=0, out=None):
-    """Rounds half to even at ``decimals`` places (``jax.numpy.round``)."""
+    """Rounds to ``decimals`` places, ties to even (``jax.numpy.round``).
+
+    Integers are returned as they are; complex numbers round both parts.  Raises ValueError
+    for bool input, NotImplementedError for ``out`` and for integers with ``decimals < 0``
+    (as JAX).
+    """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
-    (x,) = _args("round", (a,))
-    if np.dtype(x.dtype).kind in "iub":
-        return x
+    decimals = operator.index(decimals)
+    (x,), dt = _promote("round", (a,))
+    k = _kind(dt)
+    if k == "b":
+        raise ValueError(f"data type {np.bool_} not inexact")
+    if k in "iu":
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _arr(x)
+    if k == "c":
+        return lax.complex(_round_float(lax.real(x), decimals),
+                           _round_float(lax.imag(x), decimals))
+    return _round_float(x, decimals)
+
+
+def _round_float(x, decimals):
     if decimals == 0:
         return lax.round(x, 1)
-    f = _const(10.0 ** decimals, x)
+    # scaled in x's own dtype (a float16 input times 10**decimals may overflow, as in JAX)
+    f = _const(x, 10.0 ** decimals)
     return lax.div(lax.round(lax.mul(x, f), 1), f)
 
 
 around = round
 
 
-def _abs(x):
-    dt = np.dtype(x.dtype)
-    if dt == np.bool_ or dt.kind == "u":
-        return x
+def _abs(x, dt):
+    if _kind(dt) in "ub":
+        return _arr(x)
     return lax.abs(x)
 
 
-absolute = _one("absolute", _abs)
-abs = absolute
-fabs = _one("fabs", lax.abs, inexact=True)
+absolute = _unary("absolute", _abs, doc="Elementwise ``|x|`` (``jax.numpy.absolute``); "
+                  "complex inputs give their real dtype, bool and unsigned are unchanged.")
+abs = _unary("abs", _abs, doc="Elementwise ``|x|`` (``jax.numpy.abs``); complex inputs "
+             "give their real dtype, bool and unsigned are unchanged.")
 
 
-def _sign(x):
-    dt = np.dtype(x.dtype)
-    if dt == np.bool_:
-        return x
-    if dt.kind == "c":
-        mag = lax.abs(x)
-        safe = lax.select(lax.eq(mag, _const(0, mag)), _const(1, mag), mag)
-        return lax.select(lax.eq(x, _const(0, x)), x, lax.div(x, convert(safe, dt, x.weak_type)))
+def _fabs(x, dt):
+    if _kind(dt) == "c":
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(x)
+
+
+fabs = _unary("fabs", _fabs, "inexact")
+
+
+def _sign(x, dt):
+    if dt == _BOOL:
+        raise TypeError("sign does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     return lax.sign(x)
 
 
-sign = _one("sign", _sign)
-signbit = _one("signbit", lambda x: lax.lt(_copysign(_const(1, x), x), _const(0, x))
-               if dtypes.is_float(x.dtype) else lax.lt(x, _const(0, x)))
+sign = _unary("sign", _sign, doc="-1, 0 or 1 by the sign of ``x`` (``x / |x|`` for "
+              "complex; -0.0 and NaN are kept) (``jax.numpy.sign``).  Raises TypeError "
+              "for bool.")
 
 
-def _isnan(x):
-    return lax.ne(x, x) if dtypes.is_inexact(x.dtype) else _full_bool(x, False)
+def _signbit(x, dt):
+    k = _kind(dt)
+    if k in "iu":
+        return lax.lt(x, _strong(dt, 0))
+    if k == "b":
+        return _full_like(x, False, _BOOL)
+    if k == "c":
+        raise ValueError(f"jax.numpy.signbit is not well defined for {_dtype_name(dt)}")
+    return _signbit_float(x, dt)
 
 
-def _full_bool(x, v):
-    b = np.asarray(v)
-    return lax.broadcast_in_dim(b, x.shape, ()) if x.shape else lax.scalar_as(v, np.bool_, False)
+signbit = _unary("signbit", _signbit, doc="Whether the sign bit is set, -0.0 and -NaN "
+                 "included (``jax.numpy.signbit``).  Raises ValueError for complex input.")
 
 
-def _isinf(x):
-    if not dtypes.is_inexact(x.dtype):
-        return _full_bool(x, False)
-    if np.dtype(x.dtype).kind == "c":
-        return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
-    return lax.eq(lax.abs(x), _const(np.inf, x))
+def _isnan(x, dt):
+    return lax.ne(x, x)
 
 
-def _isfinite(x):
-    if not dtypes.is_inexact(x.dtype):
-        return _full_bool(x, True)
-    if np.dtype(x.dtype).kind == "c":
+def _isinf(x, dt):
+    k = _kind(dt)
+    if k == "f":
+        return lax.eq(lax.abs(x), _strong(dt, np.inf))
+    if k == "c":
+        re, im = lax.real(x), lax.imag(x)
+        rdt = get_aval(re).dtype
+        return lax.bitwise_or(lax.eq(lax.abs(re), _strong(rdt, np.inf)),
+                              lax.eq(lax.abs(im), _strong(rdt, np.inf)))
+    return _full_like(x, False, _BOOL)
+
+
+def _isfinite(x, dt):
+    k = _kind(dt)
+    if k == "f":
+        return lax.is_finite(x)
+    if k == "c":
         return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-    return lax.is_finite(x)
+    return _full_like(x, True, _BOOL)
 
 
-isnan = _one("isnan", _isnan)
-isinf = _one("isinf", _isinf)
-isfinite = _one("isfinite", _isfinite)
-isposinf = _one("isposinf", lambda x: lax.eq(x, _const(np.inf, x)) if dtypes.is_float(x.dtype)
-                else _full_bool(x, False))
-isneginf = _one("isneginf", lambda x: lax.eq(x, _const(-np.inf, x)) if dtypes.is_float(x.dtype)
-                else _full_bool(x, False))
-
-real = _one("real", lambda x: lax.real(x) if np.dtype(x.dtype).kind == "c" else x)
-imag = _one("imag", lambda x: lax.imag(x) if np.dtype(x.dtype).kind == "c"
-            else lax.mul(x, _const(0, x)))
-conjugate = _one("conjugate", lambda x: lax.conj(x) if np.dtype(x.dtype).kind == "c" else x)
-conj = conjugate
+def _isposinf(x, dt, v=np.inf):
+    k = _kind(dt)
+    if k == "f":
+        return lax.eq(x, _strong(dt, v))
+    if k == "c":
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+    return _full_like(x, False, _BOOL)
 
 
-def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
+isnan = _unary("isnan", _isnan)
+isinf = _unary("isinf", _isinf)
+isfinite = _unary("isfinite", _isfinite)
+isposinf = _unary("isposinf", _isposinf)
+isneginf = _unary("isneginf", lambda x, dt: _isposinf(x, dt, -np.inf))
+
+
+def _real(x, dt):
+    return lax.real(x) if dt.kind == "c" else _arr(x)
+
+
+def _imag(x, dt):
+    return lax.imag(x) if dt.kind == "c" else _full_like(x, 0)
+
+
+def _conj(x, dt):
+    return lax.conj(x) if dt.kind == "c" else _arr(x)
+
+
+real = _unary("real", _real)
+imag = _unary("imag", _imag)
+conjugate = _unary("conjugate", _conj)
+conj = _unary("conj", _conj)
+
+
+def frexp(x, /):
+    """``(m, e)`` with ``x == m * 2**e``, ``0.5 <= |m| < 1`` (``jax.numpy.frexp``).
+
+    ``m`` has x's inexact dtype, ``e`` is int32; zeros, infinities and NaN give
+    ``(x, 0)``.  Raises TypeError for complex input.
+    """
+    (x,), dt = _promote("frexp", (x,), "inexact")
+    if _kind(dt) == "c":
+        raise TypeError("frexp does not support complex-valued inputs")
+    return _frexp(x, dt)
+
+
+def _frexp(x, dt):
+    info = dtypes.finfo(dt)
+    nbits, nmant = info.bits, info.nmant
+    bias = info.maxexp - 1
+    ut = np.dtype(f"u{nbits // 8}")
+    # subnormals: scale into the normal range first, and take the scale off the exponent
+    sub = lax.bitwise_and(lax.lt(lax.abs(x), _strong(dt, float(info.smallest_normal))),
+                          lax.ne(x, _strong(dt, 0)))
+    xs = where(sub, lax.mul(x, _strong(dt, 2.0 ** (nmant + 1))), x)
+    bits = lax.bitcast_convert_type(xs, ut)
+    exp_mask = ((1 << (nbits - 1 - nmant)) - 1) << nmant
+    field = lax.shift_right_logical(lax.bitwise_and(bits, _strong(ut, exp_mask)),
+                                    _strong(ut, nmant))
+    e = lax.sub(lax.convert_element_type(field, _I32), _strong(_I32, bias - 1))
+    e = lax.sub(e, where(sub, _strong(_I32, nmant + 1), _strong(_I32, 0)))
+    mbits = lax.bitwise_or(lax.bitwise_and(bits, _strong(ut, ~exp_mask & ((1 << nbits) - 1))),
+                           _strong(ut, (bias - 1) << nmant))
+    m = lax.bitcast_convert_type(mbits, dt)
+    special = lax.bitwise_or(lax.eq(x, _strong(dt, 0)), lax.bitwise_not(lax.is_finite(x)))
+    return where(special, x, m), where(special, _strong(_I32, 0), e)
+
+
+def _pow2(k, dt):
+    """``2.0 ** k`` exactly, for int32 ``k`` within dt's normal exponent range."""
+    info = dtypes.finfo(dt)
+    ut = np.dtype(f"u{info.bits // 8}")
+    biased = lax.convert_element_type(lax.add(k, _strong(_I32, info.maxexp - 1)), ut)
+    return lax.bitcast_convert_type(lax.shift_left(biased, _strong(ut, info.nmant)), dt)
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2**x2`` computed without intermediate overflow (``jax.numpy.ldexp``).
+
+    ``x2`` must be an integer array; the result has x1's inexact dtype (never weak).
+    Raises ValueError for an inexact ``x2`` or a complex ``x1``.
+    """
+    check_arraylike("ldexp", x1, x2)
+    d1, _ = dtypes.result_type_and_weak(x1)
+    d2, _ = dtypes.result_type_and_weak(x2)
+    if d1.kind == "c" or dtypes.is_inexact(d2):
+        raise ValueError(f"ldexp not supported for input types ({d1!r}, {d2!r})")
+    (a,), dt = _promote("ldexp", (x1,), "inexact")
+    (b,), _ = _promote("ldexp", (x2,))
+    a, b = _broadcast("ldexp", (a, b))
+    info = dtypes.finfo(dt)
+    limit = 2 * (info.maxexp - info.minexp + info.nmant)
+    bi = dtypes.iinfo(d2) if d2 != _BOOL else None
+    b = _arr(b)
+    if bi is not None and (bi.max > limit or bi.min < -limit):
+        b = lax.clamp(_strong(d2, max(-limit, bi.min)), b, _strong(d2, limit))
+    b = lax.convert_element_type(b, _I32)
+    m, e = _frexp(a, dt)
+    e = lax.clamp(_strong(_I32, info.minexp - info.nmant - 2), lax.add(e, b),
+                  _strong(_I32, info.maxexp + 1))
+    half = lax.div(e, _strong(_I32, 2))
+    out = lax.mul(lax.mul(m, _pow2(half, dt)), _pow2(lax.sub(e, half), dt))
+    keep = lax.bitwise_or(_isinf(a, dt), lax.eq(a, _strong(dt, 0)))
+    return where(keep, a, out)
+
+
+def modf(x, /, out=None):
+    """``(fractional part, integral part)``, both with x's sign (``jax.numpy.modf``).
+
+    Raises TypeError for complex input, NotImplementedError for ``out``."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    (x,), dt = _promote("modf", (x,), "inexact")
+    if _kind(dt) == "c":
+        raise TypeError("modf does not support complex-valued inputs")
+    whole = where(lax.ge(x, _const(x, 0)), lax.floor(x), lax.ceil(x))
+    return lax.sub(x, whole), whole
+
+
+def spacing(x, /):
+    """Distance from ``x`` to the next representable value away from zero
+    (``jax.numpy.spacing``); negative for negative ``x``.  Raises ValueError for complex
+    input."""
+    (x,), dt = _promote("spacing", (x,), "inexact")
+    if _kind(dt) == "c":
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = _strong(dt, np.inf)
+    if dt == np.float16:
+        return lax.sub(lax.nextafter(x, _full_like(x, np.inf, dt)), x)
+    toward = where(_signbit_float(x, dt), _strong(dt, -np.inf), inf)
+    r = lax.sub(lax.nextafter(x, toward), x)
+    tiny = float(dtypes.finfo(dt).smallest_subnormal)
+    return where(lax.eq(r, _strong(dt, 0)),
+                 where(_signbit_float(x, dt), _strong(dt, -tiny), _strong(dt, tiny)), r)
+
+
+def _integer_args(name, x1, x2):
+    a, b, dt = _args2(name, x1, x2)
+    if _kind(dt) not in "iu":
+        raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
+    return a, b, dt
+
+
+def _gcd(a, b, dt):
+    a, b = lax.abs(a), lax.abs(b)
+    sa, sb = _shape(a), _shape(b)
+    if sa != sb:
+        a = lax.broadcast_in_dim(a, sb, ()) if not sa else a
+        b = lax.broadcast_in_dim(b, sa, ()) if not sb else b
+    # Euclid's algorithm, unrolled: Fibonacci numbers bound the steps by ~1.44 * bits
+    for _ in range(int(1.45 * np.dtype(dt).itemsize * 8) + 2):
+        nz = lax.ne(b, _const(b, 0))
+        safe = where(nz, b, _full_like(b, 1))
+        a, b = where(nz, b, a), where(nz, lax.rem(a, safe), _const(b, 0))
+    return a
+
+
+def gcd(x1, x2):
+    """Greatest common divisor of ``|x1|`` and ``|x2|`` (``jax.numpy.gcd``); gcd(0, 0) is
+    0.  Raises ValueError for non-integer inputs."""
+    return _gcd(*_integer_args("gcd", x1, x2))
+
+
+def lcm(x1, x2):
+    """Least common multiple of ``|x1|`` and ``|x2|`` (``jax.numpy.lcm``); 0 if either is
+    0.  Raises ValueError for non-integer inputs."""
+    a, b, dt = _integer_args("lcm", x1, x2)
+    d = _gcd(a, b, dt)
+    zero = lax.eq(d, _const(d, 0))
+    q = lax.div(lax.abs(b), where(zero, _full_like(d, 1), d))
+    return where(zero, _const(d, 0), lax.mul(lax.abs(a), q))
+
+
+# ---- selection ----------------------------------------------------------------------
+
+
+def clip(arr=None, /, min=None, max=None):
     """``arr`` limited to ``[min, max]`` elementwise (``jax.numpy.clip``); either bound may
-    be None."""
-    x = arr if arr is not None else a
-    lo = min if min is not None else a_min
-    hi = max if max is not None else a_max
-    check_arraylike("clip", x)
-    if lo is not None:
-        x = maximum(lo, x)
-    if hi is not None:
-        x = minimum(hi, x)
-    return x
+    be None.  Bounds promote with ``arr`` (``clip(int_array, 0.5, 2)`` is float).  Raises
+    ValueError for complex input."""
+    check_arraylike("clip", arr)
+    if get_aval(arr).dtype.kind == "c":
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         "clipped.")
+    x = arr
+    if min is not None:
+        x = maximum(min, x)
+    if max is not None:
+        x = minimum(max, x)
+    return _arr(x)
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` else ``y``, broadcasting all three (``jax.numpy.where``).
 
-    With only ``condition``, the indices of its nonzero elements (see ``nonzero``).
+    ``x`` and ``y`` promote together; a non-bool condition means ``condition != 0``.  With
+    only ``condition``, the indices of its nonzero elements (see ``nonzero``).  Raises
+    TypeError for non-array arguments (``None`` for just one of ``x``/``y`` included),
+    ValueError for shapes that do not broadcast.
     """
     if x is None and y is None:
         from ._sorting import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         "to jax.numpy.where, got one of them.")
     check_arraylike("where", condition, x, y)
-    x, y = promote_dtypes(x, y)
-    c = convert(condition, np.bool_) if np.dtype(
-        getattr(condition, "dtype", None) or np.asarray(condition).dtype) != np.bool_ \
-        else condition
-    c, x, y = broadcast_args(c, x, y)
-    if all(isinstance(v, PY_SCALARS + (np.ndarray, np.generic)) for v in (c, x, y)):
-        from ._util import ensure_array
-        x = ensure_array(x)
+    (x, y), _ = _promote("where", (x, y))
+    c = _to_bool(condition)
+    sc, sx, sy = _shape(c), _shape(x), _shape(y)
+    if not (sc == sx == sy):
+        c, x, y = _broadcast("where", (c, x, y), always_value_error=True)
     return lax.select(c, x, y)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    """NaN -> ``nan``, +inf -> ``posinf`` (default: largest finite), -inf -> ``neginf``
-    (``jax.numpy.nan_to_num``)."""
-    check_arraylike("nan_to_num", x)
-    from ._util import ensure_array
-    x = ensure_array(x)
-    dt = np.dtype(x.dtype)
-    if not dtypes.is_inexact(dt):
-        return x
-    if dt.kind == "c":
+    """NaN -> ``nan``, +inf -> ``posinf`` (default: the largest finite value), -inf ->
+    ``neginf`` (default: the most negative finite value) (``jax.numpy.nan_to_num``).
+    Complex inputs are treated part by part; integer and bool inputs are returned as they
+    are."""
+    del copy
+    (x,), dt = _promote("nan_to_num", (x,))
+    k = _kind(dt)
+    if k in "iub":
+        return _arr(x)
+    if k == "c":
         return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
                            nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     info = dtypes.finfo(dt)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
-    out = lax.select(lax.ne(x, x), _bcast_like(nan, x), x)
-    out = lax.select(lax.eq(out, _const(np.inf, x)), _bcast_like(posinf, x), out)
-    return lax.select(lax.eq(out, _const(-np.inf, x)), _bcast_like(neginf, x), out)
+    out = where(lax.ne(x, x), _fill(nan, dt), x)
+    out = where(lax.eq(out, _strong(dt, np.inf)), _fill(posinf, dt), out)
+    return where(lax.eq(out, _strong(dt, -np.inf)), _fill(neginf, dt), out)
 
 
-def _bcast_like(v, x):
-    c = lax.scalar_as(v, x.dtype, x.weak_type)
-    if not x.shape:
-        return c
-    from ._util import ensure_array
-    return lax.broadcast_in_dim(ensure_array(c) if isinstance(c, PY_SCALARS) else c, x.shape,
-                                ())
+def _fill(v, dt):
+    return _strong(dt, v) if isinstance(v, _PY + (np.generic,)) else _cast(v, dt, False)
+
+
+dtypes.register_scalar_constructor(lambda x, dt: _scalar_value(x, dt))
+
+
+def _scalar_value(x, dt):
+    from ._creation import asarray
+    return asarray(x, dtype=dt)
 
 
 __all__ = public_names(globals())

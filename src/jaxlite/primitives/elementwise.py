@@ -84,19 +84,68 @@ def _complex_dtype(dt):
 
 def _div(x, y):
     if x.dtype.kind in "iu":
-        # lax.div rounds toward zero (C semantics), NumPy's // toward -inf.
-        q = np.floor_divide(x, y)
+        # XLA's integer division: truncates toward zero; x / 0 is -1 (all bits set) and
+        # INT_MIN / -1 is INT_MIN (no trap, no NumPy warning).
+        zero = y == 0
+        safe = np.where(zero, 1, y).astype(x.dtype)
         if x.dtype.kind == "i":
-            r = np.remainder(x, y)
-            q = q + ((r != 0) & ((x < 0) != (y < 0))).astype(x.dtype)
-        return q
+            safe = np.where((safe == -1) & (x == np.iinfo(x.dtype).min), 1, safe)
+            safe = safe.astype(x.dtype)
+        # x - fmod(x, y) is an exact multiple of y, so floor division is exact (truncation)
+        q = np.floor_divide(x - np.fmod(x, safe), safe)
+        return np.where(zero, np.array(-1).astype(x.dtype), q).astype(x.dtype)
     return np.true_divide(x, y)
+
+
+def _rem(x, y):
+    if x.dtype.kind in "iu":
+        # XLA: the remainder takes the dividend's sign; x % 0 is x, INT_MIN % -1 is 0.
+        safe = np.where(y == 0, 1, y).astype(x.dtype)
+        if x.dtype.kind == "i":
+            safe = np.where(safe == -1, 1, safe).astype(x.dtype)
+        return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
+    return np.fmod(x, y)
 
 
 def _round(x, rounding_method=0):
     if rounding_method == 1:      # to nearest even
         return np.round(x)
-    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype)
+    # half away from zero; trunc keeps -0.0 and avoids the x + 0.5 rounding error
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def _sign(x):
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    if x.dtype.kind == "f":
+        return np.where(x == 0, x, np.sign(x))   # keeps -0.0; NaN stays NaN
+    return np.sign(x)
+
+
+def _lex_greater(x, y):
+    return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
+
+
+def _max(x, y):
+    if x.dtype.kind == "c":
+        # XLA orders complex numbers lexicographically; a NaN comparison picks y
+        return np.where(_lex_greater(x, y), x, y)
+    out = np.maximum(x, y)
+    if x.dtype.kind == "f":
+        # IEEE max(-0.0, 0.0) is 0.0; the sum of two zeros has exactly that sign
+        out = np.where((x == 0) & (y == 0), x + y, out)
+    return out
+
+
+def _min(x, y):
+    if x.dtype.kind == "c":
+        return np.where(_lex_greater(y, x), x, y)
+    out = np.minimum(x, y)
+    if x.dtype.kind == "f":
+        out = np.where((x == 0) & (y == 0), -((-x) + (-y)), out)
+    return out
 
 
 def _logistic(x):
@@ -132,24 +181,34 @@ def _population_count(x):
     return bits.reshape(x.shape + (-1,)).sum(-1).astype(x.dtype)
 
 
+def _shift_ok(x, y):
+    """Shift amounts XLA honours: 0 <= y < bits (negative amounts count as huge)."""
+    bits = x.dtype.itemsize * 8
+    yy = y.astype(np.int64)
+    ok = (yy >= 0) & (yy < bits)
+    return ok, np.where(ok, yy, 0)
+
+
 def _shift_right_logical(x, y):
     ut = np.dtype(f"u{x.dtype.itemsize}")
-    bits = x.dtype.itemsize * 8
-    out = np.right_shift(x.view(ut) if x.ndim else x.astype(ut), y.astype(ut))
-    out = np.where(y.astype(np.int64) >= bits, 0, out).astype(ut)
-    return out.astype(x.dtype)
+    ok, yy = _shift_ok(x, y)
+    out = np.right_shift(np.asarray(x).view(ut), yy.astype(ut))
+    return np.where(ok, out, 0).astype(ut).view(x.dtype)
 
 
 def _shift_right_arithmetic(x, y):
-    bits = x.dtype.itemsize * 8
-    yy = np.clip(y.astype(np.int64), 0, bits - 1)
-    return np.right_shift(x, yy.astype(x.dtype)).astype(x.dtype)
+    ok, yy = _shift_ok(x, y)
+    if x.dtype.kind == "u":   # arithmetic shift of unsigned values: sign-fill with 0s
+        x_signed = np.asarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
+        return _shift_right_arithmetic(x_signed, y).view(x.dtype)
+    out = np.right_shift(x, yy.astype(x.dtype))
+    return np.where(ok, out, np.where(x < 0, -1, 0)).astype(x.dtype)
 
 
 def _shift_left(x, y):
-    bits = x.dtype.itemsize * 8
-    out = np.left_shift(x, y)
-    return np.where(y.astype(np.int64) >= bits, 0, out).astype(x.dtype)
+    ok, yy = _shift_ok(x, y)
+    out = np.left_shift(x, yy.astype(x.dtype))
+    return np.where(ok, out, 0).astype(x.dtype)
 
 
 def _select_n(which, *cases):
@@ -163,14 +222,30 @@ def _clamp(lo, x, hi):
     return np.minimum(np.maximum(x, lo), hi)
 
 
+def _atan2(y, x):
+    if x.dtype.kind == "c":
+        # the angle of x + i*y, continued to complex arguments
+        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+    return np.arctan2(y, x)
+
+
 def _nextafter(x, y):
-    return np.nextafter(x, y)
+    # C's rule for x == y: the result is y (so nextafter(0.0, -0.0) is -0.0); NumPy's
+    # float16 loop returns x instead
+    return np.where(x == y, y, np.nextafter(x, y))
+
+
+def _pow(x, y):
+    out = np.power(x, y)
+    if x.dtype.kind == "c":
+        out = np.where((x == 1) | (y == 0), np.ones((), x.dtype), out)  # 1**nan is 1
+    return out
 
 
 # ---- the table ------------------------------------------------------------------------
 
 neg_p = elementwise("neg", np.negative, NUM)
-sign_p = elementwise("sign", np.sign, NUM)
+sign_p = elementwise("sign", _sign, NUM)
 floor_p = elementwise("floor", np.floor, FLOAT)
 ceil_p = elementwise("ceil", np.ceil, FLOAT)
 round_p = elementwise("round", _round, FLOAT)
@@ -212,11 +287,11 @@ add_p = elementwise("add", np.add, NUM)
 sub_p = elementwise("sub", np.subtract, NUM)
 mul_p = elementwise("mul", np.multiply, NUM)
 div_p = elementwise("div", _div, NUM)
-rem_p = elementwise("rem", np.fmod, NUM)
-pow_p = elementwise("pow", np.power, INEXACT)
-max_p = elementwise("max", np.maximum, ANY)
-min_p = elementwise("min", np.minimum, ANY)
-atan2_p = elementwise("atan2", np.arctan2, FLOAT)
+rem_p = elementwise("rem", _rem, NUM)
+pow_p = elementwise("pow", _pow, INEXACT)
+max_p = elementwise("max", _max, ANY)
+min_p = elementwise("min", _min, ANY)
+atan2_p = elementwise("atan2", _atan2, INEXACT)
 nextafter_p = elementwise("nextafter", _nextafter, FLOAT, half=False)
 and_p = elementwise("and", np.bitwise_and, INTEGRAL + BOOL)
 or_p = elementwise("or", np.bitwise_or, INTEGRAL + BOOL)
@@ -287,3 +362,35 @@ def _convert_impl(x, new_dtype, weak_type=False):
 convert_element_type_p = Primitive(
     "convert_element_type", abstract_eval=_convert_aval, impl=_convert_impl,
     scalar_op="convert", flops=lambda *a, **k: 0, kind="elementwise")
+
+
+def _bitcast_aval(x, new_dtype):
+    old, new = np.dtype(x.dtype), np.dtype(new_dtype)
+    if old.itemsize == new.itemsize:
+        return ShapedArray(x.shape, new, False)
+    if old.itemsize > new.itemsize:
+        if old.itemsize % new.itemsize:
+            raise TypeError(f"bitcast_convert_type cannot reinterpret {old.name} as "
+                            f"{new.name}")
+        return ShapedArray(x.shape + (old.itemsize // new.itemsize,), new, False)
+    ratio = new.itemsize // old.itemsize
+    if new.itemsize % old.itemsize or not x.shape or x.shape[-1] != ratio:
+        raise TypeError(f"bitcast_convert_type from {old.name} to the wider {new.name} "
+                        f"needs a last dimension of size {ratio}, got shape {x.shape}")
+    return ShapedArray(x.shape[:-1], new, False)
+
+
+def _bitcast_impl(x, new_dtype):
+    new = np.dtype(new_dtype)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    if x.dtype.itemsize == new.itemsize:
+        return x.view(new)
+    if x.dtype.itemsize > new.itemsize:
+        return x.reshape(x.shape + (1,)).view(new)
+    return x.view(new).reshape(x.shape[:-1])
+
+
+bitcast_convert_type_p = Primitive(
+    "bitcast_convert_type", abstract_eval=_bitcast_aval, impl=_bitcast_impl,
+    scalar_op="bitcast", flops=lambda *a, **k: 0, kind="other")
