@@ -22,6 +22,8 @@ import jaxlite
 import jaxlite.lax as lax
 import jaxlite.numpy as jnp
 
+pytestmark = pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+
 DTYPES = ["bool", "int8", "uint8", "int32", "uint32", "float16", "bfloat16", "float32",
           "complex64"]
 _F = [-np.inf, -2.5, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 2.5, 3.0, np.inf, np.nan]
@@ -86,10 +88,11 @@ def compare(got, want_struct, want_val, zero_sign=True):
                                       err_msg="sign of zero differs")
 
 
-def jax_results(rjax, rjnp, calls):
+def jax_results(rjax, rjnp, calls, module=None):
     """Real JAX's results for many calls at once: ``calls`` maps a key to (name, args).
 
-    Each result is (abstract result, values) or the exception JAX raises.  The abstract
+    Each result is (abstract result, values) or the exception JAX raises.  Names are
+    looked up in ``module`` (default: ``jax.numpy``).  The abstract
     result (and any error) comes from tracing the call on concrete operands, exactly as an
     eager call sees them; the values of all calls come from ONE jitted program taking the
     arrays and Python floats as arguments (so XLA compiles once per group and folds no
@@ -98,7 +101,7 @@ def jax_results(rjax, rjnp, calls):
     out, ok, arrays = {}, {}, []
     for key, (name, args, *kw) in calls.items():
         kw = kw[0] if kw else {}
-        fn = functools.partial(getattr(rjnp, name), **kw)
+        fn = functools.partial(getattr(module or rjnp, name), **kw)
         jargs = [rjnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
         try:
             out[key] = rjax.eval_shape(lambda: fn(*jargs))  # noqa: B023 - called at once
@@ -125,9 +128,10 @@ def jax_results(rjax, rjnp, calls):
     return {key: (out[key], values[key]) if key in values else out[key] for key in calls}
 
 
-def check_against(want, name, args, zero_sign=True, jit=False, kw=None):
-    """jaxlite's ``name(*args, **kw)`` against JAX's result ``want`` (or its exception)."""
-    fn = functools.partial(getattr(jnp, name), **(kw or {}))
+def check_against(want, name, args, zero_sign=True, jit=False, kw=None, module=None):
+    """jaxlite's ``name(*args, **kw)`` against JAX's result ``want`` (or its exception);
+    ``name`` is looked up in ``module`` (default: ``jaxlite.numpy``)."""
+    fn = functools.partial(getattr(module or jnp, name), **(kw or {}))
     lite_args = [jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     if isinstance(want, Exception):
         with pytest.raises(type(want)):
@@ -149,9 +153,9 @@ class _Groups:
     def __init__(self):
         self._cache = {}
 
-    def get(self, rjax, rjnp, group, make_calls):
+    def get(self, rjax, rjnp, group, make_calls, module=None):
         if group not in self._cache:
-            self._cache[group] = jax_results(rjax, rjnp, make_calls())
+            self._cache[group] = jax_results(rjax, rjnp, make_calls(), module)
         return self._cache[group]
 
 

@@ -60,7 +60,7 @@ class _ScalarMeta(type):
             isinstance(other, _ScalarMeta) and other.dtype == cls.dtype)
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        return not _ScalarMeta.__eq__(cls, other)
 
     def __hash__(cls):
         return hash(cls.dtype.type)
@@ -166,6 +166,7 @@ def python_scalar_dtype(x) -> np.dtype:
 # Weak kinds are the strings "i*", "f*", "c*"; every other node is a np.dtype.
 _WEAK_NODE = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
 _PY_TYPE_NODE = {int: "i*", float: "f*", complex: "c*"}
+_PY_SCALAR_TYPES = frozenset((bool, int, float, complex))
 
 
 def _node(dt: np.dtype, weak: bool):
@@ -235,16 +236,17 @@ def dtype_and_weak(x):
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval.dtype, aval.weak_type
-    if isinstance(x, (bool, int, float, complex)):
-        return python_scalar_dtype(x), not isinstance(x, bool)
+    t = type(x)
+    if t in _PY_SCALAR_TYPES:   # exact types: np.float64 is a float subclass, and strong
+        return python_scalar_dtype(x), t is not bool
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonicalize_dtype(x.dtype), False
     if isinstance(x, type):
         if x in _PY_TYPE_NODE:
             return python_scalar_dtype(x()), True
         if x is bool:
             return _BOOL, False
         return canonicalize_dtype(_to_dtype(x)), False
-    if isinstance(x, (np.ndarray, np.generic)):
-        return canonicalize_dtype(x.dtype), False
     if isinstance(x, (np.dtype, str)):
         return canonicalize_dtype(x), False
     if x is None:
