@@ -352,6 +352,7 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``)."""
     starts = [0] * get_aval(operand).ndim
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
