@@ -678,3 +678,63 @@ def test_binary_mixed_dtype_property(rjnp, name, da, db, shapes):
             getattr(jnp, name)(jnp.asarray(a), jnp.asarray(b))
         return
     compare(getattr(jnp, name)(jnp.asarray(a), jnp.asarray(b)), want, want)
+
+
+# ---- lax-level edge semantics of the elementwise primitives -------------------------
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+def test_lax_convert_float_to_int_saturates(rjax, dt):
+    big = 6e4 if dt == "float16" else 1e10
+    x = np.array([np.nan, np.inf, -np.inf, big, -big, -3.7, 2.5, 255.9, -129], np_dtype(dt))
+    for t in ("int8", "uint8", "int32", "uint32"):
+        want = rjax.lax.convert_element_type(x, t)
+        compare(lax.convert_element_type(jnp.asarray(x), t), want, want)
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int32", "uint32"])
+def test_lax_shifts_out_of_range(rjax, dt):
+    d = np_dtype(dt)
+    info = np.iinfo(d)
+    x = np.array([1, info.max, info.min, 5, info.max // 3, 1, 7, 2], d)
+    s = np.array([0, 1, 7, 8, 31, 32, 100, 3] if d.kind == "u" else
+                 [0, 1, 7, 8, 31, 32, -1, 3], np.int64).astype(d)
+    for name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
+        want = getattr(rjax.lax, name)(x, s)
+        compare(getattr(lax, name)(jnp.asarray(x), jnp.asarray(s)), want, want)
+
+
+def test_lax_max_min_signed_zero_and_nan(rjax):
+    a = np.array([-0.0, 0.0, np.nan, 1.0, -0.0], np.float32)
+    b = np.array([0.0, -0.0, 1.0, np.nan, -0.0], np.float32)
+    for name in ("max", "min"):
+        want = getattr(rjax.lax, name)(a, b)
+        compare(getattr(lax, name)(jnp.asarray(a), jnp.asarray(b)), want, want)
+    c = np.array([complex(np.nan, 1), 1, 1 + 1j, 1 + 2j], np.complex64)
+    d = np.array([1, complex(np.nan, 1), 1 + 2j, 1 + 1j], np.complex64)
+    for name in ("max", "min"):
+        want = getattr(rjax.lax, name)(c, d)
+        compare(getattr(lax, name)(jnp.asarray(c), jnp.asarray(d)), want, want)
+
+
+def test_lax_round_and_sign(rjax):
+    x = np.array([0.49999997, -0.5, 2.5, -0.3, 1.5, -0.0, np.inf, np.nan], np.float32)
+    for method in (0, 1):
+        want = rjax.lax.round(x, method)
+        compare(lax.round(jnp.asarray(x), method), want, want)
+    want = rjax.lax.sign(x)
+    compare(lax.sign(jnp.asarray(x)), want, want)
+
+
+def test_lax_bitcast_convert_type(rjax):
+    x = np.array([1.0, -0.0, np.inf, np.nan], np.float32)
+    for t in ("int32", "uint32"):
+        want = rjax.lax.bitcast_convert_type(x, t)
+        compare(lax.bitcast_convert_type(jnp.asarray(x), t), want, want)
+    want = rjax.lax.bitcast_convert_type(x, np.uint8)
+    compare(lax.bitcast_convert_type(jnp.asarray(x), np.uint8), want, want)
+    y = np.arange(8, dtype=np.uint8).reshape(2, 4)
+    want = rjax.lax.bitcast_convert_type(y, np.float32)
+    compare(lax.bitcast_convert_type(jnp.asarray(y), np.float32), want, want)
+    with pytest.raises(TypeError):
+        lax.bitcast_convert_type(jnp.ones(3, np.uint8), np.float32)

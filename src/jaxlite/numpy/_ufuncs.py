@@ -13,6 +13,7 @@ e.g., ``hypot(2.0, 3)`` is weakly typed but ``hypot(jnp.arange(2) + 0.5, 3.0)`` 
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -21,7 +22,8 @@ import numpy as np
 from .. import dtypes, lax
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_aval
-from ._util import check_arraylike, convert, ensure_array, public_names
+from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
+                    public_names)
 
 _ARRAYS = (ArrayImpl, Tracer)
 _PY = (bool, int, float, complex)
@@ -51,7 +53,11 @@ def _cast(x, dt, weak):
                                     f"{dtypes.default_int_dtype().name}")
         if weak:
             return lax.scalar_as(x, dt, True)
-        return _strong(dt, x)
+        # signs in the key: 0.0 == -0.0 would otherwise share one cache entry
+        sign = None if t is int or t is bool else (
+            math.copysign(1.0, x) if t is float else
+            (math.copysign(1.0, x.real), math.copysign(1.0, x.imag)))
+        return _strong_scalar(dt, t, x, sign)
     if weak and isinstance(x, (np.ndarray, np.generic)):
         # a NumPy value meeting a weak type (np.int8(3) + 2.0): the result stays weak
         return lax._convert(ensure_array(x), dt, True)
@@ -59,6 +65,16 @@ def _cast(x, dt, weak):
 
 
 _INT_RANGE = {False: (-2 ** 31, 2 ** 31 - 1), True: (-2 ** 63, 2 ** 63 - 1)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _strong_scalar(dt, t, v, sign):
+    """A Python scalar as a read-only NumPy constant of dtype ``dt``, cached: ``x + 1`` in a
+    loop builds it once (``t``, the Python type, keeps 1, 1.0 and True apart; ``sign``
+    keeps 0.0 and -0.0 apart)."""
+    c = _strong(dt, v)
+    c.flags.writeable = False
+    return c
 
 
 def _promote(name, args, kind=None):
@@ -105,7 +121,6 @@ def _broadcast(name, args, always_value_error=False):
             raise ValueError(f"Incompatible shapes for broadcasting: shapes=[{got}]")
         out.append(big.pop() if big else 1)
     shape = tuple(out)
-    from ._util import broadcast_to_shape
     return [a if s == shape or not s else broadcast_to_shape(a, shape)
             for a, s in zip(args, shapes)]
 

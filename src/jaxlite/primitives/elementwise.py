@@ -11,12 +11,14 @@ import math
 
 import numpy as np
 
+from .. import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
                      upcast_half)
 
 FLOAT, COMPLEX, INT, UINT, BOOL = "f", "c", "i", "u", "b"
+_BF16 = np.dtype(dtypes._BF16)
 NUM = "fciu"
 INEXACT = "fc"
 INTEGRAL = "iu"
@@ -348,13 +350,16 @@ def _convert_impl(x, new_dtype, weak_type=False):
         return x != 0
     if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
         x = np.real(x)
-    if x.dtype.kind == "f" and np.dtype(new_dtype).kind in "iu":
+    if (x.dtype.kind == "f" or x.dtype == _BF16) and np.dtype(new_dtype).kind in "iu":
         # float -> int: NaN goes to 0 and values saturate at the integer range (XLA on CPU).
         info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(all="ignore"):
+            if x.dtype.itemsize < 4:
+                x = x.astype(np.float32)
             x = np.nan_to_num(np.trunc(x), nan=0.0)
             x = np.clip(x, info.min, info.max)
-        return np.where(x >= float(info.max), info.max, x.astype(new_dtype)).astype(new_dtype)
+            return np.where(x >= float(info.max), info.max,
+                            x.astype(new_dtype)).astype(new_dtype)
     with np.errstate(all="ignore"):
         return x.astype(new_dtype)
 
