@@ -231,6 +231,11 @@ def test_scalar_types_are_dtypes(rjnp):
         assert jnp.zeros(2, t).dtype == dtypes.canonicalize_dtype(rt.dtype)
         assert repr(t).endswith(f".{name}'>")
     assert jnp.float32 != jnp.float16
+    for v in (np.float32(1), jnp.float32(1), 1.0, np.float64(1)):
+        assert isinstance(v, jnp.float32) == isinstance(v if not isinstance(v, jaxlite.Array)
+                                                        else rjnp.float32(1), rjnp.float32)
+        assert isinstance(v, jnp.float64) == isinstance(v if not isinstance(v, jaxlite.Array)
+                                                        else rjnp.float64(1), rjnp.float64)
     assert jnp.promote_types(jnp.bfloat16, jnp.float16) == np.float32
 
 

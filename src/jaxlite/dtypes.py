@@ -65,6 +65,9 @@ class _ScalarMeta(type):
     def __hash__(cls):
         return hash(cls.dtype.type)
 
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)   # NumPy scalars, not Arrays
+
     def __repr__(cls):
         return f"<class 'jaxlite.numpy.{cls.__name__}'>"
 
