@@ -282,7 +282,9 @@ def test_property_index_and_cumulative_match_numpy(case, name):
     if x.ndim == 0 and axis is not None:
         axis = None
     got = np.asarray(getattr(jnp, name)(x, axis=axis))
-    want = getattr(np, name)(x, axis=axis)
+    # NumPy widens int32 cumulative ops to int64; JAX keeps (and wraps in) the input dtype
+    kw = {"dtype": x.dtype} if name in ("cumsum", "cumprod") else {}
+    want = getattr(np, name)(x, axis=axis, **kw)
     assert got.shape == want.shape
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-4,
                                atol=1e-4)
@@ -336,3 +338,13 @@ def test_property_where_masks_like_numpy(case, seed, name):
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
                                rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "sin", "sqrt", "true_divide"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint32", "int64", "bool"])
+def test_inexact_dtype_of_integers_with_x64(x64, rjnp, name, dtype):
+    x = np.arange(3).astype(dtype)
+    args = (x, x) if name == "true_divide" else (x,)
+    got = getattr(jnp, name)(*[jnp.asarray(a) for a in args])
+    want = getattr(rjnp, name)(*args)
+    assert got.dtype == want.dtype

@@ -398,3 +398,13 @@ def short_name(dt) -> str:
     if dt == _BF16:
         return "bf16"
     return f"{dt.kind if dt.kind != 'V' else 'bf'}{dt.itemsize * 8}"
+
+
+def to_inexact_dtype(dt) -> np.dtype:
+    """The inexact dtype JAX computes a bool/integer dtype in (``jnp.sin(int)``,
+    ``jnp.mean(int)``): float64 for 64-bit integers (canonicalised), else float32; inexact
+    dtypes are returned unchanged."""
+    dt = np.dtype(dt)
+    if is_inexact(dt):
+        return dt
+    return canonicalize_dtype(np.float64) if dt.itemsize == 8 else np.dtype(np.float32)

@@ -79,8 +79,7 @@ def _sum_dtype(dt):
 
 
 def _inexact_dtype(dt):
-    dt = np.dtype(dt)
-    return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    return dtypes.to_inexact_dtype(dt)
 
 
 def _upcast_half(dt):

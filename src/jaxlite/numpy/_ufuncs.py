@@ -87,17 +87,10 @@ def _promote(name, args, kind=None):
     dt, weak = dtypes.result_type_and_weak(*args)
     if kind is not None:
         if kind == "inexact":
-            if not dtypes.is_inexact(dt):
-                dt = _INEXACT_OF_WIDTH[dt.itemsize == 8]()
+            dt = dtypes.to_inexact_dtype(dt)
         elif dt == _BOOL:
             dt = dtypes.default_int_dtype()
     return [_cast(a, dt, weak) for a in args], dt
-
-
-# JAX's inexact type of a bool/integer type: float64 for 64-bit types, else float32
-# (canonicalised: with x64 off there are no 64-bit integers).
-_INEXACT_OF_WIDTH = {False: lambda: np.dtype(np.float32),
-                     True: lambda: dtypes.canonicalize_dtype(np.float64)}
 
 
 def _shape(x):

@@ -61,11 +61,13 @@ def promote_dtypes(*args):
 
 
 def to_inexact(dt: np.dtype, weak: bool):
+    """(dtype, weak) of a computation that needs an inexact type (see
+    ``dtypes.to_inexact_dtype``); a weak integer becomes the weak default float."""
     if dtypes.is_inexact(dt):
         return dt, weak
     if weak:
         return dtypes.default_float_dtype(), True
-    return dtypes._lattice_result([(dt, False), (dtypes.default_float_dtype(), False)])[0], False
+    return dtypes.to_inexact_dtype(dt), False
 
 
 def promote_dtypes_inexact(*args):
