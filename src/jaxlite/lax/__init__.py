@@ -181,6 +181,8 @@ def convert_element_type(operand, new_dtype):
     """``operand`` cast to ``new_dtype`` (canonicalised); float->int truncates toward zero
     (``jax.lax.convert_element_type``).  The result is not weakly typed."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if _is_scalar(operand):  # a Python scalar becomes an array, as in JAX
+        return _e.convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
     return _convert(operand, new_dtype, False)
 
 
@@ -315,23 +317,39 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     return out if keepdims else squeeze(out, (axis,))
 
 
-def _index_scalar(i):
-    if _is_scalar(i):
-        return np.asarray(i, dtypes.default_int_dtype())
-    return i
+def _start_index(i, size: int):
+    """A start index of a dynamic slice: negative values count from the end of the
+    dimension (JAX's default ``allow_negative_indices=True``); the primitive then clamps."""
+    if _is_scalar(i) or isinstance(i, (np.integer, np.ndarray)) and np.ndim(i) == 0:
+        i = int(i)
+        return np.asarray(i + size if i < 0 else i, dtypes.default_int_dtype())
+    zero = scalar_as(0, i.dtype, False)
+    return select(lt(i, zero), add(i, scalar_as(size, i.dtype, False)), i)
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
-    """Slice of ``slice_sizes`` starting at traced ``start_indices`` (clamped into bounds)
-    (``jax.lax.dynamic_slice``)."""
-    idx = [_index_scalar(i) for i in start_indices]
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """Slice of ``slice_sizes`` starting at (possibly traced) ``start_indices``
+    (``jax.lax.dynamic_slice``).  Negative starts count from the end; starts are then
+    clamped so the slice stays in bounds."""
+    shape = get_aval(operand).shape
+    if len(start_indices) != len(shape):
+        raise TypeError(f"dynamic_slice: got {len(start_indices)} start indices for operand "
+                        f"of shape {shape}; give one per dimension")
+    idx = [_start_index(i, n) if allow_negative_indices else _start_index(i, 0)
+           for i, n in zip(start_indices, shape)]
     return _s.dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
-def dynamic_update_slice(operand, update, start_indices):
-    """``operand`` with ``update`` written at traced ``start_indices`` (clamped)
-    (``jax.lax.dynamic_update_slice``)."""
-    idx = [_index_scalar(i) for i in start_indices]
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """``operand`` with ``update`` written at (possibly traced) ``start_indices``
+    (``jax.lax.dynamic_update_slice``).  Negative starts count from the end; starts are
+    then clamped so the update fits."""
+    shape = get_aval(operand).shape
+    if len(start_indices) != len(shape):
+        raise TypeError(f"dynamic_update_slice: got {len(start_indices)} start indices for "
+                        f"operand of shape {shape}; give one per dimension")
+    idx = [_start_index(i, n) if allow_negative_indices else _start_index(i, 0)
+           for i, n in zip(start_indices, shape)]
     return _s.dynamic_update_slice_p.bind(operand, update, *idx)
 
 
