@@ -309,3 +309,15 @@ def test_lower_and_eval_shape_from_shape_dtype_structs(rjax):
                            rjax.ShapeDtypeStruct((2, 3), np.float32),
                            rjax.ShapeDtypeStruct((2, 3), np.float32))
     assert [(o.shape, o.dtype) for o in out] == [(w.shape, w.dtype) for w in want]
+
+
+def test_no_numpy_floating_point_warnings_escape():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # a program run with -W error must not break
+        x = jnp.array([1000.0, -1.0, 0.0])
+        eager = [jnp.exp(x), jnp.log(x), x / 0.0, jnp.sum(jnp.array([3e38, 3e38])),
+                 jnp.float16(60000) * 2]
+        jitted = jax.jit(lambda a: (jnp.exp(a), jnp.log(a), a / 0.0))(x)
+    assert np.isinf(np.asarray(eager[0])[0]) and np.isnan(np.asarray(eager[1])[1])
+    np.testing.assert_array_equal(np.asarray(jitted[2]), np.asarray(eager[2]))

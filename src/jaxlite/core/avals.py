@@ -87,7 +87,7 @@ def aval_of_value(x) -> ShapedArray:
     """Abstract value of a concrete operand: a Python scalar (weak), NumPy value or array."""
     if isinstance(x, (bool, int, float, complex)):
         return scalar_aval(x)
-    if isinstance(x, np.generic):
+    if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
         key = (x.dtype, config.jax_enable_x64)
         aval = _np_scalar_avals.get(key)
         if aval is None:

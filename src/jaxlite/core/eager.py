@@ -96,12 +96,13 @@ def apply_primitive(prim, args, params):
     out_aval = prim.abstract_eval_cached(avals, params)
     device, committed = placement(args, prim.name)
     vals = [value_on(a, device) for a in args]
-    out = prim.impl(*vals, **params)
     if monitoring.active():
         monitoring.emit("eager_op", primitive=prim.name, device=str(device))
-    if prim.multiple_results:
-        return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
-    return wrap(out, out_aval, device, committed, vals)
+    with np.errstate(all="ignore"):  # JAX computes inf/nan (and casts) without warnings
+        out = prim.impl(*vals, **params)
+        if prim.multiple_results:
+            return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+        return wrap(out, out_aval, device, committed, vals)
 
 
 def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: bool = False,

@@ -25,20 +25,22 @@ INTEGRAL = "iu"
 ANY = "fciub"
 
 
-def _errstate(fn):
-    def impl(*xs, **params):
-        with np.errstate(all="ignore"):
-            return fn(*xs, **params)
-    impl.__name__ = getattr(fn, "__name__", "impl")
-    return impl
-
-
 def _half(fn):
-    """Runs ``fn`` in float32 for float16/bfloat16 operands."""
+    """Runs ``fn`` in float32 for float16/bfloat16 operands (others pass straight through).
+
+    NumPy's floating-point warnings need no ``errstate`` here: callers run implementations
+    under one (see ``primitives/__init__.py``).
+    """
     def impl(*xs, **params):
-        return fn(*upcast_half(*xs), **params)
+        for x in xs:
+            if x.dtype in _F16S:
+                return fn(*upcast_half(*xs), **params)
+        return fn(*xs, **params)
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl
+
+
+_F16S = (np.dtype(np.float16), _BF16)
 
 
 def _elementwise_aval(name, allowed, out_dtype=None, same_dtypes=True):
@@ -57,12 +59,10 @@ def _elementwise_flops(*avals, **params):
 
 
 def elementwise(name, impl, allowed, *, out_dtype=None, scalar_op=None, half=True,
-                errstate=True, same_dtypes=True):
+                same_dtypes=True):
     """Declares an elementwise primitive ``name``."""
     if half:
         impl = _half(impl)
-    if errstate:
-        impl = _errstate(impl)
     return Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
                                                            same_dtypes),
                      impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,

@@ -34,8 +34,6 @@ def _reduction(name, np_fn, allowed, identity_ok=True):
             return np.full(shape, _identity(name, x.dtype), x.dtype)
         if x.dtype in _HALF:
             (x,) = upcast_half(x)
-        # NumPy's floating-point warnings are silenced for jaxlite's modules (see
-        # primitives/__init__.py): JAX computes inf/nan without warning.
         return np_fn(x, axis=axes)
     return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
                      flops=_reduce_flops, scalar_op=name, kind="reduction")

@@ -428,11 +428,12 @@ def _run_compiled(compiled: Compiled, leaves, names_fn):
     if tmp:
         device._alloc(tmp)
     try:
-        outs = ex.run(vals)
+        with np.errstate(all="ignore"):  # JAX computes inf/nan (and casts) without warnings
+            outs = ex.run(vals)
+            return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
     finally:
         if tmp:
             device._free(tmp)
-    return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
 
 
 Compiled._run_impl = staticmethod(_run_compiled)

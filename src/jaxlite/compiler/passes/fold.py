@@ -39,7 +39,8 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
         if not foldable:
             eqns.append(eqn.replace(invars=invars))
             continue
-        out = p.impl(*vals, **eqn.params)
+        with np.errstate(all="ignore"):
+            out = p.impl(*vals, **eqn.params)
         outs = out if p.multiple_results else [out]
         for ov, x in zip(eqn.outvars, outs):
             x = exact(x, ov.aval.dtype)
