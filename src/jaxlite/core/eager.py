@@ -91,12 +91,18 @@ def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
 
 
 def apply_primitive(prim, args, params):
-    """Runs ``prim`` eagerly on concrete operands; returns Array(s)."""
-    avals = tuple([get_aval(a) for a in args])
-    out_aval = prim.abstract_eval_cached(avals, params)
+    """Runs ``prim`` eagerly on concrete operands; returns Array(s).
+
+    This is the path of every eager operation: it is kept to one pass over the operands
+    for their abstract values, then placement, values, the implementation and wrapping.
+    """
+    avals = []
+    for a in args:
+        avals.append(a.aval if type(a) is ArrayImpl else get_aval(a))
+    out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
     vals = [value_on(a, device) for a in args]
-    if monitoring.active():
+    if monitoring._listeners:
         monitoring.emit("eager_op", primitive=prim.name, device=str(device))
     with np.errstate(all="ignore"):  # JAX computes inf/nan (and casts) without warnings
         out = prim.impl(*vals, **params)

@@ -12,6 +12,7 @@ Layer: core.  A primitive is declared once, with all of its rules:
 """
 from __future__ import annotations
 
+from .eager import apply_primitive
 from .trace import Tracer, _dynamic, find_top_trace, full_lower
 
 _registry: dict[str, "Primitive"] = {}
@@ -62,7 +63,6 @@ class Primitive:
                 if isinstance(a, Tracer):
                     break
             else:
-                from .eager import apply_primitive
                 return apply_primitive(self, args, params)
         trace = find_top_trace(args)
         tracers = [trace.full_raise(a) for a in args]

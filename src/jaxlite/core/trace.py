@@ -203,11 +203,11 @@ _SCALAR_TYPES = (bool, int, float, complex)
 
 def get_aval(x) -> ShapedArray:
     """Abstract value of any operand: tracer, Array, NumPy value or Python scalar."""
-    if type(x) in _SCALAR_TYPES:
-        return scalar_aval(x)
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
+    if type(x) in _SCALAR_TYPES:
+        return scalar_aval(x)
     if isinstance(x, (bool, int, float, complex)) or hasattr(x, "dtype"):
         return aval_of_value(x)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")

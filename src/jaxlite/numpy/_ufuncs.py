@@ -77,12 +77,38 @@ def _strong_scalar(dt, t, v, sign):
     return c
 
 
+_promotions: dict = {}
+
+
+def _promotion_key(args, kind):
+    """Hashable description of the operands' types, or None when one is not an Array,
+    tracer or Python scalar (those take the full path)."""
+    key = [kind, dtypes.x64_enabled()]
+    for a in args:
+        t = type(a)
+        if t in _PY:
+            key.append(t)
+        elif t is ArrayImpl or isinstance(a, Tracer):
+            aval = a.aval
+            key.append(aval.dtype)
+            key.append(aval.weak_type)
+        else:
+            return None
+    return tuple(key)
+
+
 def _promote(name, args, kind=None):
     """Checks ``args`` and converts them to their common dtype (JAX's lattice).
 
     kind: None, "inexact" (integers/bools go to the default float), or "numeric" (bools
-    go to the default int).  Returns (converted args, dtype).
+    go to the default int).  Returns (converted args, dtype).  The decision depends only
+    on the operands' types, so it is memoised per type combination.
     """
+    key = _promotion_key(args, kind)
+    hit = _promotions.get(key) if key is not None else None
+    if hit is not None:
+        dt, weak = hit
+        return [_cast(a, dt, weak) for a in args], dt
     check_arraylike(name, *args)
     dt, weak = dtypes.result_type_and_weak(*args)
     if kind is not None:
@@ -90,7 +116,10 @@ def _promote(name, args, kind=None):
             dt = dtypes.to_inexact_dtype(dt)
         elif dt == _BOOL:
             dt = dtypes.default_int_dtype()
-    return [_cast(a, dt, weak) for a in args], dt
+    out = [_cast(a, dt, weak) for a in args]
+    if key is not None and len(_promotions) < 4096:
+        _promotions[key] = (dt, weak)
+    return out, dt
 
 
 def _shape(x):
