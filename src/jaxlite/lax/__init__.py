@@ -327,16 +327,20 @@ def _start_index(i, size: int):
     return select(lt(i, zero), add(i, scalar_as(size, i.dtype, False)), i)
 
 
+def _start_indices(name, operand, start_indices, allow_negative_indices):
+    shape = get_aval(operand).shape
+    if len(start_indices) != len(shape):
+        raise TypeError(f"{name}: got {len(start_indices)} start indices for operand of shape "
+                        f"{shape}; give one per dimension")
+    return [_start_index(i, n if allow_negative_indices else 0)
+            for i, n in zip(start_indices, shape)]
+
+
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """Slice of ``slice_sizes`` starting at (possibly traced) ``start_indices``
     (``jax.lax.dynamic_slice``).  Negative starts count from the end; starts are then
     clamped so the slice stays in bounds."""
-    shape = get_aval(operand).shape
-    if len(start_indices) != len(shape):
-        raise TypeError(f"dynamic_slice: got {len(start_indices)} start indices for operand "
-                        f"of shape {shape}; give one per dimension")
-    idx = [_start_index(i, n) if allow_negative_indices else _start_index(i, 0)
-           for i, n in zip(start_indices, shape)]
+    idx = _start_indices("dynamic_slice", operand, start_indices, allow_negative_indices)
     return _s.dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
@@ -344,12 +348,8 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     """``operand`` with ``update`` written at (possibly traced) ``start_indices``
     (``jax.lax.dynamic_update_slice``).  Negative starts count from the end; starts are
     then clamped so the update fits."""
-    shape = get_aval(operand).shape
-    if len(start_indices) != len(shape):
-        raise TypeError(f"dynamic_update_slice: got {len(start_indices)} start indices for "
-                        f"operand of shape {shape}; give one per dimension")
-    idx = [_start_index(i, n) if allow_negative_indices else _start_index(i, 0)
-           for i, n in zip(start_indices, shape)]
+    idx = _start_indices("dynamic_update_slice", operand, start_indices,
+                         allow_negative_indices)
     return _s.dynamic_update_slice_p.bind(operand, update, *idx)
 
 
