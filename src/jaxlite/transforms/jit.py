@@ -13,7 +13,6 @@ import functools
 import inspect
 import logging
 import time
-import weakref
 
 import numpy as np
 import optree
@@ -84,13 +83,13 @@ def _resolve_static(fun, static_argnums, static_argnames, sig):
 
 
 class _CacheEntry:
-    __slots__ = ("compiled", "out_tree", "closed", "lowered")
+    """One compiled signature: the executable stage and the output pytree structure."""
 
-    def __init__(self, compiled, out_tree, closed, lowered):
+    __slots__ = ("compiled", "out_tree")
+
+    def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
-        self.closed = closed
-        self.lowered = lowered
 
 
 class JitWrapped:
@@ -128,7 +127,6 @@ class JitWrapped:
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
-        _all_jitted.add(self)
 
     def __repr__(self):
         return f"<jaxlite jit-compiled function {self.__name__}>"
@@ -207,7 +205,7 @@ class JitWrapped:
                                                      static_pos, in_avals)
         lowered = Lowered(self, closed, in_tree, out_tree, key, names)
         compiled = lowered.compile()
-        entry = _CacheEntry(compiled, out_tree, closed, lowered)
+        entry = _CacheEntry(compiled, out_tree)
         self._cache[key] = entry
         self._history.append((key, names))
         sig = ", ".join(f"{n}: {a.str_short()}" for n, a in zip(names, in_avals))
@@ -357,9 +355,6 @@ def _diff_keys(history, key, names) -> str:
     if old[4] != key[4]:
         diffs.append(f"jax_enable_x64 {old[4]} -> {key[4]}")
     return "; ".join(diffs) or "a new signature"
-
-
-_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
