@@ -321,3 +321,49 @@ def test_no_numpy_floating_point_warnings_escape():
         jitted = jax.jit(lambda a: (jnp.exp(a), jnp.log(a), a / 0.0))(x)
     assert np.isinf(np.asarray(eager[0])[0]) and np.isnan(np.asarray(eager[1])[1])
     np.testing.assert_array_equal(np.asarray(jitted[2]), np.asarray(eager[2]))
+
+
+def test_compiled_rejects_other_static_values():
+    c = jax.jit(lambda x, n: x * n, static_argnums=1).lower(1.0, 3).compile()
+    assert float(c(2.0, 3)) == 6.0
+    with pytest.raises(TypeError, match="Static arguments"):
+        c(2.0, 5)
+
+
+def test_numpy_float64_scalar_arguments_are_strong(rjax):
+    h = np.ones(1, np.float16)
+    got = jax.jit(lambda a, b: a + b)(np.float64(1.5), jnp.asarray(h))
+    want = rjax.jit(lambda a, b: a + b)(np.float64(1.5), h)
+    assert_like_jax(got, want)
+    out = jax.jit(lambda a: a)(np.float64(1.5))
+    assert out.dtype == np.float32 and not out.weak_type
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(ValueError, match="only accepts 2 positional arguments"):
+        jax.jit(lambda x, n: x * n, static_argnums=5)
+
+
+_TWO_DEVICES = """
+import warnings
+import jaxlite as jax, jaxlite.numpy as jnp
+d1 = jax.devices()[1]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    r = jax.jit(lambda x: x + 1, device=d1)(jnp.ones(3))
+print(r.devices() == {d1}, r.committed)
+a1 = jax.device_put(jnp.arange(3.0), d1)
+print(all(f(a1).devices() == {d1} and f(a1).committed
+          for f in (jnp.zeros_like, jnp.ones_like, jnp.empty_like,
+                    lambda a: jnp.full_like(a, 2.0))))
+"""
+
+
+def test_jit_device_and_like_functions_follow_devices():
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="2")
+    out = subprocess.run([sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "True", "True"]

@@ -85,14 +85,15 @@ _np_scalar_avals: dict = {}
 
 def aval_of_value(x) -> ShapedArray:
     """Abstract value of a concrete operand: a Python scalar (weak), NumPy value or array."""
-    if isinstance(x, (bool, int, float, complex)):
-        return scalar_aval(x)
     if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        # first: np.float64 / np.complex128 subclass Python float / complex but are strong
         key = (x.dtype, config.jax_enable_x64)
         aval = _np_scalar_avals.get(key)
         if aval is None:
             aval = _np_scalar_avals[key] = ShapedArray((), dtypes.canonicalize_dtype(x.dtype))
         return aval
+    if isinstance(x, (bool, int, float, complex)):
+        return scalar_aval(x)
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
 
 

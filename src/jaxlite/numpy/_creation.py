@@ -61,14 +61,15 @@ def _canonical_shape(shape) -> tuple:
     Python ints.  Raises TypeError for non-integer or traced entries and for negative sizes
     (as ``broadcast_in_dim`` does in JAX)."""
     if isinstance(shape, _JAX_TYPES + _HOST_TYPES) and np.ndim(shape) == 1:
-        if isinstance(shape, Tracer):
-            raise _shape_error(tuple(shape))
+        if isinstance(shape, Tracer) or np.dtype(shape.dtype).kind not in "iu":
+            raise _shape_error(tuple(np.asarray(shape).tolist()) if not
+                               isinstance(shape, Tracer) else shape.shape)
         shape = [int(d) for d in np.asarray(shape).tolist()]
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
     out = []
     for d in shape:
-        if isinstance(d, Tracer) or isinstance(d, (float, complex, str, bytes)) or d is None:
+        if isinstance(d, (Tracer, float, complex, str, bytes)) or d is None:
             raise _shape_error(tuple(shape))
         try:
             out.append(operator.index(d))
@@ -93,7 +94,11 @@ def _as_array(x):
     return x if isinstance(x, _JAX_TYPES) else ensure_array(x)
 
 
-def _place(out, device):
+def _place(out, device, like=None):
+    """``out`` on ``device``; for ``*_like`` without a device, on the device a committed
+    prototype ``like`` is on (as JAX places the result by the prototype's sharding)."""
+    if device is None and type(like) is ArrayImpl and like.committed:
+        device = like.device
     if device is None or isinstance(out, Tracer):
         return out
     from .._placement import device_put
@@ -368,19 +373,19 @@ def zeros_like(a, dtype=None, shape=None, *, device=None):
     """Zeros with ``a``'s shape, dtype and weak type unless ``dtype``/``shape`` are given
     (``jax.numpy.zeros_like``).  Raises TypeError for a list ``a``."""
     dt, weak, shp = _like_args("zeros_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 0, dt, weak), device)
+    return _place(_full_scalar(shp, 0, dt, weak), device, a)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
     """Ones with ``a``'s shape, dtype and weak type (``jax.numpy.ones_like``)."""
     dt, weak, shp = _like_args("ones_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 1, dt, weak), device)
+    return _place(_full_scalar(shp, 1, dt, weak), device, a)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """Same as ``zeros_like`` (``jax.numpy.empty_like``)."""
     dt, weak, shp = _like_args("empty_like", prototype, dtype, shape)
-    return _place(_full_scalar(shp, 0, dt, weak), device)
+    return _place(_full_scalar(shp, 0, dt, weak), device, prototype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
@@ -390,8 +395,8 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     dt, weak, shp = _like_args("full_like", a, dtype, shape)
     check_arraylike("full_like", fill_value)
     if np.ndim(fill_value) == 0:
-        return _place(_full_scalar(shp, fill_value, dt, weak), device)
-    return _place(_broadcast_to(asarray(fill_value, dt), shp), device)
+        return _place(_full_scalar(shp, fill_value, dt, weak), device, a)
+    return _place(_broadcast_to(asarray(fill_value, dt), shp), device, a)
 
 
 def _broadcast_to(x, shape):

@@ -13,6 +13,7 @@ import functools
 import inspect
 import logging
 import time
+import warnings
 
 import numpy as np
 import optree
@@ -26,6 +27,7 @@ from ..core.eager import placement, value_on, wrap
 from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer
 from ..primitives.control import jit_p
+from ..runtime import devices
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import Compiled, Lowered, ShapeDtypeStruct
 
@@ -75,6 +77,11 @@ def _resolve_static(fun, static_argnums, static_argnames, sig):
             names = tuple(positional[i] for i in nums if -len(positional) <= i < len(positional))
         if static_argnums is None:
             nums = tuple(positional.index(n) for n in names if n in positional)
+        if not any(p.kind == p.VAR_POSITIONAL for p in params):
+            for i in nums:
+                if not -len(positional) <= i < len(positional):
+                    raise ValueError(f"Jitted function has static_argnums={tuple(nums)}, but "
+                                     f"only accepts {len(positional)} positional arguments.")
         for n in names:
             if n not in sig.parameters and not any(p.kind == p.VAR_KEYWORD for p in params):
                 raise ValueError(f"jit: static_argnames {n!r} is not a parameter of "
@@ -121,8 +128,14 @@ class JitWrapped:
         self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums)
         self._cache: dict = {}
         self._history: list = []   # signatures compiled so far, for explaining misses
-        self._device = device
-        self._backend = backend or "interpreter"
+        if device is not None or backend not in (None, "cpu"):
+            warnings.warn("jit's device= and backend= arguments are deprecated (as in JAX): "
+                          "place the inputs with device_put instead.", DeprecationWarning,
+                          stacklevel=3)
+        if backend not in (None, "cpu"):
+            devices(backend)  # raises RuntimeError for a platform that is not present
+        self._device = device          # the computation runs there and commits its result
+        self._backend = "interpreter"  # the compiler backend (the only one so far)
         self.__name__ = getattr(fun, "__name__", "fun")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -412,11 +425,15 @@ def _run_compiled(compiled: Compiled, leaves, names_fn):
     """Runs a compiled program on concrete leaves: placement, transfers, execution,
     temporaries' accounting, and wrapping the outputs as Arrays."""
     what = f"jit of {compiled._fun_name}"
-    try:
-        device, committed = placement(leaves, what)
-    except ValueError:
-        placement(leaves, what, names_fn())  # raises again, naming the arguments
-        raise
+    device = compiled._lowered._wrapped._device
+    if device is not None:          # jit(..., device=d): run on d, commit the results
+        committed = True
+    else:
+        try:
+            device, committed = placement(leaves, what)
+        except ValueError:
+            placement(leaves, what, names_fn())  # raises again, naming the arguments
+            raise
     vals = [value_on(x, device) for x in leaves]
     ex = compiled._program.executable
     tmp = ex.temp_bytes

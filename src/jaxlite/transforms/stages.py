@@ -131,6 +131,11 @@ class Compiled:
             wrapped._trace(args, kwargs)
         from .jit import _leaf_key
         want = self._lowered._key
+        if (statics, static_kw) != (want[2], want[3]):
+            got = [v for _, v in statics + static_kw]
+            raise TypeError(f"Static arguments {got!r} differ from those this computation was "
+                            f"compiled for {[v for _, v in want[2] + want[3]]!r}; lower and "
+                            f"compile again for new static values.")
         if in_tree != want[0]:
             raise TypeError(f"Function compiled with input pytree {want[0]} called with "
                             f"{in_tree}")
