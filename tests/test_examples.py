@@ -200,7 +200,7 @@ def test_demo_runs_every_section_and_explains():
     assert re.search(r"g\(x: i32\[4\]\)\s+argument x shape \(3,\) -> \(4,\)", out), out
     assert re.search(r"f\(x: f32\[3\], y: f32\[3\]\)\s+first call", out)
     # static arguments: their value change is the reason
-    assert "static argument 0 value 3 -> 4" in out
+    assert "static argument n value 3 -> 4" in out
     # transfers (explicit device_put, implicit NumPy operands), memory, warnings
     assert re.search(r"host -> \S+: \d+ \((\d+ explicit, )?\d+ implicit\)", out)
     assert "peak" in out and "in use once the program's variables are dropped" in out

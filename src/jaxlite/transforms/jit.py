@@ -233,12 +233,19 @@ class JitWrapped:
                             statics=repr([v for _, v in statics + static_kw]))
         return entry
 
+    def _param_names(self) -> list:
+        """Names of the positional parameters (empty when the signature is unknown)."""
+        if self._sig is None:
+            return []
+        return [p.name for p in self._sig.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
     def _explain(self, key, names) -> str:
         """Why this signature missed the cache: 'first call' or what changed."""
         if not self._history:
             reason = "first call"
         else:
-            reason = _diff_keys(self._history, key, names)
+            reason = _diff_keys(self._history, key, names, self._param_names())
         if config.jax_explain_cache_misses and self._history:
             logger.warning("TRACING CACHE MISS for %s: %s", self.__name__, reason)
         return reason
@@ -338,7 +345,7 @@ class JitWrapped:
         self._history.clear()
 
 
-def _diff_keys(history, key, names) -> str:
+def _diff_keys(history, key, names, param_names=()) -> str:
     """Explains the difference between ``key`` and the closest previous signature."""
     best, best_score = None, None
     for old, old_names in history:
@@ -361,7 +368,8 @@ def _diff_keys(history, key, names) -> str:
             diffs.append(f"argument {name} committed device {d_old} -> {d_new}")
     for (i, v_old), (_, v_new) in zip(old[2], key[2]):
         if v_old != v_new:
-            diffs.append(f"static argument {i} value {v_old!r} -> {v_new!r}")
+            label = param_names[i] if i < len(param_names) else i
+            diffs.append(f"static argument {label} value {v_old!r} -> {v_new!r}")
     for (k, v_old), (_, v_new) in zip(old[3], key[3]):
         if v_old != v_new:
             diffs.append(f"static argument {k} value {v_old!r} -> {v_new!r}")
