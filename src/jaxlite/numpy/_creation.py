@@ -22,7 +22,8 @@ from ..core.array import ArrayImpl
 from ..core.eager import from_host
 from ..core.trace import Tracer
 from ._util import (PY_SCALARS, broadcast_shapes, broadcast_to_shape, canonicalize_axis,
-                    check_arraylike, ensure_array, public_names, to_inexact)
+                    check_arraylike, ensure_array, int_tuple, public_names, shape_error,
+                    to_inexact)
 
 _JAX_TYPES = (ArrayImpl, Tracer)
 _HOST_TYPES = (np.ndarray, np.generic)
@@ -50,32 +51,11 @@ def _user_dtype(dtype, name):
     return dt
 
 
-def _shape_error(shape):
-    return TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                     f"{shape!r}. If using jit, pass shape-determining arguments as static "
-                     f"(static_argnums / static_argnames).")
-
-
 def _canonical_shape(shape) -> tuple:
     """``shape`` (an int, a sequence of ints, or a concrete integer array) as a tuple of
     Python ints.  Raises TypeError for non-integer or traced entries and for negative sizes
     (as ``broadcast_in_dim`` does in JAX)."""
-    if isinstance(shape, _JAX_TYPES + _HOST_TYPES) and np.ndim(shape) == 1:
-        if isinstance(shape, Tracer) or np.dtype(shape.dtype).kind not in "iu":
-            raise _shape_error(tuple(np.asarray(shape).tolist()) if not
-                               isinstance(shape, Tracer) else shape.shape)
-        shape = [int(d) for d in np.asarray(shape).tolist()]
-    if not isinstance(shape, (tuple, list)):
-        shape = (shape,)
-    out = []
-    for d in shape:
-        if isinstance(d, (Tracer, float, complex, str, bytes)) or d is None:
-            raise _shape_error(tuple(shape))
-        try:
-            out.append(operator.index(d))
-        except TypeError:
-            raise _shape_error(tuple(shape)) from None
-    out = tuple(out)
+    out = int_tuple(shape)
     if any(d < 0 for d in out):
         raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
                         f"{out}.")
@@ -597,7 +577,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
 def _dim(n, name):
     if isinstance(n, Tracer):
-        raise _shape_error((n,))
+        raise shape_error((n,))
     try:
         n = operator.index(n)
     except TypeError:

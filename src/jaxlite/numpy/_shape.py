@@ -17,40 +17,14 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer
-from ._util import (canonicalize_axis, check_arraylike, convert, ensure_array, promote_dtypes,
-                    public_names)
+from ._util import (canonicalize_axis, check_arraylike, convert, ensure_array, int_tuple,
+                    promote_dtypes, public_names, shape_error)
 
 _JAX_TYPES = (ArrayImpl, Tracer)
 
 
 def _arr(x):
     return x if isinstance(x, _JAX_TYPES) else ensure_array(x)
-
-
-def _shape_error(shape):
-    return TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                     f"{shape!r}. If using jit, pass shape-determining arguments as static "
-                     f"(static_argnums / static_argnames).")
-
-
-def _int_tuple(shape) -> tuple:
-    """``shape`` (int or sequence) as a tuple of Python ints, negatives allowed.  Traced or
-    non-integer entries raise TypeError (JAX's message)."""
-    if isinstance(shape, (ArrayImpl, np.ndarray)) and np.ndim(shape) == 1:
-        shape = [int(d) for d in np.asarray(shape).tolist()]
-    if isinstance(shape, Tracer) and shape.ndim == 1:
-        raise _shape_error(shape)
-    if not isinstance(shape, (tuple, list)):
-        shape = (shape,)
-    out = []
-    for d in shape:
-        if isinstance(d, (Tracer, float, complex, str, bytes)) or d is None:
-            raise _shape_error(tuple(shape))
-        try:
-            out.append(operator.index(d))
-        except TypeError:
-            raise _shape_error(tuple(shape)) from None
-    return tuple(out)
 
 
 def _axis(axis, ndim, what="axis"):
@@ -146,7 +120,7 @@ def reshape(a, shape=None, order="C", *, copy=None):
         raise NotImplementedError("np.reshape order=A is not implemented.")
     if order not in ("C", "F"):
         raise ValueError(f"Unexpected value for 'order' argument: {order}.")
-    newshape = _resolve_shape(a, _int_tuple(shape))
+    newshape = _resolve_shape(a, int_tuple(shape))
     if order == "F":
         t = lax.transpose(a, tuple(reversed(range(a.ndim))))
         r = lax.reshape(t, tuple(reversed(newshape)))
@@ -298,7 +272,7 @@ def broadcast_to(array, shape):
     """
     check_arraylike("broadcast_to", array)
     x = _arr(array)
-    shape = _int_tuple(shape)
+    shape = int_tuple(shape)
     if any(d < 0 for d in shape):
         raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
                         f"{shape}.")
@@ -566,7 +540,7 @@ def tile(A, reps):
     traced ``reps`` and a list ``A``."""
     check_arraylike("tile", A)
     a = _arr(A)
-    reps = _int_tuple(reps)
+    reps = int_tuple(reps)
     if any(r < 0 for r in reps):
         raise TypeError(f"tile: reps must be nonnegative, got {reps}")
     nd = builtins.max(len(reps), a.ndim)
@@ -608,7 +582,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     if np.ndim(repeats) == 0 and not isinstance(repeats, Tracer):
         if isinstance(repeats, (float, np.floating)) or \
                 not dtypes.is_int(np.asarray(repeats).dtype):
-            raise _shape_error([repeats])
+            raise shape_error([repeats])
         r = operator.index(repeats)
         if r < 0:
             raise TypeError(f"broadcast_in_dim shape must have every element be "

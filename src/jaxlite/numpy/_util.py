@@ -4,6 +4,8 @@ Layer: numpy (public ops are compositions of primitives through ``jaxlite.lax``)
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes, lax
@@ -139,6 +141,35 @@ def canonicalize_axes(axis, ndim: int):
             raise ValueError(f"repeated axis in {tuple(axis)}")
         return out
     return (canonicalize_axis(axis, ndim),)
+
+
+def shape_error(shape):
+    """JAX's TypeError for a shape that is not a sequence of concrete integers."""
+    return TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                     f"{shape!r}. If using jit, pass shape-determining arguments as static "
+                     f"(static_argnums / static_argnames).")
+
+
+def int_tuple(shape) -> tuple:
+    """``shape`` (an int, a sequence of ints, or a concrete 1-D integer array) as a tuple of
+    Python ints, negatives allowed.  Traced, boolean-array or non-integer entries raise
+    TypeError (JAX's message)."""
+    if isinstance(shape, (ArrayImpl, Tracer, np.ndarray)) and np.ndim(shape) == 1:
+        if isinstance(shape, Tracer) or np.dtype(shape.dtype).kind not in "iu":
+            raise shape_error(shape.shape if isinstance(shape, Tracer)
+                              else tuple(np.asarray(shape).tolist()))
+        shape = [int(d) for d in np.asarray(shape).tolist()]
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    out = []
+    for d in shape:
+        if isinstance(d, (Tracer, float, complex, str, bytes)) or d is None:
+            raise shape_error(tuple(shape))
+        try:
+            out.append(operator.index(d))
+        except TypeError:
+            raise shape_error(tuple(shape)) from None
+    return tuple(out)
 
 
 def public_names(namespace: dict) -> list:
