@@ -26,13 +26,17 @@ from pathlib import Path
 HELP = "run the chapter's example programs and show what happened underneath"
 
 _SECTION_RE = re.compile(r"section_(\d+)_(\d+)_\w*\.py$")
+# Programs beyond the chapter's sections, run after them when the examples directory has
+# them: (name for --section, file name).
+_EXTRA_PROGRAMS = (("scan", "loop_vs_scan.py"), ("digits", "train_digits.py"))
 _INDENT = "    "
 _LABEL_W = 11
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--section", "-s", action="append", metavar="N.M",
-                        help="run only this section (e.g. 3.3); may be repeated")
+                        help="run only this section (e.g. 3.3, or scan, digits for the loop vs "
+                             "lax.scan and digits-training programs); may be repeated")
     parser.add_argument("--examples", metavar="DIR",
                         help="directory holding section_*.py (default: the repository's "
                              "examples/)")
@@ -62,8 +66,9 @@ def find_examples_dir(explicit: str | None = None) -> Path:
 
 
 def discover(examples_dir: Path) -> list[tuple[str, str, Path]]:
-    """``[(section, title, path)]`` for every ``section_<a>_<b>_*.py``, in section order;
-    the title is the first line of the program's docstring."""
+    """``[(section, title, path)]`` for every ``section_<a>_<b>_*.py``, in section order,
+    then the extra programs (``loop_vs_scan.py``, ``train_digits.py``) present there; the
+    title is the first line of the program's docstring."""
     found = []
     for path in examples_dir.glob("section_*.py"):
         m = _SECTION_RE.search(path.name)
@@ -76,7 +81,17 @@ def discover(examples_dir: Path) -> list[tuple[str, str, Path]]:
         title = doc.strip().splitlines()[0] if doc.strip() else path.stem
         found.append(((int(m.group(1)), int(m.group(2))), title, path))
     found.sort()
-    return [(f"{a}.{b}", title, path) for (a, b), title, path in found]
+    extras = [(name, _title(examples_dir / file), examples_dir / file)
+              for name, file in _EXTRA_PROGRAMS if (examples_dir / file).is_file()]
+    return [(f"{a}.{b}", title, path) for (a, b), title, path in found] + extras
+
+
+def _title(path: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    except SyntaxError:
+        doc = ""
+    return doc.strip().splitlines()[0] if doc.strip() else path.stem
 
 
 # ---- formatting helpers ---------------------------------------------------------------
