@@ -515,3 +515,7 @@ def stop_gradient(x):
 def debug_callback(callback, *args):
     """Calls ``callback(*numpy_values)`` on every run, also under jit (an effect)."""
     _c.debug_callback_p.bind(*args, callback=callback)
+
+
+from ._control import (associative_scan, cond, fori_loop, map, scan, switch,  # noqa: E402,A004
+                       while_loop)

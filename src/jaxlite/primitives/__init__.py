@@ -5,3 +5,4 @@ execution, executables, constant folding): JAX computes inf/nan quietly, and Num
 floating-point warnings must not turn into errors in programs run with ``-W error``.
 """
 from . import elementwise, shape, reduction, linalg, indexing, control  # noqa: F401
+from . import control_flow  # noqa: F401

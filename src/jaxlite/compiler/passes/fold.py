@@ -1,6 +1,7 @@
 """Constant folding: an equation whose inputs are all literals or constants is evaluated
 at compile time (with the primitive's reference implementation) when its result is small.
-Generators (iota, broadcasts) are not folded: materialising them would only cost memory."""
+Generators (iota, broadcasts) are not folded: materialising them would only cost memory;
+loops and branches (kind "control") are not run at compile time."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
         vals = [value(v) for v in invars]
         p = eqn.primitive
         foldable = (invars and all(v is not None for v in vals) and not p.effectful
-                    and p.name not in _NEVER and p.kind != "call"
+                    and p.name not in _NEVER and p.kind not in ("call", "control")
                     and all(o.aval.size <= MAX_FOLD_ELEMENTS for o in eqn.outvars))
         if not foldable:
             eqns.append(eqn.replace(invars=invars))
