@@ -517,5 +517,8 @@ def debug_callback(callback, *args):
     _c.debug_callback_p.bind(*args, callback=callback)
 
 
+from ._conv import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa: E402
+                    conv_general_dilated, conv_transpose, conv_with_general_padding,
+                    padtype_to_pads, reduce_window)
 from ._control import (associative_scan, cond, fori_loop, map, scan, switch,  # noqa: E402,A004
                        while_loop)

@@ -1,0 +1,300 @@
+"""Windowed primitives: ``conv_general_dilated`` (N-d convolution with strides, padding,
+lhs/rhs dilation and feature/batch groups) and ``reduce_window_{sum,max,min}`` (pooling).
+
+Params are canonical and explicit (the public wrappers in ``lax._conv`` resolve strings):
+``dimension_numbers`` is a ``ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec)`` whose specs
+list, for the canonical order (batch, feature, spatial...), the operand's axis holding each;
+``padding`` is one ``(low, high)`` pair per spatial (or window) dimension, negatives cut.
+The NumPy implementations gather windows through a strided view (no Python loop over
+positions); conv is then one batched matmul per group (im2col).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .. import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._rules import _dtype_name, check_dtypes, upcast_half
+
+_HALF = (np.dtype(np.float16), dtypes._BF16)
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the canonical dimensions of a convolution live (``jax.lax.ConvDimensionNumbers``).
+
+    ``lhs_spec = (batch, feature, spatial...)``, ``rhs_spec = (out feature, in feature,
+    spatial...)``, ``out_spec = (batch, feature, spatial...)``: axis numbers of each operand.
+    """
+    lhs_spec: tuple
+    rhs_spec: tuple
+    out_spec: tuple
+
+
+def _dilate(n: int, d: int) -> int:
+    return 0 if n == 0 else (n - 1) * d + 1
+
+
+def _window_out(n: int, pad, window: int, stride: int, dilation: int, base: int = 1) -> int:
+    """Positions of a (dilated) window over a dimension of size n after base dilation and
+    padding, with stride."""
+    padded = _dilate(n, base) + pad[0] + pad[1]
+    k = _dilate(window, dilation)
+    if padded < k:
+        return 0
+    return (padded - k) // stride + 1
+
+
+def _check_positive(name, what, values, exc=TypeError):
+    if any(int(v) <= 0 for v in values):
+        raise exc(f"{name} {what} must have every element be strictly positive, got "
+                        f"{tuple(values)}.")
+
+
+# ---- conv_general_dilated ----------------------------------------------------------------
+
+def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision=None,
+               preferred_element_type=None, out_sharding=None):
+    name = "conv_general_dilated"
+    if lhs.ndim != rhs.ndim:
+        raise TypeError(f"{name} requires lhs and rhs of one rank, got shapes {lhs.shape} and "
+                        f"{rhs.shape}.")
+    if lhs.ndim < 2:
+        raise TypeError(f"{name} requires operands of rank >= 2, got shapes {lhs.shape} and "
+                        f"{rhs.shape}.")
+    check_dtypes(name, (lhs, rhs), "fciub")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        f"{_dtype_name(lhs.dtype)}, {_dtype_name(rhs.dtype)}.")
+    ls, rs, os_ = dimension_numbers
+    nsp = lhs.ndim - 2
+    for what, v in (("window_strides", window_strides), ("padding", padding),
+                    ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        if len(v) != nsp:
+            raise ValueError(f"{name} {what} must have one entry per spatial dimension "
+                             f"({nsp}), got {tuple(v)}.")
+    _check_positive(name, "window_strides", window_strides, ValueError)
+    _check_positive(name, "lhs_dilation", lhs_dilation, ValueError)
+    _check_positive(name, "rhs_dilation", rhs_dilation, ValueError)
+    fgc, bgc = feature_group_count, batch_group_count
+    if fgc < 1 or bgc < 1:
+        raise ValueError(f"{name} feature_group_count and batch_group_count must be positive "
+                         f"integers, got {fgc} and {bgc}.")
+    if fgc > 1 and bgc > 1:
+        raise ValueError(f"{name}: at most one of batch_group_count ({bgc}) and "
+                         f"feature_group_count ({fgc}) may be > 1.")
+    n, c = lhs.shape[ls[0]], lhs.shape[ls[1]]
+    o, i = rhs.shape[rs[0]], rhs.shape[rs[1]]
+    if c % fgc:
+        raise ValueError(f"{name} feature_group_count={fgc} must divide the lhs feature "
+                         f"dimension size {c} (lhs shape {lhs.shape}).")
+    if c // fgc != i:
+        raise ValueError(f"{name} lhs feature dimension size divided by feature_group_count "
+                         f"must equal the rhs input feature dimension size, but {c} // {fgc} "
+                         f"!= {i} (lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+    if o % fgc:
+        raise ValueError(f"{name} rhs output feature dimension size {o} must be a multiple of "
+                         f"feature_group_count={fgc}.")
+    if n % bgc:
+        raise ValueError(f"{name} batch_group_count={bgc} must divide the lhs batch dimension "
+                         f"size {n} (lhs shape {lhs.shape}).")
+    if o % bgc:
+        raise ValueError(f"{name} rhs output feature dimension size {o} must be a multiple of "
+                         f"batch_group_count={bgc}.")
+    spatial = []
+    for d in range(nsp):
+        size = lhs.shape[ls[2 + d]]
+        lo, hi = padding[d]
+        if _dilate(size, lhs_dilation[d]) + lo + hi < 0:
+            raise ValueError(f"{name}: negative padding {tuple(padding[d])} is larger than "
+                             f"spatial dimension {d} of size {size} (lhs shape {lhs.shape}).")
+        spatial.append(_window_out(size, (lo, hi), rhs.shape[rs[2 + d]], window_strides[d],
+                                   rhs_dilation[d], lhs_dilation[d]))
+    canonical = (n // bgc, o) + tuple(spatial)
+    shape = [0] * lhs.ndim
+    for k, ax in enumerate(os_):
+        shape[ax] = canonical[k]
+    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    return ShapedArray(tuple(shape), dt, lhs.weak_type and rhs.weak_type)
+
+
+def _dilate_pad(x, first_axis, dilation, padding, fill):
+    """``x`` with its axes from ``first_axis`` on interior-dilated (``fill`` between
+    elements) and padded with ``fill`` (negative padding cuts)."""
+    nd = len(dilation)
+    if any(d > 1 for d in dilation):
+        shape = x.shape[:first_axis] + tuple(_dilate(x.shape[first_axis + k], dilation[k])
+                                             for k in range(nd))
+        out = np.full(shape, fill, x.dtype)
+        out[(slice(None),) * first_axis + tuple(slice(None, None, d) for d in dilation)] = x
+        x = out
+    if any(lo != 0 or hi != 0 for lo, hi in padding):
+        grow = [(0, 0)] * first_axis + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+        if any(g != (0, 0) for g in grow):
+            x = np.pad(x, grow, constant_values=fill)
+        cut = (slice(None),) * first_axis + tuple(
+            slice(max(-lo, 0), x.shape[first_axis + k] - max(-hi, 0))
+            for k, (lo, hi) in enumerate(padding))
+        x = x[cut]
+    return x
+
+
+def _windows(x, first_axis, window, strides, dilation):
+    """A strided view of ``x`` (axes from ``first_axis`` on are windowed) of shape
+    ``x.shape[:first_axis] + out_positions + window``."""
+    nd = len(window)
+    axes = tuple(range(first_axis, first_axis + nd))
+    k = tuple(_dilate(w, d) for w, d in zip(window, dilation))
+    view = sliding_window_view(x, k, axis=axes)
+    index = (slice(None),) * first_axis + tuple(slice(None, None, s) for s in strides) + \
+        tuple(slice(None, None, d) for d in dilation)
+    return view[index]
+
+
+def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision=None,
+               preferred_element_type=None, out_sharding=None):
+    out_aval = _conv_aval(
+        ShapedArray(lhs.shape, lhs.dtype), ShapedArray(rhs.shape, rhs.dtype),
+        window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+        feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+        preferred_element_type=preferred_element_type)
+    ls, rs, os_ = dimension_numbers
+    out_dtype = out_aval.dtype
+    if out_aval.size == 0:
+        return np.zeros(out_aval.shape, out_dtype)
+    x, w = np.transpose(lhs, ls), np.transpose(rhs, rs)
+    if x.dtype in _HALF:
+        x, w = upcast_half(x, w)
+    if preferred_element_type is not None and x.dtype != np.bool_:
+        # accumulate in the preferred type when it is wider (int8 x int8 -> int32 sums)
+        if out_dtype != x.dtype and np.result_type(x.dtype, out_dtype) == out_dtype:
+            x, w = x.astype(out_dtype), w.astype(out_dtype)
+    if x.dtype == np.bool_:
+        x, w = x.astype(np.int32), w.astype(np.int32)
+    nsp = x.ndim - 2
+    x = _dilate_pad(x, 2, lhs_dilation, padding, 0)
+    patches = _windows(x, 2, w.shape[2:], window_strides, rhs_dilation)  # N C out.. k..
+    n, c = x.shape[:2]
+    out_sp = patches.shape[2:2 + nsp]
+    o = w.shape[0]
+    fgc, bgc = feature_group_count, batch_group_count
+    groups, nb, cg = fgc * bgc, n // bgc, c // fgc
+    og = o // groups
+    ksize, psize = math.prod(w.shape[2:]), math.prod(out_sp)
+    sp = tuple(range(4, 4 + nsp))
+    p = patches.reshape((bgc, nb, fgc, cg) + out_sp + w.shape[2:])
+    p = p.transpose((0, 2, 1) + sp + (3,) + tuple(range(4 + nsp, 4 + 2 * nsp)))
+    p = p.reshape(groups, nb * psize, cg * ksize)
+    wm = w.reshape(groups, og, cg * ksize).transpose(0, 2, 1)
+    r = np.matmul(p, wm)                                   # groups, nb*P, og
+    r = r.reshape((bgc, fgc, nb) + out_sp + (og,))
+    r = r.transpose((2, 0, 1, 3 + nsp) + tuple(range(3, 3 + nsp)))
+    r = r.reshape((nb, o) + out_sp)
+    out = np.transpose(r, np.argsort(os_))
+    if out_dtype == np.bool_:
+        return out != 0
+    return np.ascontiguousarray(out.astype(out_dtype, copy=False))
+
+
+def _conv_flops(lhs, rhs, *, dimension_numbers, **params):
+    out = _conv_aval(lhs, rhs, dimension_numbers=dimension_numbers, **params)
+    rs = dimension_numbers.rhs_spec
+    per_out = math.prod(rhs.shape[a] for a in rs[1:])
+    return 2 * out.size * per_out
+
+
+conv_general_dilated_p = Primitive("conv_general_dilated", abstract_eval=_conv_aval,
+                                   impl=_conv_impl, flops=_conv_flops, kind="dot")
+
+
+# ---- reduce_window_{sum,max,min} ---------------------------------------------------------
+
+def identity_of(kind: str, dt) -> object:
+    """The identity of ``kind`` ("sum", "max", "min") for dtype ``dt`` (a NumPy scalar)."""
+    dt = np.dtype(dt)
+    if kind == "sum":
+        return dt.type(0)
+    if dt == np.bool_:
+        return np.bool_(kind == "min")
+    if dtypes.is_float(dt):
+        return dt.type(-np.inf if kind == "max" else np.inf)
+    info = np.iinfo(dt)
+    return dt.type(info.min if kind == "max" else info.max)
+
+
+def _rw_aval(kind):
+    name = f"reduce_window_{kind}"
+    allowed = "fciu" if kind == "sum" else "fiub"
+
+    def rule(x, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        check_dtypes(name, (x,), allowed)
+        nd = x.ndim
+        for what, v in (("window_dimensions", window_dimensions),
+                        ("window_strides", window_strides), ("padding", padding),
+                        ("base_dilation", base_dilation),
+                        ("window_dilation", window_dilation)):
+            if len(v) != nd:
+                raise TypeError(f"{name} got {len(v)} {what} {tuple(v)} for operand of shape "
+                                f"{x.shape}; give one per dimension.")
+        for what, v in (("window_dimensions", window_dimensions),
+                        ("window_strides", window_strides), ("base_dilation", base_dilation),
+                        ("window_dilation", window_dilation)):
+            _check_positive(name, what, v)
+        shape = []
+        for d in range(nd):
+            if _dilate(x.shape[d], base_dilation[d]) + padding[d][0] + padding[d][1] < 0:
+                raise ValueError(f"{name}: negative padding {tuple(padding[d])} is larger "
+                                 f"than dimension {d} of operand shape {x.shape}.")
+            shape.append(_window_out(x.shape[d], padding[d], window_dimensions[d],
+                                     window_strides[d], window_dilation[d], base_dilation[d]))
+        return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+    return rule
+
+
+_RW_UFUNC = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _rw_impl(kind):
+    aval_rule = _rw_aval(kind)
+    ufunc = _RW_UFUNC[kind]
+
+    def impl(x, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        out_aval = aval_rule(ShapedArray(x.shape, x.dtype), window_dimensions=window_dimensions,
+                             window_strides=window_strides, padding=padding,
+                             base_dilation=base_dilation, window_dilation=window_dilation)
+        if out_aval.size == 0:
+            return np.zeros(out_aval.shape, x.dtype)
+        xx = upcast_half(x)[0] if x.dtype in _HALF else x
+        fill = identity_of(kind, x.dtype)
+        xx = _dilate_pad(xx, 0, base_dilation, padding, fill)
+        view = _windows(xx, 0, window_dimensions, window_strides, window_dilation)
+        nd = x.ndim
+        out = ufunc.reduce(view, axis=tuple(range(nd, 2 * nd))) if nd else view
+        return np.asarray(out).astype(x.dtype, copy=False)
+    return impl
+
+
+def _rw_flops(x, *, window_dimensions, **params):
+    out = _rw_aval("sum")(ShapedArray(x.shape, np.dtype(np.float32)),
+                          window_dimensions=window_dimensions, **params)
+    return out.size * math.prod(window_dimensions)
+
+
+def _reduce_window_primitive(kind):
+    return Primitive(f"reduce_window_{kind}", abstract_eval=_rw_aval(kind),
+                     impl=_rw_impl(kind), flops=_rw_flops, kind="reduction")
+
+
+reduce_window_sum_p = _reduce_window_primitive("sum")
+reduce_window_max_p = _reduce_window_primitive("max")
+reduce_window_min_p = _reduce_window_primitive("min")
