@@ -1,7 +1,8 @@
 """jaxlite: JAX's core written from scratch in Python.
 
 ``import jaxlite as jax`` and ``import jaxlite.numpy as jnp`` run JAX programs: immutable
-arrays, devices and their memory, a tracer into a jaxpr-style IR, and ``jit``.
+arrays, devices and their memory, a tracer into a jaxpr-style IR, ``jit``, ``grad`` and
+``vmap``.
 This module only re-exports the public surface.
 """
 from __future__ import annotations
@@ -21,6 +22,9 @@ from . import primitives as _primitives  # noqa: F401  (registers every primitiv
 from . import lax, numpy, nn, debug, sharding  # noqa: F401
 from . import random  # noqa: F401
 from .transforms import jit, make_jaxpr, eval_shape  # noqa: F401
+from .transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd,  # noqa: F401
+                         jacrev, hessian, custom_jvp, custom_vjp, checkpoint, remat,
+                         closure_convert, vmap)
 from .transforms.stages import ShapeDtypeStruct  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401

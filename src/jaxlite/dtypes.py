@@ -98,6 +98,11 @@ complex64 = _scalar_type("complex64", np.complex64)
 complex128 = _scalar_type("complex128", np.complex128)
 
 
+#: The dtype of tangents/cotangents of integer and boolean values (``jax.dtypes.float0``):
+#: zero bytes per element, so such a tangent carries no information.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
 def _to_dtype(x) -> np.dtype:
     """np.dtype of a dtype-like (dtype, type, scalar type, name); TypeError otherwise."""
     if isinstance(x, np.dtype):

@@ -56,7 +56,14 @@ class JaxprTrace(Trace):
             return JaxprTracer(self, var.aval, var)
         raise TypeError(f"Value {val!r} of type {type(val).__name__} is not a valid JAX type")
 
-    lift = pure
+    def lift(self, val):
+        """A tracer of an enclosing transformation met while staging (a closed-over value,
+        or a residual during linearisation) becomes a constvar whose value is that tracer;
+        whoever evaluates the jaxpr evaluates it under that transformation."""
+        if isinstance(val, Tracer):
+            var = self.main.payload.const_var(val)
+            return JaxprTracer(self, var.aval, var)
+        return self.pure(val)
 
     def process_primitive(self, primitive, tracers, params):
         avals = tuple([t.aval for t in tracers])

@@ -107,6 +107,15 @@ class ClosedJaxpr:
     __repr__ = __str__
 
 
+def hoist_consts(closed: ClosedJaxpr):
+    """``(closed', consts)``: the constvars of ``closed`` turned into leading invars, so
+    that the constants (which may be tracers of an enclosing transformation) can be passed
+    as operands of an equation that carries the program."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.eqns, j.outvars),
+                       []), list(closed.consts)
+
+
 # ---- printer ----------------------------------------------------------------------------
 
 def _name(i: int) -> str:

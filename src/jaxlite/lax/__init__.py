@@ -508,8 +508,16 @@ def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop"
 
 
 def stop_gradient(x):
-    """Identity whose derivative is zero (the transformations issue gives it meaning)."""
-    return x
+    """The identity, with a zero derivative (``jax.lax.stop_gradient``); ``x`` may be a
+    pytree.  Integer and boolean leaves pass through unchanged."""
+    from ..tree_util import tree_map
+    from ..primitives.shape import stop_gradient_p
+
+    def stop(v):
+        if not dtypes.is_inexact(get_aval(v).dtype):
+            return v
+        return stop_gradient_p.bind(v)
+    return tree_map(stop, x)
 
 
 def debug_callback(callback, *args):

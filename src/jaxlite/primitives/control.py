@@ -40,3 +40,164 @@ def _debug_impl(*args, callback, **_):
 debug_callback_p = Primitive("debug_callback", abstract_eval=_debug_aval, impl=_debug_impl,
                              multiple_results=True, effectful=True, flops=lambda *a, **k: 0,
                              kind="effect")
+
+
+# ---- rules of jit: differentiation inlines the program (core.ad.JVPTrace); batching
+# batches the program and keeps the call ------------------------------------------------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _jit_batch(args, dims, jaxpr, name, **params):
+    size = batching.size_of(args, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, dims, size)
+    return jit_p.bind(*args, jaxpr=batched, name=name, **params), out_dims
+
+
+jit_p.batch = _jit_batch
+
+
+def _debug_batch(args, dims, callback, **params):
+    # each example printed/called in turn, as JAX's sequential debug callback does
+    size = batching.size_of(args, dims)
+    from .shape import squeeze_p, slice_p
+    for i in range(size):
+        ex = []
+        for x, d in zip(args, dims):
+            if d is None:
+                ex.append(x)
+                continue
+            nd = get_aval(x).ndim
+            lo = [0] * nd
+            hi = list(get_aval(x).shape)
+            lo[d], hi[d] = i, i + 1
+            ex.append(squeeze_p.bind(slice_p.bind(x, start_indices=tuple(lo),
+                                                  limit_indices=tuple(hi), strides=None),
+                                     dimensions=(d,)))
+        debug_callback_p.bind(*ex, callback=callback, **params)
+    return [], []
+
+
+debug_callback_p.batch = _debug_batch
+debug_callback_p.jvp = lambda primals, tangents, **params: (
+    debug_callback_p.bind(*primals, **params), [])
+
+
+# ---- custom_vjp: the linear stand-in whose transpose runs the user's bwd ----------------
+
+def _custom_lin_aval(*avals, num_res, bwd, out_avals, in_avals):
+    return [a.strip_weak_type() for a in out_avals]
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
+    res = args[:num_res]
+    cts = [ad.instantiate(c, a.strip_weak_type()) for c, a in zip(cts, out_avals)]
+    got = bwd(res, cts)
+    out = [None] * num_res
+    for g, a in zip(got, in_avals):
+        if g is None or not ad.is_differentiable(a):
+            out.append(None)
+        elif get_aval(g).shape != a.shape:
+            raise ValueError(f"Custom VJP bwd rule must produce an output with the same shape "
+                             f"as the corresponding primal input: expected {a.shape}, got "
+                             f"{get_aval(g).shape}")
+        else:
+            out.append(g)
+    return out
+
+
+custom_lin_p = Primitive("custom_lin", abstract_eval=_custom_lin_aval, impl=_custom_lin_impl,
+                         multiple_results=True, flops=lambda *a, **k: 0, kind="other")
+custom_lin_p.transpose = _custom_lin_transpose
+
+
+# ---- checkpoint (remat): a program whose reverse mode recomputes it ----------------------
+
+def _remat_aval(*avals, jaxpr, prevent_cse=True):
+    return list(jaxpr.out_avals)
+
+
+def _remat_impl(*args, jaxpr, prevent_cse=True):
+    from ..ir.interpret import eval_jaxpr_impl
+    return eval_jaxpr_impl(jaxpr.jaxpr, [], *args)
+
+
+remat_p = Primitive("checkpoint", abstract_eval=_remat_aval, impl=_remat_impl,
+                    multiple_results=True, flops=lambda *a, **k: 0, kind="other")
+
+
+def _remat_jvp(primals, tangents, jaxpr, prevent_cse=True):
+    out = remat_p.bind(*primals, jaxpr=jaxpr, prevent_cse=prevent_cse)
+    if all(t is None for t in tangents):
+        return out, [None] * len(out)
+    ts = [ad.instantiate(t, get_aval(p).strip_weak_type()) if ad.is_differentiable(
+        get_aval(p)) else ad.zeros(get_aval(p)) for p, t in zip(primals, tangents)]
+    t_out = remat_jvp_p.bind(*primals, *ts, jaxpr=jaxpr)
+    it = iter(t_out)
+    return out, [next(it) if ad.is_differentiable(a) else None for a in jaxpr.out_avals]
+
+
+remat_p.jvp = _remat_jvp
+
+
+def _remat_batch(args, dims, jaxpr, prevent_cse=True):
+    size = batching.size_of(args, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, dims, size)
+    return remat_p.bind(*args, jaxpr=batched, prevent_cse=prevent_cse), out_dims
+
+
+remat_p.batch = _remat_batch
+
+
+def _remat_jvp_aval(*avals, jaxpr):
+    return [a.strip_weak_type() for a in jaxpr.out_avals if ad.is_differentiable(a)]
+
+
+def _remat_jvp_impl(*args, jaxpr):
+    from ..ir.interpret import eval_jaxpr_impl
+    n = len(jaxpr.in_avals)
+    jclosed, _ = ad.jvp_jaxpr(jaxpr, [True] * n, instantiate_out=True)
+    outs = eval_jaxpr_impl(jclosed.jaxpr, jclosed.consts, *args)
+    return outs[len(jaxpr.out_avals):]
+
+
+def _remat_jvp_transpose(cts, *args, jaxpr):
+    """The backward pass of a checkpointed program: linearise it again at its primal
+    inputs (recomputing the forward pass), then transpose."""
+    from ..ir.interpret import eval_jaxpr
+    n = len(jaxpr.in_avals)
+    primals = list(args[:n])
+    lin = ad.linearize_flat(lambda *xs: eval_jaxpr(jaxpr.jaxpr, [], *xs), primals)
+    diff_out = [ad.is_differentiable(a) for a in jaxpr.out_avals]
+    it = iter(cts)
+    full_cts = [next(it) if d else None for d in diff_out]
+    lin_cts = [c for c, z in zip(full_cts, lin.out_zero) if not z]
+    ins = [ad.UndefinedPrimal(a.strip_weak_type())
+           for a, m in zip(lin.in_avals, lin.in_mask) if m]
+    got = iter(ad.backward_pass(lin.jaxpr, lin.consts, ins, lin_cts))
+    out = [None] * n
+    for i, m in enumerate(lin.in_mask):
+        g = next(got) if m else None
+        out.append(g)
+    return out
+
+
+def _remat_jvp_batch(args, dims, jaxpr):
+    size = batching.size_of(args, dims)
+    n = len(jaxpr.in_avals)
+    args = [batching.to_front(x, d, size) for x, d in zip(args, dims)]
+    batched, _ = batching.batch_jaxpr(jaxpr, [0] * n, size,
+                                      out_front=[True] * len(jaxpr.out_avals))
+    outs = remat_jvp_p.bind(*args, jaxpr=batched)
+    return outs, [0] * len(outs)
+
+
+remat_jvp_p = Primitive("checkpoint_jvp", abstract_eval=_remat_jvp_aval, impl=_remat_jvp_impl,
+                        multiple_results=True, flops=lambda *a, **k: 0, kind="other")
+remat_jvp_p.transpose = _remat_jvp_transpose
+remat_jvp_p.batch = _remat_jvp_batch

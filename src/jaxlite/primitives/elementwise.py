@@ -399,3 +399,311 @@ def _bitcast_impl(x, new_dtype):
 bitcast_convert_type_p = Primitive(
     "bitcast_convert_type", abstract_eval=_bitcast_aval, impl=_bitcast_impl,
     scalar_op="bitcast", flops=lambda *a, **k: 0, kind="other")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+# JVP rules are written with binds of the primitives above so that they work under every
+# trace (and can be differentiated again); constants take the operand's dtype.
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _c(x, v):
+    """The scalar ``v`` as a strong rank-0 constant of ``x``'s dtype."""
+    return np.array(v, get_aval(x).dtype)
+
+
+def _sum_to_shape(ct, aval):
+    """``ct`` reduced to ``aval``'s shape: a rank-0 operand of an elementwise op was
+    broadcast, so its cotangent sums over every axis."""
+    from .reduction import reduce_sum_p
+    ct_aval = get_aval(ct)
+    if ct_aval.shape == tuple(aval.shape):
+        return ct
+    return reduce_sum_p.bind(ct, axes=tuple(range(ct_aval.ndim)))
+
+
+def _full_like(x, shape):
+    """``x`` (rank 0 or of ``shape``) broadcast to ``shape``."""
+    from .shape import broadcast_in_dim_p
+    if tuple(get_aval(x).shape) == tuple(shape):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=())
+
+
+def _out_shape(*xs):
+    return broadcast_shapes_elementwise("rule", [get_aval(x) for x in xs])
+
+
+mul, add, sub, div, neg = mul_p.bind, add_p.bind, sub_p.bind, div_p.bind, neg_p.bind
+
+# zero derivative (piecewise constant) --------------------------------------------------
+for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p):
+    ad.defjvp(_p, *([lambda g, *a, **k: None] * 2))
+
+# unary -------------------------------------------------------------------------------
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _c(x, math.log(2)))))
+ad.defjvp(log_p, lambda g, x: div(g, x))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _c(x, 1))))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _c(x, 1))))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(_c(x, 1), mul(ans, ans))))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_c(x, 1), ans))))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos_p.bind(x)))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin_p.bind(x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_c(x, 1), mul(ans, ans))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt_p.bind(sub(_c(x, 1), mul(x, x)))))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt_p.bind(sub(_c(x, 1), mul(x, x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(_c(x, 1), mul(x, x))))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh_p.bind(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh_p.bind(x)))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt_p.bind(add(mul(x, x), _c(x, 1)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt_p.bind(mul(sub(x, _c(x, 1)),
+                                                        add(x, _c(x, 1))))))
+ad.defjvp(atanh_p, lambda g, x: div(g, sub(_c(x, 1), mul(x, x))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(_c(x, 2), ans)))
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_c(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, div(_c(x, 1 / 3), mul(ans, ans))))
+ad.defjvp(square_p, lambda g, x: mul(g, mul(_c(x, 2), x)))
+ad.defjvp(erf_p, lambda g, x: mul(g, mul(_c(x, 2 / math.sqrt(math.pi)),
+                                         exp_p.bind(neg(mul(x, x))))))
+ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_c(x, -2 / math.sqrt(math.pi)),
+                                          exp_p.bind(neg(mul(x, x))))))
+
+
+def _integer_pow_jvp(g, x, y):
+    if y == 0:
+        return ad.zeros(get_aval(g))
+    if y == 1:
+        return g
+    d = mul(_c(x, y), x if y == 2 else integer_pow_p.bind(x, y=y - 1))
+    return mul(g, d)
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def _abs_jvp(g, ans, x):
+    if get_aval(x).dtype.kind == "c":
+        # d|z| = Re(conj(z) dz) / |z|, zero at z = 0
+        safe = select_n_p.bind(eq_p.bind(ans, _c(ans, 0)), ans, _c(ans, 1))
+        num = real_p.bind(mul(conj_p.bind(x), g))
+        return select_n_p.bind(eq_p.bind(ans, _c(ans, 0)), div(num, safe),
+                               _full_like(_c(ans, 0), get_aval(ans).shape))
+    return mul(g, sign_p.bind(x))
+
+
+ad.defjvp2(abs_p, _abs_jvp)
+ad.deflinear(real_p, lambda ct, x: [complex_p.bind(ct, _full_like(_c(ct, 0),
+                                                                   get_aval(ct).shape))])
+ad.deflinear(imag_p, lambda ct, x: [complex_p.bind(_full_like(_c(ct, 0), get_aval(ct).shape),
+                                                   neg(ct))])
+ad.deflinear(conj_p, lambda ct, x: [conj_p.bind(ct)])
+
+
+# binary ------------------------------------------------------------------------------
+
+def _add_transpose(ct, x, y):
+    return [_sum_to_shape(ct, x.aval) if ad.is_undefined(x) else None,
+            _sum_to_shape(ct, y.aval) if ad.is_undefined(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [_sum_to_shape(ct, x.aval) if ad.is_undefined(x) else None,
+            _sum_to_shape(neg(ct), y.aval) if ad.is_undefined(y) else None]
+
+
+def _linear_binary_jvp(prim):
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        tx, ty = tangents
+        if tx is None and ty is None:
+            return out, None
+        shape = get_aval(out).shape
+        if ty is None:
+            t = _full_like(tx, shape)
+        elif tx is None:
+            t = _full_like(neg(ty) if prim is sub_p else ty, shape)
+        else:
+            t = prim.bind(tx, ty)
+        return out, t
+    return rule
+
+
+add_p.jvp = _linear_binary_jvp(add_p)
+add_p.transpose = _add_transpose
+sub_p.jvp = _linear_binary_jvp(sub_p)
+sub_p.transpose = _sub_transpose
+
+
+def _mul_transpose(ct, x, y):
+    if ad.is_undefined(x):
+        return [_sum_to_shape(mul(ct, y), x.aval), None]
+    return [None, _sum_to_shape(mul(x, ct), y.aval)]
+
+
+def _bshape(g, *xs):
+    """``g`` broadcast to the result shape of an elementwise op on ``xs``."""
+    return _full_like(g, _out_shape(*xs))
+
+
+ad.defjvp(mul_p, lambda g, x, y: _bshape(mul(g, y), x, y),
+          lambda g, x, y: _bshape(mul(x, g), x, y))
+mul_p.transpose = _mul_transpose
+ad.defjvp(div_p, lambda g, x, y: _bshape(div(g, y), x, y),
+          lambda g, x, y: _bshape(neg(mul(g, div(x, mul(y, y)))), x, y))
+div_p.transpose = lambda ct, x, y: [_sum_to_shape(div(ct, y), x.aval), None]
+ad.defjvp(rem_p, lambda g, x, y: _bshape(g, x, y),
+          lambda g, x, y: _bshape(neg(mul(g, round_p.bind(div(sub(x, rem_p.bind(x, y)), y),
+                                                           rounding_method=0))), x, y))
+
+
+def _pow_jvp_x(g, x, y):
+    # y * x ** (y - 1), with 0 where y == 0 (so that 0 ** 0 has derivative 0)
+    ym1 = sub(y, _c(y, 1))
+    d = mul(y, pow_p.bind(x, ym1))
+    d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d, _full_like(_c(d, 0), get_aval(d).shape))
+    return _bshape(mul(g, d), x, y)
+
+
+def _pow_jvp_y(g, ans, x, y):
+    # log(x) * x ** y, with 0 where x == 0
+    safe_x = select_n_p.bind(eq_p.bind(x, _c(x, 0)), x, _full_like(_c(x, 1), get_aval(x).shape))
+    return _bshape(mul(g, mul(log_p.bind(safe_x), ans)), x, y)
+
+
+ad.defjvp2(pow_p, lambda g, ans, x, y: _pow_jvp_x(g, x, y), _pow_jvp_y)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere."""
+    shape = get_aval(z).shape
+    one = _full_like(_c(z, 1), shape)
+    half = _full_like(_c(z, 0.5), shape)
+    zero = _full_like(_c(z, 0), shape)
+    x_hits = eq_p.bind(_full_like(x, shape), z)
+    y_hits = eq_p.bind(_full_like(y, shape), z)
+    return select_n_p.bind(x_hits, zero, select_n_p.bind(y_hits, one, half))
+
+
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
+
+
+def _atan2_denom(x, y):
+    return add(mul(x, x), mul(y, y))
+
+
+ad.defjvp(atan2_p, lambda g, x, y: _bshape(mul(g, div(y, _atan2_denom(x, y))), x, y),
+          lambda g, x, y: _bshape(mul(g, div(neg(x), _atan2_denom(x, y))), x, y))
+
+
+def _complex_transpose(ct, x, y):
+    return [_sum_to_shape(real_p.bind(ct), x.aval) if ad.is_undefined(x) else None,
+            _sum_to_shape(imag_p.bind(neg(ct)), y.aval) if ad.is_undefined(y) else None]
+
+
+def _complex_jvp(primals, tangents):
+    x, y = primals
+    out = complex_p.bind(x, y)
+    tx, ty = tangents
+    if tx is None and ty is None:
+        return out, None
+    shape = get_aval(out).shape
+    tx = _full_like(ad.instantiate(tx, get_aval(x)), shape)
+    ty = _full_like(ad.instantiate(ty, get_aval(y)), shape)
+    return out, complex_p.bind(tx, ty)
+
+
+complex_p.jvp = _complex_jvp
+complex_p.transpose = _complex_transpose
+
+
+# select_n and clamp ------------------------------------------------------------------
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    ts = tangents[1:]
+    if all(t is None for t in ts):
+        return out, None
+    shape = get_aval(out).shape
+    ts = [_full_like(ad.instantiate(t, get_aval(c)), shape) for t, c in zip(ts, cases)]
+    return out, select_n_p.bind(_full_like(which, shape) if get_aval(which).shape else which,
+                                *ts)
+
+
+def _select_n_transpose(ct, which, *cases):
+    if ad.is_undefined(which):
+        raise ValueError("select_n is not linear in its selector")
+    zero = _full_like(_c(ct, 0), get_aval(ct).shape)
+    out = [None]
+    for i, c in enumerate(cases):
+        if not ad.is_undefined(c):
+            out.append(None)
+            continue
+        picks = [zero] * len(cases)
+        picks[i] = ct
+        out.append(_sum_to_shape(select_n_p.bind(which, *picks), c.aval))
+    return out
+
+
+select_n_p.jvp = _select_n_jvp
+select_n_p.transpose = _select_n_transpose
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    shape = get_aval(out).shape
+    zero = _full_like(_c(out, 0), shape)
+    t = None
+    tlo, tx, thi = tangents
+    lo_b, hi_b = _full_like(lo, shape), _full_like(hi, shape)
+    if tx is not None:
+        inside = and_p.bind(gt_p.bind(x, lo_b), lt_p.bind(x, hi_b))
+        t = ad.add_tangents(t, select_n_p.bind(inside, zero, tx))
+    if tlo is not None:
+        t = ad.add_tangents(t, select_n_p.bind(and_p.bind(gt_p.bind(lo_b, x),
+                                                          lt_p.bind(lo_b, hi_b)),
+                                               zero, _full_like(tlo, shape)))
+    if thi is not None:
+        t = ad.add_tangents(t, select_n_p.bind(lt_p.bind(hi_b, x), zero,
+                                               _full_like(thi, shape)))
+    return out, t
+
+
+clamp_p.jvp = _clamp_jvp
+
+
+# conversions ---------------------------------------------------------------------------
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if t is None or not dtypes.is_inexact(np.dtype(new_dtype)):
+        return out, None
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=False)
+
+
+def _convert_transpose(ct, x, new_dtype, weak_type=False):
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=False)]
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = _convert_transpose
+bitcast_convert_type_p.jvp = lambda primals, tangents, **p: (
+    bitcast_convert_type_p.bind(*primals, **p), None)
+
+
+# batching: every elementwise primitive maps axis-wise -----------------------------------
+
+for _p in list(globals().values()):
+    if isinstance(_p, Primitive) and _p.kind == "elementwise":
+        batching.elementwise_batcher(_p)
+for _p in (convert_element_type_p, bitcast_convert_type_p, integer_pow_p):
+    batching.vectorized_batcher(_p)

@@ -147,3 +147,101 @@ def _svd_impl(x, full_matrices=True, compute_uv=True):
 svd_p = Primitive("svd", abstract_eval=_svd_aval, impl=_svd_impl, multiple_results=True,
                   flops=lambda x, **k: 4 * x.size * min(x.shape[-2:]) if x.ndim >= 2 else 0,
                   kind="other")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, **params):
+    """Cotangent of the lhs of ``dot_general(x, y)``: a dot of ``ct`` with ``y`` over y's
+    free dimensions, batched over the batch dimensions, then permuted into x's layout."""
+    from .shape import transpose_p
+    from .elementwise import convert_element_type_p
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    x_nd, y_nd = x_aval.ndim, get_aval(y).ndim
+    x_kept = [i for i in range(x_nd) if i not in lc and i not in lb]
+    y_kept = [i for i in range(y_nd) if i not in rc and i not in rb]
+    nb = len(lb)
+    if swap:
+        ans_y = list(range(nb, nb + len(y_kept)))
+        ans_x_free = list(range(nb + len(y_kept), nb + len(y_kept) + len(x_kept)))
+    else:
+        ans_x_free = list(range(nb, nb + len(x_kept)))
+        ans_y = list(range(nb + len(x_kept), nb + len(x_kept) + len(y_kept)))
+    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(rb)))
+    out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
+                             preferred_element_type=None, out_sharding=None)
+    # out layout: batch (x's lb order), x free dims (in x order), then y's rc order which
+    # corresponds to x's lc order
+    src_order = list(lb) + x_kept + list(lc)
+    perm = [src_order.index(i) for i in range(x_nd)]
+    if perm != list(range(x_nd)):
+        out = transpose_p.bind(out, permutation=tuple(perm))
+    if get_aval(out).dtype != x_aval.dtype:
+        out = convert_element_type_p.bind(out, new_dtype=x_aval.dtype, weak_type=False)
+    return out
+
+
+def _dot_transpose_rhs(ct, x, y_aval, dimension_numbers, **params):
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    swapped = ((rc, lc), (rb, lb))
+    return _dot_transpose_lhs(ct, y_aval, x, swapped, swap=True)
+
+
+def _dot_transpose(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None,
+                   out_sharding=None):
+    if ad.is_undefined(x) and ad.is_undefined(y):
+        raise ValueError("dot_general is bilinear, not linear in both operands at once")
+    if ad.is_undefined(x):
+        return [_dot_transpose_lhs(ct, x.aval, y, dimension_numbers), None]
+    return [None, _dot_transpose_rhs(ct, x, y.aval, dimension_numbers)]
+
+
+def _dot_bind(x, y, dimension_numbers, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    return dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, precision=precision,
+                              preferred_element_type=preferred_element_type,
+                              out_sharding=out_sharding)
+
+
+ad.defjvp(dot_general_p, lambda g, x, y, **p: _dot_bind(g, y, **p),
+          lambda g, x, y, **p: _dot_bind(x, g, **p))
+dot_general_p.transpose = _dot_transpose
+
+
+def _dot_batch(args, dims, dimension_numbers, **params):
+    """Mapped operands get their mapped axis as a new leading batch dimension (both
+    mapped), or as a free dimension (one mapped) whose position in the result is known."""
+    (x, y), (dx, dy) = args, dims
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if dx is not None and dy is not None:
+        x = batching.moveaxis(x, dx, 0)
+        y = batching.moveaxis(y, dy, 0)
+        sh = lambda t: tuple(i + 1 for i in t)  # noqa: E731
+        dn = ((sh(lc), sh(rc)), ((0,) + sh(lb), (0,) + sh(rb)))
+        return _dot_bind(x, y, dn, **params), 0
+    if dx is not None:
+        # x's mapped axis is a free dimension: it lands among x's free dims in the output
+        x = batching.moveaxis(x, dx, get_aval(x).ndim - 1)
+        out = _dot_bind(x, y, dimension_numbers, **params)
+        x_nd = get_aval(x).ndim
+        n_free_x = x_nd - len(lc) - len(lb)       # includes the mapped axis (last of x)
+        return out, len(lb) + n_free_x - 1
+    y = batching.moveaxis(y, dy, get_aval(y).ndim - 1)
+    out = _dot_bind(x, y, dimension_numbers, **params)
+    return out, get_aval(out).ndim - 1
+
+
+dot_general_p.batch = _dot_batch
+
+
+def _svd_batch(args, dims, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    outs = svd_p.bind(x, **params)
+    return outs, [0] * len(outs)
+
+
+svd_p.batch = _svd_batch

@@ -165,3 +165,144 @@ def _sort_impl(*xs, dimension, is_stable, num_keys):
 
 sort_p = Primitive("sort", abstract_eval=_sort_aval, impl=_sort_impl, multiple_results=True,
                    flops=lambda *xs, **k: xs[0].size, kind="other")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _kept_dims(ndim, axes):
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _expand(y, shape, axes):
+    """``y`` (the reduction of an operand of ``shape`` over ``axes``) broadcast back."""
+    from .shape import broadcast_in_dim_p
+    return broadcast_in_dim_p.bind(y, shape=tuple(shape),
+                                   broadcast_dimensions=_kept_dims(len(shape), axes))
+
+
+def _reduce_sum_transpose(ct, x, axes, out_sharding=None):
+    return [_expand(ct, x.aval.shape, tuple(axes))]
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _chooser_jvp(prim):
+    """max/min: the tangent at the chosen elements, averaged over ties."""
+    from .elementwise import convert_element_type_p, div_p, eq_p, mul_p
+
+    def rule(primals, tangents, axes, out_sharding=None):
+        (x,), (g,) = primals, tangents
+        ans = prim.bind(x, axes=axes, out_sharding=out_sharding)
+        if g is None:
+            return ans, None
+        shape = get_aval(x).shape
+        hits = eq_p.bind(x, _expand(ans, shape, tuple(axes)))
+        hits = convert_element_type_p.bind(hits, new_dtype=get_aval(g).dtype, weak_type=False)
+        counts = reduce_sum_p.bind(hits, axes=axes, out_sharding=None)
+        t = reduce_sum_p.bind(mul_p.bind(g, hits), axes=axes, out_sharding=None)
+        return ans, div_p.bind(t, counts)
+    prim.jvp = rule
+
+
+_chooser_jvp(reduce_max_p)
+_chooser_jvp(reduce_min_p)
+
+
+def _reduce_prod_jvp(primals, tangents, axes, out_sharding=None):
+    """d prod(x) = sum_j g_j * prod_{k != j} x_k, with the products of the others taken
+    as exclusive prefix times exclusive suffix products (exact with zeros)."""
+    from .shape import reshape_p, transpose_p, pad_p, slice_p
+    from .elementwise import mul_p
+    (x,), (g,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes, out_sharding=out_sharding)
+    if g is None:
+        return ans, None
+    aval = get_aval(x)
+    axes = tuple(axes)
+    kept = _kept_dims(aval.ndim, axes)
+    perm = kept + axes
+    n = 1
+    for a in axes:
+        n *= aval.shape[a]
+    kshape = tuple(aval.shape[i] for i in kept)
+    xt = reshape_p.bind(transpose_p.bind(x, permutation=perm), new_sizes=kshape + (n,),
+                        dimensions=None)
+    gt = reshape_p.bind(transpose_p.bind(g, permutation=perm), new_sizes=kshape + (n,),
+                        dimensions=None)
+    one = np.ones((), aval.dtype)
+    last = len(kshape)
+    cfg_lo = tuple((0, 0, 0) for _ in kshape) + ((1, 0, 0),)
+    cfg_hi = tuple((0, 0, 0) for _ in kshape) + ((0, 1, 0),)
+    # exclusive prefix products: cumprod of x shifted right by one (1 in front)
+    pre = cumprod_p.bind(pad_p.bind(slice_p.bind(xt, start_indices=(0,) * (last + 1),
+                                                 limit_indices=kshape + (n - 1,),
+                                                 strides=None), one,
+                                    padding_config=cfg_lo), axis=last, reverse=False) \
+        if n > 0 else xt
+    suf = cumprod_p.bind(pad_p.bind(slice_p.bind(xt, start_indices=(0,) * last + (min(1, n),),
+                                                 limit_indices=kshape + (n,), strides=None),
+                                    one, padding_config=cfg_hi), axis=last, reverse=True) \
+        if n > 0 else xt
+    t = reduce_sum_p.bind(mul_p.bind(gt, mul_p.bind(pre, suf)), axes=(last,), out_sharding=None)
+    return ans, t
+
+
+reduce_prod_p.jvp = _reduce_prod_jvp
+
+
+def _reduce_batch(prim):
+    def rule(args, dims, axes, **params):
+        x = batching.moveaxis(args[0], dims[0], 0)
+        return prim.bind(x, axes=tuple(a + 1 for a in axes), **params), 0
+    prim.batch = rule
+
+
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p,
+           reduce_or_p, reduce_xor_p):
+    _reduce_batch(_p)
+
+
+def _arg_batch(prim):
+    def rule(args, dims, axes, index_dtype):
+        x = batching.moveaxis(args[0], dims[0], 0)
+        return prim.bind(x, axes=tuple(a + 1 for a in axes), index_dtype=index_dtype), 0
+    prim.batch = rule
+
+
+_arg_batch(argmax_p)
+_arg_batch(argmin_p)
+
+# cumulative: cumsum is linear; the others differentiate through their definition
+
+
+def _cumsum_transpose(ct, x, axis, reverse=False):
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+
+
+def _cum_batch(prim):
+    def rule(args, dims, axis, reverse=False):
+        x = batching.moveaxis(args[0], dims[0], 0)
+        return prim.bind(x, axis=axis + 1, reverse=reverse), 0
+    prim.batch = rule
+
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+    _cum_batch(_p)
+
+
+def _sort_batch(args, dims, dimension, is_stable, num_keys):
+    size = batching.size_of(args, dims)
+    xs = [batching.to_front(x, d, size) for x, d in zip(args, dims)]
+    outs = sort_p.bind(*xs, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
+    return outs, [0] * len(outs)
+
+
+sort_p.batch = _sort_batch

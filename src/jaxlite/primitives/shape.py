@@ -290,3 +290,313 @@ def _copy_aval(x):
 
 copy_p = _shape_prim("copy", _copy_aval, lambda x: np.array(x, copy=True), kind="elementwise")
 copy_p.scalar_op = "copy"
+
+
+# ---- transformation rules ---------------------------------------------------------------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _zeros_of(aval):
+    return ad.zeros(aval)
+
+
+def _bid_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
+    from .reduction import reduce_sum_p
+    bd = tuple(broadcast_dimensions)
+    in_shape = x.aval.shape
+    summed = tuple(i for i in range(len(shape)) if i not in bd)
+    ones = tuple(d for i, d in enumerate(bd) if in_shape[i] == 1 and shape[d] != 1)
+    out = ct
+    if summed or ones:
+        out = reduce_sum_p.bind(ct, axes=tuple(sorted(summed + ones)))
+    if get_aval(out).shape != tuple(in_shape):
+        out = reshape_p.bind(out, new_sizes=tuple(in_shape), dimensions=None)
+    return [out]
+
+
+ad.deflinear(broadcast_in_dim_p, _bid_transpose)
+
+
+def _bid_batch(args, dims, shape, broadcast_dimensions, sharding=None):
+    (x,), (d,) = args, dims
+    x = batching.moveaxis(x, d, 0)
+    size = get_aval(x).shape[0]
+    return broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in
+                                                                     broadcast_dimensions)), 0
+
+
+broadcast_in_dim_p.batch = _bid_batch
+
+ad.deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None, sharding=None: [
+    reshape_p.bind(ct, new_sizes=tuple(x.aval.shape), dimensions=None)])
+
+
+def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    if dimensions is not None:
+        x = transpose_p.bind(x, permutation=(0,) + tuple(p + 1 for p in dimensions))
+    size = get_aval(x).shape[0]
+    return reshape_p.bind(x, new_sizes=(size,) + tuple(new_sizes), dimensions=None), 0
+
+
+reshape_p.batch = _reshape_batch
+
+
+def _transpose_transpose(ct, x, permutation):
+    inv = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inv[p] = i
+    return [transpose_p.bind(ct, permutation=tuple(inv))]
+
+
+ad.deflinear(transpose_p, _transpose_transpose)
+transpose_p.batch = lambda args, dims, permutation: (transpose_p.bind(
+    batching.moveaxis(args[0], dims[0], 0),
+    permutation=(0,) + tuple(p + 1 for p in permutation)), 0)
+
+ad.deflinear(squeeze_p, lambda ct, x, dimensions: [
+    reshape_p.bind(ct, new_sizes=tuple(x.aval.shape), dimensions=None)])
+
+
+def _squeeze_batch(args, dims, dimensions):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    nd = get_aval(x).ndim - 1
+    return squeeze_p.bind(x, dimensions=tuple((d % nd) + 1 for d in dimensions)), 0
+
+
+squeeze_p.batch = _squeeze_batch
+
+
+def _concat_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    shape = get_aval(ct).shape
+    for x in xs:
+        n = (x.aval if ad.is_undefined(x) else get_aval(x)).shape[dimension]
+        if ad.is_undefined(x):
+            lo = [0] * len(shape)
+            hi = list(shape)
+            lo[dimension], hi[dimension] = start, start + n
+            out.append(slice_p.bind(ct, start_indices=tuple(lo), limit_indices=tuple(hi),
+                                    strides=None))
+        else:
+            out.append(None)
+        start += n
+    return out
+
+
+ad.deflinear(concatenate_p, _concat_transpose)
+
+
+def _concat_batch(args, dims, dimension):
+    size = batching.size_of(args, dims)
+    xs = [batching.to_front(x, d, size) for x, d in zip(args, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + 1), 0
+
+
+concatenate_p.batch = _concat_batch
+
+
+def _pad_transpose(ct, x, padding_value, padding_config):
+    from .reduction import reduce_sum_p
+    from .elementwise import sub_p
+    out = [None, None]
+    zero = np.zeros((), get_aval(ct).dtype)
+    unpadded = pad_p.bind(ct, zero, padding_config=tuple((-lo, -hi, 0) for lo, hi, _ in
+                                                         padding_config))
+    shape = get_aval(unpadded).shape
+    t_x = slice_p.bind(unpadded, start_indices=(0,) * len(shape), limit_indices=tuple(shape),
+                       strides=tuple(it + 1 for _, _, it in padding_config))
+    if ad.is_undefined(x):
+        out[0] = t_x
+    if ad.is_undefined(padding_value):
+        all_ax = tuple(range(len(shape)))
+        total = reduce_sum_p.bind(ct, axes=tuple(range(get_aval(ct).ndim)))
+        out[1] = sub_p.bind(total, reduce_sum_p.bind(t_x, axes=all_ax))
+    return out
+
+
+ad.deflinear(pad_p, _pad_transpose)
+
+
+def _pad_batch(args, dims, padding_config):
+    from .elementwise import select_n_p
+    (x, pv), (dx, dpv) = args, dims
+    size = batching.size_of(args, dims)
+    x = batching.to_front(x, dx, size)
+    cfg = ((0, 0, 0),) + tuple(padding_config)
+    if dpv is None:
+        return pad_p.bind(x, pv, padding_config=cfg), 0
+    # a per-example padding value: pad with zeros, then select it where the padding is
+    xa = get_aval(x)
+    zero = np.zeros((), xa.dtype)
+    padded = pad_p.bind(x, zero, padding_config=cfg)
+    mask = pad_p.bind(broadcast_in_dim_p.bind(np.array(True), shape=xa.shape,
+                                              broadcast_dimensions=()),
+                      np.array(False), padding_config=cfg)
+    out_shape = get_aval(padded).shape
+    pv = broadcast_in_dim_p.bind(batching.moveaxis(pv, dpv, 0), shape=out_shape,
+                                 broadcast_dimensions=(0,))
+    return select_n_p.bind(mask, pv, padded), 0
+
+
+pad_p.batch = _pad_batch
+
+ad.deflinear(rev_p, lambda ct, x, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
+rev_p.batch = lambda args, dims, dimensions: (rev_p.bind(
+    batching.moveaxis(args[0], dims[0], 0),
+    dimensions=tuple(d % (get_aval(args[0]).ndim - 1) + 1 for d in dimensions)), 0)
+
+
+def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
+    shape = x.aval.shape
+    strides = strides or (1,) * len(shape)
+    out_shape = get_aval(ct).shape
+    cfg = []
+    for n, s, st, m in zip(shape, start_indices, strides, out_shape):
+        last = s + (m - 1) * st + 1 if m else s
+        cfg.append((s, n - last, st - 1) if m else (0, n, 0))
+    if any(m == 0 for m in out_shape):
+        return [ad.zeros(x.aval)]
+    zero = np.zeros((), get_aval(ct).dtype)
+    return [pad_p.bind(ct, zero, padding_config=tuple(cfg))]
+
+
+ad.deflinear(slice_p, _slice_transpose)
+
+
+def _slice_batch(args, dims, start_indices, limit_indices, strides=None):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    size = get_aval(x).shape[0]
+    st = None if strides is None else (1,) + tuple(strides)
+    return slice_p.bind(x, start_indices=(0,) + tuple(start_indices),
+                        limit_indices=(size,) + tuple(limit_indices), strides=st), 0
+
+
+slice_p.batch = _slice_batch
+
+
+# dynamic_slice / dynamic_update_slice: linear in the operand (and the update) ----------
+
+def _dyn_slice_jvp(primals, tangents, slice_sizes):
+    x, *idxs = primals
+    out = dynamic_slice_p.bind(x, *idxs, slice_sizes=slice_sizes)
+    if tangents[0] is None:
+        return out, None
+    return out, dynamic_slice_p.bind(tangents[0], *idxs, slice_sizes=slice_sizes)
+
+
+def _dyn_slice_transpose(ct, x, *idxs, slice_sizes):
+    zeros = ad.zeros(x.aval)
+    return [dynamic_update_slice_p.bind(zeros, ct, *idxs)] + [None] * len(idxs)
+
+
+dynamic_slice_p.jvp = _dyn_slice_jvp
+dynamic_slice_p.transpose = _dyn_slice_transpose
+
+
+def _dus_jvp(primals, tangents):
+    x, u, *idxs = primals
+    out = dynamic_update_slice_p.bind(x, u, *idxs)
+    tx, tu = tangents[:2]
+    if tx is None and tu is None:
+        return out, None
+    tx = ad.instantiate(tx, get_aval(x))
+    tu = ad.instantiate(tu, get_aval(u))
+    return out, dynamic_update_slice_p.bind(tx, tu, *idxs)
+
+
+def _dus_transpose(ct, x, u, *idxs):
+    u_aval = u.aval if ad.is_undefined(u) else get_aval(u)
+    out = [None, None] + [None] * len(idxs)
+    if ad.is_undefined(x):
+        out[0] = dynamic_update_slice_p.bind(ct, ad.zeros(u_aval), *idxs)
+    if ad.is_undefined(u):
+        out[1] = dynamic_slice_p.bind(ct, *idxs, slice_sizes=tuple(u_aval.shape))
+    return out
+
+
+dynamic_update_slice_p.jvp = _dus_jvp
+dynamic_update_slice_p.transpose = _dus_transpose
+
+
+def _window_indices(shape, idxs, idx_dims, sizes, size):
+    """Per-dimension gather index arrays (broadcastable to (batch,) + sizes) selecting the
+    clamped window at per-example start indices, plus the batch index."""
+    from .elementwise import add_p, clamp_p, convert_element_type_p
+    nd = len(shape)
+    out = []
+    bshape = [1] * (nd + 1)
+    bshape[0] = size
+    out.append(iota_p.bind(dtype=np.dtype(np.int32), shape=(size,) + (1,) * nd, dimension=0))
+    for i, (n, s) in enumerate(zip(shape, sizes)):
+        st = idxs[i]
+        st = convert_element_type_p.bind(st, new_dtype=np.dtype(np.int32), weak_type=False)
+        if idx_dims[i] is None:
+            st = broadcast_in_dim_p.bind(st, shape=(size,), broadcast_dimensions=())
+        st = clamp_p.bind(np.array(0, np.int32), st, np.array(n - s, np.int32))
+        sh = [1] * (nd + 1)
+        sh[0] = size
+        st = broadcast_in_dim_p.bind(st, shape=tuple(sh), broadcast_dimensions=(0,))
+        sh2 = [1] * (nd + 1)
+        sh2[i + 1] = s
+        io = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(sh2), dimension=i + 1)
+        full = [size] + [1] * nd
+        full[i + 1] = s
+        out.append(add_p.bind(broadcast_in_dim_p.bind(st, shape=tuple(full),
+                                                      broadcast_dimensions=tuple(range(nd + 1))),
+                              broadcast_in_dim_p.bind(io, shape=tuple(full),
+                                                      broadcast_dimensions=tuple(range(nd + 1)))))
+    return out
+
+
+def _dyn_slice_batch(args, dims, slice_sizes):
+    from .indexing import gather_p
+    x, *idxs = args
+    dx, *didx = dims
+    size = batching.size_of(args, dims)
+    if all(d is None for d in didx):
+        x = batching.moveaxis(x, dx, 0)
+        zero = np.zeros((), get_aval(idxs[0]).dtype) if idxs else None
+        return dynamic_slice_p.bind(x, zero, *idxs, slice_sizes=(size,) + tuple(slice_sizes)), 0
+    x = batching.to_front(x, dx, size)
+    shape = get_aval(x).shape[1:]
+    idxs = [batching.moveaxis(i, d, 0) if d is not None else i for i, d in zip(idxs, didx)]
+    arrays = _window_indices(shape, idxs, didx, slice_sizes, size)
+    indexer = tuple(("array", k) for k in range(len(arrays)))
+    return gather_p.bind(x, *arrays, indexer=indexer, mode="clip", fill_value=None), 0
+
+
+dynamic_slice_p.batch = _dyn_slice_batch
+
+
+def _dus_batch(args, dims):
+    from .indexing import scatter_p
+    x, u, *idxs = args
+    dx, du, *didx = dims
+    size = batching.size_of(args, dims)
+    x = batching.to_front(x, dx, size)
+    u = batching.to_front(u, du, size)
+    if all(d is None for d in didx):
+        zero = np.zeros((), get_aval(idxs[0]).dtype) if idxs else None
+        return dynamic_update_slice_p.bind(x, u, zero, *idxs), 0
+    shape = get_aval(x).shape[1:]
+    idxs = [batching.moveaxis(i, d, 0) if d is not None else i for i, d in zip(idxs, didx)]
+    arrays = _window_indices(shape, idxs, didx, get_aval(u).shape[1:], size)
+    indexer = tuple(("array", k) for k in range(len(arrays)))
+    return scatter_p.bind(x, u, *arrays, indexer=indexer, op="set", mode="clip"), 0
+
+
+dynamic_update_slice_p.batch = _dus_batch
+
+ad.deflinear(copy_p, lambda ct, x: [ct])
+batching.vectorized_batcher(copy_p)
+
+
+# stop_gradient: the identity whose tangent is zero -------------------------------------
+
+stop_gradient_p = _shape_prim("stop_gradient", _copy_aval, lambda x: x, kind="view")
+stop_gradient_p.jvp = lambda primals, tangents: (stop_gradient_p.bind(*primals), None)
+batching.vectorized_batcher(stop_gradient_p)

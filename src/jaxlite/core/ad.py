@@ -1,0 +1,412 @@
+"""Automatic differentiation: forward mode (JVP) as a trace, reverse mode as the
+transposition of the linear part.
+
+Layer: core.  ``JVPTrace`` carries a (primal, tangent) pair per value and applies each
+primitive's JVP rule.  Linearisation runs the JVP with tangents that are *staged*: a
+non-dynamic staging trace sits above the JVP trace, so the primal computation happens
+where it would have anyway (eagerly, or in an enclosing jit) while every operation that
+touches a tangent is recorded into a jaxpr.  That jaxpr is linear in its inputs; its
+constants are the residuals (the primal values the tangent computation needs).
+``backward_pass`` transposes it equation by equation with the primitives' transpose rules.
+
+A tangent of ``None`` is a symbolic zero.  Integer and boolean values always have zero
+tangents (JAX's ``float0``).  The rule contract is in each helper's docstring.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from .avals import ShapedArray
+from .trace import Trace, Tracer, get_aval, new_main
+
+
+# ---- helpers for rules ----------------------------------------------------------------
+
+def is_differentiable(aval) -> bool:
+    """Whether values of ``aval`` carry tangents (inexact dtypes only)."""
+    return dtypes.is_inexact(aval.dtype)
+
+
+def zeros(aval):
+    """A zero array of ``aval``'s shape and dtype, bound under the current trace."""
+    from ..primitives.shape import broadcast_in_dim_p
+    z = np.zeros((), aval.dtype)
+    if not aval.shape:
+        return broadcast_in_dim_p.bind(z, shape=(), broadcast_dimensions=())
+    return broadcast_in_dim_p.bind(z, shape=tuple(aval.shape), broadcast_dimensions=())
+
+
+def instantiate(t, aval):
+    """``t``, or zeros of ``aval`` when ``t`` is the symbolic zero ``None``."""
+    return zeros(aval) if t is None else t
+
+
+def add_tangents(a, b):
+    """Sum of two tangents, either of which may be the symbolic zero ``None``."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    from ..primitives.elementwise import add_p
+    return add_p.bind(a, b)
+
+
+class UndefinedPrimal:
+    """Marks a linear operand in a transpose rule: only its abstract value is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def defjvp(prim, *fns):
+    """JVP rule from one function per operand: ``fn(g, *primals, **params)`` gives the
+    output tangent contributed by that operand's tangent ``g``; ``None`` marks an operand
+    that is not differentiable.  Contributions are summed."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        total = None
+        for fn, g in zip(fns, tangents):
+            if g is not None and fn is not None:
+                total = add_tangents(total, fn(g, *primals, **params))
+        return out, total
+    prim.jvp = rule
+    return rule
+
+
+def defjvp2(prim, *fns):
+    """Like ``defjvp``; each ``fn(g, ans, *primals, **params)`` also gets the output."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        total = None
+        for fn, g in zip(fns, tangents):
+            if g is not None and fn is not None:
+                total = add_tangents(total, fn(g, out, *primals, **params))
+        return out, total
+    prim.jvp = rule
+    return rule
+
+
+def deflinear(prim, transpose_fn):
+    """``prim`` is linear in every operand: its JVP applies it to the tangents (zeros
+    instantiated for missing ones); ``transpose_fn(ct, *args, **params)``."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(t is None for t in tangents):
+            return out, ([None] * len(out) if prim.multiple_results else None)
+        ts = [instantiate(t, get_aval(p)) for t, p in zip(tangents, primals)]
+        return out, prim.bind(*ts, **params)
+    prim.jvp = rule
+    prim.transpose = transpose_fn
+    return rule
+
+
+# ---- the JVP trace --------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    """A value under differentiation: its ``primal`` and its ``tangent`` (None = zero)."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+
+class JVPTrace(Trace):
+    """Applies JVP rules: each primitive maps (primals, tangents) to (primal, tangent)."""
+
+    def pure(self, val):
+        return JVPTracer(self, val, None)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(t is None for t in tangents):
+            out = primitive.bind(*primals, **params)
+            if primitive.multiple_results:
+                return [JVPTracer(self, o, None) for o in out]
+            return JVPTracer(self, out, None)
+        if primitive.kind == "call":        # a nested jit: differentiate its program inline
+            from ..ir.interpret import eval_jaxpr
+            closed = params["jaxpr"]
+            return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+        rule = primitive.jvp
+        if rule is None:
+            raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not "
+                                      f"implemented")
+        out, t_out = rule(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [JVPTracer(self, o, _keep(t, o)) for o, t in zip(out, t_out)]
+        return JVPTracer(self, out, _keep(t_out, out))
+
+
+def _keep(t, primal):
+    """Tangents of integer/boolean values are always the symbolic zero."""
+    if t is None or not is_differentiable(get_aval(primal)):
+        return None
+    return t
+
+
+def jvp_flat(fun, primals, tangents):
+    """Runs ``fun(*tracers) -> list`` under a new JVP trace.  ``tangents`` entries may be
+    None.  Returns ``(primals_out, tangents_out)`` (tangents None where zero)."""
+    with new_main(JVPTrace) as main:
+        trace = JVPTrace(main)
+        ins = [JVPTracer(trace, p, _keep(t, p)) for p, t in zip(primals, tangents)]
+        outs = fun(*ins)
+        outs = [trace.full_raise(o) for o in outs]
+        return [o.primal for o in outs], [o.tangent for o in outs]
+
+
+# ---- linearisation: the tangent computation staged into a linear jaxpr ----------------
+
+class LinearizeResult:
+    """What ``linearize_flat`` returns: the primal outputs and the linear program.
+
+    ``jaxpr`` maps the differentiable inputs' tangents (``in_mask`` True) to the outputs'
+    tangents; its constants ``consts`` are the residuals.  ``out_zero[i]`` is True when
+    output ``i``'s tangent is identically zero.
+    """
+
+    def __init__(self, primals_out, jaxpr, consts, in_mask, in_avals, out_avals, out_zero):
+        self.primals_out = primals_out
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.in_mask = in_mask
+        self.in_avals = in_avals
+        self.out_avals = out_avals
+        self.out_zero = out_zero
+
+
+def linearize_flat(fun, primals) -> LinearizeResult:
+    """Evaluates ``fun(*primals) -> list`` and stages its JVP's tangent part."""
+    from .staging import JaxprBuilder, JaxprTrace, JaxprTracer
+    from ..ir.jaxpr import Var
+    builder = JaxprBuilder()
+    in_avals = [get_aval(p) for p in primals]
+    in_mask = [is_differentiable(a) for a in in_avals]
+    with new_main(JVPTrace) as jmain:
+        jtrace = JVPTrace(jmain)
+        with new_main(JaxprTrace, builder) as smain:
+            strace = JaxprTrace(smain)
+            t_in = [JaxprTracer(strace, a.strip_weak_type(), Var(a.strip_weak_type()))
+                    if m else None for a, m in zip(in_avals, in_mask)]
+            ins = [JVPTracer(jtrace, p, t) for p, t in zip(primals, t_in)]
+            outs = fun(*ins)
+            outs = [jtrace.full_raise(o) for o in outs]
+            primals_out = [o.primal for o in outs]
+            out_avals = [get_aval(p) for p in primals_out]
+            t_out = [o.tangent for o in outs]
+            out_zero = [t is None for t in t_out]
+            t_out = [strace.full_raise(t) for t in t_out if t is not None]
+    for p in primals_out:
+        if isinstance(p, Tracer) and p._trace.main is smain:
+            raise AssertionError("a primal output depends on a tangent: a JVP rule is wrong")
+    consts = [v for v, _ in builder.consts.values()]
+    constvars = [cv for _, cv in builder.consts.values()]
+    jaxpr = Jaxpr(constvars, [t.var for t in t_in if t is not None], builder.eqns,
+                  [t.var for t in t_out])
+    return LinearizeResult(primals_out, jaxpr, consts, in_mask, in_avals, out_avals, out_zero)
+
+
+# ---- transposition ----------------------------------------------------------------------
+
+def backward_pass(jaxpr: Jaxpr, consts, args, cts_out):
+    """Transposes ``jaxpr`` with respect to its linear inputs.
+
+    ``args`` has one entry per invar: ``UndefinedPrimal`` for a linear input, a value for a
+    non-linear one.  ``cts_out`` has one cotangent per outvar (None = zero).  Equations that
+    touch no linear value are evaluated forward first (by ``bind``); the others are
+    transposed in reverse order.  Returns one cotangent per invar (None = zero).
+    """
+    env = {}
+    linear = set()
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = c
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined(a):
+            linear.add(v)
+        else:
+            env[v] = a
+    lin_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(not isinstance(v, Literal) and v in linear for v in eqn.invars):
+            lin_eqns.append(eqn)
+            linear.update(eqn.outvars)
+        else:
+            out = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+            outs = out if eqn.primitive.multiple_results else [out]
+            for v, x in zip(eqn.outvars, outs):
+                env[v] = x
+    ct_env: dict = {}
+
+    def put(v, ct):
+        if ct is None or isinstance(v, Literal) or v not in linear:
+            return
+        ct_env[v] = add_tangents(ct_env.get(v), ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        put(v, ct)
+    for eqn in reversed(lin_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(c is None for c in cts):
+            continue
+        prim = eqn.primitive
+        if prim.transpose is None:
+            raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) "
+                                      f"for '{prim.name}' not implemented")
+        invals = [UndefinedPrimal(v.aval) if (not isinstance(v, Literal) and v in linear)
+                  else read(v) for v in eqn.invars]
+        ct = cts if prim.multiple_results else cts[0]
+        cts_in = prim.transpose(ct, *invals, **eqn.params)
+        for v, c in zip(eqn.invars, cts_in):
+            put(v, c)
+    return [ct_env.get(v) if v in linear else None for v in jaxpr.invars]
+
+
+# ---- jaxpr-level transformations (used by rules of program-carrying primitives) ---------
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate_out=False):
+    """The JVP of ``closed`` as a new ClosedJaxpr.
+
+    Inputs: the primals, then a tangent for each input with ``nonzeros[i]`` True.  Outputs:
+    the primal outputs, then a tangent for each output that is not identically zero (all
+    of them when ``instantiate_out`` is True, or for the outputs it marks when a list).
+    Returns ``(jvp_closed, out_nonzeros)``.
+    """
+    from .staging import trace_to_jaxpr
+    from ..ir.interpret import eval_jaxpr
+    in_avals = closed.in_avals
+    n = len(in_avals)
+    t_avals = [a.strip_weak_type() for a, nz in zip(in_avals, nonzeros) if nz]
+    store = []
+
+    def fun(*args):
+        primals, ts = list(args[:n]), iter(args[n:])
+        tangents = [next(ts) if nz else None for nz in nonzeros]
+        p_out, t_out = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                                primals, tangents)
+        inst = instantiate_out if isinstance(instantiate_out, (list, tuple)) else \
+            [instantiate_out] * len(p_out)
+        out_nz = []
+        res = []
+        for p, t, i in zip(p_out, t_out, inst):
+            aval = get_aval(p)
+            if t is None and i and is_differentiable(aval):
+                t = zeros(aval.strip_weak_type())
+            out_nz.append(t is not None)
+            if t is not None:
+                res.append(t)
+        store.append(out_nz)
+        return list(p_out) + res
+
+    jclosed = trace_to_jaxpr(fun, list(in_avals) + t_avals)
+    return jclosed, store[0]
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
+    """Splits ``closed`` into a known and an unknown part.
+
+    ``unknowns[i]`` marks the inputs not known now.  An equation is unknown when any of its
+    inputs is.  Returns ``(known, unknown, out_unknowns, num_res)``:
+    ``known`` takes the known inputs and returns the known outputs followed by the
+    residuals; ``unknown`` takes the residuals followed by the unknown inputs and returns
+    the unknown outputs.  ``instantiate`` (bool or list per output) forces outputs to be
+    unknown (a known value then passes through as a residual).
+    """
+    jaxpr = closed.jaxpr
+    unknown_vars = set(v for v, u in zip(jaxpr.invars, unknowns) if u)
+    known_eqns, unknown_eqns = [], []
+    for eqn in jaxpr.eqns:
+        if any(not isinstance(v, Literal) and v in unknown_vars for v in eqn.invars):
+            unknown_eqns.append(eqn)
+            unknown_vars.update(eqn.outvars)
+        else:
+            known_eqns.append(eqn)
+    inst = instantiate if isinstance(instantiate, (list, tuple)) else \
+        [instantiate] * len(jaxpr.outvars)
+    out_unknowns = [(not isinstance(v, Literal) and v in unknown_vars) or bool(i)
+                    for v, i in zip(jaxpr.outvars, inst)]
+    # residuals: known vars read by unknown equations or returned as instantiated outputs
+    known_defined = set(jaxpr.constvars) | set(v for v, u in zip(jaxpr.invars, unknowns)
+                                              if not u)
+    for eqn in known_eqns:
+        known_defined.update(eqn.outvars)
+    residuals = []
+    seen = set()
+
+    def need(v):
+        if isinstance(v, Literal) or v in unknown_vars or v in seen:
+            return
+        seen.add(v)
+        residuals.append(v)
+
+    for eqn in unknown_eqns:
+        for v in eqn.invars:
+            need(v)
+    for v, u in zip(jaxpr.outvars, out_unknowns):
+        if u:
+            need(v)
+    from ..ir.jaxpr import Var
+    known_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, unknowns) if not u],
+                  known_eqns, known_out + residuals)
+    # the unknown jaxpr reads the residuals as inputs: fresh vars, renamed in its eqns
+    res_vars = [Var(v.aval) for v in residuals]
+    rename = dict(zip(residuals, res_vars))
+
+    def rn(v):
+        return v if isinstance(v, Literal) else rename.get(v, v)
+
+    u_eqns = [e.replace(invars=[rn(v) for v in e.invars]) for e in unknown_eqns]
+    unknown = Jaxpr([], res_vars + [v for v, u in zip(jaxpr.invars, unknowns) if u], u_eqns,
+                    [rn(v) for v, u in zip(jaxpr.outvars, out_unknowns) if u])
+    return (ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, []), out_unknowns,
+            len(residuals))
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear_mask, ct_avals=None):
+    """A ClosedJaxpr computing the transpose of ``closed``: it takes the non-linear inputs
+    (``linear_mask[i]`` False) followed by one cotangent per output, and returns one
+    cotangent per linear input (zeros instantiated)."""
+    from .staging import trace_to_jaxpr
+    in_avals = closed.in_avals
+    nonlin = [a for a, m in zip(in_avals, linear_mask) if not m]
+    cts = ct_avals or [a.strip_weak_type() for a in closed.out_avals]
+
+    def fun(*args):
+        res, cts_in = args[:len(nonlin)], args[len(nonlin):]
+        it = iter(res)
+        full = [UndefinedPrimal(a) if m else next(it) for a, m in zip(in_avals, linear_mask)]
+        out = backward_pass(closed.jaxpr, closed.consts, full, list(cts_in))
+        return [instantiate(c, a.strip_weak_type())
+                for c, a, m in zip(out, in_avals, linear_mask) if m]
+
+    return trace_to_jaxpr(fun, list(nonlin) + list(cts))
+
+
+def float0_zeros(aval):
+    """The tangent JAX returns for an integer/boolean value: zeros of dtype float0."""
+    return np.zeros(aval.shape, dtypes.float0)

@@ -1,0 +1,196 @@
+"""Vectorisation (vmap) as a trace.
+
+Layer: core.  A ``BatchTracer`` is a value with one extra *mapped* axis ``bdim`` (or
+``None``: the same value for every example).  ``BatchTrace`` sends each primitive to its
+batching rule, which maps the batched operands to a batched result in one go; the rule
+contract is in ``primitives``' docstring helpers below.
+"""
+from __future__ import annotations
+
+from .trace import Trace, Tracer, get_aval
+
+not_mapped = None
+
+
+class BatchTracer(Tracer):
+    """A batched value: ``val`` holds every example along axis ``bdim`` (None: unmapped)."""
+
+    __slots__ = ("val", "bdim")
+
+    def __init__(self, trace, val, bdim):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+
+    @property
+    def aval(self):
+        aval = get_aval(self.val)
+        if self.bdim is None:
+            return aval
+        shape = aval.shape[:self.bdim] + aval.shape[self.bdim + 1:]
+        return aval.update(shape=shape)
+
+    def full_lower(self):
+        if self.bdim is None:
+            from .trace import full_lower
+            return full_lower(self.val)
+        return self
+
+
+class BatchAxis:
+    """What a vmap maps over: ``size`` and ``name`` (kept for collectives)."""
+
+    __slots__ = ("size", "name")
+
+    def __init__(self, size, name=None):
+        self.size = size
+        self.name = name
+
+
+class BatchTrace(Trace):
+    """Applies batching rules; ``main.payload`` is the BatchAxis."""
+
+    def pure(self, val):
+        return BatchTracer(self, val, None)
+
+    lift = pure
+
+    def process_primitive(self, primitive, tracers, params):
+        vals = [t.val for t in tracers]
+        dims = [t.bdim for t in tracers]
+        if all(d is None for d in dims):
+            out = primitive.bind(*vals, **params)
+            if primitive.multiple_results:
+                return [BatchTracer(self, o, None) for o in out]
+            return BatchTracer(self, out, None)
+        rule = primitive.batch
+        if rule is None:
+            raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+        out, out_dims = rule(vals, dims, **params)
+        if primitive.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
+        return BatchTracer(self, out, out_dims)
+
+
+# ---- helpers for rules ----------------------------------------------------------------
+
+def moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to position ``dst`` (a transpose, or ``x`` itself)."""
+    from ..primitives.shape import transpose_p
+    nd = get_aval(x).ndim
+    src, dst = src % nd, dst % nd
+    if src == dst:
+        return x
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return transpose_p.bind(x, permutation=tuple(perm))
+
+
+def broadcast_front(x, size: int):
+    """``x`` with a new leading axis of ``size`` (every example the same)."""
+    from ..primitives.shape import broadcast_in_dim_p
+    aval = get_aval(x)
+    return broadcast_in_dim_p.bind(x, shape=(size,) + tuple(aval.shape),
+                                   broadcast_dimensions=tuple(range(1, aval.ndim + 1)))
+
+
+def to_front(x, d, size: int):
+    """Moves mapped axis ``d`` to 0; an unmapped ``x`` (``d`` None) is broadcast to a
+    leading axis of ``size``."""
+    if d is None:
+        return broadcast_front(x, size)
+    return moveaxis(x, d, 0)
+
+
+def size_of(args, dims) -> int:
+    for x, d in zip(args, dims):
+        if d is not None:
+            return get_aval(x).shape[d]
+    raise ValueError("no mapped operand")
+
+
+def elementwise_batcher(prim):
+    """Batching rule of an elementwise primitive (rank-0 operands broadcast): mapped
+    operands move their axis to 0; unmapped operands keep rank 0 or gain the axis."""
+    def rule(args, dims, **params):
+        size = size_of(args, dims)
+        shape = ()
+        for x, d in zip(args, dims):
+            s = get_aval(x).shape
+            if d is not None:
+                s = s[:d] + s[d + 1:]
+            if s:
+                shape = s
+        # fast path: every mapped operand has the full shape at one axis, the rest rank 0
+        ds = {d for d in dims if d is not None}
+        if len(ds) == 1:
+            (d0,) = ds
+            if all((d is None and get_aval(x).ndim == 0) or
+                   (d is not None and get_aval(x).ndim == len(shape) + 1)
+                   for x, d in zip(args, dims)):
+                return prim.bind(*args, **params), d0
+        from ..primitives.shape import broadcast_in_dim_p
+        new = []
+        for x, d in zip(args, dims):
+            aval = get_aval(x)
+            if d is None:
+                if aval.ndim == 0:
+                    new.append(x)
+                else:
+                    new.append(broadcast_front(x, size))
+            else:
+                x = moveaxis(x, d, 0)
+                if aval.ndim - 1 != len(shape):      # a mapped rank-0 operand
+                    x = broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                                broadcast_dimensions=(0,))
+                new.append(x)
+        return prim.bind(*new, **params), 0
+    prim.batch = rule
+    return rule
+
+
+def vectorized_batcher(prim):
+    """Batching rule of a one-operand primitive that acts per element: the result is
+    mapped where the operand is."""
+    def rule(args, dims, **params):
+        return prim.bind(*args, **params), dims[0]
+    prim.batch = rule
+    return rule
+
+
+def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
+    """The batched version of ``closed`` as a new ClosedJaxpr.
+
+    ``dims[i]`` is input i's mapped axis or None.  Every mapped output is moved to axis 0
+    when ``out_front`` (a bool, or a list per output forcing those outputs to be mapped at
+    0).  Returns ``(batched_closed, out_dims)``.
+    """
+    from .staging import trace_to_jaxpr
+    from .trace import new_main
+    from ..ir.interpret import eval_jaxpr
+    in_avals = []
+    for a, d in zip(closed.in_avals, dims):
+        in_avals.append(a if d is None else
+                        a.update(shape=a.shape[:d] + (size,) + a.shape[d:]))
+    store = []
+
+    def fun(*args):
+        with new_main(BatchTrace, BatchAxis(size, axis_name)) as main:
+            trace = BatchTrace(main)
+            ins = [BatchTracer(trace, x, d) for x, d in zip(args, dims)]
+            outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+            outs = [trace.full_raise(o) for o in outs]
+            force = out_front if isinstance(out_front, (list, tuple)) else \
+                [False] * len(outs)
+            vals, odims = [], []
+            for o, f in zip(outs, force):
+                if o.bdim is None and not f:
+                    vals.append(o.val)
+                    odims.append(None)
+                else:
+                    vals.append(to_front(o.val, o.bdim, size))
+                    odims.append(0)
+            store.append(odims)
+            return vals
+
+    return trace_to_jaxpr(fun, in_avals), store[0]
