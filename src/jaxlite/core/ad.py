@@ -150,6 +150,14 @@ class JVPTrace(Trace):
             return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
         rule = primitive.jvp
         if rule is None:
+            # a primitive with only integer/boolean outputs (comparisons, argmax, ...) has
+            # zero tangents and needs no rule
+            out = primitive.bind(*primals, **params)
+            outs = out if primitive.multiple_results else [out]
+            if not any(is_differentiable(get_aval(o)) for o in outs):
+                if primitive.multiple_results:
+                    return [JVPTracer(self, o, None) for o in outs]
+                return JVPTracer(self, out, None)
             raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not "
                                       f"implemented")
         out, t_out = rule(primals, tangents, **params)
