@@ -9,6 +9,8 @@ arrays and over tracers of an enclosing ``jit``: those become leading operands.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .. import dtypes
@@ -57,12 +59,27 @@ def _avals_of(leaves, what: str):
     return out
 
 
+def _ty(a: ShapedArray) -> str:
+    """JAX's spelling of a type in control-flow errors: ``float32[3,4]``."""
+    name = "bfloat16" if a.dtype == dtypes._BF16 else a.dtype.name
+    return f"{name}[{','.join(_builtin_map(str, a.shape))}]"
+
+
 def _difference(a: ShapedArray, b: ShapedArray) -> str:
     if a.shape != b.shape:
         return "the shapes do not match"
     if a.dtype != b.dtype:
         return "the dtypes do not match"
     return "the weak types do not match"
+
+
+def _carry_name(f, default: str) -> str:
+    """The name of ``f``'s first parameter (how the user calls the carry), for messages."""
+    try:
+        params = list(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        return default
+    return params[0] if params else default
 
 
 def _fun_name(f) -> str:
@@ -107,7 +124,7 @@ def _promoted_carry(in_avals, out_avals):
     JAX does): returns the new in avals, or None when nothing changes."""
     new, changed = [], False
     for a, b in zip(in_avals, out_avals):
-        if a.weak_type and a != b:
+        if a.weak_type and (a.shape != b.shape or a.dtype != b.dtype):
             dt, _ = dtypes._lattice_result([(a.dtype, True), (b.dtype, b.weak_type)])
             new.append(ShapedArray(a.shape, dt, False))
             changed = True
@@ -126,8 +143,8 @@ def _check_carry(what, names, in_tree, out_tree, in_avals, out_avals):
         if not (a.shape == b.shape and a.dtype == b.dtype):
             raise TypeError(
                 f"{what} function carry input and carry output must have equal types: "
-                f"the input carry component {name} has type {a.str_short()} but the "
-                f"corresponding output carry component has type {b.str_short()}, so "
+                f"the input carry {name} has type {_ty(a)} but the "
+                f"corresponding output carry component has type {_ty(b)}, so "
                 f"{_difference(a, b)}.")
 
 
@@ -183,7 +200,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     xs_avals = _avals_of(xs_flat, "scan xs")
     for a, name in zip(xs_avals, _leaf_paths(xs, "xs")):
         if a.ndim == 0:
-            raise ValueError(f"scan got a scalar in xs ({name} of type {a.str_short()}): every "
+            raise ValueError(f"scan got a scalar in xs ({name} of type {_ty(a)}): every "
                              f"xs leaf needs a leading axis to scan over.")
     sizes = [a.shape[0] for a in xs_avals]
     if length is not None:
@@ -227,7 +244,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
     out_parts: dict = {}
     out = _Out()
-    names = _leaf_paths(init, "carry")
+    names = _leaf_paths(init, _carry_name(f, "carry"))
     for _ in range(2):
         closed, consts = _trace(lambda t: f(*t), in_tree, carry_avals + x_avals, out,
                                 pair)
@@ -254,7 +271,7 @@ def tree_structure_of(tree):
 def _describe(x) -> str:
     aval = getattr(x, "aval", None)
     if aval is not None:
-        return aval.str_short()
+        return _ty(aval)
     return f"{type(x).__name__} {x!r}"[:80]
 
 
@@ -355,7 +372,7 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     init_flat, in_tree = tree_flatten(init_val)
     avals = _avals_of(init_flat, "while_loop init_val")
-    names = _leaf_paths(init_val, "val")
+    names = _leaf_paths(init_val, _carry_name(body_fun, "val"))
     cond_out, body_out = _Out(), _Out()
     for _ in range(2):
         body_closed, body_consts = _trace(body_fun, in_tree, avals, body_out)
@@ -387,9 +404,10 @@ def _splat(fn):
     return lambda ops: fn(*ops)
 
 
-def _branches(funs, labels, ops, what):
+def _branches(funs, labels, ops, what, order=None):
     """Traces every branch on the flat operands; joins weak types of the outputs; returns
-    ``(branch jaxprs taking all consts + operands, all consts, out_tree)``."""
+    ``(branch jaxprs taking all consts + operands, all consts, flat operands, out_tree)``.
+    ``order``: the branches' order in messages (cond names true_fun first)."""
     ops_flat, ops_tree = tree_flatten(tuple(ops))
     avals = _avals_of(ops_flat, f"{what} operands")
     traced = []
@@ -397,24 +415,26 @@ def _branches(funs, labels, ops, what):
         out = _Out()
         closed, consts = _trace(_splat(fn), ops_tree, avals, out)
         traced.append([closed, consts, out])
-    tree0 = traced[0][2].tree
-    for k in range(1, len(traced)):
+    order = list(range(len(funs))) if order is None else order
+    ref = order[0]
+    tree0 = traced[ref][2].tree
+    for k in order[1:]:
         tree = traced[k][2].tree
         if tree != tree0:
             raise TypeError(
                 f"{what} branch outputs must have the same pytree structure, but they "
-                f"differ: {labels[0]} returns {_tree_str(tree0)} but {labels[k]} returns "
+                f"differ: {labels[ref]} returns {_tree_str(tree0)} but {labels[k]} returns "
                 f"{_tree_str(tree)}.")
-    out0 = traced[0][0].out_avals
+    out0 = traced[ref][0].out_avals
     out_paths = _leaf_paths(tree_unflatten(tree0, [0] * tree0.num_leaves), "output")
-    for k in range(1, len(traced)):
+    for k in order[1:]:
         for name, a, b in zip(out_paths, out0, traced[k][0].out_avals):
             if a.shape != b.shape or a.dtype != b.dtype:
                 where = "" if tree0.num_leaves == 1 and tree0.num_nodes == 1 else f" {name}"
                 raise TypeError(
                     f"{what} branches must have equal output types but they differ: the "
-                    f"output{where} of {labels[0]} has type {a.str_short()} but the "
-                    f"corresponding output of {labels[k]} has type {b.str_short()}, so "
+                    f"output{where} of {labels[ref]} has type {_ty(a)} but the "
+                    f"corresponding output of {labels[k]} has type {_ty(b)}, so "
                     f"{_difference(a, b)}.")
     # an output is weakly typed only if it is weak in every branch
     strong = [any(not t[0].out_avals[i].weak_type for t in traced)
@@ -504,9 +524,9 @@ def cond(pred, true_fun, false_fun, *operands, operand=None, **_kw):
     index = _e.convert_element_type_p.bind(pred, new_dtype=np.dtype(np.int32),
                                            weak_type=False)
     branches, consts, ops_flat, out_tree = _branches(
-        (false_fun, true_fun), (f"true_fun ({_fun_name(true_fun)})",
-                                f"false_fun ({_fun_name(false_fun)})")[::-1],
-        operands, "cond")
+        (false_fun, true_fun), (f"false_fun ({_fun_name(false_fun)})",
+                                f"true_fun ({_fun_name(true_fun)})"),
+        operands, "cond", order=[1, 0])
     outs = cond_p.bind(index, *consts, *ops_flat, branches=branches)
     return tree_unflatten(out_tree, outs)
 
