@@ -368,3 +368,21 @@ def test_errors_under_jit():
                                    length=2))(F32(1))
     with pytest.raises(TypeError):
         jax.jit(lambda i: lax.switch(i, [lambda: 1., lambda: 2.]))(F32(1))
+
+
+def test_effects_in_bodies_survive_jit():
+    """A loop or branch whose body has an effect is kept by dead-code elimination and not
+    merged by CSE, even when its outputs are unused."""
+    seen = []
+
+    def f(xs):
+        def body(c, x):
+            lax.debug_callback(lambda v: seen.append(float(v)), x)
+            return c + x, None
+        lax.scan(body, F32(0), xs)
+        lax.scan(body, F32(0), xs)
+        lax.cond(xs[0] > -1, lambda: lax.debug_callback(lambda: seen.append(-1.0)),
+                 lambda: None)
+        return xs.sum()
+    jax.jit(f)(np.arange(3, dtype=F32))
+    assert seen == [0.0, 1.0, 2.0, 0.0, 1.0, 2.0, -1.0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from ._rewrite import Renamer
+from ._rewrite import Renamer, has_effects
 
 
 def _operand_key(v):
@@ -23,7 +23,7 @@ def cse(closed: ClosedJaxpr) -> ClosedJaxpr:
     eqns = []
     for eqn in jaxpr.eqns:
         invars = [rename(v) for v in eqn.invars]
-        if not eqn.primitive.effectful:
+        if not has_effects(eqn):
             try:
                 key = (eqn.primitive, tuple(_operand_key(v) for v in invars),
                        tuple(sorted(eqn.params.items())))

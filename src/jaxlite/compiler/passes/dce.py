@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ._rewrite import has_effects
 
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -10,7 +11,7 @@ def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
     live = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive.effectful or any(v in live for v in eqn.outvars):
+        if has_effects(eqn) or any(v in live for v in eqn.outvars):
             kept.append(eqn)
             live.update(v for v in eqn.invars if not isinstance(v, Literal))
     kept.reverse()
