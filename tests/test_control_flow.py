@@ -343,7 +343,8 @@ def test_errors_like_jax(name, rjax):
 def test_error_messages_name_the_culprit():
     with pytest.raises(TypeError, match=r"carry c\['a'\] has type float32\[\].*int32\[\]"):
         ERRORS["scan_carry_dtype"](lax, jnp)
-    with pytest.raises(TypeError, match=r"input carry c has type float32\[\].*float32\[2\].*shapes"):
+    with pytest.raises(TypeError,
+                       match=r"input carry c has type float32\[\].*float32\[2\].*shapes"):
         ERRORS["scan_carry_shape"](lax, jnp)
     with pytest.raises(TypeError, match=r"\*.*\(\*, \*\)"):
         ERRORS["scan_carry_tree"](lax, jnp)

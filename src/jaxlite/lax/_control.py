@@ -10,6 +10,7 @@ arrays and over tracers of an enclosing ``jit``: those become leading operands.
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unfla
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan"]
 
 _builtin_map = map
+_NO_OPERAND = object()   # cond/switch called without ``operand=``
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -125,7 +127,7 @@ def _promoted_carry(in_avals, out_avals):
     new, changed = [], False
     for a, b in zip(in_avals, out_avals):
         if a.weak_type and (a.shape != b.shape or a.dtype != b.dtype):
-            dt, _ = dtypes._lattice_result([(a.dtype, True), (b.dtype, b.weak_type)])
+            dt = dtypes.result_type(SimpleNamespace(aval=a), SimpleNamespace(aval=b))
             new.append(ShapedArray(a.shape, dt, False))
             changed = True
         else:
@@ -133,12 +135,16 @@ def _promoted_carry(in_avals, out_avals):
     return new if changed else None
 
 
-def _check_carry(what, names, in_tree, out_tree, in_avals, out_avals):
-    if in_tree != out_tree:
+def _check_tree(out_tree, in_tree, what):
+    if out_tree != in_tree:
         raise TypeError(
             f"{what} function carry input and carry output must have the same pytree "
             f"structure, but the carry goes in as {_tree_str(in_tree)} and comes out as "
             f"{_tree_str(out_tree)}.")
+
+
+def _check_carry(what, names, in_tree, out_tree, in_avals, out_avals):
+    _check_tree(out_tree, in_tree, what)
     for name, a, b in zip(names, in_avals, out_avals):
         if not (a.shape == b.shape and a.dtype == b.dtype):
             raise TypeError(
@@ -232,14 +238,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     carry_avals = _avals_of(init_flat, "scan init")
     x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in xs_avals]
     n_carry = len(init_flat)
-    in_tree = tree_structure_of((init, xs))
+    in_tree = tree_flatten((init, xs))[1]
 
     def pair(res):
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"scan body output must be a pair, got {_describe(res)}.")
         c, y = res
-        c_flat, c_tree = tree_flatten(c)
-        out_parts["carry"] = c_tree
+        out_parts["carry"] = tree_flatten(c)[1]
         return (c, y)
 
     out_parts: dict = {}
@@ -264,23 +269,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     return full[0], full[1]
 
 
-def tree_structure_of(tree):
-    return tree_flatten(tree)[1]
-
-
 def _describe(x) -> str:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return _ty(aval)
     return f"{type(x).__name__} {x!r}"[:80]
-
-
-def _check_tree(out_tree, in_tree, what):
-    if out_tree != in_tree:
-        raise TypeError(
-            f"{what} function carry input and carry output must have the same pytree "
-            f"structure, but the carry goes in as {_tree_str(in_tree)} and comes out as "
-            f"{_tree_str(out_tree)}.")
 
 
 # ---- fori_loop / while_loop -------------------------------------------------------------
@@ -483,7 +476,7 @@ def _val_str(x):
     return str(np.asarray(x))
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=None, **_kw):
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands) if pred else false_fun(*operands)``, staged as one ``cond``
     equation (``jax.lax.cond``).
 
@@ -503,7 +496,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=None, **_kw):
       TypeError: pred not a scalar or a complex/non-numeric type; branches not callable;
         branch outputs differing in structure or type (naming both).
     """
-    if operand is not None:
+    if operand is not _NO_OPERAND:
         if operands:
             raise TypeError("if 'operand' keyword is passed then no operands can be passed "
                             "positionally")
@@ -536,7 +529,7 @@ def _zero_like(aval):
         0.0 if aval.weak_type else np.zeros((), aval.dtype)
 
 
-def switch(index, branches, *operands, operand=None):
+def switch(index, branches, *operands, operand=_NO_OPERAND):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)`` (``jax.lax.switch``).
 
     Args:
@@ -552,7 +545,7 @@ def switch(index, branches, *operands, operand=None):
         in structure or type.
       ValueError: no branches.
     """
-    if operand is not None:
+    if operand is not _NO_OPERAND:
         if operands:
             raise TypeError("if 'operand' keyword is passed then no operands can be passed "
                             "positionally")
