@@ -385,3 +385,120 @@ def test_reduce_window_random_configs_match_jax(rjax, data):
     want = rjax.lax.reduce_window(x, init, getattr(rjax.lax, comp), wd, ws, pads, bd, wdil)
     got = lax.reduce_window(x, init, getattr(lax, comp), wd, ws, pads, bd, wdil)
     assert_like_jax(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---- transformations: jvp / vjp / vmap -----------------------------------------------------
+
+from _transform_checks import check_grads, check_vmap, check_vs_jax  # noqa: E402
+
+GRAD_CASES = [c for c in CONV_CASES if 0 not in c[0] and c[0] != (2, 3, 2, 2)]
+
+
+@pytest.mark.parametrize("lshape,rshape,kw", GRAD_CASES)
+def test_conv_jvp_and_vjp_match_jax(rjax, lshape, rshape, kw):
+    x, w = _rand(lshape), _rand(rshape)
+    tx, tw = _rand(lshape), _rand(rshape)
+    f = lambda a, b: lax.conv_general_dilated(a, b, **kw)  # noqa: E731
+    g = lambda a, b: rjax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
+    check_vs_jax(jax.jvp(f, (x, w), (tx, tw)), rjax.jvp(g, (x, w), (tx, tw)), rtol=1e-4,
+                 atol=1e-4)
+    out, pull = jax.vjp(f, x, w)
+    _, rpull = rjax.vjp(g, x, w)
+    ct = _rand(out.shape)
+    check_vs_jax(pull(ct), rpull(ct), rtol=1e-4, atol=1e-4)
+    check_vs_jax(jax.jit(jax.grad(lambda a, b: (f(a, b) * ct).sum(), argnums=(0, 1)))(x, w),
+                 rpull(ct), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("idx", [3, 8, 11, 14])
+def test_conv_grads_numerically_second_order(idx):
+    lshape, rshape, kw = GRAD_CASES[idx]
+    check_grads(lambda a, b: lax.conv_general_dilated(a, b, **kw),
+                (_rand(lshape), _rand(rshape)), order=2)
+
+
+@pytest.mark.parametrize("idx", range(len(GRAD_CASES)))
+@pytest.mark.parametrize("axes", [(0, 0), (1, None), (None, 2), (3, 1)])
+def test_conv_vmap(idx, axes):
+    lshape, rshape, kw = GRAD_CASES[idx]
+    b = 3
+    args = []
+    for shape, ax in zip((lshape, rshape), axes):
+        if ax is None:
+            args.append(_rand(shape))
+        else:
+            ax = min(ax, len(shape))
+            args.append(np.moveaxis(_rand((b,) + shape), 0, ax))
+    axes = tuple(None if a is None else min(a, len(s)) for a, s in zip(axes, (lshape, rshape)))
+    check_vmap(lambda a, c: lax.conv_general_dilated(a, c, **kw), args, axes, rtol=1e-5,
+               atol=1e-5)
+
+
+def test_conv_per_example_gradients_match_jax(rjax):
+    x, w = _rand((4, 2, 6, 6)), _rand((3, 2, 3, 3))
+
+    def loss(lx, a, k):
+        y = lx.conv_general_dilated(a[None], k, (1, 1), "SAME")
+        return (y * y).sum()
+    got = jax.vmap(jax.grad(lambda k, a: loss(lax, a, k)), (None, 0))(w, x)
+    want = rjax.vmap(rjax.grad(lambda k, a: loss(rjax.lax, a, k)), (None, 0))(w, x)
+    check_vs_jax(got, want, rtol=1e-4, atol=1e-4)
+
+
+POOLS = [
+    ("max", (1, 1, 2, 2), (1, 1, 2, 2), "VALID", None),
+    ("max", (1, 1, 3, 3), (1, 1, 2, 2), "SAME", None),
+    ("min", (1, 2, 2, 3), (1, 1, 1, 2), ((0, 0), (1, 0), (2, 1), (0, 1)), None),
+    ("add", (1, 1, 2, 2), (1, 1, 2, 2), "VALID", None),
+    ("add", (1, 1, 3, 2), (1, 1, 2, 1), ((0, 0), (0, 0), (2, -1), (1, 1)), (1, 1, 2, 3)),
+    ("max", (2, 1, 2, 2), (1, 2, 1, 2), ((1, 0), (0, 0), (1, 1), (0, 0)), (1, 2, 1, 3)),
+]
+
+
+@pytest.mark.parametrize("comp,wd,ws,pad,bd", POOLS)
+def test_reduce_window_jvp_vjp_match_jax(rjax, comp, wd, ws, pad, bd):
+    init = {"add": 0.0, "max": -np.inf, "min": np.inf}[comp]
+    x, t = _rand((2, 3, 7, 6)), _rand((2, 3, 7, 6))
+    f = lambda a: lax.reduce_window(a, init, getattr(lax, comp), wd, ws, pad, bd)  # noqa
+    g = lambda a: rjax.lax.reduce_window(a, init, getattr(rjax.lax, comp), wd, ws, pad, bd)  # noqa
+    check_vs_jax(jax.jvp(f, (x,), (t,)), rjax.jvp(g, (x,), (t,)))
+    out, pull = jax.vjp(f, x)
+    ct = _rand(out.shape)
+    check_vs_jax(pull(ct), rjax.vjp(g, x)[1](ct))
+    check_vmap(f, [np.moveaxis(_rand((3, 2, 3, 7, 6)), 0, 2)], 2)
+
+
+@pytest.mark.parametrize("comp", ["max", "min", "add"])
+def test_reduce_window_grads_with_window_dilation(comp):
+    # real JAX has no VJP for max/min pooling with window dilation; check numerically
+    init = {"add": 0.0, "max": -np.inf, "min": np.inf}[comp]
+    # (base dilation only for the sum: a max window of holes alone would be -inf)
+    bd = (2, 1) if comp == "add" else (1, 1)
+    check_grads(lambda a: lax.reduce_window(a, init, getattr(lax, comp), (2, 2), (1, 2), "SAME",
+                                            bd, (2, 2)), (_rand((5, 6)),))
+
+
+def test_max_pool_gradient_ties_and_nan_pick_what_jax_picks(rjax):
+    for x in (np.ones((4, 5), np.float32), np.array([[1, np.nan], [2, 3]], np.float32)):
+        f = lambda lx, a: lx.reduce_window(a, -np.inf, lx.max, (2, 2), (1, 1), "SAME").sum()  # noqa
+        check_vs_jax(jax.grad(lambda a: f(lax, a))(x), rjax.grad(lambda a: f(rjax.lax, a))(x))
+
+
+def test_small_cnn_loss_gradient_matches_jax(rjax):
+    dn = ("NHWC", "HWIO", "NHWC")
+    x = _rand((8, 12, 12, 1))
+    params = [_rand((3, 3, 1, 4)) * 0.5, _rand((3, 3, 4, 6)) * 0.3, _rand((6 * 9, 5)) * 0.2]
+
+    def loss(lx, np_, ps, a):
+        k1, k2, dense = ps
+        y = lx.conv_general_dilated(a, k1, (1, 1), "SAME", dimension_numbers=dn)
+        y = lx.max(y, 0.0 * y)
+        y = lx.reduce_window(y, -np.inf, lx.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        y = lx.conv_general_dilated(y, k2, (1, 1), "SAME", dimension_numbers=dn,
+                                    feature_group_count=1)
+        y = lx.reduce_window(y, 0.0, lx.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+        logits = y.reshape(y.shape[0], -1) @ dense
+        return np_.mean(logits ** 2)
+    got = jax.jit(jax.value_and_grad(lambda ps: loss(lax, jnp, ps, x)))(params)
+    want = rjax.value_and_grad(lambda ps: loss(rjax.lax, rjax.numpy, ps, x))(params)
+    check_vs_jax(got, want, rtol=1e-4, atol=1e-5)

@@ -298,3 +298,273 @@ def _reduce_window_primitive(kind):
 reduce_window_sum_p = _reduce_window_primitive("sum")
 reduce_window_max_p = _reduce_window_primitive("max")
 reduce_window_min_p = _reduce_window_primitive("min")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _bind_conv(lhs, rhs, **params):
+    return conv_general_dilated_p.bind(lhs, rhs, **params)
+
+
+def _to_dtype(x, dtype):
+    from .elementwise import convert_element_type_p
+    if get_aval(x).dtype == dtype:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+def _reshape(x, shape):
+    from .shape import reshape_p
+    shape = tuple(shape)
+    if get_aval(x).shape == shape:
+        return x
+    return reshape_p.bind(x, new_sizes=shape, dimensions=None, sharding=None)
+
+
+def _permute(x, perm):
+    from .shape import transpose_p
+    perm = tuple(int(p) for p in perm)
+    if perm == tuple(range(len(perm))):
+        return x
+    return transpose_p.bind(x, permutation=perm)
+
+
+ad.defjvp(conv_general_dilated_p,
+          lambda g, lhs, rhs, **p: _bind_conv(g, rhs, **p),
+          lambda g, lhs, rhs, **p: _bind_conv(lhs, g, **p))
+
+
+def _conv_transpose_lhs(ct, rhs, lhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision=None, preferred_element_type=None,
+                        out_sharding=None):
+    """Cotangent of the lhs: the cotangent, dilated by the strides, convolved with the
+    spatially flipped kernel whose feature axes swap roles, at stride ``lhs_dilation``.
+    Groups regroup the kernel (feature groups stay feature groups; batch groups become
+    feature groups whose output is unshuffled into the batch)."""
+    from .shape import rev_p
+    ls, rs, os_ = dimension_numbers
+    nsp = len(ls) - 2
+    ct = _to_dtype(ct, get_aval(rhs).dtype)
+    rhs_aval = get_aval(rhs)
+    w = _permute(rhs, rs)                            # canonical O, I, K...
+    o, i = rhs_aval.shape[rs[0]], rhs_aval.shape[rs[1]]
+    ksp = tuple(rhs_aval.shape[a] for a in rs[2:])
+    groups = feature_group_count * batch_group_count
+    og = o // groups
+    # kernel of the transposed conv: out features = (group, I), in features = O per group
+    w = _reshape(w, (groups, og, i) + ksp)
+    w = _permute(w, (0, 2, 1) + tuple(range(3, 3 + nsp)))
+    w = _reshape(w, (groups * i, og) + ksp)
+    w = rev_p.bind(w, dimensions=tuple(range(2, 2 + nsp)))
+    n_sp = tuple(lhs_aval.shape[a] for a in ls[2:])
+    out_sp = tuple(get_aval(ct).shape[a] for a in os_[2:])
+    pads = []
+    for d in range(nsp):
+        keff = _dilate(ksp[d], rhs_dilation[d])
+        lo = padding[d][0]
+        span = _dilate(out_sp[d], window_strides[d])
+        pads.append((keff - 1 - lo, _dilate(n_sp[d], lhs_dilation[d]) + lo - span))
+    iota = tuple(range(nsp + 2))
+    bgc = batch_group_count
+    dn = ConvDimensionNumbers(tuple(os_), iota, tuple(ls) if bgc == 1 else iota)
+    out = _bind_conv(ct, w, window_strides=tuple(lhs_dilation), padding=tuple(pads),
+                     lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+                     dimension_numbers=dn, feature_group_count=groups, batch_group_count=1,
+                     precision=precision, preferred_element_type=None)
+    if bgc > 1:
+        # canonical (Nb, bgc * C, S...) -> (bgc * Nb, C, S...) -> lhs layout
+        nb, c = lhs_aval.shape[ls[0]] // bgc, lhs_aval.shape[ls[1]]
+        out = _reshape(out, (nb, bgc, c) + n_sp)
+        out = _permute(out, (1, 0) + tuple(range(2, 3 + nsp)))
+        out = _reshape(out, (bgc * nb, c) + n_sp)
+        out = _permute(out, np.argsort(ls))
+    return _to_dtype(out, lhs_aval.dtype)
+
+
+def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision=None, preferred_element_type=None,
+                        out_sharding=None):
+    """Cotangent of the kernel: the lhs (features as batch, batch as features) convolved
+    with the cotangent as kernel (its batch as in features), at stride ``rhs_dilation``
+    and kernel dilation ``window_strides``; feature and batch groups swap roles."""
+    ls, rs, os_ = dimension_numbers
+    nsp = len(ls) - 2
+    lhs_aval = get_aval(lhs)
+    ct = _to_dtype(ct, lhs_aval.dtype)
+    n_sp = tuple(lhs_aval.shape[a] for a in ls[2:])
+    out_sp = tuple(get_aval(ct).shape[a] for a in os_[2:])
+    ksp = tuple(rhs_aval.shape[a] for a in rs[2:])
+    pads = []
+    for d in range(nsp):
+        lo = padding[d][0]
+        hi = (_dilate(ksp[d], rhs_dilation[d]) - 1 + _dilate(out_sp[d], window_strides[d])
+              - _dilate(n_sp[d], lhs_dilation[d]) - lo)
+        pads.append((lo, hi))
+    dn = ConvDimensionNumbers((ls[1], ls[0]) + tuple(ls[2:]), (os_[1], os_[0]) + tuple(os_[2:]),
+                              (rs[1], rs[0]) + tuple(rs[2:]))
+    out = _bind_conv(lhs, ct, window_strides=tuple(rhs_dilation), padding=tuple(pads),
+                     lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+                     dimension_numbers=dn, feature_group_count=batch_group_count,
+                     batch_group_count=feature_group_count, precision=precision,
+                     preferred_element_type=None)
+    return _to_dtype(out, rhs_aval.dtype)
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    if ad.is_undefined(lhs) and ad.is_undefined(rhs):
+        raise ValueError("conv_general_dilated is bilinear, not linear in both operands at "
+                         "once")
+    if ad.is_undefined(lhs):
+        return [_conv_transpose_lhs(ct, rhs, lhs.aval, **params), None]
+    return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+
+conv_general_dilated_p.transpose = _conv_transpose
+
+
+def _fold_in(x, axis: int, groups: int):
+    """``x`` with its mapped axis 0 (size B) folded into ``axis`` (numbered without the
+    mapped axis) of size ``groups * rest``: the merged axis is ordered (groups, B, rest)."""
+    shape = get_aval(x).shape
+    b, rest = shape[0], shape[1:]
+    n = rest[axis]
+    x = _reshape(x, (b,) + rest[:axis] + (groups, n // groups) + rest[axis + 1:])
+    perm = list(range(1, len(rest) + 2))
+    perm.insert(axis + 1, 0)
+    x = _permute(x, perm)
+    return _reshape(x, rest[:axis] + (groups * b * (n // groups),) + rest[axis + 1:])
+
+
+def _fold_out(y, axis: int, groups: int, b: int):
+    """Inverse of ``_fold_in``: axis ``axis`` ordered (groups, B, rest) is split and B
+    becomes a new leading axis."""
+    shape = get_aval(y).shape
+    n = shape[axis]
+    rest = n // (groups * b)
+    y = _reshape(y, shape[:axis] + (groups, b, rest) + shape[axis + 1:])
+    perm = [axis + 1] + [i for i in range(len(shape) + 2) if i != axis + 1]
+    y = _permute(y, perm)
+    return _reshape(y, (b,) + shape[:axis] + (groups * rest,) + shape[axis + 1:])
+
+
+def _conv_batch(args, dims, *, dimension_numbers, feature_group_count, batch_group_count,
+                **params):
+    """vmap of a convolution without a loop: a mapped lhs folds into the batch dimension,
+    a mapped kernel into the output features; both mapped fold into feature groups (or
+    into batch groups when those are in use)."""
+    (lhs, rhs), (dl, dr) = args, dims
+    ls, rs, os_ = dimension_numbers
+    b = batching.size_of(args, dims)
+    fgc, bgc = feature_group_count, batch_group_count
+    p = dict(params, dimension_numbers=dimension_numbers)
+    if dl is not None and dr is not None:
+        lhs, rhs = batching.moveaxis(lhs, dl, 0), batching.moveaxis(rhs, dr, 0)
+        if bgc > 1:
+            lhs = _fold_in(lhs, ls[0], 1)
+            rhs = _fold_in(rhs, rs[0], 1)
+            out = _bind_conv(lhs, rhs, feature_group_count=fgc, batch_group_count=b * bgc, **p)
+        else:
+            lhs = _fold_in(lhs, ls[1], 1)
+            rhs = _fold_in(rhs, rs[0], 1)
+            out = _bind_conv(lhs, rhs, feature_group_count=b * fgc, batch_group_count=bgc, **p)
+        return _fold_out(out, os_[1], 1, b), 0
+    if dl is not None:
+        lhs = _fold_in(batching.moveaxis(lhs, dl, 0), ls[0], bgc)
+        out = _bind_conv(lhs, rhs, feature_group_count=fgc, batch_group_count=bgc, **p)
+        return _fold_out(out, os_[0], 1, b), 0
+    rhs = _fold_in(batching.moveaxis(rhs, dr, 0), rs[0], fgc * bgc)
+    out = _bind_conv(lhs, rhs, feature_group_count=fgc, batch_group_count=bgc, **p)
+    return _fold_out(out, os_[1], fgc * bgc, b), 0
+
+
+conv_general_dilated_p.batch = _conv_batch
+
+
+def _rw_sum_transpose(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
+                      window_dilation):
+    """Every input element gets the sum of the cotangents of the windows it is in: a
+    windowed sum over the stride-dilated cotangent, read at stride ``base_dilation``."""
+    shape = x.aval.shape
+    ct_shape = get_aval(ct).shape
+    pads = []
+    for d in range(len(shape)):
+        keff = _dilate(window_dimensions[d], window_dilation[d])
+        lo = padding[d][0]
+        span = _dilate(ct_shape[d], window_strides[d])
+        pads.append((keff - 1 - lo, _dilate(shape[d], base_dilation[d]) + lo - span))
+    out = reduce_window_sum_p.bind(ct, window_dimensions=tuple(window_dimensions),
+                                   window_strides=tuple(base_dilation), padding=tuple(pads),
+                                   base_dilation=tuple(window_strides),
+                                   window_dilation=tuple(window_dilation))
+    return [out]
+
+
+ad.deflinear(reduce_window_sum_p, _rw_sum_transpose)
+
+
+def _rw_chooser_jvp(prim, kind):
+    """max/min pooling: the tangent of the element each window picks.  The window is
+    scanned in order keeping the first best element (so ties and NaNs pick what XLA's
+    select-and-scatter picks), with one strided slice of the padded operand per window
+    offset."""
+    from .elementwise import ge_p, le_p, select_n_p
+    from .shape import broadcast_in_dim_p, pad_p, slice_p
+    keep_p = ge_p if kind == "max" else le_p
+
+    def rule(primals, tangents, *, window_dimensions, window_strides, padding,
+             base_dilation, window_dilation):
+        (x,), (g,) = primals, tangents
+        params = dict(window_dimensions=window_dimensions, window_strides=window_strides,
+                      padding=padding, base_dilation=base_dilation,
+                      window_dilation=window_dilation)
+        ans = prim.bind(x, **params)
+        if g is None:
+            return ans, None
+        aval = get_aval(x)
+        out_shape = get_aval(ans).shape
+        cfg = tuple((lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation))
+        ident = identity_of(kind, aval.dtype)
+        xp = pad_p.bind(x, ident, padding_config=cfg)
+        gp = pad_p.bind(g, np.zeros((), get_aval(g).dtype), padding_config=cfg)
+        best = broadcast_in_dim_p.bind(ident, shape=out_shape, broadcast_dimensions=())
+        t = ad.zeros(ShapedArray(out_shape, get_aval(g).dtype))
+        for offset in np.ndindex(*window_dimensions):
+            start = tuple(k * wd for k, wd in zip(offset, window_dilation))
+            limit = tuple(s + (n - 1) * st + 1 if n else s
+                          for s, n, st in zip(start, out_shape, window_strides))
+            sl = dict(start_indices=start, limit_indices=limit,
+                      strides=tuple(window_strides))
+            xs = slice_p.bind(xp, **sl)
+            keep = keep_p.bind(best, xs)
+            best = select_n_p.bind(keep, xs, best)
+            t = select_n_p.bind(keep, slice_p.bind(gp, **sl), t)
+        return ans, t
+    prim.jvp = rule
+
+
+_rw_chooser_jvp(reduce_window_max_p, "max")
+_rw_chooser_jvp(reduce_window_min_p, "min")
+
+
+def _rw_batch(prim):
+    def rule(args, dims, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        d = dims[0]
+
+        def ins(t, v):
+            return tuple(t[:d]) + (v,) + tuple(t[d:])
+        return prim.bind(args[0], window_dimensions=ins(window_dimensions, 1),
+                         window_strides=ins(window_strides, 1), padding=ins(padding, (0, 0)),
+                         base_dilation=ins(base_dilation, 1),
+                         window_dilation=ins(window_dilation, 1)), d
+    prim.batch = rule
+
+
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _rw_batch(_p)
