@@ -204,10 +204,33 @@ class LinearizeResult:
         self.out_zero = out_zero
 
 
+def _linear_trace_type():
+    from .staging import JaxprTrace
+
+    global LinearTrace
+    if LinearTrace is None:
+        class LinearTrace(JaxprTrace):
+            """The staging trace of a linearisation: it records the tangent computation.
+            JVP rules of control flow test for it (``is_linearizing``) to split their
+            program into a primal part run now and a linear part staged."""
+        globals()["LinearTrace"] = LinearTrace
+    return LinearTrace
+
+
+LinearTrace = None
+
+
+def is_linearizing(tangents) -> bool:
+    """Whether any of ``tangents`` is being staged by a linearisation (reverse mode)."""
+    lt = _linear_trace_type()
+    return any(isinstance(t, Tracer) and isinstance(t._trace, lt) for t in tangents)
+
+
 def linearize_flat(fun, primals) -> LinearizeResult:
     """Evaluates ``fun(*primals) -> list`` and stages its JVP's tangent part."""
-    from .staging import JaxprBuilder, JaxprTrace, JaxprTracer
+    from .staging import JaxprBuilder, JaxprTracer
     from ..ir.jaxpr import Var
+    JaxprTrace = _linear_trace_type()
     builder = JaxprBuilder()
     in_avals = [get_aval(p) for p in primals]
     in_mask = [is_differentiable(a) for a in in_avals]

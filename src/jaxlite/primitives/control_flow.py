@@ -194,3 +194,511 @@ def _cond_flops(*avals, branches):
 
 cond_p = Primitive("cond", abstract_eval=_cond_aval, impl=_cond_impl, multiple_results=True,
                    flops=_cond_flops, kind="control")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+# Forward mode: one joint loop over (primal, tangent).  Reverse mode (the tangents are being
+# staged by a linearisation): the body is linearised inside a "known" loop that runs now
+# and stacks the residuals; the linear body becomes a second loop, staged, which the
+# transpose rule runs backwards.
+
+from ..core import ad, batching  # noqa: E402
+from ..core.staging import trace_to_jaxpr  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+from ..ir.interpret import eval_jaxpr  # noqa: E402
+
+
+def _permute(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], j.eqns,
+                             [j.outvars[i] for i in out_order]), closed.consts)
+
+
+def _tangent_aval(a):
+    return a.strip_weak_type()
+
+
+def _inst(ts, primals):
+    return [ad.instantiate(t, _tangent_aval(get_aval(p))) if t is not None or
+            ad.is_differentiable(get_aval(p)) else None for t, p in zip(ts, primals)]
+
+
+def _call(closed, *args):
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+# scan: JVP -----------------------------------------------------------------------------
+
+def _scan_jvp(primals, tangents, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    if ad.is_linearizing(tangents):
+        return _scan_linearize(primals, tangents, jaxpr, nc, ncar, length, reverse, unroll)
+    nz = [t is not None for t in tangents]
+    const_nz, carry_nz, xs_nz = nz[:nc], nz[nc:nc + ncar], nz[nc + ncar:]
+    body_avals = jaxpr.in_avals
+    carry_nz = [c and ad.is_differentiable(a) for c, a in
+                zip(carry_nz, body_avals[nc:nc + ncar])]
+    while True:       # carries whose tangent can become nonzero
+        _, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                 instantiate_out=carry_nz + [False] * (len(jaxpr.out_avals)
+                                                                       - ncar))
+        new = [a or b for a, b in zip(carry_nz, out_nz[:ncar])]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    jclosed, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                   instantiate_out=carry_nz + [False] * (
+                                       len(jaxpr.out_avals) - ncar))
+    n_in = len(body_avals)
+    nt_c, nt_car = sum(const_nz), sum(carry_nz)
+    nt_x = sum(xs_nz)
+    # jvp body inputs: [c, carry, x, tc, tcarry, tx] -> [c, tc, carry, tcarry, x, tx]
+    c_i = list(range(nc))
+    car_i = list(range(nc, nc + ncar))
+    x_i = list(range(nc + ncar, n_in))
+    tc_i = list(range(n_in, n_in + nt_c))
+    tcar_i = list(range(n_in + nt_c, n_in + nt_c + nt_car))
+    tx_i = list(range(n_in + nt_c + nt_car, n_in + nt_c + nt_car + nt_x))
+    n_out = len(jaxpr.out_avals)
+    ys_nz = out_nz[ncar:]
+    tcar_o = list(range(n_out, n_out + nt_car))
+    ty_o = list(range(n_out + nt_car, n_out + nt_car + sum(ys_nz)))
+    body = _permute(jclosed, c_i + tc_i + car_i + tcar_i + x_i + tx_i,
+                    list(range(ncar)) + tcar_o + list(range(ncar, n_out)) + ty_o)
+    consts, carry, xs = primals[:nc], primals[nc:nc + ncar], primals[nc + ncar:]
+    tcs = [t for t, m in zip(tangents[:nc], const_nz) if m]
+    tcarry = [ad.instantiate(t, _tangent_aval(get_aval(p))) for t, p, m in
+              zip(tangents[nc:nc + ncar], carry, carry_nz) if m]
+    txs = [t for t, m in zip(tangents[nc + ncar:], xs_nz) if m]
+    outs = scan_p.bind(*consts, *tcs, *carry, *tcarry, *xs, *txs, jaxpr=body,
+                       num_consts=nc + nt_c, num_carry=ncar + nt_car, length=length,
+                       reverse=reverse, unroll=unroll)
+    carry_out = outs[:ncar]
+    tcarry_out = iter(outs[ncar:ncar + nt_car])
+    ys = outs[ncar + nt_car:ncar + nt_car + (n_out - ncar)]
+    tys = iter(outs[ncar + nt_car + (n_out - ncar):])
+    t_out = [next(tcarry_out) if m else None for m in carry_nz] + \
+        [next(tys) if m else None for m in ys_nz]
+    return list(carry_out) + list(ys), t_out
+
+
+def _scan_linearize(primals, tangents, jaxpr, nc, ncar, length, reverse, unroll):
+    """Reverse mode: a known scan (the primal body, linearised per step, stacking the
+    residuals) runs now; the linear body becomes a staged scan over the tangents."""
+    body_avals = jaxpr.in_avals
+    n_in = len(body_avals)
+    diff = [ad.is_differentiable(a) for a in body_avals]
+    store = {}
+
+    def known_body(*args):
+        consts_k = args[:nc]
+        lin = ad.linearize_flat(lambda *xs: _call(jaxpr, *xs), list(args))
+        store["lin"] = lin
+        # residuals that are the body's own loop-invariant operands pass as constants
+        const_ids = {id(c): i for i, c in enumerate(consts_k)}
+        fwd, stacked = [], []
+        for r in lin.consts:
+            if id(r) in const_ids:
+                fwd.append(const_ids[id(r)])
+            else:
+                fwd.append(None)
+                stacked.append(r)
+        store["fwd"] = fwd
+        return list(lin.primals_out) + stacked
+
+    k_closed = trace_to_jaxpr(known_body, list(body_avals))
+    lin, fwd = store["lin"], store["fwd"]
+    n_out = len(jaxpr.out_avals)
+    consts, carry, xs = primals[:nc], primals[nc:nc + ncar], primals[nc + ncar:]
+    k_outs = scan_p.bind(*consts, *carry, *xs, jaxpr=k_closed, num_consts=nc,
+                         num_carry=ncar, length=length, reverse=reverse, unroll=unroll)
+    primal_out = k_outs[:n_out]
+    stacked_res = k_outs[n_out:]
+    # the linear body: [forwarded residuals, const tangents, carry tangents,
+    #                   stacked residual slices, x tangents] -> [carry tangents, y tangents]
+    res_avals = [v.aval for v in lin.jaxpr.constvars]
+    fwd_idx = [i for i, f in enumerate(fwd) if f is not None]
+    st_idx = [i for i, f in enumerate(fwd) if f is None]
+    t_avals = [_tangent_aval(a) for a, d in zip(body_avals, diff) if d]
+    t_c = [i for i in range(nc) if diff[i]]
+    t_car = [i for i in range(nc, nc + ncar) if diff[i]]
+    t_x = [i for i in range(nc + ncar, n_in) if diff[i]]
+    out_diff = [ad.is_differentiable(a) for a in jaxpr.out_avals]
+    lin_jaxpr = lin.jaxpr
+
+    def lin_body(*args):
+        k = 0
+        f_res = args[k:k + len(fwd_idx)]
+        k += len(fwd_idx)
+        tc = args[k:k + len(t_c)]
+        k += len(t_c)
+        tcar = args[k:k + len(t_car)]
+        k += len(t_car)
+        s_res = args[k:k + len(st_idx)]
+        k += len(st_idx)
+        tx = args[k:]
+        res = [None] * len(res_avals)
+        for i, v in zip(fwd_idx, f_res):
+            res[i] = v
+        for i, v in zip(st_idx, s_res):
+            res[i] = v
+        outs = iter(eval_jaxpr(lin_jaxpr, res, *tc, *tcar, *tx))
+        full = [None if z else next(outs) for z in lin.out_zero]
+        return [ad.instantiate(t, _tangent_aval(a)) for t, a, d in
+                zip(full, jaxpr.out_avals, out_diff) if d]
+
+    tpos = {i: k for k, i in enumerate([i for i in range(n_in) if diff[i]])}
+    l_avals = ([res_avals[i] for i in fwd_idx] + [t_avals[tpos[i]] for i in t_c] +
+               [t_avals[tpos[i]] for i in t_car] + [res_avals[i] for i in st_idx] +
+               [t_avals[tpos[i]] for i in t_x])
+    l_closed = trace_to_jaxpr(lin_body, l_avals)
+    ts = _inst(tangents, primals)
+    f_vals = [consts[fwd[i]] for i in fwd_idx]
+    lin_outs = scan_p.bind(*f_vals, *[ts[i] for i in t_c], *[ts[i] for i in t_car],
+                           *stacked_res, *[ts[i] for i in t_x], jaxpr=l_closed,
+                           num_consts=len(fwd_idx) + len(t_c), num_carry=len(t_car),
+                           length=length, reverse=reverse, unroll=unroll)
+    it = iter(lin_outs)
+    t_out = [next(it) if d else None for d in out_diff]
+    return list(primal_out), t_out
+
+
+scan_p.jvp = _scan_jvp
+
+
+# scan: transpose (of the linear scan staged above) -------------------------------------
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    n_in = len(args)
+    consts, carry, xs = args[:nc], args[nc:nc + ncar], args[nc + ncar:]
+    c_lin = [ad.is_undefined(c) for c in consts]
+    x_lin = [ad.is_undefined(x) for x in xs]
+    body_avals = jaxpr.in_avals
+    lin_mask = c_lin + [True] * ncar + x_lin
+    ct_carry = [ad.instantiate(c, _tangent_aval(a)) for c, a in
+                zip(cts[:ncar], jaxpr.out_avals[:ncar])]
+    ct_ys = [ad.instantiate(c, ShapedArray((length,) + a.shape, a.dtype))
+             for c, a in zip(cts[ncar:], jaxpr.out_avals[ncar:])]
+    t_closed = ad.transpose_jaxpr(jaxpr, lin_mask)
+    res_c = [c for c, m in zip(consts, c_lin) if not m]
+    res_x = [x for x, m in zip(xs, x_lin) if not m]
+    lin_c_avals = [_tangent_aval(body_avals[i]) for i in range(nc) if c_lin[i]]
+    n_rc, n_rx = len(res_c), len(res_x)
+    n_lc = len(lin_c_avals)
+    n_ys = len(ct_ys)
+
+    def body(*a):
+        rc = a[:n_rc]
+        acc = a[n_rc:n_rc + n_lc]
+        ctc = a[n_rc + n_lc:n_rc + n_lc + ncar]
+        rx = a[n_rc + n_lc + ncar:n_rc + n_lc + ncar + n_rx]
+        cty = a[n_rc + n_lc + ncar + n_rx:]
+        # transpose_jaxpr takes the non-linear inputs in body order (res consts, res xs)
+        outs = _call(t_closed, *rc, *rx, *ctc, *cty)
+        g_c, g_car, g_x = outs[:n_lc], outs[n_lc:n_lc + ncar], outs[n_lc + ncar:]
+        return [ad.add_tangents(x, y) for x, y in zip(acc, g_c)] + list(g_car) + list(g_x)
+
+    rx_avals = [body_avals[nc + ncar + i] for i, m in enumerate(x_lin) if not m]
+    b_avals = ([get_aval(c) for c in res_c] + lin_c_avals +
+               [_tangent_aval(a) for a in jaxpr.out_avals[:ncar]] + rx_avals +
+               [_tangent_aval(a) for a in jaxpr.out_avals[ncar:]])
+    b_closed = trace_to_jaxpr(body, b_avals)
+    acc0 = [ad.zeros(a) for a in lin_c_avals]
+    outs = scan_p.bind(*res_c, *acc0, *ct_carry, *res_x, *ct_ys, jaxpr=b_closed,
+                       num_consts=n_rc, num_carry=n_lc + ncar, length=length,
+                       reverse=not reverse, unroll=unroll)
+    g_c = iter(outs[:n_lc])
+    g_car = outs[n_lc:n_lc + ncar]
+    g_x = iter(outs[n_lc + ncar:])
+    res = [next(g_c) if m else None for m in c_lin]
+    res += [g if ad.is_undefined(c) else None for g, c in zip(g_car, carry)]
+    res += [next(g_x) if m else None for m in x_lin]
+    del n_in, n_ys
+    return res
+
+
+scan_p.transpose = _scan_transpose
+
+
+# scan: batching --------------------------------------------------------------------------
+
+def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    size = batching.size_of(args, dims)
+    consts, carry, xs = args[:nc], args[nc:nc + ncar], args[nc + ncar:]
+    c_d, car_d, x_d = dims[:nc], dims[nc:nc + ncar], dims[nc + ncar:]
+    consts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(consts, c_d)]
+    xs = [batching.moveaxis(x, d, 1) if d is not None else x for x, d in zip(xs, x_d)]
+    c_b = [0 if d is not None else None for d in c_d]
+    x_b = [0 if d is not None else None for d in x_d]
+    car_b = [d is not None for d in car_d]
+    n_ys = len(jaxpr.out_avals) - ncar
+    while True:
+        _, out_dims = batching.batch_jaxpr(jaxpr, c_b + [0 if b else None for b in car_b] + x_b,
+                                           size, out_front=car_b + [False] * n_ys)
+        new = [b or (d is not None) for b, d in zip(car_b, out_dims[:ncar])]
+        if new == car_b:
+            break
+        car_b = new
+    body, out_dims = batching.batch_jaxpr(jaxpr, c_b + [0 if b else None for b in car_b] + x_b,
+                                          size, out_front=car_b + [False] * n_ys)
+    carry = [batching.to_front(c, d, size) if b else c
+             for c, d, b in zip(carry, car_d, car_b)]
+    outs = scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=nc, num_carry=ncar,
+                       length=length, reverse=reverse, unroll=unroll)
+    o_dims = [0 if b else None for b in car_b] + [1 if d is not None else None
+                                                  for d in out_dims[ncar:]]
+    return outs, o_dims
+
+
+scan_p.batch = _scan_batch
+
+
+# while: JVP (forward mode only, as in JAX) and batching ---------------------------------
+
+_WHILE_REVERSE_ERROR = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+    "dynamic start/stop values. Try using lax.scan, or using fori_loop with static "
+    "start/stop.")
+
+
+def _add_unused_inputs(closed: ClosedJaxpr, avals, at: int) -> ClosedJaxpr:
+    from ..ir.jaxpr import Var
+    j = closed.jaxpr
+    extra = [Var(a) for a in avals]
+    inv = list(j.invars)
+    inv[at:at] = extra
+    return ClosedJaxpr(Jaxpr(j.constvars, inv, j.eqns, j.outvars), closed.consts)
+
+
+def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    if ad.is_linearizing(tangents):
+        raise ValueError(_WHILE_REVERSE_ERROR)
+    cn, bn = cond_nconsts, body_nconsts
+    cconsts, bconsts, carry = primals[:cn], primals[cn:cn + bn], primals[cn + bn:]
+    bc_nz = [t is not None for t in tangents[cn:cn + bn]]
+    car_nz = [t is not None and ad.is_differentiable(get_aval(p))
+              for t, p in zip(tangents[cn + bn:], carry)]
+    while True:
+        _, out_nz = ad.jvp_jaxpr(body_jaxpr, bc_nz + car_nz, instantiate_out=car_nz)
+        new = [a or b for a, b in zip(car_nz, out_nz)]
+        if new == car_nz:
+            break
+        car_nz = new
+    jclosed, _ = ad.jvp_jaxpr(body_jaxpr, bc_nz + car_nz, instantiate_out=car_nz)
+    nb, ncar = bn, len(carry)
+    nt_b, nt_car = sum(bc_nz), sum(car_nz)
+    n_in = nb + ncar
+    order = (list(range(nb)) + list(range(n_in, n_in + nt_b)) + list(range(nb, n_in)) +
+             list(range(n_in + nt_b, n_in + nt_b + nt_car)))
+    body = _permute(jclosed, order, list(range(ncar + nt_car)))
+    tcar_avals = [_tangent_aval(get_aval(c)) for c, m in zip(carry, car_nz) if m]
+    cond = _add_unused_inputs(cond_jaxpr, tcar_avals, len(cond_jaxpr.in_avals))
+    tb = [t for t, m in zip(tangents[cn:cn + bn], bc_nz) if m]
+    tcar = [ad.instantiate(t, _tangent_aval(get_aval(c)))
+            for t, c, m in zip(tangents[cn + bn:], carry, car_nz) if m]
+    outs = while_p.bind(*cconsts, *bconsts, *tb, *carry, *tcar, cond_jaxpr=cond,
+                        body_jaxpr=body, cond_nconsts=cn, body_nconsts=bn + nt_b)
+    it = iter(outs[ncar:])
+    return list(outs[:ncar]), [next(it) if m else None for m in car_nz]
+
+
+while_p.jvp = _while_jvp
+
+
+def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    from .elementwise import select_n_p
+    from .reduction import reduce_or_p
+    from .shape import broadcast_in_dim_p
+    cn, bn = cond_nconsts, body_nconsts
+    size = batching.size_of(args, dims)
+    cconsts, bconsts, carry = args[:cn], args[cn:cn + bn], args[cn + bn:]
+    cc_d, bc_d, car_d = dims[:cn], dims[cn:cn + bn], dims[cn + bn:]
+    cconsts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(cconsts, cc_d)]
+    bconsts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(bconsts, bc_d)]
+    cc_b = [0 if d is not None else None for d in cc_d]
+    bc_b = [0 if d is not None else None for d in bc_d]
+    car_b = [d is not None for d in car_d]
+    ncar = len(carry)
+    while True:
+        _, bo = batching.batch_jaxpr(body_jaxpr, bc_b + [0 if b else None for b in car_b],
+                                     size, out_front=car_b)
+        _, co = batching.batch_jaxpr(cond_jaxpr, cc_b + [0 if b else None for b in car_b],
+                                     size)
+        pred_batched = co[0] is not None
+        new = [b or (d is not None) or pred_batched for b, d in zip(car_b, bo)]
+        if new == car_b:
+            break
+        car_b = new
+    car_dims = [0 if b else None for b in car_b]
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, bc_b + car_dims, size, out_front=car_b)
+    cond_b, co = batching.batch_jaxpr(cond_jaxpr, cc_b + car_dims, size)
+    carry = [batching.to_front(c, d, size) if b else c for c, d, b in zip(carry, car_d, car_b)]
+    if co[0] is None:
+        outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                            cond_nconsts=cn, body_nconsts=bn)
+        return outs, car_dims
+    # a per-example predicate: loop while any example continues; finished examples keep
+    # their carry (every carry is batched here)
+    c_avals = cond_b.in_avals
+    b_avals = body_b.in_avals
+
+    def new_cond(*a):
+        (pred,) = _call(cond_b, *a)
+        return [reduce_or_p.bind(pred, axes=(0,), out_sharding=None)]
+
+    def new_body(*a):
+        cc, bc, car = a[:cn], a[cn:cn + bn], a[cn + bn:]
+        (pred,) = _call(cond_b, *cc, *car)
+        new = _call(body_b, *bc, *car)
+        out = []
+        for old, nw in zip(car, new):
+            shape = get_aval(old).shape
+            p = broadcast_in_dim_p.bind(pred, shape=shape, broadcast_dimensions=(0,))
+            out.append(select_n_p.bind(p, old, nw))
+        return out
+
+    cond2 = trace_to_jaxpr(new_cond, list(c_avals))
+    body2 = trace_to_jaxpr(new_body, list(c_avals[:cn]) + list(b_avals))
+    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *carry, cond_jaxpr=cond2,
+                        body_jaxpr=body2, cond_nconsts=cn, body_nconsts=cn + bn)
+    del ncar
+    return outs, car_dims
+
+
+while_p.batch = _while_batch
+
+
+# cond: JVP, transpose, batching ----------------------------------------------------------
+
+def _cond_jvp(primals, tangents, branches):
+    index, ops = primals[0], primals[1:]
+    ts = tangents[1:]
+    if ad.is_linearizing(ts):
+        return _cond_linearize(index, ops, ts, branches)
+    nz = [t is not None for t in ts]
+    out_nz = [False] * len(branches[0].out_avals)
+    for br in branches:
+        _, o = ad.jvp_jaxpr(br, nz)
+        out_nz = [a or b for a, b in zip(out_nz, o)]
+    new = [ad.jvp_jaxpr(br, nz, instantiate_out=out_nz)[0] for br in branches]
+    tin = [t for t in ts if t is not None]
+    outs = cond_p.bind(index, *ops, *tin, branches=tuple(new))
+    n = len(branches[0].out_avals)
+    it = iter(outs[n:])
+    return list(outs[:n]), [next(it) if m else None for m in out_nz]
+
+
+def _cond_linearize(index, ops, ts, branches):
+    in_avals = branches[0].in_avals
+    out_avals = branches[0].out_avals
+    diff = [ad.is_differentiable(a) for a in in_avals]
+    out_diff = [ad.is_differentiable(a) for a in out_avals]
+    lins, res_avals = [], []
+    for br in branches:   # first pass: each branch's residual types
+        store = {}
+
+        def known(*args, br=br, store=store):
+            lin = ad.linearize_flat(lambda *xs: _call(br, *xs), list(args))
+            store["lin"] = lin
+            return list(lin.primals_out) + list(lin.consts)
+
+        trace_to_jaxpr(known, list(in_avals))
+        lins.append(store["lin"])
+        res_avals.append([v.aval for v in store["lin"].jaxpr.constvars])
+    offsets = []
+    total = 0
+    for r in res_avals:
+        offsets.append(total)
+        total += len(r)
+    all_res = [a for r in res_avals for a in r]
+
+    def known_k(k):
+        def fn(*args):
+            lin = ad.linearize_flat(lambda *xs: _call(branches[k], *xs), list(args))
+            res = [ad.zeros(a) for a in all_res]
+            res[offsets[k]:offsets[k] + len(lin.consts)] = lin.consts
+            return list(lin.primals_out) + res
+        return fn
+
+    known_brs = tuple(trace_to_jaxpr(known_k(k), list(in_avals)) for k in range(len(branches)))
+    outs = cond_p.bind(index, *ops, branches=known_brs)
+    n = len(out_avals)
+    primal_out, res_vals = outs[:n], outs[n:]
+    t_avals = [_tangent_aval(a) for a, d in zip(in_avals, diff) if d]
+
+    def lin_k(k):
+        lin = lins[k]
+
+        def fn(*args):
+            res = args[offsets[k]:offsets[k] + len(res_avals[k])]
+            tin = args[total:]
+            got = iter(eval_jaxpr(lin.jaxpr, list(res), *tin))
+            full = [None if z else next(got) for z in lin.out_zero]
+            return [ad.instantiate(t, _tangent_aval(a)) for t, a, d in
+                    zip(full, out_avals, out_diff) if d]
+        return fn
+
+    lin_brs = tuple(trace_to_jaxpr(lin_k(k), all_res + t_avals) for k in range(len(branches)))
+    tin = [t for t, d in zip(_inst(ts, ops), diff) if d]
+    t_outs = cond_p.bind(index, *res_vals, *tin, branches=lin_brs)
+    it = iter(t_outs)
+    return list(primal_out), [next(it) if d else None for d in out_diff]
+
+
+cond_p.jvp = _cond_jvp
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    lin_mask = [ad.is_undefined(o) for o in ops]
+    if ad.is_undefined(index):
+        raise ValueError("cond is not linear in its branch index")
+    out_avals = branches[0].out_avals
+    cts = [ad.instantiate(c, _tangent_aval(a)) for c, a in zip(cts, out_avals)]
+    new = tuple(ad.transpose_jaxpr(br, lin_mask) for br in branches)
+    res = [o for o, m in zip(ops, lin_mask) if not m]
+    outs = cond_p.bind(index, *res, *cts, branches=new)
+    it = iter(outs)
+    return [None] + [next(it) if m else None for m in lin_mask]
+
+
+cond_p.transpose = _cond_transpose
+
+
+def _cond_batch(args, dims, branches):
+    from .elementwise import select_n_p, clamp_p
+    from .shape import broadcast_in_dim_p
+    size = batching.size_of(args, dims)
+    index, ops = args[0], args[1:]
+    i_d, o_d = dims[0], dims[1:]
+    ops = [batching.moveaxis(o, d, 0) if d is not None else o for o, d in zip(ops, o_d)]
+    in_b = [0 if d is not None else None for d in o_d]
+    if i_d is None:
+        out_b = [False] * len(branches[0].out_avals)
+        for br in branches:
+            _, od = batching.batch_jaxpr(br, in_b, size)
+            out_b = [a or (d is not None) for a, d in zip(out_b, od)]
+        new = tuple(batching.batch_jaxpr(br, in_b, size, out_front=out_b)[0]
+                    for br in branches)
+        outs = cond_p.bind(index, *ops, branches=new)
+        return outs, [0 if b else None for b in out_b]
+    # a per-example branch index: run every branch on the batch and select per example
+    index = batching.moveaxis(index, i_d, 0)
+    n = len(branches)
+    index = clamp_p.bind(np.array(0, np.int32), index, np.array(n - 1, np.int32))
+    results = []
+    for br in branches:
+        b, od = batching.batch_jaxpr(br, in_b, size, out_front=[True] * len(br.out_avals))
+        results.append(_call(b, *ops))
+    outs = []
+    for k in range(len(branches[0].out_avals)):
+        cases = [r[k] for r in results]
+        shape = get_aval(cases[0]).shape
+        sel = broadcast_in_dim_p.bind(index, shape=shape, broadcast_dimensions=(0,)) \
+            if len(shape) > 1 else index
+        outs.append(select_n_p.bind(sel, *cases) if n > 1 else cases[0])
+    return outs, [0] * len(outs)
+
+
+cond_p.batch = _cond_batch
