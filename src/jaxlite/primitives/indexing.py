@@ -313,3 +313,265 @@ def _apply_at(base, index, closed):
 
 scatter_p = Primitive("scatter", abstract_eval=_scatter_aval, impl=_scatter_impl,
                       flops=lambda x, u, *a, **k: u.size, kind="scatter")
+
+
+# ---- transformation rules ---------------------------------------------------------------
+# gather is linear in its operand (transpose: scatter-add into zeros); scatter-add/sub are
+# linear in operand and updates.  scatter-set differentiates by locating which update won
+# each written location; scatter-min/max by locating the winners (ties share the tangent).
+# Batching adds the mapped axis to the indexer: a leading full slice when no index array is
+# mapped, else an iota index array placed just before the first int/array entry (so NumPy's
+# adjacency rule for the advanced dimensions is unchanged), broadcast against the mapped
+# index arrays.
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+
+
+def _gather_bind(x, idxs, indexer, mode, fill_value=None):
+    return gather_p.bind(x, *idxs, indexer=tuple(indexer), mode=mode, fill_value=fill_value)
+
+
+def _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr=None):
+    extra = {} if update_jaxpr is None else {"update_jaxpr": update_jaxpr}
+    return scatter_p.bind(x, u, *idxs, indexer=tuple(indexer), op=op, mode=mode, **extra)
+
+
+def _gather_mode_for_scatter(mode):
+    """The gather that reads what a scatter of ``mode`` wrote: clamped, or (for dropped
+    out-of-bounds updates) filled."""
+    return "clip" if mode == "clip" else "fill"
+
+
+def _scatter_mode_for_gather(mode):
+    return "drop" if mode == "fill" else "clip"
+
+
+# gather ------------------------------------------------------------------------------------
+
+def _gather_jvp(primals, tangents, indexer, mode, fill_value=None):
+    x, *idxs = primals
+    out = _gather_bind(x, idxs, indexer, mode, fill_value)
+    t = tangents[0]
+    if t is None:
+        return out, None
+    # out-of-bounds elements of a fill-mode gather are constants: zero tangent there
+    return out, _gather_bind(t, idxs, indexer, mode, 0 if mode == "fill" else fill_value)
+
+
+def _gather_transpose(ct, x, *idxs, indexer, mode, fill_value=None):
+    if any(ad.is_undefined(i) for i in idxs):
+        raise ValueError("gather is not linear in its indices")
+    if not ad.is_undefined(x):
+        return [None] * (1 + len(idxs))
+    zeros = ad.zeros(x.aval.strip_weak_type())
+    ct_x = _scatter_bind(zeros, ct, idxs, indexer, "add", _scatter_mode_for_gather(mode))
+    return [ct_x] + [None] * len(idxs)
+
+
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
+
+
+# scatter -----------------------------------------------------------------------------------
+
+def _c(x, v):
+    return np.array(v, get_aval(x).dtype)
+
+
+def _full(v, shape, dtype):
+    from .shape import broadcast_in_dim_p
+    return broadcast_in_dim_p.bind(np.array(v, dtype), shape=tuple(shape),
+                                   broadcast_dimensions=())
+
+
+def _scatter_set_jvp(x, u, idxs, tx, tu, indexer, mode):
+    """Tangent of ``x.at[idx].set(u)``: each written location takes the tangent of the
+    update that won it (the last one for repeated indices), found by scattering update ids."""
+    from .elementwise import add_p, gt_p, select_n_p, sub_p
+    from .shape import iota_p, reshape_p
+    xa, ua = get_aval(x), get_aval(u)
+    n = ua.size
+    ids = iota_p.bind(dtype=np.dtype(np.int32), shape=(n,), dimension=0)
+    ids = add_p.bind(ids, np.array(1, np.int32))
+    ids = reshape_p.bind(ids, new_sizes=tuple(ua.shape), dimensions=None) if ua.shape != (n,) \
+        else ids
+    won = _scatter_bind(_full(0, xa.shape, np.int32), ids, idxs, indexer, "set", mode)
+    written = gt_p.bind(won, np.array(0, np.int32))
+    t = None
+    if tx is not None:
+        t = select_n_p.bind(written, tx, _full(0, xa.shape, get_aval(tx).dtype))
+    if tu is not None and n:
+        flat = reshape_p.bind(tu, new_sizes=(n,), dimensions=None) if ua.ndim != 1 else tu
+        pos = sub_p.bind(won, np.array(1, np.int32))
+        picked = _gather_bind(flat, [pos], (("array", 0),), "clip")
+        t = ad.add_tangents(t, select_n_p.bind(written, _full(0, xa.shape, get_aval(tu).dtype),
+                                               picked))
+    return t
+
+
+def _scatter_chooser_jvp(x, u, out, idxs, tx, tu, indexer, mode):
+    """Tangent of scatter-min/max: the tangent of whichever of ``x`` and the updates attains
+    each result, averaged over ties."""
+    from .elementwise import add_p, convert_element_type_p, div_p, eq_p, mul_p
+    dt = get_aval(x).dtype
+    rd = np.dtype(dt)
+    x_hit = convert_element_type_p.bind(eq_p.bind(x, out), new_dtype=rd, weak_type=False)
+    reached = _gather_bind(out, idxs, indexer, _gather_mode_for_scatter(mode))
+    u_hit = convert_element_type_p.bind(eq_p.bind(u, reached), new_dtype=rd, weak_type=False)
+    zeros = _full(0, get_aval(x).shape, rd)
+    count = add_p.bind(x_hit, _scatter_bind(zeros, u_hit, idxs, indexer, "add", mode))
+    t = None
+    if tx is not None:
+        t = mul_p.bind(tx, x_hit)
+    if tu is not None:
+        t = ad.add_tangents(t, _scatter_bind(zeros, mul_p.bind(tu, u_hit), idxs, indexer,
+                                             "add", mode))
+    return div_p.bind(t, count)
+
+
+def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
+    x, u, *idxs = primals
+    tx, tu = tangents[0], tangents[1]
+    out = _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr)
+    if tx is None and tu is None:
+        return out, None
+    if op in ("add", "sub"):
+        tx = ad.instantiate(tx, get_aval(x).strip_weak_type())
+        tu = ad.instantiate(tu, get_aval(u).strip_weak_type())
+        return out, _scatter_bind(tx, tu, idxs, indexer, op, mode)
+    if op == "set":
+        return out, _scatter_set_jvp(x, u, idxs, tx, tu, indexer, mode)
+    if op == "mul":
+        if tu is not None:
+            raise NotImplementedError(
+                "scatter-mul is differentiable only with respect to the operand, not the "
+                "updates (JAX: scatter_mul gradients are only implemented if "
+                "`unique_indices=True`; jaxlite does not track unique indices)")
+        return out, _scatter_bind(tx, u, idxs, indexer, "mul", mode)
+    if op in ("min", "max"):
+        return out, _scatter_chooser_jvp(x, u, out, idxs, tx, tu, indexer, mode)
+    raise NotImplementedError("Differentiation rule for scatter-apply (x.at[idx].apply) is "
+                              "not implemented")
+
+
+def _scatter_transpose(ct, x, u, *idxs, indexer, op, mode, update_jaxpr=None):
+    from .elementwise import neg_p
+    if any(ad.is_undefined(i) for i in idxs):
+        raise ValueError("scatter is not linear in its indices")
+    rest = [None] * len(idxs)
+    if op == "mul":
+        if ad.is_undefined(u):
+            raise ValueError("scatter-mul is not linear in its updates")
+        # a per-element scaling of the operand: its own transpose
+        return [_scatter_bind(ct, u, idxs, indexer, "mul", mode) if ad.is_undefined(x)
+                else None, None] + rest
+    if op not in ("add", "sub"):
+        raise NotImplementedError(f"Transpose rule for scatter-{op} not implemented "
+                                  f"(it is not linear)")
+    ct_x = ct if ad.is_undefined(x) else None
+    ct_u = None
+    if ad.is_undefined(u):
+        ct_u = _gather_bind(ct, idxs, indexer, _gather_mode_for_scatter(mode), 0)
+        if op == "sub":
+            ct_u = neg_p.bind(ct_u)
+    return [ct_x, ct_u] + rest
+
+
+scatter_p.jvp = _scatter_jvp
+scatter_p.transpose = _scatter_transpose
+
+
+# batching ----------------------------------------------------------------------------------
+
+def _first_advanced(shape, indexer):
+    """``(position in indexer, operand dimension)`` of the first int/array entry."""
+    fill = len(shape) - sum(_consumes(e) for e in indexer)
+    dim = 0
+    for p, e in enumerate(indexer):
+        if e[0] in ("int", "array"):
+            return p, dim
+        dim += fill if e[0] == "ellipsis" else _consumes(e)
+    return None, None
+
+
+def _advanced_out_dim(shape, indexer):
+    """Output dimension where the advanced (int/array) dimensions start in ``x[indexer]``."""
+    entries, advanced_first = expand_indexer(shape, indexer)
+    if advanced_first:
+        return 0
+    at = 0
+    for e in entries:
+        if e[0] in ("int", "array"):
+            return at
+        at += 1     # slice and none entries each give one output dimension
+    return at
+
+
+def _unmapped_shape(x, d):
+    s = tuple(get_aval(x).shape)
+    return s if d is None else s[:d] + s[d + 1:]
+
+
+def _batch_indexer(x, dx, idxs, didx, indexer, size):
+    """The batched operand (mapped axis placed for the new indexer), index arrays, indexer
+    and the mapped axis of ``x[indexer]``'s result."""
+    from .shape import broadcast_in_dim_p, iota_p
+    shape = _unmapped_shape(x, dx)
+    idx_shapes = [_unmapped_shape(i, d) for i, d in zip(idxs, didx)]
+    if all(d is None for d in didx):
+        # a leading full slice over the mapped axis
+        x = batching.to_front(x, dx, size)
+        new = (("slice", 0, size, 1),) + tuple(indexer)
+        _, advanced_first = expand_indexer(shape, indexer)
+        out_dim = 0
+        if advanced_first:
+            adv = [idx_shapes[e[1]] for e in indexer if e[0] == "array"]
+            out_dim = len(np.broadcast_shapes(*adv))
+        return x, list(idxs), new, out_dim
+    adv = [idx_shapes[e[1]] for e in indexer if e[0] == "array"]
+    bshape = tuple(np.broadcast_shapes(*adv))
+    r = len(bshape)
+    p, dim = _first_advanced(shape, indexer)
+    x = batching.moveaxis(batching.broadcast_front(x, size), 0, dim) if dx is None else \
+        batching.moveaxis(x, dx, dim)
+    new_idxs = []
+    for i, d, s in zip(idxs, didx, idx_shapes):
+        if d is not None:
+            i = batching.moveaxis(i, d, 0)
+            i = broadcast_in_dim_p.bind(i, shape=(size,) + bshape,
+                                        broadcast_dimensions=(0,) + tuple(
+                                            range(1 + r - len(s), 1 + r)))
+        new_idxs.append(i)
+    iota = iota_p.bind(dtype=np.dtype(np.int32), shape=(size,) + (1,) * r, dimension=0)
+    new_idxs.append(iota)
+    new = tuple(indexer[:p]) + (("array", len(idxs)),) + tuple(indexer[p:])
+    new_shape = shape[:dim] + (size,) + shape[dim:]
+    return x, new_idxs, new, _advanced_out_dim(new_shape, new)
+
+
+def _gather_batch(args, dims, indexer, mode, fill_value=None):
+    x, *idxs = args
+    dx, *didx = dims
+    size = batching.size_of(args, dims)
+    x, idxs, new, out_dim = _batch_indexer(x, dx, idxs, didx, indexer, size)
+    return _gather_bind(x, idxs, new, mode, fill_value), out_dim
+
+
+def _scatter_batch(args, dims, indexer, op, mode, update_jaxpr=None):
+    x, u, *idxs = args
+    dx, du, *didx = dims
+    size = batching.size_of(args, dims)
+    if all(d is None for d in didx):
+        x_dim = 0
+        x = batching.to_front(x, dx, size)
+    else:
+        x_dim = _first_advanced(_unmapped_shape(x, dx), indexer)[1]
+    xb, idxs, new, u_dim = _batch_indexer(x, 0 if all(d is None for d in didx) else dx, idxs,
+                                          didx, indexer, size)
+    u = batching.moveaxis(batching.to_front(u, du, size), 0, u_dim)
+    return _scatter_bind(xb, u, idxs, new, op, mode, update_jaxpr), x_dim
+
+
+gather_p.batch = _gather_batch
+scatter_p.batch = _scatter_batch
