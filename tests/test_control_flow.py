@@ -356,6 +356,8 @@ def test_error_messages_name_the_culprit():
         ERRORS["scan_xs_sizes"](lax, jnp)
     with pytest.raises(TypeError, match=r"bool\[3\]"):
         ERRORS["while_cond_vector"](lax, jnp)
+    with pytest.raises(jax.errors.ConcretizationTypeError, match="length"):
+        jax.jit(lambda n: lax.scan(lambda c, x: (c, None), 0., None, length=n))(3)
     with pytest.raises(ValueError, match="statically known"):
         jax.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + i, 0., unroll=2))(3)
 
@@ -387,3 +389,14 @@ def test_effects_in_bodies_survive_jit():
         return xs.sum()
     jax.jit(f)(np.arange(3, dtype=F32))
     assert seen == [0.0, 1.0, 2.0, 0.0, 1.0, 2.0, -1.0]
+
+
+@pytest.mark.parametrize("name", ["scan_cumsum", "fori_static", "fori_array_bounds",
+                                  "while_tuple", "switch_in_range", "cond_float_pred"])
+def test_against_jax_x64(name, rjax, x64):
+    make, args = CASES[name]
+    args = [a.astype(np.float64) if a.dtype == F32 else a.astype(np.int64)
+            if a.dtype == np.int32 else a for a in args]
+    assert_tree_like_jax(jax.jit(make(lax, jnp))(*args),
+                         rjax.jit(make(rjax.lax, rjax.numpy))(*args))
+    assert_tree_like_jax(make(lax, jnp)(*args), make(rjax.lax, rjax.numpy)(*args))

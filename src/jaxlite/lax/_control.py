@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, errors
 from ..core.avals import ShapedArray
 from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer, get_aval
@@ -210,6 +210,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
                              f"xs leaf needs a leading axis to scan over.")
     sizes = [a.shape[0] for a in xs_avals]
     if length is not None:
+        if isinstance(length, Tracer):
+            raise errors.ConcretizationTypeError(
+                length, "The `length` argument to `scan` must be a concrete int; for a "
+                "dynamic number of steps use `while_loop` or `fori_loop`.")
         try:
             length = int(length)
         except TypeError:
