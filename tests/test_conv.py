@@ -98,7 +98,8 @@ def test_conv_dimension_numbers_object_and_jaxpr(rjax):
                                                               ("NHWC", "HWIO", "NHWC")))
     assert dn.lhs_spec == (0, 3, 1, 2) and dn.rhs_spec == (3, 2, 0, 1)
     got = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
-    want = rjax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=rjax.lax.ConvDimensionNumbers(*dn))
+    want = rjax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                         dimension_numbers=rjax.lax.ConvDimensionNumbers(*dn))
     assert_like_jax(got, want, rtol=1e-5, atol=1e-5)
     text = str(jax.make_jaxpr(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
                                                                     dimension_numbers=dn))(x, w))
@@ -298,7 +299,8 @@ def test_average_pooling_pattern(rjax):
 
 @pytest.mark.parametrize("dtype,comp,init", [
     (np.int32, "max", None), (np.int32, "add", 0), (np.int8, "min", None),
-    (np.uint8, "max", np.uint8(1)), (np.float32, "add", 0), (np.bool_, "max", False), (np.bool_, "min", True),
+    (np.uint8, "max", np.uint8(1)), (np.float32, "add", 0), (np.bool_, "max", False),
+    (np.bool_, "min", True),
     (np.float16, "add", 0.0), ("bfloat16", "max", None), (np.int32, "max", -np.inf),
 ])
 def test_reduce_window_dtypes(rjax, dtype, comp, init):
