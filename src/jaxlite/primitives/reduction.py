@@ -306,3 +306,113 @@ def _sort_batch(args, dims, dimension, is_stable, num_keys):
 
 
 sort_p.batch = _sort_batch
+
+
+# JVPs of sort, cummax/cummin and cumprod ------------------------------------------------------
+
+def _take_along(t, idx, axis):
+    """``t`` gathered along ``axis`` at the integer positions ``idx`` (same shape as ``t``),
+    as a gather whose index arrays are iotas for the other axes (linear in ``t``)."""
+    from .indexing import gather_p
+    from .shape import iota_p
+    shape = tuple(get_aval(t).shape)
+    arrays = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            arrays.append(idx)
+        else:
+            s = [1] * len(shape)
+            s[d] = n
+            arrays.append(iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(s), dimension=d))
+    indexer = tuple(("array", k) for k in range(len(shape)))
+    return gather_p.bind(t, *arrays, indexer=indexer, mode="promise_in_bounds",
+                         fill_value=None)
+
+
+def _sort_jvp(primals, tangents, dimension, is_stable, num_keys):
+    """Sorts an iota alongside the operands to get the permutation, then applies it to the
+    tangents."""
+    from .shape import iota_p
+    shape = tuple(get_aval(primals[0]).shape)
+    iota = iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=dimension)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)
+    perm = outs[-1]
+    return list(outs[:-1]), [None if t is None else _take_along(t, perm, dimension)
+                             for t in tangents]
+
+
+sort_p.jvp = _sort_jvp
+
+
+def _cum_chooser_jvp(prim):
+    """cummax/cummin: each output takes the tangent of the element that attains it, the
+    nearest position (in scan order) where the operand equals its running result."""
+    from .elementwise import eq_p, select_n_p
+    from .shape import broadcast_in_dim_p, iota_p
+
+    def rule(primals, tangents, axis, reverse=False):
+        (x,), (g,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        if g is None:
+            return ans, None
+        shape = tuple(get_aval(x).shape)
+        n = shape[axis]
+        hits = eq_p.bind(x, ans)
+        iota = iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=axis)
+        far = broadcast_in_dim_p.bind(np.array(n - 1 if reverse else 0, np.int32),
+                                      shape=shape, broadcast_dimensions=())
+        pos = select_n_p.bind(hits, far, iota)
+        where = (cummin_p if reverse else cummax_p).bind(pos, axis=axis, reverse=reverse)
+        return ans, _take_along(g, where, axis)
+    prim.jvp = rule
+
+
+_cum_chooser_jvp(cummax_p)
+_cum_chooser_jvp(cummin_p)
+
+
+def _shifted(y, k, fill, axis, reverse):
+    """``y`` moved ``k`` places along ``axis`` in scan order, ``fill`` coming in."""
+    from .shape import broadcast_in_dim_p, pad_p, slice_p
+    aval = get_aval(y)
+    shape = tuple(aval.shape)
+    n = shape[axis]
+    fv = np.array(fill, aval.dtype)
+    if k >= n:
+        return broadcast_in_dim_p.bind(fv, shape=shape, broadcast_dimensions=())
+    start = [0] * len(shape)
+    limit = list(shape)
+    cfg = [(0, 0, 0)] * len(shape)
+    if reverse:
+        start[axis] = k
+        cfg[axis] = (0, k, 0)
+    else:
+        limit[axis] = n - k
+        cfg[axis] = (k, 0, 0)
+    kept = slice_p.bind(y, start_indices=tuple(start), limit_indices=tuple(limit),
+                        strides=None)
+    return pad_p.bind(kept, fv, padding_config=tuple(cfg))
+
+
+def _cumprod_jvp(primals, tangents, axis, reverse=False):
+    """The forward derivative of a doubling (Hillis-Steele) prefix product: log2(n) steps
+    of ``y <- y * shift(y)``, carried with their tangents (exact with zeros, and itself
+    built of differentiable primitives)."""
+    from .elementwise import add_p, mul_p
+    (x,), (g,) = primals, tangents
+    ans = cumprod_p.bind(x, axis=axis, reverse=reverse)
+    if g is None:
+        return ans, None
+    n = get_aval(x).shape[axis]
+    y, t, k = x, g, 1
+    while k < n:
+        sy = _shifted(y, k, 1, axis, reverse)
+        st = _shifted(t, k, 0, axis, reverse)
+        t = add_p.bind(mul_p.bind(t, sy), mul_p.bind(y, st))
+        y = mul_p.bind(y, sy)
+        k *= 2
+    return ans, t
+
+
+cumprod_p.jvp = _cumprod_jvp
