@@ -122,6 +122,7 @@ square = _unary(_e.square_p)
 erf = _unary(_e.erf_p)
 erfc = _unary(_e.erfc_p)
 lgamma = _unary(_e.lgamma_p)
+digamma = _unary(_e.digamma_p)
 population_count = _unary(_e.population_count_p)
 
 add = _binary(_e.add_p)
