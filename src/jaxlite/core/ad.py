@@ -144,7 +144,8 @@ class JVPTrace(Trace):
             if primitive.multiple_results:
                 return [JVPTracer(self, o, None) for o in out]
             return JVPTracer(self, out, None)
-        if primitive.kind == "call":        # a nested jit: differentiate its program inline
+        if primitive.kind == "call" and primitive.jvp is None:
+            # a nested jit: differentiate its program inline
             from ..ir.interpret import eval_jaxpr
             closed = params["jaxpr"]
             return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)

@@ -194,3 +194,15 @@ def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
             return vals
 
     return trace_to_jaxpr(fun, in_avals), store[0]
+
+
+def batch_fun_flat(fn, args, dims, size: int, axis_name=None):
+    """Runs ``fn(*args) -> list`` with ``args`` mapped along ``dims`` (None: unmapped);
+    returns the outputs, each mapped at axis 0 (unmapped ones broadcast).  What rules use
+    to batch a user callable (custom_jvp / custom_vjp rules)."""
+    from .trace import new_main
+    with new_main(BatchTrace, BatchAxis(size, axis_name)) as main:
+        trace = BatchTrace(main)
+        ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, dims)]
+        outs = [trace.full_raise(o) for o in fn(*ins)]
+        return [to_front(o.val, o.bdim, size) for o in outs]

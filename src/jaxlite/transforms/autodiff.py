@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ad
+from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import Tracer, find_top_trace, get_aval
 from ..tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -24,15 +25,48 @@ __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacre
 
 def _check_callable(fun, name):
     if not callable(fun):
-        raise TypeError(f"{name} requires a callable argument, got {fun!r}")
+        raise TypeError(f"Expected a callable value, got {fun!r} (the function passed to "
+                        f"{name})")
 
 
 def _check_leaf(x, what):
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
+        return
     try:
         get_aval(x)
     except TypeError:
-        raise TypeError(f"{what}: argument of type {type(x).__name__} is not a valid JAX "
-                        f"type: {x!r}") from None
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+                        f"({what})") from None
+
+
+def _leaf_aval(x):
+    """Abstract value of a leaf; float0 NumPy arrays (tangents of integers) included."""
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
+        return ShapedArray(x.shape, dtypes.float0)
+    return get_aval(x)
+
+
+def _like_aval(x, aval):
+    """``x`` (a tangent/cotangent of ``aval``'s dtype) given ``aval``'s weak type, as JAX
+    returns derivatives typed like the values they belong to."""
+    if x is None or not ad.is_differentiable(aval):
+        return x
+    xa = get_aval(x)
+    if xa.dtype == aval.dtype and xa.weak_type == aval.weak_type:
+        return x
+    from ..primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _check_aux_pair(out):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"expected function with aux output to return a two-element tuple "
+                        f"(output, auxiliary data), but got type {type(out)} with value "
+                        f"{out!r}")
+
+
+def _dtype_str(dt):
+    return "float0" if dt == dtypes.float0 else np.dtype(dt).name
 
 
 def _tangent_dtype(aval):
@@ -50,9 +84,7 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
         args = tree_unflatten(in_tree, list(leaves))
         out = fun(*args)
         if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise TypeError("has_aux=True requires the function to return a pair "
-                                f"(output, auxiliary data), got {type(out).__name__}")
+            _check_aux_pair(out)
             out, aux = out
             out_store.append(("aux", aux))
         leaves_out, tree = tree_flatten(out)
@@ -107,17 +139,18 @@ def jvp(fun, primals, tangents, has_aux=False):
                         f"structure; primals have tree structure {p_tree} whereas tangents "
                         f"have tree structure {t_tree}.")
     for p, t in zip(p_leaves, t_leaves):
-        _check_leaf(p, "jvp")
+        _check_leaf(p, "jvp primal")
+        _check_leaf(t, "jvp tangent")
         pa = get_aval(p)
-        ta_dtype = getattr(t, "dtype", None)
-        ta_dtype = get_aval(t).dtype if ta_dtype is None else np.dtype(ta_dtype)
+        ta_dtype = _leaf_aval(t).dtype
         want = _tangent_dtype(pa)
-        if dtypes.canonicalize_dtype(ta_dtype) != want and ta_dtype != want:
+        if ta_dtype != want and (ta_dtype == dtypes.float0 or
+                                 dtypes.canonicalize_dtype(ta_dtype) != want):
             raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes "
                             f"must be equal, or in case of int/bool primal dtype the tangent "
                             f"dtype must be float0. Got primal dtype {pa.dtype.name} and so "
-                            f"expected tangent dtype {np.dtype(want).name}, but got tangent "
-                            f"dtype {np.dtype(ta_dtype).name} instead.")
+                            f"expected tangent dtype {_dtype_str(want)}, but got tangent "
+                            f"dtype {_dtype_str(ta_dtype)} instead.")
         if tuple(np.shape(t)) != pa.shape:
             raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
                              f"shape {pa.shape} and tangent shape as {tuple(np.shape(t))}")
@@ -127,7 +160,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     flat = _flat_fun(fun, p_tree, store, has_aux)
     p_out, t_out = ad.jvp_flat(flat, p_leaves, t_in)
     out_tree = _store(store, "tree")
-    t_out = [_zero_tangent(get_aval(p)) if t is None else t for p, t in zip(p_out, t_out)]
+    t_out = [_like_aval(_zero_tangent(get_aval(p)) if t is None else t, get_aval(p))
+             for p, t in zip(p_out, t_out)]
     res = (tree_unflatten(out_tree, p_out), tree_unflatten(out_tree, t_out))
     if has_aux:
         return res + (_lower_aux(_store(store, "aux")),)
@@ -152,10 +186,21 @@ def linearize(fun, *primals, has_aux=False):
         if t_tree != p_tree:
             raise TypeError(f"linearized function called on tangents with tree structure "
                             f"{t_tree}, expected {p_tree}")
-        ins = [t for t, m in zip(t_leaves, lin.in_mask) if m]
+        for t, a in zip(t_leaves, lin.in_avals):
+            ta = _leaf_aval(t)
+            if ta.shape != a.shape or (ta.dtype != _tangent_dtype(a) and (
+                    ta.dtype == dtypes.float0 or
+                    dtypes.canonicalize_dtype(ta.dtype) != _tangent_dtype(a))):
+                raise ValueError(f"linearized function called on tangent values inconsistent "
+                                 f"with the original primal values: got tangent "
+                                 f"{_dtype_str(ta.dtype)}{list(ta.shape)} for primal "
+                                 f"{a.str_short()}, expected "
+                                 f"{_dtype_str(_tangent_dtype(a))}{list(a.shape)}")
+        ins = [_as_dtype(t, a.dtype) for t, a, m in zip(t_leaves, lin.in_avals, lin.in_mask)
+               if m]
         outs = iter(eval_jaxpr(lin.jaxpr, lin.consts, *ins))
-        res = [_zero_tangent(a) if z else next(outs) for a, z in zip(lin.out_avals,
-                                                                       lin.out_zero)]
+        res = [_like_aval(_zero_tangent(a) if z else next(outs), a)
+               for a, z in zip(lin.out_avals, lin.out_zero)]
         return tree_unflatten(out_tree, res)
 
     out = tree_unflatten(out_tree, lin.primals_out)
@@ -178,7 +223,7 @@ def _vjp_flat(flat, p_leaves):
         for a, m in zip(lin.in_avals, lin.in_mask):
             if m:
                 c = next(got)
-                out.append(_zero_tangent(a) if c is None else c)
+                out.append(_like_aval(_zero_tangent(a) if c is None else c, a))
             else:
                 out.append(ad.float0_zeros(a))
         return out
@@ -203,20 +248,25 @@ def vjp(fun, *primals, has_aux=False):
     def f_vjp(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
-        for c, a in zip(ct_leaves, lin.out_avals):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                                 f"{ca.shape} must be the same as the shape of corresponding "
-                                 f"primal input {a.shape}.")
+            raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP "
+                             f"function: got {ct_tree}, but the differentiated function's "
+                             f"output has structure {out_tree}")
+        for i, (c, a) in enumerate(zip(ct_leaves, lin.out_avals)):
+            _check_leaf(c, "vjp cotangent")
+            ca = _leaf_aval(c)
             want = _tangent_dtype(a)
-            if ca.dtype != want and not (ca.weak_type and ad.is_differentiable(a)):
-                raise TypeError(f"Type of cotangent input to vjp pullback function "
-                                f"({ca.dtype.name}) is not the expected tangent type "
-                                f"({np.dtype(want).name}) of corresponding primal output "
-                                f"with dtype {a.dtype.name}.")
+            if ad.is_differentiable(a):
+                ok = dtypes.canonicalize_dtype(ca.dtype) == want if ca.dtype != \
+                    dtypes.float0 else False
+            else:
+                ok = ca.dtype == dtypes.float0 or not dtypes.is_inexact(ca.dtype)
+            if ca.shape != a.shape or not ok:
+                raise ValueError(f"unexpected JAX type (shape/dtype) of cotangent leaf {i} "
+                                 f"passed to the VJP function: got "
+                                 f"{_dtype_str(ca.dtype)}{list(ca.shape)}, but expected "
+                                 f"{_dtype_str(want)}{list(a.shape)} because the "
+                                 f"corresponding output of the differentiated function has "
+                                 f"type {a.str_short()}")
         ct_leaves = [_as_dtype(c, a.dtype) if ad.is_differentiable(a) else None
                      for c, a in zip(ct_leaves, lin.out_avals)]
         return tree_unflatten(p_tree, pullback(ct_leaves))
@@ -250,17 +300,29 @@ def _argnums_tuple(argnums, nargs, name):
     return tuple(int(i) % nargs for i in nums)
 
 
-def _check_grad_inputs(leaves, allow_int, holomorphic):
+def _real_output_error(name, dt):
+    if dt.kind == "c":
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                        f"differentiation, pass holomorphic=True. For differentiation of "
+                        f"non-holomorphic functions involving complex outputs, use jax.vjp "
+                        f"directly.")
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                    f"of np.floating), but got {dt.name}. For differentiation of functions "
+                    f"with integer outputs, use jax.vjp directly.")
+
+
+def _check_grad_inputs(leaves, allow_int, holomorphic, name="grad"):
     for x in leaves:
         dt = get_aval(x).dtype
         if holomorphic:
             if dt.kind != "c":
-                raise TypeError(f"grad with holomorphic=True requires inputs with complex "
+                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
                                 f"dtype, but got {dt.name}.")
         elif not dtypes.is_inexact(dt) and not allow_int:
-            raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that "
-                            f"is a sub-dtype of np.inexact), but got {dt.name}. If you want "
-                            f"to use Boolean- or integer-valued inputs, use vjp or set "
+            raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
+                            f"that is a sub-dtype of np.inexact), but got {dt.name}. If you "
+                            f"want to use Boolean- or integer-valued inputs, use vjp or set "
                             f"allow_int to True.")
 
 
@@ -297,12 +359,13 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                 new[i] = v
             out = fun(*new, **kwargs)
             if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise TypeError("has_aux=True requires the function to return a pair "
-                                    f"(output, auxiliary data), got {type(out).__name__}")
+                _check_aux_pair(out)
                 out, aux = out
                 store.append(aux)
-            _check_leaf(out, "grad")
+            if isinstance(out, (tuple, list, dict)) or out is None:
+                raise TypeError(f"Gradient only defined for scalar-output functions. Output "
+                                f"was {out!r}.")
+            _check_leaf(out, "grad output")
             aval = get_aval(out)
             if aval.shape != ():
                 raise TypeError(f"Gradient only defined for scalar-output functions. Output "
@@ -312,11 +375,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                     raise TypeError(f"grad with holomorphic=True requires outputs with "
                                     f"complex dtype, but got {aval.dtype.name}.")
             elif not dtypes.is_float(aval.dtype):
-                raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                                f"sub-dtype of np.floating), but got {aval.dtype.name}. For "
-                                f"holomorphic differentiation, pass holomorphic=True. For "
-                                f"differentiation of non-holomorphic functions involving "
-                                f"complex outputs, use jax.vjp directly.")
+                _real_output_error("grad", aval.dtype)
             return [out]
 
         lin, pullback = _vjp_flat(flat, d_leaves)
@@ -376,13 +435,18 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         dyn = tuple(args[i] for i in nums)
         d_leaves, d_tree = tree_flatten(dyn)
-        if not holomorphic:
-            for x in d_leaves:
-                if not dtypes.is_float(get_aval(x).dtype):
-                    raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is "
-                                    f"a sub-dtype of np.floating), but got "
-                                    f"{get_aval(x).dtype.name}. For holomorphic "
-                                    f"differentiation, pass holomorphic=True.")
+        for x in d_leaves:
+            _check_leaf(x, "jacfwd")
+            dt = get_aval(x).dtype
+            if holomorphic and dt.kind != "c":
+                raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
+            if not holomorphic and not dtypes.is_float(dt):
+                raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a "
+                                f"sub-dtype of np.floating), but got {dt.name}. For "
+                                f"holomorphic differentiation, pass holomorphic=True. For "
+                                f"differentiation of non-holomorphic functions involving "
+                                f"complex inputs or integer inputs, use jax.jvp directly.")
 
         def f_dyn(*leaves):
             new = list(args)
@@ -433,7 +497,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         dyn = tuple(args[i] for i in nums)
         d_leaves, d_tree = tree_flatten(dyn)
-        _check_grad_inputs(d_leaves, allow_int, holomorphic)
+        for x in d_leaves:
+            _check_leaf(x, "jacrev")
+        _check_grad_inputs(d_leaves, allow_int, holomorphic, "jacrev")
 
         def f_dyn(*leaves):
             new = list(args)
@@ -446,6 +512,13 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         else:
             y, pull = vjp(f_dyn, *d_leaves)
         y_leaves, y_tree = tree_flatten(y)
+        for yl in y_leaves:
+            dt = get_aval(yl).dtype
+            if holomorphic and dt.kind != "c":
+                raise TypeError(f"jacrev with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {dt.name}.")
+            if not holomorphic and not dtypes.is_float(dt):
+                _real_output_error("jacrev", dt)
         n, basis = _std_basis(y_leaves)
         cts = vmap(lambda *b: pull(tree_unflatten(y_tree, list(b))))(*basis)
         # cts: per input leaf, shape (n,) + in.shape -> per output leaf out.shape + in.shape
@@ -521,37 +594,63 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")
         nd = set(i % len(args) for i in self.nondiff_argnums) if args else set()
-        diff_args = [a for i, a in enumerate(args) if i not in nd]
-        leaves, tree = tree_flatten(diff_args)
-        trace = _top_jvp_trace(leaves) if leaves else None
-        if trace is None:
+        diff_pos = [i for i in range(len(args)) if i not in nd]
+        leaves, tree = tree_flatten([args[i] for i in diff_pos])
+        if not _under_transformation(leaves):
             return self.fun(*args)
-
-        def lift(x):
-            return trace.full_raise(x)
-        tracers = [lift(x) for x in leaves]
-        primals = tree_unflatten(tree, [t.primal for t in tracers])
-        tangents = tree_unflatten(tree, [
-            t.tangent if t.tangent is not None else _zero_tangent(get_aval(t.primal))
-            for t in tracers])
-
         nd_vals = [args[i] for i in sorted(nd)]
-        out, t_out = self.jvp(*nd_vals, tuple(primals), tuple(tangents))
+        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
+        user_jvp = self.jvp
+
+        def jvp_flat(primals, tangents):
+            ps = tree_unflatten(tree, list(primals))
+            ts = tree_unflatten(tree, list(tangents))
+            out, t_out = user_jvp(*nd_vals, tuple(ps), tuple(ts))
+            o_leaves, o_tree = tree_flatten(out)
+            t_leaves, t_tree = tree_flatten(t_out)
+            if t_tree != o_tree:
+                raise TypeError(f"Custom JVP rule must produce primal and tangent outputs "
+                                f"with equal container (pytree) structures, but got "
+                                f"{o_tree} and {t_tree}.")
+            fixed = []
+            for p, t in zip(o_leaves, t_leaves):
+                pa = get_aval(p)
+                if ad.is_differentiable(pa) and (get_aval(t).dtype != pa.dtype or
+                                                 not isinstance(t, (Tracer, Array))):
+                    t = _as_dtype(t, pa.dtype)
+                fixed.append(t)
+            return o_leaves, fixed
+
+        from ..primitives.control import custom_jvp_call_p
+        outs = custom_jvp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
+                                      jvp=jvp_flat)
+        return tree_unflatten(out_tree, outs)
+
+
+def _under_transformation(leaves) -> bool:
+    from ..core import trace as _tr
+    return len(_tr.trace_stack) > 1 or any(isinstance(x, Tracer) for x in leaves)
+
+
+def _trace_call(fun, args, diff_pos, tree, leaves):
+    """Traces ``fun`` as a function of the leaves of its differentiable arguments:
+    ``(program with hoisted constants, constants, output tree)``."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    store = []
+
+    def flat(*xs):
+        full = list(args)
+        for i, v in zip(diff_pos, tree_unflatten(tree, list(xs))):
+            full[i] = v
+        out = fun(*full)
         o_leaves, o_tree = tree_flatten(out)
-        t_leaves, t_tree = tree_flatten(t_out)
-        if t_tree != o_tree:
-            raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
-                            f"equal container (pytree) structures, but got {o_tree} and "
-                            f"{t_tree}.")
-        res = []
-        for p, t in zip(o_leaves, t_leaves):
-            pa = get_aval(p)
-            if ad.is_differentiable(pa):
-                t = _as_dtype(t, pa.dtype) if get_aval(t).dtype != pa.dtype else t
-                res.append(ad.JVPTracer(trace, p, t))
-            else:
-                res.append(ad.JVPTracer(trace, p, None))
-        return tree_unflatten(o_tree, res)
+        store.append(o_tree)
+        return o_leaves
+
+    closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
+    body, consts = hoist_consts(closed)
+    return body, consts, store[0]
 
 
 class custom_vjp:
@@ -582,28 +681,30 @@ class custom_vjp:
                                  f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
         nd = sorted(set(i % len(args) for i in self.nondiff_argnums)) if args else []
         diff_pos = [i for i in range(len(args)) if i not in nd]
-        leaves, tree = tree_flatten([args[i] for i in diff_pos])
-        trace = _top_jvp_trace(leaves) if leaves else None
-        if trace is None:
+        diff_args = [args[i] for i in diff_pos]
+        leaves, tree = tree_flatten(diff_args)
+        if not _under_transformation(leaves):
             return self.fun(*args)
-        tracers = [trace.full_raise(x) for x in leaves]
-        primal_args = list(args)
-        for i, v in zip(diff_pos, tree_unflatten(tree, [t.primal for t in tracers])):
-            primal_args[i] = v
-        out, res = self.fwd(*primal_args)
-        o_leaves, o_tree = tree_flatten(out)
-        res_leaves, res_tree = tree_flatten(res)
-        tangents = [t.tangent for t in tracers]
-        if all(t is None for t in tangents):
-            return tree_unflatten(o_tree, [ad.JVPTracer(trace, p, None) for p in o_leaves])
-        in_avals = [get_aval(t.primal) for t in tracers]
-        ts = [ad.instantiate(t, a.strip_weak_type()) if ad.is_differentiable(a) else
-              ad.zeros(ShapedArray(a.shape, np.float32)) for t, a in zip(tangents, in_avals)]
-        bwd, nd_vals = self.bwd, [args[i] for i in nd]
+        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
+        fwd, bwd, nd_vals = self.fwd, self.bwd, [args[i] for i in nd]
+        res_store = []
 
-        def run_bwd(res_vals, cts):
-            r = tree_unflatten(res_tree, list(res_vals))
-            ct = tree_unflatten(o_tree, list(cts))
+        def fwd_flat(primals):
+            full = list(args)
+            for i, v in zip(diff_pos, tree_unflatten(tree, list(primals))):
+                full[i] = v
+            got = fwd(*full)
+            if not (isinstance(got, (tuple, list)) and len(got) == 2):
+                raise TypeError(f"Custom VJP fwd rule must produce a pair (output, "
+                                f"residuals), got {type(got).__name__}")
+            out, res = got
+            res_leaves, res_tree = tree_flatten(res)
+            res_store.append(res_tree)
+            return tree_flatten(out)[0], res_leaves
+
+        def bwd_flat(res_vals, cts):
+            r = tree_unflatten(res_store[-1], list(res_vals))
+            ct = tree_unflatten(out_tree, list(cts))
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
             if not isinstance(got, (tuple, list)):
                 raise TypeError(f"Custom VJP bwd rule must produce a tuple, got "
@@ -613,18 +714,15 @@ class custom_vjp:
                                 f"per differentiable argument ({len(diff_pos)}), got "
                                 f"{len(got)}")
             g_leaves = []
-            for g, a in zip(got, [args[i] for i in diff_pos]):
+            for g, a in zip(got, diff_args):
                 a_leaves, _ = tree_flatten(a)
                 g_leaves.extend([None] * len(a_leaves) if g is None else tree_flatten(g)[0])
             return g_leaves
 
-        from ..primitives.control import custom_lin_p
-        out_avals = tuple(get_aval(p) for p in o_leaves)
-        t_out = custom_lin_p.bind(*res_leaves, *ts, num_res=len(res_leaves), bwd=run_bwd,
-                                  out_avals=out_avals,
-                                  in_avals=tuple(a.strip_weak_type() for a in in_avals))
-        return tree_unflatten(o_tree, [ad.JVPTracer(trace, p, t if ad.is_differentiable(
-            get_aval(p)) else None) for p, t in zip(o_leaves, t_out)])
+        from ..primitives.control import custom_vjp_call_p
+        outs = custom_vjp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
+                                      fwd=fwd_flat, bwd=bwd_flat)
+        return tree_unflatten(out_tree, outs)
 
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):

@@ -1,4 +1,6 @@
-"""Inlining: a nested ``jit`` call becomes the equations of its program."""
+"""Inlining: a nested call (``jit``, ``custom_jvp_call``, ``custom_vjp_call``: every
+primitive of kind "call", whose ``jaxpr`` param is the program it runs) becomes the
+equations of its program."""
 from __future__ import annotations
 
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Var
@@ -6,7 +8,7 @@ from ._rewrite import Renamer
 
 
 def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Replaces every ``jit`` equation by its body (recursively), with fresh variables;
+    """Replaces every call equation by its body (recursively), with fresh variables;
     the inner program's constants join the outer ones."""
     consts_v, consts = list(closed.jaxpr.constvars), list(closed.consts)
     eqns = []
@@ -20,7 +22,7 @@ def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:
 def _inline_into(jaxpr, rename, eqns, consts_v, consts):
     for eqn in jaxpr.eqns:
         invars = [rename(v) for v in eqn.invars]
-        if eqn.primitive.name == "jit":
+        if eqn.primitive.kind == "call":
             inner: ClosedJaxpr = eqn.params["jaxpr"]
             sub = Renamer()
             for cv, c in zip(inner.jaxpr.constvars, inner.consts):
