@@ -1,45 +1,92 @@
 """``vmap``: vectorise a function over a mapped axis of its inputs (``jax.vmap``).
 
 Layer: transforms.  Runs the function under ``core.batching.BatchTrace``; each primitive's
-batching rule handles the whole batch at once.
+batching rule handles the whole batch at once.  Keyword arguments are always mapped over
+their leading axis (``in_axes`` covers the positional arguments only), as in JAX.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
 from ..core import batching
-from ..core.trace import get_aval, new_main
-from ..tree_util import tree_flatten, tree_unflatten, tree_structure
+from ..core.trace import full_lower, get_aval, new_main
+from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["vmap"]
 
 
-def _is_axis_spec(x):
-    return x is None or isinstance(x, (int, np.integer))
+def _is_axis(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def _broadcast_prefix(spec, tree_value, what):
-    """Expands an axis specification (a tree prefix of ``tree_value``) to one entry per
-    leaf of ``tree_value``.  Raises ValueError when it is not a prefix."""
+def _prefix_leaves(spec, value, what):
+    """One axis spec per leaf of ``value`` (``spec`` a tree prefix of it, None a leaf).
+    Raises ValueError naming the key path where the structures part."""
     import optree
     from ..tree_util import NAMESPACE
     try:
-        return optree.tree_broadcast_prefix(spec, tree_value, none_is_leaf=True,
+        full = optree.tree_broadcast_prefix(spec, value, none_is_leaf=True,
                                             namespace=NAMESPACE)
     except (ValueError, TypeError):
         raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                         f"corresponding value, got specification {spec!r} for value tree "
-                         f"{tree_structure(tree_value)}.") from None
+                         f"corresponding value; got {what}={spec!r} for a value with tree "
+                         f"structure {optree.tree_structure(value, namespace=NAMESPACE)}"
+                         ) from None
+    return optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
 
 
-def _flat_axes(spec, value, what):
+def _prefix_paths(spec, value):
+    """Key path (string) of the spec entry governing each leaf of ``value``."""
     import optree
     from ..tree_util import NAMESPACE
-    full = _broadcast_prefix(spec, value, what)
-    axes = optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
-    return axes
+    paths = optree.tree_paths(spec, none_is_leaf=True, namespace=NAMESPACE)
+    marks = optree.tree_unflatten(
+        optree.tree_structure(spec, none_is_leaf=True, namespace=NAMESPACE),
+        ["".join(f"[{k!r}]" for k in p) for p in paths])
+    full = optree.tree_broadcast_prefix(marks, value, none_is_leaf=True, namespace=NAMESPACE)
+    return optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
+
+
+def _arg_names(fun, nargs):
+    """Parameter names for the positional arguments (``args[i]`` where unknown)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(nargs):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            names.append(("argument ", params[i].name))
+        else:
+            names.append(("", f"args[{i}]"))
+    return names
+
+
+def _check_in_axes(in_axes):
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
+        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                        f"corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes!r}.")
+    for leaf in tree_flatten(in_axes, is_leaf=lambda x: x is None)[0]:
+        if leaf is not None and not _is_axis(leaf):
+            raise TypeError(f"vmap in_axes must be an int, None, or (nested) container with "
+                            f"those types as leaves, but got {in_axes!r} (a leaf of type "
+                            f"{type(leaf).__name__}).")
+    return in_axes
+
+
+def _check_out_axes(out_axes):
+    for leaf in tree_flatten(out_axes, is_leaf=lambda x: x is None)[0]:
+        if leaf is not None and not _is_axis(leaf):
+            raise TypeError(f"vmap out_axes must be an int, None, or (nested) container "
+                            f"with those types as leaves, but got {out_axes!r} (a leaf of "
+                            f"type {type(leaf).__name__}).")
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -47,34 +94,34 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
     Args:
       fun: function of arrays/pytrees.
-      in_axes: int, None, or a pytree prefix of the positional arguments (a tuple with one
-        entry per argument, or a single int/None for all); negative axes count from the
-        end; None means the argument is not mapped.
-      out_axes: same, for the outputs (None: the output must not be mapped).
-      axis_name: a name for the mapped axis (for collectives).
-      axis_size: the mapped size when no input is mapped.
+      in_axes: int, None, or a tuple with one entry per positional argument, each entry a
+        pytree prefix of that argument with int/None leaves (a list is read as a tuple).
+        Negative axes count from the end; None means the argument is not mapped.
+        Keyword arguments are always mapped over axis 0.
+      out_axes: same, as a prefix of the output (None: that output must not be mapped;
+        unmapped outputs with an int axis are broadcast along it).
+      axis_name: a name for the mapped axis (kept for collectives).
+      axis_size: the mapped size; required when no input is mapped.
     Returns:
-      The vectorised function; each mapped output gains the mapped axis at ``out_axes``.
+      The vectorised function.  Each output leaf gains the mapped axis (of the common
+      mapped size) at its ``out_axes`` position.
     Raises:
-      ValueError: in_axes not a tree prefix of the arguments, an axis out of range,
-        inconsistent mapped sizes (naming each argument and size), no mapped input and no
-        ``axis_size``, a mapped output with out_axes None.
-      TypeError: a non-array argument leaf is mapped.
+      TypeError: ``fun`` not callable; in_axes/out_axes not int/None/containers of them;
+        a mapped argument leaf that is not an array.
+      ValueError: in_axes not a tree prefix of the arguments (or of the wrong length); an
+        axis out of range for an argument's rank (or an output's); inconsistent mapped
+        sizes (each argument named with its size); no mapped input and no ``axis_size``;
+        a mapped output whose out_axes entry is None.
+
+    Example::
+
+        vmap(lambda a, b: a @ b, in_axes=(0, None))(xs, w)   # xs: (n, k), w: (k, m)
     """
     if not callable(fun):
-        raise TypeError(f"vmap requires a callable argument, got {fun!r}")
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
-    if not (_is_axis_spec(in_axes) or isinstance(in_axes, (tuple, dict))):
-        import optree
-        if not optree.tree_leaves(in_axes, none_is_leaf=True):
-            raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                            f"corresponding to the positional arguments passed to the "
-                            f"function, but got {in_axes}.")
-    for leaf in tree_flatten(in_axes, is_leaf=lambda x: x is None)[0]:
-        if leaf is not None and not isinstance(leaf, (int, np.integer)):
-            raise TypeError(f"vmap in_axes must be an int, None, or (nested) container with "
-                            f"those types as leaves, but got {in_axes}.")
+        raise TypeError(f"Expected a callable value, got {fun!r} (the function passed to "
+                        f"vmap)")
+    in_axes = _check_in_axes(in_axes)
+    _check_out_axes(out_axes)
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
@@ -84,67 +131,86 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-        axes = _flat_axes(spec, tuple(args), "in_axes")
-        leaves, in_tree = tree_flatten(tuple(args))
-        k_leaves, k_tree = tree_flatten(kwargs)
-        size = None
-        sizes = []
-        dims = []
-        for i, (x, ax) in enumerate(zip(leaves, axes)):
+        axes = _prefix_leaves(spec, tuple(args), "in_axes")
+        leaves_p, in_tree = tree_flatten_with_path(tuple(args))
+        kw_p, kw_tree = tree_flatten_with_path(kwargs)
+        names = _arg_names(fun, len(args))
+        described = []
+        for path, x in leaves_p:
+            pre, nm = names[path[0].idx]
+            described.append((x, pre + nm + keystr(path[1:])))
+        for path, x in kw_p:
+            described.append((x, f"kwargs{keystr(path)}"))
+        axes = list(axes) + [0] * len(kw_p)
+        sizes, dims = [], []
+        for (x, what), ax in zip(described, axes):
             if ax is None:
                 dims.append(None)
                 continue
             try:
                 aval = get_aval(x)
             except TypeError:
-                raise TypeError(f"vmap: argument {i} of type {type(x).__name__} is not a "
-                                f"valid JAX type: {x!r}") from None
+                raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+                                f"({what} of the vmapped function)") from None
             nd = aval.ndim
             if not -nd <= ax < nd:
                 raise ValueError(f"vmap was requested to map its argument along axis {ax}, "
                                  f"which implies that its rank should be at least "
                                  f"{(ax + 1) if ax >= 0 else -ax}, but is only {nd} (its "
-                                 f"shape is {aval.shape})")
+                                 f"shape is {aval.shape}; {what})")
             d = int(ax) % nd
             dims.append(d)
-            sizes.append((i, aval, d, aval.shape[d]))
+            sizes.append((what, aval, d, aval.shape[d]))
         if sizes:
             distinct = sorted({s for *_, s in sizes})
             if len(distinct) > 1 or (axis_size is not None and distinct[0] != axis_size):
-                lines = [f"  * one axis had size {s}: axis {d} of argument leaf {i} of type "
-                         f"{a.str_short()}" for i, a, d, s in sizes]
+                lines = [f"  * one axis had size {s}: axis {d} of {w} of type "
+                         f"{a.str_short()}" for w, a, d, s in sizes]
                 if axis_size is not None:
-                    lines.insert(0, f"  * axis_size={axis_size} was given")
+                    lines.insert(0, f"  * the axis_size argument was {axis_size}")
                 raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                                 + "\n".join(lines))
+                                 + ";\n".join(lines))
             size = distinct[0]
         elif axis_size is not None:
             size = int(axis_size)
         else:
-            raise ValueError("vmap must have at least one non-None value in in_axes")
+            raise ValueError("vmap must have at least one non-None value in in_axes or "
+                             "axis_size must be specified")
+        leaves = [x for x, _ in described]
         with new_main(batching.BatchTrace, batching.BatchAxis(size, axis_name)) as main:
             trace = batching.BatchTrace(main)
             ins = [batching.BatchTracer(trace, x, d) if d is not None else x
                    for x, d in zip(leaves, dims)]
-            out = fun(*tree_unflatten(in_tree, ins), **kwargs)
+            n_pos = len(leaves_p)
+            pos = tree_unflatten(in_tree, ins[:n_pos])
+            kws = tree_unflatten(kw_tree, ins[n_pos:])
+            out = fun(*pos, **kws)
             out_leaves, out_tree = tree_flatten(out)
-            o_axes = _flat_axes(out_axes, out, "out_axes")
+            o_axes = _prefix_leaves(out_axes, out, "out_axes")
+            o_paths = _prefix_paths(out_axes, out)
             res = []
-            for o, ax in zip(out_leaves, o_axes):
-                t = trace.full_raise(o)
+            for o, ax, where in zip(out_leaves, o_axes, o_paths):
+                try:
+                    t = trace.full_raise(o)
+                except TypeError:
+                    raise TypeError(f"Argument {o!r} of type {type(o)} is not a valid JAX "
+                                    f"type (an output of the vmapped function)") from None
                 val, d = t.val, t.bdim
                 if ax is None:
                     if d is not None:
-                        raise ValueError("vmap has mapped output but out_axes is None")
+                        raise ValueError(f"at vmap out_axes{where}, got axis spec None but "
+                                         f"output was batched on axis {d}")
                     res.append(val)
                     continue
                 nd = get_aval(val).ndim + (1 if d is None else 0)
-                ax = int(ax) % nd if nd else 0
+                if not -nd <= ax < nd:
+                    raise ValueError(f"vmap out_axes{where}={ax} is out of bounds for an "
+                                     f"output of rank {nd} (with the mapped axis)")
+                ax = int(ax) % nd
                 if d is None:
                     val = batching.broadcast_front(val, size)
                     d = 0
                 res.append(batching.moveaxis(val, d, ax))
-        from ..core.trace import full_lower
         return tree_unflatten(out_tree, [full_lower(r) for r in res])
 
     return batched
