@@ -13,6 +13,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike
+from ..transforms.autodiff import custom_jvp
 
 def _arr(name, x):
     """``x`` as an Array (Python scalars stay weakly typed); TypeError naming ``name`` for
@@ -35,16 +36,40 @@ def identity(x):
 def relu(x):
     """``max(x, 0)`` elementwise (``jax.nn.relu``); keeps x's dtype (integers too).
 
-    Example: ``relu(jnp.array([-1.0, 2.0]))`` is ``[0., 2.]``.
+    Its derivative is 1 where ``x > 0`` and 0 elsewhere, also at 0 (a custom JVP, as in
+    JAX).  Example: ``relu(jnp.array([-1.0, 2.0]))`` is ``[0., 2.]``.
     """
     x = _arr("relu", x)
+    return _relu(x)
+
+
+@custom_jvp
+def _relu(x):
     return jnp.maximum(x, 0)
 
 
+@_relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _relu(x), jnp.where(x > 0, t, jnp.zeros_like(t))
+
+
 def relu6(x):
-    """``min(max(x, 0), 6)`` elementwise (``jax.nn.relu6``)."""
+    """``min(max(x, 0), 6)`` elementwise (``jax.nn.relu6``); derivative 1 strictly
+    between 0 and 6 and 0 elsewhere (a custom JVP, as in JAX)."""
     x = _arr("relu6", x)
+    return _relu6(x)
+
+
+@custom_jvp
+def _relu6(x):
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+@_relu6.defjvp
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _relu6(x), jnp.where((x > 0) & (x < 6), t, jnp.zeros_like(t))
 
 
 def sigmoid(x):
