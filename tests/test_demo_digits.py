@@ -19,10 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 _counter = itertools.count()
 
-needs_grad = pytest.mark.skipif(not hasattr(jaxlite, "value_and_grad"),
-                                reason="jaxlite.value_and_grad not built yet")
-needs_scan = pytest.mark.skipif(not hasattr(jaxlite.lax, "scan"),
-                                reason="jaxlite.lax.scan not built yet")
 
 
 def load_example(name):
@@ -139,7 +135,6 @@ def test_train_digits_arguments():
     assert not np.array_equal(mod.load_data(None, 1)[3], yte)
 
 
-@needs_grad
 def test_train_digits_short_run_learns_and_compiles_once(capsys):
     mod = load_example("train_digits.py")
     res = mod.main(["--epochs", "3", "--quiet"])
@@ -150,7 +145,6 @@ def test_train_digits_short_run_learns_and_compiles_once(capsys):
     assert "us/step" in out and "final held-out test accuracy" in out
 
 
-@needs_grad
 def test_train_digits_matches_real_jax(capsys):
     """Same seed, same init (jaxlite.random is bit-exact with JAX's), same batches: the
     training losses agree with real JAX's to float32 round-off."""
@@ -162,7 +156,6 @@ def test_train_digits_matches_real_jax(capsys):
     assert abs(lite["test_accuracy"] - real["test_accuracy"]) <= 0.01
 
 
-@needs_grad
 def test_train_digits_on_a_users_npz(tmp_path, capsys):
     rng = np.random.default_rng(1)
     centers = rng.normal(size=(3, 5)) * 4
@@ -178,7 +171,6 @@ def test_train_digits_on_a_users_npz(tmp_path, capsys):
 
 # ---- examples/loop_vs_scan.py ---------------------------------------------------------
 
-@needs_scan
 def test_loop_vs_scan_peak_memory(capsys):
     mod = load_example("loop_vs_scan.py")
     rows = mod.main(["--steps", "200", "--width", "512"])
@@ -192,7 +184,6 @@ def test_loop_vs_scan_peak_memory(capsys):
     assert "same averages from all three: True" in out
 
 
-@needs_scan
 def test_loop_vs_scan_peak_grows_with_steps_only_for_the_loop():
     mod = load_example("loop_vs_scan.py")
     short = {r[0][:3]: r[2] for r in mod.compare(50, 256)}
