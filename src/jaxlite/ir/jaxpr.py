@@ -110,8 +110,11 @@ class ClosedJaxpr:
 def hoist_consts(closed: ClosedJaxpr):
     """``(closed', consts)``: the constvars of ``closed`` turned into leading invars, so
     that the constants (which may be tracers of an enclosing transformation) can be passed
-    as operands of an equation that carries the program."""
+    as operands of an equation that carries the program (every control-flow body, custom
+    derivative and checkpoint program is stored this way)."""
     j = closed.jaxpr
+    if not j.constvars:
+        return closed, []
     return ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.eqns, j.outvars),
                        []), list(closed.consts)
 

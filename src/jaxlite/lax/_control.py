@@ -20,7 +20,8 @@ from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer, get_aval
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..primitives import elementwise as _e
-from ..primitives.control_flow import cond_p, hoist_consts, scan_p, while_p
+from ..ir.jaxpr import hoist_consts
+from ..primitives.control_flow import cond_p, scan_p, while_p
 from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan"]

@@ -30,21 +30,6 @@ _BOOL_SCALAR = ShapedArray((), np.bool_)
 _INT32_SCALAR = ShapedArray((), np.int32)
 
 
-def hoist_consts(closed: ClosedJaxpr):
-    """``(closed_without_consts, consts)``: the jaxpr's constvars become its leading invars
-    and their values are returned, to be passed as leading operands.
-
-    Used for every body a control-flow primitive carries: the consts of a traced body may
-    be tracers of an enclosing transformation (a closed-over value), which must be operands
-    of the equation so that the enclosing trace sees them.
-    """
-    jaxpr = closed.jaxpr
-    if not jaxpr.constvars:
-        return closed, []
-    new = Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)
-    return ClosedJaxpr(new, []), list(closed.consts)
-
-
 def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
     """Shape and dtype agree (weak types may differ: a weak value is a valid operand of a
     strongly typed variable of the same dtype)."""
