@@ -245,3 +245,102 @@ def _svd_batch(args, dims, **params):
 
 
 svd_p.batch = _svd_batch
+
+
+# svd JVP ------------------------------------------------------------------------------------
+# With A = U diag(s) V^H (thin factors, k = min(m, n)) and dP = U^H dA V:
+#   ds = Re diag(dP)
+#   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V S^-1     (m > k)
+#   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U S^-1                       (n > k)
+# where F_ij = 1 / (s_j^2 - s_i^2) off the diagonal and 0 on it (distinct singular values).
+
+def _mm(a, b):
+    """Matrix product over the last two axes, batched over the leading ones."""
+    nd = get_aval(a).ndim
+    batch = tuple(range(nd - 2))
+    return dot_general_p.bind(a, b, dimension_numbers=(((nd - 1,), (nd - 2,)), (batch, batch)),
+                              precision=None, preferred_element_type=None, out_sharding=None)
+
+
+def _mT(a):
+    from .shape import transpose_p
+    nd = get_aval(a).ndim
+    return transpose_p.bind(a, permutation=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _conj(a):
+    from .elementwise import conj_p
+    return conj_p.bind(a) if get_aval(a).dtype.kind == "c" else a
+
+
+def _H(a):
+    return _conj(_mT(a))
+
+
+def _svd_jvp(primals, tangents, full_matrices=True, compute_uv=True):
+    from .elementwise import (add_p, complex_p, convert_element_type_p, div_p, eq_p, imag_p,
+                              mul_p, real_p, select_n_p, sub_p)
+    from .reduction import reduce_sum_p
+    from .shape import broadcast_in_dim_p, iota_p
+    (a,), (da,) = primals, tangents
+    aval = get_aval(a)
+    *batch, m, n = aval.shape
+    k = min(m, n)
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError("Singular value decomposition JVP not implemented for full "
+                                  "matrices (full_matrices=True with a non-square operand); "
+                                  "use full_matrices=False")
+    u, s, vh = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    outs = svd_p.bind(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    if da is None:
+        return outs, [None] * len(outs)
+    dt, rdt = aval.dtype, get_aval(s).dtype
+    cplx = dt.kind == "c"
+    kk = tuple(batch) + (k, k)
+    nb = len(batch)
+
+    def to_dt(x):
+        return convert_element_type_p.bind(x, new_dtype=dt, weak_type=False) if cplx else x
+
+    v = _H(vh)
+    dp = _mm(_mm(_H(u), da), v)                         # (..., k, k)
+    rows = iota_p.bind(dtype=np.dtype(np.int32), shape=kk, dimension=nb)
+    cols = iota_p.bind(dtype=np.dtype(np.int32), shape=kk, dimension=nb + 1)
+    eye_b = eq_p.bind(rows, cols)
+    eye = convert_element_type_p.bind(eye_b, new_dtype=rdt, weak_type=False)
+    diag_dp = reduce_sum_p.bind(mul_p.bind(dp, to_dt(eye)), axes=(nb + 1,), out_sharding=None)
+    ds = real_p.bind(diag_dp) if cplx else diag_dp
+    if not compute_uv:
+        return outs, [ds]
+    s_j = broadcast_in_dim_p.bind(s, shape=kk, broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
+    s_i = broadcast_in_dim_p.bind(s, shape=kk, broadcast_dimensions=tuple(range(nb + 1)))
+    diff = sub_p.bind(mul_p.bind(s_j, s_j), mul_p.bind(s_i, s_i))
+    zero = broadcast_in_dim_p.bind(np.array(0, rdt), shape=kk, broadcast_dimensions=())
+    f = select_n_p.bind(eye_b, div_p.bind(np.array(1, rdt), add_p.bind(diff, eye)), zero)
+    f = to_dt(f)
+    dps = mul_p.bind(dp, to_dt(s_j))                    # dP diag(s)
+    sdp = mul_p.bind(to_dt(s_i), dp)                    # diag(s) dP
+    inner_u = mul_p.bind(f, add_p.bind(dps, _H(dps)))
+    if cplx:
+        # the phase freedom of each singular pair: the standard choice puts i Im(dP_ii)/s_i
+        # on the diagonal of U's rotation
+        im = div_p.bind(imag_p.bind(diag_dp), s)
+        im_mat = mul_p.bind(eye, broadcast_in_dim_p.bind(im, shape=kk, broadcast_dimensions=tuple(
+            range(nb)) + (nb + 1,)))
+        inner_u = add_p.bind(inner_u, complex_p.bind(zero, im_mat))
+    du = _mm(u, inner_u)
+    dv = _mm(v, mul_p.bind(f, add_p.bind(sdp, _H(sdp))))
+    s_row_m = broadcast_in_dim_p.bind(s, shape=tuple(batch) + (m, k),
+                                      broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
+    s_row_n = broadcast_in_dim_p.bind(s, shape=tuple(batch) + (n, k),
+                                      broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
+    if m > k:
+        dav = _mm(da, v)
+        du = add_p.bind(du, div_p.bind(sub_p.bind(dav, _mm(u, dp)), to_dt(s_row_m)))
+    if n > k:
+        dahu = _mm(_H(da), u)
+        dv = add_p.bind(dv, div_p.bind(sub_p.bind(dahu, _mm(v, _H(dp))), to_dt(s_row_n)))
+    return outs, [du, ds, _H(dv)]
+
+
+svd_p.jvp = _svd_jvp
