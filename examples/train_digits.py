@@ -151,9 +151,10 @@ def main(argv=None):
     if args.backend == "jaxlite":
         from jaxlite import monitoring
 
-        def listener(kind, data):
+        def on_compile(kind, data):
             if kind == "compile" and data.get("fun") == "train_step":
                 compiles.append(data)
+        listener = on_compile
         monitoring.register_listener(listener)
 
     rng = np.random.default_rng(args.seed + 1)
