@@ -370,6 +370,48 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     return out if keepdims else squeeze(out, (axis,))
 
 
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``
+    (``jax.lax.full_like``)."""
+    aval = get_aval(x)
+    dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shp = aval.shape if shape is None else tuple(int(d) for d in shape)
+    val = np.array(fill_value).astype(dt)
+    return _s.broadcast_in_dim_p.bind(val, shape=shp, broadcast_dimensions=())
+
+
+def zeros_like_array(x):
+    """Zeros of ``x``'s shape and dtype (``jax.lax.zeros_like_array``)."""
+    return full_like(x, 0)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """``operand`` with the slice at traced ``index`` along ``axis`` replaced by ``update``
+    (``jax.lax.dynamic_update_index_in_dim``); ``update`` may lack that axis."""
+    nd = get_aval(operand).ndim
+    axis = int(axis) % nd if nd else 0
+    if get_aval(update).ndim == nd - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    """``log(cumsum(exp(operand)))`` along ``axis`` without overflow
+    (``jax.lax.cumlogsumexp``); floating dtypes only (TypeError otherwise)."""
+    from ._control import associative_scan
+    if not dtypes.is_float(get_aval(operand).dtype):
+        raise TypeError(f"cumlogsumexp does not accept dtype "
+                        f"{get_aval(operand).dtype.name}. Accepted dtypes are subtypes of "
+                        f"floating.")
+
+    def logaddexp(a, b):
+        m = max(a, b)
+        fin = _e.is_finite_p.bind(m)
+        safe = select_n(fin, zeros_like_array(m), m)
+        return add(safe, log(add(exp(sub(a, safe)), exp(sub(b, safe)))))
+    return associative_scan(logaddexp, operand, reverse=reverse, axis=axis)
+
+
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``)."""
     starts = [0] * get_aval(operand).ndim
