@@ -117,6 +117,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
 custom_lin_p = Primitive("custom_lin", abstract_eval=_custom_lin_aval, impl=_custom_lin_impl,
                          multiple_results=True, flops=lambda *a, **k: 0, kind="other")
 custom_lin_p.transpose = _custom_lin_transpose
+custom_lin_p.batch = lambda args, dims, **params: _custom_lin_impl()  # forward mode: error
 
 
 # ---- checkpoint (remat): a program whose reverse mode recomputes it ----------------------
