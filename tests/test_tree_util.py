@@ -94,3 +94,26 @@ def test_tree_short_names():
     assert jax.tree.leaves({"a": 1, "b": (2,)}) == [1, 2]
     assert jax.tree.reduce(lambda a, b: a + b, [1, 2, 3]) == 6
     assert jax.tree.structure([1, 2]) == tu.tree_structure([3, 4])
+
+
+@pytest.mark.parametrize("outer, inner", [
+    ([0, 0], {"a": 0, "b": 0}),
+    ((0, 0, 0), [0, (0, 0)]),
+    ({"x": 0}, (0,)),
+])
+def test_tree_transpose_matches_jax(rjax, outer, inner):
+    leaves = iter(range(100))
+    tree = tu.tree_map(
+        lambda _: tu.tree_map(lambda _: next(leaves), inner), outer)
+    got = tu.tree_transpose(jax.tree.structure(outer),
+                                           jax.tree.structure(inner), tree)
+    want = rjax.tree_util.tree_transpose(rjax.tree.structure(outer),
+                                         rjax.tree.structure(inner), tree)
+    assert got == want
+    assert jax.tree.transpose(jax.tree.structure(outer), None, tree) == want
+
+
+def test_tree_transpose_mismatch_raises():
+    with pytest.raises(TypeError):
+        tu.tree_transpose(jax.tree.structure([0, 0]),
+                                         jax.tree.structure((0, 0)), [1, 2, 3])

@@ -6,4 +6,5 @@ from .tree_util import (tree_all as all, tree_flatten as flatten,  # noqa: F401
                         tree_structure as structure, tree_unflatten as unflatten,
                         tree_map_with_path as map_with_path,
                         tree_flatten_with_path as flatten_with_path,
-                        tree_leaves_with_path as leaves_with_path)
+                        tree_leaves_with_path as leaves_with_path,
+                        tree_transpose as transpose)

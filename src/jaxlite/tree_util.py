@@ -43,6 +43,23 @@ def tree_map(f, tree, *rest, is_leaf=None):
                            namespace=NAMESPACE)
 
 
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """Swaps the two levels of a tree of trees (``jax.tree_util.tree_transpose``): a tree
+    of ``outer_treedef`` whose leaves are trees of ``inner_treedef`` becomes a tree of
+    ``inner_treedef`` whose leaves are trees of ``outer_treedef``.  Raises TypeError when
+    ``pytree_to_transpose`` does not have the composed structure."""
+    if inner_treedef is None:
+        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+    flat = tree_leaves(pytree_to_transpose)
+    n_out, n_in = outer_treedef.num_leaves, inner_treedef.num_leaves
+    if len(flat) != n_out * n_in:
+        raise TypeError(f"Mismatch\n{tree_structure(pytree_to_transpose)}\n!= composed "
+                        f"structure of outer {outer_treedef} and inner {inner_treedef}")
+    groups = [flat[i * n_in:(i + 1) * n_in] for i in range(n_out)]
+    swapped = [tree_unflatten(outer_treedef, [g[j] for g in groups]) for j in range(n_in)]
+    return tree_unflatten(inner_treedef, swapped)
+
+
 def tree_map_with_path(f, tree, *rest, is_leaf=None):
     """Like ``tree_map``; ``f`` also receives the leaf's key path first."""
     paths, leaves, treedef = optree.tree_flatten_with_path(tree, is_leaf, none_is_leaf=False,
