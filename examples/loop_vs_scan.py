@@ -45,7 +45,7 @@ def averages_loop_keep(x0, steps):
     x = x0
     for _ in range(steps):
         x = step(x)
-        history.append(x)
+        history.append(x)  # noqa: JL005 (the slow variant, on purpose)
     xs = jnp.stack(history)                       # one more copy of the whole history
     return jnp.mean(xs, axis=0), jnp.mean(xs * xs, axis=0)
 

@@ -67,7 +67,7 @@ def trajectory_loop(x0, steps):
     x = x0
     for _ in range(steps):
         x = step(x)
-        xs.append(x)  # keeps every step's array alive
+        xs.append(x)  # keeps every step's array alive  # noqa: JL005
     return jnp.stack(xs)
 
 

@@ -37,7 +37,7 @@ print(compiled.as_text())
 # compile), not when the compiled function runs.  jax.debug.print runs on every call.
 @jax.jit
 def noisy(x):
-    print("Python print: runs while tracing, x has shape", x.shape)
+    print("Python print: runs while tracing, x has shape", x.shape)  # noqa: JL002
     jax.debug.print("jax.debug.print: runs on every call, x = {}", x)
     return x * 2
 

@@ -21,7 +21,7 @@ import jaxlite.numpy as jnp
 print("Pitfall 1: a discarded .at[] update")
 x = jnp.zeros(5)
 for i in range(5):
-    x.at[i].set(i)  # BUG: the new array is thrown away
+    x.at[i].set(i)  # BUG: the new array is thrown away  # noqa: JL001
 print("  without assignment:", x)  # [0. 0. 0. 0. 0.]
 for i in range(5):
     x = x.at[i].set(i)  # fix: assign the result back
@@ -74,7 +74,7 @@ print("Pitfall 3: a new shape every call recompiles every call")
 @jax.jit
 def total(x):
     # A Python print runs only while tracing, so it marks each compilation.
-    print("  compiling total for shape", x.shape)
+    print("  compiling total for shape", x.shape)  # noqa: JL002
     return jnp.sum(x * x)
 
 
@@ -96,7 +96,7 @@ print("  results:", [float(r) for r in results])  # [3.0, 4.0, 5.0, 6.0]
 # of the cache key: each new value compiles once, repeated values reuse the cache.
 @partial(jax.jit, static_argnums=(0,))
 def prefix_total(n, x):
-    print("  compiling prefix_total for n =", n)
+    print("  compiling prefix_total for n =", n)  # noqa: JL002
     return jnp.sum(x[:n] * x[:n])
 
 
