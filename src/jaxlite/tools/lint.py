@@ -436,9 +436,9 @@ class _Checker:
                 for target, value in _bindings(node):
                     if self._dynamic_ref(value, tainted) is None:
                         continue
-                    for t in ast.walk(target):
-                        if isinstance(t, ast.Name) and t.id not in tainted:
-                            tainted.add(t.id)
+                    for t in _target_names(target):
+                        if t not in tainted:
+                            tainted.add(t)
                             changed = True
         for node in body:
             checks = []
@@ -558,7 +558,7 @@ class _Checker:
         out = set()
         for node in _walk_same_scope(self.tree.body):
             for target, _ in _bindings(node):
-                out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                out.update(_target_names(target))
         return out
 
     def _outer_containers(self, fn) -> set:
@@ -571,7 +571,7 @@ class _Checker:
             body = scope.body if isinstance(scope.body, list) else [scope.body]
             for node in _walk_same_scope(body):
                 for target, _ in _bindings(node):
-                    out.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                    out.update(_target_names(target))
             scope = self.scope_of(scope)
         return out
 
@@ -619,6 +619,17 @@ def _src_name(node) -> str:
 def _mentions(nodes, names) -> bool:
     names = {names} if isinstance(names, str) else names
     return any(isinstance(n, ast.Name) and n.id in names for x in nodes for n in ast.walk(x))
+
+
+def _target_names(target):
+    """The names an assignment target binds (``x``, ``a, (b, *c)``; not ``d[k]``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
 
 
 def _is_empty_list(node) -> bool:

@@ -1,0 +1,24 @@
+"""JL006 fixed: jitted functions return what they compute; containers are local."""
+import jaxlite as jax
+import jaxlite.numpy as jnp
+
+seen = []
+
+
+@jax.jit
+def record(x):
+    parts = []
+    parts.append(x * 2)
+    d = {}
+    d["last"] = x
+    return jnp.stack(parts), d
+
+
+def outer(x):
+    seen.append(x)  # not jitted: runs on every call
+    return record(x)
+
+
+for x in (jnp.ones(2), jnp.zeros(2)):
+    y, d = record(x)
+    seen.append(y)
