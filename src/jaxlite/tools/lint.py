@@ -137,6 +137,7 @@ class _Checker:
                 self.defs.setdefault(self.scope_of(node), {}).setdefault(node.name, []).append(node)
         self.jitted: dict[ast.AST, _JitSpec] = {}
         self._collect_jitted()
+        self._module_vars_cache: set | None = None
 
     # -- names --------------------------------------------------------------------------
     def _collect_names(self):
@@ -555,7 +556,9 @@ class _Checker:
             "closed-over variable"
 
     def _module_vars(self):
-        out = set()
+        if self._module_vars_cache is not None:
+            return self._module_vars_cache
+        out = self._module_vars_cache = set()
         for node in _walk_same_scope(self.tree.body):
             for target, _ in _bindings(node):
                 out.update(_target_names(target))
