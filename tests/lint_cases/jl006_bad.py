@@ -29,3 +29,15 @@ def make_logged():
         return x + 1
 
     return jax.jit(body), log
+
+
+def make_counter():
+    calls = 0
+
+    @jax.jit
+    def f(x):
+        nonlocal calls
+        calls += 1  # expect: JL006 col 9
+        return x
+
+    return f

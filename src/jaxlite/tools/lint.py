@@ -505,7 +505,9 @@ class _Checker:
                  for a in _all_args(f.args)}
         declared = set()
         for node in inside:
-            if isinstance(node, (ast.Global, ast.Nonlocal)):
+            # `nonlocal` in a function nested inside ``fn`` may name ``fn``'s own local
+            if isinstance(node, ast.Global) or (isinstance(node, ast.Nonlocal)
+                                                and self.scope_of(node) is fn):
                 declared.update(node.names)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 local.add(node.id)
