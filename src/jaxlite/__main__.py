@@ -13,6 +13,7 @@ import sys
 # command name -> module implementing it
 COMMANDS = {
     "demo": "jaxlite.tools.demo",
+    "doctor": "jaxlite.tools.doctor",
     "lint": "jaxlite.tools.lint",
 }
 

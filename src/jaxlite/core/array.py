@@ -15,6 +15,7 @@ import gc
 
 import numpy as np
 
+from .. import monitoring
 from ..runtime import transfer as _transfer
 from .avals import ShapedArray
 from .trace import Tracer
@@ -190,6 +191,8 @@ class ArrayImpl(Array):
         if data is None:
             raise deleted_error(self.aval)
         dev = buf.device
+        if monitoring._listeners:
+            monitoring.emit("read", array=self)
         if not dev._host_memory:
             _transfer.guard("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
         _transfer.count("device_to_host", explicit, data.nbytes, dev, "host", self.aval)

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes, errors, lax
+from .. import dtypes, errors, lax, monitoring
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray
 from ..core.staging import JaxprBuilder, JaxprTrace, JaxprTracer
@@ -432,6 +432,8 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
         out = lax.squeeze(out, parsed.bool_dims)
     if dt != x.dtype or out.weak_type != x.weak_type:
         out = lax._convert(out, x.dtype, x.weak_type)
+    if monitoring._listeners:   # jaxlite doctor: watch for a result never used (R5.1)
+        monitoring.emit("at_update", result=out, method=method)
     return out
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import monitoring
+
 
 class Buffer:
     """Read-only storage of ``data`` (an ``np.ndarray``) on ``device``, counted in bytes.
@@ -19,7 +21,7 @@ class Buffer:
       counted: False for a view of another buffer's memory (no bytes added).
     """
 
-    __slots__ = ("data", "device", "nbytes")
+    __slots__ = ("data", "device", "nbytes", "__weakref__")   # weakref: jaxlite doctor
 
     def __init__(self, data: np.ndarray, device, counted: bool = True):
         # runs for every eager result: the device's accounting is inlined (Device._alloc)
@@ -33,6 +35,8 @@ class Buffer:
             device._peak = used
         if n > device._largest:
             device._largest = n
+        if monitoring._listeners:
+            monitoring.emit("alloc", nbytes=n, device=device, buffer=self)
 
     def delete(self) -> None:
         """Frees the storage now (idempotent); later reads raise RuntimeError through the

@@ -287,6 +287,8 @@ class JitWrapped:
             names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
             entry = self._compile(key, leaves, statics, static_kw, in_tree, len(args),
                                   static_pos, names)
+        if monitoring._listeners:
+            monitoring.emit("jit_call", fun=self.__name__, wrapped=self, key=key, args=leaves)
         outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
             dyn_args, dyn_kw, static_pos, len(args)))
         if self.donate_argnums:
