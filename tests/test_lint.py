@@ -290,3 +290,34 @@ def test_jl003_cases_on_real_jax(rjax, rjnp):
     assert float(good["with_default"](2.0)) == 1.0
     out = good["tree_keys"]({"b": x, "w": x})
     assert list(out) == ["b"]
+
+
+def test_jl006_attribute_and_del_of_outer_state():
+    src = """\
+        import jax
+        import types
+        state = types.SimpleNamespace(last=None)
+        cache = {"a": 1}
+
+        @jax.jit
+        def f(x):
+            state.last = x
+            del cache["a"]
+            return x
+        """
+    assert found(lint_text(src)) == {(8, 5, "JL006"), (9, 9, "JL006")}
+
+
+def test_jl004_not_in_loop_else_or_in_a_def_body():
+    src = """\
+        import jax
+        for i in range(3):
+            def make(f):
+                return jax.jit(f)
+        else:
+            g = jax.jit(abs)
+        while False:
+            pass
+        h = jax.jit(abs)
+        """
+    assert lint_text(src) == []
