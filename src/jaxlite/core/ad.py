@@ -18,7 +18,6 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from .avals import ShapedArray
 from .trace import Trace, Tracer, get_aval, new_main
 
 

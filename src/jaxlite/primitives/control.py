@@ -205,3 +205,113 @@ remat_jvp_p = Primitive("checkpoint_jvp", abstract_eval=_remat_jvp_aval, impl=_r
                         multiple_results=True, flops=lambda *a, **k: 0, kind="other")
 remat_jvp_p.transpose = _remat_jvp_transpose
 remat_jvp_p.batch = _remat_jvp_batch
+
+
+# ---- custom_jvp / custom_vjp calls: a program plus the user's rule ------------------------
+# Both are "call" primitives: evaluated (and inlined by the compiler) as their program
+# ``jaxpr``, whose leading ``num_consts`` operands are hoisted closed-over values.  Their
+# JVP rules call the user's rule on the non-constant operands.
+
+def _call_aval(*avals, jaxpr, num_consts, **_):
+    return list(jaxpr.out_avals)
+
+
+def _call_impl(*args, jaxpr, num_consts, **_):
+    from ..ir.interpret import eval_jaxpr_impl
+    return eval_jaxpr_impl(jaxpr.jaxpr, [], *args)
+
+
+def _tangent_or_zero(t, x):
+    aval = get_aval(x)
+    if not ad.is_differentiable(aval):
+        return ad.float0_zeros(aval)
+    return ad.instantiate(t, aval.strip_weak_type())
+
+
+def _custom_jvp_call_jvp(primals, tangents, jaxpr, num_consts, jvp):
+    args = list(primals[num_consts:])
+    ts = [_tangent_or_zero(t, x) for t, x in zip(tangents[num_consts:], args)]
+    out, t_out = jvp(args, ts)
+    return list(out), [t if ad.is_differentiable(get_aval(o)) else None
+                       for o, t in zip(out, t_out)]
+
+
+def _front_all(args, dims):
+    size = batching.size_of(args, dims)
+    return [batching.to_front(x, d, size) for x, d in zip(args, dims)], size
+
+
+def _custom_jvp_call_batch(args, dims, jaxpr, num_consts, jvp):
+    args, size = _front_all(args, dims)
+    n_out = len(jaxpr.out_avals)
+    batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
+
+    def jvp_b(ps, ts):
+        n = len(ps)
+
+        def flat(*xs):
+            out, t_out = jvp(list(xs[:n]), list(xs[n:]))
+            return list(out) + list(t_out)
+        outs = batching.batch_fun_flat(flat, list(ps) + list(ts), [0] * (2 * n), size)
+        return outs[:n_out], outs[n_out:]
+
+    outs = custom_jvp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, jvp=jvp_b)
+    return outs, [0] * n_out
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call", abstract_eval=_call_aval, impl=_call_impl,
+                              multiple_results=True, flops=lambda *a, **k: 0, kind="call")
+custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.batch = _custom_jvp_call_batch
+
+
+def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd):
+    args = list(primals[num_consts:])
+    ts = tangents[num_consts:]
+    out, res = fwd(args)
+    out, res = list(out), list(res)
+    if all(t is None for t in ts):
+        return out, [None] * len(out)
+    in_avals = tuple(get_aval(x).strip_weak_type() for x in args)
+    t_in = [ad.instantiate(t, a) if ad.is_differentiable(a) else
+            ad.zeros(ShapedArray(a.shape, np.float32)) for t, a in zip(ts, in_avals)]
+    out_avals = tuple(get_aval(o) for o in out)
+    t_out = custom_lin_p.bind(*res, *t_in, num_res=len(res), bwd=bwd, out_avals=out_avals,
+                              in_avals=in_avals)
+    return out, [t if ad.is_differentiable(a) else None for t, a in zip(t_out, out_avals)]
+
+
+def _custom_vjp_call_batch(args, dims, jaxpr, num_consts, fwd, bwd):
+    args, size = _front_all(args, dims)
+    n_out = len(jaxpr.out_avals)
+    batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
+
+    def fwd_b(ps):
+        def flat(*xs):
+            out, res = fwd(list(xs))
+            return list(out) + list(res)
+        outs = batching.batch_fun_flat(flat, list(ps), [0] * len(ps), size)
+        return outs[:n_out], outs[n_out:]
+
+    def bwd_b(res, cts):
+        k = len(res)
+
+        present = []
+
+        def flat(*xs):
+            got = list(bwd(list(xs[:k]), list(xs[k:])))
+            present.extend(g is not None for g in got)
+            return [g for g in got if g is not None]
+        outs = iter(batching.batch_fun_flat(flat, list(res) + list(cts),
+                                            [0] * (k + len(cts)), size))
+        return [next(outs) if p else None for p in present]
+
+    outs = custom_vjp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, fwd=fwd_b,
+                                  bwd=bwd_b)
+    return outs, [0] * n_out
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call", abstract_eval=_call_aval, impl=_call_impl,
+                              multiple_results=True, flops=lambda *a, **k: 0, kind="call")
+custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_call_p.batch = _custom_vjp_call_batch

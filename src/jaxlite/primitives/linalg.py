@@ -165,12 +165,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, **params):
     x_kept = [i for i in range(x_nd) if i not in lc and i not in lb]
     y_kept = [i for i in range(y_nd) if i not in rc and i not in rb]
     nb = len(lb)
-    if swap:
-        ans_y = list(range(nb, nb + len(y_kept)))
-        ans_x_free = list(range(nb + len(y_kept), nb + len(y_kept) + len(x_kept)))
-    else:
-        ans_x_free = list(range(nb, nb + len(x_kept)))
-        ans_y = list(range(nb + len(x_kept), nb + len(x_kept) + len(y_kept)))
+    # where y's free dimensions sit in the result: after x's (or first when swapped)
+    first_y = nb if swap else nb + len(x_kept)
+    ans_y = list(range(first_y, first_y + len(y_kept)))
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(rb)))
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
                              preferred_element_type=None, out_sharding=None)

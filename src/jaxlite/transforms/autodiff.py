@@ -13,12 +13,12 @@ import inspect
 import numpy as np
 
 from .. import dtypes
-from ..core import ad, batching
-from ..core.primitive import Primitive
+from ..core import ad
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.trace import Tracer, find_top_trace, get_aval
-from ..tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from ..core.trace import Tracer, get_aval
+from ..primitives.control import custom_jvp_call_p, custom_vjp_call_p
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "hessian", "custom_jvp", "custom_vjp", "checkpoint", "remat", "closure_convert"]
@@ -458,16 +458,11 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         n, basis = _std_basis(d_leaves)
 
         def push(*ts):
-            res = jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)
-            return res[1:] if has_aux else res[1]
+            return jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)[1]
 
         if has_aux:
-            out_p, aux = f_dyn(*d_leaves)
-            y = vmap(lambda *ts: jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=True)[1],
-                     out_axes=-1)(*basis)
-        else:
-            out_p = None
-            y = vmap(push, out_axes=-1)(*basis)
+            _, aux = f_dyn(*d_leaves)
+        y = vmap(push, out_axes=-1)(*basis)
         in_shapes = [get_aval(x).shape for x in d_leaves]
 
         def split(t):
@@ -549,122 +544,6 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 # ---- custom derivatives -----------------------------------------------------------------
-
-def _top_jvp_trace(leaves):
-    top = find_top_trace(leaves)
-    return top if isinstance(top, ad.JVPTrace) else None
-
-
-# ---- custom_jvp / custom_vjp calls: a program plus the user's rule ------------------------
-# Both are "call" primitives: evaluated (and inlined by the compiler) as their program
-# ``jaxpr``, whose leading ``num_consts`` operands are hoisted closed-over values.  Their
-# JVP rules call the user's rule on the non-constant operands.
-
-def _call_aval(*avals, jaxpr, num_consts, **_):
-    return list(jaxpr.out_avals)
-
-
-def _call_impl(*args, jaxpr, num_consts, **_):
-    from ..ir.interpret import eval_jaxpr_impl
-    return eval_jaxpr_impl(jaxpr.jaxpr, [], *args)
-
-
-def _tangent_or_zero(t, x):
-    aval = get_aval(x)
-    if not ad.is_differentiable(aval):
-        return ad.float0_zeros(aval)
-    return ad.instantiate(t, aval.strip_weak_type())
-
-
-def _custom_jvp_call_jvp(primals, tangents, jaxpr, num_consts, jvp):
-    args = list(primals[num_consts:])
-    ts = [_tangent_or_zero(t, x) for t, x in zip(tangents[num_consts:], args)]
-    out, t_out = jvp(args, ts)
-    return list(out), [t if ad.is_differentiable(get_aval(o)) else None
-                       for o, t in zip(out, t_out)]
-
-
-def _front_all(args, dims):
-    size = batching.size_of(args, dims)
-    return [batching.to_front(x, d, size) for x, d in zip(args, dims)], size
-
-
-def _custom_jvp_call_batch(args, dims, jaxpr, num_consts, jvp):
-    args, size = _front_all(args, dims)
-    n_out = len(jaxpr.out_avals)
-    batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
-
-    def jvp_b(ps, ts):
-        n = len(ps)
-
-        def flat(*xs):
-            out, t_out = jvp(list(xs[:n]), list(xs[n:]))
-            return list(out) + list(t_out)
-        outs = batching.batch_fun_flat(flat, list(ps) + list(ts), [0] * (2 * n), size)
-        return outs[:n_out], outs[n_out:]
-
-    outs = custom_jvp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, jvp=jvp_b)
-    return outs, [0] * n_out
-
-
-custom_jvp_call_p = Primitive("custom_jvp_call", abstract_eval=_call_aval, impl=_call_impl,
-                              multiple_results=True, flops=lambda *a, **k: 0, kind="call")
-custom_jvp_call_p.jvp = _custom_jvp_call_jvp
-custom_jvp_call_p.batch = _custom_jvp_call_batch
-
-
-def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd):
-    args = list(primals[num_consts:])
-    ts = tangents[num_consts:]
-    out, res = fwd(args)
-    out, res = list(out), list(res)
-    if all(t is None for t in ts):
-        return out, [None] * len(out)
-    in_avals = tuple(get_aval(x).strip_weak_type() for x in args)
-    t_in = [ad.instantiate(t, a) if ad.is_differentiable(a) else
-            ad.zeros(ShapedArray(a.shape, np.float32)) for t, a in zip(ts, in_avals)]
-    out_avals = tuple(get_aval(o) for o in out)
-    from ..primitives.control import custom_lin_p
-    t_out = custom_lin_p.bind(*res, *t_in, num_res=len(res), bwd=bwd, out_avals=out_avals,
-                              in_avals=in_avals)
-    return out, [t if ad.is_differentiable(a) else None for t, a in zip(t_out, out_avals)]
-
-
-def _custom_vjp_call_batch(args, dims, jaxpr, num_consts, fwd, bwd):
-    args, size = _front_all(args, dims)
-    n_out = len(jaxpr.out_avals)
-    batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
-
-    def fwd_b(ps):
-        def flat(*xs):
-            out, res = fwd(list(xs))
-            return list(out) + list(res)
-        outs = batching.batch_fun_flat(flat, list(ps), [0] * len(ps), size)
-        return outs[:n_out], outs[n_out:]
-
-    def bwd_b(res, cts):
-        k = len(res)
-
-        present = []
-
-        def flat(*xs):
-            got = list(bwd(list(xs[:k]), list(xs[k:])))
-            present.extend(g is not None for g in got)
-            return [g for g in got if g is not None]
-        outs = iter(batching.batch_fun_flat(flat, list(res) + list(cts),
-                                            [0] * (k + len(cts)), size))
-        return [next(outs) if p else None for p in present]
-
-    outs = custom_vjp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, fwd=fwd_b,
-                                  bwd=bwd_b)
-    return outs, [0] * n_out
-
-
-custom_vjp_call_p = Primitive("custom_vjp_call", abstract_eval=_call_aval, impl=_call_impl,
-                              multiple_results=True, flops=lambda *a, **k: 0, kind="call")
-custom_vjp_call_p.jvp = _custom_vjp_call_jvp
-custom_vjp_call_p.batch = _custom_vjp_call_batch
-
 
 class custom_jvp:
     """A function with a user-given JVP rule (``jax.custom_jvp``).
