@@ -183,14 +183,15 @@ class Recorder:
             rec = self.eager_lines[s.key] = {
                 "file": s.file, "line": s.line, "func": s.func, "func_line": s.func_line,
                 "count": 0, "prims": defaultdict(int), "sites": {},
-                "caller": None, "in_loop": False}
-            if len(stack) > 1:
-                rec["caller"] = (stack[1].file, stack[1].line)
+                "callers": {}, "in_loop": False}
         rec["count"] += 1
         prim = d.get("primitive", "?")
         rec["prims"][prim] += 1
         if s.new_call:
             rec["sites"][s.lasti] = rec["sites"].get(s.lasti, 0) + 1
+            if len(stack) > 1:
+                c = (stack[1].file, stack[1].line)
+                rec["callers"][c] = rec["callers"].get(c, 0) + 1
         if not rec["in_loop"]:
             rec["in_loop"] = any(self.loop_of(x.file, x.line) for x in self.stack())
 

@@ -190,7 +190,8 @@ def _eager_section(rec) -> tuple[dict, list]:
                       "function_line": r["func_line"], "ops": r["count"],
                       "executions": execs, "in_loop": r["in_loop"],
                       "primitives": dict(Counter(r["prims"]).most_common()),
-                      "_file": r["file"], "_caller": r["caller"]})
+                      "_file": r["file"],
+                      "_caller": max(r["callers"], key=r["callers"].get, default=None)})
     lines.sort(key=lambda x: -x["ops"])
     findings = []
     hot = [ln for ln in lines if ln["executions"] >= EAGER_REPEAT and ln["in_loop"]]

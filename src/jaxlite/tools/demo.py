@@ -365,4 +365,8 @@ def run(args) -> int:
     if pending:
         print(f"{_INDENT}{len(pending)} part(s) skipped until jaxlite has what they need "
               f"(see 'pending' above)")
+    pitfalls = [p for s, _, p in sections if s == "3.5"]
+    if pitfalls:   # end with what `jaxlite doctor` says about the chapter's pitfalls
+        from .doctor import demo_report
+        demo_report(pitfalls[0])
     return 0 if n_ok == len(results) else 1

@@ -136,6 +136,24 @@ def findings_text(report: dict) -> str:
     return text.split("\njitted functions:")[0] + "\n"
 
 
+def demo_report(path, out=None) -> dict:
+    """Runs ``path`` under the doctor with its own output hidden and prints the findings
+    (how ``python -m jaxlite demo`` ends: the doctor on the chapter's pitfalls program).
+    Returns the report."""
+    import contextlib
+    import io
+
+    out = sys.stdout if out is None else out
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = diagnose(str(path), stream=io.StringIO())
+    rel = _doctor_report.rel(str(path))
+    out.write(f"\n== jaxlite doctor {rel}  (the pitfalls it finds, each with its fix; run "
+              f"`python -m jaxlite doctor {rel}` for the whole report, --html for a page)\n")
+    for line in findings_text(report).splitlines()[1:]:
+        out.write(("    " + line).rstrip() + "\n")
+    return report
+
+
 def run(args) -> int:
     """Runs the program, prints the report; exit status 2 for a missing script, else the
     program's own status (1 when it raised)."""
