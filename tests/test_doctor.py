@@ -295,3 +295,31 @@ def test_no_event_built_when_monitoring_inactive(monkeypatch):
     y = y.at[0].set(2.0)                     # .at[] result, host read, transfer
     float(y[0])
     np.asarray(jax.device_put(np.ones(3, np.float32)))
+
+
+def test_events_hold_no_array(tmp_path):
+    """Recorders that keep events (the demo's) must not keep the program's arrays alive."""
+    import gc
+    import weakref
+
+    with monitoring.record() as events:
+        x = jnp.ones(100)
+        y = (x + 1).at[0].set(3.0)
+        jax.jit(lambda a: a * 2)(y)
+        float(y[0])
+        refs = [weakref.ref(x), weakref.ref(y)]
+        del x, y
+    gc.collect()
+    assert {k for k, _ in events} >= {"eager_op", "alloc", "at_update", "jit_call", "read"}
+    assert [r() for r in refs] == [None, None]
+
+
+def test_demo_ends_with_the_doctor_on_the_pitfalls_program(capsys):
+    import io
+    out = io.StringIO()
+    r = doctor.demo_report(Path(__file__).parents[1] / "examples" / "section_3_5_pitfalls.py",
+                           out)
+    text = out.getvalue()
+    assert "== jaxlite doctor" in text and "Pitfall 1" not in text   # program output hidden
+    assert {f["requirement"] for f in r["findings"]} == {"R5.1", "R5.2", "R5.3"}
+    assert text.count("fix: ") == len(r["findings"])

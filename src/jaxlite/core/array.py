@@ -192,7 +192,7 @@ class ArrayImpl(Array):
             raise deleted_error(self.aval)
         dev = buf.device
         if monitoring._listeners:
-            monitoring.emit("read", array=self)
+            monitoring.emit("read", array_id=id(self))
         if not dev._host_memory:
             _transfer.guard("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
         _transfer.count("device_to_host", explicit, data.nbytes, dev, "host", self.aval)

@@ -103,7 +103,8 @@ def apply_primitive(prim, args, params):
     device, committed = placement(args, prim.name)
     vals = [value_on(a, device) for a in args]
     if monitoring._listeners:
-        monitoring.emit("eager_op", primitive=prim.name, device=str(device), args=args)
+        monitoring.emit("eager_op", primitive=prim.name, device=str(device),
+                        arg_ids=[id(a) for a in args])
     with np.errstate(all="ignore"):  # JAX computes inf/nan (and casts) without warnings
         out = prim.impl(*vals, **params)
         if prim.multiple_results:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections.abc
 import math
 import warnings
+import weakref
 
 import numpy as np
 
@@ -432,8 +433,8 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
         out = lax.squeeze(out, parsed.bool_dims)
     if dt != x.dtype or out.weak_type != x.weak_type:
         out = lax._convert(out, x.dtype, x.weak_type)
-    if monitoring._listeners:   # jaxlite doctor: watch for a result never used (R5.1)
-        monitoring.emit("at_update", result=out, method=method)
+    if monitoring._listeners and type(out) is ArrayImpl:   # jaxlite doctor (R5.1)
+        monitoring.emit("at_update", result=weakref.ref(out), method=method)
     return out
 
 

@@ -7,6 +7,8 @@ accounted elsewhere and counts nothing.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import monitoring
@@ -36,7 +38,7 @@ class Buffer:
         if n > device._largest:
             device._largest = n
         if monitoring._listeners:
-            monitoring.emit("alloc", nbytes=n, device=device, buffer=self)
+            monitoring.emit("alloc", nbytes=n, device=device, buffer=weakref.ref(self))
 
     def delete(self) -> None:
         """Frees the storage now (idempotent); later reads raise RuntimeError through the

@@ -18,7 +18,6 @@ import weakref
 from collections import defaultdict
 
 import jaxlite
-from jaxlite.core.array import ArrayImpl
 
 _JAXLITE_DIR = os.path.dirname(os.path.abspath(jaxlite.__file__)) + os.sep
 _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for p in (
@@ -151,29 +150,28 @@ class Recorder:
         self._pending_compiles[c["fun"]].append(c)
 
     def _on_jit_call(self, d):
-        w = d["wrapped"]
-        rec = self.jit_calls.get(id(w))
+        fid = d.get("fun_id")
+        rec = self.jit_calls.get(fid)
         if rec is None:
-            fun = getattr(w, "fun", None)
-            code = getattr(fun, "__code__", None)
-            rec = self.jit_calls[id(w)] = {
-                "name": d.get("fun", "?"), "wrapped": weakref.ref(w) if _weakrefable(w)
-                else None, "defined": (code.co_filename, code.co_firstlineno) if code
-                else None, "calls": 0, "keys": [], "compiles": [], "sites": {}}
+            code = d.get("code")
+            rec = self.jit_calls[fid] = {
+                "name": d.get("fun", "?"),
+                "defined": (code.co_filename, code.co_firstlineno) if code else None,
+                "calls": 0, "keys": [], "compiles": [], "sites": {}}
         rec["calls"] += 1
         rec["keys"].append(d.get("key"))
         for c in self._pending_compiles.pop(rec["name"], ()):
-            c["jit_id"] = id(w)
+            c["jit_id"] = fid
             rec["compiles"].append(c)
         s = self.site()
         if s is not None:
             rec["sites"][s.key] = rec["sites"].get(s.key, 0) + 1
-        self._mark_read(d.get("args", ()))
+        self._mark_read(d.get("arg_ids", ()))
 
     # ---- eager operations ---------------------------------------------------------------
     def _on_eager_op(self, d):
         self.eager_total += 1
-        self._mark_read(d.get("args", ()))
+        self._mark_read(d.get("arg_ids", ()))
         stack = self.stack(2, mark="eager_op")
         if not stack:
             return
@@ -248,7 +246,8 @@ class Recorder:
                 rec["count"] += 1
                 rec["calls"] += s.new_call
                 rec["bytes"] += nbytes
-                buf = d.get("buffer")
+                ref = d.get("buffer")
+                buf = ref() if ref is not None else None
                 if buf is not None:
                     rec["live"] += 1
                     rec["live_bytes"] += nbytes
@@ -257,6 +256,7 @@ class Recorder:
                     if rec["live_bytes"] > rec["max_live_bytes"]:
                         rec["max_live_bytes"] = rec["live_bytes"]
                     fin = weakref.finalize(buf, _loop_freed, rec, nbytes)
+                    del buf
                     fin.atexit = False
                     self._finalizers.append(fin)
                 break
@@ -281,8 +281,9 @@ class Recorder:
 
     # ---- .at[] results ------------------------------------------------------------------
     def _on_at_update(self, d):
-        out = d.get("result")
-        if type(out) is not ArrayImpl:
+        ref = d.get("result")
+        out = ref() if ref is not None else None
+        if out is None:
             return
         self.at_count += 1
         s = self.site()
@@ -300,16 +301,16 @@ class Recorder:
             self.at_unused.append(entry[0])
 
     def _on_read(self, d):
-        a = d.get("array")
-        if a is not None and self._at_pending:
-            self._mark_read((a,))
+        if self._at_pending:
+            self._mark_read((d.get("array_id"),))
 
-    def _mark_read(self, args):
+    def _mark_read(self, ids):
+        """The arrays of ``ids`` (operands: alive now, so their ids are theirs) were read."""
         pend = self._at_pending
         if not pend:
             return
-        for a in args:
-            entry = pend.pop(id(a), None) if type(a) is ArrayImpl else None
+        for i in ids:
+            entry = pend.pop(i, None)
             if entry is not None:
                 entry[1].detach()
 
@@ -362,14 +363,6 @@ def executions(sites: dict) -> int:
 def _loop_freed(rec, nbytes):
     rec["live"] -= 1
     rec["live_bytes"] -= nbytes
-
-
-def _weakrefable(obj) -> bool:
-    try:
-        weakref.ref(obj)
-        return True
-    except TypeError:
-        return False
 
 
 def _loop_spans(file: str) -> list:

@@ -288,7 +288,9 @@ class JitWrapped:
             entry = self._compile(key, leaves, statics, static_kw, in_tree, len(args),
                                   static_pos, names)
         if monitoring._listeners:
-            monitoring.emit("jit_call", fun=self.__name__, wrapped=self, key=key, args=leaves)
+            monitoring.emit("jit_call", fun=self.__name__, fun_id=id(self), key=key,
+                            code=getattr(self.fun, "__code__", None),
+                            arg_ids=[id(x) for x in leaves])
         outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
             dyn_args, dyn_kw, static_pos, len(args)))
         if self.donate_argnums:
