@@ -109,8 +109,9 @@ class Recorder:
         ``mark`` (an event kind): also tell whether this is the first event of that kind
         from this call of the innermost user line (``Site.new_call``).  The frame that
         line called (a jaxlite function) is tagged on its first event; later events of
-        the same call find the tag.  The tag lives in the frame's ``f_trace`` slot, which nothing reads while no tracer
-        (debugger, coverage) is installed; with one installed, every event counts.
+        the same call find the tag.  The tag lives in the frame's ``f_trace`` slot, which
+        nothing reads while no tracer (debugger, coverage) is installed; with one
+        installed, every event counts as a new call.
         """
         out = []
         f = sys._getframe(2)
