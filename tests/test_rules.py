@@ -1,0 +1,516 @@
+"""Transformation rules of every primitive: a table test (each primitive has the JVP,
+transpose and batching rules it needs), then for every primitive a gradient check (JVP and
+VJP against finite differences) where it is differentiable and a vmap check (against the
+stacked per-example results, with in_axes 0, 1 and None on some operands), all through
+the public lax/jnp functions; a sample compared with real JAX's jvp/vjp."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.lax as lax
+import jaxlite.numpy as jnp
+from jaxlite.core import primitives
+
+from _transform_checks import check_grads, check_vmap, check_vs_jax
+
+# ---- the table test ----------------------------------------------------------------------
+
+# primitives whose outputs are integer/boolean only: zero tangents, no JVP rule needed
+INTEGER_OUTPUT = {"is_finite", "not", "population_count", "and", "or", "xor", "eq", "ne",
+                  "lt", "le", "gt", "ge", "shift_left", "shift_right_logical",
+                  "shift_right_arithmetic", "reduce_and", "reduce_or", "reduce_xor",
+                  "argmax", "argmin"}
+# intentional exceptions, each with its reason
+NO_JVP = {
+    "iota": "takes no operands, so no tangent ever reaches it",
+    "jit": "JVPTrace differentiates a nested jit by inlining its program",
+    "custom_lin": "the linear stand-in of a custom_vjp function: only ever transposed",
+    "checkpoint_jvp": "already the linearised form of checkpoint: only ever transposed",
+    "nextafter": "JAX defines no derivative for it (NotImplementedError), nor do we",
+}
+NO_BATCH = {"iota": "takes no operands, so it is never batched"}
+# primitives linear in (some of) their operands, which reverse mode must transpose
+LINEAR = {"neg", "real", "imag", "conj", "add", "sub", "mul", "div", "complex", "select_n",
+          "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze",
+          "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
+          "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter",
+          "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp"}
+
+ALL = sorted(primitives())
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_primitive_has_rules(name):
+    p = primitives()[name]
+    if name not in NO_BATCH:
+        assert p.batch is not None, f"{name}: no batching rule"
+    if name not in INTEGER_OUTPUT and name not in NO_JVP:
+        assert p.jvp is not None, f"{name}: no JVP rule"
+    if name in LINEAR:
+        assert p.transpose is not None, f"{name}: linear but no transpose rule"
+
+
+def test_allow_lists_name_real_primitives():
+    for names in (INTEGER_OUTPUT, set(NO_JVP), set(NO_BATCH), LINEAR):
+        assert not names - set(ALL), names - set(ALL)
+
+
+# ---- inputs -------------------------------------------------------------------------------
+
+R = np.random.default_rng(0)
+
+
+def rnd(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return R.uniform(lo, hi, shape).astype(dtype)
+
+
+def ints(*shape, lo=0, hi=4, dtype=np.int32):
+    return R.integers(lo, hi, shape).astype(dtype)
+
+
+def cplx(*shape):
+    return (R.standard_normal(shape) + 1j * R.standard_normal(shape)).astype(np.complex64)
+
+
+def away_from_ints(*shape):
+    x = rnd(*shape, lo=-3, hi=3)
+    return np.floor(x) + R.uniform(0.2, 0.8, shape).astype(np.float32)
+
+
+class Case:
+    """One row: ``fn(*args)`` through public functions; ``order`` of the gradient check
+    (None: not differentiable); ``axes``: the in_axes of each vmap check; ``rev``: whether
+    the reverse-mode check applies (the harness pairs real inner products, so complex
+    inputs are checked forward only and against JAX)."""
+
+    def __init__(self, fn, args, order=1, axes=None, rev=True, rtol=1e-5):
+        self.fn, self.args, self.order, self.rev, self.rtol = fn, args, order, rev, rtol
+        n = len(args)
+        self.axes = axes if axes is not None else \
+            [(0,) * n] + ([(1,) + (None,) * (n - 1)] if np.ndim(args[0]) >= 1 else [])
+
+
+def unary(fn, x, order=2, **kw):
+    return Case(fn, (x,), order, **kw)
+
+
+def binary(fn, x, y, order=2, **kw):
+    return Case(fn, (x, y), order, axes=[(0, 0), (1, None), (None, 1)], **kw)
+
+
+X = rnd(3, 4)
+POS = rnd(3, 4, lo=0.5, hi=2.5)
+UNIT = rnd(3, 4, lo=-0.9, hi=0.9)
+XI = ints(3, 4, lo=-8, hi=8)
+I3 = np.array([2, 0, 1], np.int32)
+U24 = rnd(2, 4)
+
+CASES = {
+    # elementwise, unary
+    "neg": [unary(lax.neg, X)],
+    "sign": [unary(lax.sign, X, order=1)],
+    "floor": [unary(lax.floor, away_from_ints(3, 4), order=1)],
+    "ceil": [unary(lax.ceil, away_from_ints(3, 4), order=1)],
+    "round": [unary(lax.round, away_from_ints(3, 4), order=1)],
+    "is_finite": [unary(lax.is_finite, np.array([[1, np.inf, np.nan]], np.float32), None)],
+    "exp": [unary(lax.exp, X)],
+    "exp2": [unary(lax.exp2, X)],
+    "log": [unary(lax.log, POS)],
+    "log1p": [unary(lax.log1p, POS)],
+    "expm1": [unary(lax.expm1, X)],
+    "tanh": [unary(lax.tanh, X)],
+    "logistic": [unary(lax.logistic, X)],
+    "sin": [unary(lax.sin, X)],
+    "cos": [unary(lax.cos, X)],
+    "tan": [unary(lax.tan, UNIT)],
+    "asin": [unary(lax.asin, UNIT)],
+    "acos": [unary(lax.acos, UNIT)],
+    "atan": [unary(lax.atan, X)],
+    "sinh": [unary(lax.sinh, X)],
+    "cosh": [unary(lax.cosh, X)],
+    "asinh": [unary(lax.asinh, X)],
+    "acosh": [unary(lax.acosh, POS + 1.2)],
+    "atanh": [unary(lax.atanh, UNIT)],
+    "sqrt": [unary(lax.sqrt, POS)],
+    "rsqrt": [unary(lax.rsqrt, POS)],
+    "cbrt": [unary(lax.cbrt, POS)],
+    "abs": [unary(lax.abs, X, order=1), unary(lax.abs, cplx(3, 4), order=1, rev=False)],
+    "not": [unary(lax.bitwise_not, XI, None)],
+    "real": [unary(lax.real, cplx(3, 4), rev=False)],
+    "imag": [unary(lax.imag, cplx(3, 4), rev=False)],
+    "conj": [unary(lax.conj, cplx(3, 4), rev=False)],
+    "square": [unary(lax.square, X)],
+    "integer_pow": [unary(lambda x: lax.integer_pow(x, 3), X),
+                    unary(lambda x: lax.integer_pow(x, -2), POS)],
+    "erf": [unary(lax.erf, X)],
+    "erfc": [unary(lax.erfc, X)],
+    "lgamma": [unary(lax.lgamma, POS), unary(lax.lgamma, away_from_ints(3, 4))],
+    "digamma": [unary(lax.digamma, POS), unary(lax.digamma, away_from_ints(3, 4))],
+    "population_count": [unary(lax.population_count, XI, None)],
+    # elementwise, binary
+    "add": [binary(lax.add, X, rnd(3, 4)), Case(lambda x: lax.add(x, 2.0), (X,))],
+    "sub": [binary(lax.sub, X, rnd(3, 4))],
+    "mul": [binary(lax.mul, X, rnd(3, 4))],
+    "div": [binary(lax.div, X, POS)],
+    "rem": [binary(lax.rem, rnd(3, 4, lo=0.1, hi=0.9) + 3, POS * 0 + 1.7, order=1)],
+    "pow": [binary(lax.pow, POS, X)],
+    "max": [binary(lax.max, X, rnd(3, 4), order=1)],
+    "min": [binary(lax.min, X, rnd(3, 4), order=1)],
+    "atan2": [binary(lax.atan2, X, rnd(3, 4))],
+    "nextafter": [binary(lax.nextafter, X, rnd(3, 4), order=None)],
+    "and": [binary(lax.bitwise_and, XI, ints(3, 4), order=None)],
+    "or": [binary(lax.bitwise_or, XI, ints(3, 4), order=None)],
+    "xor": [binary(lax.bitwise_xor, XI, ints(3, 4), order=None)],
+    "eq": [binary(lax.eq, XI, ints(3, 4), order=None)],
+    "ne": [binary(lax.ne, XI, ints(3, 4), order=None)],
+    "lt": [binary(lax.lt, X, rnd(3, 4), order=None)],
+    "le": [binary(lax.le, X, rnd(3, 4), order=None)],
+    "gt": [binary(lax.gt, X, rnd(3, 4), order=None)],
+    "ge": [binary(lax.ge, X, rnd(3, 4), order=None)],
+    "shift_left": [binary(lax.shift_left, XI, ints(3, 4), order=None)],
+    "shift_right_logical": [binary(lax.shift_right_logical, XI, ints(3, 4), order=None)],
+    "shift_right_arithmetic": [binary(lax.shift_right_arithmetic, XI, ints(3, 4), order=None)],
+    "complex": [binary(lax.complex, X, rnd(3, 4), rev=False)],
+    "select_n": [Case(lambda p, a, b: lax.select_n(p, a, b), (X > 0, X, rnd(3, 4)), 2,
+                      axes=[(0, 0, 0), (1, None, 1), (None, 0, None)])],
+    "clamp": [Case(lambda lo, x, hi: lax.clamp(lo, x, hi),
+                   (rnd(3, 4, lo=-1.5, hi=-0.5), X, rnd(3, 4, lo=0.5, hi=1.5)), 1,
+                   axes=[(0, 0, 0), (None, 1, None)])],
+    "convert_element_type": [unary(lambda x: lax.convert_element_type(
+        x, np.complex128 if x.dtype == np.float64 else np.complex64), X, order=1),
+        unary(lambda x: x * lax.convert_element_type(x > 0, x.dtype), X, order=1)],
+    "bitcast_convert_type": [unary(lambda x: lax.bitcast_convert_type(x, np.int32), X, None)],
+    # shape
+    "broadcast_in_dim": [unary(lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (1, 2)), X)],
+    "reshape": [unary(lambda x: lax.reshape(x, (2, 6)), X)],
+    "transpose": [unary(lambda x: lax.transpose(x, (1, 0)), X)],
+    "squeeze": [unary(lambda x: lax.squeeze(x, (1,)), rnd(3, 1, 4))],
+    "concatenate": [binary(lambda x, y: lax.concatenate([x, y], 1), X, rnd(3, 2))],
+    "pad": [Case(lambda x, v: lax.pad(x, v, ((1, 0, 1), (0, 2, 0))), (X, np.float32(0.5)),
+                 1, axes=[(0, 0), (1, None)])],
+    "rev": [unary(lambda x: lax.rev(x, (0, 1)), X)],
+    "slice": [unary(lambda x: lax.slice(x, (0, 1), (3, 4), (2, 2)), X)],
+    "dynamic_slice": [Case(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)),
+                           (X, np.int32(1)), 1, axes=[(0, None), (1, None), (0, 0)])],
+    "dynamic_update_slice": [Case(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 0)),
+                                  (X, rnd(2, 3), np.int32(1)), 1,
+                                  axes=[(0, None, None), (None, 1, None), (1, 0, 0)])],
+    "iota": [unary(lambda x: x * lax.iota(np.float32, 4), X)],
+    "copy": [unary(lambda x: jnp.array(x, copy=True), X)],
+    "stop_gradient": [unary(lambda x: x * lax.stop_gradient(x), X, order=None)],
+    # reductions
+    "reduce_sum": [unary(lambda x: lax.reduce_sum(x, (1,)), X)],
+    "reduce_prod": [unary(lambda x: lax.reduce_prod(x, (0,)), X),
+                    unary(lambda x: jnp.prod(x.at[1, 2].set(0.0)), X)],
+    "reduce_max": [unary(lambda x: lax.reduce_max(x, (1,)), X, order=1)],
+    "reduce_min": [unary(lambda x: lax.reduce_min(x, (0,)), X, order=1)],
+    "reduce_and": [unary(lambda x: lax.reduce_and(x > 0, (1,)), X, None)],
+    "reduce_or": [unary(lambda x: lax.reduce_or(x > 0, (0,)), X, None)],
+    "reduce_xor": [unary(lambda x: lax.reduce_xor(x, (1,)), XI, None)],
+    "argmax": [unary(lambda x: lax.argmax(x, 1, np.int32), X, None)],
+    "argmin": [unary(lambda x: lax.argmin(x, 0, np.int32), X, None)],
+    "cumsum": [unary(lambda x: lax.cumsum(x, 1), X),
+               unary(lambda x: lax.cumsum(x, 0, reverse=True), X)],
+    "cumprod": [unary(lambda x: lax.cumprod(x, 1), X),
+                unary(lambda x: lax.cumprod(x.at[0, 1].set(0.0), 1, reverse=True), X),
+                unary(lambda x: lax.cumprod(x, 0), rnd(7, 2))],
+    "cummax": [unary(lambda x: lax.cummax(x, 1), X, order=1),
+               unary(lambda x: lax.cummax(x, 0, reverse=True), X, order=1)],
+    "cummin": [unary(lambda x: lax.cummin(x, 0), X, order=1),
+               unary(lambda x: lax.cummin(x, 1, reverse=True), X, order=1)],
+    "sort": [unary(lambda x: jnp.sort(x, axis=1), X, order=1),
+             binary(lambda k, v: lax.sort_key_val(k, v, 0), X, rnd(3, 4), order=1),
+             unary(lambda x: lax.sort((jnp.round(x[0]), x[1]), num_keys=2), X, order=1)],
+    # linear algebra
+    "dot_general": [binary(lambda a, b: lax.dot(a, b), X, rnd(4, 2)),
+                    binary(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
+                           rnd(2, 3, 4), rnd(2, 4, 3))],
+    "svd": [unary(lambda a: jnp.linalg.svd(a, compute_uv=False), rnd(4, 3), order=2),
+            unary(lambda a: jnp.linalg.svd(a, full_matrices=False), rnd(3, 5), order=1),
+            unary(lambda a: jnp.linalg.svd(a), rnd(2, 3, 3), order=1),
+            unary(lambda a: jnp.linalg.svd(a, full_matrices=False)[1], cplx(4, 3), order=1,
+                  rev=False)],
+    # indexing
+    "gather": [unary(lambda x: x[1], X), unary(lambda x: x[:, 2], X),
+               unary(lambda x: x[..., ::-2], X),
+               Case(lambda x, i: jnp.asarray(x)[i], (X, I3), 2, axes=[(0, None), (None, 0), (1, 0)]),
+               Case(lambda x, i: jnp.asarray(x)[:, i], (X, I3), 1, axes=[(1, 0), (None, 0)]),
+               Case(lambda x, i: jnp.asarray(x).at[i].get(mode="fill", fill_value=1.0), (X, I3 + 1), 1,
+                    axes=[(0, 0), (None, 0)])],
+    "scatter": [Case(lambda x, u: jnp.asarray(x).at[1:3].set(u), (X, rnd(2, 4)), 1,
+                     axes=[(0, 0), (1, None), (None, 1)]),
+                Case(lambda x, u: jnp.asarray(x).at[np.array([0, 2, 0])].set(u), (X, rnd(3, 4)), 1,
+                     axes=[(1, 1), (None, 0)]),
+                Case(lambda x, u: jnp.asarray(x).at[:, np.array([0, 2, 0])].add(u), (X, rnd(3, 3)), 2,
+                     axes=[(0, 0), (None, 1)]),
+                Case(lambda x: x.at[np.array([1, 1])].multiply(U24), (X,), 1),
+                Case(lambda x, u: jnp.asarray(x).at[np.array([1, 1])].multiply(u),
+                     (X, rnd(2, 4)), None, axes=[(0, 0), (None, 1)]),
+                Case(lambda x, u: jnp.asarray(x).at[np.array([1, 2, 1])].min(u), (X, rnd(3, 4)), 1,
+                     axes=[(0, 0), (None, 1)]),
+                Case(lambda x, u: jnp.asarray(x).at[np.array([1, 2, 1])].max(u), (X, rnd(3, 4)), 1,
+                     axes=[(1, 0)])],
+}
+
+
+
+@jaxlite.custom_vjp
+def _cv(x):
+    return jnp.sin(x)
+
+
+_cv.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda c, g: (g * c,))
+
+
+@jaxlite.custom_jvp
+def _cj(x):
+    return jnp.sin(x)
+
+
+_cj.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.cos(p[0]) * t[0]))
+
+
+def _scan_fn(x):
+    return lax.scan(lambda c, a: (c * a + 1.0, jnp.sin(c)), x[0], x[1:])
+
+
+def _while_fn(x):
+    return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * jnp.cos(c[1])),
+                          (0, x))[1]
+
+
+def _cond_fn(p, x):
+    return lax.cond(p > 0, lambda v: jnp.sin(v) * 2.0, lambda v: v * v, x)
+
+
+def _debug_fn(x):
+    jaxlite.debug.callback(lambda v: None, x)
+    return x * 2.0
+
+
+# rows for primitives defined outside the rule modules (control flow, calls, conv)
+CONTROL_CASES = {
+    "jit": [unary(jaxlite.jit(lambda x: jnp.sin(x) * x), X)],
+    "debug_callback": [unary(_debug_fn, X)],
+    "custom_lin": [unary(_cv, X, order=None)],       # reverse mode: test_custom_vjp_grad
+    "custom_vjp_call": [unary(_cv, X, order=None)],
+    "custom_jvp_call": [unary(_cj, X, order=1)],
+    "checkpoint": [unary(jaxlite.checkpoint(lambda x: jnp.sin(jnp.sin(x))), X, order=1)],
+    "checkpoint_jvp": [unary(jaxlite.checkpoint(lambda x: jnp.exp(x) * x), X, order=1)],
+    "scan": [unary(_scan_fn, rnd(4, 3), order=1)],
+    "while": [Case(_while_fn, (X,), 1, rev=False)],
+    "cond": [Case(_cond_fn, (np.float32(1.0), X), 1, axes=[(None, 0), (0, 1)]),
+             Case(_cond_fn, (np.float32(-1.0), X), 1, axes=[(None, 1)])],
+    "conv_general_dilated": [binary(lambda x, w: lax.conv(x, w, (1, 1), "SAME"),
+                                    rnd(2, 2, 5, 5), rnd(3, 2, 3, 3), order=1)],
+    "reduce_window_sum": [unary(lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1),
+                                                            "VALID"), X)],
+    "reduce_window_max": [unary(lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2),
+                                                            (1, 1), "VALID"), X, order=1)],
+    "reduce_window_min": [unary(lambda x: lax.reduce_window(x, np.inf, lax.min, (1, 2),
+                                                            (1, 2), "VALID"), X, order=1)],
+}
+
+
+def _need(name):
+    if name not in primitives():
+        pytest.skip(f"no primitive {name!r} in this build")
+
+
+def _rows():
+    rows = [(name, k, case) for table in (CASES, CONTROL_CASES) for name in sorted(table)
+            for k, case in enumerate(table[name])]
+    return [pytest.param(name, case, id=f"{name}-{k}") for name, k, case in rows]
+
+
+def test_every_primitive_has_a_case():
+    covered = set(CASES) | set(CONTROL_CASES)
+    missing = sorted(set(ALL) - covered - set(NO_BATCH))
+    assert not missing, f"primitives without a check row: {missing}"
+
+
+@pytest.mark.parametrize("name,case", _rows())
+def test_grads(name, case):
+    _need(name)
+    if case.order is None:
+        pytest.skip("integer/boolean output: not differentiable")
+    diff = [a for a in case.args if np.issubdtype(np.asarray(a).dtype, np.inexact)]
+    assert diff, "a differentiable case needs an inexact operand"
+    modes = ("fwd", "rev") if case.rev else ("fwd",)
+    check_grads(case.fn, case.args, order=case.order, modes=modes, rtol=case.rtol)
+
+
+def _stack(x, ax, n=3):
+    """``n`` different examples of ``x`` (values rolled) stacked along ``ax``."""
+    x = np.asarray(x)
+    ex = [np.roll(x.ravel(), k).reshape(x.shape) for k in range(n)]
+    return np.stack(ex, ax)
+
+
+@pytest.mark.parametrize("name,case", _rows())
+def test_vmap(name, case):
+    _need(name)
+    for axes in case.axes:
+        args = [a if ax is None else _stack(a, ax) for a, ax in zip(case.args, axes)]
+        check_vmap(case.fn, args, axes, rtol=1e-5, atol=1e-5)
+
+
+# ---- rules the finite-difference check cannot see -----------------------------------------
+
+def test_stop_gradient_and_custom_vjp_grads():
+    x = jnp.asarray(X)
+    g = jaxlite.grad(lambda x: jnp.sum(x * lax.stop_gradient(x)))(x)
+    np.testing.assert_allclose(np.asarray(g), X, rtol=1e-6)
+    g = jaxlite.grad(lambda x: jnp.sum(_cv(x)))(x)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+    g = jaxlite.vmap(jaxlite.grad(lambda x: jnp.sum(_cv(x))))(x)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda x: lax.nextafter(x, x + 1.0), (X,)),
+    (lambda x, u: x.at[np.array([0, 0])].multiply(u), (X, rnd(2, 4))),
+    (lambda x: x.at[np.array([0, 0])].apply(jnp.sin), (X,)),
+    (lambda x: jnp.linalg.svd(x)[0], (rnd(4, 3),)),
+], ids=["nextafter", "scatter-mul-updates", "scatter-apply", "svd-full-matrices"])
+def test_not_differentiable_as_in_jax(fn, args):
+    with pytest.raises(NotImplementedError):
+        jaxlite.jvp(fn, tuple(jnp.asarray(a) for a in args),
+                    tuple(jnp.ones_like(jnp.asarray(a)) for a in args))
+
+
+# ---- indexing under vmap: every index form against per-example results ------------------
+
+C = rnd(4, 4, 4, 4)
+IX = np.array([[0, 2, 1], [3, 1, 1], [2, 0, 2], [1, 1, -1]], np.int32)
+MASK = np.array([True, False, True, True])
+A = jnp.asarray
+
+GATHER_VMAP = [
+    (lambda x, i: A(x)[i], (C, IX), (None, 0)),
+    (lambda x, i: x[:, i], (C, IX), (0, 0)),
+    (lambda x, i: x[i, :, i], (C, IX[:, :2]), (2, 0)),
+    (lambda x, i: A(x)[..., i], (C, IX), (None, 0)),
+    (lambda x, i: x[i, 1:3, i], (C, IX), (2, 0)),
+    (lambda x, i: x[None, i, 0], (C, IX), (1, 0)),
+    (lambda x, i: x[None, 0, i], (C, IX), (2, 0)),
+    (lambda x, i: x[i, None, i], (C, IX), (3, 0)),
+    (lambda x, i: x[1, i], (C, IX[:, :1]), (2, 0)),
+    (lambda x, i: x[1, :, i], (C, IX[:, :2].T), (0, 1)),
+    (lambda x, i: x[i[0], ..., i[1]], (C, IX[:, :2].T), (1, 1)),
+    (lambda x, i: A(x).at[i].get(mode="fill", fill_value=-2.0), (C, IX + 2), (None, 0)),
+    (lambda x, i: x.at[i].get(mode="clip"), (C, IX + 2), (1, 0)),
+    (lambda x: x[MASK], (C,), (1,)),
+    (lambda x: x[:, MASK, 1:], (C,), (3,)),
+    (lambda x, i: x[i, ..., 2], (C, IX), (0, 0)),
+    (lambda x, i: x[..., i, 2], (C, IX), (0, 0)),
+    (lambda x, i: x[i, 1, i], (C, IX), (3, 0)),
+    (lambda x, i: x[::2, i, ::-1], (C, IX), (3, 0)),
+    (lambda x: x[1, :, 3], (C,), (2,)),
+    (lambda x: x[..., 2], (C,), (0,)),
+    (lambda x: x[np.array([0, 2]), :, np.array([1, 1])], (C,), (1,)),
+    (lambda x: x[:, np.array([0, 2]), np.array([1, 1])], (C,), (3,)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(GATHER_VMAP)))
+def test_gather_vmap_forms(k):
+    fn, args, axes = GATHER_VMAP[k]
+    check_vmap(fn, args, axes)
+
+
+@pytest.mark.parametrize("op", ["set", "add", "mul", "min", "max"])
+@pytest.mark.parametrize("axes", [(0, None, None), (None, 0, None), (1, 1, None),
+                                  (0, 2, None), (None, None, 0), (1, 0, 0), (None, 1, 0)])
+def test_scatter_vmap_forms(op, axes):
+    u = rnd(2, 2, 4, 4, 4)
+    x = _stack(C, axes[0]) if axes[0] is not None else C
+    u = np.stack([u * k for k in range(3)], axes[1]) if axes[1] is not None else u
+    i = (np.stack([np.array([[0, 2], [k, 0]], np.int32) for k in range(3)], axes[2])
+         if axes[2] is not None else np.array([[0, 2], [0, 0]], np.int32))
+    check_vmap(lambda x, u, i: getattr(A(x).at[i], op)(u), (x, u, i), axes)
+
+
+@pytest.mark.parametrize("mode", ["drop", "clip", "promise_in_bounds"])
+def test_scatter_vmap_modes_and_middle_index(mode):
+    x, u, i = C[0], rnd(4, 4, 3), np.array([[0, 5, 1], [3, -1, 7], [2, 2, 9], [1, 1, 1]],
+                                          np.int32)
+    check_vmap(lambda x, u, i: A(x).at[:, i, 1].add(u, mode=mode), (_stack(x, 1, n=4), u, i),
+               (1, 0, 0))
+
+
+# ---- gradients of scatter/gather details -------------------------------------------------
+
+@pytest.mark.parametrize("fn", [
+    lambda x, u: x.at[np.array([0, 2, 0, 0])].set(u),            # repeated: last wins
+    lambda x, u: x.at[np.array([0, 5, 1, 9])].set(u, mode="drop"),
+    lambda x, u: x.at[np.array([0, 5, 1, 9])].set(u, mode="clip"),
+    lambda x, u: x.at[np.array([0, 5, 1, 5])].add(u, mode="clip"),
+    lambda x, u: x.at[np.array([0, 5, 1, 0])].add(u, mode="drop"),
+    lambda x, u: x.at[np.array([0, 5, 1, 0])].subtract(u),
+    lambda x, u: x.at[np.array([0, 5, 1, 0])].max(u, mode="drop"),
+    lambda x, u: x.at[np.array([3, 3, 1, 0])].min(u, mode="clip"),
+], ids=["set-dup", "set-drop", "set-clip", "add-clip", "add-drop", "sub", "max-drop",
+        "min-clip"])
+def test_scatter_grads(fn):
+    check_grads(fn, (rnd(4, 3), rnd(4, 3)))
+
+
+def test_gather_fill_grad_is_zero_out_of_bounds():
+    f = lambda x: A(x).at[np.array([0, 7, -9])].get(mode="fill", fill_value=5.0)  # noqa
+    check_grads(f, (rnd(4),))
+    g = jaxlite.grad(lambda x: jnp.sum(f(x)))(A(rnd(4)))
+    np.testing.assert_array_equal(np.asarray(g), [1, 0, 0, 0])
+
+
+def test_vmap_of_grad_and_grad_of_vmap_through_indexing():
+    x, i = rnd(3, 5), np.array([[0, 1], [4, 4], [2, 0]], np.int32)
+    f = lambda x, i: jnp.sum(jnp.sin(x[i]) * x.at[i].add(1.0)[i])  # noqa: E731
+    check_vmap(jaxlite.grad(f), (x, i), (0, 0))
+    check_grads(lambda x: jaxlite.vmap(f)(x, i), (x,), order=2)
+
+
+# ---- against real JAX ------------------------------------------------------------------------
+
+def _vs_jax(jl_fn, jx_fn, args, rjax, rtol=1e-5):
+    jl_args = tuple(A(a) for a in args)
+    jx_args = tuple(rjax.numpy.asarray(a) for a in args)
+    ts = tuple(np.asarray(a) * 0.5 + 0.25 for a in args)
+    check_vs_jax(jaxlite.jvp(jl_fn, jl_args, tuple(A(t) for t in ts)),
+                 rjax.jvp(jx_fn, jx_args, tuple(rjax.numpy.asarray(t) for t in ts)),
+                 rtol=rtol, atol=1e-5)
+    out, pull = jaxlite.vjp(jl_fn, *jl_args)
+    out_j, pull_j = rjax.vjp(jx_fn, *jx_args)
+    ct = np.cos(np.arange(np.size(out)).reshape(np.shape(out))).astype(np.asarray(out).dtype)
+    check_vs_jax(pull(A(ct)), pull_j(rjax.numpy.asarray(ct)), rtol=rtol, atol=1e-5)
+
+
+VS_JAX = [
+    ("gather", lambda np_: lambda x: x[np.array([2, 0, 2]), 1:], (X,)),
+    ("scatter-set", lambda np_: lambda x, u: x.at[np.array([0, 2, 0])].set(u),
+     (X, rnd(3, 4))),
+    ("scatter-max", lambda np_: lambda x, u: x.at[np.array([0, 2, 0])].max(u),
+     (X, rnd(3, 4))),
+    ("scatter-mul", lambda np_: lambda x: x.at[1].multiply(3.0), (X,)),
+    ("sort", lambda np_: lambda x: np_.sort(x, axis=0), (X,)),
+    ("cumprod", lambda np_: lambda x: np_.cumprod(x, axis=1), (X,)),
+    ("cummax", lambda np_: lambda x: np_.maximum.accumulate(x, axis=1)
+     if np_ is not jnp else lax.cummax(x, 1), (X,)),
+    ("svd", lambda np_: lambda x: np_.linalg.svd(x, compute_uv=False), (rnd(4, 3),)),
+    ("svd-complex-s", lambda np_: lambda x: np_.linalg.svd(x, compute_uv=False),
+     (cplx(3, 4),)),
+    ("lgamma", lambda np_: lambda x: np_.sin(x) * 0 + (lax.lgamma(x) if np_ is jnp else
+                                                       __import__("jax").lax.lgamma(x)),
+     (POS,)),
+    ("digamma", lambda np_: lambda x: (lax.digamma(x) if np_ is jnp else
+                                       __import__("jax").lax.digamma(x)), (POS,)),
+    ("complex-mul", lambda np_: lambda z: z * (1 + 2j) + np_.conj(z) * z, (cplx(3),)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(VS_JAX)), ids=[v[0] for v in VS_JAX])
+def test_jvp_vjp_vs_jax(k, rjax, rjnp):
+    _, make, args = VS_JAX[k]
+    _vs_jax(make(jnp), make(rjnp), args, rjax)
