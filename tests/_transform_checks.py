@@ -75,12 +75,14 @@ def check_grads(f, args, order=1, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0, modes=
             _, pull = jaxlite.vjp(f_diff, *primals)
             cts = [(_rand_like(rng, o) if _inexact(o) else
                     np.zeros(np.shape(o), jaxlite.dtypes.float0)) for o in out_l]
-            ct_tree = tree_unflatten(tree_flatten(out)[1], [jnp.asarray(c) if c.dtype !=
-                                                            jaxlite.dtypes.float0 else c
-                                                            for c in cts])
+            # complex values: the pullback takes and returns conjugated cotangents (JAX's
+            # convention), so <t, conj(vjp(conj(ct)))> == <jvp(t), ct>
+            ct_tree = tree_unflatten(tree_flatten(out)[1], [jnp.asarray(np.conj(c)) if
+                                                            c.dtype != jaxlite.dtypes.float0
+                                                            else c for c in cts])
             g = pull(ct_tree)
-            lhs = sum(_vdot(gi, ti) for gi, ti in zip(g, ts))
-            rhs = sum(_vdot(c, tl) for c, tl, o in zip(cts, t_l, out_l) if _inexact(o))
+            lhs = sum(_vdot(ti, np.conj(np.asarray(gi))) for gi, ti in zip(g, ts))
+            rhs = sum(_vdot(tl, c) for c, tl, o in zip(cts, t_l, out_l) if _inexact(o))
             np.testing.assert_allclose(lhs, rhs, rtol=rtol, atol=atol,
                                        err_msg="VJP is not the transpose of the JVP")
         if order > 1:
