@@ -313,6 +313,41 @@ def _monoid_of(computation, dtype) -> str:
                               f"lax.min only.")
 
 
+def _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd, wdil):
+    """Any binary ``computation`` (applied elementwise to arrays, as lax functions and
+    lambdas over them are): the operand is padded and base-dilated with ``init_value``,
+    then the computation folds one strided slice per window offset into an accumulator
+    that starts at ``init_value``.  A composition of primitives, so it differentiates,
+    batches and compiles like any other."""
+    import itertools
+    from .. import lax as _lax
+    aval = get_aval(operand)
+    init = init_value
+    if type(init) in (bool, int, float, complex):
+        init = _lax.scalar_as(init, aval.dtype, aval.weak_type)
+    if get_aval(init).shape != ():
+        raise TypeError(f"reduce_window needs a scalar init_value, got shape "
+                        f"{get_aval(init).shape}.")
+    if get_aval(init).dtype != aval.dtype:
+        raise TypeError(f"reduce_window got inconsistent dtypes for operand and init_value: "
+                        f"{aval.dtype.name} and {get_aval(init).dtype.name}.")
+    cfg = tuple((lo, hi, b - 1) for (lo, hi), b in zip(pads, bd))
+    x = _s.pad_p.bind(operand, init, padding_config=cfg)
+    shape = get_aval(x).shape
+    span = [(w - 1) * d + 1 for w, d in zip(wd, wdil)]
+    out_shape = [max(0, (n - sp) // st + 1) for n, sp, st in zip(shape, span, ws)]
+    acc = _s.broadcast_in_dim_p.bind(init, shape=tuple(out_shape), broadcast_dimensions=())
+    if not all(out_shape):
+        return acc
+    for offs in itertools.product(*[range(w) for w in wd]):
+        start = [o * d for o, d in zip(offs, wdil)]
+        limit = [s0 + (m - 1) * st + 1 for s0, m, st in zip(start, out_shape, ws)]
+        piece = _s.slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
+                                strides=tuple(ws))
+        acc = computation(acc, piece)
+    return acc
+
+
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
                   padding="VALID", base_dilation=None, window_dilation=None):
     """Reduces each window of ``operand`` with ``computation`` starting from ``init_value``
@@ -324,7 +359,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       init_value: scalar; combined once into every window's result (padding and the holes
         of ``base_dilation`` contribute nothing).
       computation: ``lax.add``, ``lax.max`` or ``lax.min`` (or a function that is just one
-        of them, such as ``jnp.maximum``).
+        of them, such as ``jnp.maximum``) run as windowed-reduction primitives; any other
+        binary function of arrays (``lax.mul``, a lambda) is folded over the window
+        offsets by composition.
       window_dimensions, window_strides (default 1s), base_dilation, window_dilation: ``n``
         positive ints each.
       padding: 'VALID' (default), 'SAME', 'SAME_LOWER' or ``n`` (low, high) pairs.
@@ -334,7 +371,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       ``(dilated_in + low + high - dilated_window) // stride + 1`` (at least 0).
 
     Raises:
-      NotImplementedError: any other ``computation``.
       TypeError: wrong number of window entries, non-positive window sizes/strides.
       RuntimeError: an unknown padding string.
     """
@@ -355,7 +391,11 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = padtype_to_pads(aval.shape, [(w - 1) * d + 1 for w, d in zip(wd, wdil)], ws,
                                   padding)
     pads = _explicit_pads(padding, nd, "reduce_window", ValueError)
-    kind = _monoid_of(computation, aval.dtype)
+    try:
+        kind = _monoid_of(computation, aval.dtype)
+    except NotImplementedError:
+        return _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd,
+                                      wdil)
     out = _RW_PRIM[kind].bind(operand, window_dimensions=wd, window_strides=ws, padding=pads,
                               base_dilation=bd, window_dilation=wdil)
     init_aval = get_aval(init_value)

@@ -228,7 +228,19 @@ def _tangent_or_zero(t, x):
     return ad.instantiate(t, aval.strip_weak_type())
 
 
+def _check_no_closed_over_tangents(tangents, num_consts, what):
+    """A custom rule sees only the explicit arguments: differentiating a value the
+    function closes over would silently give zero, so it is an error (as in JAX)."""
+    from .. import errors
+    if any(t is not None for t in tangents[:num_consts]):
+        raise errors.UnexpectedTracerError(
+            f"a {what} function closes over a value that is being differentiated; its "
+            f"rule cannot see that value's tangent. Pass the value as an explicit argument "
+            f"of the function (or use jax.closure_convert).")
+
+
 def _custom_jvp_call_jvp(primals, tangents, jaxpr, num_consts, jvp):
+    _check_no_closed_over_tangents(tangents, num_consts, "custom_jvp")
     args = list(primals[num_consts:])
     ts = [_tangent_or_zero(t, x) for t, x in zip(tangents[num_consts:], args)]
     out, t_out = jvp(args, ts)
@@ -266,6 +278,7 @@ custom_jvp_call_p.batch = _custom_jvp_call_batch
 
 
 def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd):
+    _check_no_closed_over_tangents(tangents, num_consts, "custom_vjp")
     args = list(primals[num_consts:])
     ts = tangents[num_consts:]
     out, res = fwd(args)

@@ -159,11 +159,14 @@ def _cond_aval(index, *avals, branches):
     first = branches[0].out_avals
     for k, br in enumerate(branches):
         _check_operands("cond", f"branch {k}", list(avals), br.in_avals)
-        if br.out_avals != first:
+        outs = br.out_avals
+        if len(outs) != len(first) or not all(_same_type(a, b) for a, b in zip(outs, first)):
             raise TypeError(f"cond: branch {k} returns "
                             f"{[a.str_short() for a in br.out_avals]}, branch 0 returns "
                             f"{[a.str_short() for a in first]}")
-    return list(first)
+    # an output is weakly typed only when it is in every branch
+    return [a.update(weak_type=all(br.out_avals[i].weak_type for br in branches))
+            for i, a in enumerate(first)]
 
 
 def _cond_impl(index, *args, branches):

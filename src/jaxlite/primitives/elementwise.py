@@ -315,6 +315,18 @@ mul_p = elementwise("mul", np.multiply, NUM)
 div_p = elementwise("div", _div, NUM)
 rem_p = elementwise("rem", _rem, NUM)
 pow_p = elementwise("pow", _pow, INEXACT)
+
+
+def _pow_aval(x, y):
+    # JAX: the exponent is either of the base's (inexact) dtype or an integer
+    check_dtypes("pow", (x,), INEXACT)
+    if y.dtype.kind in "iu":
+        shape = broadcast_shapes_elementwise("pow", (x, y))
+        return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+    return _elementwise_aval("pow", INEXACT)(x, y)
+
+
+pow_p.abstract_eval = _pow_aval
 max_p = elementwise("max", _max, ANY)
 min_p = elementwise("min", _min, ANY)
 atan2_p = elementwise("atan2", _atan2, INEXACT)
@@ -548,7 +560,8 @@ def _abs_jvp(g, ans, x):
         num = real_p.bind(mul(conj_p.bind(x), g))
         return select_n_p.bind(eq_p.bind(ans, _c(ans, 0)), div(num, safe),
                                _full_like(_c(ans, 0), get_aval(ans).shape))
-    return mul(g, sign_p.bind(x))
+    # +g where x >= 0 (so 1 at 0 and at -0.0, as JAX), -g elsewhere
+    return select_n_p.bind(ge_p.bind(x, _c(x, 0)), neg(g), g)
 
 
 ad.defjvp2(abs_p, _abs_jvp)
@@ -618,6 +631,9 @@ ad.defjvp(rem_p, lambda g, x, y: _bshape(g, x, y),
 
 def _pow_jvp_x(g, x, y):
     # y * x ** (y - 1), with 0 where y == 0 (so that 0 ** 0 has derivative 0)
+    if get_aval(y).dtype.kind in "iu":     # an integer exponent: computed in x's dtype
+        y = convert_element_type_p.bind(y, new_dtype=get_aval(x).dtype,
+                                        weak_type=get_aval(y).weak_type)
     ym1 = sub(y, _c(y, 1))
     d = mul(y, pow_p.bind(x, ym1))
     d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d, _full_like(_c(d, 0), get_aval(d).shape))

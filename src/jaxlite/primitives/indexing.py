@@ -365,8 +365,31 @@ def _gather_transpose(ct, x, *idxs, indexer, mode, fill_value=None):
     if not ad.is_undefined(x):
         return [None] * (1 + len(idxs))
     zeros = ad.zeros(x.aval.strip_weak_type())
-    ct_x = _scatter_bind(zeros, ct, idxs, indexer, "add", _scatter_mode_for_gather(mode))
+    if mode == "promise_in_bounds":
+        # as JAX: a static out-of-bounds integer index was clamped (its cotangent goes to
+        # the clamped element); an out-of-bounds index array entry drops its cotangent
+        indexer = _clamp_static_ints(x.aval.shape, indexer)
+        ct_x = _scatter_bind(zeros, ct, idxs, indexer, "add", "promise_in_bounds")
+    else:
+        ct_x = _scatter_bind(zeros, ct, idxs, indexer, "add", _scatter_mode_for_gather(mode))
     return [ct_x] + [None] * len(idxs)
+
+
+def _clamp_static_ints(shape, indexer):
+    """``indexer`` with each static integer entry clamped into its dimension."""
+    out, dim = [], 0
+    fill = len(shape) - sum(_consumes(e) for e in indexer)
+    for e in indexer:
+        if e[0] == "ellipsis":
+            dim += fill
+        elif e[0] == "int":
+            out.append(("int", min(max(int(e[1]), 0), max(shape[dim] - 1, 0))))
+            dim += 1
+            continue
+        elif e[0] != "none":
+            dim += 1
+        out.append(e)
+    return tuple(out)
 
 
 gather_p.jvp = _gather_jvp
@@ -443,12 +466,21 @@ def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
     if op == "set":
         return out, _scatter_set_jvp(x, u, idxs, tx, tu, indexer, mode)
     if op == "mul":
+        t = None if tx is None else _scatter_bind(tx, u, idxs, indexer, "mul", mode)
         if tu is not None:
-            raise NotImplementedError(
-                "scatter-mul is differentiable only with respect to the operand, not the "
-                "updates (JAX: scatter_mul gradients are only implemented if "
-                "`unique_indices=True`; jaxlite does not track unique indices)")
-        return out, _scatter_bind(tx, u, idxs, indexer, "mul", mode)
+            if any(e[0] == "array" for e in indexer):
+                raise NotImplementedError(
+                    "scatter-mul is differentiable with respect to the updates only when "
+                    "the indices are unique (static integers and slices); with index "
+                    "arrays only with respect to the operand (JAX: scatter_mul gradients "
+                    "are only implemented if `unique_indices=True`)")
+            # unique locations: d(x * u) / du = x there, 0 elsewhere
+            from .elementwise import mul_p
+            x_at = _gather_bind(x, idxs, indexer, "clip", None)
+            zeros = ad.zeros(get_aval(x).strip_weak_type())
+            t = ad.add_tangents(t, _scatter_bind(zeros, mul_p.bind(x_at, tu), idxs, indexer,
+                                                 "set", mode))
+        return out, t
     if op in ("min", "max"):
         return out, _scatter_chooser_jvp(x, u, out, idxs, tx, tu, indexer, mode)
     raise NotImplementedError("Differentiation rule for scatter-apply (x.at[idx].apply) is "
@@ -466,6 +498,15 @@ def _scatter_transpose(ct, x, u, *idxs, indexer, op, mode, update_jaxpr=None):
         # a per-element scaling of the operand: its own transpose
         return [_scatter_bind(ct, u, idxs, indexer, "mul", mode) if ad.is_undefined(x)
                 else None, None] + rest
+    if op == "set" and not any(e[0] == "array" for e in indexer):
+        # unique locations (static integers and slices): the written part of ct goes to
+        # the updates, the rest to the operand
+        u_aval = u.aval if ad.is_undefined(u) else get_aval(u)
+        ct_x = _scatter_bind(ct, ad.zeros(u_aval.strip_weak_type()), idxs, indexer, "set",
+                             mode) if ad.is_undefined(x) else None
+        ct_u = _gather_bind(ct, idxs, indexer, _gather_mode_for_scatter(mode), 0) \
+            if ad.is_undefined(u) else None
+        return [ct_x, ct_u] + rest
     if op not in ("add", "sub"):
         raise NotImplementedError(f"Transpose rule for scatter-{op} not implemented "
                                   f"(it is not linear)")

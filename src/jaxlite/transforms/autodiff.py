@@ -298,7 +298,12 @@ def _argnums_tuple(argnums, nargs, name):
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
                             f"least {max(nums) + 1} positional arguments to be passed by the "
                             f"caller, but got only {nargs} positional arguments.")
-    return tuple(int(i) % nargs for i in nums)
+    out = tuple(int(i) % nargs for i in nums)
+    if len(set(out)) != len(out):
+        # JAX fails here too (with an internal TypeError); a repeated argument would get
+        # only part of its gradient
+        raise TypeError(f"{name}: argnums={argnums} names an argument more than once")
+    return out
 
 
 def _real_output_error(name, dt):
@@ -458,7 +463,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         n, basis = _std_basis(d_leaves)
 
         def push(*ts):
-            return jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)[1]
+            res = jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)
+            # integer outputs: a zero Jacobian of the output's dtype (JAX), not float0
+            return tree_map(lambda p, t: ad.zeros(get_aval(p).strip_weak_type())
+                            if not ad.is_differentiable(get_aval(p)) else t, res[0], res[1])
 
         if has_aux:
             _, aux = f_dyn(*d_leaves)
@@ -606,7 +614,19 @@ class custom_jvp:
             fixed = []
             for p, t in zip(o_leaves, t_leaves):
                 pa = get_aval(p)
-                if ad.is_differentiable(pa) and (get_aval(t).dtype != pa.dtype or
+                ta = get_aval(t)
+                want = _tangent_dtype(pa)
+                if ta.shape != pa.shape or (ta.dtype != want and not (
+                        ta.weak_type and ad.is_differentiable(pa) and
+                        ad.is_differentiable(ta))):
+                    raise TypeError(
+                        f"Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes: the primal output "
+                        f"{pa.str_short()} needs a tangent of type "
+                        f"{np.dtype(want).name}{list(pa.shape)}, but the rule of "
+                        f"{getattr(self.fun, '__name__', 'the function')} returned "
+                        f"{ta.str_short()}.")
+                if ad.is_differentiable(pa) and (ta.dtype != pa.dtype or
                                                  not isinstance(t, (Tracer, Array))):
                     t = _as_dtype(t, pa.dtype)
                 fixed.append(t)
