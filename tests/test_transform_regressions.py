@@ -125,3 +125,26 @@ def test_grad_with_repeated_argnums_raises():
 def test_jacfwd_of_integer_output_is_integer_zeros(rjax):
     got, want = _both(rjax, lambda J, N, L: J.jacfwd(lambda x: (x * 2).astype(N.int32))(X3))
     assert_like_jax(got, want)
+
+
+@pytest.mark.parametrize("case", ["vmap", "grad", "jit", "vmap_arr", "jacrev"])
+def test_jit_closing_over_a_transformed_value(rjax, case):
+    # the inner jit's program closes over a tracer of the enclosing transformation
+    x = np.arange(1.0, 4.0, dtype=np.float32)
+    fs = {
+        "vmap": lambda J, N: J.vmap(lambda v: J.jit(lambda y: y * v)(2.0))(x),
+        "grad": lambda J, N: J.grad(lambda v: J.jit(lambda y: N.sin(y * v))(2.0))(1.5),
+        "jit": lambda J, N: J.jit(lambda v: J.jit(lambda y: y * v)(2.0))(1.5),
+        "vmap_arr": lambda J, N: J.vmap(lambda v: J.jit(lambda y: y * v)(N.ones(2)))(x),
+        "jacrev": lambda J, N: J.jacrev(lambda v: J.jit(lambda y: y * v ** 2)(x))(x),
+    }
+    got, want = fs[case](jax, jnp), fs[case](rjax, rjax.numpy)
+    assert_like_jax(got, want, rtol=1e-6)
+
+
+def test_jit_under_a_transformation_with_concrete_operands_compiles_once():
+    f = jax.jit(lambda y: y * 2)
+    out = jax.vmap(lambda v: f(3.0) + v)(X3)
+    np.testing.assert_allclose(np.asarray(out), X3 + 6)
+    jax.vmap(lambda v: f(3.0) + v)(X3)
+    assert f._cache_size() == 1

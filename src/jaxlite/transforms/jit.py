@@ -26,6 +26,7 @@ from ..core.avals import ShapedArray, aval_of_value
 from ..core.eager import placement, value_on, wrap
 from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer
+from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
 from ..runtime import devices
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -35,6 +36,7 @@ logger = logging.getLogger("jaxlite")
 
 _PY_SCALARS = (bool, int, float, complex)
 _NO_STATICS: frozenset = frozenset()
+_NOT_TRACED = object()      # _call_traced's answer when the call can run compiled
 
 
 def _flatten(tree):
@@ -278,9 +280,12 @@ class JitWrapped:
                     names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
                     raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} is not "
                                     f"a valid JAX type (jit of {self.__name__}).") from None
-        if len(sigs) != len(leaves) or len(_trace._dynamic) > 1:
-            return self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
-                                     len(args), dyn_args, dyn_kw)
+        if len(sigs) != len(leaves) or len(_trace.trace_stack) > 1:
+            # under a transformation (or with traced arguments): one jit equation
+            out = self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
+                                    len(args), dyn_args, dyn_kw)
+            if out is not _NOT_TRACED:
+                return out
         key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64)
         entry = self._cache.get(key)
         if entry is None:
@@ -314,8 +319,16 @@ class JitWrapped:
         if hit is None:
             closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, n_args,
                                                    static_pos, in_avals)
+            if any(isinstance(c, Tracer) for c in closed.consts):
+                # the function closes over values of an enclosing transformation: they
+                # become leading operands of this call (and the program is not cached)
+                body, consts = hoist_consts(closed)
+                outs = jit_p.bind(*consts, *leaves, jaxpr=body, name=self.__name__)
+                return tree_unflatten(out_tree, outs)
             hit = self._cache[key] = (closed, out_tree)
         closed, out_tree = hit
+        if len(_trace._dynamic) == 1 and not any(isinstance(x, Tracer) for x in leaves):
+            return _NOT_TRACED        # concrete operands, nothing closed over: compile
         outs = jit_p.bind(*leaves, jaxpr=closed, name=self.__name__)
         return tree_unflatten(out_tree, outs)
 
