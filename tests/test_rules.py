@@ -311,6 +311,10 @@ CONTROL_CASES = {
                                                             (1, 1), "VALID"), X, order=1)],
     "reduce_window_min": [unary(lambda x: lax.reduce_window(x, np.inf, lax.min, (1, 2),
                                                             (1, 2), "VALID"), X, order=1)],
+    # collectives: inside a named vmap over the leading axis
+    "psum": [unary(jaxlite.vmap(lambda v: v * lax.psum(v, "i"), axis_name="i"), X)],
+    "pmax": [unary(jaxlite.vmap(lambda v: v * lax.pmax(v, "i"), axis_name="i"), X, order=1)],
+    "pmin": [unary(jaxlite.vmap(lambda v: v + lax.pmin(v, "i"), axis_name="i"), X, order=1)],
 }
 
 

@@ -58,7 +58,7 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]
-        if all(d is None for d in dims):
+        if all(d is None for d in dims) and primitive.kind != "collective":
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, None) for o in out]
@@ -66,10 +66,33 @@ class BatchTrace(Trace):
         rule = primitive.batch
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-        out, out_dims = rule(vals, dims, **params)
+        _axes.append(self.main.payload)
+        try:
+            out, out_dims = rule(vals, dims, **params)
+        finally:
+            _axes.pop()
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
         return BatchTracer(self, out, out_dims)
+
+
+_axes: list = []     # the BatchAxis of each batching rule now running (innermost last)
+
+
+def current_axis():
+    """The BatchAxis whose batching rule is running (rules that batch a program with
+    ``batch_jaxpr`` keep its name, so collectives inside still find their axis)."""
+    return _axes[-1] if _axes else None
+
+
+def find_axis(name):
+    """The innermost enclosing vmap's main trace whose ``axis_name`` is ``name``; NameError
+    ("unbound axis name") when there is none, as JAX."""
+    from .trace import trace_stack
+    for main in reversed(trace_stack):
+        if main.trace_type is BatchTrace and main.alive and main.payload.name == name:
+            return main
+    raise NameError(f"unbound axis name: {name}. No enclosing vmap has axis_name={name!r}.")
 
 
 # ---- helpers for rules ----------------------------------------------------------------
@@ -168,6 +191,8 @@ def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
     from .staging import trace_to_jaxpr
     from .trace import new_main
     from ..ir.interpret import eval_jaxpr
+    if axis_name is None and current_axis() is not None:
+        axis_name = current_axis().name
     in_avals = []
     for a, d in zip(closed.in_avals, dims):
         in_avals.append(a if d is None else

@@ -7,3 +7,4 @@ floating-point warnings must not turn into errors in programs run with ``-W erro
 from . import elementwise, shape, reduction, linalg, indexing, control  # noqa: F401
 from . import control_flow  # noqa: F401
 from . import conv  # noqa: F401
+from . import collectives  # noqa: F401
