@@ -29,8 +29,11 @@ NO_JVP = {
     "custom_lin": "the linear stand-in of a custom_vjp function: only ever transposed",
     "checkpoint_jvp": "already the linearised form of checkpoint: only ever transposed",
     "nextafter": "JAX defines no derivative for it (NotImplementedError), nor do we",
+    "kernel": "compiler-internal: made by the fusion pass after tracing, never transformed",
 }
-NO_BATCH = {"iota": "takes no operands, so it is never batched"}
+NO_BATCH = {"iota": "takes no operands, so it is never batched",
+            "kernel": "compiler-internal: made by the fusion pass after tracing, never "
+                      "transformed"}
 # primitives linear in (some of) their operands, which reverse mode must transpose
 LINEAR = {"neg", "real", "imag", "conj", "add", "sub", "mul", "div", "complex", "select_n",
           "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze",

@@ -11,6 +11,7 @@ import time
 
 from ..backends import get_backend
 from ..ir.jaxpr import ClosedJaxpr, Literal
+from . import kernel as _kernel  # noqa: F401  (registers the fused-kernel primitive)
 from .passes import cse, dce, fold_constants, inline_calls
 
 PASSES = (

@@ -1,0 +1,157 @@
+"""Fused kernels: the unit the fusion pass produces and native code generators compile.
+
+Layer: compiler.  A ``Kernel`` is one loop nest over an *iteration space* (a shape): each
+input is read through a broadcast (``dims`` maps every input axis to an iteration axis),
+a scalar program (``body``: a jaxpr over rank-0 values, one invar per input) computes the
+per-element results, and each output either keeps the whole iteration space ("map") or
+is reduced over some of its axes with a monoid ("reduce": add, max, min or mul).
+
+A program holds a kernel as one equation of ``kernel_p`` (``kernel=Kernel``): its
+reference implementation evaluates the scalar body on broadcast NumPy arrays (the
+elementwise primitives' implementations work on arrays), so the interpreter runs any
+fused program, and every code generator is checked against it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..ir.interpret import eval_jaxpr_impl, exact
+from ..ir.jaxpr import Jaxpr, pp_jaxpr
+
+MONOIDS = ("add", "max", "min", "mul")
+
+
+class KernelInput:
+    """An input of a kernel: its abstract value and, for each of its axes, the iteration
+    axis it runs along (an input axis of size 1 broadcasts)."""
+
+    __slots__ = ("aval", "dims")
+
+    def __init__(self, aval: ShapedArray, dims):
+        self.aval = aval
+        self.dims = tuple(dims)
+
+    def __repr__(self):
+        return f"{self.aval.str_short()}@{list(self.dims)}"
+
+
+class KernelOutput:
+    """An output: ``kind`` "map" (the whole iteration space) or "reduce" (``monoid`` over
+    iteration ``axes``); ``aval`` is the output's abstract value."""
+
+    __slots__ = ("kind", "aval", "monoid", "axes")
+
+    def __init__(self, kind: str, aval: ShapedArray, monoid: str | None = None, axes=()):
+        if kind not in ("map", "reduce"):
+            raise ValueError(f"kernel output kind must be 'map' or 'reduce', got {kind!r}")
+        if kind == "reduce" and monoid not in MONOIDS:
+            raise ValueError(f"kernel reduction monoid must be one of {MONOIDS}, got "
+                             f"{monoid!r}")
+        self.kind = kind
+        self.aval = aval
+        self.monoid = monoid
+        self.axes = tuple(axes)
+
+    def __repr__(self):
+        if self.kind == "map":
+            return f"map {self.aval.str_short()}"
+        return f"reduce-{self.monoid}{list(self.axes)} {self.aval.str_short()}"
+
+
+class Kernel:
+    """One fused loop nest (see the module docstring).  Hashable by identity."""
+
+    def __init__(self, shape, inputs, body: Jaxpr, outputs, name: str = "kernel"):
+        self.shape = tuple(shape)
+        self.inputs = list(inputs)
+        self.body = body
+        self.outputs = list(outputs)
+        self.name = name
+        self._check()
+
+    def _check(self):
+        nd = len(self.shape)
+        if len(self.body.invars) != len(self.inputs):
+            raise ValueError(f"kernel {self.name}: body takes {len(self.body.invars)} scalars "
+                             f"for {len(self.inputs)} inputs")
+        if len(self.body.outvars) != len(self.outputs):
+            raise ValueError(f"kernel {self.name}: body gives {len(self.body.outvars)} "
+                             f"scalars for {len(self.outputs)} outputs")
+        for inp in self.inputs:
+            if len(inp.dims) != inp.aval.ndim or any(not 0 <= d < nd for d in inp.dims):
+                raise ValueError(f"kernel {self.name}: input {inp} does not map into "
+                                 f"iteration space {self.shape}")
+            for ax, d in zip(inp.aval.shape, inp.dims):
+                if ax not in (1, self.shape[d]):
+                    raise ValueError(f"kernel {self.name}: input {inp} axis of size {ax} "
+                                     f"cannot broadcast to {self.shape[d]}")
+
+    @property
+    def out_avals(self):
+        return [o.aval for o in self.outputs]
+
+    def flops(self) -> int:
+        n = int(np.prod(self.shape, dtype=np.int64))
+        return n * max(len(self.body.eqns), 1)
+
+    def bytes_accessed(self) -> int:
+        ins = sum(i.aval.size * i.aval.dtype.itemsize for i in self.inputs)
+        return ins + sum(o.aval.size * o.aval.dtype.itemsize for o in self.outputs)
+
+    def __repr__(self):
+        return f"Kernel({self.name}, {list(self.shape)})"
+
+    def pretty(self) -> str:
+        """The kernel's text: iteration space, inputs, outputs, scalar body."""
+        lines = [f"kernel {self.name} over {list(self.shape)}:",
+                 "  inputs  " + ", ".join(map(repr, self.inputs)),
+                 "  outputs " + ", ".join(map(repr, self.outputs)),
+                 "  body    " + pp_jaxpr(self.body).replace("\n", "\n          ")]
+        return "\n".join(lines)
+
+
+def _broadcast_input(x, inp: KernelInput, shape):
+    expanded = [1] * len(shape)
+    for ax, d in zip(inp.aval.shape, inp.dims):
+        expanded[d] = ax
+    order = np.argsort(inp.dims, kind="stable")
+    x = np.transpose(x, order) if inp.aval.ndim > 1 else x
+    return np.broadcast_to(np.reshape(x, expanded), shape)
+
+
+_REDUCE = {"add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply}
+
+
+def run_reference(kernel: Kernel, *args):
+    """Evaluates ``kernel`` with NumPy (the semantics every code generator must match)."""
+    full = [_broadcast_input(np.asarray(a), inp, kernel.shape)
+            for a, inp in zip(args, kernel.inputs)]
+    results = eval_jaxpr_impl(kernel.body, [], *full)
+    outs = []
+    for r, o in zip(results, kernel.outputs):
+        r = np.broadcast_to(np.asarray(r), kernel.shape)
+        if o.kind == "reduce":
+            if o.aval.dtype in (np.dtype(np.float16),) or o.aval.dtype.name == "bfloat16":
+                r = r.astype(np.float32)
+            r = _REDUCE[o.monoid].reduce(r, axis=o.axes) if o.axes else r
+        outs.append(exact(np.reshape(r, o.aval.shape), o.aval.dtype))
+    return outs
+
+
+def _kernel_aval(*avals, kernel):
+    for a, inp in zip(avals, kernel.inputs):
+        if a.shape != inp.aval.shape or a.dtype != inp.aval.dtype:
+            raise TypeError(f"kernel {kernel.name}: operand {a.str_short()} does not match "
+                            f"input {inp}")
+    return kernel.out_avals
+
+
+def _kernel_impl(*args, kernel):
+    return run_reference(kernel, *args)
+
+
+kernel_p = Primitive("kernel", abstract_eval=_kernel_aval, impl=_kernel_impl,
+                     multiple_results=True,
+                     flops=lambda *avals, kernel: kernel.flops(), kind="kernel")
