@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from _workloads_fresh import W6_SHAPE, W7_N  # noqa: E402  (W6/W7 sizes, one definition)
 LIBS = ("jaxlite", "jax", "numpy")
 LIB_LABEL = {"jaxlite": "jaxlite", "jax": "JAX", "numpy": "NumPy"}
 
@@ -34,6 +36,9 @@ FULL = {
     "w1_inner": 2000, "w1_repeats": 15,
     "w2_n": 10_000_000, "w2_repeats": 10,
     "w3_shape": (2048, 4096), "w3_repeats": 10,
+    "w4_sizes": (784, 512, 512, 10), "w4_batch": 256, "w4_repeats": 20,
+    "w5_steps": 1000, "w5_hidden": 64, "w5_repeats": 20,
+    "w6_processes": 5, "w7_processes": 3,
     "w8_inner": 2000, "w8_repeats": 15,
     "copy_n": 32 * 1024 * 1024, "copy_repeats": 10,
     "warmup": 2,
@@ -42,19 +47,32 @@ QUICK = {
     "w1_inner": 50, "w1_repeats": 3,
     "w2_n": 100_000, "w2_repeats": 3,
     "w3_shape": (128, 256), "w3_repeats": 3,
+    "w4_sizes": (64, 32, 32, 10), "w4_batch": 16, "w4_repeats": 3,
+    "w5_steps": 50, "w5_hidden": 16, "w5_repeats": 3,
+    "w6_processes": 1, "w7_processes": 1,
     "w8_inner": 50, "w8_repeats": 3,
     "copy_n": 1024 * 1024, "copy_repeats": 3,
     "warmup": 1,
 }
 
-# name, title, unit of the reported per-call time
+# result key, row label, title, unit of the reported value (a time per call, or MB)
 WORKLOADS = [
-    ("W1", "jit dispatch: dot(x, y) + sum(x) on float32[3]", "us"),
-    ("W2", "fused elementwise: tanh(x)*0.5 + exp(-x*x)*sin(x), float32[N]", "ms"),
-    ("W3", "row softmax, float32[R, C], jitted", "ms"),
-    ("W8", "eager op latency: x + 1 on float32[3], not jitted", "us"),
+    ("W1", "W1", "jit dispatch: dot(x, y) + sum(x) on float32[3]", "us"),
+    ("W2", "W2", "fused elementwise: tanh(x)*0.5 + exp(-x*x)*sin(x), float32[N]", "ms"),
+    ("W3", "W3", "row softmax, float32[R, C], jitted", "ms"),
+    ("W4", "W4", "MLP training step, jit(value_and_grad) + SGD", "ms"),
+    ("W5", "W5", "lax.scan tanh RNN, jitted", "ms"),
+    ("W6_cold", "W6 cold", "time to first result, 40-op function, fresh process, cold cache",
+     "ms"),
+    ("W6_warm", "W6 warm", "time to first result, 40-op function, fresh process, warm "
+     "persistent cache", "ms"),
+    ("W7", "W7", "peak memory, jitted 10-op elementwise chain, float32[N]", "MB"),
+    ("W8", "W8", "eager op latency: x + 1 on float32[3], not jitted", "us"),
 ]
-UNIT_SCALE = {"us": 1e6, "ms": 1e3}
+UNIT_SCALE = {"us": 1e6, "ms": 1e3, "MB": 1e-6}
+# The issue's targets: jaxlite / JAX median ratio at most this, on the 2-core machine.
+TARGETS = {"W1": 1.0, "W2": 0.5, "W3": 1.0, "W4": 1.1, "W5": 1.0, "W6_cold": 1.0,
+           "W6_warm": 0.25, "W7": 1.1, "W8": 0.2}
 
 
 # ---- timing ---------------------------------------------------------------------------
@@ -105,6 +123,54 @@ def _inputs(cfg):
     return w2, w3
 
 
+W4_LR = 0.1  # SGD learning rate of W4
+
+
+def _w4_inputs(cfg):
+    """W4's parameters [(w, b), ...] (scaled normal weights, zero biases), a batch of
+    standard-normal inputs and int32 class labels, seed 1."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    sizes = cfg["w4_sizes"]
+    params = [((rng.standard_normal((m, n), dtype=np.float32) / np.float32(np.sqrt(m))),
+               np.zeros(n, dtype=np.float32)) for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((cfg["w4_batch"], sizes[0]), dtype=np.float32)
+    y = rng.integers(0, sizes[-1], cfg["w4_batch"]).astype(np.int32)
+    return params, x, y
+
+
+def _w4_check(params_old, params_new, loss) -> float:
+    """loss + squared norm of the gradient (recovered from the SGD update): a checksum that
+    a wrong gradient cannot pass."""
+    import numpy as np
+    g2 = 0.0
+    for old, new in zip(params_old, params_new):
+        for a, b in zip(old, new):
+            d = (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)) / W4_LR
+            g2 += float((d * d).sum())
+    return float(loss) + g2
+
+
+def _w5_inputs(cfg):
+    """W5's initial state float32[H], inputs float32[T, H], weights (contractive: entries
+    of scale 0.5/sqrt(H)) and bias, seed 2."""
+    import numpy as np
+    rng = np.random.default_rng(2)
+    t, h = cfg["w5_steps"], cfg["w5_hidden"]
+    scale = np.float32(0.5 / np.sqrt(h))
+    xs = rng.standard_normal((t, h), dtype=np.float32)
+    wx = rng.standard_normal((h, h), dtype=np.float32) * scale
+    wh = rng.standard_normal((h, h), dtype=np.float32) * scale
+    b = np.full(h, 0.1, dtype=np.float32)
+    return np.zeros(h, dtype=np.float32), xs, wx, wh, b
+
+
+def _w5_check(h, hs) -> float:
+    import numpy as np
+    hs = np.asarray(hs, dtype=np.float64)
+    return float((hs * hs).sum() + np.asarray(h, dtype=np.float64).sum())
+
+
 # ---- workers ---------------------------------------------------------------------------
 
 def work_jax_like(jax, jnp, cfg) -> dict:
@@ -149,6 +215,48 @@ def work_jax_like(jax, jnp, cfg) -> dict:
     res["W3"] = _result(s, nbytes=2 * w3_host.nbytes, first_call=first,
                         check=float((out * np.arange(out.shape[1])).sum()))
 
+    # W4: one SGD training step of an MLP (ReLU hidden layers, softmax cross-entropy)
+    params_host, xb_host, yb_host = _w4_inputs(cfg)
+
+    def mlp_loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.maximum(jnp.dot(h, w) + b, 0.0)
+        w, b = params[-1]
+        logits = jnp.dot(h, w) + b
+        logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    @jax.jit
+    def train_step(params, x, y):
+        loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
+        return jax.tree_util.tree_map(lambda p, g: p - W4_LR * g, params, grads), loss
+
+    params = jax.device_put(params_host)
+    xb, yb = jax.device_put(xb_host), jax.device_put(yb_host)
+    first = _first_call(lambda: jax.block_until_ready(train_step(params, xb, yb)))
+    s = _samples(lambda: jax.block_until_ready(train_step(params, xb, yb)),
+                 cfg["w4_repeats"], cfg["warmup"])
+    new_params, loss = train_step(params, xb, yb)
+    res["W4"] = _result(s, first_call=first,
+                        check=_w4_check(params_host, new_params, loss))
+
+    # W5: a tanh RNN over T steps with lax.scan
+    h0_host, xs_host, wx_host, wh_host, b_host = _w5_inputs(cfg)
+
+    @jax.jit
+    def rnn(h0, xs, wx, wh, b):
+        def cell(h, x_t):
+            h = jnp.tanh(jnp.dot(h, wh) + jnp.dot(x_t, wx) + b)
+            return h, h
+        return jax.lax.scan(cell, h0, xs)
+
+    args = [jax.device_put(a) for a in (h0_host, xs_host, wx_host, wh_host, b_host)]
+    first = _first_call(lambda: jax.block_until_ready(rnn(*args)))
+    s = _samples(lambda: jax.block_until_ready(rnn(*args)), cfg["w5_repeats"],
+                 cfg["warmup"])
+    res["W5"] = _result(s, first_call=first, check=_w5_check(*rnn(*args)))
+
     # W8: one eager (unjitted) op on a 3-vector
     x = jnp.array([1.0, 2.0, 3.0], dtype=jnp.float32)
     first = _first_call(lambda: (x + 1).block_until_ready())
@@ -185,6 +293,50 @@ def work_numpy(cfg) -> dict:
     res["W3"] = _result(s, nbytes=2 * w3_host.nbytes,
                         check=float((out * np.arange(out.shape[1])).sum()))
 
+    # W4: the same training step with the gradient written out by hand
+    params, xb, yb = _w4_inputs(cfg)
+
+    def train_step(params, x, y):
+        acts, h = [x], x
+        for w, b in params[:-1]:
+            h = np.maximum(h @ w + b, np.float32(0))
+            acts.append(h)
+        w, b = params[-1]
+        logits = h @ w + b
+        m = logits.max(axis=1, keepdims=True)
+        e = np.exp(logits - m)
+        s = e.sum(axis=1, keepdims=True)
+        rows = np.arange(x.shape[0])
+        loss = -np.mean((logits - m - np.log(s))[rows, y])
+        d = e / s
+        d[rows, y] -= 1
+        d /= np.float32(x.shape[0])
+        new = [None] * len(params)
+        for i in range(len(params) - 1, -1, -1):
+            w, b = params[i]
+            a = acts[i]
+            gw, gb = a.T @ d, d.sum(axis=0)
+            if i:
+                d = (d @ w.T) * (a > 0)
+            new[i] = (w - np.float32(W4_LR) * gw, b - np.float32(W4_LR) * gb)
+        return new, loss
+
+    s = _samples(lambda: train_step(params, xb, yb), cfg["w4_repeats"], cfg["warmup"])
+    res["W4"] = _result(s, check=_w4_check(params, *train_step(params, xb, yb)))
+
+    # W5: the RNN as a Python loop
+    h0, xs, wx, wh, b = _w5_inputs(cfg)
+
+    def rnn(h, xs, wx, wh, b):
+        hs = np.empty_like(xs)
+        for t in range(xs.shape[0]):
+            h = np.tanh(h @ wh + xs[t] @ wx + b)
+            hs[t] = h
+        return h, hs
+
+    s = _samples(lambda: rnn(h0, xs, wx, wh, b), cfg["w5_repeats"], cfg["warmup"])
+    res["W5"] = _result(s, check=_w5_check(*rnn(h0, xs, wx, wh, b)))
+
     s = _samples(lambda: x + 1, cfg["w8_repeats"], cfg["warmup"], cfg["w8_inner"])
     res["W8"] = _result(s, check=float((x + 1).sum()))
 
@@ -196,24 +348,101 @@ def work_numpy(cfg) -> dict:
     return res
 
 
+# ---- W6 and W7: one fresh process per sample (bench/_workloads_fresh.py) --------------
+
+def _fresh(which: str, lib: str, quick: bool, cache_dir: str | None = None) -> dict:
+    """Runs one W6/W7 sample for ``lib`` in a new interpreter; its JSON, or {"error"}."""
+    cmd = [sys.executable, str(HERE / "_workloads_fresh.py"), which, lib]
+    if quick:
+        cmd.append("--quick")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("BENCH_CACHE_DIR", None)
+    if cache_dir is not None:
+        env["BENCH_CACHE_DIR"] = cache_dir
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{which} {lib}: timed out"}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"error": f"{which} {lib}: exit status {p.returncode}: {tail[0]}"}
+    return json.loads(lines[-1])
+
+
+def _w6_result(samples: list[dict], **extra) -> dict:
+    bad = [r["error"] for r in samples if "error" in r]
+    if bad:
+        return {"error": bad[0]}
+    r = _result([r["first_result_s"] for r in samples], check=samples[0]["check"])
+    r["import_s"] = statistics.median(r_["import_s"] for r_ in samples)
+    r.update(extra)
+    return r
+
+
+def _files_under(path: str) -> int:
+    return sum(len(files) for _, _, files in os.walk(path))
+
+
+def work_fresh(lib: str, cfg: dict) -> dict:
+    """W6 (cold, then warm persistent cache) and W7, each sample in a fresh process."""
+    import tempfile
+    quick = cfg is QUICK
+    n6 = cfg["w6_processes"]
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="bench-w6-") as tmp:
+        cold, dirs = [], []
+        for i in range(n6):
+            d = os.path.join(tmp, f"cold{i}")
+            os.mkdir(d)
+            cold.append(_fresh("W6", lib, quick, d))
+            dirs.append(d)
+        entries = _files_under(dirs[0])
+        res["W6_cold"] = _w6_result(cold, cache_files=entries)
+        if lib == "numpy":
+            # nothing is compiled: the warm row repeats the cold measurement, for reference
+            res["W6_warm"] = dict(res["W6_cold"], note_reference="no compilation")
+        elif entries == 0:
+            res["W6_warm"] = {"note": "n/a (no persistent cache yet)" if lib == "jaxlite"
+                              else "n/a (the cold run wrote no cache entry)"}
+        else:
+            warm = [_fresh("W6", lib, quick, dirs[0]) for _ in range(n6)]
+            res["W6_warm"] = _w6_result(warm, cache_files=_files_under(dirs[0]))
+
+    runs = [_fresh("W7", lib, quick) for _ in range(cfg["w7_processes"])]
+    bad = [r["error"] for r in runs if "error" in r]
+    if bad:
+        res["W7"] = {"error": bad[0]}
+    else:
+        runs.sort(key=lambda r: r["peak_bytes"])
+        med = runs[len(runs) // 2]
+        res["W7"] = dict(med, median_peak_bytes=med["peak_bytes"],
+                         min_peak_bytes=runs[0]["peak_bytes"],
+                         max_peak_bytes=runs[-1]["peak_bytes"], repeats=len(runs))
+    return res
+
+
 def worker(lib: str, cfg: dict) -> dict:
     """Runs every workload for ``lib``; returns ``{"lib", "version", "results"}``."""
     if lib == "numpy":
         import numpy as np
-        return {"lib": lib, "version": np.__version__, "results": work_numpy(cfg)}
+        return {"lib": lib, "version": np.__version__,
+                "results": {**work_numpy(cfg), **work_fresh(lib, cfg)}}
     if lib == "jax":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         import jax
         import jax.numpy as jnp
         import jaxlib
         version = f"{jax.__version__} (jaxlib {jaxlib.__version__})"
-        return {"lib": lib, "version": version, "results": work_jax_like(jax, jnp, cfg)}
+        return {"lib": lib, "version": version,
+                "results": {**work_jax_like(jax, jnp, cfg), **work_fresh(lib, cfg)}}
     if lib == "jaxlite":
         sys.path.insert(0, str(ROOT / "src"))
         import jaxlite
         import jaxlite.numpy as jnp
         version = jaxlite.__version__ + _git_commit()
-        return {"lib": lib, "version": version, "results": work_jax_like(jaxlite, jnp, cfg)}
+        return {"lib": lib, "version": version,
+                "results": {**work_jax_like(jaxlite, jnp, cfg), **work_fresh(lib, cfg)}}
     raise ValueError(f"unknown library {lib!r}; choose from {LIBS}")
 
 
@@ -283,10 +512,40 @@ def _check_agrees(a, b) -> bool:
     return abs(a - b) <= 1e-3 * max(1.0, abs(a), abs(b))
 
 
+def _value(r: dict):
+    """The reported value of one result: median seconds, or median peak bytes (W7)."""
+    if "median_s" in r:
+        return r["median_s"]
+    return r.get("median_peak_bytes")
+
+
+def _cell(r, scale: float) -> str:
+    if r is None:
+        return "n/a"
+    if "note" in r:
+        return r["note"]
+    if "error" in r:
+        return "failed"
+    return _fmt(_value(r) * scale)
+
+
+def _sizes(cfg: dict) -> dict:
+    rows, cols = cfg["w3_shape"]
+    r6, c6 = W6_SHAPE["quick" if cfg is QUICK else "full"]
+    n7 = W7_N["quick" if cfg is QUICK else "full"]
+    layers = "-".join(str(n) for n in cfg["w4_sizes"])
+    return {"W2": f"N = {cfg['w2_n']:,}", "W3": f"R x C = {rows} x {cols}",
+            "W4": f"{layers}, batch {cfg['w4_batch']}",
+            "W5": f"{cfg['w5_steps']} steps, hidden {cfg['w5_hidden']}",
+            "W6_cold": f"float32[{r6}, {c6}]", "W6_warm": f"float32[{r6}, {c6}]",
+            "W7": f"N = {n7:,}, {4 * n7 / 1e6:.0f} MB in"}
+
+
 def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
     """The results as Markdown (also printed to the terminal)."""
     libs = [lib for lib in LIBS if lib in runs]
     ok = {lib: "results" in runs[lib] for lib in libs}
+    res = {lib: runs[lib].get("results", {}) for lib in libs}
     out = ["# jaxlite benchmark results", ""]
     out.append(f"Generated by `python bench/run.py{' --quick' if quick else ''}` on {when}. "
                f"Workload definitions: `bench/README.md`.")
@@ -300,7 +559,7 @@ def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
     out.append(f"- Memory: {mach['memory_gb']:.1f} GB; OS: {mach['os']}")
     out.append(f"- Python {mach['python']}; " + "; ".join(
         f"{LIB_LABEL[lib]} {runs[lib].get('version', '?')}" for lib in libs))
-    copy = runs.get("numpy", {}).get("results", {}).get("copy")
+    copy = res.get("numpy", {}).get("copy")
     if copy:
         out.append(f"- Copy bandwidth (NumPy copy of {copy['bytes'] // 2 / 1e6:.0f} MB, "
                    f"read + write counted): **{copy['gb_per_s']:.2f} GB/s**")
@@ -308,39 +567,57 @@ def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
         if not ok[lib]:
             out.append(f"- {LIB_LABEL[lib]}: NOT MEASURED ({runs[lib]['error']})")
 
-    rows, cols = cfg["w3_shape"]
-    sizes = {"W2": f"N = {cfg['w2_n']:,}", "W3": f"R x C = {rows} x {cols}"}
-    out += ["", "## Time per call (median)", ""]
+    sizes = _sizes(cfg)
+    out += ["", "## Results (median)", ""]
     head = "| workload | unit | " + " | ".join(LIB_LABEL[lib] for lib in libs)
     ratio_libs = [lib for lib in libs if lib != "jaxlite"] if "jaxlite" in libs else []
     head += "".join(f" | jaxlite / {LIB_LABEL[lib]}" for lib in ratio_libs) + " | agree |"
     out.append(head)
     out.append("|" + "---|" * (head.count("|") - 1))
-    for name, title, unit in WORKLOADS:
+    failures = []
+    for key, label, title, unit in WORKLOADS:
         scale = UNIT_SCALE[unit]
-        cells, checks, meds = [], [], {}
+        cells, checks, vals = [], [], {}
         for lib in libs:
-            r = runs[lib].get("results", {}).get(name)
-            if r is None:
-                cells.append("n/a")
+            r = res[lib].get(key)
+            cells.append(_cell(r, scale))
+            if r is None or "note" in r:
                 continue
-            meds[lib] = r["median_s"]
-            cells.append(_fmt(r["median_s"] * scale))
+            if "error" in r:
+                failures.append(f"{label} {LIB_LABEL[lib]}: {r['error']}")
+                continue
+            vals[lib] = _value(r)
             if "check" in r:
                 checks.append(r["check"])
-        ratios = []
-        for lib in ratio_libs:
-            if "jaxlite" in meds and lib in meds:
-                ratios.append(f"{meds['jaxlite'] / meds[lib]:.2f}x")
-            else:
-                ratios.append("n/a")
+        ratios = [f"{vals['jaxlite'] / vals[lib]:.2f}x"
+                  if "jaxlite" in vals and lib in vals and vals[lib] else "n/a"
+                  for lib in ratio_libs]
         agree = "yes" if all(_check_agrees(checks[0], c) for c in checks[1:]) else "NO"
-        label = f"{name} {title}" + (f" ({sizes[name]})" if name in sizes else "")
-        out.append(f"| {label} | {unit} | " + " | ".join(cells) +
+        name = f"{label} {title}" + (f" ({sizes[key]})" if key in sizes else "")
+        out.append(f"| {name} | {unit} | " + " | ".join(cells) +
                    "".join(f" | {r}" for r in ratios) + f" | {agree} |")
     out.append("")
-    out.append("Ratios above 1 mean jaxlite is slower.  \"agree\": every library computed the "
-               "same checksum of its result (relative tolerance 1e-3).")
+    out.append("Times are per call (W6: one first call per fresh process); W7 is megabytes "
+               "(10^6 bytes).  Ratios above 1 mean jaxlite is slower (W7: uses more "
+               "memory).  \"agree\": every library computed the same checksum of its "
+               "result (relative tolerance 1e-3).  NumPy compiles nothing: its W6 warm "
+               "row repeats its cold measurement.")
+    for f in failures:
+        out.append(f"- FAILED {f}")
+
+    if "jaxlite" in libs and "jax" in libs:
+        out += ["", "## Targets (jaxlite / JAX median ratio, from the issue)", ""]
+        out.append("| workload | target | measured | met |")
+        out.append("|---|---|---|---|")
+        for key, label, _, _ in WORKLOADS:
+            a, b = res["jaxlite"].get(key), res["jax"].get(key)
+            if a is None or b is None or "note" in a or "error" in a or "note" in b \
+                    or "error" in b or not _value(b):
+                measured, met = "n/a", "not measured"
+            else:
+                ratio = _value(a) / _value(b)
+                measured, met = f"{ratio:.2f}x", "yes" if ratio <= TARGETS[key] else "NO"
+            out.append(f"| {label} | <= {TARGETS[key]} | {measured} | {met} |")
 
     out += ["", "## Effective bandwidth (input read + output written, per call)", ""]
     head = "| workload | " + " | ".join(f"{LIB_LABEL[lib]} GB/s" for lib in libs)
@@ -350,12 +627,35 @@ def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
     out.append(head)
     out.append("|" + "---|" * (head.count("|") - 1))
     for name in ("W2", "W3"):
-        gbs = [runs[lib].get("results", {}).get(name, {}).get("gb_per_s") for lib in libs]
+        gbs = [res[lib].get(name, {}).get("gb_per_s") for lib in libs]
         line = f"| {name} | " + " | ".join("n/a" if g is None else f"{g:.2f}" for g in gbs)
         if copy:
             line += " | " + " | ".join(
                 "n/a" if g is None else f"{100 * g / copy['gb_per_s']:.0f}%" for g in gbs)
         out.append(line + " |")
+
+    w6w7 = [lib for lib in libs if any(k in res[lib] for k in ("W6_cold", "W7"))]
+    if w6w7:
+        out += ["", "## W6 and W7 details", ""]
+        for lib in w6w7:
+            parts = []
+            c, w = res[lib].get("W6_cold", {}), res[lib].get("W6_warm", {})
+            if "import_s" in c:
+                s = f"W6: import {_fmt(c['import_s'] * 1e3)} ms before the timed call"
+                if lib != "numpy":
+                    s += f"; {c.get('cache_files', 0)} cache file(s) written by a cold process"
+                parts.append(s)
+                if "import_s" in w and "note_reference" not in w:
+                    parts.append(f"warm processes found {w.get('cache_files', 0)}")
+            m = res[lib].get("W7", {})
+            if "peak_bytes" in m:
+                s = (f"W7 ({m['method']}): input {m['input_bytes'] / 1e6:.0f} MB + "
+                     f"{m['added_bytes'] / 1e6:.0f} MB added by the call")
+                if "rss_added_bytes" in m:
+                    s += f" (process RSS grew {m['rss_added_bytes'] / 1e6:.0f} MB)"
+                parts.append(s)
+            if parts:
+                out.append(f"- {LIB_LABEL[lib]}: " + "; ".join(parts) + ".")
 
     jitted = [lib for lib in libs if lib != "numpy"]
     if jitted:
@@ -363,15 +663,18 @@ def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
         head = "| workload | " + " | ".join(f"{LIB_LABEL[lib]} ms" for lib in jitted) + " |"
         out.append(head)
         out.append("|" + "---|" * (head.count("|") - 1))
-        for name, _, _ in WORKLOADS:
-            vals = [runs[lib].get("results", {}).get(name, {}).get("first_call_s")
-                    for lib in jitted]
-            out.append(f"| {name} | " + " | ".join(
+        for key, label, _, _ in WORKLOADS:
+            vals = [res[lib].get(key, {}).get("first_call_s") for lib in jitted]
+            if all(v is None for v in vals):
+                continue
+            out.append(f"| {label} | " + " | ".join(
                 "n/a" if v is None else _fmt(v * 1e3) for v in vals) + " |")
     out += ["", f"Repeats: W1 {cfg['w1_repeats']} x {cfg['w1_inner']} calls, W2 "
-                f"{cfg['w2_repeats']}, W3 {cfg['w3_repeats']}, W8 {cfg['w8_repeats']} x "
-                f"{cfg['w8_inner']} calls, after {cfg['warmup']} warm-up sample(s). Each "
-                f"library ran in its own process, one after another.", ""]
+                f"{cfg['w2_repeats']}, W3 {cfg['w3_repeats']}, W4 {cfg['w4_repeats']}, W5 "
+                f"{cfg['w5_repeats']}, W8 {cfg['w8_repeats']} x {cfg['w8_inner']} calls, "
+                f"after {cfg['warmup']} warm-up sample(s); W6 {cfg['w6_processes']} fresh "
+                f"process(es) per cache state, W7 {cfg['w7_processes']}. Each library ran "
+                f"in its own process, one after another.", ""]
     return "\n".join(out)
 
 
