@@ -66,6 +66,8 @@ class InterpretedExecutable(Executable):
             args = ", ".join(nm(v) for v in eqn.invars)
             call = f"{fn}({args})"
             comment = f"  # {eqn.primitive.name}"
+            if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
+                comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
             if eqn.primitive.multiple_results:
                 if outn:
                     lines.append(f"    _r = {call}{comment}")

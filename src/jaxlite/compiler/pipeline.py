@@ -7,26 +7,38 @@ read and written by the program's equations.
 """
 from __future__ import annotations
 
+import os
 import time
+
+import numpy as np
 
 from ..backends import get_backend
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from . import kernel as _kernel  # noqa: F401  (registers the fused-kernel primitive)
-from .passes import cse, dce, fold_constants, inline_calls
+from .passes import cse, dce, fold_constants, fuse, inline_calls
 
 PASSES = (
     ("inline", inline_calls),
     ("fold", fold_constants),
     ("cse", cse),
     ("dce", dce),
+    ("fuse", fuse),
 )
 
+# JAXLITE_FUSION=0 (or setting this to False) compiles without the fusion pass; jit's
+# cache does not see this switch: set it before compiling.
+FUSION = os.environ.get("JAXLITE_FUSION", "1").lower() not in ("0", "false", "off", "no")
 
-def optimize(closed: ClosedJaxpr, record: bool = False):
-    """Runs every pass.  Returns ``(optimised, log)``; ``log`` lists ``(pass_name,
-    text_before, text_after, seconds)`` when ``record`` is True, else is empty."""
+
+def optimize(closed: ClosedJaxpr, record: bool = False, fusion: bool | None = None):
+    """Runs every pass (``fuse`` only when ``fusion``, default ``FUSION``).  Returns
+    ``(optimised, log)``; ``log`` lists ``(pass_name, text_before, text_after, seconds)``
+    when ``record`` is True, else is empty."""
     log = []
+    fusion = FUSION if fusion is None else fusion
     for name, fn in PASSES:
+        if name == "fuse" and not fusion:
+            continue
         t0 = time.perf_counter()
         before = str(closed) if record else None
         closed = fn(closed)
@@ -49,15 +61,24 @@ class CompiledProgram:
     def as_text(self) -> str:
         ex = self.executable
         return (f"# optimised program ({', '.join(n for n, _ in PASSES)})\n"
-                f"{self.optimized}\n\n# executable: backend={ex.backend}, temporaries peak "
+                f"{self.optimized}\n{_kernels_text(self.optimized)}\n# executable: "
+                f"backend={ex.backend}, temporaries peak "
                 f"{ex.temp_bytes} bytes\n{ex.as_text()}")
 
 
+def _kernels_text(closed: ClosedJaxpr) -> str:
+    ks = [e.params["kernel"] for e in closed.jaxpr.eqns if e.primitive is _kernel.kernel_p]
+    if not ks:
+        return ""
+    return "\n# fused kernels\n" + "\n".join(k.pretty() for k in ks) + "\n"
+
+
 def compile_jaxpr(closed: ClosedJaxpr, backend: str = "interpreter", name: str = "f",
-                  record_passes: bool = False) -> CompiledProgram:
-    """Optimises ``closed`` and compiles it with ``backend``."""
+                  record_passes: bool = False, fusion: bool | None = None) -> CompiledProgram:
+    """Optimises ``closed`` and compiles it with ``backend`` (``fusion``: see
+    ``optimize``)."""
     t0 = time.perf_counter()
-    optimized, log = optimize(closed, record_passes)
+    optimized, log = optimize(closed, record_passes, fusion)
     executable = get_backend(backend)(optimized, name)
     return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0)
 
@@ -76,6 +97,13 @@ def cost_analysis(closed: ClosedJaxpr) -> dict:
                       "atanh", "sqrt", "rsqrt", "cbrt", "pow", "erf", "erfc", "lgamma",
                       "atan2"}
     for eqn in closed.jaxpr.eqns:
+        if eqn.primitive is _kernel.kernel_p:
+            k = eqn.params["kernel"]
+            flops += k.flops()
+            nbytes += k.bytes_accessed()
+            n = int(np.prod(k.shape, dtype=np.int64))
+            trans += n * sum(e.primitive.name in transcendental for e in k.body.eqns)
+            continue
         avals = [v.aval for v in eqn.invars]
         if eqn.primitive.flops is not None:
             f = eqn.primitive.flops(*avals, **eqn.params)

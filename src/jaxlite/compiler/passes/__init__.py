@@ -3,3 +3,4 @@ from .inline import inline_calls
 from .fold import fold_constants
 from .cse import cse
 from .dce import dce
+from .fuse import fuse, fusion_score
