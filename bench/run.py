@@ -7,9 +7,11 @@ Usage:
 
 Each library runs in its own subprocess (``--worker LIB``, which prints one JSON line), one
 after another, so that one library's threads, caches and imports do not disturb another's.
-Every workload reports the median over its repeats; ratios are jaxlite's median time
-divided by the other library's.  The workloads are defined in bench/README.md: keep those
-definitions and this code in step.
+W6 (time to first result, cold and warm persistent cache) and W7 (peak memory) go further:
+each of their samples is a fresh process of its own (bench/_workloads_fresh.py).
+Every workload reports the median over its repeats; ratios are jaxlite's median divided by
+the other library's, and the issue's targets are checked against jaxlite / JAX.  The
+workloads are defined in bench/README.md: keep those definitions and this code in step.
 """
 from __future__ import annotations
 
