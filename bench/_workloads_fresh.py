@@ -16,7 +16,8 @@ workload can help or hurt the measurement.
   float32[N]: the input plus the highest memory the call adds on top of what was in use
   just before it.  jaxlite: ``Device.memory_stats()``; JAX: the device's memory_stats if
   it has them, else the process's resident-set high-water mark (``/proc/self/status``
-  VmHWM, reset through ``/proc/self/clear_refs``); NumPy: ``tracemalloc``.  The function is
+  VmHWM, reset through ``/proc/self/clear_refs``; where that cannot be reset, VmRSS sampled
+  by a thread during the call); NumPy: ``tracemalloc``.  The function is
   compiled ahead of time (``lower().compile()``) so compilation is not counted.
 
 The workload definitions live in bench/README.md; keep them and this code in step.
@@ -153,6 +154,31 @@ def _reset_rss_hwm() -> bool:
         return False
 
 
+class _RssSampler:
+    """Fallback where VmHWM cannot be reset: a thread reading VmRSS every 0.2 ms while the
+    call runs (the call releases the GIL for its kernels); the highest reading."""
+
+    def __init__(self):
+        import threading
+        self.peak = _rss_now() or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _rss_now() or 0)
+            time.sleep(0.0002)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_now() or 0)
+
+
 def w7(lib: str, size: str) -> dict:
     jax, jnp = _import(lib)
     import numpy as np
@@ -181,16 +207,23 @@ def w7(lib: str, size: str) -> dict:
             before = stats["bytes_in_use"]
             if hasattr(dev, "reset_peak_memory"):
                 dev.reset_peak_memory()
-        out = compiled(x)
-        out.block_until_ready()
-        rss_added = _rss_hwm() - rss0 if rss_ok and rss0 is not None else None
+        if rss_ok or rss0 is None:
+            out = compiled(x)
+            out.block_until_ready()
+            rss_added = _rss_hwm() - rss0 if rss_ok and rss0 is not None else None
+            rss_method = "RSS high-water mark"
+        else:
+            with _RssSampler() as sampler:
+                out = compiled(x)
+                out.block_until_ready()
+            rss_added, rss_method = sampler.peak - rss0, "RSS sampled every 0.2 ms"
         if stats is not None:
             peak = dev.memory_stats()["peak_bytes_in_use"]
             res.update(method="Device.memory_stats", added_bytes=peak - before)
             if rss_added is not None:
                 res["rss_added_bytes"] = rss_added
         elif rss_added is not None:
-            res.update(method="RSS high-water mark", added_bytes=rss_added)
+            res.update(method=rss_method, added_bytes=rss_added)
         else:
             res.update(method="none", error="no memory statistics on this machine")
     if "added_bytes" in res:
