@@ -1,0 +1,400 @@
+"""The native CPU backend: fused kernels compiled to machine code with Numba/LLVM.
+
+Layer: backends.  ``compile(closed_jaxpr, name) -> CpuExecutable`` (the backend contract,
+see base.py).  Each equation of the program becomes one step:
+
+- ``kernel`` equations (compiler/kernel.py) become a generated loop nest over the kernel's
+  iteration space, compiled by Numba (``error_model='numpy'`` so a float division has no
+  zero check, FMA contraction only; ``parallel=True`` with ``prange`` over the outer axis
+  when the kernel has at least ``PARALLEL_MIN_ELEMENTS`` elements).  The scalar body is
+  written through the one scalar-op table (``_cpu_ops.emit``); float32 exp/log/tanh/
+  logistic/sin/cos use the vectorisable functions of ``_vecmath``.
+- ``dot_general`` runs its NumPy implementation (a batched ``matmul``: BLAS).
+- every other equation, and any kernel the generator cannot handle (an op, a dtype such as
+  float16/bfloat16/complex, ...), runs through its interpreter implementation; the
+  executable's text lists each such fallback with its reason.
+
+Loop nest: axes of size 1 are dropped and adjacent axes that every input and every
+reduction treat alike are merged (an all-contiguous map kernel is one flat loop, which LLVM
+vectorises).  A reduction over a suffix of the axes keeps a scalar accumulator (a float sum
+accumulates with a reassociable add, so it vectorises too); any other reduction
+accumulates in its output array, initialised with the monoid's identity.  Outputs are
+allocated once per call with ``numpy.empty``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.eager import host_value
+from ..ir.interpret import exact
+from ..ir.jaxpr import ClosedJaxpr, Literal
+from . import _cpu_ops
+from ._cpu_ops import Unsupported, type_name
+from .base import Executable, register_backend
+
+PARALLEL_MIN_ELEMENTS = 1 << 20
+"""Kernels with at least this many iterations run their outer loop on every core.  Below
+this, thread start-up (tens of microseconds) and Numba's longer parallel compile (about 3x)
+cost more than the second core gives."""
+
+_NUMBA_OPTS = dict(error_model="numpy", fastmath={"contract"}, cache=False, nogil=True,
+                   boundscheck=False)
+
+
+def _nbytes(aval) -> int:
+    return aval.size * aval.dtype.itemsize
+
+
+# ---- one kernel ------------------------------------------------------------------------
+
+class NativeKernel:
+    """A ``Kernel`` compiled to a Numba function; call it with NumPy arrays.
+
+    Raises (from the constructor) ``Unsupported`` when the kernel uses an op or dtype the
+    generator does not handle; Numba's typing errors are reported the same way.
+    """
+
+    def __init__(self, kernel, parallel: bool | None = None):
+        from ..compiler.kernel import run_reference
+        self.kernel = kernel
+        self._reference = run_reference
+        self.size = int(np.prod(kernel.shape, dtype=np.int64))
+        for a in [i.aval for i in kernel.inputs] + kernel.out_avals:
+            if a.dtype not in _cpu_ops.SUPPORTED_DTYPES:
+                raise Unsupported(f"dtype {a.dtype}")
+        if kernel.body.constvars:
+            raise Unsupported("kernel body with constants")
+        self._plan()
+        if parallel is None:
+            parallel = (self.size >= PARALLEL_MIN_ELEMENTS and len(self.cshape) >= 1 and
+                        self.cshape[0] > 1 and
+                        not any(r is not None and 0 in r for r in self.red_axes))
+        self.parallel = bool(parallel)
+        self.source, glb = self._generate()
+        self._fn = self._compile(glb)
+
+    # collapse the iteration space
+    def _plan(self):
+        k = self.kernel
+        shape = k.shape
+        nd = len(shape)
+        present = []
+        self.in_perm = []
+        for inp in k.inputs:
+            p = [False] * nd
+            for ax, d in zip(inp.aval.shape, inp.dims):
+                if ax == shape[d] and ax != 1:
+                    p[d] = True
+            present.append(p)
+            order = tuple(int(i) for i in np.argsort(inp.dims, kind="stable"))
+            self.in_perm.append(order if order != tuple(range(len(order))) else None)
+        reds = [set(o.axes) if o.kind == "reduce" else set() for o in k.outputs]
+        groups = []          # each: [size, signature]
+        for d in range(nd):
+            if shape[d] == 1:
+                continue
+            sig = tuple(p[d] for p in present) + tuple(d in r for r in reds)
+            if groups and groups[-1][1] == sig:
+                groups[-1][0] *= shape[d]
+            else:
+                groups.append([shape[d], sig])
+        self.cshape = tuple(g[0] for g in groups)
+        nin = len(k.inputs)
+        self.in_present = [tuple(g[1][j] for g in groups) for j in range(nin)]
+        self.red_axes = [frozenset(a for a, g in enumerate(groups) if g[1][nin + i])
+                         if o.kind == "reduce" else None
+                         for i, o in enumerate(k.outputs)]
+        self.in_cshape = [tuple(c if p else 1 for c, p in zip(self.cshape, pres))
+                          for pres in self.in_present]
+        self.out_cshape = [self.cshape if r is None else
+                           tuple(1 if a in r else c for a, c in enumerate(self.cshape))
+                           for r in self.red_axes]
+
+    def _generate(self):
+        k = self.kernel
+        q = len(self.cshape)
+        glb = dict(_cpu_ops.GLOBALS)
+        ins = [f"a{j}" for j in range(len(k.inputs))]
+        outs = [f"o{j}" for j in range(len(k.outputs))]
+        idx_vars = [f"i{d}" for d in range(q)]
+
+        def index(present):
+            if not q:
+                return "0"
+            return ", ".join(v if p else "0" for v, p in zip(idx_vars, present))
+
+        lines = [f"def kern({', '.join(ins + outs)}):", "    flag = 0"]
+        # loads of fully broadcast inputs are hoisted out of the loops
+        names = {}
+        inner_loads = []
+        for j, (v, pres) in enumerate(zip(k.body.invars, self.in_present)):
+            names[v] = f"x{j}"
+            load = f"x{j} = a{j}[{index(pres)}]"
+            (inner_loads if any(pres) else lines).append(load if any(pres) else "    " + load)
+        # the scalar body
+        body = []
+        counter = [0]
+
+        def name_of(v):
+            if isinstance(v, Literal):
+                key = f"k{len(glb)}"
+                glb[key] = np.asarray(v.val, v.aval.dtype)[()]
+                return key
+            return names[v]
+
+        for eqn in k.body.eqns:
+            op = eqn.primitive.scalar_op
+            if op is None or eqn.primitive.multiple_results:
+                raise Unsupported(f"{eqn.primitive.name} (no scalar op)")
+            args = [name_of(v) for v in eqn.invars]
+            dts = [v.aval.dtype for v in eqn.invars]
+            out_dt = eqn.outvars[0].aval.dtype
+            expr = _cpu_ops.emit(op, args, dts, out_dt, eqn.params)
+            if op in _cpu_ops.TRIG_OPS and dts[0] == np.float32:
+                body.append(f"flag += _vm_oor({args[0]})")
+            n = f"t{counter[0]}"
+            counter[0] += 1
+            body.append(f"{n} = {type_name(out_dt)}({expr})")
+            names[eqn.outvars[0]] = n
+        results = [name_of(v) for v in k.body.outvars]
+
+        # reductions: a scalar accumulator when the reduced axes are a suffix
+        acc_depth = {}
+        for i, (o, r) in enumerate(zip(k.outputs, self.red_axes)):
+            if r is None:
+                continue
+            if r and r == frozenset(range(min(r), q)):
+                acc_depth[i] = min(r)
+            elif not r:
+                acc_depth[i] = q     # nothing left to reduce (size-1 axes only)
+        pre = []
+        for i, (o, r) in enumerate(zip(k.outputs, self.red_axes)):
+            if r is not None and i not in acc_depth:
+                key = f"id{i}"
+                glb[key] = _cpu_ops.identity(o.monoid, o.aval.dtype)
+                pre.append(f"    o{i}[...] = {key}")
+        lines += pre
+
+        def emit_level(depth, indent):
+            pad = "    " * indent
+            out = []
+            for i, dd in acc_depth.items():
+                if dd == depth:
+                    key = f"id{i}"
+                    glb[key] = _cpu_ops.identity(k.outputs[i].monoid,
+                                                 k.outputs[i].aval.dtype)
+                    out.append(f"{pad}acc{i} = {key}")
+            if depth == q:
+                out += [pad + s for s in inner_loads + body]
+                for i, (o, r) in enumerate(zip(k.outputs, self.red_axes)):
+                    T = type_name(o.aval.dtype)
+                    if r is None:
+                        out.append(f"{pad}o{i}[{index([True] * q)}] = {results[i]}")
+                    elif i in acc_depth:
+                        e = _cpu_ops.accumulate(o.monoid, f"acc{i}", results[i], o.aval.dtype)
+                        out.append(f"{pad}acc{i} = {T}({e})")
+                    else:
+                        ix = index([a not in r for a in range(q)])
+                        e = _cpu_ops.accumulate(o.monoid, f"o{i}[{ix}]", results[i],
+                                                o.aval.dtype)
+                        out.append(f"{pad}o{i}[{ix}] = {T}({e})")
+            else:
+                rng = "prange" if (self.parallel and depth == 0) else "range"
+                out.append(f"{pad}for i{depth} in {rng}({self.cshape[depth]}):")
+                out += emit_level(depth + 1, indent + 1)
+            for i, dd in acc_depth.items():
+                if dd == depth:
+                    r = self.red_axes[i]
+                    ix = index([a not in r for a in range(q)])
+                    out.append(f"{pad}o{i}[{ix}] = acc{i}")
+            return out
+
+        lines += emit_level(0, 1)
+        lines.append("    return flag")
+        return "\n".join(lines), glb
+
+    def _compile(self, glb):
+        import numba
+        from numba import njit, prange, types
+        glb["prange"] = prange
+        try:
+            exec(compile(self.source, f"<jaxlite kernel {self.kernel.name}>", "exec"), glb)
+        except SyntaxError as e:     # a bug of the generator: say so, fall back
+            raise Unsupported(f"generated source does not parse: {e}") from None
+        argtys = []
+        for shp, dt in [(s, i.aval.dtype) for s, i in zip(self.in_cshape, self.kernel.inputs)] \
+                + [(s, o.aval.dtype) for s, o in zip(self.out_cshape, self.kernel.outputs)]:
+            argtys.append(types.Array(numba.from_dtype(dt), max(len(shp), 1), "C"))
+        try:
+            return njit(types.int64(*argtys), parallel=self.parallel,
+                        **_NUMBA_OPTS)(glb["kern"])
+        except Exception as e:   # Numba's typing/lowering errors: fall back, visibly
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise Unsupported(f"numba: {first[:200]}") from None
+
+    def __call__(self, *args):
+        k = self.kernel
+        if self.size == 0:
+            return self._reference(k, *args)
+        q = max(len(self.cshape), 1)
+        xs = []
+        for x, perm, cs in zip(args, self.in_perm, self.in_cshape):
+            x = np.asarray(x)
+            if perm is not None:
+                x = np.transpose(x, perm)
+            xs.append(np.ascontiguousarray(x).reshape(cs or (1,) * q))
+        outs = [np.empty(cs or (1,) * q, o.aval.dtype)
+                for cs, o in zip(self.out_cshape, k.outputs)]
+        flag = self._fn(*xs, *outs)
+        if flag:
+            # a float32 sin/cos argument beyond the vectorised reduction's range: exact rerun
+            return self._reference(k, *args)
+        return [o.reshape(o_.aval.shape) for o, o_ in zip(outs, k.outputs)]
+
+    def describe(self) -> str:
+        return (f"native kernel {self.kernel.name}: iteration {list(self.kernel.shape)} -> "
+                f"loops {list(self.cshape)}, parallel={self.parallel}")
+
+
+# ---- the executable --------------------------------------------------------------------
+
+class CpuExecutable(Executable):
+    """A program whose kernels run as native code (see the module docstring)."""
+
+    backend = "cpu"
+
+    def __init__(self, closed: ClosedJaxpr, name: str, parallel: bool | None = None):
+        from ..compiler.kernel import kernel_p
+        jaxpr = closed.jaxpr
+        self.name = name
+        self.in_avals = [v.aval for v in jaxpr.invars]
+        self.out_avals = [v.aval for v in jaxpr.outvars]
+        slots = {}
+
+        def slot(v):
+            if isinstance(v, Literal):
+                s = len(init_slots)
+                init_slots.append(np.asarray(v.val, v.aval.dtype))
+                return s
+            return slots[v]
+
+        init_slots: list = []
+        for c, v in zip(closed.consts, jaxpr.constvars):
+            slots[v] = len(init_slots)
+            init_slots.append(host_value(c))
+        self._n_fixed = len(init_slots)
+        self._arg_slots = []
+        for v in jaxpr.invars:
+            slots[v] = None   # assigned below, after literals are known
+        steps = []
+        self.report = []     # (kind, text) per equation, for as_text
+        pending = []
+        for eqn in jaxpr.eqns:
+            pending.append(eqn)
+        # literals get fixed slots first, so argument slots follow them
+        lit_slots = {}
+        for eqn in pending:
+            for v in eqn.invars:
+                if isinstance(v, Literal) and id(v) not in lit_slots:
+                    lit_slots[id(v)] = slot(v)
+        for v in jaxpr.outvars:
+            if isinstance(v, Literal) and id(v) not in lit_slots:
+                lit_slots[id(v)] = slot(v)
+        nfixed = len(init_slots)
+        for i, v in enumerate(jaxpr.invars):
+            if slots[v] is None:
+                slots[v] = nfixed + i
+            self._arg_slots.append(slots[v])
+        nslots = nfixed + len(jaxpr.invars)
+
+        def sl(v):
+            return lit_slots[id(v)] if isinstance(v, Literal) else slots[v]
+
+        last = {}
+        for k_, eqn in enumerate(pending):
+            for v in eqn.invars:
+                if not isinstance(v, Literal):
+                    last[v] = k_
+        outset = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+        live, peak = 0, 0
+        self.kernels = []
+        for k_, eqn in enumerate(pending):
+            in_slots = [sl(v) for v in eqn.invars]
+            out_slots = []
+            for v in eqn.outvars:
+                slots[v] = nslots
+                out_slots.append(nslots)
+                nslots += 1
+            prim = eqn.primitive
+            fn, kind, text = None, "fallback", ""
+            if prim is kernel_p:
+                try:
+                    nk = NativeKernel(eqn.params["kernel"], parallel)
+                    fn, kind, text = nk, "native", nk.describe()
+                    self.kernels.append(nk)
+                except Unsupported as e:
+                    text = f"kernel {eqn.params['kernel'].name}: interpreter fallback ({e})"
+            elif prim.name == "dot_general":
+                kind, text = "blas", "dot_general: NumPy matmul (BLAS)"
+            else:
+                text = f"{prim.name}: interpreter fallback (no native code generator)"
+            if fn is None:
+                impl = prim.impl
+                params = eqn.params
+                fn = (lambda *a, _i=impl, _p=params: _i(*a, **_p))
+            dtypes = [v.aval.dtype for v in eqn.outvars]
+            live += sum(_nbytes(v.aval) for v in eqn.outvars)
+            peak = max(peak, live)
+            dead = [slots[v] for v in set(eqn.invars) if not isinstance(v, Literal)
+                    and last.get(v) == k_ and v not in outset and slots[v] >= nfixed +
+                    len(jaxpr.invars)]
+            live -= sum(_nbytes(v.aval) for v in set(eqn.invars) if not isinstance(v, Literal)
+                        and last.get(v) == k_ and v not in outset and
+                        slots[v] >= nfixed + len(jaxpr.invars))
+            steps.append((fn, in_slots, out_slots, prim.multiple_results, dtypes, dead))
+            self.report.append((kind, f"{', '.join(f'v{s}' for s in out_slots)} = "
+                                      f"{prim.name}  # {text}"))
+        self.temp_bytes = max(0, peak - sum(_nbytes(v.aval) for v in outset))
+        self._steps = steps
+        self._init = init_slots
+        self._nslots = nslots
+        self._out_slots = [sl(v) for v in jaxpr.outvars]
+        self._fixed = nfixed
+
+    @property
+    def fallbacks(self) -> list:
+        """The equations that run on the interpreter, with the reason."""
+        return [t for k, t in self.report if k == "fallback"]
+
+    def run(self, args):
+        env = self._init + list(args) + [None] * (self._nslots - self._fixed - len(args))
+        for fn, ins, outs, multi, dtypes, dead in self._steps:
+            r = fn(*[env[i] for i in ins])
+            if multi:
+                for s, x, dt in zip(outs, r, dtypes):
+                    env[s] = exact(x, dt)
+            else:
+                env[outs[0]] = exact(r, dtypes[0])
+            for s in dead:
+                env[s] = None
+        return [env[s] for s in self._out_slots]
+
+    def as_text(self) -> str:
+        lines = [f"# native CPU program {self.name}: "
+                 f"{sum(k == 'native' for k, _ in self.report)} native kernel(s), "
+                 f"{sum(k == 'blas' for k, _ in self.report)} BLAS call(s), "
+                 f"{len(self.fallbacks)} interpreter fallback(s)"]
+        lines += [t for _, t in self.report]
+        for nk in self.kernels:
+            lines.append(f"\n# {nk.describe()}\n{nk.kernel.pretty()}\n# generated loop nest:")
+            lines.append(nk.source)
+        return "\n".join(lines)
+
+
+def _compile(closed: ClosedJaxpr, name: str) -> CpuExecutable:
+    return CpuExecutable(closed, name)
+
+
+register_backend("cpu", _compile)
+
+__all__ = ["CpuExecutable", "NativeKernel", "PARALLEL_MIN_ELEMENTS"]
