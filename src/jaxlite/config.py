@@ -75,6 +75,8 @@ class Config:
             "jax_disable_jit": _env_bool("JAX_DISABLE_JIT", False),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
             "jax_numpy_rank_promotion": "allow",
+            # the compiler backend jit uses ("interpreter" or "cpu": native Numba kernels)
+            "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "interpreter",
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
         object.__setattr__(self, "_values", values)

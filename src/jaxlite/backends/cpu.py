@@ -221,10 +221,12 @@ class NativeKernel:
             exec(compile(self.source, f"<jaxlite kernel {self.kernel.name}>", "exec"), glb)
         except SyntaxError as e:     # a bug of the generator: say so, fall back
             raise Unsupported(f"generated source does not parse: {e}") from None
-        argtys = []
-        for shp, dt in [(s, i.aval.dtype) for s, i in zip(self.in_cshape, self.kernel.inputs)] \
-                + [(s, o.aval.dtype) for s, o in zip(self.out_cshape, self.kernel.outputs)]:
-            argtys.append(types.Array(numba.from_dtype(dt), max(len(shp), 1), "C"))
+        # inputs typed read-only (jaxlite's buffers are; writable arrays convert)
+        argtys = [types.Array(numba.from_dtype(i.aval.dtype), max(len(shp), 1), "C",
+                              readonly=True)
+                  for shp, i in zip(self.in_cshape, self.kernel.inputs)]
+        argtys += [types.Array(numba.from_dtype(o.aval.dtype), max(len(shp), 1), "C")
+                   for shp, o in zip(self.out_cshape, self.kernel.outputs)]
         try:
             return njit(types.int64(*argtys), parallel=self.parallel,
                         **_NUMBA_OPTS)(glb["kern"])

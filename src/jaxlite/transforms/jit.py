@@ -137,7 +137,7 @@ class JitWrapped:
         if backend not in (None, "cpu"):
             devices(backend)  # raises RuntimeError for a platform that is not present
         self._device = device          # the computation runs there and commits its result
-        self._backend = "interpreter"  # the compiler backend (the only one so far)
+        self._backend = config.jaxlite_backend  # the compiler backend, fixed per jit
         self.__name__ = getattr(fun, "__name__", "fun")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
