@@ -17,6 +17,9 @@ Layer: compiler.  ``fuse(closed) -> closed`` is pure.  What may fuse:
   never read inside the kernel that reduces it: a consumer broadcasting it back over the
   same space (softmax's ``x - max(x)``) starts the next kernel.
 
+Every other group becomes a kernel, a single equation too (the unit a native code
+generator compiles), except one equation alone over a rank-0 space.
+
 Never fused: effectful equations (and no group spans one), control flow and calls,
 ``dot_general``, gather/scatter, and any equation over an empty iteration space.  A group
 value read outside the group becomes an extra "map" output.
@@ -363,8 +366,10 @@ def fuse(closed: ClosedJaxpr) -> ClosedJaxpr:
     eqns = jaxpr.eqns
     if not any(iteration_space(e) is not None for e in eqns):
         return closed
+    # a kernel needs a computation; one equation alone over a scalar space stays as it is
     groups = [g for g in _Grouper(jaxpr).run()
-              if any(_is_compute(eqns[k]) for k in g)]
+              if any(_is_compute(eqns[k]) for k in g)
+              and (len(g) > 1 or iteration_space(eqns[g[0]]) != ())]
     if not groups:
         return closed
     scalar_consts = {}
