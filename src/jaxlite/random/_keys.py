@@ -101,9 +101,8 @@ class PRNGKeyArray:
     __str__ = __repr__
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError("JAX encountered a typed PRNG key array (dtype key<fry>) where a "
-                        "numeric array is needed; use jax.random.key_data(keys) for its "
-                        "uint32 data")
+        raise TypeError("a typed PRNG key array (dtype key<fry>) cannot be used as a "
+                        "numeric array; jax.random.key_data(keys) gives its uint32 data")
 
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
@@ -115,18 +114,17 @@ register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
 def _check_key_data(data, what="key_data"):
     """Raises TypeError unless ``data`` is a uint32 array whose last dimension is 2."""
     if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
-                        f"ndim, shape, and dtype attributes. Got {data!r}")
+        raise TypeError(f"invalid PRNG key data: {data!r} is not an array (a key is a "
+                        f"uint32 array whose last dimension is 2, or a typed key)")
     if data.ndim < 1:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1;"
-                        f" got ndim={data.ndim}")
+        raise TypeError(f"invalid PRNG key data: a rank-{data.ndim} array; raw key data "
+                        f"has at least one dimension (the last of size 2)")
     if tuple(data.shape[-1:]) != _KEY_SHAPE:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,); got shape={tuple(data.shape)} for "
-                        "impl=threefry2x32")
+        raise TypeError(f"invalid PRNG key data of shape {tuple(data.shape)}: threefry2x32 "
+                        f"key data must have a last dimension of size 2")
     if np.dtype(data.dtype) != _U32:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
-                        f"uint32; got dtype={np.dtype(data.dtype).name}")
+        raise TypeError(f"invalid PRNG key data of dtype {np.dtype(data.dtype).name}: "
+                        f"threefry2x32 key data must be uint32")
 
 
 def _as_array(x):
@@ -144,7 +142,8 @@ def unpack_keys(key):
     if isinstance(key, PRNGKeyArray):
         return key._base, True
     if isinstance(key, (list, tuple, dict, str)):
-        raise TypeError(f"unexpected PRNG key type {type(key)}")
+        raise TypeError(f"a PRNG key must be an array (typed key or uint32 key data), got a "
+                        f"{type(key).__name__}: {key!r}")
     _check_key_data(key)
     return _as_array(key), False
 
@@ -257,8 +256,8 @@ def wrap_key_data(key_bits_array, *, impl=None):
     """
     _check_impl(impl)
     if isinstance(key_bits_array, PRNGKeyArray):
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1;"
-                        " got ndim=0")
+        raise TypeError("invalid PRNG key data: wrap_key_data takes raw uint32 key data, "
+                        "not a typed key array")
     _check_key_data(key_bits_array)
     return PRNGKeyArray(_as_array(key_bits_array))
 
