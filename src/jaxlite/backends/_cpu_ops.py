@@ -48,21 +48,19 @@ def _fmin(a, b):
 @njit(**_H)
 def _fabs(a):
     # abs as a select (keeps loops vectorisable); abs(-0.0) is 0.0
-    return -a if a <= 0 else a
+    return -a if a < 0 else (a - a if a == 0 else a)
 
 
 @njit(**_H)
-def _sign_f(a):
-    one = a - a + 1      # 1 of a's type (NaN for NaN/inf, which the selects override)
+def _sign_f(a, one):
     return a if (a == 0 or a != a) else (one if a > 0 else -one)
 
 
 @njit(**_H)
-def _round_away(a):
+def _round_away(a, one):
     t = np.trunc(a)
     d = a - t
     d = -d if d < 0 else d
-    one = a - a + 1
     return (t + (one if a > 0 else -one)) if d >= 0.5 else t
 
 
@@ -84,7 +82,8 @@ def _idiv(x, y):
 
 @njit(**_H)
 def _udiv(x, y):
-    return x // y if y != 0 else x - x - 1    # all bits set (caller casts)
+    # both branches uint64 (mixed int types would unify to float64); x / 0 is all bits set
+    return np.uint64(x // y) if y != 0 else np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(**_H)
@@ -99,7 +98,7 @@ def _irem(x, y):
 
 @njit(**_H)
 def _urem(x, y):
-    return x % y if y != 0 else x
+    return np.uint64(x % y) if y != 0 else np.uint64(x)
 
 
 @njit(**_H)
@@ -146,7 +145,7 @@ def _unary(op, a, dt, out, params):
     if op in ("copy",):
         return a
     if op == "sign":
-        return f"_sign_f({a})" if k == "f" else (
+        return f"_sign_f({a}, {type_name(dt)}(1))" if k == "f" else (
             f"np.int64({a} > 0) - np.int64({a} < 0)" if k == "i" else f"{a} > 0")
     if op == "abs":
         return f"_fabs({a})" if k == "f" else (f"abs({a})" if k == "i" else a)
@@ -161,7 +160,7 @@ def _unary(op, a, dt, out, params):
         return f"np.{op}({a})"
     if op == "round":
         return f"np.rint({a})" if params.get("rounding_method", 0) == 1 else \
-            f"_round_away({a})"
+            f"_round_away({a}, {T}(1))"
     if op == "is_finite":
         return f"_isfinite({a})"
     if op == "sqrt":

@@ -5,7 +5,7 @@ see base.py).  Each equation of the program becomes one step:
 
 - ``kernel`` equations (compiler/kernel.py) become a generated loop nest over the kernel's
   iteration space, compiled by Numba (``error_model='numpy'`` so a float division has no
-  zero check, FMA contraction only; ``parallel=True`` with ``prange`` over the outer axis
+  zero check, no fast-math flags; ``parallel=True`` with ``prange`` over the outer axis
   when the kernel has at least ``PARALLEL_MIN_ELEMENTS`` elements).  The scalar body is
   written through the one scalar-op table (``_cpu_ops.emit``); float32 exp/log/tanh/
   logistic/sin/cos use the vectorisable functions of ``_vecmath``.
@@ -37,7 +37,9 @@ PARALLEL_MIN_ELEMENTS = 1 << 20
 this, thread start-up (tens of microseconds) and Numba's longer parallel compile (about 3x)
 cost more than the second core gives."""
 
-_NUMBA_OPTS = dict(error_model="numpy", fastmath={"contract"}, cache=False, nogil=True,
+# no fast-math flags at all: FMA contraction alone changes a*b + c by many ulps where it
+# cancels, and the interpreter (NumPy) rounds every operation
+_NUMBA_OPTS = dict(error_model="numpy", fastmath=False, cache=False, nogil=True,
                    boundscheck=False)
 
 
