@@ -288,7 +288,8 @@ _DTYPES = [np.float32, np.int32, np.float16, np.int8, np.uint8, np.bool_]
 _SHAPES = [(), (3,), (2, 3), (2, 1, 4), (4, 5)]
 _UNARY = [jnp.sin, jnp.exp, jnp.tanh, jnp.abs, jnp.negative, jnp.square, jnp.floor,
           lambda a: a * 2, lambda a: a + 1, lambda a: a.astype(jnp.float32),
-          lambda a: a.astype(jnp.int32), lambda a: -a if a.dtype != jnp.bool_ else ~a]
+          lambda a: a.astype(jnp.int32), lambda a: -a if a.dtype != jnp.bool_ else ~a,
+          lambda a: jnp.cumsum(a, axis=-1) if a.ndim else a]      # not fusable
 _BINARY = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum,
            lambda a, b: jnp.where(a > b, a, b), lambda a, b: (a == b).astype(jnp.int32),
            lambda a, b: jnp.clip(a, b, b + 2)]

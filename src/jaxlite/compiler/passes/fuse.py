@@ -147,6 +147,10 @@ class _Grouper:
         self.producer = {}   # var -> eqn index
         self.vdeps = {}      # var (plain-equation result) -> raw group ids it depends on
         self.nmap = {}       # root -> set of map vars
+        self.mset = {}       # root -> set of member indices
+        self.ins = {}        # root -> values its members read from outside it
+        self.first = {}      # root -> index of its first member
+        self.last = {}       # root -> index of its last member
 
     def find(self, g):
         while self.parent[g] != g:
@@ -168,7 +172,8 @@ class _Grouper:
         return self.vdeps.get(v, ())
 
     def reaches(self, start, targets) -> bool:
-        """True when a group in ``targets`` (roots) is among ``start`` or their ancestors."""
+        """True when a group in ``targets`` (roots) is among ``start`` or their ancestors
+        (through kernels: a group depends on everything any of its members reads)."""
         seen = set()
         stack = [self.find(g) for g in start]
         while stack:
@@ -185,41 +190,35 @@ class _Grouper:
         """May equation ``k`` and the groups ``roots`` fuse without a cycle (no value read
         by the merged group depends on it through a path leaving it)?"""
         targets = set(roots)
-        made = set()
-        for r in roots:
-            made |= self.nmap[r]
         eqn = self.jaxpr.eqns[k]
-        if eqn.primitive.name not in REDUCE_MONOIDS:
-            made = made | {eqn.outvars[0]}
+        made = set(self.nmap[roots[0]]) if len(roots) == 1 else set().union(
+            *(self.nmap[r] for r in roots))
+        reads = set(v for v in eqn.invars if not isinstance(v, Literal))
+        for r in roots:
+            reads |= self.ins[r]
         # direct map edges between merged groups are internal; all other sources count
         ext = set()
-        for r in roots:
-            for j in self.members[r]:
-                for v in self.jaxpr.eqns[j].invars:
-                    if not isinstance(v, Literal) and v not in made:
-                        ext.update(self.var_groups(v))
-        for v in eqn.invars:
-            if not isinstance(v, Literal) and v not in made:
+        for v in reads:
+            if v not in made:
                 ext.update(self.var_groups(v))
         return not self.reaches(ext, targets)
 
-    def score_with(self, roots, k) -> int:
-        eqns = [self.jaxpr.eqns[j] for r in roots for j in self.members[r]]
-        eqns.append(self.jaxpr.eqns[k])
-        return fusion_score(self._group(eqns, set(j for r in roots for j in self.members[r])
-                                        | {k}))
-
-    def _group(self, eqns, idx) -> Group:
-        esc = set()
-        for e in eqns:
-            v = e.outvars[0]
-            if v in self.program_outs or any(c not in idx for c in self.consumers.get(v, ())):
-                esc.add(v)
-        return Group(eqns, esc)
-
-    def root_score(self, r) -> int:
-        idx = set(self.members[r])
-        return fusion_score(self._group([self.jaxpr.eqns[j] for j in sorted(idx)], idx))
+    def gain(self, r, k) -> int:
+        """``fusion_score(G + E) - fusion_score(G) - fusion_score(E)`` for group ``r`` and
+        equation ``k``, computed from what changes: the reads of ``E``'s operands that
+        ``G`` produces or already reads, and the writes of ``G``'s values whose last
+        outside reader was ``E``."""
+        saved = 0
+        members = self.mset[r]
+        for v in set(v for v in self.jaxpr.eqns[k].invars if not isinstance(v, Literal)):
+            if v in self.nmap[r]:
+                saved += _nbytes(v.aval)
+                if v not in self.program_outs and all(
+                        c in members or c == k for c in self.consumers.get(v, ())):
+                    saved += _nbytes(v.aval)
+            elif v in self.ins[r]:
+                saved += _nbytes(v.aval)
+        return saved
 
     def run(self):
         epoch = 0
@@ -251,9 +250,8 @@ class _Grouper:
                     cands.append(r)
             chosen = []
             if cands:
-                alone = fusion_score(self._group([eqn], {k}))
-                gains = sorted(((self.score_with([r], k) - self.root_score(r) - alone, n, r)
-                                for n, r in enumerate(cands)), reverse=True)
+                gains = sorted(((self.gain(r, k), n, r) for n, r in enumerate(cands)),
+                               reverse=True)
                 for gain, _, r in gains:
                     if gain > 0 and self.legal(chosen + [r], k):
                         chosen.append(r)
@@ -268,20 +266,31 @@ class _Grouper:
                 for r in chosen[1:]:
                     self.parent[r] = root
                     self.members[root] += self.members.pop(r)
+                    self.mset[root] |= self.mset.pop(r)
                     self.deps[root] |= self.deps.pop(r)
                     self.nmap[root] |= self.nmap.pop(r)
+                    self.ins[root] |= self.ins.pop(r)
+                    self.first[root] = min(self.first[root], self.first.pop(r))
+                    self.last.pop(r)
+                self.ins[root] -= self.nmap[root]
             else:
                 root = len(self.parent)
                 self.parent[root] = root
                 self.members[root] = []
+                self.mset[root] = set()
                 self.space[root] = space
                 self.epoch[root] = epoch
                 self.deps[root] = set()
                 self.nmap[root] = set()
+                self.ins[root] = set()
+                self.first[root] = k
             self.members[root].append(k)
+            self.mset[root].add(k)
+            self.last[root] = k
             self.group_of[k] = root
             for v in eqn.invars:
                 if not isinstance(v, Literal) and v not in self.nmap[root]:
+                    self.ins[root].add(v)
                     self.deps[root].update(self.var_groups(v))
             if eqn.primitive.name not in REDUCE_MONOIDS:
                 self.nmap[root].add(eqn.outvars[0])
