@@ -411,15 +411,21 @@ scan_p.transpose = _scan_transpose
 
 # scan: batching --------------------------------------------------------------------------
 
+def _mapped_to(xs, dims, at):
+    """Moves each mapped operand's axis to ``at``; returns the operands and their new
+    dims (``at`` or None)."""
+    moved = [batching.moveaxis(x, d, at) if d is not None else x for x, d in zip(xs, dims)]
+    return moved, [at if d is not None else None for d in dims]
+
+
 def _scan_batch(args, dims, jaxpr, num_consts, num_carry, length, reverse, unroll):
     nc, ncar = num_consts, num_carry
     size = batching.size_of(args, dims)
     consts, carry, xs = args[:nc], args[nc:nc + ncar], args[nc + ncar:]
     c_d, car_d, x_d = dims[:nc], dims[nc:nc + ncar], dims[nc + ncar:]
-    consts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(consts, c_d)]
-    xs = [batching.moveaxis(x, d, 1) if d is not None else x for x, d in zip(xs, x_d)]
-    c_b = [0 if d is not None else None for d in c_d]
-    x_b = [0 if d is not None else None for d in x_d]
+    consts, c_b = _mapped_to(consts, c_d, 0)
+    xs, _ = _mapped_to(xs, x_d, 1)
+    x_b = [0 if d is not None else None for d in x_d]    # a slice of xs: mapped at 0
     car_b = [d is not None for d in car_d]
     n_ys = len(jaxpr.out_avals) - ncar
     while True:
@@ -503,10 +509,8 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
     size = batching.size_of(args, dims)
     cconsts, bconsts, carry = args[:cn], args[cn:cn + bn], args[cn + bn:]
     cc_d, bc_d, car_d = dims[:cn], dims[cn:cn + bn], dims[cn + bn:]
-    cconsts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(cconsts, cc_d)]
-    bconsts = [batching.moveaxis(c, d, 0) if d is not None else c for c, d in zip(bconsts, bc_d)]
-    cc_b = [0 if d is not None else None for d in cc_d]
-    bc_b = [0 if d is not None else None for d in bc_d]
+    cconsts, cc_b = _mapped_to(cconsts, cc_d, 0)
+    bconsts, bc_b = _mapped_to(bconsts, bc_d, 0)
     car_b = [d is not None for d in car_d]
     ncar = len(carry)
     while True:
@@ -660,8 +664,7 @@ def _cond_batch(args, dims, branches):
     size = batching.size_of(args, dims)
     index, ops = args[0], args[1:]
     i_d, o_d = dims[0], dims[1:]
-    ops = [batching.moveaxis(o, d, 0) if d is not None else o for o, d in zip(ops, o_d)]
-    in_b = [0 if d is not None else None for d in o_d]
+    ops, in_b = _mapped_to(ops, o_d, 0)
     if i_d is None:
         out_b = [False] * len(branches[0].out_avals)
         for br in branches:

@@ -432,6 +432,17 @@ def _std_basis(leaves):
     return n, out
 
 
+def _with_dynamic(fun, args, kwargs, nums, d_tree):
+    """``fun`` as a function of the leaves of the arguments at positions ``nums`` (the
+    others, and ``kwargs``, fixed)."""
+    def f_dyn(*leaves):
+        new = list(args)
+        for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
+            new[i] = v
+        return fun(*new, **kwargs)
+    return f_dyn
+
+
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian by forward mode, one JVP per input element batched with vmap
     (``jax.jacfwd``).  Output leaves have shape ``out.shape + in.shape``."""
@@ -454,11 +465,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                                 f"differentiation of non-holomorphic functions involving "
                                 f"complex inputs or integer inputs, use jax.jvp directly.")
 
-        def f_dyn(*leaves):
-            new = list(args)
-            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
-                new[i] = v
-            return fun(*new, **kwargs)
+        f_dyn = _with_dynamic(fun, args, kwargs, nums, d_tree)
 
         n, basis = _std_basis(d_leaves)
 
@@ -505,11 +512,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             _check_leaf(x, "jacrev")
         _check_grad_inputs(d_leaves, allow_int, holomorphic, "jacrev")
 
-        def f_dyn(*leaves):
-            new = list(args)
-            for i, v in zip(nums, tree_unflatten(d_tree, list(leaves))):
-                new[i] = v
-            return fun(*new, **kwargs)
+        f_dyn = _with_dynamic(fun, args, kwargs, nums, d_tree)
 
         if has_aux:
             y, pull, aux = vjp(f_dyn, *d_leaves, has_aux=True)
