@@ -26,8 +26,8 @@ __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacre
 
 def _check_callable(fun, name):
     if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun!r} (the function passed to "
-                        f"{name})")
+        raise TypeError(f"{name} needs a callable as its function argument; "
+                        f"{fun!r} is not callable")
 
 
 def _check_leaf(x, what):
@@ -61,9 +61,8 @@ def _like_aval(x, aval):
 
 def _check_aux_pair(out):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"expected function with aux output to return a two-element tuple "
-                        f"(output, auxiliary data), but got type {type(out)} with value "
-                        f"{out!r}")
+        raise TypeError(f"with has_aux=True the function has to return a pair (output, aux); "
+                        f"it returned {type(out)}: {out!r}")
 
 
 def _dtype_str(dt):
@@ -131,14 +130,13 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     _check_callable(fun, "jvp")
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError(f"primal and tangent arguments to jax.jvp must be tuples or lists; "
-                        f"found {type(primals).__name__} and {type(tangents).__name__}.")
+        raise TypeError(f"jax.jvp takes its primals and tangents as tuples or lists, not "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree "
-                        f"structure; primals have tree structure {p_tree} whereas tangents "
-                        f"have tree structure {t_tree}.")
+        raise TypeError(f"jax.jvp: the tangents' pytree structure {t_tree} differs from "
+                        f"the primals' structure {p_tree}.")
     for p, t in zip(p_leaves, t_leaves):
         _check_leaf(p, "jvp primal")
         _check_leaf(t, "jvp tangent")
@@ -147,14 +145,13 @@ def jvp(fun, primals, tangents, has_aux=False):
         want = _tangent_dtype(pa)
         if ta_dtype != want and (ta_dtype == dtypes.float0 or
                                  dtypes.canonicalize_dtype(ta_dtype) != want):
-            raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes "
-                            f"must be equal, or in case of int/bool primal dtype the tangent "
-                            f"dtype must be float0. Got primal dtype {pa.dtype.name} and so "
-                            f"expected tangent dtype {_dtype_str(want)}, but got tangent "
-                            f"dtype {_dtype_str(ta_dtype)} instead.")
+            raise TypeError(f"jax.jvp: tangent dtype {_dtype_str(ta_dtype)} does not fit primal "
+                            f"dtype {pa.dtype.name}; the tangent must have dtype "
+                            f"{_dtype_str(want)} (a tangent has its primal's dtype, and "
+                            f"int/bool primals take float0 tangents).")
         if tuple(np.shape(t)) != pa.shape:
-            raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
-                             f"shape {pa.shape} and tangent shape as {tuple(np.shape(t))}")
+            raise ValueError(f"jax.jvp: primal shape {pa.shape} and tangent shape "
+                             f"{tuple(np.shape(t))} differ")
     t_in = [t if ad.is_differentiable(get_aval(p)) else None
             for p, t in zip(p_leaves, t_leaves)]
     store = []
@@ -185,15 +182,15 @@ def linearize(fun, *primals, has_aux=False):
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
-            raise TypeError(f"linearized function called on tangents with tree structure "
-                            f"{t_tree}, expected {p_tree}")
+            raise TypeError(f"the function returned by linearize takes tangents with pytree "
+                            f"structure {p_tree}, got {t_tree}")
         for t, a in zip(t_leaves, lin.in_avals):
             ta = _leaf_aval(t)
             if ta.shape != a.shape or (ta.dtype != _tangent_dtype(a) and (
                     ta.dtype == dtypes.float0 or
                     dtypes.canonicalize_dtype(ta.dtype) != _tangent_dtype(a))):
-                raise ValueError(f"linearized function called on tangent values inconsistent "
-                                 f"with the original primal values: got tangent "
+                raise ValueError(f"the function returned by linearize got a tangent that does not "
+                                 f"fit its primal: tangent "
                                  f"{_dtype_str(ta.dtype)}{list(ta.shape)} for primal "
                                  f"{a.str_short()}, expected "
                                  f"{_dtype_str(_tangent_dtype(a))}{list(a.shape)}")
@@ -262,12 +259,11 @@ def vjp(fun, *primals, has_aux=False):
             else:
                 ok = ca.dtype == dtypes.float0 or not dtypes.is_inexact(ca.dtype)
             if ca.shape != a.shape or not ok:
-                raise ValueError(f"unexpected JAX type (shape/dtype) of cotangent leaf {i} "
-                                 f"passed to the VJP function: got "
-                                 f"{_dtype_str(ca.dtype)}{list(ca.shape)}, but expected "
-                                 f"{_dtype_str(want)}{list(a.shape)} because the "
-                                 f"corresponding output of the differentiated function has "
-                                 f"type {a.str_short()}")
+                raise ValueError(f"cotangent leaf {i} given to the VJP function is "
+                                 f"{_dtype_str(ca.dtype)}{list(ca.shape)}; it has to be "
+                                 f"{_dtype_str(want)}{list(a.shape)} to match output leaf "
+                                 f"{i} of the differentiated function, of type "
+                                 f"{a.str_short()}")
         ct_leaves = [_as_dtype(c, a.dtype) if ad.is_differentiable(a) else None
                      for c, a in zip(ct_leaves, lin.out_avals)]
         return tree_unflatten(p_tree, pullback(ct_leaves))
@@ -295,9 +291,9 @@ def _argnums_tuple(argnums, nargs, name):
         if not isinstance(i, (int, np.integer)):
             raise TypeError(f"{name}: argnums must be ints, got {argnums!r}")
         if not -nargs <= i < nargs:
-            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
-                            f"least {max(nums) + 1} positional arguments to be passed by the "
-                            f"caller, but got only {nargs} positional arguments.")
+            raise TypeError(f"argnums={argnums} names positional argument {max(nums)}, so at "
+                            f"least {max(nums) + 1} positional arguments are needed; the call "
+                            f"passed {nargs}.")
     out = tuple(int(i) % nargs for i in nums)
     if len(set(out)) != len(out):
         # JAX fails here too (with an internal TypeError); a repeated argument would get
@@ -308,14 +304,12 @@ def _argnums_tuple(argnums, nargs, name):
 
 def _real_output_error(name, dt):
     if dt.kind == "c":
-        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
-                        f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
-                        f"differentiation, pass holomorphic=True. For differentiation of "
-                        f"non-holomorphic functions involving complex outputs, use jax.vjp "
-                        f"directly.")
-    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
-                    f"of np.floating), but got {dt.name}. For differentiation of functions "
-                    f"with integer outputs, use jax.vjp directly.")
+        raise TypeError(f"{name} differentiates real (floating) outputs only; this output "
+                        f"has dtype {dt.name}. Pass holomorphic=True if the function is "
+                        f"holomorphic; otherwise call jax.vjp on it yourself.")
+    raise TypeError(f"{name} differentiates real (floating) outputs only; this output "
+                    f"has dtype {dt.name}. For an integer-valued output call jax.vjp "
+                    f"yourself.")
 
 
 def _check_grad_inputs(leaves, allow_int, holomorphic, name="grad"):
@@ -323,13 +317,13 @@ def _check_grad_inputs(leaves, allow_int, holomorphic, name="grad"):
         dt = get_aval(x).dtype
         if holomorphic:
             if dt.kind != "c":
-                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
-                                f"dtype, but got {dt.name}.")
+                raise TypeError(f"{name}(holomorphic=True) takes complex inputs only; got an "
+                                f"input of dtype {dt.name}.")
         elif not dtypes.is_inexact(dt) and not allow_int:
-            raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
-                            f"that is a sub-dtype of np.inexact), but got {dt.name}. If you "
-                            f"want to use Boolean- or integer-valued inputs, use vjp or set "
-                            f"allow_int to True.")
+            raise TypeError(f"{name} differentiates with respect to floating or complex "
+                            f"inputs only; got an input of dtype {dt.name}. Set "
+                            f"allow_int=True (or call vjp) to accept integer or boolean "
+                            f"inputs.")
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
@@ -369,17 +363,17 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                 out, aux = out
                 store.append(aux)
             if isinstance(out, (tuple, list, dict)) or out is None:
-                raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                                f"was {out!r}.")
+                raise TypeError(f"grad needs a scalar-output function; this one "
+                                f"returned {out!r}.")
             _check_leaf(out, "grad output")
             aval = get_aval(out)
             if aval.shape != ():
-                raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                                f"had shape: {aval.shape}.")
+                raise TypeError(f"grad needs a scalar-output function; this one returned an "
+                                f"array of shape {aval.shape}.")
             if holomorphic:
                 if aval.dtype.kind != "c":
-                    raise TypeError(f"grad with holomorphic=True requires outputs with "
-                                    f"complex dtype, but got {aval.dtype.name}.")
+                    raise TypeError(f"grad(holomorphic=True) takes complex outputs only; got "
+                                    f"an output of dtype {aval.dtype.name}.")
             elif not dtypes.is_float(aval.dtype):
                 _real_output_error("grad", aval.dtype)
             return [out]
@@ -456,14 +450,13 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             _check_leaf(x, "jacfwd")
             dt = get_aval(x).dtype
             if holomorphic and dt.kind != "c":
-                raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex "
-                                f"dtype, but got {dt.name}.")
+                raise TypeError(f"jacfwd(holomorphic=True) takes complex inputs only; got an "
+                                f"input of dtype {dt.name}.")
             if not holomorphic and not dtypes.is_float(dt):
-                raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a "
-                                f"sub-dtype of np.floating), but got {dt.name}. For "
-                                f"holomorphic differentiation, pass holomorphic=True. For "
-                                f"differentiation of non-holomorphic functions involving "
-                                f"complex inputs or integer inputs, use jax.jvp directly.")
+                raise TypeError(f"jacfwd differentiates with respect to real (floating) inputs "
+                                f"only; got an input of dtype {dt.name}. Pass "
+                                f"holomorphic=True for a holomorphic function; for other "
+                                f"complex or integer inputs call jax.jvp yourself.")
 
         f_dyn = _with_dynamic(fun, args, kwargs, nums, d_tree)
 
@@ -522,8 +515,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         for yl in y_leaves:
             dt = get_aval(yl).dtype
             if holomorphic and dt.kind != "c":
-                raise TypeError(f"jacrev with holomorphic=True requires outputs with complex "
-                                f"dtype, but got {dt.name}.")
+                raise TypeError(f"jacrev(holomorphic=True) takes complex outputs only; got an "
+                                f"output of dtype {dt.name}.")
             if not holomorphic and not dtypes.is_float(dt):
                 _real_output_error("jacrev", dt)
         n, basis = _std_basis(y_leaves)
@@ -593,8 +586,9 @@ class custom_jvp:
             bound.apply_defaults()
             args, kwargs = bound.args, {}
         if self.jvp is None:
-            raise AttributeError(f"No JVP defined for custom_jvp function "
-                                 f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")
+            raise AttributeError(f"custom_jvp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} has no JVP "
+                                 f"rule yet; register one with defjvp.")
         nd = set(i % len(args) for i in self.nondiff_argnums) if args else set()
         diff_pos = [i for i in range(len(args)) if i not in nd]
         leaves, tree = tree_flatten([args[i] for i in diff_pos])
@@ -611,9 +605,8 @@ class custom_jvp:
             o_leaves, o_tree = tree_flatten(out)
             t_leaves, t_tree = tree_flatten(t_out)
             if t_tree != o_tree:
-                raise TypeError(f"Custom JVP rule must produce primal and tangent outputs "
-                                f"with equal container (pytree) structures, but got "
-                                f"{o_tree} and {t_tree}.")
+                raise TypeError(f"custom JVP rule returned primal and tangent outputs of "
+                                f"different pytree structures: {o_tree} and {t_tree}.")
             fixed = []
             for p, t in zip(o_leaves, t_leaves):
                 pa = get_aval(p)
@@ -623,8 +616,8 @@ class custom_jvp:
                         ta.weak_type and ad.is_differentiable(pa) and
                         ad.is_differentiable(ta))):
                     raise TypeError(
-                        f"Custom JVP rule must produce primal and tangent outputs with "
-                        f"corresponding shapes and dtypes: the primal output "
+                        f"custom JVP rule returned a tangent whose shape or dtype does not fit "
+                        f"its primal: the primal output "
                         f"{pa.str_short()} needs a tangent of type "
                         f"{np.dtype(want).name}{list(pa.shape)}, but the rule of "
                         f"{getattr(self.fun, '__name__', 'the function')} returned "
@@ -690,8 +683,9 @@ class custom_vjp:
             bound.apply_defaults()
             args = bound.args
         if self.fwd is None:
-            raise AttributeError(f"No VJP defined for custom_vjp function "
-                                 f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
+            raise AttributeError(f"custom_vjp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} has no VJP "
+                                 f"rule yet; register one with defvjp.")
         nd = sorted(set(i % len(args) for i in self.nondiff_argnums)) if args else []
         diff_pos = [i for i in range(len(args)) if i not in nd]
         diff_args = [args[i] for i in diff_pos]
@@ -720,12 +714,12 @@ class custom_vjp:
             ct = tree_unflatten(out_tree, list(cts))
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
             if not isinstance(got, (tuple, list)):
-                raise TypeError(f"Custom VJP bwd rule must produce a tuple, got "
-                                f"{type(got).__name__}")
+                raise TypeError(f"custom_vjp bwd returned {type(got).__name__}; it has to "
+                                f"return a tuple")
             if len(got) != len(diff_pos):
-                raise TypeError(f"Custom VJP bwd rule must produce a tuple with one entry "
-                                f"per differentiable argument ({len(diff_pos)}), got "
-                                f"{len(got)}")
+                raise TypeError(f"custom_vjp bwd returned a tuple of {len(got)} entries; it "
+                                f"needs one per differentiable argument, "
+                                f"{len(diff_pos)}")
             g_leaves = []
             for g, a in zip(got, diff_args):
                 a_leaves, _ = tree_flatten(a)
