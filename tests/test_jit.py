@@ -89,7 +89,7 @@ def test_static_argnames_maps_to_position():
 
 def test_unhashable_static_raises_value_error_and_leaves_cache():
     f = jax.jit(lambda x, n: x, static_argnums=1)
-    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+    with pytest.raises(ValueError, match="static argument .* is unhashable"):
         f(jnp.ones(2), [1, 2])
     assert f._cache_size() == 0
 
@@ -328,7 +328,7 @@ def test_no_numpy_floating_point_warnings_escape():
 def test_compiled_rejects_other_static_values():
     c = jax.jit(lambda x, n: x * n, static_argnums=1).lower(1.0, 3).compile()
     assert float(c(2.0, 3)) == 6.0
-    with pytest.raises(TypeError, match="Static arguments"):
+    with pytest.raises(TypeError, match="static arguments"):
         c(2.0, 5)
 
 

@@ -68,9 +68,9 @@ def _plan(x, device, may_alias):
         x = np.asarray(x.__jax_array__() if hasattr(x, "__jax_array__") else x)
         aval = aval_of_value(x)
     else:
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
-                        f"(device_put takes arrays, NumPy arrays, Python scalars and pytrees "
-                        f"of them).")
+        raise TypeError(f"Argument {x!r} of type {type(x)} cannot be placed on a device: "
+                        f"device_put accepts pytrees whose leaves are jaxlite or NumPy "
+                        f"arrays or Python scalars.")
     return ("h2d", x, device, aval)
 
 

@@ -69,7 +69,7 @@ def value_on(x, device):
         if x.ndim:  # scalars are constants of the program, not transfers
             check_transfer("host_to_device", False, x.nbytes, "host", device, aval)
         return np.asarray(x, aval.dtype)
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
 def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:

@@ -54,7 +54,7 @@ class JaxprTrace(Trace):
             builder = self.main.payload
             var = builder.const_var(val)
             return JaxprTracer(self, var.aval, var)
-        raise TypeError(f"Value {val!r} of type {type(val).__name__} is not a valid JAX type")
+        raise TypeError(f"Value {val!r} of type {type(val).__name__} cannot be used as an array")
 
     def lift(self, val):
         """A tracer of an enclosing transformation met while staging (a closed-over value,

@@ -210,7 +210,7 @@ def get_aval(x) -> ShapedArray:
         return scalar_aval(x)
     if isinstance(x, (bool, int, float, complex)) or hasattr(x, "dtype"):
         return aval_of_value(x)
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
 _counter = itertools.count()

@@ -37,7 +37,7 @@ def ensure_array(x):
         return from_host(x)
     if isinstance(x, PY_SCALARS):
         return from_host(x, get_aval(x).dtype, weak_type=not isinstance(x, bool))
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid JAX type")
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
 def convert(x, dtype, weak: bool = False):

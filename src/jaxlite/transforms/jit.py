@@ -53,7 +53,7 @@ def _leaf_key(x):
         return k
     if t in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic) + _PY_SCALARS):
         return (aval_of_value(x), None)
-    raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type: {x!r}")
+    raise TypeError(f"Argument {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
 def _abstract_leaf_key(x):
@@ -108,7 +108,8 @@ class JitWrapped:
                  donate_argnames=None, keep_unused=False, device=None, backend=None,
                  inline=False):
         if not callable(fun):
-            raise TypeError(f"Expected a callable value, got {fun!r}")
+            raise TypeError(f"jit needs a callable as its function argument; {fun!r} is not "
+                            f"callable")
         self.fun = fun
         try:
             self._sig = inspect.signature(fun)
@@ -165,9 +166,9 @@ class JitWrapped:
                 hash(v)
             except TypeError as e:
                 raise ValueError(
-                    f"Non-hashable static arguments are not supported. An error occurred "
-                    f"while trying to hash an object of type {type(v)}, {v!r} (static "
-                    f"argument {where!r} of {self.__name__}). The error was:\nTypeError: {e}"
+                    f"static argument {where!r} of {self.__name__} is unhashable: hashing "
+                    f"{v!r} of type {type(v)} raised TypeError: {e}. Static arguments "
+                    f"key the compilation cache, so they have to be hashable."
                 ) from None
         return statics, static_kw, dyn_args, dyn_kw, static_pos
 
@@ -278,8 +279,8 @@ class JitWrapped:
                     sigs.append(_leaf_key(x))
                 except TypeError:
                     names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
-                    raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} is not "
-                                    f"a valid JAX type (jit of {self.__name__}).") from None
+                    raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} cannot be "
+                                    f"used as an array (jit of {self.__name__}).") from None
         if len(sigs) != len(leaves) or len(_trace.trace_stack) > 1:
             # under a transformation (or with traced arguments): one jit equation
             out = self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
@@ -410,7 +411,7 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
     Returns:
       A callable with ``lower``, ``_cache_size`` and ``clear_cache``.
     Raises:
-      TypeError: ``fun`` is not callable, or an argument is not a valid JAX type.
+      TypeError: ``fun`` is not callable, or an argument cannot be used as an array.
       ValueError: an unhashable static argument (naming it), static and donated overlap.
     Usable as ``@jit``, ``@jit(static_argnums=0)`` or
     ``@functools.partial(jit, static_argnums=0)``.

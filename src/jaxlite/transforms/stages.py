@@ -133,19 +133,18 @@ class Compiled:
         want = self._lowered._key
         if (statics, static_kw) != (want[2], want[3]):
             got = [v for _, v in statics + static_kw]
-            raise TypeError(f"Static arguments {got!r} differ from those this computation was "
-                            f"compiled for {[v for _, v in want[2] + want[3]]!r}; lower and "
+            raise TypeError(f"static arguments {got!r} are not the ones this executable was "
+                            f"built with, {[v for _, v in want[2] + want[3]]!r}; lower and "
                             f"compile again for new static values.")
         if in_tree != want[0]:
-            raise TypeError(f"Function compiled with input pytree {want[0]} called with "
-                            f"{in_tree}")
+            raise TypeError(f"this executable takes inputs with pytree structure {want[0]}, "
+                            f"got {in_tree}")
         names = self._lowered._arg_names
         for name, x, (aval, _) in zip(names, leaves, want[1]):
             got = _leaf_key(x)[0]
             if got.strip_weak_type() != aval.strip_weak_type():
-                raise TypeError(f"Argument types differ from the types for which this "
-                                f"computation was compiled: argument {name} is "
-                                f"{got.str_short()}, compiled for {aval.str_short()}.")
+                raise TypeError(f"argument {name} is {got.str_short()}, but this executable "
+                                f"was compiled for {aval.str_short()}.")
         outs = self._run_flat(leaves, lambda: names)
         return tree_unflatten(self._lowered.out_tree, outs)
 

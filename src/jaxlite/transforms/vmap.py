@@ -31,9 +31,9 @@ def _prefix_leaves(spec, value, what):
         full = optree.tree_broadcast_prefix(spec, value, none_is_leaf=True,
                                             namespace=NAMESPACE)
     except (ValueError, TypeError):
-        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
-                         f"corresponding value; got {what}={spec!r} for a value with tree "
-                         f"structure {optree.tree_structure(value, namespace=NAMESPACE)}"
+        raise ValueError(f"vmap {what}={spec!r} does not fit the value it describes: the "
+                         f"spec has to be a tree prefix of a value with pytree structure "
+                         f"{optree.tree_structure(value, namespace=NAMESPACE)}"
                          ) from None
     return optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
 
@@ -70,23 +70,20 @@ def _check_in_axes(in_axes):
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or _is_axis(in_axes) or isinstance(in_axes, tuple)):
-        raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                        f"corresponding to the positional arguments passed to the function, "
-                        f"but got {in_axes!r}.")
+        raise TypeError(f"vmap in_axes takes an int, None, or a tuple with one entry per "
+                        f"positional argument of the function; got {in_axes!r}.")
     for leaf in tree_flatten(in_axes, is_leaf=lambda x: x is None)[0]:
         if leaf is not None and not _is_axis(leaf):
-            raise TypeError(f"vmap in_axes must be an int, None, or (nested) container with "
-                            f"those types as leaves, but got {in_axes!r} (a leaf of type "
-                            f"{type(leaf).__name__}).")
+            raise TypeError(f"vmap in_axes={in_axes!r} has a leaf of type "
+                            f"{type(leaf).__name__}; its leaves may only be ints or None.")
     return in_axes
 
 
 def _check_out_axes(out_axes):
     for leaf in tree_flatten(out_axes, is_leaf=lambda x: x is None)[0]:
         if leaf is not None and not _is_axis(leaf):
-            raise TypeError(f"vmap out_axes must be an int, None, or (nested) container "
-                            f"with those types as leaves, but got {out_axes!r} (a leaf of "
-                            f"type {type(leaf).__name__}).")
+            raise TypeError(f"vmap out_axes={out_axes!r} has a leaf of type "
+                            f"{type(leaf).__name__}; its leaves may only be ints or None.")
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -118,17 +115,16 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         vmap(lambda a, b: a @ b, in_axes=(0, None))(xs, w)   # xs: (n, k), w: (k, m)
     """
     if not callable(fun):
-        raise TypeError(f"Expected a callable value, got {fun!r} (the function passed to "
-                        f"vmap)")
+        raise TypeError(f"vmap needs a callable as its function argument; {fun!r} is not "
+                        f"callable")
     in_axes = _check_in_axes(in_axes)
     _check_out_axes(out_axes)
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                             f"corresponding to the positional arguments passed to the "
-                             f"function, but got len(in_axes)={len(in_axes)}, "
+            raise ValueError(f"vmap in_axes as a tuple needs one entry per positional "
+                             f"argument: len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         axes = _prefix_leaves(spec, tuple(args), "in_axes")
@@ -150,32 +146,31 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             try:
                 aval = get_aval(x)
             except TypeError:
-                raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+                raise TypeError(f"Argument {x!r} of type {type(x)} cannot be used as an array "
                                 f"({what} of the vmapped function)") from None
             nd = aval.ndim
             if not -nd <= ax < nd:
-                raise ValueError(f"vmap was requested to map its argument along axis {ax}, "
-                                 f"which implies that its rank should be at least "
-                                 f"{(ax + 1) if ax >= 0 else -ax}, but is only {nd} (its "
-                                 f"shape is {aval.shape}; {what})")
+                raise ValueError(f"vmap cannot map axis {ax} of an argument of rank {nd} "
+                                 f"(shape {aval.shape}; {what}): mapping that axis needs "
+                                 f"rank at least {(ax + 1) if ax >= 0 else -ax}")
             d = int(ax) % nd
             dims.append(d)
             sizes.append((what, aval, d, aval.shape[d]))
         if sizes:
             distinct = sorted({s for *_, s in sizes})
             if len(distinct) > 1 or (axis_size is not None and distinct[0] != axis_size):
-                lines = [f"  * one axis had size {s}: axis {d} of {w} of type "
-                         f"{a.str_short()}" for w, a, d, s in sizes]
+                lines = [f"  - {w} ({a.str_short()}): axis {d} has size {s}"
+                         for w, a, d, s in sizes]
                 if axis_size is not None:
-                    lines.insert(0, f"  * the axis_size argument was {axis_size}")
-                raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                                 + ";\n".join(lines))
+                    lines.insert(0, f"  - axis_size={axis_size}")
+                raise ValueError("vmap: the mapped axes have different sizes:\n"
+                                 + "\n".join(lines))
             size = distinct[0]
         elif axis_size is not None:
             size = int(axis_size)
         else:
-            raise ValueError("vmap must have at least one non-None value in in_axes or "
-                             "axis_size must be specified")
+            raise ValueError("vmap has nothing to take the mapped size from: in_axes is None "
+                             "for every argument, so pass axis_size")
         leaves = [x for x, _ in described]
         with new_main(batching.BatchTrace, batching.BatchAxis(size, axis_name)) as main:
             trace = batching.BatchTrace(main)
@@ -193,13 +188,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 try:
                     t = trace.full_raise(o)
                 except TypeError:
-                    raise TypeError(f"Argument {o!r} of type {type(o)} is not a valid JAX "
-                                    f"type (an output of the vmapped function)") from None
+                    raise TypeError(f"Value {o!r} of type {type(o)} cannot be used as an array "
+                                    f"(an output of the vmapped function)") from None
                 val, d = t.val, t.bdim
                 if ax is None:
                     if d is not None:
-                        raise ValueError(f"at vmap out_axes{where}, got axis spec None but "
-                                         f"output was batched on axis {d}")
+                        raise ValueError(f"vmap out_axes{where} is None (unmapped), yet that "
+                                         f"output is batched on axis {d}")
                     res.append(val)
                     continue
                 nd = get_aval(val).ndim + (1 if d is None else 0)
