@@ -199,13 +199,13 @@ def test_conversions_like_jax(rjax, value, conv):
 
 
 def test_conversion_error_messages():
-    with pytest.raises(TypeError, match=r"Only scalar arrays.*\(2, 3\)"):
+    with pytest.raises(TypeError, match=r"shape \(2, 3\).*Python scalar"):
         float(jnp.ones((2, 3)))
-    with pytest.raises(TypeError, match="integer scalar arrays.*float32"):
+    with pytest.raises(TypeError, match="float32.*index.*0-d integer"):
         operator.index(jnp.array(1.0))
-    with pytest.raises(ValueError, match="empty array is ambiguous"):
+    with pytest.raises(ValueError, match="empty array has no truth value"):
         bool(jnp.zeros(0))
-    with pytest.raises(ValueError, match=r"more than one element.*a\.any\(\)"):
+    with pytest.raises(ValueError, match=r"shape \(2,\).*x\.any\(\)"):
         bool(jnp.ones(2))
     with pytest.raises(TypeError, match="0-d"):
         iter(jnp.array(1))

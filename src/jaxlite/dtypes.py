@@ -281,7 +281,7 @@ def _lattice_result(pairs):
 def result_type_and_weak(*args):
     """Like ``result_type`` but also says whether the result is weakly typed."""
     if not args:
-        raise ValueError("at least one array or dtype is required")
+        raise ValueError("result_type needs at least one argument (an array or a dtype)")
     if len(args) == 1:
         return dtype_and_weak(args[0])
     return _join(tuple([dtype_and_weak(a) for a in args]), config.jax_enable_x64)
@@ -306,7 +306,8 @@ def _promote_node(x):
         return _PY_TYPE_NODE[x]
     dt = _to_dtype(x)
     if dt not in _SUPPORTED:
-        raise TypeError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
+        raise TypeError(f"dtype={dt!r} takes no part in JAX's type promotion (not a "
+                        f"supported dtype).")
     return dt
 
 

@@ -306,8 +306,8 @@ def backward_pass(jaxpr: Jaxpr, consts, args, cts_out):
             continue
         prim = eqn.primitive
         if prim.transpose is None:
-            raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) "
-                                      f"for '{prim.name}' not implemented")
+            raise NotImplementedError(f"primitive '{prim.name}' has no transpose rule, so "
+                                      f"reverse-mode differentiation cannot pass through it")
         invals = [UndefinedPrimal(v.aval) if (not isinstance(v, Literal) and v in linear)
                   else read(v) for v in eqn.invars]
         ct = cts if prim.multiple_results else cts[0]

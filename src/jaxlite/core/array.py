@@ -24,8 +24,8 @@ from .trace import Tracer
 def immutable_error(idx) -> TypeError:
     i = "i" if isinstance(idx, (tuple, slice)) or getattr(idx, "ndim", 0) else repr(idx)
     return TypeError(
-        "JAX arrays are immutable and do not support in-place item assignment "
-        f"('Array' object does not support item assignment). Instead of x[{i}] = v, write "
+        "'Array' object does not support item assignment: jaxlite arrays are immutable. "
+        f"Instead of x[{i}] = v, write "
         f"x = x.at[{i}].set(v) (or .add/.multiply/... ), which returns a new array.")
 
 
@@ -35,7 +35,8 @@ def _long_name(aval) -> str:
 
 def deleted_error(aval) -> RuntimeError:
     """The error for any use of a deleted array (JAX's type and wording)."""
-    return RuntimeError(f"Array has been deleted with shape={_long_name(aval)}.")
+    return RuntimeError(f"this array ({_long_name(aval)}) was deleted and its buffer "
+                        f"freed; it cannot be used any more.")
 
 
 class DLDeviceType(enum.IntEnum):
@@ -242,18 +243,19 @@ class ArrayImpl(Array):
 
     def _scalar_value(self):
         if self.aval.shape:
-            raise TypeError(f"Only scalar arrays can be converted to Python scalars; got an "
-                            f"array of shape {self.aval.shape} (ndim={len(self.aval.shape)}).")
+            raise TypeError(f"cannot convert an array of shape {self.aval.shape} "
+                            f"(ndim={len(self.aval.shape)}) to a Python scalar: only 0-d "
+                            f"arrays convert.")
         return self._host_value()   # 0-d: NumPy's conversions (complex -> float fails)
 
     def __bool__(self):
         n = self.aval.size
         if n == 0:
-            raise ValueError("The truth value of an empty array is ambiguous. Use "
-                             "`array.size > 0` to check that an array is not empty.")
+            raise ValueError("an empty array has no truth value; test `x.size > 0` to ask "
+                             "whether it has elements.")
         if n > 1:
-            raise ValueError(f"The truth value of an array with more than one element "
-                             f"(shape {self.aval.shape}) is ambiguous. Use a.any() or a.all()")
+            raise ValueError(f"an array of shape {self.aval.shape} has no single truth value; "
+                             f"reduce it with x.any() or x.all() first.")
         return bool(self._host_value())
 
     def __int__(self):
@@ -267,8 +269,8 @@ class ArrayImpl(Array):
 
     def __index__(self):
         if self.aval.shape or self.aval.dtype.kind not in "iu":
-            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index; "
-                            f"got {_long_name(self.aval)}.")
+            raise TypeError(f"a {_long_name(self.aval)} array cannot serve as an index: that "
+                            f"needs a 0-d integer array.")
         return int(self._host_value()[()])
 
     def __len__(self):

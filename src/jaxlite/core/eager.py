@@ -43,9 +43,9 @@ def _incompatible_devices(args, what, names):
     n0 = names[i0] if names else f"argument {i0}"
     n1 = names[i1] if names else f"argument {i1}"
     raise ValueError(
-        f"Received incompatible devices for {what}. Got {n0} with shape "
-        f"{a0.aval.str_short()} on device {a0._buf.device!r} and {n1} with shape "
-        f"{a1.aval.str_short()} on device {a1._buf.device!r}. Move one of them with "
+        f"the inputs of {what} live on different devices: {n0} with shape "
+        f"{a0.aval.str_short()} is on {a0._buf.device!r}, {n1} with shape "
+        f"{a1.aval.str_short()} is on {a1._buf.device!r}. Move one of them with "
         f"jaxlite.device_put(x, device) so that both live on the same device.")
 
 

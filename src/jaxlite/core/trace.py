@@ -55,8 +55,9 @@ class Trace:
             return val
         if not main.alive:
             raise errors.UnexpectedTracerError(
-                f"Encountered an unexpected tracer {val.aval.str_short()} from a finished "
-                f"trace ({main.trace_type.__name__}).")
+                f"a tracer {val.aval.str_short()} outlived its trace "
+                f"({main.trace_type.__name__}, already finished); it leaked out of a "
+                f"transformed function.")
         if main.level < self.main.level:
             return self.lift(val)
         raise errors.UnexpectedTracerError(
@@ -189,8 +190,9 @@ def find_top_trace(args) -> Trace:
                 top = m
             if not m.alive:
                 raise errors.UnexpectedTracerError(
-                    f"Encountered an unexpected tracer {a.aval.str_short()} from a finished "
-                    f"trace ({m.trace_type.__name__}).")
+                    f"a tracer {a.aval.str_short()} outlived its trace "
+                    f"({m.trace_type.__name__}, already finished); it leaked out of a "
+                    f"transformed function.")
     return top.trace_type(top)
 
 

@@ -94,7 +94,8 @@ def _custom_lin_aval(*avals, num_res, bwd, out_avals, in_avals):
 
 
 def _custom_lin_impl(*args, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+    raise TypeError("a custom_vjp function has no forward-mode (jvp) derivative; only "
+                    "reverse mode (grad, vjp, jacrev) can differentiate it.")
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
@@ -106,9 +107,9 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
         if g is None or not ad.is_differentiable(a):
             out.append(None)
         elif get_aval(g).shape != a.shape:
-            raise ValueError(f"Custom VJP bwd rule must produce an output with the same shape "
-                             f"as the corresponding primal input: expected {a.shape}, got "
-                             f"{get_aval(g).shape}")
+            raise ValueError(f"custom_vjp bwd returned a cotangent of shape "
+                             f"{get_aval(g).shape} for a primal input of shape {a.shape}; "
+                             f"the shapes have to agree")
         else:
             out.append(g)
     return out

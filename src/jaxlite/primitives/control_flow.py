@@ -452,9 +452,9 @@ scan_p.batch = _scan_batch
 # while: JVP (forward mode only, as in JAX) and batching ---------------------------------
 
 _WHILE_REVERSE_ERROR = (
-    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
-    "dynamic start/stop values. Try using lax.scan, or using fori_loop with static "
-    "start/stop.")
+    "lax.while_loop (and lax.fori_loop with traced bounds) supports forward-mode "
+    "differentiation only, not reverse mode: the trip count is unknown, so intermediate "
+    "values cannot be stored. Use lax.scan, or fori_loop with static start/stop.")
 
 
 def _add_unused_inputs(closed: ClosedJaxpr, avals, at: int) -> ClosedJaxpr:

@@ -164,9 +164,10 @@ def devices(backend: str | None = None) -> list:
         return list(_cpu())
     if name == "gpu":
         raise RuntimeError(
-            "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu "
-            "are present. Platforms present are: cpu")
-    raise RuntimeError(f"Unknown backend {name}. Available backends are ['cpu']")
+            "Unknown backend: 'gpu' was asked for, but this installation has only the "
+            "'cpu' platform.")
+    raise RuntimeError(f"Unknown backend {name!r}: this installation has only the 'cpu' "
+                       f"platform.")
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None,
@@ -243,6 +244,6 @@ def check_default_device(device):
     Raises ValueError otherwise (as ``jax.default_device``)."""
     if device is None or isinstance(device, (Device, str)):
         return device
-    raise ValueError(f"jaxlite.default_device must be passed either a Device object (e.g. "
-                     f"`jaxlite.devices('cpu')[0]`) or a platform name string like 'cpu', "
-                     f"got: {device!r}")
+    raise ValueError(f"jaxlite.default_device takes a Device (such as "
+                     f"jaxlite.devices('cpu')[0]), a platform name such as 'cpu', or None; "
+                     f"got {device!r}")
