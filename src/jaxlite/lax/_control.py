@@ -139,8 +139,8 @@ def _promoted_carry(in_avals, out_avals):
 def _check_tree(out_tree, in_tree, what):
     if out_tree != in_tree:
         raise TypeError(
-            f"{what} function carry input and carry output must have the same pytree "
-            f"structure, but the carry goes in as {_tree_str(in_tree)} and comes out as "
+            f"{what}: the carry has to keep its pytree structure from input to output, "
+            f"but it goes in as {_tree_str(in_tree)} and comes out as "
             f"{_tree_str(out_tree)}.")
 
 
@@ -149,10 +149,9 @@ def _check_carry(what, names, in_tree, out_tree, in_avals, out_avals):
     for name, a, b in zip(names, in_avals, out_avals):
         if not (a.shape == b.shape and a.dtype == b.dtype):
             raise TypeError(
-                f"{what} function carry input and carry output must have equal types: "
-                f"the input carry {name} has type {_ty(a)} but the "
-                f"corresponding output carry component has type {_ty(b)}, so "
-                f"{_difference(a, b)}.")
+                f"{what}: the carry has to keep its types from input to output, but "
+                f"the input carry {name} has type {_ty(a)} and comes back as "
+                f"{_ty(b)}, so {_difference(a, b)}.")
 
 
 def _to_strong_values(leaves, in_avals):
@@ -202,7 +201,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         (Array(3., dtype=float32), Array([0., 0., 1.], dtype=float32))
     """
     if not callable(f):
-        raise TypeError("lax.scan: f argument should be a callable.")
+        raise TypeError(f"lax.scan needs a callable f, got {f!r}.")
     xs_flat, xs_tree = tree_flatten(xs)
     xs_avals = _avals_of(xs_flat, "scan xs")
     for a, name in zip(xs_avals, _leaf_paths(xs, "xs")):
@@ -213,30 +212,31 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if length is not None:
         if isinstance(length, Tracer):
             raise errors.ConcretizationTypeError(
-                length, "The `length` argument to `scan` must be a concrete int; for a "
-                "dynamic number of steps use `while_loop` or `fori_loop`.")
+                length, "scan needs a concrete int `length` (a number of steps known while "
+                "tracing); a data-dependent step count calls for `while_loop` or `fori_loop`.")
         try:
             length = int(length)
         except TypeError:
             raise TypeError(f"scan: length must be a Python int, got {length!r}") from None
         if any(s != length for s in sizes):
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
-                             f"leading axis sizes {sizes}.")
+            raise ValueError(f"scan: length={length} does not match the leading axis sizes "
+                             f"of xs, {sizes}.")
         if length < 0:
-            raise ValueError(f"scan got a negative `length` argument: {length}.")
+            raise ValueError(f"scan: length={length} is negative.")
     elif sizes:
         if len(set(sizes)) > 1:
-            raise ValueError(f"scan got values with different leading axis sizes: "
+            raise ValueError(f"scan: the xs leaves have different leading axis sizes: "
                              f"{', '.join(_builtin_map(str, sizes))}.")
         length = sizes[0]
     else:
-        raise ValueError("scan got no values to scan over and `length` not provided.")
+        raise ValueError("scan: xs is empty, so the number of steps has to come from "
+                         "`length`, which was not given.")
     if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
     else:
         unroll = int(unroll)
         if unroll < 0:
-            raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
+            raise ValueError(f"scan: unroll={unroll!r}; it takes a bool or an int >= 0.")
         unroll = max(unroll, 1)
 
     init_flat, init_tree = tree_flatten(init)
@@ -247,7 +247,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
     def pair(res):
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
-            raise TypeError(f"scan body output must be a pair, got {_describe(res)}.")
+            raise TypeError(f"scan body has to return a (carry, y) pair; it returned "
+                            f"{_describe(res)}.")
         c, y = res
         out_parts["carry"] = tree_flatten(c)[1]
         return (c, y)
@@ -304,7 +305,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
       ValueError: ``unroll`` with traced bounds.
     """
     if not callable(body_fun):
-        raise TypeError("lax.fori_loop: body_fun argument should be callable.")
+        raise TypeError(f"lax.fori_loop needs a callable body_fun, got {body_fun!r}.")
     la, ua = get_aval(lower), get_aval(upper)
     if la.dtype == ua.dtype:
         dtype = la.dtype
@@ -317,8 +318,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             elif ua.weak_type and not la.weak_type:
                 dtype = la.dtype
         if dtype is None:
-            raise TypeError(f"lower and upper arguments to fori_loop must have equal types, "
-                            f"got {la.dtype.name} and {ua.dtype.name}")
+            raise TypeError(f"fori_loop: lower ({la.dtype.name}) and upper ({ua.dtype.name}) "
+                            f"have to share one dtype")
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         lo, hi = int(lower), int(upper)
 
@@ -329,8 +330,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
                               unroll=False if unroll is None else unroll)
         return result
     if unroll is not None and unroll is not False and unroll != 1:
-        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
-                         "statically known.")
+        raise ValueError("fori_loop: `unroll` needs loop bounds that are statically known "
+                         "(Python ints or concrete values), not traced ones.")
     if la.dtype != dtype:
         lower = _strong(lower, dtype)
     if ua.dtype != dtype:
@@ -367,7 +368,8 @@ def while_loop(cond_fun, body_fun, init_val):
         changing the carry's structure, shapes or dtypes (naming the leaf and types).
     """
     if not (callable(cond_fun) and callable(body_fun)):
-        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+        raise TypeError(f"lax.while_loop needs callables for cond_fun and body_fun, got "
+                        f"{cond_fun!r} and {body_fun!r}.")
     init_flat, in_tree = tree_flatten(init_val)
     avals = _avals_of(init_flat, "while_loop init_val")
     names = _leaf_paths(init_val, _carry_name(body_fun, "val"))
@@ -384,11 +386,11 @@ def while_loop(cond_fun, body_fun, init_val):
     cond_closed, cond_consts = _trace(cond_fun, in_tree, avals, cond_out)
     c_avals = cond_closed.out_avals
     if cond_out.tree.num_leaves != 1 or cond_out.tree.num_nodes != 1:
-        raise TypeError(f"cond_fun must return a boolean scalar, but got pytree "
-                        f"{_tree_str(cond_out.tree)}.")
+        raise TypeError(f"while_loop: cond_fun has to return one boolean scalar; it "
+                        f"returned the pytree {_tree_str(cond_out.tree)}.")
     if c_avals[0].shape != () or c_avals[0].dtype != np.bool_:
-        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
-                        f"{[a for a in c_avals]}.")
+        raise TypeError(f"while_loop: cond_fun has to return one boolean scalar; it "
+                        f"returned {[a for a in c_avals]}.")
     init_flat = _to_strong_values(init_flat, avals)
     outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_closed,
                         body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
@@ -420,8 +422,8 @@ def _branches(funs, labels, ops, what, order=None):
         tree = traced[k][2].tree
         if tree != tree0:
             raise TypeError(
-                f"{what} branch outputs must have the same pytree structure, but they "
-                f"differ: {labels[ref]} returns {_tree_str(tree0)} but {labels[k]} returns "
+                f"{what}: every branch has to return the same pytree structure, yet "
+                f"{labels[ref]} returns {_tree_str(tree0)} and {labels[k]} returns "
                 f"{_tree_str(tree)}.")
     out0 = traced[ref][0].out_avals
     out_paths = _leaf_paths(tree_unflatten(tree0, [0] * tree0.num_leaves), "output")
@@ -430,9 +432,9 @@ def _branches(funs, labels, ops, what, order=None):
             if a.shape != b.shape or a.dtype != b.dtype:
                 where = "" if tree0.num_leaves == 1 and tree0.num_nodes == 1 else f" {name}"
                 raise TypeError(
-                    f"{what} branches must have equal output types but they differ: the "
-                    f"output{where} of {labels[ref]} has type {_ty(a)} but the "
-                    f"corresponding output of {labels[k]} has type {_ty(b)}, so "
+                    f"{what}: every branch has to return the same types, yet the "
+                    f"output{where} of {labels[ref]} has type {_ty(a)} and the same "
+                    f"output of {labels[k]} has type {_ty(b)}, so "
                     f"{_difference(a, b)}.")
     # an output is weakly typed only if it is weak in every branch
     strong = [any(not t[0].out_avals[i].weak_type for t in traced)
@@ -503,8 +505,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """
     if operand is not _NO_OPERAND:
         if operands:
-            raise TypeError("if 'operand' keyword is passed then no operands can be passed "
-                            "positionally")
+            raise TypeError("lax.cond: give the operands either positionally or as the "
+                            "'operand' keyword, not both")
         operands = (operand,)
     if not (callable(true_fun) and callable(false_fun)):
         # JAX's old signature: cond(pred, true_operand, true_fun, false_operand, false_fun)
@@ -512,11 +514,12 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
             t_op, t_fun, f_op, f_fun = true_fun, false_fun, operands[0], operands[1]
             return cond(pred, lambda ops: t_fun(ops[0]), lambda ops: f_fun(ops[1]),
                         (t_op, f_op))
-        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+        raise TypeError(f"lax.cond needs callables for true_fun and false_fun, got "
+                        f"{true_fun!r} and {false_fun!r}.")
     aval = _index_check(pred, "Pred")
     if not (aval.dtype == np.bool_ or aval.dtype.kind in "iu" or dtypes.is_float(aval.dtype)):
-        raise TypeError(f"Pred type must be either boolean or number, got "
-                        f"{aval.dtype.name}.")
+        raise TypeError(f"lax.cond: pred has dtype {aval.dtype.name}; it has to be a "
+                        f"boolean or a number.")
     if aval.dtype != np.bool_:
         pred = _e.ne_p.bind(pred, _zero_like(aval))
     index = _e.convert_element_type_p.bind(pred, new_dtype=np.dtype(np.int32),
@@ -552,22 +555,23 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
     """
     if operand is not _NO_OPERAND:
         if operands:
-            raise TypeError("if 'operand' keyword is passed then no operands can be passed "
-                            "positionally")
+            raise TypeError("lax.switch: give the operands either positionally or as the "
+                            "'operand' keyword, not both")
         operands = (operand,)
     try:
         branches = list(branches)
     except TypeError:
-        raise TypeError("lax.switch: branches argument should be a sequence of "
-                        "callables.") from None
+        raise TypeError(f"lax.switch takes a sequence of callables as branches, got "
+                        f"{branches!r}.") from None
     if not branches:
         raise ValueError("Empty branch sequence")
     if not all(callable(b) for b in branches):
-        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+        raise TypeError(f"lax.switch takes a sequence of callables as branches, got "
+                        f"{branches!r}.")
     aval = _index_check(index, "Branch index")
     if not (aval.dtype.kind in "iu"):
-        raise TypeError(f"Index type must be an integer, got {_val_str(index)} as "
-                        f"{aval.dtype.name}")
+        raise TypeError(f"lax.switch: index {_val_str(index)} has dtype "
+                        f"{aval.dtype.name}; it has to be an integer")
     if len(branches) == 1:
         return branches[0](*operands)
     idx = index
@@ -595,7 +599,7 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - JAX's name
       TypeError: f not callable.
     """
     if not callable(f):
-        raise TypeError("lax.map: f argument should be a callable.")
+        raise TypeError(f"lax.map needs a callable f, got {f!r}.")
     if batch_size is not None:
         batch_size = int(batch_size)
     _, ys = scan(lambda c, x: (c, f(x)), None, xs)
@@ -636,8 +640,8 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {bad.ndim}")
     sizes = [a.shape[axis] for a in avals]
     if len(set(sizes)) > 1:
-        raise ValueError(f"Array inputs to associative_scan must have the same first "
-                         f"dimension. (saw: {[a.shape for a in avals]})")
+        raise ValueError(f"associative_scan: the elems leaves disagree in the length of "
+                         f"the scanned axis (shapes {[a.shape for a in avals]})")
     if reverse:
         leaves = [rev(x, (axis,)) for x in leaves]
 
