@@ -17,6 +17,41 @@ from .trace import get_aval
 
 _SCALARS = (bool, int, float, complex)
 
+# Every eager op and jit call runs its NumPy code with floating-point errors ignored (JAX
+# computes inf/nan without warnings).  ``np.errstate(all="ignore")`` costs about a
+# microsecond per entry, more than a small op itself, so the hot paths set NumPy's
+# error-state context variable directly: the state inside is the caller's state (its
+# ``errcall`` and buffer size too) with every error ignored, as errstate would make it.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _fp_state
+except ImportError:      # another NumPy layout: use np.errstate itself
+    _fp_state = None
+_fp_pair = (None, None)  # (the caller's error state, the same with every error ignored)
+
+
+def fp_ignore_begin():
+    """Starts ignoring NumPy floating-point errors (``np.errstate(all="ignore")``);
+    returns the token ``fp_ignore_end`` takes."""
+    global _fp_pair
+    if _fp_state is None:
+        es = np.errstate(all="ignore")
+        es.__enter__()
+        return es
+    cur = _fp_state.get()
+    pair = _fp_pair
+    if pair[0] is not cur:
+        with np.errstate(all="ignore"):
+            pair = _fp_pair = (cur, _fp_state.get())
+    return _fp_state.set(pair[1])
+
+
+def fp_ignore_end(token) -> None:
+    """Restores the error state ``fp_ignore_begin`` replaced."""
+    if _fp_state is None:
+        token.__exit__(None, None, None)
+    else:
+        _fp_state.reset(token)
+
 
 def placement(args, what: str = "computation", names=None):
     """(device, committed) for a computation over ``args``.
@@ -105,11 +140,37 @@ def apply_primitive(prim, args, params):
     if monitoring._listeners:
         monitoring.emit("eager_op", primitive=prim.name, device=str(device),
                         arg_ids=[id(a) for a in args])
-    with np.errstate(all="ignore"):  # JAX computes inf/nan (and casts) without warnings
+    token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
+    try:
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
             return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
         return wrap(out, out_aval, device, committed, vals)
+    finally:
+        fp_ignore_end(token)
+
+
+def run_impl(prim, vals, out_aval, device, committed: bool) -> ArrayImpl:
+    """The end of ``apply_primitive`` for callers that already checked the operands
+    (fast paths): runs ``prim``'s implementation on NumPy ``vals`` (no params, one result
+    of ``out_aval``) and wraps the result on ``device``."""
+    pair = _fp_pair
+    if _fp_state is not None and pair[0] is _fp_state.get():   # fp_ignore_begin, inlined
+        token = _fp_state.set(pair[1])
+    else:
+        token = fp_ignore_begin()
+    try:
+        out = prim.impl(*vals)
+    finally:
+        fp_ignore_end(token)
+    if type(out) is np.ndarray and out.base is None and out.dtype == out_aval.dtype \
+            and out.shape == out_aval.shape:
+        return ArrayImpl(Buffer(out, device), out_aval, committed)   # a fresh array
+    token = fp_ignore_begin()   # wrap may cast
+    try:
+        return wrap(out, out_aval, device, committed, vals)
+    finally:
+        fp_ignore_end(token)
 
 
 def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: bool = False,

@@ -13,15 +13,19 @@ from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
 
 
+# array-like without asking isinstance (an ABC check on ArrayImpl costs more than ``x + 1``)
+_ARRAYLIKE_TYPES = frozenset({ArrayImpl, bool, int, float, complex})
+
+
 def _binop(fn, reflected=False):
     if reflected:
         def op(self, other):
-            if not is_arraylike(other):
+            if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
                 return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
-            if not is_arraylike(other):
+            if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
                 return NotImplemented
             return fn(self, other)
     return op

@@ -19,9 +19,13 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import dtypes, lax, monitoring
+from ..config import config
 from ..core.array import ArrayImpl
-from ..core.trace import Tracer, get_aval
+from ..core.eager import run_impl, value_on
+from ..core.trace import Tracer, _dynamic, get_aval
+from ..primitives import elementwise as _e
+from ..runtime import get_default_device
 from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
                     public_names)
 
@@ -155,6 +159,132 @@ def _args2(name, x1, x2, kind=None):
     return x1, x2, dt
 
 
+# ---- the eager fast path of binary functions ---------------------------------------------
+# ``x + 1`` outside any transformation: what the full path decides from the operands'
+# types alone (the common dtype, the primitive) is memoised per type combination in a
+# plan, and a constant's NumPy value per plan and value.  A call then checks placement
+# and liveness and runs the implementation.  Anything else (a transformation, a dtype
+# conversion or broadcast to stage, another device, a deleted array, a monitoring
+# listener, an error to raise) takes the full path, which therefore decides every
+# observable behaviour.
+
+_fast_plans: dict = {}
+
+
+class _FastPlan:
+    """For one combination of operand types: the primitive, the common dtype and weak
+    type, constants' (NumPy value, aval) by Python value, output avals by shape."""
+
+    __slots__ = ("prim", "dt", "weak", "consts", "outs")
+
+    def __init__(self, prim, dt, weak):
+        self.prim, self.dt, self.weak = prim, dt, weak
+        self.consts, self.outs = {}, {}
+
+
+def _fast_plan(prim_for, kind, x1, x2):
+    """The plan for these operands' types, or False when the full path must run (an
+    operand needs a conversion, or the function is not a single primitive there)."""
+    try:
+        dt, weak = dtypes.result_type_and_weak(x1, x2)
+    except Exception:   # the full path raises it
+        return False
+    if kind == "inexact":
+        dt = dtypes.to_inexact_dtype(dt)
+    elif kind is not None and dt == _BOOL:
+        dt = dtypes.default_int_dtype()
+    for x in (x1, x2):
+        if type(x) is ArrayImpl and (x.aval.dtype != dt or x.aval.weak_type != weak):
+            return False
+    prim = prim_for(dt)
+    return False if prim is None else _FastPlan(prim, dt, weak)
+
+
+def _fast_const(plan, v):
+    """(NumPy value, aval) the full path gives Python scalar ``v`` (promoted, then
+    matched by lax's wrapper), or None when it raises (the full path raises it)."""
+    try:
+        c = _cast(v, plan.dt, plan.weak)
+        if type(c) in _PY:
+            c = lax.scalar_as(c, plan.dt, plan.weak)
+        return value_on(c, None), get_aval(c)
+    except Exception:
+        return None
+
+
+def _fast_binary(f, prim_for, kind, x1, x2):
+    """``f(x1, x2)`` computed eagerly without the full path, or None when it does not
+    apply (see above)."""
+    if len(_dynamic) != 1 or monitoring._listeners:
+        return None
+    t1, t2 = type(x1), type(x2)
+    if t1 is ArrayImpl:
+        arr, a1 = x1, x1.aval
+        if t2 is ArrayImpl:
+            a2 = x2.aval
+            if a1.shape != a2.shape:
+                return None
+            key = (f, config.jax_enable_x64, a1.dtype, a1.weak_type, a2.dtype, a2.weak_type)
+        elif t2 in _PY:
+            key = (f, config.jax_enable_x64, a1.dtype, a1.weak_type, t2)
+        else:
+            return None
+    elif t2 is ArrayImpl and t1 in _PY:
+        arr = x2
+        key = (f, config.jax_enable_x64, t1, x2.aval.dtype, x2.aval.weak_type)
+    else:
+        return None
+    plan = _fast_plans.get(key)
+    if plan is None:
+        plan = _fast_plan(prim_for, kind, x1, x2)
+        if len(_fast_plans) < 4096:
+            _fast_plans[key] = plan
+    if plan is False:
+        return None
+    buf = arr._buf
+    device = buf.device
+    committed = arr._committed
+    if t1 is t2:
+        buf2 = x2._buf
+        v1, v2 = buf.data, buf2.data
+        if v1 is None or v2 is None or buf2.device is not device:
+            return None
+        committed = committed or x2._committed
+        operands = (v1, v2)
+        avals = (a1, a2)
+    else:
+        v = buf.data
+        if v is None:
+            return None
+        s = x2 if t1 is ArrayImpl else x1
+        ts = type(s)
+        # 0.0 == -0.0 (and 1+0j == 1-0j) as keys: signed zeros would share one constant
+        cacheable = ts is int or ts is bool or (ts is float and s)
+        c = plan.consts.get(s) if cacheable else None
+        if c is None:
+            c = _fast_const(plan, s)
+            if c is None:
+                return None
+            if cacheable and len(plan.consts) < 256:
+                plan.consts[s] = c
+        if t1 is ArrayImpl:
+            operands, avals = (v, c[0]), (arr.aval, c[1])
+        else:
+            operands, avals = (c[0], v), (c[1], arr.aval)
+    if not committed and device is not get_default_device():
+        return None     # an uncommitted operand elsewhere: an implicit transfer
+    shape = arr.aval.shape
+    out_aval = plan.outs.get(shape)
+    if out_aval is None:
+        try:
+            out_aval = plan.prim.abstract_eval_cached(avals, {})
+        except Exception:   # the full path raises it
+            return None
+        if len(plan.outs) < 256:
+            plan.outs[shape] = out_aval
+    return run_impl(plan.prim, operands, out_aval, device, committed)
+
+
 def _arr(x):
     """``x`` as an Array (or tracer): for functions that return their input unchanged."""
     return x if isinstance(x, _ARRAYS) else ensure_array(x)
@@ -173,8 +303,15 @@ def _unary(name, fn, kind=None, doc=None):
     return f
 
 
-def _binary(name, fn, kind=None, doc=None):
+def _binary(name, fn, kind=None, doc=None, fast=None):
+    """A binary function: promote, broadcast, then ``fn(x1, x2, dtype)``.  ``fast(dtype)``
+    names the one primitive ``fn`` binds for operands already of that dtype and shape
+    (None where it does something else): the eager fast path runs it directly."""
     def f(x1, x2, /):
+        if fast is not None:
+            out = _fast_binary(f, fast, kind, x1, x2)
+            if out is not None:
+                return out
         x1, x2, dt = _args2(name, x1, x2, kind)
         return fn(x1, x2, dt)
     f.__name__ = f.__qualname__ = name
@@ -254,10 +391,13 @@ def _multiply(a, b, dt):
     return lax.bitwise_and(a, b) if dt == _BOOL else lax.mul(a, b)
 
 
-add = _binary("add", _add)
-subtract = _binary("subtract", _subtract)
-multiply = _binary("multiply", _multiply)
-true_divide = _binary("true_divide", lambda a, b, dt: lax.div(a, b), "inexact")
+add = _binary("add", _add, fast=lambda dt: None if dt == _BOOL else _e.add_p)
+subtract = _binary("subtract", _subtract,
+                   fast=lambda dt: None if dt == _BOOL else _e.sub_p)
+multiply = _binary("multiply", _multiply,
+                   fast=lambda dt: None if dt == _BOOL else _e.mul_p)
+true_divide = _binary("true_divide", lambda a, b, dt: lax.div(a, b), "inexact",
+                      fast=lambda dt: _e.div_p)
 divide = _binary("divide", lambda a, b, dt: lax.div(a, b), "inexact")
 
 
@@ -409,8 +549,8 @@ def _maximum(a, b, dt):
     return lax.max(a, b)
 
 
-maximum = _binary("maximum", _maximum)
-minimum = _binary("minimum", lambda a, b, dt: lax.min(a, b))
+maximum = _binary("maximum", _maximum, fast=lambda dt: _e.max_p)
+minimum = _binary("minimum", lambda a, b, dt: lax.min(a, b), fast=lambda dt: _e.min_p)
 
 
 def _fmax(a, b, dt):
@@ -429,12 +569,14 @@ fmin = _binary("fmin", _fmin, doc="Elementwise minimum ignoring NaN: a NaN loses
 
 # ---- comparisons & logic ------------------------------------------------------------
 
-equal = _binary("equal", lambda a, b, dt: lax.eq(a, b))
-not_equal = _binary("not_equal", lambda a, b, dt: lax.ne(a, b))
-less = _binary("less", lambda a, b, dt: lax.lt(a, b))
-less_equal = _binary("less_equal", lambda a, b, dt: lax.le(a, b))
-greater = _binary("greater", lambda a, b, dt: lax.gt(a, b))
-greater_equal = _binary("greater_equal", lambda a, b, dt: lax.ge(a, b))
+equal = _binary("equal", lambda a, b, dt: lax.eq(a, b), fast=lambda dt: _e.eq_p)
+not_equal = _binary("not_equal", lambda a, b, dt: lax.ne(a, b), fast=lambda dt: _e.ne_p)
+less = _binary("less", lambda a, b, dt: lax.lt(a, b), fast=lambda dt: _e.lt_p)
+less_equal = _binary("less_equal", lambda a, b, dt: lax.le(a, b),
+                     fast=lambda dt: _e.le_p)
+greater = _binary("greater", lambda a, b, dt: lax.gt(a, b), fast=lambda dt: _e.gt_p)
+greater_equal = _binary("greater_equal", lambda a, b, dt: lax.ge(a, b),
+                        fast=lambda dt: _e.ge_p)
 
 
 def _to_bool(x):
