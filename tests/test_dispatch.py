@@ -450,3 +450,18 @@ def test_several_devices_fast_equals_full_path():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "BAD []" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+def test_fused_kernels_repeat_exactly(dtype):
+    # the interpreter runs kernels through run_reference, whose per-kernel plan is built on
+    # the first call: later calls (direct inputs, broadcast inputs, reductions) must agree
+    def f(a, b):
+        return (jnp.sum(a * 2, axis=1), a - jnp.max(a, axis=1, keepdims=True),
+                jnp.sum(a) + b, a * b)
+    g = jaxlite.jit(f)
+    x = jnp.array(np.arange(12).reshape(3, 4) % 5, dtype)
+    y = jnp.array(3, dtype)
+    eager = _describe(list(f(x, y)))
+    for _ in range(3):
+        assert _describe(list(g(x, y))) == eager

@@ -124,19 +124,41 @@ def _broadcast_input(x, inp: KernelInput, shape):
 _REDUCE = {"add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply}
 
 
+def _reference_plan(kernel: Kernel):
+    """What ``run_reference`` decides per kernel rather than per call (the interpreter runs
+    small kernels on every jit call): which inputs already span the iteration space in
+    order (no broadcast view needed), and per output (reduction ufunc or None, axes,
+    whether to reduce in float32, aval)."""
+    order = tuple(range(len(kernel.shape)))
+    direct = [inp.aval.shape == kernel.shape and inp.dims == order for inp in kernel.inputs]
+    outs = []
+    for o in kernel.outputs:
+        half = o.aval.dtype in (np.dtype(np.float16),) or o.aval.dtype.name == "bfloat16"
+        outs.append((_REDUCE[o.monoid] if o.kind == "reduce" else None, o.axes, half, o.aval))
+    return direct, outs
+
+
 def run_reference(kernel: Kernel, *args):
     """Evaluates ``kernel`` with NumPy (the semantics every code generator must match)."""
-    full = [_broadcast_input(np.asarray(a), inp, kernel.shape)
-            for a, inp in zip(args, kernel.inputs)]
+    plan = kernel.__dict__.get("_reference_plan")
+    if plan is None:
+        plan = kernel._reference_plan = _reference_plan(kernel)
+    direct, out_plan = plan
+    shape = kernel.shape
+    full = [np.asarray(a) if d else _broadcast_input(np.asarray(a), inp, shape)
+            for a, inp, d in zip(args, kernel.inputs, direct)]
     results = eval_jaxpr_impl(kernel.body, [], *full)
     outs = []
-    for r, o in zip(results, kernel.outputs):
-        r = np.broadcast_to(np.asarray(r), kernel.shape)
-        if o.kind == "reduce":
-            if o.aval.dtype in (np.dtype(np.float16),) or o.aval.dtype.name == "bfloat16":
+    for r, (monoid, axes, half, aval) in zip(results, out_plan):
+        r = np.asarray(r)
+        if r.shape != shape:
+            r = np.broadcast_to(r, shape)
+        if monoid is not None:
+            if half:
                 r = r.astype(np.float32)
-            r = _REDUCE[o.monoid].reduce(r, axis=o.axes) if o.axes else r
-        outs.append(exact(np.reshape(r, o.aval.shape), o.aval.dtype))
+            r = monoid.reduce(r, axis=axes) if axes else r
+        outs.append(exact(r if r.shape == aval.shape else np.reshape(r, aval.shape),
+                          aval.dtype))
     return outs
 
 
