@@ -202,7 +202,7 @@ def test_errors_like_jax(rjnp, name, args, exc):
 
 
 def test_contraction_error_names_both_shapes():
-    with pytest.raises(TypeError, match=r"\(3,\) and \(4,\)"):
+    with pytest.raises(TypeError, match=r"\(3,\) \(lhs\) and \(4,\) \(rhs\)"):
         jnp.dot(np.ones(3), np.ones(4))
     with pytest.raises(TypeError, match=r"\(2, 3\).*\(4, 5\)"):
         jnp.matmul(np.ones((2, 3)), np.ones((4, 5)))

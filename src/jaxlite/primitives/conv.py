@@ -95,18 +95,18 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         raise ValueError(f"{name} feature_group_count={fgc} must divide the lhs feature "
                          f"dimension size {c} (lhs shape {lhs.shape}).")
     if c // fgc != i:
-        raise ValueError(f"{name} lhs feature dimension size divided by feature_group_count "
-                         f"must equal the rhs input feature dimension size, but {c} // {fgc} "
-                         f"!= {i} (lhs shape {lhs.shape}, rhs shape {rhs.shape}).")
+        raise ValueError(f"{name}: the rhs has {i} input features but the lhs has {c} "
+                         f"features in {fgc} group(s), {c} // {fgc} != {i} (lhs shape "
+                         f"{lhs.shape}, rhs shape {rhs.shape}).")
     if o % fgc:
-        raise ValueError(f"{name} rhs output feature dimension size {o} must be a multiple of "
-                         f"feature_group_count={fgc}.")
+        raise ValueError(f"{name}: feature_group_count={fgc} does not divide the rhs "
+                         f"output feature size {o}.")
     if n % bgc:
         raise ValueError(f"{name} batch_group_count={bgc} must divide the lhs batch dimension "
                          f"size {n} (lhs shape {lhs.shape}).")
     if o % bgc:
-        raise ValueError(f"{name} rhs output feature dimension size {o} must be a multiple of "
-                         f"batch_group_count={bgc}.")
+        raise ValueError(f"{name}: batch_group_count={bgc} does not divide the rhs "
+                         f"output feature size {o}.")
     spatial = []
     for d in range(nsp):
         size = lhs.shape[ls[2 + d]]

@@ -30,19 +30,19 @@ def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
             raise TypeError(f"dot_general {name} dimensions {ax} out of range for operand of "
                             f"rank {nd}")
     if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting and "
-                        f"batch dimensions, got {dimension_numbers}")
+        raise TypeError(f"dot_general: dimension_numbers {dimension_numbers} pair up "
+                        f"unequal numbers of lhs and rhs dimensions (contracting and batch "
+                        f"lists have to match in length)")
     for a, b in zip(lc, rc):
         if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires contracting dimensions to have the same "
-                            f"shape, got {tuple(lhs.shape[i] for i in lc)} and "
-                            f"{tuple(rhs.shape[i] for i in rc)} (lhs shape {lhs.shape}, rhs "
-                            f"shape {rhs.shape}).")
+            raise TypeError(f"dot_general: contracting dimension sizes "
+                            f"{tuple(lhs.shape[i] for i in lc)} (lhs) and "
+                            f"{tuple(rhs.shape[i] for i in rc)} (rhs) differ (lhs shape "
+                            f"{lhs.shape}, rhs shape {rhs.shape}).")
     for a, b in zip(lb, rb):
         if lhs.shape[a] != rhs.shape[b]:
-            raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch "
-                            f"dimensions to have the same shape, got lhs shape {lhs.shape}, "
-                            f"rhs shape {rhs.shape}, batch dims {lb} and {rb}.")
+            raise TypeError(f"dot_general: batch dimensions {lb} of lhs shape {lhs.shape} and "
+                            f"{rb} of rhs shape {rhs.shape} differ in size.")
     batch = tuple(lhs.shape[a] for a in lb)
     lfree = tuple(s for i, s in enumerate(lhs.shape) if i not in lc and i not in lb)
     rfree = tuple(s for i, s in enumerate(rhs.shape) if i not in rc and i not in rb)

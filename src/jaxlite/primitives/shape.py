@@ -20,21 +20,20 @@ def _shape_prim(name, aval, impl, kind="shape"):
 def _bid_aval(x, shape, broadcast_dimensions, sharding=None):
     shape, bd = tuple(shape), tuple(broadcast_dimensions)
     if any(d < 0 for d in shape):
-        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
-                        f"{shape}.")
+        raise TypeError(f"broadcast_in_dim: target shape {shape} has a negative "
+                        f"dimension.")
     if len(bd) != x.ndim:
-        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
-                        f"operand ndim; got broadcast_dimensions {bd} for operand ndim "
-                        f"{x.ndim}.")
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} has {len(bd)} "
+                        f"entries but the operand has ndim {x.ndim}; it needs one entry "
+                        f"per operand axis.")
     for i, d in enumerate(bd):
         if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
-            raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
-                            f"equal to their corresponding dimensions in the target broadcast "
-                            f"shape; got operand of shape {x.shape}, target broadcast shape "
-                            f"{shape}, broadcast_dimensions {bd}")
+            raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot broadcast to "
+                            f"{shape} with broadcast_dimensions {bd}: each operand axis "
+                            f"has to be size 1 or the size of the target axis it maps to")
     if list(bd) != sorted(bd) or len(set(bd)) != len(bd):
-        raise TypeError(f"broadcast_in_dim broadcast_dimensions must be strictly increasing; "
-                        f"got broadcast_dimensions {bd}")
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} is not strictly "
+                        f"increasing")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -73,8 +72,8 @@ reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view")
 def _transpose_aval(x, permutation):
     perm = tuple(permutation)
     if sorted(perm) != list(range(x.ndim)):
-        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
-                        f"permutation {perm} for operand shape {x.shape}.")
+        raise TypeError(f"transpose: {perm} does not reorder the axes of an operand of "
+                        f"shape {x.shape} (it has to list each of 0..{x.ndim - 1} once).")
     return ShapedArray(tuple(x.shape[p] for p in perm), x.dtype, x.weak_type)
 
 
@@ -90,8 +89,8 @@ def _squeeze_aval(x, dimensions):
     dims = normalize_axes(dimensions, x.ndim, "squeeze")
     for d in dims:
         if x.shape[d] != 1:
-            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
-                             f"to one, got shape={x.shape} and dimensions={tuple(dimensions)}")
+            raise ValueError(f"squeeze: dimensions={tuple(dimensions)} includes an axis whose "
+                             f"size is not 1 (shape={x.shape})")
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dims), x.dtype,
                        x.weak_type)
 
@@ -104,22 +103,21 @@ squeeze_p = _shape_prim("squeeze", _squeeze_aval,
 
 def _concat_aval(*xs, dimension):
     if not xs:
-        raise ValueError("concatenate requires at least one operand")
+        raise ValueError("concatenate got no operands")
     check_same_dtypes("concatenate", xs)
     nd = xs[0].ndim
     if any(x.ndim != nd for x in xs):
-        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
-                        f"{', '.join(str(x.shape) for x in xs)}.")
+        raise TypeError(f"concatenate: the operands differ in rank (shapes "
+                        f"{', '.join(str(x.shape) for x in xs)}).")
     if not 0 <= dimension < max(nd, 1):
-        raise ValueError(f"concatenate dimension out of bounds: dimension {dimension} for "
-                         f"shapes {', '.join(str(x.shape) for x in xs)}")
+        raise ValueError(f"concatenate: dimension {dimension} is out of range for shapes "
+                         f"{', '.join(str(x.shape) for x in xs)}")
     for x in xs:
         if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
                                if i != dimension):
-            raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
-                            f"other than the one being concatenated: concatenating along "
-                            f"dimension {dimension} for shapes "
-                            f"{', '.join(str(x.shape) for x in xs)}.")
+            raise TypeError(f"concatenate along dimension {dimension}: shapes "
+                            f"{', '.join(str(x.shape) for x in xs)} also differ in another "
+                            f"dimension; only the joined one may differ.")
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
