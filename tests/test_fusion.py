@@ -387,3 +387,27 @@ def test_jit_with_fusion_matches_eager(dtype):
         ea, eb = f(x)
     assert a.dtype == ea.dtype and b.dtype == eb.dtype
     _assert_same([np.asarray(ea), np.asarray(eb)], [np.asarray(a), np.asarray(b)])
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_expanded_kernels_equal_the_kernel_reference(which):
+    # the interpreter runs each kernel as the array equations it stands for
+    from jaxlite.compiler.kernel import expand_kernels, kernel_p
+    from jaxlite.compiler.pipeline import optimize
+    from jaxlite.ir.interpret import eval_jaxpr_impl
+    fs = [lambda x: jnp.tanh(x) * 0.5 + jnp.exp(-x * x) * jnp.sin(x),
+          lambda x: jax.nn.softmax(x, axis=-1),
+          lambda x: jnp.sum(x, axis=0, keepdims=True) * 2 + x,
+          lambda x: (x.T * 3 + jnp.max(x)).astype(jnp.int32),
+          lambda x: jnp.dot(x, x.T) + jnp.sum(x)]
+    x = np.random.default_rng(which).standard_normal((3, 4)).astype(np.float32)
+    opt, _ = optimize(jax.make_jaxpr(fs[which])(x))
+    assert any(e.primitive is kernel_p for e in opt.jaxpr.eqns)
+    exp = expand_kernels(opt)
+    assert not any(e.primitive is kernel_p for e in exp.jaxpr.eqns)
+    consts = [np.asarray(c) for c in opt.consts]
+    want = eval_jaxpr_impl(opt.jaxpr, consts, x)
+    got = eval_jaxpr_impl(exp.jaxpr, consts, x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)

@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from ..core.eager import host_value
+from ..compiler.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from .base import Executable, register_backend
@@ -26,6 +27,9 @@ class InterpretedExecutable(Executable):
     backend = "interpreter"
 
     def __init__(self, closed: ClosedJaxpr, name: str):
+        # fused kernels run as the array operations they stand for (no code generator
+        # here): the same NumPy calls as the unfused program, without interpreting bodies
+        closed = expand_kernels(closed)
         jaxpr = closed.jaxpr
         self.name = name
         self.in_avals = [v.aval for v in jaxpr.invars]

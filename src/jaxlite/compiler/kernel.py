@@ -177,3 +177,93 @@ def _kernel_impl(*args, kernel):
 kernel_p = Primitive("kernel", abstract_eval=_kernel_aval, impl=_kernel_impl,
                      multiple_results=True,
                      flops=lambda *avals, kernel: kernel.flops(), kind="kernel")
+
+
+# ---- expanding kernels back into array equations ---------------------------------------
+# A backend without a code generator for kernels (the interpreter) runs each kernel as the
+# array equations it stands for: one NumPy call per body operation on the broadcast
+# inputs, the same work as the unfused program, with no per-call interpretation of the
+# body.
+
+_REDUCE_PRIMS = {"add": "reduce_sum", "max": "reduce_max", "min": "reduce_min",
+                 "mul": "reduce_prod"}
+
+
+def _expand_kernel(eqn, out_eqns):
+    from ..core.primitive import primitives
+    from ..ir.jaxpr import JaxprEqn, Literal, Var
+    k: Kernel = eqn.params["kernel"]
+    prims = primitives()
+    shape = k.shape
+    full = {}                          # body var -> array-level var or literal
+    for bv, inp, x in zip(k.body.invars, k.inputs, eqn.invars):
+        if inp.aval.ndim == 0 or (inp.aval.shape == shape and inp.dims == tuple(range(len(shape)))):
+            full[bv] = x
+            continue
+        src = x
+        order = sorted(range(inp.aval.ndim), key=lambda i: inp.dims[i])
+        if order != list(range(inp.aval.ndim)):
+            t_aval = ShapedArray(tuple(inp.aval.shape[i] for i in order), inp.aval.dtype)
+            tv = Var(t_aval)
+            out_eqns.append(JaxprEqn(prims["transpose"], [src], [tv],
+                                     {"permutation": tuple(order)}))
+            src = tv
+        bv_full = Var(ShapedArray(shape, inp.aval.dtype))
+        out_eqns.append(JaxprEqn(prims["broadcast_in_dim"], [src], [bv_full],
+                                 {"shape": shape, "broadcast_dimensions":
+                                  tuple(sorted(inp.dims)), "sharding": None}))
+        full[bv] = bv_full
+
+    def read(v):
+        return v if isinstance(v, Literal) else full[v]
+
+    def rank(v):
+        return v.aval.ndim if not isinstance(v, Literal) else 0
+
+    for be in k.body.eqns:
+        ins = [read(v) for v in be.invars]
+        is_full = any(rank(v) > 0 for v in ins)
+        outs = []
+        for ov in be.outvars:
+            nv = Var(ShapedArray(shape if is_full else (), ov.aval.dtype))
+            full[ov] = nv
+            outs.append(nv)
+        out_eqns.append(be.replace(invars=ins, outvars=outs))
+    for bo, o, target in zip(k.body.outvars, k.outputs, eqn.outvars):
+        v = read(bo)
+        if rank(v) == 0 and shape:
+            bv_full = Var(ShapedArray(shape, o.aval.dtype))
+            out_eqns.append(JaxprEqn(prims["broadcast_in_dim"], [v], [bv_full],
+                                     {"shape": shape, "broadcast_dimensions": (),
+                                      "sharding": None}))
+            v = bv_full
+        if o.kind == "reduce" and o.axes:
+            kept = tuple(n for i, n in enumerate(shape) if i not in o.axes)
+            rv = Var(ShapedArray(kept, o.aval.dtype)) if kept != o.aval.shape else target
+            out_eqns.append(JaxprEqn(prims[_REDUCE_PRIMS[o.monoid]], [v], [rv],
+                                     {"axes": tuple(o.axes), "out_sharding": None}))
+            v = rv
+        if v is target:
+            continue
+        if not isinstance(v, Literal) and v.aval.shape == o.aval.shape:
+            out_eqns.append(JaxprEqn(prims["copy"], [v], [target], {}))
+        else:
+            out_eqns.append(JaxprEqn(prims["reshape"], [v], [target],
+                                     {"new_sizes": tuple(o.aval.shape), "dimensions": None,
+                                      "sharding": None}))
+
+
+def expand_kernels(closed):
+    """``closed`` with every kernel equation replaced by the array equations it stands for
+    (same results; what a backend without a kernel code generator runs)."""
+    from ..ir.jaxpr import ClosedJaxpr, Jaxpr
+    j = closed.jaxpr
+    if not any(e.primitive is kernel_p for e in j.eqns):
+        return closed
+    eqns = []
+    for e in j.eqns:
+        if e.primitive is kernel_p:
+            _expand_kernel(e, eqns)
+        else:
+            eqns.append(e)
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars), closed.consts)
