@@ -150,17 +150,17 @@ def apply_primitive(prim, args, params):
         fp_ignore_end(token)
 
 
-def run_impl(prim, vals, out_aval, device, committed: bool) -> ArrayImpl:
+def run_impl(impl, vals, out_aval, device, committed: bool) -> ArrayImpl:
     """The end of ``apply_primitive`` for callers that already checked the operands
-    (fast paths): runs ``prim``'s implementation on NumPy ``vals`` (no params, one result
-    of ``out_aval``) and wraps the result on ``device``."""
+    (fast paths): runs a primitive's implementation ``impl`` on NumPy ``vals`` (no params,
+    one result of ``out_aval``) and wraps the result on ``device``."""
     pair = _fp_pair
     if _fp_state is not None and pair[0] is _fp_state.get():   # fp_ignore_begin, inlined
         token = _fp_state.set(pair[1])
     else:
         token = fp_ignore_begin()
     try:
-        out = prim.impl(*vals)
+        out = impl(*vals)
     finally:
         fp_ignore_end(token)
     if type(out) is np.ndarray and out.base is None and out.dtype == out_aval.dtype \

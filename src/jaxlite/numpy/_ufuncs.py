@@ -175,11 +175,18 @@ class _FastPlan:
     """For one combination of operand types: the primitive, the common dtype and weak
     type, constants' (NumPy value, aval) by Python value, output avals by shape."""
 
-    __slots__ = ("prim", "dt", "weak", "consts", "outs")
+    __slots__ = ("prim", "impl", "dt", "weak", "consts", "outs")
 
     def __init__(self, prim, dt, weak):
         self.prim, self.dt, self.weak = prim, dt, weak
+        # operands of dtype ``dt``: the float16/bfloat16 wrapper of elementwise impls
+        # (upcasting to float32) has nothing to do unless ``dt`` is one of those
+        self.impl = prim.impl if dt in _HALF else getattr(prim.impl, "__wrapped__",
+                                                          prim.impl)
         self.consts, self.outs = {}, {}
+
+
+_HALF = (np.dtype(np.float16), np.dtype(dtypes._BF16))
 
 
 def _fast_plan(prim_for, kind, x1, x2):
@@ -282,7 +289,7 @@ def _fast_binary(f, prim_for, kind, x1, x2):
             return None
         if len(plan.outs) < 256:
             plan.outs[shape] = out_aval
-    return run_impl(plan.prim, operands, out_aval, device, committed)
+    return run_impl(plan.impl, operands, out_aval, device, committed)
 
 
 def _arr(x):
@@ -1178,9 +1185,8 @@ def clip(arr=None, /, min=None, max=None):
     ValueError for complex input."""
     check_arraylike("clip", arr)
     if get_aval(arr).dtype.kind == "c":
-        raise ValueError("Clip received a complex value either through the input or the "
-                         "min/max keywords. Complex values have no ordering and cannot be "
-                         "clipped.")
+        raise ValueError("clip: complex numbers are unordered, so a complex array, min or "
+                         "max cannot be clipped.")
     x = arr
     if min is not None:
         x = maximum(min, x)

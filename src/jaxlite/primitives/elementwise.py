@@ -37,6 +37,7 @@ def _half(fn):
                 return fn(*upcast_half(*xs), **params)
         return fn(*xs, **params)
     impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.__wrapped__ = fn    # eager fast paths call it directly for other dtypes
     return impl
 
 
