@@ -111,13 +111,11 @@ class _FastEntry:
     transfers exactly as always.
     """
 
-    __slots__ = ("run", "temp_bytes", "out_avals", "device", "out_tree", "single")
+    __slots__ = ("program", "device", "out_tree", "single")
 
     def __init__(self, entry, device):
-        ex = entry.compiled._program.executable
-        self.run = ex.run
-        self.temp_bytes = ex.temp_bytes
-        self.out_avals = list(ex.out_avals)
+        # the program, not its executable: a later tier may replace the executable
+        self.program = entry.compiled._program
         self.device = device
         self.out_tree = entry.out_tree
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
@@ -134,14 +132,15 @@ class _FastEntry:
             if data is None or buf.device is not device:
                 return None
             vals.append(data)
-        tmp = self.temp_bytes
+        ex = self.program.executable
+        tmp = ex.temp_bytes
         if tmp:
             device._alloc(tmp)
         token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
         try:
-            outs = self.run(vals)
+            outs = ex.run(vals)
             res = []
-            for o, a in zip(outs, self.out_avals):
+            for o, a in zip(outs, ex.out_avals):
                 # ``wrap``, with its common case inlined
                 if type(o) is not np.ndarray or o.dtype != a.dtype:
                     o = np.asarray(o, dtype=a.dtype)
