@@ -84,8 +84,8 @@ def _classify(item, raw, shape):
     if isinstance(item, (float, complex, np.generic)):
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                         f"{np.dtype(type(item)).name}" + _where(raw, shape))
-    raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
-                     f"integer or boolean arrays are valid indices. Got {_show(item)}"
+    raise IndexError(f"{_show(item)} cannot be used as an index; indices are integers, "
+                     "slices, `...`, None (newaxis) and integer or boolean arrays"
                      + _where(raw, shape))
 
 

@@ -191,8 +191,8 @@ def outer(a, b, out=None):
 
 
 def _tensordot_axes(axes, a, b):
-    bad = TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
-                    "lists/tuples of ints.")
+    bad = TypeError(f"tensordot: axes={axes!r} is not understood; give an int, a pair of "
+                    f"ints, or a pair of int sequences.")
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         n = int(axes)
         if n < 0:
@@ -299,8 +299,8 @@ def _interleaved_to_str(args):
             elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
                 s.append(opt_einsum.get_symbol(int(item)))
             else:
-                raise TypeError("For this input type lists must contain either Ellipsis or "
-                                "hashable and comparable object (e.g. int, str).")
+                raise TypeError(f"einsum: a subscript list holds {item!r}; its entries have to be "
+                                f"ints or Ellipsis.")
         return "".join(s)
     text = ",".join(letters(s) for s in subs)
     if out_given:

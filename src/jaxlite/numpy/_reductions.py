@@ -585,13 +585,12 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 def _cumulative_api(name, fn, identity, x, axis, dtype, include_initial, promote):
     x = _arr(name, x)
     if x.ndim == 0:
-        raise ValueError(f"The input must be non-scalar to take a cumulative {name[11:]} "
-                         f"(got shape {x.shape}).")
+        raise ValueError(f"cumulative {name[11:]} needs an input of rank >= 1, got shape "
+                         f"{x.shape}.")
     if axis is None:
         if x.ndim > 1:
-            raise ValueError(f"The input array has rank {x.ndim}, however axis was not set to "
-                             f"an explicit value. The axis argument is only optional for "
-                             f"one-dimensional arrays.")
+            raise ValueError(f"{name}: pass axis explicitly for an input of rank {x.ndim}; "
+                             f"it may be left out only for 1-d inputs.")
         axis = 0
     ax = canonicalize_axis(axis, x.ndim)
     if dtype is None and promote:
@@ -627,13 +626,13 @@ _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     check_arraylike(name, a, q)
     if method not in _METHODS:
-        raise ValueError(f"method can only be 'linear', 'lower', 'higher', 'midpoint', "
-                         f"'nearest' or 'inverted_cdf' (got {method!r})")
+        raise ValueError(f"unknown method {method!r}; the methods are 'linear', 'lower', "
+                         f"'higher', 'midpoint', 'nearest' and 'inverted_cdf'")
     a, q = promote_dtypes_inexact(ensure_array(a), q)
     a, q = ensure_array(a), ensure_array(q)
     if a.dtype.kind == "c":
-        raise ValueError("quantile does not support complex input, as the operation is poorly "
-                         "defined.")
+        raise ValueError("quantile: complex inputs have no ordering, so they have no "
+                         "quantiles.")
     if q.ndim > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
     if isinstance(axis, (tuple, list)):

@@ -282,8 +282,8 @@ def nonzero(a, *, size=None, fill_value=None):
     """
     mask, a = _nonzero_mask("nonzero", a)
     if a.ndim == 0:
-        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
-                         "jnp.atleast_1d(scalar).nonzero() instead.")
+        raise ValueError("nonzero does not take 0-d arrays; apply it to "
+                         "jnp.atleast_1d(x) instead.")
     fills = _fill_values(fill_value, a.ndim, "nonzero")
     flat = _flatten(mask)
     if size is None:

@@ -124,8 +124,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _vector_norm(x, axes, ord, keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, axes, ord, keepdims)
-    raise ValueError(f"Improper number of axes for norm: axis={axis}. Pass one axis to "
-                     f"compute a vector-norm, or two axes to compute a matrix-norm.")
+    raise ValueError(f"norm: axis={axis} names neither one axis (a vector norm) nor two "
+                     f"axes (a matrix norm).")
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):

@@ -74,10 +74,9 @@ def _check_shape(name: str, shape: tuple, *param_shapes, error=ValueError) -> No
     except ValueError:
         raise error(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
     if result != tuple(shape):
-        raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
-                         f"argument, and the result of broadcasting the shapes must equal the "
-                         f"shape argument, but got result {result} for shape argument "
-                         f"{tuple(shape)}.")
+        raise ValueError(f"{name}: the parameters broadcast to shape {result}, which is not "
+                         f"the requested shape {tuple(shape)}; parameter shapes have to be "
+                         f"broadcast-compatible with shape and broadcast to exactly it.")
 
 
 def _full(value, shape, dtype):
