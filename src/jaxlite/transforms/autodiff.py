@@ -36,7 +36,7 @@ def _check_leaf(x, what):
     try:
         get_aval(x)
     except TypeError:
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+        raise TypeError(f"Argument {x!r} of type {type(x)} cannot be used as an array "
                         f"({what})") from None
 
 
@@ -331,8 +331,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """``(fun(*args), ∇fun(*args))`` with respect to ``argnums`` (``jax.value_and_grad``).
 
     ``fun`` must return a real scalar (or ``(scalar, aux)`` with ``has_aux``).
-    Raises TypeError for a non-scalar or non-float output ("Gradient only defined for
-    scalar-output functions"), and for integer inputs unless ``allow_int``.
+    Raises TypeError for a non-scalar or non-float output (naming its shape or dtype),
+    and for integer inputs unless ``allow_int``.
     """
     _check_callable(fun, "value_and_grad")
     try:
