@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from .staging import JaxprBuilder, JaxprTrace, JaxprTracer, trace_to_jaxpr
 from .trace import Trace, Tracer, get_aval, new_main
 
 
@@ -204,40 +205,26 @@ class LinearizeResult:
         self.out_zero = out_zero
 
 
-def _linear_trace_type():
-    from .staging import JaxprTrace
-
-    global LinearTrace
-    if LinearTrace is None:
-        class LinearTrace(JaxprTrace):
-            """The staging trace of a linearisation: it records the tangent computation.
-            JVP rules of control flow test for it (``is_linearizing``) to split their
-            program into a primal part run now and a linear part staged."""
-        globals()["LinearTrace"] = LinearTrace
-    return LinearTrace
-
-
-LinearTrace = None
+class LinearTrace(JaxprTrace):
+    """The staging trace of a linearisation: it records the tangent computation.  JVP
+    rules of control flow test for it (``is_linearizing``) to split their program into a
+    primal part run now and a linear part staged."""
 
 
 def is_linearizing(tangents) -> bool:
     """Whether any of ``tangents`` is being staged by a linearisation (reverse mode)."""
-    lt = _linear_trace_type()
-    return any(isinstance(t, Tracer) and isinstance(t._trace, lt) for t in tangents)
+    return any(isinstance(t, Tracer) and isinstance(t._trace, LinearTrace) for t in tangents)
 
 
 def linearize_flat(fun, primals) -> LinearizeResult:
     """Evaluates ``fun(*primals) -> list`` and stages its JVP's tangent part."""
-    from .staging import JaxprBuilder, JaxprTracer
-    from ..ir.jaxpr import Var
-    JaxprTrace = _linear_trace_type()
     builder = JaxprBuilder()
     in_avals = [get_aval(p) for p in primals]
     in_mask = [is_differentiable(a) for a in in_avals]
     with new_main(JVPTrace) as jmain:
         jtrace = JVPTrace(jmain)
-        with new_main(JaxprTrace, builder) as smain:
-            strace = JaxprTrace(smain)
+        with new_main(LinearTrace, builder) as smain:
+            strace = LinearTrace(smain)
             t_in = [JaxprTracer(strace, a.strip_weak_type(), Var(a.strip_weak_type()))
                     if m else None for a, m in zip(in_avals, in_mask)]
             ins = [JVPTracer(jtrace, p, t) for p, t in zip(primals, t_in)]
@@ -327,7 +314,6 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate_out=False):
     of them when ``instantiate_out`` is True, or for the outputs it marks when a list).
     Returns ``(jvp_closed, out_nonzeros)``.
     """
-    from .staging import trace_to_jaxpr
     from ..ir.interpret import eval_jaxpr
     in_avals = closed.in_avals
     n = len(in_avals)
@@ -400,7 +386,6 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate=False):
     for v, u in zip(jaxpr.outvars, out_unknowns):
         if u:
             need(v)
-    from ..ir.jaxpr import Var
     known_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
     known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, unknowns) if not u],
                   known_eqns, known_out + residuals)
@@ -422,7 +407,6 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear_mask, ct_avals=None):
     """A ClosedJaxpr computing the transpose of ``closed``: it takes the non-linear inputs
     (``linear_mask[i]`` False) followed by one cotangent per output, and returns one
     cotangent per linear input (zeros instantiated)."""
-    from .staging import trace_to_jaxpr
     in_avals = closed.in_avals
     nonlin = [a for a, m in zip(in_avals, linear_mask) if not m]
     cts = ct_avals or [a.strip_weak_type() for a in closed.out_avals]
