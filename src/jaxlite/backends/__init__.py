@@ -5,9 +5,10 @@ from . import interpreter  # noqa: F401  (registers itself)
 
 
 def _cpu(closed, name):
-    # imported on first use: Numba takes a while to import
-    from .cpu import CpuExecutable
-    return CpuExecutable(closed, name)
+    # tiered: interpreter first, native code from a background thread (_tiered.py);
+    # Numba is imported there, on first use
+    from ._tiered import compile_cpu
+    return compile_cpu(closed, name)
 
 
 register_backend("cpu", _cpu)

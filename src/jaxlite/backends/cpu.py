@@ -230,8 +230,12 @@ class NativeKernel:
         argtys += [types.Array(numba.from_dtype(o.aval.dtype), max(len(shp), 1), "C")
                    for shp, o in zip(self.out_cshape, self.kernel.outputs)]
         try:
-            return njit(types.int64(*argtys), parallel=self.parallel,
-                        **_NUMBA_OPTS)(glb["kern"])
+            from ._cache import compile_kernel   # the persistent cache (None: off)
+            fn = compile_kernel(self.source, glb, argtys, self.parallel, _NUMBA_OPTS,
+                                self.kernel.name)
+            return fn if fn is not None else njit(types.int64(*argtys),
+                                                  parallel=self.parallel,
+                                                  **_NUMBA_OPTS)(glb["kern"])
         except Exception as e:   # Numba's typing/lowering errors: fall back, visibly
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise Unsupported(f"numba: {first[:200]}") from None
@@ -395,8 +399,9 @@ class CpuExecutable(Executable):
         return "\n".join(lines)
 
 
-def _compile(closed: ClosedJaxpr, name: str) -> CpuExecutable:
-    return CpuExecutable(closed, name)
+def _compile(closed: ClosedJaxpr, name: str):
+    from ._tiered import compile_cpu     # tiered unless config jaxlite_tiered is off
+    return compile_cpu(closed, name)
 
 
 register_backend("cpu", _compile)
