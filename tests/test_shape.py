@@ -314,7 +314,7 @@ def test_error_messages_name_shapes():
         jnp.stack([jnp.ones(2), jnp.ones(3)])
     with pytest.raises(ValueError, match="axis 3 is out of bounds for array of dimension 2"):
         jnp.concatenate([jnp.ones((2, 2))] * 2, axis=3)
-    with pytest.raises(ValueError, match="equal division"):
+    with pytest.raises(ValueError, match="equal pieces"):
         jnp.split(jnp.arange(7), 2)
     with pytest.raises(TypeError, match=r"\(2, 2\).*\(3, 3\)"):
         jnp.concatenate([jnp.ones((2, 2)), jnp.ones((3, 3))])

@@ -81,14 +81,14 @@ def size(a, axis=None) -> int:
 def _resolve_shape(a, newshape):
     neg = [i for i, d in enumerate(newshape) if d == -1]
     if len(neg) > 1:
-        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got "
-                        f"{newshape}")
+        raise TypeError(f"reshape: at most one entry of the new shape may be -1 (inferred), "
+                        f"got {newshape}")
     if neg:
         known = math.prod(d for d in newshape if d != -1)
         if known <= 0 or a.size % known:
-            raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
-                            f"shape {newshape} because the product of specified axis sizes "
-                            f"({known}) does not evenly divide {a.size}")
+            raise TypeError(f"reshape: array of shape {a.shape} has {a.size} elements; the "
+                            f"known sizes in {newshape} multiply to {known}, which does not "
+                            f"divide {a.size}, so the -1 entry cannot be inferred")
         newshape = tuple(a.size // known if d == -1 else d for d in newshape)
     if math.prod(newshape) != a.size or any(d < 0 for d in newshape):
         raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into shape "
@@ -166,7 +166,7 @@ def matrix_transpose(x, /):
     check_arraylike("matrix_transpose", x)
     x = _arr(x)
     if x.ndim < 2:
-        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
+        raise ValueError(f"matrix_transpose needs an input with ndim >= 2; x has "
                          f"ndim={x.ndim} (shape {x.shape})")
     perm = list(range(x.ndim))
     perm[-1], perm[-2] = perm[-2], perm[-1]
@@ -251,8 +251,8 @@ def squeeze(a, axis=None):
             raise ValueError(f"dimensions are not unique: {tuple(dims)}")
         bad = [d for d in dims if a.shape[d] != 1]
         if bad:
-            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
-                             f"to one, got shape={a.shape} and dimensions={tuple(dims)}")
+            raise ValueError(f"squeeze: only axes of length 1 can be removed; shape={a.shape}, "
+                             f"requested dimensions={tuple(dims)}")
     return lax.squeeze(a, dims) if dims else a
 
 
@@ -279,13 +279,13 @@ def broadcast_to(array, shape):
     if x.shape == shape:
         return x
     if len(shape) < x.ndim:
-        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: "
-                         f"arr_shape={x.shape} shape={shape}")
+        raise ValueError(f"broadcast_to: target shape {shape} has fewer dimensions than "
+                         f"the array's shape {x.shape}")
     lead = len(shape) - x.ndim
     if any(s not in (1, t) for s, t in zip(x.shape, shape[lead:])):
-        raise ValueError(f"Incompatible types for broadcasting: input type="
-                         f"{_type_str(x.dtype, x.shape)} and requested type="
-                         f"{_type_str(x.dtype, shape)}")
+        raise ValueError(f"broadcast_to: {_type_str(x.dtype, x.shape)} cannot be broadcast "
+                         f"to {_type_str(x.dtype, shape)} (each trailing dimension must "
+                         f"be 1 or match)")
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
@@ -298,7 +298,8 @@ def broadcast_shapes(*shapes) -> tuple:
     try:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+        raise ValueError(f"Incompatible shapes {shapes}: they have no common broadcast "
+                         f"shape") from None
 
 
 def broadcast_arrays(*args):
@@ -332,7 +333,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     if isinstance(arrays, _JAX_TYPES + (np.ndarray,)) and axis is not None:
         a = _arr(arrays)
         if a.ndim <= 1:
-            raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+            raise ValueError("concatenate: the pieces would be 0-d arrays, which have no axis "
+                             "to join along")
         ax = _axis(axis, a.ndim - 1)
         perm = list(range(1, a.ndim))
         perm.insert(ax, 0)
@@ -354,7 +356,7 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
         arrays = [lax.reshape(a, (a.size,)) for a in arrays]
         axis = 0
     if arrays[0].ndim == 0:
-        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+        raise ValueError("concatenate: 0-d arrays have no axis to join along")
     return lax.concatenate(arrays, _axis(axis, arrays[0].ndim))
 
 
@@ -370,7 +372,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     axis; NotImplementedError for ``out``.
     """
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+        raise NotImplementedError("jnp.stack: out= is unsupported (arrays are immutable)")
     if isinstance(arrays, _JAX_TYPES + (np.ndarray,)):
         a = _arr(arrays)
         if a.ndim == 0:
@@ -383,8 +385,8 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     check_arraylike("stack", *arrays)
     shapes = [shape(a) for a in arrays]
     if any(s != shapes[0] for s in shapes):
-        raise ValueError(f"All input arrays must have the same shape. Got "
-                         f"{', '.join(str(s) for s in shapes)}.")
+        raise ValueError(f"stack: every input needs one common shape; the shapes are "
+                         f"{', '.join(str(s) for s in shapes)}")
     ax = _axis(axis, len(shapes[0]) + 1)
     if dtype is None:
         arrays = [_arr(a) for a in promote_dtypes(*arrays)]
@@ -400,8 +402,8 @@ def unstack(x, /, *, axis: int = 0):
     check_arraylike("unstack", x)
     x = _arr(x)
     if x.ndim == 0:
-        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
-                         "passed.")
+        raise ValueError("unstack: x is 0-d (a scalar); it needs at least one axis to "
+                         "split along")
     ax = _axis(axis, x.ndim)
     return tuple(lax.index_in_dim(x, i, ax, keepdims=False) for i in range(x.shape[ax]))
 
@@ -478,8 +480,8 @@ def _split(name, ary, indices_or_sections, axis, equal):
         if sections <= 0:
             raise ValueError(f"number sections must be larger than 0, got {sections}")
         if equal and n % sections:
-            raise ValueError(f"array split does not result in an equal division: rest is "
-                             f"{n % sections}")
+            raise ValueError(f"split: an axis of length {n} cannot be cut into {sections} "
+                             f"equal pieces ({n % sections} left over)")
         q, r = divmod(n, sections)
         sizes = [q + 1] * r + [q] * (sections - r)
     else:
@@ -487,8 +489,8 @@ def _split(name, ary, indices_or_sections, axis, equal):
         bounds = [0] + idx + [n]
         sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:])]
         if any(s < 0 for s in sizes):
-            raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes} (split "
-                             f"points {idx} along an axis of size {n})")
+            raise ValueError(f"split points {idx} along an axis of size {n} give negative "
+                             f"piece sizes {sizes}; the points must not decrease")
     out, start = [], 0
     for s in sizes:
         out.append(lax.slice_in_dim(a, start, start + s, 1, ax))
@@ -724,8 +726,8 @@ def rot90(m, k: int = 1, axes: tuple = (0, 1)):
     check_arraylike("rot90", m)
     m = _arr(m)
     if m.ndim < 2:
-        raise ValueError(f"rot90 requires its first argument to have ndim at least two, but "
-                         f"got first argument of shape {m.shape}, which has ndim {m.ndim}")
+        raise ValueError(f"rot90 rotates in a plane of two axes, so m needs ndim >= 2; "
+                         f"m has shape {m.shape} (ndim {m.ndim})")
     axes = tuple(axes)
     if len(axes) != 2:
         raise ValueError(f"len(axes) must be 2, got axes={axes}")
@@ -1011,7 +1013,7 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
       TypeError: list arguments.
     """
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+        raise NotImplementedError("jnp.take: out= is unsupported (arrays are immutable)")
     check_arraylike("take", a, indices)
     a = _arr(a)
     idx = _index_operand("take", indices)
@@ -1046,13 +1048,13 @@ def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
     mode = _take_mode("take_along_axis", mode)
     if axis is None:
         if idx.ndim != 1:
-            raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
-                             f"{idx.shape}")
+            raise ValueError(f"take_along_axis with axis=None flattens arr, so indices must "
+                             f"be 1-D; indices have shape {idx.shape}")
         a = lax.reshape(a, (a.size,))
         axis = 0
     if idx.ndim != a.ndim:
-        raise ValueError(f"indices and arr must have the same number of dimensions; "
-                         f"{idx.ndim} vs. {a.ndim}")
+        raise ValueError(f"take_along_axis: indices have ndim {idx.ndim} but arr has "
+                         f"ndim {a.ndim}; they must be equal")
     ax = _axis(axis, a.ndim)
     other_a = tuple(1 if i == ax else d for i, d in enumerate(a.shape))
     other_i = tuple(1 if i == ax else d for i, d in enumerate(idx.shape))
