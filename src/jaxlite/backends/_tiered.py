@@ -124,12 +124,12 @@ class TieredExecutable(Executable):
         self.run = native.run
         self.tier = "native"
         _SWITCHES["native"] += 1
-        self._done.set()
         _log("jaxlite: %s switched to native code after %.1f ms (%d kernel(s) compiled, "
              "%d loaded from the persistent cache, %d reused; built in %.1f ms)",
              self.name, (time.perf_counter() - self._started) * 1e3,
              after["compiled"] - before["compiled"], after["loaded"] - before["loaded"],
              after["memory"] - before["memory"], (time.perf_counter() - t0) * 1e3)
+        self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
