@@ -66,10 +66,10 @@ def _classify(item, raw, shape):
             return ("bool" if np.ndim(item) == 0 else "mask"), item
         if dt.kind in "iu":
             return "array", item
-        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
-                        f"{dt.name}" + _where(raw, shape))
+        raise TypeError(f"index arrays must hold integers or booleans, not {dt.name}"
+                        + _where(raw, shape))
     if isinstance(item, str):
-        raise TypeError(f"JAX does not support string indexing; got idx={item!r}"
+        raise TypeError(f"strings cannot be used as indices (idx={item!r})"
                         + _where(raw, shape))
     if isinstance(item, collections.abc.Sequence):
         if len(item) == 0:
@@ -79,10 +79,10 @@ def _classify(item, raw, shape):
             return ("bool" if arr.ndim == 0 else "mask"), arr
         if np.dtype(arr.dtype).kind in "iu":
             return "array", arr
-        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+        raise TypeError(f"index arrays must hold integers or booleans, not "
                         f"{np.dtype(arr.dtype).name}" + _where(raw, shape))
     if isinstance(item, (float, complex, np.generic)):
-        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+        raise TypeError(f"indices must be integers or booleans, not "
                         f"{np.dtype(type(item)).name}" + _where(raw, shape))
     raise IndexError(f"{_show(item)} cannot be used as an index; indices are integers, "
                      "slices, `...`, None (newaxis) and integer or boolean arrays"
@@ -132,13 +132,14 @@ def parse_index(shape, idx, wrap_negative_indices=True) -> _Parsed:
                          isinstance(i, str) or i is None or i is Ellipsis or
                          isinstance(i, _ARRAYS) and np.ndim(i) for i in idx)
             hint = "arr[tuple(seq)]" if nested else "arr[jnp.array(seq)]"
-            raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
-                            f"allowed; use `{hint}` instead of `arr[seq]`"
+            raise TypeError("a list (or other non-tuple sequence) is not accepted as an index; "
+                            f"write `{hint}` rather than `arr[seq]`"
                             + _where(raw, shape) + ".")
         idx = (idx,)
     items = [_classify(item, raw, shape) for item in idx]
     if sum(k == "ellipsis" for k, _ in items) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')" + _where(raw, shape))
+        raise IndexError("at most one ellipsis ('...') may appear in an index"
+                         + _where(raw, shape))
     used = sum(np.ndim(v) if k == "mask" else k in ("slice", "int", "array") for k, v in items)
     if used > len(shape):
         raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {used} "
@@ -179,8 +180,8 @@ def parse_index(shape, idx, wrap_negative_indices=True) -> _Parsed:
             mask = _concrete_mask(v)
             want = tuple(shape[dim:dim + mask.ndim])
             if not all(a in (0, b) for a, b in zip(mask.shape, want)):
-                raise IndexError(f"boolean index did not match shape of indexed array in index "
-                                 f"{pos}: got {mask.shape}, expected {want}"
+                raise IndexError(f"boolean mask at index position {pos} has the wrong shape "
+                                 f"for the axes it covers: got {mask.shape}, expected {want}"
                                  + _where(raw, shape))
             for nz in np.nonzero(mask):
                 indexer.append(("array", len(arrays)))
@@ -312,10 +313,11 @@ def _fill_scalar(fill_value, dtype):
         return None
     if isinstance(fill_value, Tracer):
         raise errors.ConcretizationTypeError(
-            fill_value, "fill_value argument to indexed get() must be a concrete scalar.")
+            fill_value, "x.at[...].get(mode='fill') needs fill_value as a concrete scalar, "
+            "known before tracing.")
     if np.ndim(fill_value) != 0:
-        raise ValueError(f"fill_value argument to indexed get() must be a scalar, got shape "
-                         f"{np.shape(fill_value)}")
+        raise ValueError(f"x.at[...].get(mode='fill'): fill_value must be a scalar, but its "
+                         f"shape is {np.shape(fill_value)}")
     with np.errstate(all="ignore"):
         return np.asarray(fill_value).astype(dtype).item()
 
@@ -388,8 +390,8 @@ def _safe_to_cast(values, dt) -> bool:
 def _broadcast_updates(values, shape, idx, x_shape, method):
     vshape = shape_of(values)
     if len(vshape) > len(shape):
-        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: x.at[...].{method} "
-                         f"got values of shape {vshape} for the indexed shape {shape}"
+        raise ValueError(f"x.at[...].{method}: values of shape {vshape} have more dimensions "
+                         f"than the indexed shape {shape}"
                          + _where(idx, x_shape))
     if any(a not in (1, b) for a, b in zip(vshape[::-1], shape[::-1])):
         raise ValueError(f"Incompatible shapes for broadcasting: x.at[...].{method} got values "
@@ -409,10 +411,10 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
     values = _as_values(values, x, method)
     if not _safe_to_cast(values, np.dtype(x.dtype)):
         warnings.warn(
-            f"x.at[...].{method}: scatter inputs have incompatible types: cannot safely cast "
-            f"values of dtype {dtypes.dtype_and_weak(values)[0]} to the array's dtype "
-            f"{np.dtype(x.dtype)}; they are cast (JAX warns the same and plans to make this an "
-            f"error). Cast the values with .astype first.", FutureWarning, stacklevel=3)
+            f"x.at[...].{method}: values of dtype {dtypes.dtype_and_weak(values)[0]} do not "
+            f"convert safely to the array's dtype {np.dtype(x.dtype)}; they are cast (JAX "
+            f"warns the same and plans to make this an error). Cast the values with .astype "
+            f"first.", FutureWarning, stacklevel=3)
     parsed = parse_index(x.shape, idx, wrap_negative_indices)
     arrays = _index_operands(parsed, wrap_negative_indices)
     xb = lax.expand_dims(x, parsed.bool_dims) if parsed.bool_dims else x
