@@ -144,8 +144,8 @@ def _leaf_dtype_key(x):
     if isinstance(x, _JAX_TYPES):
         return (x.dtype, x.weak_type)
     if isinstance(x, (str, bytes)):
-        raise TypeError(f"Value {x!r} with dtype {np.asarray(x).dtype} is not a valid JAX array "
-                        f"type. Only arrays of numeric types are supported by JAX.")
+        raise TypeError(f"{x!r} has dtype {np.asarray(x).dtype}, which arrays cannot hold: "
+                        f"only numeric and boolean dtypes are allowed")
     return np.asarray(x).dtype
 
 
@@ -178,8 +178,8 @@ class _Typed:
 def _check_host_dtype(dt, obj):
     if dt.kind in "OUSMmV" and dt != dtypes._BF16:
         what = "object" if dt.kind == "O" else dt
-        raise TypeError(f"Value {obj!r} with dtype {what} is not a valid JAX array type. Only "
-                        f"arrays of numeric types are supported by JAX.")
+        raise TypeError(f"{obj!r} has dtype {what}, which arrays cannot hold: only numeric "
+                        f"and boolean dtypes are allowed")
 
 
 def _stack_elements(obj, dtype):
@@ -394,7 +394,8 @@ def _range_arg(x, name):
                                                 f"'{name}'.")
     check_arraylike("arange", x)
     if np.ndim(x) != 0:
-        raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={x}")
+        raise ValueError(f"arange takes scalar start/stop/step, but {name}={x} is not a "
+                         f"scalar")
     return x
 
 
@@ -433,7 +434,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     if dt is None:
         dt = dtypes.result_type(*[v for v in (start, stop, step) if v is not None])
     if any(v is not None and np.iscomplexobj(v) for v in (start, stop, step)):
-        raise ValueError("Passing complex start/stop/step to jnp.arange is not supported.")
+        raise ValueError("jnp.arange: start, stop and step must be real; complex values are "
+                         "rejected")
     if stop is None:
         start, stop = 0, start
     lo, hi = _py(start), _py(stop)
@@ -581,8 +583,8 @@ def _dim(n, name):
     try:
         n = operator.index(n)
     except TypeError:
-        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                        f"({n!r},) for {name}.") from None
+        raise TypeError(f"{name}: the size {n!r} is not a concrete integer (shapes are "
+                        f"sequences of concrete integers)") from None
     return n
 
 
@@ -680,7 +682,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     check_arraylike("diagonal", a)
     a = _as_array(a)
     if a.ndim < 2:
-        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
+        raise ValueError(f"diagonal needs an input with ndim >= 2; the input has shape "
                          f"{a.shape}")
     offset = operator.index(offset)
     ax1, ax2 = canonicalize_axis(axis1, a.ndim), canonicalize_axis(axis2, a.ndim)
@@ -777,9 +779,9 @@ def diag_indices(n, ndim: int = 2):
     ``n x ... x n`` array (``jax.numpy.diag_indices``).  ValueError for negative sizes."""
     n, ndim = operator.index(n), operator.index(ndim)
     if n < 0:
-        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+        raise ValueError(f"diag_indices: n={n} is negative")
     if ndim < 0:
-        raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+        raise ValueError(f"diag_indices: ndim={ndim} is negative")
     return (lax.iota(dtypes.default_int_dtype(), n),) * ndim
 
 
@@ -791,7 +793,8 @@ def diag_indices_from(arr):
     if len(shp) < 2:
         raise ValueError(f"input array must be at least 2-d, got shape {shp}")
     if len(set(shp)) != 1:
-        raise ValueError(f"All dimensions of input must be of equal length, got shape {shp}")
+        raise ValueError(f"diag_indices_from needs an input whose axes all have one length; "
+                         f"its shape is {shp}")
     return diag_indices(shp[0], len(shp))
 
 
@@ -811,10 +814,10 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     if not copy:
         raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
-        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+        raise ValueError(f"meshgrid: indexing={indexing!r} is unknown; use 'xy' or 'ij'")
     args = [_as_array(x) for x in xi]
     if any(a.ndim != 1 for a in args):
-        raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+        raise ValueError(f"meshgrid takes 1-D inputs only; the inputs have shapes "
                          f"{[a.shape for a in args]}")
     swap = indexing == "xy" and len(args) >= 2
     if swap:

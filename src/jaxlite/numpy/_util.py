@@ -145,8 +145,8 @@ def canonicalize_axes(axis, ndim: int):
 
 def shape_error(shape):
     """JAX's TypeError for a shape that is not a sequence of concrete integers."""
-    return TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                     f"{shape!r}. If using jit, pass shape-determining arguments as static "
+    return TypeError(f"a shape must be a 1-D sequence of concrete integers, but "
+                     f"{shape!r} is not. If using jit, pass shape-determining arguments as static "
                      f"(static_argnums / static_argnames).")
 
 
