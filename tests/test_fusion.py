@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 import jaxlite as jax
 import jaxlite.numpy as jnp
 from jaxlite import lax
-from jaxlite.compiler.kernel import kernel_p
+from jaxlite.primitives.kernel import kernel_p
 from jaxlite.compiler.passes import fuse, fusion_score
 from jaxlite.compiler.passes.fuse import Group
 from jaxlite.compiler.pipeline import compile_jaxpr, cost_analysis, optimize
@@ -392,7 +392,7 @@ def test_jit_with_fusion_matches_eager(dtype):
 @pytest.mark.parametrize("which", range(5))
 def test_expanded_kernels_equal_the_kernel_reference(which):
     # the interpreter runs each kernel as the array equations it stands for
-    from jaxlite.compiler.kernel import expand_kernels, kernel_p
+    from jaxlite.primitives.kernel import expand_kernels, kernel_p
     from jaxlite.compiler.pipeline import optimize
     from jaxlite.ir.interpret import eval_jaxpr_impl
     fs = [lambda x: jnp.tanh(x) * 0.5 + jnp.exp(-x * x) * jnp.sin(x),

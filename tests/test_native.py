@@ -11,7 +11,7 @@ import jaxlite as jax
 import jaxlite.lax as lax
 import jaxlite.numpy as jnp
 from jaxlite.backends.cpu import CpuExecutable, NativeKernel
-from jaxlite.compiler.kernel import Kernel, KernelInput, KernelOutput, run_reference
+from jaxlite.primitives.kernel import Kernel, KernelInput, KernelOutput, run_reference
 from jaxlite.config import config
 from jaxlite.core.avals import ShapedArray
 
@@ -168,7 +168,7 @@ def test_unsupported_kernel_falls_back_visibly():
     k = Kernel((8,), [KernelInput(ShapedArray((8,), np.float16), (0,))], body,
                [KernelOutput("map", ShapedArray((8,), np.float16))], name="half")
     closed = jax.make_jaxpr(lambda x: x)(np.zeros(8, np.float16))
-    from jaxlite.compiler.kernel import kernel_p
+    from jaxlite.primitives.kernel import kernel_p
     from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
     x = closed.jaxpr.invars[0]
     out = Var(ShapedArray((8,), np.float16))

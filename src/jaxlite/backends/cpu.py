@@ -3,7 +3,7 @@
 Layer: backends.  ``compile(closed_jaxpr, name) -> CpuExecutable`` (the backend contract,
 see base.py).  Each equation of the program becomes one step:
 
-- ``kernel`` equations (compiler/kernel.py) become a generated loop nest over the kernel's
+- ``kernel`` equations (primitives/kernel.py) become a generated loop nest over the kernel's
   iteration space, compiled by Numba (``error_model='numpy'`` so a float division has no
   zero check, no fast-math flags; ``parallel=True`` with ``prange`` over the outer axis
   when the kernel has at least ``PARALLEL_MIN_ELEMENTS`` elements).  The scalar body is
@@ -57,7 +57,7 @@ class NativeKernel:
     """
 
     def __init__(self, kernel, parallel: bool | None = None):
-        from ..compiler.kernel import run_reference
+        from ..primitives.kernel import run_reference
         self.kernel = kernel
         self._reference = run_reference
         self.size = int(np.prod(kernel.shape, dtype=np.int64))
@@ -272,7 +272,7 @@ class CpuExecutable(Executable):
     backend = "cpu"
 
     def __init__(self, closed: ClosedJaxpr, name: str, parallel: bool | None = None):
-        from ..compiler.kernel import kernel_p
+        from ..primitives.kernel import kernel_p
         jaxpr = closed.jaxpr
         self.name = name
         self.in_avals = [v.aval for v in jaxpr.invars]

@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ..core.eager import host_value
-from ..compiler.kernel import expand_kernels
+from ..primitives.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from .base import Executable, register_backend

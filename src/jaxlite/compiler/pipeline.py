@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backends import get_backend
 from ..ir.jaxpr import ClosedJaxpr, Literal
-from . import kernel as _kernel  # noqa: F401  (registers the fused-kernel primitive)
+from ..primitives import kernel as _kernel
 from .passes import cse, dce, fold_constants, fuse, inline_calls
 
 PASSES = (

@@ -8,3 +8,4 @@ from . import elementwise, shape, reduction, linalg, indexing, control  # noqa: 
 from . import control_flow  # noqa: F401
 from . import conv  # noqa: F401
 from . import collectives  # noqa: F401
+from . import kernel  # noqa: F401  (fused kernels: made by the compiler's fusion pass)

@@ -1,6 +1,6 @@
 """Fusion: groups elementwise equations, broadcasts into their iteration space and
 reductions over it into fused kernels (one ``kernel_p`` equation each; see
-``compiler/kernel.py``).
+``primitives/kernel.py``).
 
 Layer: compiler.  ``fuse(closed) -> closed`` is pure.  What may fuse:
 
@@ -38,7 +38,7 @@ import heapq
 from ...core.avals import ShapedArray
 from ...core.eager import host_value
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from ..kernel import Kernel, KernelInput, KernelOutput, kernel_p
+from ...primitives.kernel import Kernel, KernelInput, KernelOutput, kernel_p
 from ._rewrite import has_effects
 
 REDUCE_MONOIDS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min",

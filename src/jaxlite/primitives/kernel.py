@@ -1,6 +1,7 @@
 """Fused kernels: the unit the fusion pass produces and native code generators compile.
 
-Layer: compiler.  A ``Kernel`` is one loop nest over an *iteration space* (a shape): each
+Layer: primitives (the kernel primitive's declaration, shared by the compiler's fusion pass
+that makes kernels and the backends that run them).  A ``Kernel`` is one loop nest over an *iteration space* (a shape): each
 input is read through a broadcast (``dims`` maps every input axis to an iteration axis),
 a scalar program (``body``: a jaxpr over rank-0 values, one invar per input) computes the
 per-element results, and each output either keeps the whole iteration space ("map") or
