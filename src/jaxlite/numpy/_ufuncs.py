@@ -144,7 +144,8 @@ def _broadcast(name, args, always_value_error=False):
             got = ", ".join(str(tuple(s)) for s in shapes)
             if len(ranks) == 1 and not always_value_error:
                 raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes=[{got}]")
+            raise ValueError(f"Incompatible shapes {got} for {name}: they have no common "
+                             f"broadcast shape")
         out.append(big.pop() if big else 1)
     shape = tuple(out)
     return [a if s == shape or not s else broadcast_to_shape(a, shape)
@@ -533,8 +534,8 @@ def power(x1, x2, /):
     if n is not None:
         (a,), dt = _promote("power", (x1,), "numeric")
         if _kind(dt) in "iu" and n < 0:
-            raise TypeError(f"Integers cannot be raised to negative powers, got "
-                            f"integer_pow({get_aval(a).str_short()}, {n})")
+            raise TypeError(f"power: a negative integer exponent needs a float base; "
+                            f"integer_pow({get_aval(a).str_short()}, {n}) was requested")
         return lax.integer_pow(a, n)
     a, b, dt = _args2("power", x1, x2, "numeric")
     if _kind(dt) in "iu":
@@ -751,8 +752,8 @@ degrees = _unary("degrees", lambda x, dt: lax.mul(x, _const(x, 180 / math.pi)), 
 
 def _hypot(a, b, dt):
     if _kind(dt) == "c":
-        raise ValueError("jnp.hypot is not well defined for complex-valued inputs; convert "
-                         "to real values first, e.g. with abs(x).")
+        raise ValueError("jnp.hypot takes real inputs only; for complex values pass their "
+                         "magnitudes, e.g. abs(x).")
     a, b = lax.abs(a), lax.abs(b)
     inf = lax.bitwise_or(_isposinf(a, dt), _isposinf(b, dt))
     big, small = maximum(a, b), minimum(a, b)
@@ -816,7 +817,8 @@ def _signbit_float(x, dt):
 
 def _copysign(a, b, dt):
     if _kind(dt) == "c":
-        raise TypeError("copysign does not support complex-valued inputs.")
+        raise TypeError("copysign: complex inputs are rejected (a complex number has no "
+                        "sign bit)")
     mag = lax.abs(a)
     return where(_signbit_float(b, dt), lax.neg(mag), mag)
 
@@ -903,7 +905,7 @@ def round(a, decimals=0, out=None):
     (as JAX).
     """
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+        raise NotImplementedError("jnp.round: out= is unsupported (arrays are immutable)")
     decimals = operator.index(decimals)
     (x,), dt = _promote("round", (a,))
     k = _kind(dt)
@@ -911,7 +913,8 @@ def round(a, decimals=0, out=None):
         raise ValueError(f"data type {np.bool_} not inexact")
     if k in "iu":
         if decimals < 0:
-            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+            raise NotImplementedError(f"round: decimals={decimals} (< 0) is not implemented for "
+                                      f"integer inputs")
         return _arr(x)
     if k == "c":
         return lax.complex(_round_float(lax.real(x), decimals),
@@ -1008,7 +1011,7 @@ def _isposinf(x, dt, v=np.inf):
     if k == "f":
         return lax.eq(x, _strong(dt, v))
     if k == "c":
-        raise ValueError("isposinf/isneginf are not well defined for complex types")
+        raise ValueError("isposinf/isneginf take real inputs only, not complex")
     return _full_like(x, False, _BOOL)
 
 
@@ -1114,7 +1117,7 @@ def modf(x, /, out=None):
 
     Raises TypeError for complex input, NotImplementedError for ``out``."""
     if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+        raise NotImplementedError("jnp.modf: out= is unsupported (arrays are immutable)")
     (x,), dt = _promote("modf", (x,), "inexact")
     if _kind(dt) == "c":
         raise TypeError("modf does not support complex-valued inputs")
@@ -1128,7 +1131,7 @@ def spacing(x, /):
     input."""
     (x,), dt = _promote("spacing", (x,), "inexact")
     if _kind(dt) == "c":
-        raise ValueError("jnp.spacing is not defined for complex inputs.")
+        raise ValueError("jnp.spacing takes real inputs only, not complex")
     inf = _strong(dt, np.inf)
     if dt == np.float16:
         return lax.sub(lax.nextafter(x, _full_like(x, np.inf, dt)), x)
