@@ -208,8 +208,8 @@ def _tensordot_axes(axes, a, b):
         elif not (isinstance(ax_a, (tuple, list)) and isinstance(ax_b, (tuple, list))):
             raise bad
         if len(ax_a) != len(ax_b):
-            raise TypeError(f"tensordot requires axes lists to have equal length, got "
-                            f"{tuple(ax_a)} and {tuple(ax_b)}.")
+            raise TypeError(f"tensordot: the two axes lists pair up, so they need one length; "
+                            f"got {tuple(ax_a)} and {tuple(ax_b)}")
         ca = tuple(canonicalize_axis(i, a.ndim) for i in ax_a)
         cb = tuple(canonicalize_axis(i, b.ndim) for i in ax_b)
         if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):

@@ -112,8 +112,8 @@ def _where_mask(name, where, shape):
     check_arraylike(name, where)
     w = ensure_array(where)
     if w.dtype != np.bool_:
-        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
-                         f"where.dtype={w.dtype!r}.")
+        raise ValueError(f"jnp.{name}: the where mask must have dtype bool (or be None), "
+                         f"not {w.dtype!r}")
     return broadcast_to_shape(w, shape)
 
 
@@ -198,8 +198,8 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     a = _arr(name, a)
     axes = _axes(axis, a.ndim)
     if where is not None and initial is None:
-        raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
-                         f"where mask one has to specify 'initial'")
+        raise ValueError(f"{name} has no identity element: a where mask needs an explicit "
+                         f"'initial' value")
     if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no "
                          f"identity (shape {a.shape}, axis {axis})")
@@ -306,7 +306,8 @@ def _ddof(ddof, correction, name):
     if correction is None:
         return ddof
     if ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
+        raise ValueError(f"{name}: pass ddof or correction, not both (ddof={ddof}, "
+                         f"correction={correction})")
     return correction
 
 
@@ -396,14 +397,15 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     axes = _axes(axis, a.ndim)
     if w.shape != a.shape:
         if axis is None:
-            raise ValueError("Axis must be specified when shapes of a and weights differ.")
+            raise ValueError(f"average: weights of shape {w.shape} differ from a's shape "
+                             f"{a.shape}, so an axis is required")
         if len(axes) != 1 or w.ndim != 1:
             raise ValueError(f"1D weights expected when shapes of a and weights differ "
                              f"(a shape {a.shape}, weights shape {w.shape}).")
         if w.shape[0] != a.shape[axes[0]]:
-            raise ValueError(f"Shape of weights must be consistent with shape of a along "
-                             f"specified axis (a shape {a.shape}, weights shape {w.shape}, "
-                             f"axis {axis}).")
+            raise ValueError(f"average: the length of the 1-D weights must equal a's length "
+                             f"along the axis (a shape {a.shape}, weights shape {w.shape}, "
+                             f"axis {axis})")
         w = lax.broadcast_in_dim(w, a.shape, axes)
     wsum = sum(w, axis=axes, keepdims=keepdims)
     avg = lax.div(sum(lax.mul(a, w), axis=axes, keepdims=keepdims), wsum)
@@ -626,8 +628,8 @@ _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     check_arraylike(name, a, q)
     if method not in _METHODS:
-        raise ValueError(f"unknown method {method!r}; the methods are 'linear', 'lower', "
-                         f"'higher', 'midpoint', 'nearest' and 'inverted_cdf'")
+        raise ValueError(f"{name}: unknown method {method!r}; choose one of "
+                         f"{', '.join(_METHODS)}")
     a, q = promote_dtypes_inexact(ensure_array(a), q)
     a, q = ensure_array(a), ensure_array(q)
     if a.dtype.kind == "c":

@@ -106,7 +106,7 @@ def lexsort(keys, axis=-1):
         keys = [lax.index_in_dim(k, i, 0, keepdims=False) for i in range(k.shape[0])] \
             if k.ndim else [k]
     if not keys:
-        raise TypeError("need sequence of keys with len > 0 in lexsort")
+        raise TypeError("lexsort: keys is empty; give at least one key")
     shape = keys[0].shape
     if any(k.shape != shape for k in keys):
         raise ValueError(f"all keys need to be the same shape, got "
@@ -266,8 +266,8 @@ def _fill_values(fill_value, ndim, name):
         return (0,) * ndim
     if isinstance(fill_value, (tuple, list)):
         if len(fill_value) != ndim:
-            raise ValueError(f"fill_value must be a scalar or a tuple of length {ndim}; got "
-                             f"{fill_value!r}")
+            raise ValueError(f"{name}: fill_value {fill_value!r} has the wrong length; give a "
+                             f"scalar or a tuple with one entry per dimension ({ndim})")
         return tuple(fill_value)
     return (fill_value,) * ndim
 

@@ -256,8 +256,8 @@ def outer(x1, x2, /):
     check_arraylike("outer", x1, x2)
     for x in (x1, x2):
         if np.ndim(x) != 1 and getattr(x, "ndim", 1) != 1:
-            raise ValueError(f"Input arrays must be one-dimensional, but they are "
-                             f"x1.ndim={np.ndim(x1)} and x2.ndim={np.ndim(x2)}")
+            raise ValueError(f"linalg.outer takes two 1-D arrays; here x1.ndim={np.ndim(x1)} "
+                             f"and x2.ndim={np.ndim(x2)}")
     return _linalg.outer(x1, x2)
 
 
