@@ -41,8 +41,8 @@ def _dtype_arg(dtype, default, name: str, ok, what: str) -> np.dtype:
         raise ValueError(f"dtype argument to `{name}` must be {what}, got {requested.name}")
     canon = dtypes.canonicalize_dtype(requested)
     if canon != requested:
-        warnings.warn(f"Explicitly requested dtype {requested.name} is not available, and "
-                      f"will be truncated to dtype {canon.name} (64-bit types are off; "
+        warnings.warn(f"{name}: dtype {requested.name} was asked for but is unavailable, so "
+                      f"{canon.name} is used instead (64-bit types are off; "
                       "enable them with jaxlite.config.update('jax_enable_x64', True)).",
                       UserWarning, stacklevel=3)
     return canon
@@ -72,7 +72,8 @@ def _check_shape(name: str, shape: tuple, *param_shapes, error=ValueError) -> No
     try:
         result = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise error(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+        raise error(f"Incompatible shapes {shapes} for {name}: they have no common "
+                    f"broadcast shape") from None
     if result != tuple(shape):
         raise ValueError(f"{name}: the parameters broadcast to shape {result}, which is not "
                          f"the requested shape {tuple(shape)}; parameter shapes have to be "
@@ -312,8 +313,8 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     p = _array(p)
     dt = np.dtype(p.dtype)
     if not _is_float(dt):
-        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got "
-                        f"{dt.name}.")
+        raise TypeError(f"bernoulli: p is a probability, so it needs a floating dtype, not "
+                        f"{dt.name}")
     p = lax.convert_element_type(p, dt)  # drops a Python float's weak type
     if shape is None:
         shape = tuple(p.shape)
@@ -354,7 +355,8 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     logits = _array(logits)
     dt = np.dtype(logits.dtype)
     if not _is_float(dt):
-        raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {dt.name}")
+        raise ValueError(f"categorical: logits need a float dtype (they are added to gumbel "
+                         f"noise), not {dt.name}")
     nd = logits.ndim
     axis = operator.index(axis)
     if not -nd <= axis < nd:
@@ -523,7 +525,8 @@ def permutation(key, x, axis=0, independent=False):
         return _shuffle(raw, lax.iota(dtypes.default_int_dtype(), max(n, 0)), 0)
     x = _array(x)
     if x.ndim == 0:
-        raise TypeError("x must be an integer or at least 1-dimensional")
+        raise TypeError(f"permutation: x is a 0-d {x.dtype} array; pass an integer (the "
+                        f"range size) or an array with ndim >= 1")
     axis = _canon_axis(axis, x.ndim)
     if independent or x.ndim == 1:
         return _shuffle(raw, x, axis)
@@ -557,7 +560,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """
     raw, _ = unpack_key(key, "choice")
     if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+        raise TypeError(f"choice: shape must be a tuple or list of sizes, not {shape!r}")
     shape = _shape(tuple(shape), "choice")
     if isinstance(a, (list, tuple)):
         raise TypeError(f"choice requires ndarray or scalar arguments, got {type(a)} at "
@@ -572,7 +575,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     if n_draws == 0:
         return jnp.zeros(shape, arr.dtype)  # JAX's shape: the sample shape alone
     if n_inputs <= 0:
-        raise ValueError("a must be greater than 0 unless no samples are taken")
+        raise ValueError("choice: a is empty (nothing to draw from), which is only allowed "
+                         "when the sample is empty too")
     if not replace and n_draws > n_inputs:
         raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size "
                          f"{n_inputs}) when 'replace=False'")
@@ -587,9 +591,9 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     else:
         p = _array(p)
         if tuple(p.shape) != (n_inputs,):
-            raise ValueError(f"p must be None or a 1D vector with the same size as "
-                             f"a.shape[axis]. p has shape {tuple(p.shape)} and a.shape[axis] "
-                             f"is {n_inputs}.")
+            raise ValueError(f"choice: p needs one probability per candidate, i.e. shape "
+                             f"({n_inputs},) for a.shape[axis]={n_inputs}, but p has shape "
+                             f"{tuple(p.shape)}")
         if replace:
             p_cuml = jnp.cumsum(p)
             fdt = np.dtype(p_cuml.dtype) if _is_float(p_cuml.dtype) else \

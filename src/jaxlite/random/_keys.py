@@ -153,9 +153,9 @@ def unpack_key(key, name: str):
     batch of keys (JAX's message: use vmap)."""
     data, typed = unpack_keys(key)
     if tuple(data.shape) != _KEY_SHAPE:
-        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{tuple(data.shape[:-1]) if typed else tuple(data.shape)} != (). "
-                         "Use jax.vmap for batching.")
+        raise ValueError(f"{name} takes one key, but this key array has shape "
+                         f"{tuple(data.shape[:-1]) if typed else tuple(data.shape)} rather "
+                         "than (); map over a batch of keys with jax.vmap.")
     return data, typed
 
 
@@ -170,7 +170,7 @@ def _seed_words(seed, name: str):
     """Raw ``uint32[2]`` key data for an integer ``seed``: (high word, low word) of the seed
     as a 64-bit integer; with x64 off the high word is 0 and the seed is taken mod 2**32."""
     if isinstance(seed, PRNGKeyArray):
-        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
+        raise TypeError(f"{name}: the seed must be an integer scalar, not a PRNG key")
     if isinstance(seed, (float, complex)) or (
             isinstance(seed, (np.ndarray, np.generic)) and seed.dtype.kind not in "iu"):
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
@@ -182,15 +182,15 @@ def _seed_words(seed, name: str):
         return jnp.asarray(np.array([hi, s & 0xFFFFFFFF], _U32))
     if isinstance(seed, np.ndarray):
         if seed.ndim:
-            raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
-                            f"{seed.shape} != (). Use jax.vmap for batching")
+            raise TypeError(f"{name}: the seed must be a scalar, but it has shape {seed.shape}; "
+                            f"make a batch of keys with jax.vmap")
         return _seed_words(seed[()], name)
     if not isinstance(seed, (ArrayImpl, Tracer)):
         raise TypeError(f"{name}: seed must be an integer scalar, got {type(seed).__name__}")
     aval = get_aval(seed)
     if aval.shape:
-        raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
-                        f"{aval.shape} != (). Use jax.vmap for batching")
+        raise TypeError(f"{name}: the seed must be a scalar, but it has shape {aval.shape}; "
+                        f"make a batch of keys with jax.vmap")
     if aval.dtype.kind not in "iu":
         raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name} value")
     lo = lax.convert_element_type(seed, _U32)
@@ -308,8 +308,8 @@ def fold_in(key, data):
     else:
         d = _as_array(data)
         if d.shape:
-            raise TypeError("fold_in accepts a scalar, but was given an array of "
-                            f"shape {tuple(d.shape)} != (). Use jax.vmap for batching.")
+            raise TypeError(f"fold_in: data must be a scalar, but it has shape {tuple(d.shape)}; "
+                            "fold in a batch with jax.vmap")
         d = lax.convert_element_type(d, _U32)
     return pack(_threefry.fold_in(raw, d), typed)
 
