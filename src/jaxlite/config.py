@@ -99,9 +99,9 @@ class Config:
             raise AttributeError(f"Unrecognized config option: {name}")
         if name in self._frozen:
             raise RuntimeError(
-                f"{name} config should be updated before backends are initialized, i.e. "
-                f"before any jaxlite operation is executed (the devices already exist). "
-                f"Set it immediately after `import jaxlite`, or through the environment.")
+                f"{name} can no longer change: the devices already exist. Set it right after "
+                f"`import jaxlite`, before any jaxlite operation runs, or through the "
+                f"environment.")
         if name in _ENUMS and value is not None and value not in _ENUMS[name]:
             raise ValueError(f"{name}: new enum value must be None or in {list(_ENUMS[name])}, "
                              f"got {value!r} of type {type(value)}.")
@@ -110,16 +110,16 @@ class Config:
                              f"{value!r} of type {type(value)}.")
         if name == "jax_num_cpu_devices":
             if value is not None and (type(value) is not int):
-                raise ValueError(f"jax_num_cpu_devices: new int config value must be None or "
-                                 f"of type int, got {value!r} of type {type(value)}.")
+                raise ValueError(f"jax_num_cpu_devices takes an int or None, not {value!r} "
+                                 f"(of type {type(value)})")
             if value is not None and value == 0 or (value is not None and value < -1):
                 raise ValueError(f"jax_num_cpu_devices must be a positive number of devices "
                                  f"(or -1 for the default), got {value}.")
         if name == "jax_default_device" and value is not None and not isinstance(value, str) \
                 and not hasattr(value, "platform"):
-            raise ValueError(f"jax_default_device must be a Device object (e.g. "
-                             f"`jaxlite.devices('cpu')[0]`) or a platform name string like "
-                             f"'cpu', got: {value!r}")
+            raise ValueError(f"jax_default_device takes a Device (such as "
+                             f"jaxlite.devices()[0]) or the name of a platform, e.g. 'cpu'; "
+                             f"{value!r} is neither")
 
     def update(self, name: str, value) -> None:
         """Sets flag ``name`` to ``value`` (``jax.config.update``).

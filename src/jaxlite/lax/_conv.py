@@ -89,8 +89,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding) -> list:
     """
     mode = padding.upper() if isinstance(padding, str) else padding
     if mode not in ("SAME", "SAME_LOWER", "VALID"):
-        raise RuntimeError(f"Unrecognized padding type: expected 'VALID', 'SAME', or "
-                           f"'SAME_LOWER', got {padding}.")
+        raise RuntimeError(f"unknown padding mode {padding!r}; the modes are VALID, SAME and "
+                           f"SAME_LOWER (in any case)")
     if mode == "VALID":
         return [(0, 0)] * len(in_shape)
     pads = []
@@ -329,8 +329,8 @@ def _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd, w
         raise TypeError(f"reduce_window needs a scalar init_value, got shape "
                         f"{get_aval(init).shape}.")
     if get_aval(init).dtype != aval.dtype:
-        raise TypeError(f"reduce_window got inconsistent dtypes for operand and init_value: "
-                        f"{aval.dtype.name} and {get_aval(init).dtype.name}.")
+        raise TypeError(f"reduce_window: init_value must have the operand's dtype "
+                        f"{aval.dtype.name}, not {get_aval(init).dtype.name}")
     cfg = tuple((lo, hi, b - 1) for (lo, hi), b in zip(pads, bd))
     x = _s.pad_p.bind(operand, init, padding_config=cfg)
     shape = get_aval(x).shape
@@ -410,8 +410,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         if v == _cv.identity_of(kind, init_aval.dtype):
             return out
     if init_aval.dtype != aval.dtype:
-        raise TypeError(f"reduce_window got inconsistent dtypes for operand and init_value: "
-                        f"{aval.dtype.name} and {init_aval.dtype.name}.")
+        raise TypeError(f"reduce_window: init_value must have the operand's dtype "
+                        f"{aval.dtype.name}, not {init_aval.dtype.name}")
     init = init_value
     if type(init) in (bool, int, float, complex):
         from .. import lax as _lax

@@ -37,9 +37,9 @@ def check_same_dtypes(name: str, avals) -> None:
     dts = {a.dtype for a in avals}
     if len(dts) > 1:
         got = ", ".join(_dtype_name(a.dtype) for a in avals)
-        raise TypeError(f"{name} requires arguments to have the same dtypes, got {got}. "
-                        f"(jaxlite.numpy functions promote for you; lax functions do not: "
-                        f"convert with .astype or lax.convert_element_type first.)")
+        raise TypeError(f"{name}: all operands must share one dtype, but they are {got}; "
+                        f"jaxlite.numpy functions promote for you, lax functions do not (convert "
+                        f"with .astype or lax.convert_element_type first).")
 
 
 def broadcast_shapes_elementwise(name: str, avals) -> tuple:

@@ -70,8 +70,8 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         f"{rhs.shape}.")
     check_dtypes(name, (lhs, rhs), "fciub")
     if lhs.dtype != rhs.dtype:
-        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                        f"{_dtype_name(lhs.dtype)}, {_dtype_name(rhs.dtype)}.")
+        raise TypeError(f"lax.{name}: lhs and rhs must share one dtype, but they are "
+                        f"{_dtype_name(lhs.dtype)}, {_dtype_name(rhs.dtype)}")
     ls, rs, os_ = dimension_numbers
     nsp = lhs.ndim - 2
     for what, v in (("window_strides", window_strides), ("padding", padding),

@@ -52,7 +52,7 @@ def expand_indexer(shape, indexer) -> tuple:
     n_used = sum(_consumes(e) for e in indexer)
     n_ell = sum(e[0] == "ellipsis" for e in indexer)
     if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise IndexError("at most one ellipsis ('...') may appear in an index")
     if n_used > len(shape):
         raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but "
                          f"{n_used} were indexed (shape {tuple(shape)}, indexer {indexer})")
@@ -472,8 +472,8 @@ def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
                 raise NotImplementedError(
                     "scatter-mul is differentiable with respect to the updates only when "
                     "the indices are unique (static integers and slices); with index "
-                    "arrays only with respect to the operand (JAX: scatter_mul gradients "
-                    "are only implemented if `unique_indices=True`)")
+                    "arrays only with respect to the operand (JAX likewise differentiates "
+                    "scatter-mul only when its indices are declared unique)")
             # unique locations: d(x * u) / du = x there, 0 elsewhere
             from .elementwise import mul_p
             x_at = _gather_bind(x, idxs, indexer, "clip", None)

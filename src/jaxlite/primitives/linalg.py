@@ -284,9 +284,9 @@ def _svd_jvp(primals, tangents, full_matrices=True, compute_uv=True):
     *batch, m, n = aval.shape
     k = min(m, n)
     if compute_uv and full_matrices and m != n:
-        raise NotImplementedError("Singular value decomposition JVP not implemented for full "
-                                  "matrices (full_matrices=True with a non-square operand); "
-                                  "use full_matrices=False")
+        raise NotImplementedError("svd: forward-mode derivatives need full_matrices=False "
+                                  "when the operand is not square (full_matrices=True "
+                                  "was requested)")
     u, s, vh = svd_p.bind(a, full_matrices=False, compute_uv=True)
     outs = svd_p.bind(a, full_matrices=full_matrices, compute_uv=compute_uv)
     if da is None:
