@@ -812,7 +812,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
     """
     check_arraylike("meshgrid", *xi)
     if not copy:
-        raise ValueError("jax.numpy.meshgrid only supports copy=True")
+        raise ValueError("meshgrid: copy=False is unsupported (results are always new arrays)")
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing={indexing!r} is unknown; use 'xy' or 'ij'")
     args = [_as_array(x) for x in xi]

@@ -897,7 +897,8 @@ def _pad_stats(a, pads, stat_length, func):
         else:
             lb, la = lengths[i]
             if lb == 0 or la == 0:
-                raise ValueError("stat_length of 0 yields no value for padding")
+                raise ValueError(f"pad: stat_length 0 along axis {i} leaves no values to compute "
+                                 f"the statistic from")
             lb, la = builtins.min(lb, n), builtins.min(la, n)
             before = func(lax.slice_in_dim(a, 0, lb, 1, i), axis=i, keepdims=True)
             after = func(lax.slice_in_dim(a, n - la, n, 1, i), axis=i, keepdims=True)

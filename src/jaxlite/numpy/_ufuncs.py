@@ -842,7 +842,7 @@ nextafter = _binary("nextafter", _nextafter, "inexact",
 
 def _heaviside(a, b, dt):
     if _kind(dt) == "c":
-        raise TypeError("heaviside does not support complex-valued inputs.")
+        raise TypeError("heaviside takes real inputs only, not complex")
     zero = _const(a, 0)
     return where(lax.lt(a, zero), zero,
                  where(lax.gt(a, zero), _const(a, 1), where(lax.ne(a, a), a, b)))
@@ -947,7 +947,7 @@ abs = _unary("abs", _abs, doc="Elementwise ``|x|`` (``jax.numpy.abs``); complex 
 
 def _fabs(x, dt):
     if _kind(dt) == "c":
-        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+        raise TypeError("fabs takes real inputs only (use abs for complex magnitudes)")
     return lax.abs(x)
 
 
@@ -973,7 +973,7 @@ def _signbit(x, dt):
     if k == "b":
         return _full_like(x, False, _BOOL)
     if k == "c":
-        raise ValueError(f"jax.numpy.signbit is not well defined for {_dtype_name(dt)}")
+        raise ValueError(f"signbit: {_dtype_name(dt)} values have no single sign bit")
     return _signbit_float(x, dt)
 
 
@@ -1048,7 +1048,7 @@ def frexp(x, /):
     """
     (x,), dt = _promote("frexp", (x,), "inexact")
     if _kind(dt) == "c":
-        raise TypeError("frexp does not support complex-valued inputs")
+        raise TypeError("frexp takes real inputs only, not complex")
     return _frexp(x, dt)
 
 
