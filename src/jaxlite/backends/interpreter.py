@@ -3,6 +3,13 @@
 It "compiles" a program into straight-line Python source that calls each primitive's NumPy
 implementation in order, deleting each intermediate right after its last use (so host
 memory tracks the live set).  The source is the executable's text.
+
+Buffer reuse: an elementwise equation whose operand dies there writes its result into that
+operand's buffer (``ufunc(..., out=buffer)``) when the buffer is one this program allocated
+itself and nothing else can see (see ``_Reuse``), with the result's exact shape and dtype,
+and when the in-place form computes bit-for-bit what the implementation computes.  A
+``copy`` of a dying owned buffer becomes a rename.  The text marks each such equation
+"in place".  A chain of elementwise operations so needs one buffer, not one per operation.
 """
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import functools
 import numpy as np
 
 from ..core.eager import host_value
+from ..primitives import elementwise as _ew
 from ..primitives.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
@@ -19,6 +27,107 @@ from .base import Executable, register_backend
 
 def _nbytes(aval) -> int:
     return aval.size * aval.dtype.itemsize
+
+
+_F16 = np.dtype(np.float16)
+_HALF = (_F16, np.dtype(_ew._BF16))
+# primitive -> (ufunc computing it in place, dtype kinds it may run in place for, whether
+# float16/bfloat16 may run in place).  Each row is an operation whose implementation is
+# exactly this ufunc for operands of the result's dtype, so ``ufunc(..., out=buf)`` gives
+# the same bits.  Half precision: the implementations compute in float32 and round; NumPy's
+# own half loops do the same for + - * / and negation, but not for exp/sin/cos (checked
+# against the float32 path; tests/test_buffer_reuse.py), so only those run in place there.
+_F, _C, _I, _B = "f", "c", "iu", "b"
+_INPLACE = {
+    _ew.add_p: (np.add, _F + _C + _I, True),
+    _ew.sub_p: (np.subtract, _F + _C + _I, True),
+    _ew.mul_p: (np.multiply, _F + _C + _I, True),
+    _ew.div_p: (np.true_divide, _F + _C, True),      # integer division has its own impl
+    _ew.neg_p: (np.negative, _F + _C + _I, True),
+    _ew.and_p: (np.bitwise_and, _I + _B, False),
+    _ew.or_p: (np.bitwise_or, _I + _B, False),
+    _ew.xor_p: (np.bitwise_xor, _I + _B, False),
+    _ew.not_p: (np.invert, _I + _B, False),
+    _ew.max_p: (np.maximum, _I + _B, False),        # float max/min handle signed zeros
+    _ew.min_p: (np.minimum, _I + _B, False),
+    _ew.square_p: (np.square, _F + _I, False),
+    _ew.abs_p: (np.abs, _F, False),
+    _ew.floor_p: (np.floor, _F, False),
+    _ew.ceil_p: (np.ceil, _F, False),
+}
+for _p, _u in [(_ew.exp_p, np.exp), (_ew.exp2_p, np.exp2), (_ew.log_p, np.log),
+               (_ew.log1p_p, np.log1p), (_ew.expm1_p, np.expm1), (_ew.tanh_p, np.tanh),
+               (_ew.sin_p, np.sin), (_ew.cos_p, np.cos), (_ew.tan_p, np.tan),
+               (_ew.asin_p, np.arcsin), (_ew.acos_p, np.arccos), (_ew.atan_p, np.arctan),
+               (_ew.sinh_p, np.sinh), (_ew.cosh_p, np.cosh), (_ew.asinh_p, np.arcsinh),
+               (_ew.acosh_p, np.arccosh), (_ew.atanh_p, np.arctanh), (_ew.sqrt_p, np.sqrt),
+               (_ew.cbrt_p, np.cbrt)]:
+    _INPLACE[_p] = (_u, _F, False)
+
+
+class _Reuse:
+    """Which equations of ``jaxpr`` may write into a dying operand's buffer.
+
+    A variable is *owned* when the equation producing it is an operation of ``_INPLACE``
+    or a ``copy`` with an array result (rank >= 1): their implementations always return a
+    fresh array (a ufunc's new output, or a cast copy of it), never an argument, a
+    constant, a literal, a view or a broadcast; and when every equation using it is one
+    of those too, so that no view of its buffer can exist.  Program outputs are never
+    written (they must survive the program).
+    """
+
+    def __init__(self, jaxpr, last, outs):
+        self.last, self.outs = last, outs
+        self.owned = set()
+        uses = {}
+        for e in jaxpr.eqns:
+            for v in e.invars:
+                if not isinstance(v, Literal):
+                    uses.setdefault(v, []).append(e)
+        for e in jaxpr.eqns:
+            if self._fresh(e):
+                v = e.outvars[0]
+                if all(self._fresh_op(u) for u in uses.get(v, ())):
+                    self.owned.add(v)
+
+    @staticmethod
+    def _fresh_op(e):
+        return (e.primitive in _INPLACE or e.primitive.name == "copy") and \
+            not e.primitive.multiple_results and len(e.outvars) == 1
+
+    def _fresh(self, e):
+        return self._fresh_op(e) and e.outvars[0].aval.ndim >= 1
+
+    def buffer(self, k, e):
+        """The dying owned operand equation ``k`` can write its result into, or None."""
+        if not self._fresh(e):
+            return None
+        out = e.outvars[0].aval
+        for v in e.invars:
+            if not isinstance(v, Literal) and v in self.owned and self.last.get(v) == k \
+                    and v not in self.outs and v.aval.shape == out.shape \
+                    and v.aval.dtype == out.dtype:
+                return v
+        return None
+
+    @staticmethod
+    def ufunc(e):
+        """The ufunc computing ``e`` bit-for-bit in place, or None."""
+        row = _INPLACE.get(e.primitive)
+        if row is None or e.params:
+            return None
+        ufunc, kinds, half_ok = row
+        dt = e.outvars[0].aval.dtype
+        if dt in _HALF:
+            if not half_ok:
+                return None
+        elif dt.kind not in kinds:
+            return None
+        for v in e.invars:    # one loop, no promotion: every operand has the result dtype
+            d = np.asarray(v.val).dtype if isinstance(v, Literal) else v.aval.dtype
+            if d != dt:
+                return None
+        return ufunc
 
 
 class InterpretedExecutable(Executable):
@@ -56,6 +165,8 @@ class InterpretedExecutable(Executable):
                 if not isinstance(v, Literal):
                     last[v] = k
         outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+        reuse = _Reuse(jaxpr, last, outs)
+        self.in_place = 0     # equations that write into a dying operand's buffer
         live_tmp, peak = 0, 0
         counter = 0
         for k, eqn in enumerate(jaxpr.eqns):
@@ -72,7 +183,22 @@ class InterpretedExecutable(Executable):
             comment = f"  # {eqn.primitive.name}"
             if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
                 comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
-            if eqn.primitive.multiple_results:
+            buf = reuse.buffer(k, eqn)
+            ufunc = None
+            if buf is not None and eqn.primitive.name != "copy":
+                ufunc = reuse.ufunc(eqn)
+                buf = buf if ufunc is not None else None
+            if buf is not None:
+                # the result takes over the dying operand's buffer: nothing allocated
+                self.in_place += 1
+                if ufunc is None:     # copy of a buffer nobody else sees: a rename
+                    lines.append(f"    {outn[0]} = {names[buf]}{comment}, in place "
+                                 f"(renames {names[buf]})")
+                else:
+                    glb[f"u{k}"] = ufunc
+                    lines.append(f"    {outn[0]} = u{k}({args}, out={names[buf]})"
+                                 f"{comment}, in place into {names[buf]}")
+            elif eqn.primitive.multiple_results:
                 if outn:
                     lines.append(f"    _r = {call}{comment}")
                     for j, (n, v) in enumerate(zip(outn, eqn.outvars)):
@@ -86,13 +212,14 @@ class InterpretedExecutable(Executable):
                 glb[f"dt_{n}"] = eqn.outvars[0].aval.dtype
                 lines.append(f"    {n} = {call}{comment}")
                 lines.append(f"    if {n}.dtype != dt_{n}: {n} = _exact({n}, dt_{n})")
-            live_tmp += sum(_nbytes(v.aval) for v in eqn.outvars)
+            if buf is None:
+                live_tmp += sum(_nbytes(v.aval) for v in eqn.outvars)
             peak = max(peak, live_tmp)
             dead = [v for v in set(eqn.invars) if not isinstance(v, Literal)
                     and last.get(v) == k and v not in outs and names[v].startswith("v")]
             if dead:
                 lines.append(f"    del {', '.join(sorted(names[v] for v in dead))}")
-                live_tmp -= sum(_nbytes(v.aval) for v in dead)
+                live_tmp -= sum(_nbytes(v.aval) for v in dead if v is not buf)
         ret = ", ".join(nm(v) for v in jaxpr.outvars)
         params = ", ".join([f"c{i}" for i in range(len(jaxpr.constvars))] +
                            [names[v] for v in jaxpr.invars])
