@@ -238,6 +238,9 @@ def _shift_left(x, y):
 
 
 def _select_n(which, *cases):
+    if len(cases) == 1:      # one case: it is the result (which is all zeros)
+        return np.array(np.broadcast_to(cases[0], np.broadcast_shapes(which.shape,
+                                                                      cases[0].shape)))
     if which.dtype == np.bool_:
         return np.where(which, cases[1], cases[0])
     return np.choose(which.astype(np.intp), cases) if len(cases) > 2 else \
