@@ -1,0 +1,399 @@
+"""Buffer reuse in the interpreter backend: an elementwise equation whose operand dies
+there writes into that operand's buffer.  Results must be bit-identical to the reference
+evaluator (``eval_jaxpr_impl``, which never reuses), arguments and constants are never
+written, outputs never alias inputs, views of a buffer keep their values, and the peak
+memory of a jitted elementwise chain is input + output."""
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+from jaxlite.backends.interpreter import InterpretedExecutable
+from jaxlite.core.eager import fp_ignore_begin, fp_ignore_end
+from jaxlite.ir.interpret import eval_jaxpr_impl
+
+DEV = jaxlite.devices()[0]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _bits(a):
+    a = np.asarray(a)
+    if a.dtype == np.bool_:
+        return a
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}") if a.dtype.kind != "c" \
+        else np.ascontiguousarray(a).view(f"u{a.dtype.itemsize // 2}")
+
+
+def assert_same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def _values(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    x = rng.standard_normal(shape) * rng.choice([0.5, 3.0, 100.0], shape)
+    flat = x.reshape(-1)
+    if flat.size > 4:
+        flat[::5] = np.nan
+        flat[1::7] = np.inf
+        flat[2::11] = -0.0
+    return x.astype(dtype)
+
+
+def run_both(f, *args):
+    """``f`` traced once, then run by the interpreter executable and by the reference
+    evaluator on copies of the arguments; returns (executable, results, reference)."""
+    closed = jaxlite.make_jaxpr(f)(*args)
+    ex = InterpretedExecutable(closed, "f")
+    hosts = [np.asarray(a) for a in args]
+    keep = [h.copy() for h in hosts]
+    consts = [np.asarray(c).copy() for c in closed.consts]
+    token = fp_ignore_begin()
+    try:
+        got = ex.run(hosts)
+        want = eval_jaxpr_impl(closed.jaxpr, [np.asarray(c) for c in closed.consts], *keep)
+    finally:
+        fp_ignore_end(token)
+    for h, k in zip(hosts, keep):      # arguments never written
+        assert_same_bits(h, k)
+    for c, k in zip(closed.consts, consts):    # constants never written
+        assert_same_bits(np.asarray(c), k)
+    # an output computed by an equation never aliases an argument or a constant (a
+    # program returning its argument itself hands back that array; jit copies it)
+    srcs = hosts + [np.asarray(c) for c in closed.consts]
+    for g, v in zip(got, closed.jaxpr.outvars):
+        if v in closed.jaxpr.invars or v in closed.jaxpr.constvars:
+            continue
+        for h in srcs:
+            if isinstance(g, np.ndarray) and g.size and g.base is None:
+                assert not np.shares_memory(g, h)
+    return ex, got, want
+
+
+def chain(x):
+    """The W7 chain (10 equations in JAX's jaxpr)."""
+    y = x * 1.5
+    y = y + 0.5
+    y = jnp.sin(y)
+    y = y * y
+    y = y - x
+    y = jnp.exp(-y)
+    y = y + x
+    y = jnp.tanh(y)
+    return y * 2.0
+
+
+def int_chain(x):
+    y = x * 3
+    y = y + x
+    y = y ^ (x | 5)
+    y = -y
+    y = jnp.maximum(y, x) & 0x7F
+    return ~(y - 7)
+
+
+# ---- chains: identical results, in place, text -----------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16, np.complex64])
+def test_float_chain_is_bit_identical(dtype):
+    rng = np.random.default_rng(0)
+    f = chain if np.dtype(dtype).kind != "c" else (lambda x: (x * 1.5 + 0.5) * x - x)
+    x = jnp.asarray(_values(rng, (257,), dtype))
+    ex, got, want = run_both(f, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    assert ex.in_place >= 3
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.uint32])
+def test_integer_chain_is_bit_identical(dtype):
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(_values(rng, (5, 9), dtype))   # extremes: wrap-around overflow
+    ex, got, want = run_both(int_chain, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    assert ex.in_place >= 5
+
+
+def test_bool_chain_is_bit_identical():
+    rng = np.random.default_rng(2)
+    a, b = (jnp.asarray(_values(rng, (31,), np.bool_)) for _ in range(2))
+    ex, got, want = run_both(lambda a, b: ~((a & b) | (a ^ b)) & a, a, b)
+    assert_same_bits(got[0], want[0])
+    assert ex.in_place >= 2
+
+
+def test_text_marks_in_place_equations():
+    x = jnp.ones(1000)
+    text = jaxlite.jit(chain).lower(x).compile().as_text()
+    assert text.count("in place") == 10       # nine ufuncs and the kernel's final copy
+    assert "out=v" in text
+    assert "temporaries peak 0 bytes" in text
+    # the first operation reads the argument: it allocates (arguments are never written)
+    first = next(line for line in text.splitlines() if "# mul" in line)
+    assert "in place" not in first
+
+
+def test_jitted_chain_matches_reference_and_leaves_argument():
+    rng = np.random.default_rng(3)
+    host = _values(rng, (1000,), np.float32)
+    x = jnp.asarray(host)
+    out = jaxlite.jit(chain)(x)
+    closed = jaxlite.make_jaxpr(chain)(x)
+    token = fp_ignore_begin()
+    try:
+        (want,) = eval_jaxpr_impl(closed.jaxpr, closed.consts, host.copy())
+    finally:
+        fp_ignore_end(token)
+    assert_same_bits(out, want)
+    assert_same_bits(x, host)
+    assert not np.shares_memory(np.asarray(out), np.asarray(x))
+
+
+# ---- what must not run in place -----------------------------------------------------
+
+def test_arguments_and_constants_are_never_written():
+    c = np.arange(6, dtype=np.float32)
+
+    def f(x):
+        return jnp.sin(x) + jnp.exp(c) * x, -x, x + c
+
+    x = jnp.asarray(np.linspace(-1, 1, 6, dtype=np.float32))
+    ex, got, want = run_both(f, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    np.testing.assert_array_equal(c, np.arange(6, dtype=np.float32))
+
+
+def test_views_of_a_buffer_keep_their_values():
+    # y is viewed by reshape/rev/slice/transpose before it dies in sin: it must not be
+    # overwritten while those views are alive
+    def f(x):
+        y = jnp.exp(x)
+        r = lax.reshape(y, (12,))
+        v = lax.rev(y, (0,))
+        s = lax.slice(y, (0, 1), (2, 4))
+        t = lax.transpose(y, (1, 0))
+        z = jnp.sin(y)
+        return r * 2.0, v + 1.0, s, t, z
+
+    x = jnp.asarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    ex, got, want = run_both(f, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    assert "in place into" not in ex.as_text().split("# sin")[0].splitlines()[-1]
+
+
+def test_program_outputs_are_not_overwritten():
+    def f(x):
+        y = jnp.exp(x)
+        z = jnp.sin(y)          # y dies here but is an output
+        return y, z, z * 2.0
+
+    x = jnp.asarray(np.linspace(-1, 1, 9, dtype=np.float32))
+    ex, got, want = run_both(f, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    assert not np.shares_memory(got[0], got[1])
+
+
+def test_no_reuse_across_a_dtype_change_or_a_shape_change():
+    def f(x):
+        y = jnp.exp(x)
+        b = y > 1.0                              # bool result from a float buffer
+        s = jnp.sum(y, axis=0)                   # smaller result
+        h = (y * 2.0).astype(jnp.float16) + jnp.float16(1)
+        return b, s, h
+
+    x = jnp.asarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    ex, got, want = run_both(f, x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+
+
+def test_half_precision_transcendentals_do_not_run_in_place():
+    # NumPy's own float16 exp/sin differ from float32-then-round: the implementation's
+    # upcast path must run
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)    # all float16 values
+    x = jnp.asarray(every)
+    ex, got, want = run_both(lambda x: (jnp.sin(-x), jnp.cos(x * 1.5), jnp.exp(x * 0.5)), x)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    text = ex.as_text()
+    for op in ("exp", "sin", "cos"):
+        line = next(l for l in text.splitlines() if f"# {op}" in l)
+        assert "in place" not in line
+
+
+def test_inplace_ufuncs_match_half_upcast_path():
+    """Every half-precision row of the in-place table: NumPy's half loop gives the same
+    bits as the float32 computation rounded (what the implementation does)."""
+    from jaxlite.backends.interpreter import _INPLACE
+    rng = np.random.default_rng(5)
+    for dt in (np.dtype(np.float16), BF16):
+        x = _values(rng, (4099,), dt)
+        y = _values(rng, (4099,), dt)
+        token = fp_ignore_begin()
+        try:
+            for p, (ufunc, kinds, half_ok) in _INPLACE.items():
+                if not half_ok:
+                    continue
+                ops = (x, y)[:ufunc.nin]
+                want = np.asarray(p.impl(*ops)).astype(dt)
+                buf = x.copy()
+                got = ufunc(buf, *ops[1:], out=buf)
+                assert got is buf
+                assert_same_bits(buf, want)
+        finally:
+            fp_ignore_end(token)
+
+
+# ---- random elementwise programs -------------------------------------------------------
+
+_FLOAT_OPS = [("add", 2), ("sub", 2), ("mul", 2), ("div", 2), ("neg", 1), ("exp", 1),
+              ("sin", 1), ("cos", 1), ("tanh", 1), ("sqrt", 1), ("abs", 1), ("max", 2),
+              ("min", 2), ("log1p", 1), ("square", 1), ("floor", 1), ("rev", 1),
+              ("reshape", 1), ("integer_pow", 1), ("select", 2)]
+_INT_OPS = [("add", 2), ("sub", 2), ("mul", 2), ("neg", 1), ("bitwise_and", 2),
+            ("bitwise_or", 2), ("bitwise_xor", 2), ("bitwise_not", 1), ("max", 2),
+            ("min", 2), ("div", 2), ("rem", 2), ("rev", 1), ("reshape", 1), ("select", 2),
+            ("square", 1)]
+_BOOL_OPS = [("bitwise_and", 2), ("bitwise_or", 2), ("bitwise_xor", 2),
+             ("bitwise_not", 1), ("max", 2), ("min", 2), ("rev", 1), ("reshape", 1)]
+
+
+def _apply(name, ops):
+    if name == "rev":
+        return lax.rev(ops[0], (0,))
+    if name == "reshape":
+        a = ops[0]
+        return lax.reshape(lax.reshape(a, (a.size,)), a.shape)
+    if name == "integer_pow":
+        return lax.integer_pow(ops[0], 2)
+    if name == "select":
+        return lax.select_n(ops[0] > ops[1], ops[0], ops[1])
+    return getattr(lax, name)(*ops)
+
+
+@st.composite
+def programs(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.float16, BF16, np.int32,
+                                  np.uint8, np.int16, np.bool_]))
+    dtype = np.dtype(dtype)
+    table = _BOOL_OPS if dtype == np.bool_ else (
+        _INT_OPS if dtype.kind in "iu" else _FLOAT_OPS)
+    n_in = draw(st.integers(1, 3))
+    steps = []
+    for k in range(draw(st.integers(2, 12))):
+        name, arity = draw(st.sampled_from(table))
+        picks = [draw(st.integers(0, n_in + k - 1)) for _ in range(arity)]
+        steps.append((name, picks))
+    n_out = draw(st.integers(1, 3))
+    outs = [draw(st.integers(0, n_in + len(steps) - 1)) for _ in range(n_out)]
+    shape = draw(st.sampled_from([(7,), (3, 4), (1,)]))
+    seed = draw(st.integers(0, 2 ** 16))
+    return dtype, n_in, steps, outs, shape, seed
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs())
+def test_random_elementwise_programs_match_reference(prog):
+    dtype, n_in, steps, outs, shape, seed = prog
+
+    def f(*xs):
+        pool = list(xs)
+        for name, picks in steps:
+            pool.append(_apply(name, [pool[i] for i in picks]))
+        return tuple(pool[i] for i in outs)
+
+    rng = np.random.default_rng(seed)
+    args = [jnp.asarray(_values(rng, shape, dtype)) for _ in range(n_in)]
+    hosts = [np.asarray(a).copy() for a in args]
+    ex, got, want = run_both(f, *args)
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    # and the whole jit pipeline (fusion, kernels expanded, reuse) gives the same bits
+    res = jaxlite.jit(f)(*args)
+    for r, w, i in zip(res, want, outs):
+        assert_same_bits(r, w)
+        if i >= n_in and steps[i - n_in][0] not in ("rev", "reshape"):
+            # a computed result (not an argument or a view of one, which arrays being
+            # immutable may share) has its own memory
+            for a in args:
+                assert not np.shares_memory(np.asarray(r), np.asarray(a))
+    for a, h in zip(args, hosts):
+        assert_same_bits(a, h)
+
+
+# ---- memory ------------------------------------------------------------------------
+
+@pytest.fixture
+def no_gc():
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def test_jitted_chain_peak_is_input_plus_output(no_gc):
+    x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
+    compiled = jaxlite.jit(chain).lower(x).compile()
+    assert compiled.memory_analysis()["temp_size_in_bytes"] == 0
+    compiled(x).block_until_ready()
+    base = DEV.memory_stats()["bytes_in_use"]          # the input is live already
+    DEV.reset_peak_memory()
+    out = compiled(x)
+    peak = DEV.memory_stats()["peak_bytes_in_use"]
+    assert peak - base == out.nbytes == x.nbytes       # input + output, no temporary
+    del out
+
+
+def test_jitted_chain_host_allocations_are_one_buffer(no_gc):
+    # the host memory really allocated during a call (NumPy reports its buffers to
+    # tracemalloc), not only what the accounting claims: the output and no temporary
+    x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
+    f = jaxlite.jit(chain)
+    f(x).block_until_ready()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        out = f(x)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert x.nbytes <= peak <= x.nbytes + 64 * 1024
+    del out
+
+
+def test_temp_bytes_counts_a_buffer_once_when_reused():
+    # two live buffers at most: exp(x) and sin(x), then a * b and + 1.0 in place (without
+    # reuse a third buffer, a * b, would be live beside them)
+    def f(x):
+        a = jnp.exp(x)
+        b = jnp.sin(x)
+        return jnp.sum((a * b) + 1.0)
+
+    x = jnp.ones(1000)
+    ex = InterpretedExecutable(jaxlite.make_jaxpr(f)(x), "f")
+    assert ex.in_place >= 2
+    # temporaries + the 4-byte output the runtime charges beside them = the true peak
+    assert ex.temp_bytes + 4 == 2 * 4000
