@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench fuzz install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,9 @@ demo: $(STAMP)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests
+
+fuzz: $(TEST_STAMP)
+	$(BIN)/python tests/run_fuzz.py -n $${FUZZ_N:-10000}
 
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/run.py

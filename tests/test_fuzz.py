@@ -1,0 +1,93 @@
+"""Random programs (tests/fuzz_programs.py): the native CPU backend agrees with the
+interpreter.  A small budget here; ``make fuzz`` runs 10,000."""
+import numpy as np
+import pytest
+
+import fuzz_programs as fp
+
+_SEEDS = range(20250, 20275)      # 25 programs of 2 random DAGs each
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(tmp_path_factory):
+    # a fresh persistent cache: every kernel of this file really goes through Numba
+    from jaxlite.config import config
+    with config._override("jax_compilation_cache_dir",
+                          str(tmp_path_factory.mktemp("fuzzcache"))):
+        yield
+
+
+_NATIVE = []
+
+
+@pytest.mark.parametrize("seed", _SEEDS)
+def test_random_program_native_equals_interpreter(seed):
+    prog = fp.make_program(seed, n_exprs=2)
+    want, got, ex = fp.run_both(prog)
+    _NATIVE.append(len(ex.kernels))
+    assert ex.backend == "cpu" and type(ex).__name__ == "CpuExecutable"
+    errs = []
+    for i, (w, g, c) in enumerate(zip(want, got, prog.classes)):
+        if c[0] == "scale":
+            continue
+        extra = (np.abs(want[c[1]]).astype(np.float64), c[2]) if c[0] == "sum" else None
+        e = fp.compare(w, g, c[0], extra)
+        if e:
+            errs.append(f"output {i}: {e}")
+    assert len(want) == len(got) == len(prog.classes)
+    assert not errs, fp.failure_report(prog, errs)
+
+
+def test_the_fuzzed_programs_ran_native_kernels():
+    # the run above compiled native code (not only interpreter fallbacks)
+    if len(_NATIVE) < len(_SEEDS):
+        pytest.skip("needs the parametrised run above")
+    assert sum(_NATIVE) >= len(_SEEDS)
+
+
+def test_program_is_a_function_of_its_seed():
+    a, b = fp.make_program(7, 3), fp.make_program(7, 3)
+    assert str(a.closed) == str(b.closed)
+    for x, y in zip(a.inputs, b.inputs):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+    assert str(fp.make_program(8, 3).closed) != str(a.closed)
+
+
+def test_inputs_carry_edge_values():
+    rng = np.random.default_rng(0)
+    f = fp.random_values(rng, (4000,), np.float32)
+    assert np.isnan(f).any() and np.isposinf(f).any() and np.isneginf(f).any()
+    assert (np.signbit(f) & (f == 0)).any()
+    i = fp.random_values(rng, (4000,), np.int8)
+    assert i.min() == -128 and i.max() == 127
+
+
+def test_compare_classes():
+    f = np.float32
+    # exact: bit for bit, sign of zero and NaN positions included
+    assert fp.compare(np.array([0.0], f), np.array([0.0], f), "exact") is None
+    assert fp.compare(np.array([0.0], f), np.array([-0.0], f), "exact")
+    assert fp.compare(np.array([np.nan], f), np.array([np.nan], f), "exact") is None
+    assert fp.compare(np.array([np.nan], f), np.array([1.0], f), "approx")
+    one_ulp = np.nextafter(f(1), f(2))
+    assert fp.compare(np.array([1.0], f), np.array([one_ulp]), "exact")
+    assert fp.compare(np.array([1.0], f), np.array([one_ulp]), "approx") is None
+    assert fp.compare(np.array([1.0], f), np.array([1.001], f), "approx")
+    # integers, dtypes and shapes
+    assert fp.compare(np.array([1], np.int32), np.array([2], np.int32), "exact")
+    assert fp.compare(np.array([1], np.int32), np.array([1], np.int64), "exact")
+    assert fp.compare(np.array([1], np.int32), np.array([[1]], np.int32), "exact")
+    # a sum: absolute error against the sum of magnitudes
+    scale = np.array([100.0])
+    assert fp.compare(np.array([1.0], f), np.array([1.001], f), "sum", (scale, 4)) is None
+    assert fp.compare(np.array([1.0], f), np.array([3.0], f), "sum", (scale, 4))
+
+
+def test_a_wrong_native_op_is_caught(monkeypatch):
+    # a deliberately broken scalar-op table entry: the fuzzer must notice
+    from jaxlite.backends import _cpu_ops
+    monkeypatch.setitem(_cpu_ops._INFIX, "xor", "|")
+    caught = sum(bool(fp.check_program(fp.make_program(s, 2)))
+                 for s in (20255, 20259, 20263, 20270))
+    assert caught >= 1
