@@ -74,8 +74,8 @@ def _idiv(x, y):
     # signed truncating division; x / 0 = -1, INT_MIN / -1 wraps to INT_MIN (caller casts)
     if y == 0:
         return -1
-    if y == -1:
-        return -x
+    if y == -1:     # -x without a signed overflow (LLVM may assume there is none)
+        return np.int64(np.uint64(0) - np.uint64(x))
     q = x // y
     return q + 1 if (q * y != x and (x < 0) != (y < 0)) else q
 
@@ -120,6 +120,16 @@ for _name, _fn in _vecmath.FUNCTIONS.items():
     GLOBALS[f"_vm_{_name}"] = _fn
 
 
+def _wrapping(a, op, b, dt) -> str:
+    """``a op b`` for + - * that wraps on overflow.  Numba marks signed integer arithmetic
+    "no signed wrap" and LLVM then optimises on that assumption (``abs(x * x)`` became
+    ``x * x``); int8..int32 operands are widened to int64 first so they never overflow, but
+    int64 ones are computed on uint64 here and cast back."""
+    if np.dtype(dt) == np.int64:
+        return f"np.int64(np.uint64({a}) {op} np.uint64({b}))"
+    return f"({a} {op} {b})"
+
+
 def type_name(dt) -> str:
     """The name of ``dt``'s scalar constructor in generated code (``np.float32``)."""
     dt = np.dtype(dt)
@@ -141,18 +151,20 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "^",
 def _unary(op, a, dt, out, params):
     k = dt.kind
     if op == "neg":
-        return f"-{a}"
+        return _wrapping("0", "-", a, dt) if dt == np.int64 else f"-{a}"
     if op in ("copy",):
         return a
     if op == "sign":
         return f"_sign_f({a}, {type_name(dt)}(1))" if k == "f" else (
             f"np.int64({a} > 0) - np.int64({a} < 0)" if k == "i" else f"{a} > 0")
     if op == "abs":
+        if dt == np.int64:
+            return f"({a} if {a} >= 0 else {_wrapping('0', '-', a, dt)})"
         return f"_fabs({a})" if k == "f" else (f"abs({a})" if k == "i" else a)
     if op == "not":
         return f"not {a}" if k == "b" else f"~{a}"
     if op == "square":
-        return f"{a} * {a}"
+        return _wrapping(a, "*", a, dt) if k in "iu" else f"{a} * {a}"
     if k != "f":
         raise Unsupported(f"{op} of {dt}")
     T = type_name(dt)
@@ -180,17 +192,17 @@ def _unary(op, a, dt, out, params):
     raise Unsupported(f"scalar op {op!r}")
 
 
-def _integer_pow(a, y, T):
+def _integer_pow(a, y, T, dt=None):
     if y == 0:
         return f"{T}(1)"
     n, base, acc, terms = abs(y), a, None, []
     # exponentiation by squaring, as the interpreter: written as one expression
     while n:
         if n & 1:
-            acc = base if acc is None else f"{T}({acc} * {base})"
+            acc = base if acc is None else f"{T}({_wrapping(acc, '*', base, dt)})"
         n >>= 1
         if n:
-            base = f"{T}({base} * {base})"
+            base = f"{T}({_wrapping(base, '*', base, dt)})"
     del terms
     return f"{T}(1) / {acc}" if y < 0 else acc
 
@@ -238,7 +250,7 @@ def emit(op: str, args, in_dtypes, out_dtype, params) -> str:
     if op == "convert":
         return _convert(args[0], dt, np.dtype(out_dtype))
     if op == "integer_pow":
-        return _integer_pow(args[0], int(params["y"]), type_name(dt))
+        return _integer_pow(args[0], int(params["y"]), type_name(dt), dt)
     if op == "select_n":
         which, cases = args[0], list(args[1:])
         if len(cases) == 1:
@@ -261,6 +273,8 @@ def emit(op: str, args, in_dtypes, out_dtype, params) -> str:
     if op in _INFIX:
         if k == "b" and op in ("add", "sub", "mul"):
             raise Unsupported(f"{op} of bool")
+        if op in ("add", "sub", "mul"):
+            return _wrapping(a, _INFIX[op], b, dt)
         return f"({a} {_INFIX[op]} {b})"
     if op == "div":
         return f"({a} / {b})" if k == "f" else (f"_idiv({a}, {b})" if k == "i" else
@@ -310,7 +324,7 @@ def accumulate(monoid: str, acc: str, v: str, dt) -> str:
     if monoid == "add":
         if dt == np.bool_:
             raise Unsupported("add-reduction of bool")
-        return f"_radd({acc}, {v})" if dt.kind == "f" else f"({acc} + {v})"
+        return f"_radd({acc}, {v})" if dt.kind == "f" else _wrapping(acc, "+", v, dt)
     if monoid == "mul":
-        return f"({acc} * {v})"
+        return _wrapping(acc, "*", v, dt)
     return emit(monoid, [acc, v], [dt, dt], dt, {})
