@@ -120,7 +120,10 @@ def module_text(source: str, glb: dict, signature: str, parallel: bool, opts: di
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:32]
-    header = (f"# jaxlite native kernel (generated; safe to delete)\n# kernel {name}\n"
+    # no kernel name in the text: the key does not include it, and the same kernel under
+    # another name (another program, another process) must find the same text
+    del name
+    header = ("# jaxlite native kernel (generated; safe to delete)\n"
               f"# signature {signature}, parallel={bool(parallel)}\n"
               "import numpy as _np\nfrom numba import prange\n"
               "from jaxlite.backends._cpu_ops import GLOBALS as _G\n"
