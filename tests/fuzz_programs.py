@@ -56,9 +56,15 @@ _KEEPS_APPROX = {"mul", "div", "max", "min", "neg", "abs", "square"}
 class Val:
     """A traced value and how its two computations may differ."""
 
-    def __init__(self, x, cls="exact"):
+    def __init__(self, x, cls="exact", eps=0.0):
         self.x = x
         self.cls = cls        # "exact" | "approx"
+        # an approximate value's rounding differences are relative to the coarsest float
+        # type on its path (a float32 exp converted to float64 keeps float32's error)
+        self.eps = 0.0
+        if cls == "approx":
+            dt = np.dtype(x.dtype)
+            self.eps = max(eps, float(np.finfo(dt).eps) if dt.kind == "f" else 0.0)
 
     @property
     def dtype(self):
@@ -152,7 +158,7 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
             return v
         if v.cls != "exact" and (dt.kind != "f" or v.dtype.kind != "f"):
             return None
-        return Val(lax.convert_element_type(v.x, dt), v.cls)
+        return Val(lax.convert_element_type(v.x, dt), v.cls, v.eps)
 
     def second(a, exact):
         """An operand for a binary op with ``a``: a pool value converted, or a constant."""
@@ -187,7 +193,7 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                         x = getattr(lax, op)(a.x)
                     if op == "is_finite":
                         cls = "exact"
-                    pool.append(Val(x, cls))
+                    pool.append(Val(x, cls, a.eps))
                 elif k in "iu":
                     op = b.choice(_I_UNARY)
                     if op == "ipow":
@@ -223,7 +229,7 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                     a, c = c, a
                 x = getattr(lax, op)(a.x, c.x)
                 cls = "approx" if "approx" in (a.cls, c.cls) else "exact"
-                pool.append(Val(x, cls))
+                pool.append(Val(x, cls, max(a.eps, c.eps)))
             elif kind < 0.72:                         # comparison
                 a = pick(exact=True)
                 c = second(a, True)
@@ -248,7 +254,7 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                     cases = [a] + [as_dtype(pick(), a.dtype) or a for _ in range(ncase - 1)]
                     x = lax.select_n(p.x, *[c.x for c in cases])
                     pool.append(Val(x, "approx" if any(c.cls != "exact" for c in cases)
-                                    else "exact"))
+                                    else "exact", max(c.eps for c in cases)))
                 else:
                     a = pick(lambda v: v.dtype != np.bool_, exact=True)
                     lo = second(a, True)
@@ -282,9 +288,9 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                 kept = tuple(i for i in range(nd) if i not in axes)
                 if rng.random() < 0.7:                # broadcast back (softmax-like)
                     r = lax.broadcast_in_dim(r, S, kept)
-                    pool.append(Val(r, src.cls))
+                    pool.append(Val(r, src.cls, src.eps))
                 else:
-                    b.outputs.append((Val(r, src.cls), (src.cls,)))
+                    b.outputs.append((Val(r, src.cls, src.eps), (src.cls, src.eps)))
         except (TypeError, ValueError):
             continue    # an op the random choice got wrong for these dtypes: skip it
 
@@ -292,7 +298,7 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
     n_out = min(len(pool), int(rng.integers(1, 4)))
     chosen = pool[-n_out:] + [pool[int(rng.integers(len(pool)))]]
     for v in chosen:
-        b.outputs.append((v, (v.cls,)))
+        b.outputs.append((v, (v.cls, v.eps)))
 
 
 class Program:
@@ -396,6 +402,7 @@ def compare(want, got, cls, extra=None) -> str | None:
                 scale, n = extra
                 bound = tol * max(n, 1) * np.where(np.isfinite(scale), scale, 0) + tiny * 4
             else:
+                tol = max(tol, 64 * float(extra or 0.0))
                 bound = tol * np.maximum(np.abs(w), np.abs(g)) + tiny * 4
             same = (w == g) | (np.abs(w - g) <= bound)
     if not same.all():
@@ -418,6 +425,8 @@ def check_program(prog: Program) -> list[str]:
             continue
         if c[0] == "sum":
             extra = (np.abs(want[c[1]]).astype(np.float64), c[2])
+        elif c[0] == "approx":
+            extra = c[1]
         e = compare(w, g, c[0], extra)
         if e:
             errs.append(f"output {i}: {e}")
