@@ -413,9 +413,12 @@ def compare(want, got, cls, extra=None) -> str | None:
     return None
 
 
-def check_program(prog: Program) -> list[str]:
-    """The mismatches between the native backend and the interpreter (empty: agree)."""
+def check_program(prog: Program, info: dict | None = None) -> list[str]:
+    """The mismatches between the native backend and the interpreter (empty: agree).
+    ``info``, when given, receives the native executable (``info["executable"]``)."""
     want, got, ex = run_both(prog)
+    if info is not None:
+        info["executable"] = ex
     errs = []
     if len(want) != len(got):
         return [f"{len(got)} outputs, want {len(want)}"]

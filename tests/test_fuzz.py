@@ -23,19 +23,11 @@ _NATIVE = []
 @pytest.mark.parametrize("seed", _SEEDS)
 def test_random_program_native_equals_interpreter(seed):
     prog = fp.make_program(seed, n_exprs=2)
-    want, got, ex = fp.run_both(prog)
+    info = {}
+    errs = fp.check_program(prog, info)
+    ex = info["executable"]
     _NATIVE.append(len(ex.kernels))
-    assert ex.backend == "cpu" and type(ex).__name__ == "CpuExecutable"
-    errs = []
-    for i, (w, g, c) in enumerate(zip(want, got, prog.classes)):
-        if c[0] == "scale":
-            continue
-        extra = (np.abs(want[c[1]]).astype(np.float64), c[2]) if c[0] == "sum" else (
-            c[1] if c[0] == "approx" else None)
-        e = fp.compare(w, g, c[0], extra)
-        if e:
-            errs.append(f"output {i}: {e}")
-    assert len(want) == len(got) == len(prog.classes)
+    assert type(ex).__name__ == "CpuExecutable"      # untiered: native code ran
     assert not errs, fp.failure_report(prog, errs)
 
 
