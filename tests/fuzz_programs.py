@@ -37,6 +37,9 @@ DTYPES = [np.float32, np.float64, np.int32, np.int8, np.uint8, np.int16, np.uint
           np.int64, np.uint64, np.uint16, np.bool_, np.float16]
 DTYPE_WEIGHTS = np.array([6, 3, 5, 2, 2, 1, 2, 2, 1, 1, 3, 0.5])
 DIMS = [1, 2, 3, 4, 5]
+BIG_SPACES = [(1 << 20,), (1024, 1025), (3, 512, 700), (1100, 1, 1000)]
+"""Iteration spaces of ``big`` programs: kernels at least ``PARALLEL_MIN_ELEMENTS`` large
+run their outer loop on every core (prange)."""
 
 _F_EXACT_UNARY = ["neg", "abs", "floor", "ceil", "round0", "round1", "sign", "square",
                   "sqrt", "ipow", "rsqrt", "is_finite"]
@@ -103,7 +106,8 @@ def random_values(rng, shape, dtype):
 
 
 class _Builder:
-    def __init__(self, rng, inputs, host, outputs):
+    def __init__(self, rng, inputs, host, outputs, big=False):
+        self.big = big
         self.rng = rng
         self.inputs = inputs          # list of (shape, dtype) appended while building
         self.host = host
@@ -124,8 +128,12 @@ def _const(v, dt):
 def _expr(b: _Builder, args, arg_iter, n_ops):
     """One random DAG over iteration space S drawn here; returns nothing (adds outputs)."""
     rng = b.rng
-    rank = int(rng.integers(0, 4))
-    S = tuple(int(rng.choice(DIMS)) for _ in range(rank))
+    if b.big:
+        S = BIG_SPACES[int(rng.integers(len(BIG_SPACES)))]
+        rank = len(S)
+    else:
+        rank = int(rng.integers(0, 4))
+        S = tuple(int(rng.choice(DIMS)) for _ in range(rank))
     pool: list[Val] = []
 
     def new_input(dt=None):
@@ -305,21 +313,24 @@ class Program:
     """A random program: ``closed`` (ClosedJaxpr), ``inputs`` (NumPy arrays) and the
     comparison class of each output."""
 
-    def __init__(self, seed, closed, inputs, classes):
+    def __init__(self, seed, closed, inputs, classes, big=False):
         self.seed = seed
+        self.big = big
         self.closed = closed
         self.inputs = inputs
         self.classes = classes
 
     def describe(self) -> str:
-        ins = "\n".join(f"  in{i}: {a.dtype}{list(a.shape)} = {a.tolist()!r}"
+        ins = "\n".join(f"  in{i}: {a.dtype}{list(a.shape)} = "
+                        f"{a.tolist() if a.size <= 64 else '(seeded, see make_program)'}"
                         for i, a in enumerate(self.inputs))
-        return f"program seed={self.seed}\n{self.closed}\ninputs:\n{ins}"
+        return f"program seed={self.seed} big={self.big}\n{self.closed}\ninputs:\n{ins}"
 
 
-def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8) -> Program:
+def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8, big: bool = False) -> Program:
     """The random program of ``seed``: ``n_exprs`` independent DAGs of about ``n_ops``
-    operations each (same seed, same program)."""
+    operations each (same seed, same program); ``big``: over iteration spaces of about a
+    million elements (``BIG_SPACES``)."""
     # first pass: learn the inputs (shapes/dtypes/values) with a throwaway trace
     specs: list = []
     host: list = []
@@ -328,7 +339,7 @@ def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8) -> Program:
     def make_f(inputs_known):
         def f(*args):
             rng = np.random.default_rng(seed)
-            b = _Builder(rng, [], [], [])
+            b = _Builder(rng, [], [], [], big)
             it = iter(args) if inputs_known else _Feeder(b)
             for _ in range(n_exprs):
                 _expr(b, args, it, int(rng.integers(1, n_ops + 1)))
@@ -343,7 +354,7 @@ def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8) -> Program:
         inputs = list(host)
         closed = jax.make_jaxpr(make_f(True))(*inputs)
     classes = [c for _, c in outputs]
-    return Program(seed, closed, inputs, classes)
+    return Program(seed, closed, inputs, classes, big)
 
 
 class _Feeder:
