@@ -52,8 +52,27 @@ _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 
 reduce_sum_p = _reduction("reduce_sum", np.add.reduce, "fciu")
 reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, "fciu")
-reduce_max_p = _reduction("reduce_max", np.maximum.reduce, "fciub", identity_ok=False)
-reduce_min_p = _reduction("reduce_min", np.minimum.reduce, "fciub", identity_ok=False)
+
+
+def _zero_signed(fn, is_min):
+    # XLA: the min of -0.0 and 0.0 is -0.0 and their max 0.0, in any order; NumPy's
+    # reduction keeps whichever zero came first
+    def reduce(x, axis):
+        out = fn(x, axis=axis)
+        if x.dtype.kind == "f" and out.size and (x == 0).any():
+            z = (x == 0) & (np.signbit(x) if is_min else ~np.signbit(x))
+            hit = np.logical_or.reduce(z, axis=axis)
+            neg = hit if is_min else ~hit
+            t = out.dtype.type
+            out = np.where(out == 0, np.where(neg, t(-0.0), t(0.0)), out).astype(out.dtype)
+        return out
+    return reduce
+
+
+reduce_max_p = _reduction("reduce_max", _zero_signed(np.maximum.reduce, False), "fciub",
+                          identity_ok=False)
+reduce_min_p = _reduction("reduce_min", _zero_signed(np.minimum.reduce, True), "fciub",
+                          identity_ok=False)
 reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub")
 reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub")
 reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub")
