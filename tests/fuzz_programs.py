@@ -231,9 +231,15 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                     if k == "u" and amt < 0:
                         amt = bits
                     c = Val(_const(amt, a.dtype))
+                elif k == "f" and op in ("mul", "div"):
+                    # an approximate value is only scaled by a moderate exact constant: a
+                    # value that underflowed in one backend only (0 against a subnormal)
+                    # must not become 0/0 or be multiplied back up
+                    c = Val(_const(b.choice([0.5, 2.0, -3.0, 0.25]), a.dtype)) \
+                        if a.cls != "exact" else second(a, True)
                 else:
                     c = second(a, exact)
-                if rng.random() < 0.5:
+                if rng.random() < 0.5 and not (op == "div" and a.cls != "exact"):
                     a, c = c, a
                 x = getattr(lax, op)(a.x, c.x)
                 cls = "approx" if "approx" in (a.cls, c.cls) else "exact"

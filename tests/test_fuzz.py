@@ -110,3 +110,14 @@ def test_int64_overflow_wraps_in_native_code():
         assert np.asarray(g).dtype == np.int64
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert np.asarray(got[0]).min() >= 0 or np.asarray(want[0]).min() < 0
+
+
+def test_min_max_reductions_of_signed_zeros_like_xla(rjnp):
+    # found by the fuzzer: NumPy's reduction kept whichever zero came first; XLA's min of
+    # -0.0 and 0.0 is -0.0 and its max 0.0 in any order (the native backend agreed)
+    import jaxlite.numpy as jnp
+    for v in ([0.0, -0.0, 1.0], [-0.0, 0.0, 1.0], [0.0, -0.0, -1.0], [-0.0, 0.0, -1.0]):
+        x = np.array(v, np.float32)
+        for fn in ("min", "max"):
+            got, want = getattr(jnp, fn)(jnp.asarray(x)), getattr(rjnp, fn)(x)
+            assert np.signbit(np.asarray(got)) == np.signbit(np.asarray(want)), (fn, v)
