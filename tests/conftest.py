@@ -35,3 +35,16 @@ def x64():
     finally:
         jaxlite.config.update("jax_enable_x64", False)
         jax.config.update("jax_enable_x64", old_r)
+
+
+@pytest.fixture
+def no_gc():
+    """Collect earlier tests' garbage first, then keep the collector off for the test, so
+    byte counts do not change because an unrelated cycle was collected mid-test."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -5,7 +5,6 @@ written, outputs never alias inputs, views of a buffer keep their values, and th
 memory of a jitted elementwise chain is input + output."""
 from __future__ import annotations
 
-import gc
 import tracemalloc
 
 import ml_dtypes
@@ -342,16 +341,6 @@ def test_random_elementwise_programs_match_reference(prog):
 
 
 # ---- memory ------------------------------------------------------------------------
-
-@pytest.fixture
-def no_gc():
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
 
 def test_jitted_chain_peak_is_input_plus_output(no_gc):
     x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))

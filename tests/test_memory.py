@@ -17,15 +17,9 @@ DEV = jaxlite.devices()[0]
 
 
 @pytest.fixture(autouse=True)
-def _no_stray_collection():
-    """Collect earlier tests' garbage first, then keep the collector off: byte counts
-    asserted here must not change because some unrelated cycle got collected mid-test."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+def _no_stray_collection(no_gc):
+    """Every test here runs with the collector off (conftest's ``no_gc``)."""
+    yield
 
 
 def in_use() -> int:
