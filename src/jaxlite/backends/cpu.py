@@ -18,8 +18,9 @@ Loop nest: axes of size 1 are dropped and adjacent axes that every input and eve
 reduction treat alike are merged (an all-contiguous map kernel is one flat loop, which LLVM
 vectorises).  A reduction over a suffix of the axes keeps a scalar accumulator (a float sum
 accumulates with a reassociable add, so it vectorises too); any other reduction
-accumulates in its output array, initialised with the monoid's identity.  Outputs are
-allocated once per call with ``numpy.empty``.
+accumulates in its output array, initialised with the monoid's identity.  Outputs come
+from the recycling buffer pool (runtime/buffer.py): a large output reuses the memory of one
+nobody references any more instead of faulting in fresh pages.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import numpy as np
 from ..core.eager import host_value
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
+from ..runtime.buffer import pool_empty
 from . import _cpu_ops
 from ._cpu_ops import Unsupported, type_name
 from .base import Executable, register_backend
@@ -240,7 +242,9 @@ class NativeKernel:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise Unsupported(f"numba: {first[:200]}") from None
 
-    def __call__(self, *args):
+    def __call__(self, *args, out=None):
+        """Runs the kernel; ``out``: per output, an array of its exact shape and dtype to
+        write into (a donated argument, see ``CpuExecutable.run``) or None."""
         k = self.kernel
         if self.size == 0:
             return self._reference(k, *args)
@@ -251,13 +255,28 @@ class NativeKernel:
             if perm is not None:
                 x = np.transpose(x, perm)
             xs.append(np.ascontiguousarray(x).reshape(cs or (1,) * q))
-        outs = [np.empty(cs or (1,) * q, o.aval.dtype)
-                for cs, o in zip(self.out_cshape, k.outputs)]
-        flag = self._fn(*xs, *outs)
+        # outputs from the recycling pool (a fresh large buffer costs page faults), in
+        # their final shape: the kernel writes through a reshaped view of each
+        outs = [pool_empty(o.aval.shape, o.aval.dtype) if out is None or out[j] is None
+                else out[j] for j, o in enumerate(k.outputs)]
+        flag = self._fn(*xs, *[o.reshape(cs or (1,) * q)
+                               for o, cs in zip(outs, self.out_cshape)])
         if flag:
             # a float32 sin/cos argument beyond the vectorised reduction's range: exact rerun
             return self._reference(k, *args)
-        return [o.reshape(o_.aval.shape) for o, o_ in zip(outs, k.outputs)]
+        return outs
+
+    def reads_in_place(self, invars, v) -> bool:
+        """Whether every operand of ``invars`` (the kernel equation's) that is ``v`` is read
+        over the whole iteration space at the index a map output is written (no
+        broadcast, no transposition): writing that output into ``v``'s buffer is safe.
+        Never for a kernel that may rerun on its inputs (float32 sin/cos beyond the
+        vectorised range reduction): the rerun would read overwritten inputs."""
+        if "_vm_oor(" in self.source:
+            return False
+        return all(p is None and all(pres) and cs == self.cshape
+                   for x, p, pres, cs in zip(invars, self.in_perm, self.in_present,
+                                             self.in_cshape) if x is v)
 
     def describe(self) -> str:
         return (f"native kernel {self.kernel.name}: iteration {list(self.kernel.shape)} -> "
@@ -368,16 +387,70 @@ class CpuExecutable(Executable):
         self._nslots = nslots
         self._out_slots = [sl(v) for v in jaxpr.outvars]
         self._fixed = nfixed
+        # for donation plans (run with ``donated``)
+        self._eqns, self._invars, self._last, self._outset = \
+            pending, list(jaxpr.invars), last, outset
+        self._donation_plans = {}
+
+    def _donation_plan(self, donated) -> dict:
+        """{step: [argument slot or None per output]}: where each native kernel writes
+        into a donated argument.  An argument qualifies when every use of it is a native
+        kernel (so no view of it exists) and it is not a program output; a kernel takes
+        it for an output of its exact shape and dtype once it is dead, or at its last use
+        when that kernel reads it in full at the index it writes (a map output)."""
+        plan = self._donation_plans.get(donated)
+        if plan is not None:
+            return plan
+        uses = {}
+        for k, e in enumerate(self._eqns):
+            for v in e.invars:
+                if not isinstance(v, Literal):
+                    uses.setdefault(v, []).append(k)
+        free = {}
+        for pos in sorted(donated):
+            v = self._invars[pos]
+            if v not in self._outset and v not in free and \
+                    all(isinstance(self._steps[k][0], NativeKernel) for k in uses.get(v, ())):
+                free[v] = self._arg_slots[pos]
+        plan = {}
+        for k, e in enumerate(self._eqns):
+            nk = self._steps[k][0]
+            if not free or not isinstance(nk, NativeKernel):
+                continue
+            assign = [None] * len(e.outvars)
+            for j, (ov, o) in enumerate(zip(e.outvars, nk.kernel.outputs)):
+                for v, s in free.items():
+                    if v.aval.shape != ov.aval.shape or v.aval.dtype != ov.aval.dtype:
+                        continue
+                    last = self._last.get(v, -1)
+                    if last < k or (last == k and o.kind != "reduce" and
+                                    nk.reads_in_place(e.invars, v)):
+                        assign[j] = s
+                        del free[v]
+                        break
+            if any(s is not None for s in assign):
+                plan[k] = assign
+        self._donation_plans[donated] = plan
+        return plan
 
     @property
     def fallbacks(self) -> list:
         """The equations that run on the interpreter, with the reason."""
         return [t for k, t in self.report if k == "fallback"]
 
-    def run(self, args):
+    def run(self, args, donated=None):
+        """Runs on NumPy values.  ``donated``: positions of arguments whose arrays the
+        caller gave up (writable, referenced by nobody else): a native kernel writes an
+        output of the same shape and dtype into such an argument once the argument is
+        dead, or where it dies when the kernel reads it at the very index it writes."""
+        plan = self._donation_plan(donated) if donated else None
         env = self._init + list(args) + [None] * (self._nslots - self._fixed - len(args))
-        for fn, ins, outs, multi, dtypes, dead in self._steps:
-            r = fn(*[env[i] for i in ins])
+        for k, (fn, ins, outs, multi, dtypes, dead) in enumerate(self._steps):
+            if plan and k in plan:
+                r = fn(*[env[i] for i in ins], out=[None if s is None else env[s]
+                                                    for s in plan[k]])
+            else:
+                r = fn(*[env[i] for i in ins])
             if multi:
                 for s, x, dt in zip(outs, r, dtypes):
                     env[s] = exact(x, dt)

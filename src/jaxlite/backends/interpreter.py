@@ -72,11 +72,12 @@ class _Reuse:
     or a ``copy`` with an array result (rank >= 1): their implementations always return a
     fresh array (a ufunc's new output, or a cast copy of it), never an argument, a
     constant, a literal, a view or a broadcast; and when every equation using it is one
-    of those too, so that no view of its buffer can exist.  Program outputs are never
-    written (they must survive the program).
+    of those too, so that no view of its buffer can exist.  A donated argument whose
+    every use is such an equation is owned too.  Program outputs are never written (they
+    must survive the program).
     """
 
-    def __init__(self, jaxpr, last, outs):
+    def __init__(self, jaxpr, last, outs, donated=()):
         self.last, self.outs = last, outs
         self.owned = set()
         uses = {}
@@ -89,6 +90,13 @@ class _Reuse:
                 v = e.outvars[0]
                 if all(self._fresh_op(u) for u in uses.get(v, ())):
                     self.owned.add(v)
+        # a donated argument (the caller gave up its buffer, see run) is owned likewise
+        self.donated = set()
+        for i in donated:
+            v = jaxpr.invars[i]
+            if v.aval.ndim >= 1 and all(self._fresh_op(u) for u in uses.get(v, ())):
+                self.owned.add(v)
+                self.donated.add(v)
 
     @staticmethod
     def _fresh_op(e):
@@ -103,7 +111,8 @@ class _Reuse:
         if not self._fresh(e):
             return None
         out = e.outvars[0].aval
-        for v in e.invars:
+        # a dying donated argument first: the result lands in the buffer the caller gave
+        for v in sorted(e.invars, key=lambda v: v not in self.donated):
             if not isinstance(v, Literal) and v in self.owned and self.last.get(v) == k \
                     and v not in self.outs and v.aval.shape == out.shape \
                     and v.aval.dtype == out.dtype:
@@ -144,6 +153,14 @@ class InterpretedExecutable(Executable):
         self.in_avals = [v.aval for v in jaxpr.invars]
         self.out_avals = [v.aval for v in jaxpr.outvars]
         self._consts = [host_value(c) for c in closed.consts]
+        self._jaxpr = jaxpr
+        self.source, self._fn, self.in_place, self.temp_bytes = self._generate(jaxpr, ())
+        self._donated_fns = {}     # frozenset of donated positions -> generated function
+
+    def _generate(self, jaxpr, donated):
+        """(source, function, in-place equation count, temporaries' peak bytes) of the
+        program when the arguments at positions ``donated`` may be overwritten."""
+        name = self.name
         names, glb = {}, {"_exact": exact, "_np": np}
         lines = []
 
@@ -165,8 +182,8 @@ class InterpretedExecutable(Executable):
                 if not isinstance(v, Literal):
                     last[v] = k
         outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
-        reuse = _Reuse(jaxpr, last, outs)
-        self.in_place = 0     # equations that write into a dying operand's buffer
+        reuse = _Reuse(jaxpr, last, outs, donated)
+        in_place = 0     # equations that write into a dying operand's buffer
         live_tmp, peak = 0, 0
         counter = 0
         for k, eqn in enumerate(jaxpr.eqns):
@@ -190,7 +207,7 @@ class InterpretedExecutable(Executable):
                 buf = buf if ufunc is not None else None
             if buf is not None:
                 # the result takes over the dying operand's buffer: nothing allocated
-                self.in_place += 1
+                in_place += 1
                 if ufunc is None:     # copy of a buffer nobody else sees: a rename
                     lines.append(f"    {outn[0]} = {names[buf]}{comment}, in place "
                                  f"(renames {names[buf]})")
@@ -224,18 +241,32 @@ class InterpretedExecutable(Executable):
         params = ", ".join([f"c{i}" for i in range(len(jaxpr.constvars))] +
                            [names[v] for v in jaxpr.invars])
         # outputs are results, not temporaries: charge only what is freed before the end
-        self.temp_bytes = max(0, peak - sum(_nbytes(v.aval) for v in outs))
+        temp_bytes = max(0, peak - sum(_nbytes(v.aval) for v in outs))
         src = [f"def {_ident(name)}({params}):"] + (lines or ["    pass"]) + \
               [f"    return [{ret}]"]
-        self.source = "\n".join(src)
-        code = compile(self.source, f"<jaxlite {name}>", "exec")
+        if donated:
+            src.insert(1, f"    # arguments {', '.join(f'a{i}' for i in sorted(donated))} "
+                          f"are donated: their buffers may be written in place")
+        source = "\n".join(src)
+        code = compile(source, f"<jaxlite {name}>", "exec")
         exec(code, glb)
-        self._fn = glb[_ident(name)]
+        return source, glb[_ident(name)], in_place, temp_bytes
 
-    def run(self, args):
+    def run(self, args, donated=None):
         """Runs on NumPy values; results have the declared dtypes (NumPy scalars possible:
-        callers wrap them)."""
+        callers wrap them).  ``donated``: positions of arguments whose arrays the caller
+        gave up (writable, referenced by nobody else): an elementwise equation where such
+        an argument dies may write its result into it."""
+        if donated:
+            fn = self._donated_fns.get(donated)
+            if fn is None:
+                fn = self._donated_fns[donated] = self._generate(self._jaxpr, donated)[1]
+            return fn(*self._consts, *args)
         return self._fn(*self._consts, *args)
+
+    def donated_text(self, donated) -> str:
+        """The generated source when the arguments at positions ``donated`` are donated."""
+        return self._generate(self._jaxpr, frozenset(donated))[0]
 
     def as_text(self) -> str:
         return self.source

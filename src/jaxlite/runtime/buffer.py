@@ -4,9 +4,15 @@ A Buffer owns one read-only NumPy array on one device.  Creating it adds its byt
 device's ``bytes_in_use``; ``delete()`` or garbage collection (whichever comes first)
 subtracts them, exactly once.  A Buffer built with ``counted=False`` is a view of memory
 accounted elsewhere and counts nothing.
+
+``BufferPool`` (``POOL``) recycles the host memory of programs' outputs and temporaries:
+a buffer is handed out again only once nothing but the pool references it.
 """
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import weakref
 
 import numpy as np
@@ -54,3 +60,267 @@ class Buffer:
     def __del__(self):
         if self.data is not None:
             self.device._bytes_in_use -= self.nbytes   # Device._free, inlined
+
+
+# ---- the recycling pool of host buffers ---------------------------------------------------
+
+def _default_pool_limit() -> int:
+    env = os.environ.get("JAXLITE_BUFFER_POOL_BYTES")
+    if env:
+        try:
+            return max(0, int(float(env)))
+        except ValueError:
+            raise ValueError(f"JAXLITE_BUFFER_POOL_BYTES must be a number of bytes, got "
+                             f"{env!r}") from None
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        ram = 0
+    return min(512 << 20, ram // 8) if ram else 512 << 20
+
+
+def _refs(lst, i) -> int:
+    return sys.getrefcount(lst[i])
+
+
+# references to a pooled array when only the pool's list holds it (measured, not assumed:
+# the list's reference and the call's argument)
+_FREE_REFS = _refs([np.empty(1)], 0)
+
+
+class BufferPool:
+    """Host buffers for program outputs and temporaries, recycled instead of re-allocated.
+
+    A fresh large allocation costs page faults on first touch (for a 40 MB output, more
+    than an elementwise kernel writing it); a recycled buffer is already mapped.  The pool
+    keeps a reference to every array it handed out (up to ``limit`` bytes in all) and
+    hands one out again only when its own reference is the only one left: a live Array, a
+    NumPy view of it (a view keeps its base alive) or a running program's variable all
+    hold references, so a buffer anybody can still see is never reused.  Buffers are
+    matched by exact byte size; a different shape or dtype gets a view of the buffer.
+
+    Arrays smaller than ``min_bytes`` come from ``numpy.empty`` (the allocator's free lists
+    are fast there).  When tracking a new buffer would pass ``limit``, free buffers are
+    released first; if that is not enough the new buffer is simply not tracked.
+
+    The pool is host memory shared by every CPU device.  Bytes it keeps free are not in
+    any device's ``bytes_in_use``; ``Device.memory_stats()['pool_bytes']`` reports them.
+    ``clear()`` (or ``jaxlite.runtime.buffer.clear_buffer_pool()``) releases every free
+    buffer.
+    """
+
+    def __init__(self, limit: int | None = None, min_bytes: int = 1 << 18):
+        self.limit = _default_pool_limit() if limit is None else int(limit)
+        self.min_bytes = min_bytes
+        self._lock = threading.Lock()
+        self._bufs: dict = {}      # nbytes -> [owning ndarray, ...], least recent first
+        self._tracked = 0          # bytes of all tracked buffers, in use or free
+        self.hits = 0              # buffers handed out again
+        self.misses = 0            # buffers allocated (tracked or not)
+
+    def empty(self, shape, dtype) -> np.ndarray:
+        """A writable C-contiguous array of ``shape``/``dtype`` with arbitrary contents
+        (``numpy.empty``), recycled when a free buffer of the same byte size exists."""
+        dtype = np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        if nbytes < self.min_bytes or self.limit <= 0:
+            return np.empty(shape, dtype)
+        with self._lock:
+            lst = self._bufs.get(nbytes)
+            if lst:
+                for i in range(len(lst)):
+                    if _refs(lst, i) == _FREE_REFS:
+                        a = lst[i]
+                        # most recently used last: eviction takes the front
+                        lst.append(lst.pop(i))
+                        self.hits += 1
+                        a.setflags(write=True)    # a Buffer made it read-only
+                        if a.dtype == dtype and a.shape == tuple(shape):
+                            return a
+                        return a.reshape(-1).view(np.uint8).view(dtype).reshape(shape)
+            self.misses += 1
+            a = np.empty(shape, dtype)
+            if self._tracked + nbytes > self.limit:
+                self._evict_locked(self._tracked + nbytes - self.limit)
+            if self._tracked + nbytes <= self.limit:
+                self._bufs.setdefault(nbytes, []).append(a)
+                self._tracked += nbytes
+            return a
+
+    def adopt(self, a: np.ndarray) -> bool:
+        """Tracks ``a`` (an owning, C-contiguous array nobody else will write) so that its
+        memory is recycled once it is free, as if the pool had allocated it.  Returns
+        False (nothing done) when it does not qualify or would pass the limit."""
+        if a.base is not None or not a.flags.c_contiguous or a.nbytes < self.min_bytes:
+            return False
+        with self._lock:
+            lst = self._bufs.setdefault(a.nbytes, [])
+            if any(b is a for b in lst):
+                return True
+            if self._tracked + a.nbytes > self.limit:
+                return False
+            lst.append(a)
+            self._tracked += a.nbytes
+            return True
+
+    def holds(self, a: np.ndarray) -> int:
+        """References the pool holds to ``a`` (0 or 1)."""
+        lst = self._bufs.get(a.nbytes)
+        return int(bool(lst) and any(b is a for b in lst))
+
+    def _evict_locked(self, need: int) -> None:
+        for nbytes in list(self._bufs):
+            lst = self._bufs[nbytes]
+            i = 0
+            while i < len(lst) and need > 0:
+                if _refs(lst, i) == _FREE_REFS:
+                    del lst[i]
+                    self._tracked -= nbytes
+                    need -= nbytes
+                else:
+                    i += 1
+            if not lst:
+                del self._bufs[nbytes]
+            if need <= 0:
+                return
+
+    def clear(self) -> int:
+        """Releases every free buffer (in-use ones stay tracked until they are free and
+        reused or cleared).  Returns the bytes released."""
+        with self._lock:
+            before = self._tracked
+            self._evict_locked(self._tracked + 1)
+            return before - self._tracked
+
+    def stats(self) -> dict:
+        """``{'free_bytes', 'tracked_bytes', 'limit', 'hits', 'misses'}``: bytes kept free
+        for reuse, bytes of all tracked buffers (free or in use), the cap, reuse counts."""
+        with self._lock:
+            free = sum(nb for nb, lst in self._bufs.items() for i in range(len(lst))
+                       if _refs(lst, i) == _FREE_REFS)
+            return {"free_bytes": free, "tracked_bytes": self._tracked,
+                    "limit": self.limit, "hits": self.hits, "misses": self.misses}
+
+
+POOL = BufferPool()
+"""The process's host buffer pool (see BufferPool)."""
+
+
+def pool_empty(shape, dtype) -> np.ndarray:
+    """``numpy.empty`` through the recycling pool (``POOL.empty``)."""
+    return POOL.empty(shape, dtype)
+
+
+def clear_buffer_pool() -> int:
+    """Releases the host buffers the recycling pool keeps free for reuse; returns the bytes
+    released.  (Buffers of live arrays are untouched.)"""
+    return POOL.clear()
+
+
+def set_buffer_pool_limit(nbytes: int) -> None:
+    """Caps the bytes the recycling pool tracks (0 turns recycling off); free buffers over
+    the new cap are released at once.  The default is ``JAXLITE_BUFFER_POOL_BYTES`` or the
+    smaller of 512 MiB and an eighth of RAM."""
+    POOL.limit = max(0, int(nbytes))
+    with POOL._lock:
+        if POOL._tracked > POOL.limit:
+            POOL._evict_locked(POOL._tracked - POOL.limit)
+
+
+# ---- donation ----------------------------------------------------------------------------
+
+def _aval_nbytes(aval) -> int:
+    n = aval.dtype.itemsize
+    for d in aval.shape:
+        n *= d
+    return n
+
+
+def plan_donation(in_avals, out_avals, donated) -> tuple:
+    """The donated argument positions an output can take, in order.
+
+    Each donated position (in ``donated``, ascending) takes the first output not yet taken
+    with the same byte size (shape and dtype may differ, as in JAX's CPU runtime, which
+    aliases by size).  A position no output takes is not usable: its array stays valid.
+
+    Returns ``(usable, unusable)``, two tuples of positions.
+    """
+    taken = [False] * len(out_avals)
+    usable, unusable = [], []
+    for k in donated:
+        nb = _aval_nbytes(in_avals[k])
+        for j, a in enumerate(out_avals):
+            if not taken[j] and _aval_nbytes(a) == nb:
+                taken[j] = True
+                usable.append(k)
+                break
+        else:
+            unusable.append(k)
+    return tuple(usable), tuple(unusable)
+
+
+def unusable_donation_message(avals) -> str:
+    """The warning for donated arguments no output can take (JAX warns likewise)."""
+    return (f"Some donated buffers were not usable: no output of the program has their "
+            f"size, so they were not consumed and stay valid: "
+            f"{', '.join(a.str_short() for a in avals)}.")
+
+
+def take_donated(leaves, vals, usable) -> frozenset:
+    """Consumes the donated arguments at positions ``usable``: deletes each one's Buffer
+    (its Array and every Array sharing that buffer are deleted; the device's bytes drop at
+    once, before the program allocates anything) and returns the positions whose host
+    array ``vals[k]`` the program may now overwrite (made writable): those whose memory
+    nothing but ``vals`` references (a NumPy view the user took keeps the memory
+    read-only; the array is still consumed).
+
+    ``leaves`` are the call's flat arguments (an Array has a ``_buf``; NumPy values and
+    Python scalars are not donated).  Raises RuntimeError, before deleting anything, when a
+    donated buffer is also passed at another position of the same call.
+    """
+    bufs = [getattr(x, "_buf", None) for x in leaves]
+    for k in usable:
+        buf = bufs[k]
+        if buf is None:
+            continue
+        for j, b in enumerate(bufs):
+            if j != k and b is not None and (b is buf or b.data is buf.data):
+                raise RuntimeError(
+                    f"argument {k} is donated but its buffer is also passed as argument "
+                    f"{j} of the same call: a donated buffer may be overwritten, so it "
+                    f"cannot be read by the same call; pass a copy (x.copy()) instead.")
+    writable = []
+    for k in usable:
+        buf = bufs[k]
+        if buf is None:
+            continue
+        buf.delete()
+        if _exclusive(vals, k):
+            writable.append(k)
+    return frozenset(writable)
+
+
+def _exclusive(vals, k) -> bool:
+    """Whether ``vals[k]`` is referenced by ``vals`` alone and covers memory nothing else
+    sees (it owns it, or is the whole of a base only it references); makes it writable."""
+    n = _refs(vals, k)        # before any local name refers to it
+    a = vals[k]
+    if type(a) is not np.ndarray or not a.flags.c_contiguous or \
+            n != _FREE_REFS + POOL.holds(a):
+        return False
+    if a.base is not None:
+        # a whole-array view (an implementation's reshape or cast): its base must be an
+        # owning array of the same bytes that only this view references
+        base = a.base
+        if type(base) is not np.ndarray or base.base is not None or \
+                base.nbytes != a.nbytes or not base.flags.c_contiguous or \
+                _refs([base], 0) != _FREE_REFS + 2 + POOL.holds(base):   # + a.base, base
+            return False
+        base.setflags(write=True)
+        if base.shape == a.shape and base.dtype == a.dtype:
+            vals[k] = base     # the owner itself: an output that is it needs no copy
+            return True
+    a.setflags(write=True)
+    return True

@@ -17,6 +17,7 @@ import threading
 import warnings
 
 from ..config import config
+from . import buffer as _buffer
 
 
 class Device:
@@ -54,7 +55,9 @@ class Device:
         Returns a dict with ``bytes_in_use`` (bytes of all live buffers: every Array, and
         the temporaries of a running compiled program), ``peak_bytes_in_use``,
         ``num_allocs`` (buffers allocated so far), ``largest_alloc_size`` (bytes of the
-        largest single allocation) and ``bytes_limit`` (the host's RAM).
+        largest single allocation), ``bytes_limit`` (the host's RAM) and ``pool_bytes``
+        (host memory the recycling buffer pool keeps free for reuse, shared by all CPU
+        devices and not part of ``bytes_in_use``; see runtime/buffer.py ``BufferPool``).
 
         Example::
 
@@ -70,6 +73,7 @@ class Device:
             "num_allocs": self._num_allocs,
             "largest_alloc_size": self._largest,
             "bytes_limit": _host_memory(),
+            "pool_bytes": _buffer.POOL.stats()["free_bytes"],
         }
 
     def reset_peak_memory(self) -> None:

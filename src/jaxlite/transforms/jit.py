@@ -29,6 +29,7 @@ from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
 from ..runtime import Buffer, devices, get_default_device
+from ..runtime import buffer as _buffer
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import Compiled, Lowered, ShapeDtypeStruct
 
@@ -182,7 +183,8 @@ class JitWrapped:
         self.donate_argnames = dnames
         if set(self.donate_argnums) & set(self.static_argnums):
             raise ValueError("jit: an argument cannot be both static and donated")
-        self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums)
+        self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums
+                           or self.donate_argnames)
         self._cache: dict = {}
         self._fast: dict = {}      # (x64, *argument keys) -> _FastEntry, see __call__
         self._history: list = []   # signatures compiled so far, for explaining misses
@@ -370,10 +372,9 @@ class JitWrapped:
                             code=getattr(self.fun, "__code__", None),
                             arg_ids=[id(x) for x in leaves])
         outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
-            dyn_args, dyn_kw, static_pos, len(args)))
-        if self.donate_argnums:
-            self._donate(args, static_pos)
-        elif self._plain and not kwargs and self._device is None and \
+            dyn_args, dyn_kw, static_pos, len(args)),
+            self._donated(args, kwargs, leaves) if not self._plain else None)
+        if self._plain and self._plain and not kwargs and self._device is None and \
                 len(leaves) == len(args) and all(type(x) is ArrayImpl for x in args):
             self._add_fast(key, entry)
         return tree_unflatten(entry.out_tree, outs)
@@ -385,12 +386,24 @@ class JitWrapped:
             self._fast[(key[4],) + key[1]] = _FastEntry(
                 entry, committed.pop() if committed else None)
 
-    def _donate(self, args, static_pos):
-        for i in self.donate_argnums:
-            if i < len(args):
-                for leaf in tree_flatten(args[i])[0]:
-                    if type(leaf) is ArrayImpl:
-                        leaf.delete()
+    def _donated(self, args, kwargs, leaves):
+        """Flat positions of the donated Array leaves (``donate_argnums`` and
+        ``donate_argnames``), each buffer once; the run consumes those an output can take
+        (runtime/buffer.py ``take_donated``)."""
+        if not (self.donate_argnums or self.donate_argnames):
+            return None
+        pnames = self._param_names()
+        trees = [args[i] for i in self.donate_argnums if -len(args) <= i < len(args)]
+        trees += [kwargs[n] for n in self.donate_argnames if n in kwargs]
+        trees += [args[pnames.index(n)] for n in self.donate_argnames
+                  if n in pnames and pnames.index(n) < len(args)]
+        ids = {id(x) for t in trees for x in tree_flatten(t)[0] if type(x) is ArrayImpl}
+        pos, seen = [], set()
+        for k, x in enumerate(leaves):
+            if id(x) in ids and id(x._buf) not in seen:
+                seen.add(id(x._buf))
+                pos.append(k)
+        return tuple(pos)
 
     def _call_traced(self, statics, static_kw, static_pos, leaves, in_tree, n_args,
                      dyn_args, dyn_kw):
@@ -530,9 +543,10 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     return make
 
 
-def _run_compiled(compiled: Compiled, leaves, names_fn):
+def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     """Runs a compiled program on concrete leaves: placement, transfers, execution,
-    temporaries' accounting, and wrapping the outputs as Arrays."""
+    temporaries' accounting, and wrapping the outputs as Arrays.  ``donate``: flat
+    positions of donated Array leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
     device = compiled._lowered._wrapped._device
     if device is not None:          # jit(..., device=d): run on d, commit the results
@@ -545,17 +559,33 @@ def _run_compiled(compiled: Compiled, leaves, names_fn):
             raise
     vals = [value_on(x, device) for x in leaves]
     ex = compiled._program.executable
+    donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
     tmp = ex.temp_bytes
     if tmp:
         device._alloc(tmp)
     token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
     try:
-        outs = ex.run(vals)
+        outs = ex.run(vals, donated) if donated else ex.run(vals)
         return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
     finally:
         fp_ignore_end(token)
         if tmp:
             device._free(tmp)
+
+
+def _donate_for_run(compiled, ex, leaves, vals, donate):
+    """Consumes the donated leaves an output can take (deleted before the run, so the
+    device's bytes never count them twice) and returns the positions whose buffers the
+    executable may write into; warns once per compiled signature about donated leaves no
+    output can take (they stay valid, as in JAX)."""
+    plans = compiled.__dict__.setdefault("_donation_plans", {})
+    plan = plans.get(donate)
+    if plan is None:
+        plan = plans[donate] = _buffer.plan_donation(ex.in_avals, ex.out_avals, donate)
+        if plan[1]:
+            warnings.warn(_buffer.unusable_donation_message(
+                [ex.in_avals[k] for k in plan[1]]), UserWarning, stacklevel=4)
+    return _buffer.take_donated(leaves, vals, plan[0]) if plan[0] else None
 
 
 Compiled._run_impl = staticmethod(_run_compiled)
