@@ -58,7 +58,8 @@ class NativeKernel:
     generator does not handle; Numba's typing errors are reported the same way.
     """
 
-    def __init__(self, kernel, parallel: bool | None = None):
+    def __init__(self, kernel, parallel: bool | None = None, compile: bool = True):
+        # compile=False: source only (the scan loop generator, _cpu_loop.py, inlines it)
         from ..primitives.kernel import run_reference
         self.kernel = kernel
         self._reference = run_reference
@@ -74,8 +75,8 @@ class NativeKernel:
                         self.cshape[0] > 1 and
                         not any(r is not None and 0 in r for r in self.red_axes))
         self.parallel = bool(parallel)
-        self.source, glb = self._generate()
-        self._fn = self._compile(glb)
+        self.source, self.globals = self._generate()
+        self._fn = self._compile(self.globals) if compile else None
 
     # collapse the iteration space
     def _plan(self):
@@ -363,6 +364,14 @@ class CpuExecutable(Executable):
                     text = f"kernel {eqn.params['kernel'].name}: interpreter fallback ({e})"
             elif prim.name == "dot_general":
                 kind, text = "blas", "dot_general: NumPy matmul (BLAS)"
+            elif prim.name == "scan":
+                from ._cpu_loop import NativeScan      # the whole loop as one native step
+                try:
+                    ns = NativeScan(eqn)
+                    fn, kind, text = ns, "native", ns.describe()
+                    self.kernels.append(ns)
+                except Unsupported as e:
+                    text = f"scan: interpreter fallback ({e})"
             else:
                 text = f"{prim.name}: interpreter fallback (no native code generator)"
             if fn is None:

@@ -1,0 +1,592 @@
+"""Native scan loops for the CPU backend: one ``scan`` equation becomes one Numba function.
+
+Layer: backends (cpu.py's ``CpuExecutable`` builds a ``NativeScan`` for each ``scan``
+equation; ``Unsupported`` keeps the equation on the interpreter, visibly).  The body is
+optimised by the compile pipeline (fusion included, so its elementwise chains become
+kernels; the one reference to the compiler layer, made when a scan is compiled), then
+written as straight-line code inside a native step loop:
+
+- ``kernel`` equations: ``NativeKernel``'s own loop nest (cpu.py, generated with
+  ``compile=False``), its local names prefixed so that several kernels share one function;
+- ``dot_general``: a loop nest over static shapes.  The output's last axis is the innermost
+  loop and the contraction runs just outside it (``out[j] += a[k] * b[k, j]``: contiguous,
+  independent lanes, so LLVM vectorises it without reassociating a sum); an output with no
+  free axis (a vector dot) keeps a scalar accumulator folded like a sum reduction;
+- elementwise equations left unfused (rank-0 or empty operands) as one flat loop, and
+  ``broadcast_in_dim`` / ``transpose`` as loop nests; ``reshape`` (no ``dimensions``),
+  ``squeeze``, ``copy`` and ``stop_gradient`` are renames of their operand's buffer.
+
+Every intermediate has its own buffer, allocated once per call before the step loop; the
+carries live in the result arrays (copied from the initial values first), x slices are
+views of the scanned operands, y slices are copied into the stacked results.  Carry
+updates that read another carry go through a staging buffer, so a permutation of the
+carries is exact.  A float32 sin/cos argument beyond ``_vecmath.SIN_COS_LIMIT`` makes the
+function return a flag and the whole scan reruns on the interpreter (exact, slow).
+
+What is not handled raises ``Unsupported`` naming the first offending equation: nested
+control flow, other primitives, dtypes outside ``_cpu_ops.SUPPORTED_DTYPES``, a kernel
+reading a transposed input, a ``dot_general`` of more than ``DOT_MAX_MACS`` multiply-adds
+per step (BLAS on the interpreter is faster there than a plain loop nest).
+
+The function goes through the persistent compile cache (_cache.py), so a second process
+loads the loop instead of compiling it.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..core.eager import host_value
+from ..ir.jaxpr import Literal
+from . import _cpu_ops
+from ._cpu_ops import Unsupported, type_name
+
+DOT_MAX_MACS = 1 << 20
+"""A ``dot_general`` with more multiply-adds than this per step is not written as a loop
+nest (a plain vectorised loop reaches a fraction of BLAS's speed on big operands, and the
+interpreter's per-step overhead is small against such a step)."""
+
+DOT_UNROLL = 8
+"""The contraction loop of a ``dot_general`` is unrolled this many times (measured on the
+64 x 64 float32 matrix-vector product: 2.7x faster than one term per pass)."""
+
+_INDEXING = {"broadcast_in_dim": "broadcast", "transpose": "transpose", "slice": "slice",
+             "rev": "rev", "iota": "iota", "concatenate": "concatenate",
+             "dynamic_slice": "dynamic_slice", "dynamic_update_slice": "dynamic_update_slice"}
+_RENAMES = {"reshape", "squeeze", "copy", "stop_gradient"}   # same elements, same order
+# the local names NativeKernel's generated source uses (arrays a/o, loads x, temporaries t,
+# loop indices i, accumulators acc, constants k and id); attributes (np.int8) never match
+_KERNEL_LOCAL = re.compile(r"(?<![\w.])((?:acc|id|a|o|x|t|i|k)\d+)\b")
+
+
+def _optimise(closed):
+    from ..compiler.pipeline import optimize     # compile-time only (see module docstring)
+    return optimize(closed)[0]
+
+
+def _size(aval) -> int:
+    return int(np.prod(aval.shape, dtype=np.int64))
+
+
+def _check_dtype(aval, what):
+    if aval.dtype not in _cpu_ops.SUPPORTED_DTYPES:
+        raise Unsupported(f"{what} of dtype {aval.dtype}")
+
+
+class _Gen:
+    """Writes the source of one scan's function (see ``NativeScan``)."""
+
+    def __init__(self, body, num_consts, num_carry, length, reverse):
+        self.body = body
+        self.nc, self.ncar, self.length, self.reverse = num_consts, num_carry, length, reverse
+        self.glb = dict(_cpu_ops.GLOBALS)
+        self.pre = []            # before the step loop (one indent)
+        self.step = []           # inside it (two indents)
+        self.store = {}          # body var -> ("flat", name) | ("xs", j)
+        self.counter = 0
+        self.views = {}          # (storage, shape) -> expression
+        self.n_kernels = self.n_dots = 0
+
+    def fresh(self, stem):
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def const(self, value, dtype):
+        name = self.fresh("kc")
+        self.glb[name] = np.asarray(value, dtype)[()]
+        return name
+
+    # access to values -------------------------------------------------------------------
+    def flat(self, v) -> str:
+        """A name of a 1-d contiguous array holding ``v``'s elements (valid in the step)."""
+        if isinstance(v, Literal):
+            return self.literal_array(v)
+        kind, ref = self.store[v]
+        return ref if kind == "flat" else f"xr{ref}"
+
+    def literal_array(self, v):
+        key = ("lit", id(v))
+        if key not in self.views:
+            name = self.fresh("lit")
+            k = self.const(v.val, v.aval.dtype)
+            self.pre += [f"{name} = np.empty(1, {type_name(v.aval.dtype)})", f"{name}[0] = {k}"]
+            self.views[key] = name
+        return self.views[key]
+
+    def scalar(self, v, index="0") -> str:
+        """An expression for element ``index`` (flat) of ``v``; a literal is a constant."""
+        if isinstance(v, Literal):
+            return self.const(v.val, v.aval.dtype)
+        return f"{self.flat(v)}[{index}]"
+
+    def shaped(self, v, shape) -> str:
+        """An expression for ``v``'s elements as a C-contiguous array of ``shape``."""
+        shape = tuple(int(d) for d in shape)
+        if isinstance(v, Literal):
+            base = ("flat", self.literal_array(v))
+        else:
+            base = self.store[v]
+        key = (base, shape)
+        if key in self.views:
+            return self.views[key]
+        kind, ref = base
+        if kind == "xs" and len(shape) == 1:
+            expr = f"xr{ref}"
+        elif kind == "flat":
+            if len(shape) == 1:
+                expr = ref
+            else:
+                name = self.fresh("w")
+                self.pre.append(f"{name} = {ref}.reshape({shape!r})")
+                expr = name
+        else:
+            name = self.fresh("w")
+            self.pre.append(f"{name} = x{ref}.reshape({(self.length,) + shape!r})")
+            expr = f"{name}[ix]"
+        self.views[key] = expr
+        return expr
+
+    def temp(self, v):
+        _check_dtype(v.aval, "a scan body value")
+        name = self.fresh("b")
+        self.pre.append(f"{name} = np.empty({_size(v.aval)}, {type_name(v.aval.dtype)})")
+        self.store[v] = ("flat", name)
+        return name
+
+    # equations ------------------------------------------------------------------------
+    def equation(self, eqn):
+        from ..primitives.kernel import kernel_p
+        prim = eqn.primitive
+        if prim is kernel_p:
+            return self.kernel(eqn)
+        if prim.name == "dot_general":
+            return self.dot(eqn)
+        if prim.name in _RENAMES and not isinstance(eqn.invars[0], Literal) and (
+                prim.name != "reshape" or eqn.params.get("dimensions") is None) and \
+                eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype:
+            self.store[eqn.outvars[0]] = self.store[eqn.invars[0]]
+            return
+        if prim.name in _INDEXING:
+            if any(not isinstance(v, Literal) and v.aval.dtype not in _cpu_ops.SUPPORTED_DTYPES
+                   for v in list(eqn.invars) + list(eqn.outvars)):
+                raise Unsupported(f"{prim.name} of dtype "
+                                  f"{[v.aval.dtype.name for v in eqn.invars]}")
+            return getattr(self, _INDEXING[prim.name])(eqn)
+        if prim.kind == "elementwise" and prim.scalar_op and not prim.multiple_results:
+            return self.elementwise(eqn)
+        raise Unsupported(f"{prim.name} in the scan body (no loop code generator)")
+
+    def kernel(self, eqn):
+        from .cpu import NativeKernel
+        k = eqn.params["kernel"]
+        nk = NativeKernel(k, parallel=False, compile=False)
+        if nk.size == 0:
+            raise Unsupported(f"kernel {k.name} over an empty iteration space")
+        if any(p is not None for p in nk.in_perm):
+            raise Unsupported(f"kernel {k.name} reads an input transposed")
+        self.n_kernels += 1
+        prefix = self.fresh("q") + "_"
+        q = max(len(nk.cshape), 1)
+        for v in eqn.outvars:
+            self.temp(v)
+        for j, (v, cs) in enumerate(zip(eqn.invars, nk.in_cshape)):
+            self.step.append(f"{prefix}a{j} = {self.shaped(v, cs or (1,) * q)}")
+        for j, (v, cs) in enumerate(zip(eqn.outvars, nk.out_cshape)):
+            self.step.append(f"{prefix}o{j} = {self.shaped(v, cs or (1,) * q)}")
+        for name, val in nk.globals.items():
+            if name not in _cpu_ops.GLOBALS:
+                self.glb[prefix + name] = val
+        lines = nk.source.splitlines()
+        assert lines[0].startswith("def kern(") and lines[1] == "    flag = 0" and \
+            lines[-1] == "    return flag", "NativeKernel source layout changed"
+        for line in lines[2:-1]:
+            self.step.append(_KERNEL_LOCAL.sub(lambda m: prefix + m.group(1), line[4:]))
+
+    def dot(self, eqn):
+        lhs, rhs = eqn.invars
+        out = eqn.outvars[0]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        la, ra = lhs.aval, rhs.aval
+        for a in (la, ra, out.aval):
+            _check_dtype(a, "dot_general operand")
+        dt, odt = la.dtype, out.aval.dtype
+        if dt == np.bool_ or ra.dtype != dt:
+            raise Unsupported(f"dot_general of {dt} and {ra.dtype}")
+        if odt != dt and np.result_type(dt, odt) != odt:
+            raise Unsupported(f"dot_general of {dt} with preferred type {odt}")
+        k = int(np.prod([la.shape[a] for a in lc], dtype=np.int64))
+        if _size(out.aval) * k > DOT_MAX_MACS:
+            raise Unsupported(f"dot_general of {_size(out.aval) * k} multiply-adds per step "
+                              f"(more than {DOT_MAX_MACS}: BLAS is faster)")
+        self.n_dots += 1
+        o = self.temp(out)
+        if _size(out.aval) == 0:
+            return
+        tag = self.fresh("d")
+        lf = [a for a in range(la.ndim) if a not in lc and a not in lb]
+        rf = [a for a in range(ra.ndim) if a not in rc and a not in rb]
+        bv = [f"{tag}b{p}" for p in range(len(lb))]
+        cv = [f"{tag}c{p}" for p in range(len(lc))]
+        lv = [f"{tag}l{p}" for p in range(len(lf))]
+        rv = [f"{tag}r{p}" for p in range(len(rf))]
+        sizes = dict(zip(bv, [la.shape[a] for a in lb]))
+        sizes.update(zip(cv, [la.shape[a] for a in lc]))
+        sizes.update(zip(lv, [la.shape[a] for a in lf]))
+        sizes.update(zip(rv, [ra.shape[a] for a in rf]))
+
+        def index_of(ndim, batch, contract, free, free_vars):
+            ix = [None] * ndim
+            for vars_, axes in ((bv, batch), (cv, contract), (free_vars, free)):
+                for var, a in zip(vars_, axes):
+                    ix[a] = var
+            return ix
+
+        lix = index_of(la.ndim, lb, lc, lf, lv)
+        rix = index_of(ra.ndim, rb, rc, rf, rv)
+        T = type_name(odt)
+        zero = self.const(0, odt)
+        last_c = cv[-1] if cv else None
+
+        def operand(v, aval, ix, u):
+            """``v``'s element at ``ix`` with the last contraction index moved by ``u``."""
+            if aval.ndim == 0:
+                e = self.scalar(v)
+            else:
+                ix = [f"{x} + {u}" if (x == last_c and u) else x for x in ix]
+                e = f"{self.shaped(v, aval.shape)}[{', '.join(ix)}]"
+            return e if odt == dt else f"{T}({e})"
+
+        oref = (f"{self.shaped(out, out.aval.shape)}[{', '.join(bv + lv + rv)}]"
+                if out.aval.ndim else f"{o}[0]")
+        lines, pad = [], ""
+
+        def loop(var, start=0, stop=None, step=1):
+            nonlocal pad
+            stop = sizes[var] if stop is None else stop
+            rng = f"{stop}" if (start, step) == (0, 1) else f"{start}, {stop}, {step}"
+            lines.append(f"{pad}for {var} in range({rng}):")
+            pad += "    "
+
+        free = lv + rv
+        if not free:
+            # a dot product per output element: a scalar accumulator (folded like a sum
+            # reduction: reassociable, so LLVM vectorises it)
+            for var in bv:
+                loop(var)
+            lines.append(f"{pad}acc = {zero}")
+            for var in cv:
+                loop(var)
+            prod = _cpu_ops.emit("mul", [operand(lhs, la, lix, 0), operand(rhs, ra, rix, 0)],
+                                 [odt, odt], odt, {})
+            lines.append(f"{pad}acc = {T}({_cpu_ops.accumulate('add', 'acc', prod, odt)})")
+            pad = pad[:4 * len(bv)]
+            lines.append(f"{pad}{oref} = acc")
+        else:
+            # out[..., j] += a[..., k] * b[..., k, j], j innermost; the last contraction
+            # loop is unrolled by DOT_UNROLL (the partial sum stays in a register for that
+            # many terms, added in order: the same rounding as one term at a time)
+            inner = free[-1]
+            lines.append(f"{o}[:] = {zero}")
+            for var in bv + free[:-1] + cv[:-1]:
+                loop(var)
+            base = pad
+            kl = sizes[last_c] if cv else 1
+            main = kl - kl % DOT_UNROLL if kl >= DOT_UNROLL else 0
+            for start, stop, un in ((0, main, DOT_UNROLL), (main, kl, 1)):
+                if start >= stop:
+                    continue
+                pad = base
+                if cv:
+                    loop(last_c, start, stop, un)
+                loads, inner_loads = [], []
+                for u in range(un):
+                    for nm, v, aval, ix in (("av", lhs, la, lix), ("bv", rhs, ra, rix)):
+                        (inner_loads if inner in ix else loads).append(
+                            f"{nm}{u} = {operand(v, aval, ix, u)}")
+                lines += [pad + s for s in loads]
+                loop(inner)
+                lines += [pad + s for s in inner_loads]
+                s = oref
+                for u in range(un):
+                    prod = _cpu_ops.emit("mul", [f"av{u}", f"bv{u}"], [odt, odt], odt, {})
+                    s = f"{T}({_cpu_ops.emit('add', [s, prod], [odt, odt], odt, {})})"
+                lines.append(f"{pad}{oref} = {s}")
+        # the scalar names are shared by every dot: prefix them
+        self.step += [re.sub(r"\b(acc|av\d*|bv\d*)\b", lambda m: tag + m.group(1), ln)
+                      for ln in lines]
+
+    def elementwise(self, eqn):
+        out = eqn.outvars[0]
+        o = self.temp(out)
+        n = _size(out.aval)
+        if n == 0:
+            return
+        tag = self.fresh("e")
+        names = []
+        for v in eqn.invars:
+            if not isinstance(v, Literal) and v.aval.ndim and _size(v.aval) != n:
+                raise Unsupported(f"{eqn.primitive.name} of shapes "
+                                  f"{[getattr(u.aval, 'shape', ()) for u in eqn.invars]}")
+            full = not isinstance(v, Literal) and v.aval.ndim > 0
+            names.append(self.scalar(v, tag if full else "0"))
+        dts = [v.aval.dtype for v in eqn.invars]
+        op = eqn.primitive.scalar_op
+        expr = _cpu_ops.emit(op, names, dts, out.aval.dtype, eqn.params)
+        self.step.append(f"for {tag} in range({n}):")
+        if op in _cpu_ops.TRIG_OPS and dts[0] == np.float32:
+            self.step.append(f"    flag += _vm_oor({names[0]})")
+        self.step.append(f"    {o}[{tag}] = {type_name(out.aval.dtype)}({expr})")
+
+    def _nest(self, shape, line_of):
+        """A loop nest over ``shape`` (in the step) whose body is ``line_of(loop vars)``."""
+        if any(n == 0 for n in shape):
+            return
+        tag = self.fresh("n")
+        vs = [f"{tag}_{d}" for d in range(len(shape))]
+        pad = ""
+        for var, n in zip(vs, shape):
+            self.step.append(f"{pad}for {var} in range({n}):")
+            pad += "    "
+        self.step.append(pad + line_of(vs))
+
+    def at(self, v, ix) -> str:
+        """Element ``ix`` (index expressions, one per axis) of ``v``."""
+        if isinstance(v, Literal) or v.aval.ndim == 0:
+            return self.scalar(v)
+        return f"{self.shaped(v, v.aval.shape)}[{', '.join(ix)}]"
+
+    def _index_copy(self, out, src_expr_of):
+        """``out[i...] = <src_expr_of(loop vars)>`` as a loop nest over ``out``'s shape."""
+        self.temp(out)
+        self._nest(out.aval.shape, lambda vs: f"{self.at(out, vs)} = {src_expr_of(vs)}")
+
+    def _clamped_starts(self, idxs, shape, sizes):
+        """Per-step start indices clamped like XLA (the slice stays in bounds)."""
+        names = []
+        for i, n, s in zip(idxs, shape, sizes):
+            d = self.fresh("ds")
+            self.step.append(f"{d} = min(max(np.int64({self.scalar(i)}), 0), {n - s})")
+            names.append(d)
+        return names
+
+    def broadcast(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        dims = eqn.params["broadcast_dimensions"]
+        xshape = () if isinstance(x, Literal) else x.aval.shape
+        self._index_copy(out, lambda vs: self.at(x, [
+            vs[d] if xshape[a] == out.aval.shape[d] else "0" for a, d in enumerate(dims)]))
+
+    def transpose(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        perm = eqn.params["permutation"]
+
+        def src(vs):
+            ix = [None] * len(perm)
+            for k, a in enumerate(perm):
+                ix[a] = vs[k]
+            return self.at(x, ix)
+        self._index_copy(out, src)
+
+    def slice(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        p = eqn.params
+        strides = p.get("strides") or (1,) * len(p["start_indices"])
+        self._index_copy(out, lambda vs: self.at(x, [
+            f"{s} + {st} * {v}" for v, s, st in zip(vs, p["start_indices"], strides)]))
+
+    def rev(self, eqn):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        dims = set(eqn.params["dimensions"])
+        self._index_copy(out, lambda vs: self.at(x, [
+            f"{n - 1} - {v}" if a in dims else v
+            for a, (v, n) in enumerate(zip(vs, out.aval.shape))]))
+
+    def iota(self, eqn):
+        out = eqn.outvars[0]
+        d = eqn.params["dimension"]
+        T = type_name(out.aval.dtype)
+        self._index_copy(out, lambda vs: f"{T}({vs[d]})")
+
+    def concatenate(self, eqn):
+        out = eqn.outvars[0]
+        d = eqn.params["dimension"]
+        self.temp(out)
+        offset = 0
+        for x in eqn.invars:
+            if isinstance(x, Literal):
+                raise Unsupported("concatenate of a literal")
+
+            def line(vs, x=x, offset=offset):
+                dst = [f"{v} + {offset}" if a == d else v for a, v in enumerate(vs)]
+                return f"{self.at(out, dst)} = {self.at(x, vs)}"
+            self._nest(x.aval.shape, line)
+            offset += x.aval.shape[d]
+
+    def dynamic_slice(self, eqn):
+        x, *idxs = eqn.invars
+        out = eqn.outvars[0]
+        starts = self._clamped_starts(idxs, x.aval.shape, out.aval.shape)
+        self._index_copy(out, lambda vs: self.at(x, [f"{v} + {s}" for v, s in
+                                                     zip(vs, starts)]))
+
+    def dynamic_update_slice(self, eqn):
+        x, upd, *idxs = eqn.invars
+        out = eqn.outvars[0]
+        o = self.temp(out)
+        if _size(out.aval):
+            self.step.append(f"{o}[:] = {self.flat(x)}")
+        starts = self._clamped_starts(idxs, x.aval.shape, upd.aval.shape)
+        self._nest(upd.aval.shape, lambda vs: (
+            f"{self.at(out, [f'{v} + {s}' for v, s in zip(vs, starts)])} = "
+            f"{self.at(upd, vs)}"))
+
+    # the whole function ---------------------------------------------------------------
+    def generate(self):
+        body = self.body.jaxpr
+        nc, ncar = self.nc, self.ncar
+        nxs = len(body.invars) - nc - ncar
+        nbc = len(body.constvars)
+        outs = body.outvars
+        nys = len(outs) - ncar
+        for v in list(body.invars) + list(body.constvars):
+            _check_dtype(v.aval, "a scan operand")
+        for v in outs:
+            _check_dtype(v.aval, "a scan result")
+        for j, v in enumerate(body.constvars):
+            self.store[v] = ("flat", f"bc{j}")
+        for j, v in enumerate(body.invars):
+            self.store[v] = (("flat", f"c{j}") if j < nc else
+                             ("flat", f"co{j - nc}") if j < nc + ncar else
+                             ("xs", j - nc - ncar))
+        for eqn in body.eqns:
+            self.equation(eqn)
+
+        # results: y slices first (they may read the old carries), then the carries
+        tail = []
+        for j, v in enumerate(outs[ncar:]):
+            if _size(v.aval):
+                src = self.const(v.val, v.aval.dtype) if isinstance(v, Literal) else self.flat(v)
+                tail.append(f"y{j}[ix, :] = {src}")
+        staged, direct = [], []
+        for j, v in enumerate(outs[:ncar]):
+            if not _size(v.aval):
+                continue
+            if isinstance(v, Literal):
+                direct.append(f"co{j}[:] = {self.const(v.val, v.aval.dtype)}")
+                continue
+            kind, ref = self.store[v]
+            if ref == f"co{j}":
+                continue              # unchanged
+            if kind == "flat" and ref.startswith("co"):
+                s = self.fresh("s")
+                self.pre.append(f"{s} = np.empty({_size(v.aval)}, "
+                                f"{type_name(v.aval.dtype)})")
+                staged.append(f"{s}[:] = {ref}")
+                direct.append(f"co{j}[:] = {s}")
+            else:
+                direct.append(f"co{j}[:] = {self.flat(v)}")
+        tail += staged + direct
+
+        args = ([f"c{j}" for j in range(nc)] + [f"bc{j}" for j in range(nbc)] +
+                [f"ci{j}" for j in range(ncar)] + [f"x{j}" for j in range(nxs)] +
+                [f"co{j}" for j in range(ncar)] + [f"y{j}" for j in range(nys)])
+        lines = [f"def kern({', '.join(args)}):", "    flag = 0"]
+        lines += [f"    co{j}[:] = ci{j}" for j in range(ncar)]
+        lines += ["    " + s for s in self.pre]
+        L = self.length
+        lines.append(f"    for step in range({L}):")
+        lines.append(f"        ix = {L - 1} - step" if self.reverse else "        ix = step")
+        lines += [f"        xr{j} = x{j}[ix]" for j in range(nxs)]
+        lines += ["        " + s for s in self.step + tail]
+        lines.append("    return flag")
+        return "\n".join(lines)
+
+
+class NativeScan:
+    """A ``scan`` equation compiled to one native function; call it with the scan's
+    operands (NumPy arrays: consts, initial carries, scanned operands), it returns the
+    final carries and the stacked ys like ``scan_p``'s implementation.
+
+    Raises (from the constructor) ``Unsupported`` when the body holds something the loop
+    generator does not handle (the message names it), or Numba cannot compile the source.
+    """
+
+    def __init__(self, eqn):
+        from numba import types
+        import numba
+        p = eqn.params
+        self.params = p
+        self.prim = eqn.primitive
+        self.nc, self.ncar = p["num_consts"], p["num_carry"]
+        self.length, self.reverse = int(p["length"]), bool(p["reverse"])
+        self.body = _optimise(p["jaxpr"])
+        self.out_avals = [v.aval for v in eqn.outvars]
+        self.in_avals = [v.aval for v in eqn.invars]
+        self._slice_sizes = [int(np.prod(a.shape[1:], dtype=np.int64))
+                             for a in self.in_avals[p["num_consts"] + p["num_carry"]:]]
+        gen = _Gen(self.body, self.nc, self.ncar, self.length, self.reverse)
+        self.source = gen.generate()
+        self.n_kernels, self.n_dots = gen.n_kernels, gen.n_dots
+        self._body_consts = [np.ascontiguousarray(host_value(c)).reshape(-1)
+                             for c in self.body.consts]
+        j = self.body.jaxpr
+        nc, ncar = self.nc, self.ncar
+
+        def arr(aval, nd, readonly):
+            return types.Array(numba.from_dtype(aval.dtype), nd, "C", readonly=readonly)
+        argtys = ([arr(v.aval, 1, True) for v in j.invars[:nc]] +
+                  [arr(v.aval, 1, True) for v in j.constvars] +
+                  [arr(v.aval, 1, True) for v in j.invars[nc:nc + ncar]] +
+                  [arr(v.aval, 2, True) for v in j.invars[nc + ncar:]] +
+                  [arr(v.aval, 1, False) for v in j.outvars[:ncar]] +
+                  [arr(v.aval, 2, False) for v in j.outvars[ncar:]])
+        self._fn = _compile(self.source, gen.glb, argtys)
+
+    def __call__(self, *args):
+        nc, ncar, L = self.nc, self.ncar, self.length
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in args[:nc + ncar]]
+        xs = [np.ascontiguousarray(a).reshape(L, n) for a, n in zip(args[nc + ncar:],
+                                                                     self._slice_sizes)]
+        carry = [np.empty(_size(a), a.dtype) for a in self.out_avals[:ncar]]
+        ys = [np.empty((L, int(np.prod(a.shape[1:], dtype=np.int64))), a.dtype)
+              for a in self.out_avals[ncar:]]
+        flag = self._fn(*flat[:nc], *self._body_consts, *flat[nc:], *xs, *carry, *ys)
+        if flag:
+            # a float32 sin/cos argument beyond the vectorised reduction's range: exact rerun
+            return self.prim.impl(*args, **self.params)
+        return ([c.reshape(a.shape) for c, a in zip(carry, self.out_avals)] +
+                [y.reshape(a.shape) for y, a in zip(ys, self.out_avals[ncar:])])
+
+    # what CpuExecutable.as_text prints for each native step: describe, kernel.pretty, source
+    @property
+    def kernel(self):
+        return self
+
+    def pretty(self) -> str:
+        return "scan body (optimised):\n" + str(self.body)
+
+    def describe(self) -> str:
+        return (f"native scan loop: {self.length} steps{' reversed' if self.reverse else ''}"
+                f", body of {len(self.body.jaxpr.eqns)} equation(s): {self.n_kernels} "
+                f"kernel(s), {self.n_dots} dot loop nest(s)")
+
+
+def _compile(source, glb, argtys):
+    from numba import njit, types
+    from .cpu import _NUMBA_OPTS
+    try:
+        exec(compile(source, "<jaxlite scan loop>", "exec"), glb)
+    except SyntaxError as e:      # a bug of the generator: say so, fall back
+        raise Unsupported(f"generated source does not parse: {e}") from None
+    try:
+        from ._cache import compile_kernel
+        fn = compile_kernel(source, glb, argtys, False, _NUMBA_OPTS, "scan")
+        return fn if fn is not None else njit(types.int64(*argtys),
+                                              **_NUMBA_OPTS)(glb["kern"])
+    except Exception as e:       # Numba's typing/lowering errors: fall back, visibly
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise Unsupported(f"numba: {first[:200]}") from None
+
+
+__all__ = ["NativeScan", "DOT_MAX_MACS"]
