@@ -23,6 +23,14 @@ DEV = jaxlite.devices()[0]
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
+@pytest.fixture(autouse=True)
+def _interpreter_backend():
+    """Every jit here uses the interpreter backend, whose buffer reuse this file tests
+    (the default cpu backend prints and plans its native program instead)."""
+    with jaxlite.config._override("jaxlite_backend", "interpreter"):
+        yield
+
+
 def _bits(a):
     a = np.asarray(a)
     if a.dtype == np.bool_:
@@ -386,3 +394,127 @@ def test_temp_bytes_counts_a_buffer_once_when_reused():
     assert ex.in_place >= 2
     # temporaries + the 4-byte output the runtime charges beside them = the true peak
     assert ex.temp_bytes + 4 == 2 * 4000
+
+
+# ---- the recycling buffer pool (runtime/buffer.py) and native outputs -----------------------
+
+from jaxlite.runtime import buffer as _buffer  # noqa: E402
+from jaxlite.runtime.buffer import BufferPool  # noqa: E402
+
+POOL_N = 1 << 18     # 1 MiB of float32, above the pool's minimum size
+
+
+@pytest.fixture
+def native():
+    with jaxlite.config._override("jaxlite_backend", "cpu"), \
+            jaxlite.config._override("jaxlite_tiered", False):
+        yield
+
+
+def _pool_fn():
+    return jaxlite.jit(lambda a: a * 2.0 + 1.0)
+
+
+def test_pool_recycles_a_free_output_buffer(native, no_gc):
+    f = _pool_fn()
+    x = jnp.asarray(np.linspace(-1, 1, POOL_N, dtype=np.float32))
+    want = np.linspace(-1, 1, POOL_N, dtype=np.float32) * 2 + 1
+    y = f(x)
+    p = y.unsafe_buffer_pointer()
+    del y                                   # nothing references the output any more
+    hits = _buffer.POOL.hits
+    y2 = f(x)
+    assert y2.unsafe_buffer_pointer() == p and _buffer.POOL.hits == hits + 1
+    np.testing.assert_array_equal(np.asarray(y2), want)
+
+
+@pytest.mark.parametrize("holder", ["array", "numpy_view", "numpy_slice", "memoryview"])
+def test_pool_never_reuses_a_buffer_somebody_holds(native, holder, no_gc):
+    f = _pool_fn()
+    x = jnp.asarray(np.linspace(-1, 1, POOL_N, dtype=np.float32))
+    want = np.linspace(-1, 1, POOL_N, dtype=np.float32) * 2 + 1
+    y = f(x)
+    p = y.unsafe_buffer_pointer()
+    kept = {"array": lambda: y, "numpy_view": lambda: np.asarray(y),
+            "numpy_slice": lambda: np.asarray(y)[::3],
+            "memoryview": lambda: memoryview(np.asarray(y))}[holder]()
+    del y
+    outs = [f(x) for _ in range(3)]
+    assert all(o.unsafe_buffer_pointer() != p for o in outs)
+    np.testing.assert_array_equal(np.asarray(kept)[:3] if holder != "numpy_slice" else
+                                  kept[:3], want[:9:3] if holder == "numpy_slice" else
+                                  want[:3])
+    np.testing.assert_array_equal(np.asarray(kept), want[::3] if holder == "numpy_slice"
+                                  else want)
+
+
+def test_pool_bytes_are_not_in_use_and_clear_releases_them(native, no_gc):
+    f = _pool_fn()
+    x = jnp.asarray(np.ones(POOL_N, np.float32))
+    _buffer.clear_buffer_pool()
+    base = DEV.memory_stats()
+    y = f(x)
+    assert DEV.memory_stats()["bytes_in_use"] == base["bytes_in_use"] + y.nbytes
+    assert DEV.memory_stats()["pool_bytes"] == base["pool_bytes"]   # y is in use
+    del y
+    st = DEV.memory_stats()
+    assert st["bytes_in_use"] == base["bytes_in_use"]
+    assert st["pool_bytes"] == base["pool_bytes"] + POOL_N * 4     # kept free for reuse
+    assert _buffer.clear_buffer_pool() >= POOL_N * 4
+    assert DEV.memory_stats()["pool_bytes"] == 0
+
+
+def test_pool_limit_and_minimum_size():
+    pool = BufferPool(limit=3 << 20, min_bytes=1 << 16)
+    small = pool.empty((10,), np.float32)
+    assert pool.stats()["tracked_bytes"] == 0 and small.shape == (10,)
+    a = pool.empty((1 << 18,), np.float32)           # 1 MiB, tracked
+    b = pool.empty((1 << 19,), np.float32)           # 2 MiB, tracked: 3 MiB in all
+    c = pool.empty((1 << 18,), np.float32)           # over the limit, a is live: untracked
+    assert pool.stats()["tracked_bytes"] == 3 << 20
+    del a
+    d = pool.empty((1 << 18,), np.float32)           # a's buffer again
+    assert pool.stats() == {"free_bytes": 0, "tracked_bytes": 3 << 20, "limit": 3 << 20,
+                            "hits": 1, "misses": 3}
+    del b, d
+    assert pool.stats()["free_bytes"] == 3 << 20
+    e = pool.empty((1 << 20,), np.float32)           # 4 MiB: frees the others, too big
+    assert pool.stats()["tracked_bytes"] == 0 and e.nbytes == 4 << 20
+    assert c.flags.writeable and e.flags.writeable
+    off = BufferPool(limit=0)
+    off.empty((1 << 20,), np.float32)
+    assert off.stats()["tracked_bytes"] == 0
+
+
+def test_pool_hands_out_other_shapes_and_dtypes_as_views_of_one_buffer():
+    pool = BufferPool(limit=1 << 30, min_bytes=1)
+    a = pool.empty((4, 1024), np.float32)
+    a[...] = 1
+    a.setflags(write=False)                          # as a Buffer leaves it
+    p = a.ctypes.data
+    del a
+    b = pool.empty((2048,), np.int64)
+    assert b.ctypes.data == p and b.flags.writeable and b.flags.c_contiguous
+    assert b.shape == (2048,) and b.dtype == np.int64
+    c = pool.empty((2048,), np.int64)                # b's base is held by b: a new buffer
+    assert c.ctypes.data != p
+
+
+def test_native_outputs_of_a_program_are_not_aliased(native):
+    # several outputs and temporaries of one program each get their own buffer
+    def f(a):
+        b = a * 2.0
+        c = jnp.sum(b)
+        return b + c, b - c, a + 1.0
+    g = jaxlite.jit(f)
+    host = (np.arange(POOL_N) % 7 - 2).astype(np.float32)     # sums exactly in float32
+    x = jnp.asarray(host)
+    s = np.float32(2 * host.sum(dtype=np.float64))
+    for _ in range(3):
+        outs = g(x)
+        ptrs = {o.unsafe_buffer_pointer() for o in outs}
+        assert len(ptrs) == 3 and x.unsafe_buffer_pointer() not in ptrs
+        np.testing.assert_array_equal(np.asarray(outs[0]), host * 2 + s)
+        np.testing.assert_array_equal(np.asarray(outs[1]), host * 2 - s)
+        np.testing.assert_array_equal(np.asarray(outs[2]), host + 1)
+        np.testing.assert_array_equal(np.asarray(x), host)
