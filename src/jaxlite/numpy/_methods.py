@@ -6,18 +6,135 @@ raise its usual TypeError (or try the other operand's reflected method).
 """
 from __future__ import annotations
 
-from .. import dtypes, lax
+import numpy as np
+
+from .. import dtypes, lax, monitoring
+from ..config import config
+from ..core import eager as _eager
 from ..core.array import ArrayImpl
-from ..core.trace import Tracer
+from ..core.trace import Tracer, _dynamic
+from ..runtime import Buffer, get_default_device
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
 
 
 # array-like without asking isinstance (an ABC check on ArrayImpl costs more than ``x + 1``)
 _ARRAYLIKE_TYPES = frozenset({ArrayImpl, bool, int, float, complex})
+_SCALAR_TYPES = frozenset({bool, int, float, complex})
+_ndarray = np.ndarray
+_ufunc = np.ufunc
+
+
+# ---- the operators' eager fast path ------------------------------------------------------
+# ``x + 1`` / ``x * y`` on concrete Arrays outside any transformation.  numpy/_ufuncs.py
+# decides what such a call does (its plans: common dtype, weak type, primitive, the
+# constant's NumPy value, the output aval); the operator memoises that decision per
+# (operand aval, scalar type, scalar value) or (aval, aval), for plans whose
+# implementation is a NumPy ufunc (a fresh result array of the declared dtype), and then
+# only checks liveness and placement, runs the ufunc and wraps the result.  Everything
+# else (tracing, listeners, conversions, broadcasting, other devices, deleted operands,
+# rank-0 results, errors) goes through the ufunc function itself.
+
+_OP_CACHE_MAX = 4096
+
+
+def _op_entry(fn, spec, x1, x2):
+    """(ufunc, constant or None, constant first?, output aval) for ``fn(x1, x2)`` on the
+    fast path, or False when the function itself must run (see above)."""
+    prim_for, kind = spec
+    plan = _ufuncs._fast_plan(prim_for, kind, x1, x2)
+    if plan is False or type(plan.impl) is not _ufunc:
+        return False
+    t1, t2 = type(x1), type(x2)
+    if t1 is ArrayImpl and t2 is ArrayImpl:
+        if x1.aval.shape != x2.aval.shape:
+            return False    # broadcasting: the full path
+        const, const_first, avals = None, False, (x1.aval, x2.aval)
+    else:
+        s = x2 if t1 is ArrayImpl else x1
+        c = _ufuncs._fast_const(plan, s)
+        if c is None:
+            return False
+        const, const_first = c[0], t1 is not ArrayImpl
+        arr = x1 if t1 is ArrayImpl else x2
+        avals = (c[1], arr.aval) if const_first else (arr.aval, c[1])
+    try:
+        out_aval = plan.prim.abstract_eval_cached(avals, {})
+    except Exception:   # the full path raises it
+        return False
+    if not out_aval.shape:
+        return False    # a ufunc returns a NumPy scalar there: the full path wraps it
+    return plan.impl, const, const_first, out_aval
+
+
+def _fast_binop(fn, reflected):
+    """The operator for ufunc function ``fn`` (``reflected``: ``other OP self``) with the
+    eager fast path described above."""
+    spec = fn._fast_spec
+    caches = ({}, {})        # by jax_enable_x64
+    fp_state = _eager._fp_state
+
+    def op(self, other):
+        t = type(other)
+        if type(self) is ArrayImpl and len(_dynamic) == 1 and not monitoring._listeners \
+                and fp_state is not None:
+            if t is ArrayImpl:
+                key = (self.aval, other.aval)
+            elif t in _SCALAR_TYPES and (other or t is int or t is bool):
+                # 0.0 == -0.0 (and 0j == -0j) as keys: signed zeros must not share one
+                key = (self.aval, t, other)
+            else:
+                key = None
+            if key is not None:
+                cache = caches[config.jax_enable_x64]
+                e = cache.get(key)
+                if e is None:
+                    a, b = (other, self) if reflected else (self, other)
+                    e = _op_entry(fn, spec, a, b)
+                    if len(cache) < _OP_CACHE_MAX:
+                        cache[key] = e
+                if e:
+                    buf = self._buf
+                    v = buf.data
+                    device = buf.device
+                    committed = self._committed
+                    if t is ArrayImpl:
+                        buf2 = other._buf
+                        v2 = buf2.data
+                        if v2 is None or buf2.device is not device:
+                            v = None
+                        committed = committed or other._committed
+                    if v is not None and (committed or device is get_default_device()):
+                        impl, c, c_first, out_aval = e
+                        if c is not None:
+                            a, b = (c, v) if c_first else (v, c)
+                        else:
+                            a, b = (v2, v) if reflected else (v, v2)
+                        pair = _eager._fp_pair      # fp_ignore_begin, inlined
+                        if pair[0] is fp_state.get():
+                            token = fp_state.set(pair[1])
+                        else:
+                            token = _eager.fp_ignore_begin()
+                        try:
+                            out = impl(a, b)
+                        finally:
+                            fp_state.reset(token)
+                        if type(out) is _ndarray and out.dtype is out_aval.dtype:
+                            return ArrayImpl(Buffer(out, device), out_aval, committed)
+                        token = _eager.fp_ignore_begin()
+                        try:
+                            return _eager.wrap(out, out_aval, device, committed, (a, b))
+                        finally:
+                            _eager.fp_ignore_end(token)
+        if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+    return op
 
 
 def _binop(fn, reflected=False):
+    if getattr(fn, "_fast_spec", None) is not None:
+        return _fast_binop(fn, reflected)
     if reflected:
         def op(self, other):
             if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):

@@ -323,6 +323,7 @@ def _binary(name, fn, kind=None, doc=None, fast=None):
         x1, x2, dt = _args2(name, x1, x2, kind)
         return fn(x1, x2, dt)
     f.__name__ = f.__qualname__ = name
+    f._fast_spec = None if fast is None else (fast, kind)   # for the operators' fast path
     f.__doc__ = doc or (
         f"Elementwise ``{name}`` with NumPy broadcasting and JAX type promotion "
         f"(``jax.numpy.{name}``).  "

@@ -23,6 +23,7 @@ from ..config import config
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray, aval_of_value
+from ..core import eager as _eager
 from ..core.eager import fp_ignore_begin, fp_ignore_end, placement, value_on, wrap
 from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer
@@ -36,6 +37,9 @@ from .stages import Compiled, Lowered, ShapeDtypeStruct
 logger = logging.getLogger("jaxlite")
 
 _PY_SCALARS = (bool, int, float, complex)
+_ndarray = np.ndarray
+_fp_state = _eager._fp_state
+_trace_stack = _trace.trace_stack
 _NO_STATICS: frozenset = frozenset()
 _NOT_TRACED = object()      # _call_traced's answer when the call can run compiled
 
@@ -112,19 +116,20 @@ class _FastEntry:
     transfers exactly as always.
     """
 
-    __slots__ = ("program", "device", "out_tree", "single")
+    __slots__ = ("program", "device", "committed", "out_tree", "single", "out_aval")
 
     def __init__(self, entry, device):
         # the program, not its executable: a later tier may replace the executable
         self.program = entry.compiled._program
         self.device = device
+        self.committed = device is not None
         self.out_tree = entry.out_tree
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
+        self.out_aval = self.program.executable.out_avals[0] if self.single else None
 
     def launch(self, args):
         device = self.device
-        committed = device is not None
-        if not committed:
+        if device is None:
             device = get_default_device()
         vals = []
         for x in args:
@@ -137,23 +142,35 @@ class _FastEntry:
         tmp = ex.temp_bytes
         if tmp:
             device._alloc(tmp)
-        token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
+        pair = _eager._fp_pair      # fp_ignore_begin, inlined: JAX computes inf/nan (and
+        if _fp_state is not None and pair[0] is _fp_state.get():   # casts) without warnings
+            token = _fp_state.set(pair[1])
+        else:
+            token = fp_ignore_begin()
         try:
             outs = ex.run(vals)
-            res = []
-            for o, a in zip(outs, ex.out_avals):
+            if self.single:
+                o = outs[0]
+                a = self.out_aval
                 # ``wrap``, with its common case inlined
-                if type(o) is not np.ndarray or o.dtype != a.dtype:
+                if type(o) is not _ndarray or o.dtype is not a.dtype:
                     o = np.asarray(o, dtype=a.dtype)
                 if o.base is None and o.shape == a.shape:
-                    res.append(ArrayImpl(Buffer(o, device), a, committed))
+                    return ArrayImpl(Buffer(o, device), a, self.committed)
+                return wrap(o, a, device, self.committed, vals)
+            res = []
+            for o, a in zip(outs, ex.out_avals):
+                if type(o) is not _ndarray or o.dtype is not a.dtype:
+                    o = np.asarray(o, dtype=a.dtype)
+                if o.base is None and o.shape == a.shape:
+                    res.append(ArrayImpl(Buffer(o, device), a, self.committed))
                 else:
-                    res.append(wrap(o, a, device, committed, vals))
+                    res.append(wrap(o, a, device, self.committed, vals))
         finally:
             fp_ignore_end(token)
             if tmp:
                 device._free(tmp)
-        return res[0] if self.single else tree_unflatten(self.out_tree, res)
+        return tree_unflatten(self.out_tree, res)
 
 
 class JitWrapped:
@@ -186,7 +203,9 @@ class JitWrapped:
         self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums
                            or self.donate_argnames)
         self._cache: dict = {}
-        self._fast: dict = {}      # (x64, *argument keys) -> _FastEntry, see __call__
+        # argument keys -> _FastEntry (see __call__), with jax_enable_x64 off and on
+        self._fast: dict = {}
+        self._fast64: dict = {}
         self._history: list = []   # signatures compiled so far, for explaining misses
         if device is not None or backend not in (None, "cpu"):
             warnings.warn("jit's device= and backend= arguments are deprecated (as in JAX): "
@@ -314,10 +333,10 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if self._plain and not kwargs and len(_trace.trace_stack) == 1 and \
+        if not kwargs and self._plain and len(_trace_stack) == 1 and \
                 not monitoring._listeners:
             # fastest path: Arrays only, a signature that ran before (see _FastEntry)
-            sig = [config.jax_enable_x64]
+            sig = []
             for x in args:
                 if type(x) is not ArrayImpl:
                     break
@@ -326,7 +345,7 @@ class JitWrapped:
                     k = x._key = (x.aval, x._buf.device if x._committed else None)
                 sig.append(k)
             else:
-                fe = self._fast.get(tuple(sig))
+                fe = (self._fast64 if config.jax_enable_x64 else self._fast).get(tuple(sig))
                 if fe is not None:
                     out = fe.launch(args)
                     if out is not None:
@@ -374,7 +393,7 @@ class JitWrapped:
         outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
             dyn_args, dyn_kw, static_pos, len(args)),
             self._donated(args, kwargs, leaves) if not self._plain else None)
-        if self._plain and self._plain and not kwargs and self._device is None and \
+        if self._plain and not kwargs and self._device is None and \
                 len(leaves) == len(args) and all(type(x) is ArrayImpl for x in args):
             self._add_fast(key, entry)
         return tree_unflatten(entry.out_tree, outs)
@@ -382,9 +401,9 @@ class JitWrapped:
     def _add_fast(self, key, entry):
         """Registers a signature that just ran for the fast path of ``__call__``."""
         committed = {d for _, d in key[1] if d is not None}
-        if len(committed) <= 1 and len(self._fast) < 4096:
-            self._fast[(key[4],) + key[1]] = _FastEntry(
-                entry, committed.pop() if committed else None)
+        fast = self._fast64 if key[4] else self._fast
+        if len(committed) <= 1 and len(fast) < 4096:
+            fast[key[1]] = _FastEntry(entry, committed.pop() if committed else None)
 
     def _donated(self, args, kwargs, leaves):
         """Flat positions of the donated Array leaves (``donate_argnums`` and
@@ -456,6 +475,7 @@ class JitWrapped:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast.clear()
+        self._fast64.clear()
         self._history.clear()
 
 
