@@ -518,3 +518,42 @@ def test_native_outputs_of_a_program_are_not_aliased(native):
         np.testing.assert_array_equal(np.asarray(outs[1]), host * 2 - s)
         np.testing.assert_array_equal(np.asarray(outs[2]), host + 1)
         np.testing.assert_array_equal(np.asarray(x), host)
+
+
+def test_native_kernel_writes_into_a_dying_temporary(native, no_gc):
+    # softmax: the division reads exp(x - max) at the index it writes: it takes that
+    # temporary's buffer, so the program needs the input and one buffer of its size
+    def softmax(x):
+        e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+        return e / jnp.sum(e, axis=1, keepdims=True)
+    host = np.random.default_rng(0).standard_normal((256, 1024)).astype(np.float32)
+    x = jnp.asarray(host)
+    compiled = jaxlite.jit(softmax).lower(x).compile()
+    ex = compiled._program.executable
+    assert "in place: v" in compiled.as_text()
+    assert ex.temp_bytes == 2 * 256 * 4        # the row max and sum, not exp(x - max)
+    y = compiled(x)
+    del y
+    base = DEV.memory_stats()["bytes_in_use"]
+    DEV.reset_peak_memory()
+    y = compiled(x)
+    assert DEV.memory_stats()["peak_bytes_in_use"] - base == y.nbytes + ex.temp_bytes
+    e = np.exp(host - host.max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(y), e / e.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(x), host)
+
+
+def test_native_in_place_never_writes_a_temporary_still_read_later(native):
+    # e is read by the kernel computing d (and its max) and again by the last kernel: d
+    # must not be written into e's buffer (the last kernel may write into either)
+    def f(x):
+        e = jnp.exp(x * 0.5)
+        d = e / jnp.sum(e)
+        return d / jnp.max(d) * e
+    host = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64)
+    compiled = jaxlite.jit(f).lower(jnp.asarray(host)).compile()
+    assert compiled.as_text().count("native kernel fusion_") >= 3
+    y = compiled(jnp.asarray(host))
+    e = np.exp(host * np.float32(0.5))
+    d = e / e.sum(dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(y), d / d.max() * e, rtol=1e-5)

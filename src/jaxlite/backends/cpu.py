@@ -267,6 +267,12 @@ class NativeKernel:
             return self._reference(k, *args)
         return outs
 
+    @property
+    def fresh_outputs(self) -> bool:
+        """Whether every call returns new buffers (never a view of an input: the exact
+        rerun of a kernel flagging an out-of-range sine may, through the reference)."""
+        return self.size > 0 and "_vm_oor(" not in self.source
+
     def reads_in_place(self, invars, v) -> bool:
         """Whether every operand of ``invars`` (the kernel equation's) that is ``v`` is read
         over the whole iteration space at the index a map output is written (no
@@ -400,13 +406,22 @@ class CpuExecutable(Executable):
         self._eqns, self._invars, self._last, self._outset = \
             pending, list(jaxpr.invars), last, outset
         self._donation_plans = {}
+        self._plan = self._donation_plan(frozenset())   # temporaries written in place
+        if self._plan:
+            self.temp_bytes = self._temp_peak(self._plan, slots, nfixed + len(jaxpr.invars))
 
     def _donation_plan(self, donated) -> dict:
-        """{step: [argument slot or None per output]}: where each native kernel writes
-        into a donated argument.  An argument qualifies when every use of it is a native
-        kernel (so no view of it exists) and it is not a program output; a kernel takes
-        it for an output of its exact shape and dtype once it is dead, or at its last use
-        when that kernel reads it in full at the index it writes (a map output)."""
+        """{step: [slot or None per output]}: where each native kernel writes an output
+        into an existing buffer instead of a new one.
+
+        Candidates are the donated arguments (positions ``donated``) and the program's own
+        temporaries made by native kernels (always fresh buffers).  One qualifies when
+        every use of it is a native kernel (so no view of it exists) and it is not a
+        program output.  A kernel takes it for an output of its exact shape and dtype at
+        its last use when the kernel reads it in full at the index it writes (a map
+        output: the write then also needs no read-for-ownership of new memory); a donated
+        argument is also taken by a later kernel once it is dead (a dead temporary's
+        buffer goes back to the pool instead)."""
         plan = self._donation_plans.get(donated)
         if plan is not None:
             return plan
@@ -415,32 +430,68 @@ class CpuExecutable(Executable):
             for v in e.invars:
                 if not isinstance(v, Literal):
                     uses.setdefault(v, []).append(k)
-        free = {}
+
+        def only_kernels(v):
+            return v not in self._outset and \
+                all(isinstance(self._steps[k][0], NativeKernel) for k in uses.get(v, ()))
+        free = {}          # candidate var -> its slot
         for pos in sorted(donated):
             v = self._invars[pos]
-            if v not in self._outset and v not in free and \
-                    all(isinstance(self._steps[k][0], NativeKernel) for k in uses.get(v, ())):
+            if v not in free and only_kernels(v):
                 free[v] = self._arg_slots[pos]
+        args = set(free)
         plan = {}
         for k, e in enumerate(self._eqns):
             nk = self._steps[k][0]
-            if not free or not isinstance(nk, NativeKernel):
+            if not isinstance(nk, NativeKernel):
                 continue
-            assign = [None] * len(e.outvars)
-            for j, (ov, o) in enumerate(zip(e.outvars, nk.kernel.outputs)):
-                for v, s in free.items():
-                    if v.aval.shape != ov.aval.shape or v.aval.dtype != ov.aval.dtype:
-                        continue
-                    last = self._last.get(v, -1)
-                    if last < k or (last == k and o.kind != "reduce" and
-                                    nk.reads_in_place(e.invars, v)):
-                        assign[j] = s
-                        del free[v]
-                        break
-            if any(s is not None for s in assign):
-                plan[k] = assign
+            if free:
+                assign = [None] * len(e.outvars)
+                for j, (ov, o) in enumerate(zip(e.outvars, nk.kernel.outputs)):
+                    for v, s in free.items():
+                        if v.aval.shape != ov.aval.shape or v.aval.dtype != ov.aval.dtype:
+                            continue
+                        last = self._last.get(v, -1)
+                        if (last < k and v in args) or (
+                                last == k and o.kind != "reduce" and
+                                nk.reads_in_place(e.invars, v)):
+                            assign[j] = s
+                            del free[v]
+                            break
+                if any(s is not None for s in assign):
+                    plan[k] = assign
+            if nk.fresh_outputs:
+                for ov, s in zip(e.outvars, self._steps[k][2]):
+                    if ov.aval.ndim >= 1 and only_kernels(ov):
+                        free[ov] = s
+            for v in [v for v in free if v not in args and self._last.get(v, -1) <= k]:
+                del free[v]        # a dead temporary: its buffer returns to the pool
         self._donation_plans[donated] = plan
         return plan
+
+    def _temp_peak(self, plan, slots, first_temp) -> int:
+        """Peak bytes of temporaries when the kernels of ``plan`` write into existing
+        buffers (an output taking a dying temporary's buffer allocates nothing)."""
+        live = peak = 0
+        for k, e in enumerate(self._eqns):
+            taken = set(s for s in plan.get(k, ()) if s is not None)
+            live += sum(_nbytes(ov.aval) for ov, s in
+                        zip(e.outvars, plan.get(k, [None] * len(e.outvars))) if s is None)
+            peak = max(peak, live)
+            for v in set(e.invars):
+                if not isinstance(v, Literal) and self._last.get(v) == k and \
+                        v not in self._outset and slots[v] >= first_temp and \
+                        slots[v] not in taken:
+                    live -= _nbytes(v.aval)
+        return max(0, peak - sum(_nbytes(v.aval) for v in self._outset))
+
+    def _in_place_note(self, k) -> str:
+        outs = self._plan.get(k)
+        if not outs:
+            return ""
+        return "; in place: " + ", ".join(
+            f"v{o} into v{s}'s buffer" for o, s in zip(self._steps[k][2], outs)
+            if s is not None)
 
     @property
     def fallbacks(self) -> list:
@@ -452,7 +503,7 @@ class CpuExecutable(Executable):
         caller gave up (writable, referenced by nobody else): a native kernel writes an
         output of the same shape and dtype into such an argument once the argument is
         dead, or where it dies when the kernel reads it at the very index it writes."""
-        plan = self._donation_plan(donated) if donated else None
+        plan = self._donation_plan(donated) if donated else self._plan
         env = self._init + list(args) + [None] * (self._nslots - self._fixed - len(args))
         for k, (fn, ins, outs, multi, dtypes, dead) in enumerate(self._steps):
             if plan and k in plan:
@@ -474,7 +525,7 @@ class CpuExecutable(Executable):
                  f"{sum(k == 'native' for k, _ in self.report)} native kernel(s), "
                  f"{sum(k == 'blas' for k, _ in self.report)} BLAS call(s), "
                  f"{len(self.fallbacks)} interpreter fallback(s)"]
-        lines += [t for _, t in self.report]
+        lines += [t + self._in_place_note(k) for k, (_, t) in enumerate(self.report)]
         for nk in self.kernels:
             lines.append(f"\n# {nk.describe()}\n{nk.kernel.pretty()}\n# generated loop nest:")
             lines.append(nk.source)
