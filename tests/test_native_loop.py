@@ -271,7 +271,7 @@ _INT_BINARY = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.bitwise_xor
                lambda a, b: jnp.where(a > b, a, b)]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.data())
 def test_random_scan_bodies(data):
     """Random elementwise/dot/reduction bodies over a float32 and an int32 carry."""
@@ -342,3 +342,14 @@ def test_second_process_loads_the_loop_from_the_cache(tmp_path):
     (c1, l1, s1), (c2, l2, s2) = (o[0].split() for o in outs)
     assert "native scan loop" in "\n".join(outs[0])
     assert int(c1) >= 1 and int(c2) == 0 and int(l2) >= 1 and s1 == s2
+
+
+def test_loop_invariant_equations_run_once_before_the_loop():
+    def f(h, xs, w):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ (jnp.exp(w) * 0.5) + x), h.sum()), h, xs)
+    got, want, text = _both(f, np.ones(4, f32), _normal(5, 4), _normal(4, 4))
+    _assert_same(got, want)
+    _assert_native(text)
+    assert "1 hoisted out of the loop" in text
+    src = text[text.index("def kern("):]
+    assert src.index("_vm_exp(") < src.index("for step in range(5):")

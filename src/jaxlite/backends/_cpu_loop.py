@@ -83,6 +83,10 @@ class _Gen:
         self.glb = dict(_cpu_ops.GLOBALS)
         self.pre = []            # before the step loop (one indent)
         self.step = []           # inside it (two indents)
+        self.code = self.step    # where the equation being written goes
+        self.step_head = []      # per-step views of the x slices
+        self.invariant = set()   # body values that are the same at every step
+        self.n_hoisted = 0
         self.store = {}          # body var -> ("flat", name) | ("xs", j)
         self.counter = 0
         self.views = {}          # (storage, shape) -> expression
@@ -143,9 +147,18 @@ class _Gen:
         else:
             name = self.fresh("w")
             self.pre.append(f"{name} = x{ref}.reshape({(self.length,) + shape!r})")
-            expr = f"{name}[ix]"
+            self.step_head.append(f"{name}r = {name}[ix]")
+            expr = f"{name}r"
         self.views[key] = expr
         return expr
+
+    def copy(self, dst, src, n, scalar=False, row=None):
+        """Lines copying ``n`` elements of flat ``src`` (a scalar when ``scalar``) into flat
+        ``dst`` (its row ``row`` when given).  A loop: Numba's array slice assignment costs
+        about 2 s of compilation the first time a process uses it."""
+        e = self.fresh("e")
+        d = f"{dst}[{row}, {e}]" if row else f"{dst}[{e}]"
+        return [f"for {e} in range({n}):", f"    {d} = {src if scalar else f'{src}[{e}]'}"]
 
     def temp(self, v):
         _check_dtype(v.aval, "a scan body value")
@@ -156,6 +169,16 @@ class _Gen:
 
     # equations ------------------------------------------------------------------------
     def equation(self, eqn):
+        # an equation of loop-invariant operands only runs once, before the loop
+        hoist = not eqn.primitive.effectful and all(
+            isinstance(v, Literal) or v in self.invariant for v in eqn.invars)
+        self.code = self.pre if hoist else self.step
+        self._equation(eqn)
+        if hoist:
+            self.n_hoisted += 1
+            self.invariant.update(eqn.outvars)
+
+    def _equation(self, eqn):
         from ..primitives.kernel import kernel_p
         prim = eqn.primitive
         if prim is kernel_p:
@@ -191,9 +214,9 @@ class _Gen:
         for v in eqn.outvars:
             self.temp(v)
         for j, (v, cs) in enumerate(zip(eqn.invars, nk.in_cshape)):
-            self.step.append(f"{prefix}a{j} = {self.shaped(v, cs or (1,) * q)}")
+            self.code.append(f"{prefix}a{j} = {self.shaped(v, cs or (1,) * q)}")
         for j, (v, cs) in enumerate(zip(eqn.outvars, nk.out_cshape)):
-            self.step.append(f"{prefix}o{j} = {self.shaped(v, cs or (1,) * q)}")
+            self.code.append(f"{prefix}o{j} = {self.shaped(v, cs or (1,) * q)}")
         for name, val in nk.globals.items():
             if name not in _cpu_ops.GLOBALS:
                 self.glb[prefix + name] = val
@@ -201,7 +224,7 @@ class _Gen:
         assert lines[0].startswith("def kern(") and lines[1] == "    flag = 0" and \
             lines[-1] == "    return flag", "NativeKernel source layout changed"
         for line in lines[2:-1]:
-            self.step.append(_KERNEL_LOCAL.sub(lambda m: prefix + m.group(1), line[4:]))
+            self.code.append(_KERNEL_LOCAL.sub(lambda m: prefix + m.group(1), line[4:]))
 
     def dot(self, eqn):
         lhs, rhs = eqn.invars
@@ -287,7 +310,7 @@ class _Gen:
             # loop is unrolled by DOT_UNROLL (the partial sum stays in a register for that
             # many terms, added in order: the same rounding as one term at a time)
             inner = free[-1]
-            lines.append(f"{o}[:] = {zero}")
+            lines += self.copy(o, zero, _size(out.aval), scalar=True)
             for var in bv + free[:-1] + cv[:-1]:
                 loop(var)
             base = pad
@@ -313,7 +336,7 @@ class _Gen:
                     s = f"{T}({_cpu_ops.emit('add', [s, prod], [odt, odt], odt, {})})"
                 lines.append(f"{pad}{oref} = {s}")
         # the scalar names are shared by every dot: prefix them
-        self.step += [re.sub(r"\b(acc|av\d*|bv\d*)\b", lambda m: tag + m.group(1), ln)
+        self.code += [re.sub(r"\b(acc|av\d*|bv\d*)\b", lambda m: tag + m.group(1), ln)
                       for ln in lines]
 
     def elementwise(self, eqn):
@@ -333,10 +356,10 @@ class _Gen:
         dts = [v.aval.dtype for v in eqn.invars]
         op = eqn.primitive.scalar_op
         expr = _cpu_ops.emit(op, names, dts, out.aval.dtype, eqn.params)
-        self.step.append(f"for {tag} in range({n}):")
+        self.code.append(f"for {tag} in range({n}):")
         if op in _cpu_ops.TRIG_OPS and dts[0] == np.float32:
-            self.step.append(f"    flag += _vm_oor({names[0]})")
-        self.step.append(f"    {o}[{tag}] = {type_name(out.aval.dtype)}({expr})")
+            self.code.append(f"    flag += _vm_oor({names[0]})")
+        self.code.append(f"    {o}[{tag}] = {type_name(out.aval.dtype)}({expr})")
 
     def _nest(self, shape, line_of):
         """A loop nest over ``shape`` (in the step) whose body is ``line_of(loop vars)``."""
@@ -344,11 +367,12 @@ class _Gen:
             return
         tag = self.fresh("n")
         vs = [f"{tag}_{d}" for d in range(len(shape))]
+        body = line_of(vs)       # first: it may add views to self.pre (where this may go)
         pad = ""
         for var, n in zip(vs, shape):
-            self.step.append(f"{pad}for {var} in range({n}):")
+            self.code.append(f"{pad}for {var} in range({n}):")
             pad += "    "
-        self.step.append(pad + line_of(vs))
+        self.code.append(pad + body)
 
     def at(self, v, ix) -> str:
         """Element ``ix`` (index expressions, one per axis) of ``v``."""
@@ -366,7 +390,7 @@ class _Gen:
         names = []
         for i, n, s in zip(idxs, shape, sizes):
             d = self.fresh("ds")
-            self.step.append(f"{d} = min(max(np.int64({self.scalar(i)}), 0), {n - s})")
+            self.code.append(f"{d} = min(max(np.int64({self.scalar(i)}), 0), {n - s})")
             names.append(d)
         return names
 
@@ -435,7 +459,7 @@ class _Gen:
         out = eqn.outvars[0]
         o = self.temp(out)
         if _size(out.aval):
-            self.step.append(f"{o}[:] = {self.flat(x)}")
+            self.code += self.copy(o, self.flat(x), _size(out.aval))
         starts = self._clamped_starts(idxs, x.aval.shape, upd.aval.shape)
         self._nest(upd.aval.shape, lambda vs: (
             f"{self.at(out, [f'{v} + {s}' for v, s in zip(vs, starts)])} = "
@@ -455,6 +479,8 @@ class _Gen:
             _check_dtype(v.aval, "a scan result")
         for j, v in enumerate(body.constvars):
             self.store[v] = ("flat", f"bc{j}")
+        self.invariant.update(body.constvars)
+        self.invariant.update(body.invars[:nc])
         for j, v in enumerate(body.invars):
             self.store[v] = (("flat", f"c{j}") if j < nc else
                              ("flat", f"co{j - nc}") if j < nc + ncar else
@@ -466,14 +492,16 @@ class _Gen:
         tail = []
         for j, v in enumerate(outs[ncar:]):
             if _size(v.aval):
-                src = self.const(v.val, v.aval.dtype) if isinstance(v, Literal) else self.flat(v)
-                tail.append(f"y{j}[ix, :] = {src}")
+                lit = isinstance(v, Literal)
+                src = self.const(v.val, v.aval.dtype) if lit else self.flat(v)
+                tail += self.copy(f"y{j}", src, _size(v.aval), scalar=lit, row="ix")
         staged, direct = [], []
         for j, v in enumerate(outs[:ncar]):
             if not _size(v.aval):
                 continue
             if isinstance(v, Literal):
-                direct.append(f"co{j}[:] = {self.const(v.val, v.aval.dtype)}")
+                direct += self.copy(f"co{j}", self.const(v.val, v.aval.dtype), _size(v.aval),
+                                    scalar=True)
                 continue
             kind, ref = self.store[v]
             if ref == f"co{j}":
@@ -482,22 +510,24 @@ class _Gen:
                 s = self.fresh("s")
                 self.pre.append(f"{s} = np.empty({_size(v.aval)}, "
                                 f"{type_name(v.aval.dtype)})")
-                staged.append(f"{s}[:] = {ref}")
-                direct.append(f"co{j}[:] = {s}")
+                staged += self.copy(s, ref, _size(v.aval))
+                direct += self.copy(f"co{j}", s, _size(v.aval))
             else:
-                direct.append(f"co{j}[:] = {self.flat(v)}")
+                direct += self.copy(f"co{j}", self.flat(v), _size(v.aval))
         tail += staged + direct
 
         args = ([f"c{j}" for j in range(nc)] + [f"bc{j}" for j in range(nbc)] +
                 [f"ci{j}" for j in range(ncar)] + [f"x{j}" for j in range(nxs)] +
                 [f"co{j}" for j in range(ncar)] + [f"y{j}" for j in range(nys)])
         lines = [f"def kern({', '.join(args)}):", "    flag = 0"]
-        lines += [f"    co{j}[:] = ci{j}" for j in range(ncar)]
+        for j, v in enumerate(body.invars[nc:nc + ncar]):
+            lines += ["    " + ln for ln in self.copy(f"co{j}", f"ci{j}", _size(v.aval))]
         lines += ["    " + s for s in self.pre]
         L = self.length
         lines.append(f"    for step in range({L}):")
         lines.append(f"        ix = {L - 1} - step" if self.reverse else "        ix = step")
         lines += [f"        xr{j} = x{j}[ix]" for j in range(nxs)]
+        lines += ["        " + s for s in self.step_head]
         lines += ["        " + s for s in self.step + tail]
         lines.append("    return flag")
         return "\n".join(lines)
@@ -525,9 +555,13 @@ class NativeScan:
         self.in_avals = [v.aval for v in eqn.invars]
         self._slice_sizes = [int(np.prod(a.shape[1:], dtype=np.int64))
                              for a in self.in_avals[p["num_consts"] + p["num_carry"]:]]
+        # the flat carries and the (length, slice size) stacked ys the function writes
+        self._out_alloc = [((_size(a),) if i < p["num_carry"] else
+                            (self.length, int(np.prod(a.shape[1:], dtype=np.int64))), a.dtype)
+                           for i, a in enumerate(self.out_avals)]
         gen = _Gen(self.body, self.nc, self.ncar, self.length, self.reverse)
         self.source = gen.generate()
-        self.n_kernels, self.n_dots = gen.n_kernels, gen.n_dots
+        self.n_kernels, self.n_dots, self.n_hoisted = gen.n_kernels, gen.n_dots, gen.n_hoisted
         self._body_consts = [np.ascontiguousarray(host_value(c)).reshape(-1)
                              for c in self.body.consts]
         j = self.body.jaxpr
@@ -548,15 +582,12 @@ class NativeScan:
         flat = [np.ascontiguousarray(a).reshape(-1) for a in args[:nc + ncar]]
         xs = [np.ascontiguousarray(a).reshape(L, n) for a, n in zip(args[nc + ncar:],
                                                                      self._slice_sizes)]
-        carry = [np.empty(_size(a), a.dtype) for a in self.out_avals[:ncar]]
-        ys = [np.empty((L, int(np.prod(a.shape[1:], dtype=np.int64))), a.dtype)
-              for a in self.out_avals[ncar:]]
-        flag = self._fn(*flat[:nc], *self._body_consts, *flat[nc:], *xs, *carry, *ys)
+        outs = [np.empty(shape, dt) for shape, dt in self._out_alloc]
+        flag = self._fn(*flat[:nc], *self._body_consts, *flat[nc:], *xs, *outs)
         if flag:
             # a float32 sin/cos argument beyond the vectorised reduction's range: exact rerun
             return self.prim.impl(*args, **self.params)
-        return ([c.reshape(a.shape) for c, a in zip(carry, self.out_avals)] +
-                [y.reshape(a.shape) for y, a in zip(ys, self.out_avals[ncar:])])
+        return [o.reshape(a.shape) for o, a in zip(outs, self.out_avals)]
 
     # what CpuExecutable.as_text prints for each native step: describe, kernel.pretty, source
     @property
@@ -569,7 +600,8 @@ class NativeScan:
     def describe(self) -> str:
         return (f"native scan loop: {self.length} steps{' reversed' if self.reverse else ''}"
                 f", body of {len(self.body.jaxpr.eqns)} equation(s): {self.n_kernels} "
-                f"kernel(s), {self.n_dots} dot loop nest(s)")
+                f"kernel(s), {self.n_dots} dot loop nest(s), {self.n_hoisted} hoisted out of "
+                f"the loop")
 
 
 def _compile(source, glb, argtys):
