@@ -353,3 +353,56 @@ def test_loop_invariant_equations_run_once_before_the_loop():
     assert "1 hoisted out of the loop" in text
     src = text[text.index("def kern("):]
     assert src.index("_vm_exp(") < src.index("for step in range(5):")
+
+
+# ---- while loops (lax.while_loop, fori_loop with traced bounds) -------------------------
+
+def _assert_native_while(text):
+    assert text.count("native while loop:") >= 2, text
+    assert "while: interpreter fallback" not in text, text
+
+
+def newton_sqrt(a):
+    def cond(c):
+        x, n = c
+        return (jnp.max(jnp.abs(x * x - a)) > 1e-5) & (n < 50)
+
+    def body(c):
+        x, n = c
+        return (0.5 * (x + a / x), n + 1)
+    return lax.while_loop(cond, body, (a, 0))
+
+
+def fori_traced_bounds(x, n, w):
+    return lax.fori_loop(0, n, lambda i, c: jnp.tanh(w @ c) * 0.5 + jnp.sin(c) + i, x)
+
+
+def zero_trips(x):
+    return lax.while_loop(lambda c: c[0] > 100, lambda c: c * 2, x)
+
+
+def permuted_while(a, b):
+    return lax.while_loop(lambda c: c[2] < 5, lambda c: (c[1], c[0] + 1, c[2] + 1), (a, b, 0))
+
+
+WHILE_CASES = [
+    (newton_sqrt, lambda: (np.array([2.0, 9.0, 0.5], f32),)),
+    (fori_traced_bounds, lambda: (np.ones(3, f32), np.int32(7), _normal(3, 3))),
+    (zero_trips, lambda: (np.ones(3, f32),)),
+    (permuted_while, lambda: (np.arange(3, dtype=np.int32), np.zeros(3, np.int32))),
+]
+
+
+@pytest.mark.parametrize("f,make_args", WHILE_CASES, ids=[c[0].__name__ for c in WHILE_CASES])
+def test_native_while_matches_interpreter(f, make_args):
+    got, want, text = _both(f, *make_args())
+    _assert_same(got, want)
+    _assert_native_while(text)
+
+
+def test_while_with_large_sin_arguments_reruns_exactly():
+    def f(x, n):
+        return lax.fori_loop(0, n, lambda i, c: jnp.sin(c * 1e6), x)
+    got, want, text = _both(f, np.ones(3, f32), np.int32(3))
+    _assert_native_while(text)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

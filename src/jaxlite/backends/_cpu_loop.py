@@ -221,8 +221,10 @@ class _Gen:
             if name not in _cpu_ops.GLOBALS:
                 self.glb[prefix + name] = val
         lines = nk.source.splitlines()
-        assert lines[0].startswith("def kern(") and lines[1] == "    flag = 0" and \
-            lines[-1] == "    return flag", "NativeKernel source layout changed"
+        if not (lines[0].startswith("def kern(") and lines[1] == "    flag = 0" and
+                lines[-1] == "    return flag"):
+            raise Unsupported(f"kernel {k.name}: NativeKernel's source layout is not the one "
+                              f"this generator inlines")
         for line in lines[2:-1]:
             self.code.append(_KERNEL_LOCAL.sub(lambda m: prefix + m.group(1), line[4:]))
 
@@ -495,8 +497,34 @@ class _Gen:
                 lit = isinstance(v, Literal)
                 src = self.const(v.val, v.aval.dtype) if lit else self.flat(v)
                 tail += self.copy(f"y{j}", src, _size(v.aval), scalar=lit, row="ix")
+        tail += self.carry_update(outs[:ncar])
+
+        args = ([f"c{j}" for j in range(nc)] + [f"bc{j}" for j in range(nbc)] +
+                [f"ci{j}" for j in range(ncar)] + [f"x{j}" for j in range(nxs)] +
+                [f"co{j}" for j in range(ncar)] + [f"y{j}" for j in range(nys)])
+        lines = [f"def kern({', '.join(args)}):", "    flag = 0"]
+        lines += self.carry_init(body.invars[nc:nc + ncar])
+        lines += ["    " + s for s in self.pre]
+        L = self.length
+        lines.append(f"    for step in range({L}):")
+        lines.append(f"        ix = {L - 1} - step" if self.reverse else "        ix = step")
+        lines += [f"        xr{j} = x{j}[ix]" for j in range(nxs)]
+        lines += ["        " + s for s in self.step_head]
+        lines += ["        " + s for s in self.step + tail]
+        lines.append("    return flag")
+        return "\n".join(lines)
+
+    def carry_init(self, carry_invars):
+        lines = []
+        for j, v in enumerate(carry_invars):
+            lines += ["    " + ln for ln in self.copy(f"co{j}", f"ci{j}", _size(v.aval))]
+        return lines
+
+    def carry_update(self, outs):
+        """Lines writing the new carries ``outs`` into ``co0, co1, ...``; a carry that reads
+        another carry is staged first, so the update is simultaneous."""
         staged, direct = [], []
-        for j, v in enumerate(outs[:ncar]):
+        for j, v in enumerate(outs):
             if not _size(v.aval):
                 continue
             if isinstance(v, Literal):
@@ -514,22 +542,42 @@ class _Gen:
                 direct += self.copy(f"co{j}", s, _size(v.aval))
             else:
                 direct += self.copy(f"co{j}", self.flat(v), _size(v.aval))
-        tail += staged + direct
+        return staged + direct
 
-        args = ([f"c{j}" for j in range(nc)] + [f"bc{j}" for j in range(nbc)] +
-                [f"ci{j}" for j in range(ncar)] + [f"x{j}" for j in range(nxs)] +
-                [f"co{j}" for j in range(ncar)] + [f"y{j}" for j in range(nys)])
+    def generate_while(self, cond, body, cond_nconsts, body_nconsts):
+        """The function of a ``while``: ``kern(cond consts, cond's own constants, body
+        consts, body's own constants, initial carries, carry results) -> flag``."""
+        cj, bj = cond.jaxpr, body.jaxpr
+        ncar = len(bj.outvars)
+        for v in list(cj.invars) + list(cj.constvars) + list(bj.invars) + list(bj.constvars):
+            _check_dtype(v.aval, "a while operand")
+        for jaxpr, pre, nconst, cname in ((cj, "ccb", cond_nconsts, "cc"),
+                                          (bj, "bc", body_nconsts, "c")):
+            for j, v in enumerate(jaxpr.constvars):
+                self.store[v] = ("flat", f"{pre}{j}")
+            for j, v in enumerate(jaxpr.invars):
+                self.store[v] = ("flat", f"{cname}{j}" if j < nconst else f"co{j - nconst}")
+            self.invariant.update(jaxpr.constvars)
+            self.invariant.update(jaxpr.invars[:nconst])
+        for eqn in cj.eqns:
+            self.equation(eqn)
+        self.step += [f"if not {self.scalar(cj.outvars[0])}:", "    break"]
+        for eqn in bj.eqns:
+            self.equation(eqn)
+        tail = self.carry_update(bj.outvars)
+        args = ([f"cc{j}" for j in range(cond_nconsts)] +
+                [f"ccb{j}" for j in range(len(cj.constvars))] +
+                [f"c{j}" for j in range(body_nconsts)] +
+                [f"bc{j}" for j in range(len(bj.constvars))] +
+                [f"ci{j}" for j in range(ncar)] + [f"co{j}" for j in range(ncar)])
         lines = [f"def kern({', '.join(args)}):", "    flag = 0"]
-        for j, v in enumerate(body.invars[nc:nc + ncar]):
-            lines += ["    " + ln for ln in self.copy(f"co{j}", f"ci{j}", _size(v.aval))]
+        lines += self.carry_init(bj.invars[body_nconsts:])
         lines += ["    " + s for s in self.pre]
-        L = self.length
-        lines.append(f"    for step in range({L}):")
-        lines.append(f"        ix = {L - 1} - step" if self.reverse else "        ix = step")
-        lines += [f"        xr{j} = x{j}[ix]" for j in range(nxs)]
-        lines += ["        " + s for s in self.step_head]
+        # a flagged (inexact) sin/cos could make the condition wrong: stop at once, the
+        # caller reruns the loop on the interpreter
+        lines += ["    if flag:", "        return flag", "    while True:"]
         lines += ["        " + s for s in self.step + tail]
-        lines.append("    return flag")
+        lines += ["        if flag:", "            return flag", "    return flag"]
         return "\n".join(lines)
 
 
@@ -560,7 +608,12 @@ class NativeScan:
                             (self.length, int(np.prod(a.shape[1:], dtype=np.int64))), a.dtype)
                            for i, a in enumerate(self.out_avals)]
         gen = _Gen(self.body, self.nc, self.ncar, self.length, self.reverse)
-        self.source = gen.generate()
+        try:
+            self.source = gen.generate()
+        except Unsupported:
+            raise
+        except Exception as e:     # a bug of the generator: fall back visibly, not fail
+            raise Unsupported(f"loop generator error {type(e).__name__}: {e}") from e
         self.n_kernels, self.n_dots, self.n_hoisted = gen.n_kernels, gen.n_dots, gen.n_hoisted
         self._body_consts = [np.ascontiguousarray(host_value(c)).reshape(-1)
                              for c in self.body.consts]
@@ -604,6 +657,78 @@ class NativeScan:
                 f"the loop")
 
 
+class NativeWhile:
+    """A ``while`` equation (``lax.while_loop``, ``fori_loop`` with traced bounds) compiled
+    to one native function: the condition and the body (each optimised) are written into
+    one ``while True`` loop.  Called with the equation's operands (cond consts, body
+    consts, initial carries), returns the final carries.
+
+    Raises (from the constructor) ``Unsupported`` as ``NativeScan``.
+    """
+
+    def __init__(self, eqn):
+        from numba import types
+        import numba
+        p = eqn.params
+        self.params = p
+        self.prim = eqn.primitive
+        self.cond = _optimise(p["cond_jaxpr"])
+        self.body = _optimise(p["body_jaxpr"])
+        self.ncc, self.nbc = p["cond_nconsts"], p["body_nconsts"]
+        self.out_avals = [v.aval for v in eqn.outvars]
+        self._out_alloc = [((_size(a),), a.dtype) for a in self.out_avals]
+        gen = _Gen(None, 0, len(self.out_avals), 0, False)
+        try:
+            self.source = gen.generate_while(self.cond, self.body, self.ncc, self.nbc)
+        except Unsupported:
+            raise
+        except Exception as e:     # a bug of the generator: fall back visibly, not fail
+            raise Unsupported(f"loop generator error {type(e).__name__}: {e}") from e
+        self.n_kernels, self.n_dots, self.n_hoisted = gen.n_kernels, gen.n_dots, gen.n_hoisted
+        self._cond_consts = [np.ascontiguousarray(host_value(c)).reshape(-1)
+                             for c in self.cond.consts]
+        self._body_consts = [np.ascontiguousarray(host_value(c)).reshape(-1)
+                             for c in self.body.consts]
+        cj, bj = self.cond.jaxpr, self.body.jaxpr
+
+        def arr(aval, readonly):
+            return types.Array(numba.from_dtype(aval.dtype), 1, "C", readonly=readonly)
+        argtys = ([arr(v.aval, True) for v in cj.invars[:self.ncc]] +
+                  [arr(v.aval, True) for v in cj.constvars] +
+                  [arr(v.aval, True) for v in bj.invars[:self.nbc]] +
+                  [arr(v.aval, True) for v in bj.constvars] +
+                  [arr(v.aval, True) for v in bj.invars[self.nbc:]] +
+                  [arr(a, False) for a in self.out_avals])
+        self._fn = _compile(self.source, gen.glb, argtys)
+
+    def __call__(self, *args):
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in args]
+        ncc, nbc = self.ncc, self.nbc
+        outs = [np.empty(shape, dt) for shape, dt in self._out_alloc]
+        flag = self._fn(*flat[:ncc], *self._cond_consts, *flat[ncc:ncc + nbc],
+                        *self._body_consts, *flat[ncc + nbc:], *outs)
+        if flag:
+            return self.prim.impl(*args, **self.params)
+        return [o.reshape(a.shape) for o, a in zip(outs, self.out_avals)]
+
+    @property
+    def kernel(self):
+        return self
+
+    def pretty(self) -> str:
+        return (f"while cond (optimised):\n{self.cond}\nwhile body (optimised):\n"
+                f"{self.body}")
+
+    def describe(self) -> str:
+        return (f"native while loop: cond of {len(self.cond.jaxpr.eqns)} and body of "
+                f"{len(self.body.jaxpr.eqns)} equation(s): {self.n_kernels} kernel(s), "
+                f"{self.n_dots} dot loop nest(s), {self.n_hoisted} hoisted out of the loop")
+
+
+NATIVE_LOOPS = {"scan": NativeScan, "while": NativeWhile}
+"""Primitive name -> the class compiling such an equation (what cpu.py's hook looks up)."""
+
+
 def _compile(source, glb, argtys):
     from numba import njit, types
     from .cpu import _NUMBA_OPTS
@@ -621,4 +746,4 @@ def _compile(source, glb, argtys):
         raise Unsupported(f"numba: {first[:200]}") from None
 
 
-__all__ = ["NativeScan", "DOT_MAX_MACS"]
+__all__ = ["NativeScan", "NativeWhile", "NATIVE_LOOPS", "DOT_MAX_MACS", "DOT_UNROLL"]

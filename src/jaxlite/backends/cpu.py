@@ -370,14 +370,14 @@ class CpuExecutable(Executable):
                     text = f"kernel {eqn.params['kernel'].name}: interpreter fallback ({e})"
             elif prim.name == "dot_general":
                 kind, text = "blas", "dot_general: NumPy matmul (BLAS)"
-            elif prim.name == "scan":
-                from ._cpu_loop import NativeScan      # the whole loop as one native step
+            elif prim.name in ("scan", "while"):
+                from ._cpu_loop import NATIVE_LOOPS    # the whole loop as one native step
                 try:
-                    ns = NativeScan(eqn)
+                    ns = NATIVE_LOOPS[prim.name](eqn)
                     fn, kind, text = ns, "native", ns.describe()
                     self.kernels.append(ns)
                 except Unsupported as e:
-                    text = f"scan: interpreter fallback ({e})"
+                    text = f"{prim.name}: interpreter fallback ({e})"
             else:
                 text = f"{prim.name}: interpreter fallback (no native code generator)"
             if fn is None:
