@@ -453,7 +453,7 @@ def test_pool_bytes_are_not_in_use_and_clear_releases_them(native, no_gc):
     x = jnp.asarray(np.ones(POOL_N, np.float32))
     _buffer.clear_buffer_pool()
     base = DEV.memory_stats()
-    y = f(x)
+    y = f(x).block_until_ready()
     assert DEV.memory_stats()["bytes_in_use"] == base["bytes_in_use"] + y.nbytes
     assert DEV.memory_stats()["pool_bytes"] == base["pool_bytes"]   # y is in use
     del y
@@ -557,3 +557,66 @@ def test_native_in_place_never_writes_a_temporary_still_read_later(native):
     e = np.exp(host * np.float32(0.5))
     d = e / e.sum(dtype=np.float32)
     np.testing.assert_allclose(np.asarray(y), d / d.max() * e, rtol=1e-5)
+
+
+# ---- views: transposes, reshapes, slices are not copied -------------------------------------
+
+VIEW_CASES = [
+    ("transpose", lambda a: a.T),
+    ("reshape", lambda a: a.reshape(8, 3, 4)),
+    ("slice", lambda a: a[1:5, ::3]),
+    ("rev", lambda a: a[::-1]),
+    ("squeeze", lambda a: a[None].squeeze(0)),
+    ("broadcast", lambda a: jnp.broadcast_to(a, (2, 12, 8))),
+]
+
+
+@pytest.mark.parametrize("name,f", VIEW_CASES, ids=[c[0] for c in VIEW_CASES])
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_view_equations_return_views(backend, name, f):
+    from jaxlite.backends.base import get_backend
+    host = np.arange(96, dtype=np.float32).reshape(12, 8)
+    closed = jaxlite.make_jaxpr(f)(host)
+    with jaxlite.config._override("jaxlite_tiered", False):
+        ex = get_backend(backend)(closed, "f")
+    out = ex.run([host])[0]
+    np.testing.assert_array_equal(out, np.asarray(f(host)))
+    assert np.shares_memory(out, host)            # the program computed a view, no copy
+    assert "a view of its operand" in ex.as_text() and "no copy" in ex.as_text()
+    # a jitted result that views its argument is copied as it becomes an Array
+    x = jnp.asarray(host)
+    y = jaxlite.jit(f)(x)
+    assert not np.shares_memory(np.asarray(y), np.asarray(x))
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(f(host)))
+
+
+@pytest.mark.parametrize("case", ["transpose2d", "transpose3d", "broadcast"])
+def test_native_kernel_reads_a_transposed_view_without_copying(native, case):
+    rng = np.random.default_rng(7)
+    if case == "transpose3d":
+        host = rng.standard_normal((6, 40, 30)).astype(np.float32)
+        f = lambda a: jnp.transpose(a, (2, 0, 1)) * 2.0 + 1.0          # noqa: E731
+    elif case == "broadcast":
+        host = rng.standard_normal((64, 48)).astype(np.float32)
+        f = lambda a: jnp.broadcast_to(a[:1], (64, 48)).T * 3.0       # noqa: E731
+    else:
+        host = rng.standard_normal((64, 48)).astype(np.float32)
+        f = lambda a: a.T * 2.0 - 1.0                                  # noqa: E731
+    x = jnp.asarray(host)
+    compiled = jaxlite.jit(f).lower(x).compile()
+    ex = compiled._program.executable
+    assert "read through strides (no copy)" in compiled.as_text()
+    seen = []
+    nk = ex.kernels[0]
+    fn = nk._fn
+
+    def spy(*a):
+        seen.extend(a)
+        return fn(*a)
+    nk._fn = spy
+    try:
+        y = compiled(x)
+    finally:
+        nk._fn = fn
+    assert any(np.shares_memory(a, np.asarray(x)) for a in seen)   # read in place
+    np.testing.assert_allclose(np.asarray(y), np.asarray(f(host)), rtol=1e-6)

@@ -65,6 +65,12 @@ for _p, _u in [(_ew.exp_p, np.exp), (_ew.exp2_p, np.exp2), (_ew.log_p, np.log),
     _INPLACE[_p] = (_u, _F, False)
 
 
+# equations whose implementation returns a NumPy view of its operand (no copy); a result
+# that views an argument is copied only when it leaves the program as an Array (``wrap``)
+_VIEW_OPS = frozenset({"transpose", "reshape", "slice", "rev", "squeeze", "expand_dims",
+                       "broadcast_in_dim"})
+
+
 class _Reuse:
     """Which equations of ``jaxpr`` may write into a dying operand's buffer.
 
@@ -198,6 +204,8 @@ class InterpretedExecutable(Executable):
             args = ", ".join(nm(v) for v in eqn.invars)
             call = f"{fn}({args})"
             comment = f"  # {eqn.primitive.name}"
+            if eqn.primitive.name in _VIEW_OPS:
+                comment += " (a view of its operand: no copy)"
             if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
                 comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
             buf = reuse.buffer(k, eqn)
