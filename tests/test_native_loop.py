@@ -183,6 +183,17 @@ def ys_from_x_and_consts(c, xs, w):
     return lax.scan(lambda c, x: (w, (x, c, w)), c, xs)
 
 
+def cond_and_switch(h, xs):
+    def body(c, x):
+        h, i = c
+        h = lax.cond(x[0] > 0, lambda a: a * 2, lambda a: jnp.tanh(a) - 1, h)
+        # index i - 1 runs from -1 to 4: clamped to the first and last branch
+        h = lax.switch(i - 1, [lambda a, b: a + b, lambda a, b: a * b,
+                               lambda a, b: a - 1.0], h, x)
+        return (h * 0.5, i + 1), lax.cond(i > 2, lambda: 1, lambda: 2)
+    return lax.scan(body, (h, 0), xs)
+
+
 CASES = [
     (reverse_scan, lambda: (np.ones(3, f32), _normal(5, 3))),
     (permuted_carries, lambda: (np.ones(4, f32), np.zeros(4, f32), np.int32(0),
@@ -200,6 +211,7 @@ CASES = [
     (scalar_carry_only, lambda: (f32(0.0), _normal(8))),
     (fori, lambda: (np.ones(3, f32),)),
     (ys_from_x_and_consts, lambda: (np.zeros(2, f32), _normal(3, 2), _normal(2))),
+    (cond_and_switch, lambda: (np.ones(3, f32), _normal(6, 3))),
 ]
 
 

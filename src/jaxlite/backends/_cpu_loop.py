@@ -1,30 +1,42 @@
-"""Native scan loops for the CPU backend: one ``scan`` equation becomes one Numba function.
+"""Native loops for the CPU backend: one ``scan`` or ``while`` equation becomes one Numba
+function.
 
-Layer: backends (cpu.py's ``CpuExecutable`` builds a ``NativeScan`` for each ``scan``
-equation; ``Unsupported`` keeps the equation on the interpreter, visibly).  The body is
-optimised by the compile pipeline (fusion included, so its elementwise chains become
-kernels; the one reference to the compiler layer, made when a scan is compiled), then
-written as straight-line code inside a native step loop:
+Layer: backends (cpu.py's ``CpuExecutable`` builds a ``NativeScan`` / ``NativeWhile`` for
+each such equation, see ``NATIVE_LOOPS``; ``Unsupported`` keeps the equation on the
+interpreter, visibly).  The body (and a while's condition) is optimised by the compile
+pipeline (fusion included, so its elementwise chains become kernels; the one reference to
+the compiler layer, made when a loop is compiled), then written as straight-line code
+inside a native step loop (``for step in range(length)``; ``while True`` with the
+condition and a ``break`` for a while):
 
 - ``kernel`` equations: ``NativeKernel``'s own loop nest (cpu.py, generated with
   ``compile=False``), its local names prefixed so that several kernels share one function;
 - ``dot_general``: a loop nest over static shapes.  The output's last axis is the innermost
   loop and the contraction runs just outside it (``out[j] += a[k] * b[k, j]``: contiguous,
-  independent lanes, so LLVM vectorises it without reassociating a sum); an output with no
-  free axis (a vector dot) keeps a scalar accumulator folded like a sum reduction;
-- elementwise equations left unfused (rank-0 or empty operands) as one flat loop, and
-  ``broadcast_in_dim`` / ``transpose`` as loop nests; ``reshape`` (no ``dimensions``),
-  ``squeeze``, ``copy`` and ``stop_gradient`` are renames of their operand's buffer.
+  independent lanes, so LLVM vectorises it without reassociating a sum), unrolled by
+  ``DOT_UNROLL`` terms added in order; an output with no free axis (a vector dot) keeps a
+  scalar accumulator folded like a sum reduction;
+- elementwise equations left unfused (rank-0 or empty operands) as one flat loop;
+  ``broadcast_in_dim``, ``transpose``, ``slice``, ``rev``, ``iota``, ``concatenate``,
+  ``dynamic_slice`` and ``dynamic_update_slice`` (start indices clamped like XLA) as loop
+  nests; ``reshape`` (no ``dimensions``), ``squeeze``, ``copy`` and ``stop_gradient`` are
+  renames of their operand's buffer.
 
-Every intermediate has its own buffer, allocated once per call before the step loop; the
-carries live in the result arrays (copied from the initial values first), x slices are
-views of the scanned operands, y slices are copied into the stacked results.  Carry
-updates that read another carry go through a staging buffer, so a permutation of the
-carries is exact.  A float32 sin/cos argument beyond ``_vecmath.SIN_COS_LIMIT`` makes the
-function return a flag and the whole scan reruns on the interpreter (exact, slow).
+An equation whose operands are all loop-invariant (consts, literals, values computed from
+them) runs once, before the loop.  Every other intermediate has its own buffer, allocated
+once per call before the loop; the carries live in the result arrays (copied from the
+initial values first), x slices are views of the scanned operands, y slices are copied
+into the stacked results.  Carry updates that read another carry go through a staging
+buffer, so a permutation of the carries is exact.  Copies are written as loops (Numba's
+array slice assignment costs seconds of compilation on first use).  A float32 sin/cos
+argument beyond ``_vecmath.SIN_COS_LIMIT`` makes the function return a flag and the whole
+loop reruns on the interpreter (exact, slow).
 
-What is not handled raises ``Unsupported`` naming the first offending equation: nested
-control flow, other primitives, dtypes outside ``_cpu_ops.SUPPORTED_DTYPES``, a kernel
+``cond`` becomes an ``if``/``elif`` chain over the clamped branch index (each arm its
+branch's equations and copies into the shared results).
+
+What is not handled raises ``Unsupported`` naming the first offending equation: a nested
+scan or while, other primitives, dtypes outside ``_cpu_ops.SUPPORTED_DTYPES``, a kernel
 reading a transposed input, a ``dot_general`` of more than ``DOT_MAX_MACS`` multiply-adds
 per step (BLAS on the interpreter is faster there than a plain loop nest).
 
@@ -190,6 +202,8 @@ class _Gen:
                 eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype:
             self.store[eqn.outvars[0]] = self.store[eqn.invars[0]]
             return
+        if prim.name == "cond":
+            return self.cond(eqn)
         if prim.name in _INDEXING:
             if any(not isinstance(v, Literal) and v.aval.dtype not in _cpu_ops.SUPPORTED_DTYPES
                    for v in list(eqn.invars) + list(eqn.outvars)):
@@ -362,6 +376,42 @@ class _Gen:
         if op in _cpu_ops.TRIG_OPS and dts[0] == np.float32:
             self.code.append(f"    flag += _vm_oor({names[0]})")
         self.code.append(f"    {o}[{tag}] = {type_name(out.aval.dtype)}({expr})")
+
+    def cond(self, eqn):
+        """``lax.cond``/``switch``: the clamped branch index picks one ``if`` arm; each arm
+        is its branch's (optimised) equations, then copies into the shared results."""
+        index, *ops = eqn.invars
+        target = self.code
+        outs = [self.temp(v) for v in eqn.outvars]
+        arms = []
+        for br in eqn.params["branches"]:
+            br = _optimise(br)
+            j = br.jaxpr
+            if j.constvars:
+                raise Unsupported("cond branch with constants")
+            for bv, op in zip(j.invars, ops):
+                self.store[bv] = (("flat", self.literal_array(op)) if isinstance(op, Literal)
+                                  else self.store[op])
+                if isinstance(op, Literal) or op in self.invariant:
+                    self.invariant.add(bv)
+            saved, self.step = self.step, []
+            try:
+                for e in j.eqns:
+                    self.equation(e)
+                for o, v in zip(outs, j.outvars):
+                    lit = isinstance(v, Literal)
+                    src = self.const(v.val, v.aval.dtype) if lit else self.flat(v)
+                    self.step += self.copy(o, src, _size(v.aval), scalar=lit)
+                arms.append(self.step or ["pass"])
+            finally:
+                self.step = saved
+        k = self.fresh("br")
+        lines = [f"{k} = min(max(np.int64({self.scalar(index)}), 0), {len(arms) - 1})"]
+        for i, arm in enumerate(arms):
+            lines.append(f"{'if' if i == 0 else 'elif'} {k} == {i}:" if i < len(arms) - 1
+                         else ("else:" if i else "if True:"))
+            lines += ["    " + ln for ln in arm]
+        target += lines
 
     def _nest(self, shape, line_of):
         """A loop nest over ``shape`` (in the step) whose body is ``line_of(loop vars)``."""
