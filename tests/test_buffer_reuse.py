@@ -350,7 +350,13 @@ def test_random_elementwise_programs_match_reference(prog):
 
 # ---- memory ------------------------------------------------------------------------
 
-def test_jitted_chain_peak_is_input_plus_output(no_gc):
+@pytest.fixture
+def interpreter():
+    with jaxlite.config._override("jaxlite_backend", "interpreter"):
+        yield
+
+
+def test_jitted_chain_peak_is_input_plus_output(interpreter, no_gc):
     x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
     compiled = jaxlite.jit(chain).lower(x).compile()
     assert compiled.memory_analysis()["temp_size_in_bytes"] == 0
@@ -363,22 +369,42 @@ def test_jitted_chain_peak_is_input_plus_output(no_gc):
     del out
 
 
-def test_jitted_chain_host_allocations_are_one_buffer(no_gc):
+def _host_peak_of_call(f, x):
+    """Peak bytes of host memory NumPy allocates during ``f(x)`` (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        out = f(x).block_until_ready()
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
+def test_jitted_chain_host_allocations_are_one_buffer(interpreter, no_gc):
     # the host memory really allocated during a call (NumPy reports its buffers to
     # tracemalloc), not only what the accounting claims: the output and no temporary
     x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
     f = jaxlite.jit(chain)
     f(x).block_until_ready()
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        out = f(x)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    out, peak = _host_peak_of_call(f, x)
     assert x.nbytes <= peak <= x.nbytes + 64 * 1024
     del out
+
+
+def test_native_chain_allocates_no_host_memory_once_its_output_is_recycled(native, no_gc):
+    # native: the first call allocates its output; once that output is dropped, the next
+    # call writes into the same buffer (the pool) and allocates nothing of its size
+    f = jaxlite.jit(chain)
+    host = np.linspace(-3, 3, 1_000_000, dtype=np.float32)
+    x = jnp.asarray(host)
+    f(x).block_until_ready()
+    out, peak = _host_peak_of_call(f, x)
+    assert peak < 64 * 1024
+    with jaxlite.config._override("jaxlite_backend", "interpreter"):
+        want = jaxlite.jit(chain)(x)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(want), rtol=2e-6, atol=1e-6)
 
 
 def test_temp_bytes_counts_a_buffer_once_when_reused():

@@ -167,8 +167,9 @@ class BufferPool:
 
     def holds(self, a: np.ndarray) -> int:
         """References the pool holds to ``a`` (0 or 1)."""
-        lst = self._bufs.get(a.nbytes)
-        return int(bool(lst) and any(b is a for b in lst))
+        with self._lock:
+            lst = self._bufs.get(a.nbytes)
+            return int(bool(lst) and any(b is a for b in lst))
 
     def _evict_locked(self, need: int) -> None:
         for nbytes in list(self._bufs):
