@@ -242,12 +242,29 @@ def test_large_sin_arguments_rerun_exactly():
 
 # ---- what stays on the interpreter, visibly --------------------------------------------
 
-def test_nested_scan_falls_back_visibly():
+def test_unsupported_op_falls_back_visibly():
     def f(h, xs):
-        return lax.scan(lambda h, x: (lax.scan(lambda a, b: (a + b, a), h, x)[0], h), h, xs)
-    got, want, text = _both(f, np.ones(4, f32), _normal(3, 2, 4))
+        return lax.scan(lambda h, x: (jnp.sort(h + x), h), h, xs)
+    got, want, text = _both(f, np.ones(4, f32), _normal(3, 4))
     _assert_same(got, want)
-    assert "scan: interpreter fallback (scan in the scan body" in text
+    assert "scan: interpreter fallback (sort in the scan body (no loop code generator))" in text
+
+
+def nested_loops(h, xs):
+    def body(h, x):
+        inner_c, inner_ys = lax.scan(lambda a, b: (a * 0.5 + b, a.sum()), h, x, reverse=True)
+        n = lax.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] * 2 + 1, c[1] + 1),
+                           (jnp.abs(inner_c[0]), 0))[1]
+        return inner_c + n, inner_ys
+    return lax.scan(body, h, xs)
+
+
+def test_nested_scan_and_while_are_inner_loops():
+    got, want, text = _both(nested_loops, np.ones(4, f32), _normal(3, 2, 4))
+    _assert_same(got, want)
+    _assert_native(text)
+    src = text[text.index("def kern("):]
+    assert src.count("for step in range(3):") == 1 and "while True:" in src
 
 
 def test_float16_scan_falls_back_visibly():

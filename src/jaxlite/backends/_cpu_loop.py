@@ -35,8 +35,10 @@ loop reruns on the interpreter (exact, slow).
 ``cond`` becomes an ``if``/``elif`` chain over the clamped branch index (each arm its
 branch's equations and copies into the shared results).
 
-What is not handled raises ``Unsupported`` naming the first offending equation: a nested
-scan or while, other primitives, dtypes outside ``_cpu_ops.SUPPORTED_DTYPES``, a kernel
+A nested ``scan`` or ``while`` becomes an inner loop (its carries in its result buffers, its
+x slices views made at each inner step).
+
+What is not handled raises ``Unsupported`` naming the first offending equation: other primitives, dtypes outside ``_cpu_ops.SUPPORTED_DTYPES``, a kernel
 reading a transposed input, a ``dot_general`` of more than ``DOT_MAX_MACS`` multiply-adds
 per step (BLAS on the interpreter is faster there than a plain loop nest).
 
@@ -119,7 +121,7 @@ class _Gen:
         if isinstance(v, Literal):
             return self.literal_array(v)
         kind, ref = self.store[v]
-        return ref if kind == "flat" else f"xr{ref}"
+        return f"xr{ref}" if kind == "xs" else ref
 
     def literal_array(self, v):
         key = ("lit", id(v))
@@ -149,6 +151,8 @@ class _Gen:
         kind, ref = base
         if kind == "xs" and len(shape) == 1:
             expr = f"xr{ref}"
+        elif kind == "row":          # a nested loop's x slice: a view made at each step
+            expr = ref if len(shape) == 1 else f"{ref}.reshape({shape!r})"
         elif kind == "flat":
             if len(shape) == 1:
                 expr = ref
@@ -204,6 +208,10 @@ class _Gen:
             return
         if prim.name == "cond":
             return self.cond(eqn)
+        if prim.name == "scan":
+            return self.nested_scan(eqn)
+        if prim.name == "while":
+            return self.nested_while(eqn)
         if prim.name in _INDEXING:
             if any(not isinstance(v, Literal) and v.aval.dtype not in _cpu_ops.SUPPORTED_DTYPES
                    for v in list(eqn.invars) + list(eqn.outvars)):
@@ -413,6 +421,99 @@ class _Gen:
             lines += ["    " + ln for ln in arm]
         target += lines
 
+    def _alias_operands(self, invars, ops):
+        """Body variables ``invars`` read the buffers of the equation's operands ``ops``."""
+        for bv, op in zip(invars, ops):
+            self.store[bv] = (("flat", self.literal_array(op)) if isinstance(op, Literal)
+                              else self.store[op])
+            if isinstance(op, Literal) or op in self.invariant:
+                self.invariant.add(bv)
+
+    def _init_carries(self, names, ops):
+        lines = []
+        for name, op in zip(names, ops):
+            lit = isinstance(op, Literal)
+            src = self.const(op.val, op.aval.dtype) if lit else self.flat(op)
+            lines += self.copy(name, src, _size(op.aval), scalar=lit)
+        return lines
+
+    def _body_lines(self, eqns, after=()):
+        """The lines of ``eqns`` (and then of the callable ``after``, which returns more
+        lines) written as a nested loop's body."""
+        saved, self.step = self.step, []
+        try:
+            for e in eqns:
+                self.equation(e)
+            self.step += after()
+            return self.step
+        finally:
+            self.step = saved
+
+    def nested_scan(self, eqn):
+        """A scan inside a loop body: an inner ``for`` loop; its carries live in its result
+        buffers, its x slices are views of the operands' buffers made at each inner step,
+        its y slices are copied into the stacked result buffers."""
+        p = eqn.params
+        body = _optimise(p["jaxpr"])
+        j = body.jaxpr
+        if j.constvars:
+            raise Unsupported("nested scan body with constants")
+        nc, ncar, L = p["num_consts"], p["num_carry"], int(p["length"])
+        ops = eqn.invars
+        target = self.code
+        outs = [self.temp(v) for v in eqn.outvars]
+        lines = self._init_carries(outs[:ncar], ops[nc:nc + ncar])
+        self._alias_operands(j.invars[:nc], ops[:nc])
+        for bv, name in zip(j.invars[nc:nc + ncar], outs[:ncar]):
+            self.store[bv] = ("flat", name)
+        tag = self.fresh("s")
+        ixv = f"{tag}ix"
+        head = []
+        for bv, op in zip(j.invars[nc + ncar:], ops[nc + ncar:]):
+            n, r = _size(bv.aval), self.fresh("r")
+            head.append(f"{r} = {self.flat(op)}[{ixv} * {n}:{ixv} * {n} + {n}]")
+            self.store[bv] = ("row", r)
+
+        def results():
+            out = []
+            for y, v in zip(outs[ncar:], j.outvars[ncar:]):
+                n, lit = _size(v.aval), isinstance(v, Literal)
+                src = self.const(v.val, v.aval.dtype) if lit else self.flat(v)
+                e = self.fresh("e")
+                out += [f"for {e} in range({n}):",
+                        f"    {y}[{ixv} * {n} + {e}] = {src if lit else f'{src}[{e}]'}"]
+            return out + self.carry_update(j.outvars[:ncar], outs[:ncar])
+        inner = self._body_lines(j.eqns, results)
+        lines.append(f"for {tag} in range({L}):")
+        lines.append(f"    {ixv} = {L - 1} - {tag}" if p["reverse"] else f"    {ixv} = {tag}")
+        lines += ["    " + ln for ln in head + inner]
+        target += lines
+
+    def nested_while(self, eqn):
+        """A while inside a loop body: an inner ``while True`` loop over its result
+        buffers (the carries)."""
+        p = eqn.params
+        cond, body = _optimise(p["cond_jaxpr"]), _optimise(p["body_jaxpr"])
+        cj, bj = cond.jaxpr, body.jaxpr
+        if cj.constvars or bj.constvars:
+            raise Unsupported("nested while with constants")
+        ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+        ops = eqn.invars
+        target = self.code
+        outs = [self.temp(v) for v in eqn.outvars]
+        lines = self._init_carries(outs, ops[ncc + nbc:])
+        self._alias_operands(cj.invars[:ncc], ops[:ncc])
+        self._alias_operands(bj.invars[:nbc], ops[ncc:ncc + nbc])
+        for bv, cv, name in zip(bj.invars[nbc:], cj.invars[ncc:], outs):
+            self.store[bv] = self.store[cv] = ("flat", name)
+        test = self._body_lines(cj.eqns, lambda: [f"if not {self.scalar(cj.outvars[0])}:",
+                                                  "    break"])
+        inner = self._body_lines(bj.eqns, lambda: self.carry_update(bj.outvars, outs) +
+                                 ["if flag:", "    return flag"])
+        lines.append("while True:")
+        lines += ["    " + ln for ln in test + inner]
+        target += lines
+
     def _nest(self, shape, line_of):
         """A loop nest over ``shape`` (in the step) whose body is ``line_of(loop vars)``."""
         if any(n == 0 for n in shape):
@@ -570,28 +671,30 @@ class _Gen:
             lines += ["    " + ln for ln in self.copy(f"co{j}", f"ci{j}", _size(v.aval))]
         return lines
 
-    def carry_update(self, outs):
-        """Lines writing the new carries ``outs`` into ``co0, co1, ...``; a carry that reads
-        another carry is staged first, so the update is simultaneous."""
+    def carry_update(self, outs, names=None):
+        """Lines writing the new carries ``outs`` into their buffers ``names`` (default
+        ``co0, co1, ...``); a carry that reads another carry is staged first, so the update
+        is simultaneous."""
+        names = names or [f"co{j}" for j in range(len(outs))]
         staged, direct = [], []
-        for j, v in enumerate(outs):
+        for name, v in zip(names, outs):
             if not _size(v.aval):
                 continue
             if isinstance(v, Literal):
-                direct += self.copy(f"co{j}", self.const(v.val, v.aval.dtype), _size(v.aval),
+                direct += self.copy(name, self.const(v.val, v.aval.dtype), _size(v.aval),
                                     scalar=True)
                 continue
             kind, ref = self.store[v]
-            if ref == f"co{j}":
+            if ref == name:
                 continue              # unchanged
-            if kind == "flat" and ref.startswith("co"):
+            if kind == "flat" and ref in names:
                 s = self.fresh("s")
                 self.pre.append(f"{s} = np.empty({_size(v.aval)}, "
                                 f"{type_name(v.aval.dtype)})")
                 staged += self.copy(s, ref, _size(v.aval))
-                direct += self.copy(f"co{j}", s, _size(v.aval))
+                direct += self.copy(name, s, _size(v.aval))
             else:
-                direct += self.copy(f"co{j}", self.flat(v), _size(v.aval))
+                direct += self.copy(name, self.flat(v), _size(v.aval))
         return staged + direct
 
     def generate_while(self, cond, body, cond_nconsts, body_nconsts):
