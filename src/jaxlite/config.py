@@ -32,7 +32,7 @@ _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_devic
                          "jax_transfer_guard_device_to_host",
                          "jax_transfer_guard_device_to_device")
 _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
-               "jax_disable_jit", "jax_debug_nans", "jaxlite_tiered")
+               "jax_disable_jit", "jax_debug_nans", "jaxlite_tiered", "jaxlite_async")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
 
@@ -80,6 +80,10 @@ class Config:
             # cpu backend: run a program on the interpreter while its native code builds
             # in the background (False: compile before the first call returns)
             "jaxlite_tiered": _env_bool("JAXLITE_TIERED", True),
+            # asynchronous dispatch (runtime/dispatch.py): work of at least this estimated
+            # cost (about bytes moved + flops) runs on the device's worker thread
+            "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),
+            "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 1_000_000),
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
         object.__setattr__(self, "_values", values)

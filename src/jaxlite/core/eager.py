@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import monitoring
 from ..runtime import Buffer, check_transfer, get_default_device
+from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
 
@@ -136,6 +137,9 @@ def apply_primitive(prim, args, params):
         avals.append(a.aval if type(a) is ArrayImpl else get_aval(a))
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
+    if _dispatch._min_cost != _INF and not monitoring._listeners and \
+            _eager_cost(avals, out_aval, prim.multiple_results) >= _dispatch._min_cost:
+        return _apply_async(prim, args, params, out_aval, device, committed)
     vals = [value_on(a, device) for a in args]
     if monitoring._listeners:
         monitoring.emit("eager_op", primitive=prim.name, device=str(device),
@@ -150,10 +154,54 @@ def apply_primitive(prim, args, params):
         fp_ignore_end(token)
 
 
+_INF = float("inf")
+
+
+def _eager_cost(avals, out_aval, multiple: bool) -> int:
+    """An eager operation's estimated work for the inline-or-worker decision
+    (runtime/dispatch.py): the bytes of its operands and results."""
+    n = 0
+    for a in (list(avals) + (list(out_aval) if multiple else [out_aval])):
+        n += a.size * a.dtype.itemsize
+    return n
+
+
+def _apply_async(prim, args, params, out_aval, device, committed):
+    """``apply_primitive`` on the device's worker: the result Array(s) at once, pending
+    until computed.  Operands still pending on this device are passed as futures."""
+    vals = []
+    for a in args:
+        if type(a) is ArrayImpl and a._buf.device is device and _dispatch.is_pending(a._buf):
+            vals.append(_dispatch.pending_or_value(a._buf))
+        else:
+            vals.append(value_on(a, device))
+    outs = list(out_aval) if prim.multiple_results else [out_aval]
+    bufs = _dispatch.new_job(device, len(outs), prim.name)
+    arrays = [ArrayImpl(b, a, committed) for b, a in zip(bufs, outs)]
+
+    def job(vals):
+        out = prim.impl(*vals, **params)
+        res = out if prim.multiple_results else [out]
+        return [wrap(v, a, device, committed, vals)._buf for v, a in zip(res, outs)]
+    _dispatch.submit(device, job, vals, prim.name, arrays)
+    return arrays if prim.multiple_results else arrays[0]
+
+
 def run_impl(impl, vals, out_aval, device, committed: bool) -> ArrayImpl:
     """The end of ``apply_primitive`` for callers that already checked the operands
     (fast paths): runs a primitive's implementation ``impl`` on NumPy ``vals`` (no params,
-    one result of ``out_aval``) and wraps the result on ``device``."""
+    one result of ``out_aval``) and wraps the result on ``device`` (on the device's worker
+    when the work is big, see runtime/dispatch.py)."""
+    if _dispatch._min_cost != _INF:
+        n = out_aval.size * out_aval.dtype.itemsize
+        if n * (1 + len(vals)) >= _dispatch._min_cost:
+            bufs = _dispatch.new_job(device, 1, getattr(impl, "__name__", "operation"))
+            arr = ArrayImpl(bufs[0], out_aval, committed)
+
+            def job(vals):
+                return [wrap(impl(*vals), out_aval, device, committed, vals)._buf]
+            _dispatch.submit(device, job, list(vals), bufs[0]._job.what, [arr])
+            return arr
     pair = _fp_pair
     if _fp_state is not None and pair[0] is _fp_state.get():   # fp_ignore_begin, inlined
         token = _fp_state.set(pair[1])

@@ -14,6 +14,7 @@ from ..core import eager as _eager
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, _dynamic
 from ..runtime import Buffer, get_default_device
+from ..runtime import dispatch as _dispatch
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
 
@@ -64,7 +65,9 @@ def _op_entry(fn, spec, x1, x2):
         return False
     if not out_aval.shape:
         return False    # a ufunc returns a NumPy scalar there: the full path wraps it
-    return plan.impl, const, const_first, out_aval
+    # the work estimate of the inline-or-worker decision (as run_impl makes it)
+    cost = out_aval.size * out_aval.dtype.itemsize * 3
+    return plan.impl, const, const_first, out_aval, cost
 
 
 def _fast_binop(fn, reflected):
@@ -93,7 +96,7 @@ def _fast_binop(fn, reflected):
                     e = _op_entry(fn, spec, a, b)
                     if len(cache) < _OP_CACHE_MAX:
                         cache[key] = e
-                if e:
+                if e and e[4] < _dispatch._min_cost:    # big work: see run_impl
                     buf = self._buf
                     v = buf.data
                     device = buf.device
@@ -105,7 +108,7 @@ def _fast_binop(fn, reflected):
                             v = None
                         committed = committed or other._committed
                     if v is not None and (committed or device is get_default_device()):
-                        impl, c, c_first, out_aval = e
+                        impl, c, c_first, out_aval, _ = e
                         if c is not None:
                             a, b = (c, v) if c_first else (v, c)
                         else:

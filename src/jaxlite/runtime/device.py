@@ -66,7 +66,12 @@ class Device:
             >>> x = jaxlite.numpy.zeros(1000, "float32")
             >>> d.memory_stats()["bytes_in_use"] - before
             4000
+
+        Computations dispatched asynchronously to this device (runtime/dispatch.py) are
+        waited for first, so the counts include everything called so far.
         """
+        from . import dispatch
+        dispatch.wait_device(self)
         return {
             "bytes_in_use": self._bytes_in_use,
             "peak_bytes_in_use": self._peak,
@@ -77,7 +82,10 @@ class Device:
         }
 
     def reset_peak_memory(self) -> None:
-        """Sets ``peak_bytes_in_use`` back to the bytes in use now."""
+        """Sets ``peak_bytes_in_use`` back to the bytes in use now (after the computations
+        dispatched so far)."""
+        from . import dispatch
+        dispatch.wait_device(self)
         self._peak = self._bytes_in_use
 
     # accounting, called by Buffer (and by executables for their temporaries)

@@ -31,6 +31,8 @@ from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
 from ..runtime import Buffer, devices, get_default_device
 from ..runtime import buffer as _buffer
+from ..runtime import dispatch as _dispatch
+from ..compiler.pipeline import cost_analysis
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import Compiled, Lowered, ShapeDtypeStruct
 
@@ -116,7 +118,8 @@ class _FastEntry:
     transfers exactly as always.
     """
 
-    __slots__ = ("program", "device", "committed", "out_tree", "single", "out_aval")
+    __slots__ = ("program", "device", "committed", "out_tree", "single", "out_aval",
+                 "cost")
 
     def __init__(self, entry, device):
         # the program, not its executable: a later tier may replace the executable
@@ -126,11 +129,26 @@ class _FastEntry:
         self.out_tree = entry.out_tree
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
         self.out_aval = self.program.executable.out_avals[0] if self.single else None
+        self.cost = _program_cost(self.program)
 
     def launch(self, args):
         device = self.device
         if device is None:
             device = get_default_device()
+        if self.cost >= _dispatch._min_cost:
+            # big work: on the device's worker (pending arguments passed as futures)
+            vals = []
+            for x in args:
+                buf = x._buf
+                if buf.device is not device:
+                    return None
+                v = _dispatch.pending_or_value(buf)
+                if v is None:
+                    return None
+                vals.append(v)
+            res = _dispatch_program(self.program, vals, device, self.committed,
+                                    self.program.executable.out_avals)
+            return res[0] if self.single else tree_unflatten(self.out_tree, res)
         vals = []
         for x in args:
             buf = x._buf
@@ -577,8 +595,17 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         except ValueError:
             placement(leaves, what, names_fn())  # raises again, naming the arguments
             raise
+    program = compiled._program
+    ex = program.executable
+    if not donate and not monitoring._listeners and \
+            _program_cost(program) >= _dispatch._min_cost:
+        # big work: on the device's worker; pending arguments on this device are passed
+        # as futures (the worker's queue is FIFO), others are read (waited for) now
+        vals = [_dispatch.pending_or_value(x._buf) if type(x) is ArrayImpl and
+                _dispatch.is_pending(x._buf) and x._buf.device is device
+                else value_on(x, device) for x in leaves]
+        return _dispatch_program(program, vals, device, committed, ex.out_avals)
     vals = [value_on(x, device) for x in leaves]
-    ex = compiled._program.executable
     donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
     tmp = ex.temp_bytes
     if tmp:
@@ -591,6 +618,42 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         fp_ignore_end(token)
         if tmp:
             device._free(tmp)
+
+
+def _program_cost(program) -> float:
+    """The program's estimated work for the inline-or-worker decision (runtime/dispatch.py):
+    flops plus bytes accessed from the compiler's ``cost_analysis``, computed once."""
+    c = program.__dict__.get("_dispatch_cost")
+    if c is None:
+        try:
+            ca = cost_analysis(program.optimized)
+            c = ca["flops"] + ca["bytes accessed"]
+        except Exception:   # noqa: BLE001 - no estimate: run inline, as always
+            c = 0.0
+        program._dispatch_cost = c
+    return c
+
+
+def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
+    """Queues ``program`` on ``device``'s worker; returns its output Arrays at once (each
+    pending until the worker has computed it; see runtime/dispatch.py)."""
+    bufs = _dispatch.new_job(device, len(out_avals), "")
+    outs = [ArrayImpl(b, a, committed) for b, a in zip(bufs, out_avals)]
+
+    def job(vals):
+        ex = program.executable      # the tier current when the job runs
+        tmp = ex.temp_bytes
+        if tmp:
+            device._alloc(tmp)
+        try:
+            res = ex.run(vals)
+            return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
+        finally:
+            if tmp:
+                device._free(tmp)
+    _dispatch.submit(device, job, vals, f"jit of {program.executable.name}"
+                     if hasattr(program.executable, "name") else "jit program", outs)
+    return outs
 
 
 def _donate_for_run(compiled, ex, leaves, vals, donate):
