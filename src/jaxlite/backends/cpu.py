@@ -29,7 +29,7 @@ import numpy as np
 from ..core.eager import host_value
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
-from ..runtime.buffer import pool_empty
+from ..runtime.buffer import POOL, pool_empty
 from . import _cpu_ops
 from ._cpu_ops import Unsupported, type_name
 from .base import Executable, register_backend
@@ -261,29 +261,50 @@ class NativeKernel:
 
     def __call__(self, *args, out=None):
         """Runs the kernel; ``out``: per output, an array of its exact shape and dtype to
-        write into (a donated argument, see ``CpuExecutable.run``) or None."""
-        k = self.kernel
-        if self.size == 0:
-            return self._reference(k, *args)
-        q = max(len(self.cshape), 1)
+        write into (a donated argument or a dying temporary, see ``CpuExecutable.run``)
+        or None."""
+        plan = self.__dict__.get("_call_plan")
+        if plan is None:
+            plan = self._call_plan = self._make_call_plan()
+        if plan is False:           # an empty iteration space: nothing to loop over
+            return self._reference(self.kernel, *args)
+        ins, allocs = plan
         xs = []
-        for j, (x, perm, cs) in enumerate(zip(args, self.in_perm, self.in_cshape)):
-            x = np.asarray(x)
+        for x, (perm, cs, contiguous) in zip(args, ins):
+            if type(x) is not np.ndarray:
+                x = np.asarray(x)
             if perm is not None:
                 x = np.transpose(x, perm)
-            if j not in self.strided:
+            if contiguous and not x.flags.c_contiguous:
                 x = np.ascontiguousarray(x)
-            xs.append(x.reshape(cs or (1,) * q))      # strided: a view where NumPy can
-        # outputs from the recycling pool (a fresh large buffer costs page faults), in
-        # their final shape: the kernel writes through a reshaped view of each
-        outs = [pool_empty(o.aval.shape, o.aval.dtype) if out is None or out[j] is None
-                else out[j] for j, o in enumerate(k.outputs)]
-        flag = self._fn(*xs, *[o.reshape(cs or (1,) * q)
-                               for o, cs in zip(outs, self.out_cshape)])
+            xs.append(x if x.shape == cs else x.reshape(cs))   # strided: a view if it can
+        # outputs from the recycling pool (a fresh large buffer costs page faults; small
+        # ones come from numpy.empty directly), in their final shape: the kernel writes
+        # through a reshaped view of each
+        if out is None:
+            outs = [alloc(shape, dt) for alloc, shape, dt, cs in allocs]
+        else:
+            outs = [alloc(shape, dt) if o is None else o
+                    for (alloc, shape, dt, cs), o in zip(allocs, out)]
+        flag = self._fn(*xs, *[o if o.shape == a[3] else o.reshape(a[3])
+                               for o, a in zip(outs, allocs)])
         if flag:
             # a float32 sin/cos argument beyond the vectorised reduction's range: exact rerun
-            return self._reference(k, *args)
+            return self._reference(self.kernel, *args)
         return outs
+
+    def _make_call_plan(self):
+        """Per input (permutation, loop-nest shape, copy to contiguous first?) and per
+        output (allocator, shape, dtype, loop-nest shape): computed on the first call."""
+        if self.size == 0:
+            return False
+        q = max(len(self.cshape), 1)
+        ins = [(perm, tuple(cs) or (1,) * q, j not in self.strided)
+               for j, (perm, cs) in enumerate(zip(self.in_perm, self.in_cshape))]
+        allocs = [(pool_empty if _nbytes(o.aval) >= POOL.min_bytes else np.empty,
+                   o.aval.shape, o.aval.dtype, tuple(cs) or (1,) * q)
+                  for o, cs in zip(self.kernel.outputs, self.out_cshape)]
+        return ins, allocs
 
     @property
     def fresh_outputs(self) -> bool:
