@@ -458,6 +458,7 @@ class CpuExecutable(Executable):
         self._plan = self._donation_plan(frozenset())   # temporaries written in place
         if self._plan:
             self.temp_bytes = self._temp_peak(self._plan, slots, nfixed + len(jaxpr.invars))
+        self.run_source, self._run_fn = self._generate_run(len(jaxpr.invars))
 
     def _donation_plan(self, donated) -> dict:
         """{step: [slot or None per output]}: where each native kernel writes an output
@@ -547,12 +548,54 @@ class CpuExecutable(Executable):
         """The equations that run on the interpreter, with the reason."""
         return [t for k, t in self.report if k == "fallback"]
 
+    def _generate_run(self, nargs):
+        """The program as straight-line Python (``run_source``): one call per step, the
+        declared dtype enforced only where an implementation widened, temporaries
+        deleted after their last use, in-place steps given their ``out`` buffers."""
+        import functools
+        glb = {"_nd": np.ndarray, "_asarray": np.asarray}
+        for i, c in enumerate(self._init):
+            glb[f"s{i}"] = c
+        from .interpreter import _ident
+        params = [f"s{self._fixed + i}" for i in range(nargs)]
+        fname = _ident(self.name)
+        lines = [f"def {fname}({', '.join(params)}):"]
+        for k, ((fn, ins, outs, multi, dtypes, dead), e) in enumerate(
+                zip(self._steps, self._eqns)):
+            if self.report[k][0] in ("fallback", "blas"):
+                fn = functools.partial(e.primitive.impl, **e.params) if e.params \
+                    else e.primitive.impl
+            glb[f"f{k}"] = fn
+            args = ", ".join(f"s{i}" for i in ins)
+            if k in self._plan:
+                args += (", " if args else "") + "out=[" + ", ".join(
+                    "None" if s is None else f"s{s}" for s in self._plan[k]) + "]"
+            for s, dt in zip(outs, dtypes):
+                glb[f"dt{s}"] = dt
+            if multi:
+                lines.append(f"    _r = f{k}({args})  # {e.primitive.name}")
+                for j, s in enumerate(outs):
+                    lines.append(f"    s{s} = _r[{j}]")
+            else:
+                lines.append(f"    s{outs[0]} = f{k}({args})  # {e.primitive.name}")
+            for s in outs:
+                lines.append(f"    if type(s{s}) is not _nd or s{s}.dtype != dt{s}: "
+                             f"s{s} = _asarray(s{s}, dtype=dt{s})")
+            if dead:
+                lines.append(f"    del {', '.join(f's{d}' for d in sorted(set(dead)))}")
+        lines.append(f"    return [{', '.join(f's{s}' for s in self._out_slots)}]")
+        src = "\n".join(lines)
+        exec(compile(src, f"<jaxlite native program {self.name}>", "exec"), glb)
+        return src, glb[fname]
+
     def run(self, args, donated=None):
         """Runs on NumPy values.  ``donated``: positions of arguments whose arrays the
         caller gave up (writable, referenced by nobody else): a native kernel writes an
         output of the same shape and dtype into such an argument once the argument is
         dead, or where it dies when the kernel reads it at the very index it writes."""
-        plan = self._donation_plan(donated) if donated else self._plan
+        if not donated:
+            return self._run_fn(*args)
+        plan = self._donation_plan(donated)
         env = self._init + list(args) + [None] * (self._nslots - self._fixed - len(args))
         for k, (fn, ins, outs, multi, dtypes, dead) in enumerate(self._steps):
             if plan and k in plan:
@@ -578,6 +621,8 @@ class CpuExecutable(Executable):
         for nk in self.kernels:
             lines.append(f"\n# {nk.describe()}\n{nk.kernel.pretty()}\n# generated loop nest:")
             lines.append(nk.source)
+        lines.append(f"\n# the program's Python driver (one call per step; fN is step N)\n"
+                     f"{self.run_source}")
         return "\n".join(lines)
 
 
