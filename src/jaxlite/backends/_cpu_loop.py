@@ -20,7 +20,8 @@ condition and a ``break`` for a while):
   ``broadcast_in_dim``, ``transpose``, ``slice``, ``rev``, ``iota``, ``concatenate``,
   ``dynamic_slice`` and ``dynamic_update_slice`` (start indices clamped like XLA) as loop
   nests; ``reshape`` (no ``dimensions``), ``squeeze``, ``copy`` and ``stop_gradient`` are
-  renames of their operand's buffer.
+  renames of their operand's buffer; ``reduce_sum/max/min/prod`` left unfused (fusion off)
+  as loop nests folding into the result.
 
 An equation whose operands are all loop-invariant (consts, literals, values computed from
 them) runs once, before the loop.  Every other intermediate has its own buffer, allocated
@@ -68,6 +69,8 @@ DOT_UNROLL = 8
 _INDEXING = {"broadcast_in_dim": "broadcast", "transpose": "transpose", "slice": "slice",
              "rev": "rev", "iota": "iota", "concatenate": "concatenate",
              "dynamic_slice": "dynamic_slice", "dynamic_update_slice": "dynamic_update_slice"}
+_REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min",
+               "reduce_prod": "mul"}     # left unfused (JAXLITE_FUSION=0): monoid loops
 _RENAMES = {"reshape", "squeeze", "copy", "stop_gradient"}   # same elements, same order
 # the local names NativeKernel's generated source uses (arrays a/o, loads x, temporaries t,
 # loop indices i, accumulators acc, constants k and id); attributes (np.int8) never match
@@ -208,6 +211,8 @@ class _Gen:
             return
         if prim.name == "cond":
             return self.cond(eqn)
+        if prim.name in _REDUCTIONS:
+            return self.reduction(eqn, _REDUCTIONS[prim.name])
         if prim.name == "scan":
             return self.nested_scan(eqn)
         if prim.name == "while":
@@ -513,6 +518,25 @@ class _Gen:
         lines.append("while True:")
         lines += ["    " + ln for ln in test + inner]
         target += lines
+
+    def reduction(self, eqn, monoid):
+        """``reduce_*`` over ``axes``: the result starts at the monoid's identity and each
+        element of the operand is folded into its slot (the scalar-op table's rule)."""
+        x, out = eqn.invars[0], eqn.outvars[0]
+        if isinstance(x, Literal):
+            raise Unsupported(f"{eqn.primitive.name} of a literal")
+        axes = set(eqn.params["axes"])
+        dt = out.aval.dtype
+        o = self.temp(out)
+        _check_dtype(x.aval, eqn.primitive.name)
+        ident = self.const(_cpu_ops.identity(monoid, dt), dt)
+        self.code += self.copy(o, ident, _size(out.aval), scalar=True)
+        T = type_name(dt)
+
+        def line(vs):
+            dst = self.at(out, [v for a, v in enumerate(vs) if a not in axes])
+            return f"{dst} = {T}({_cpu_ops.accumulate(monoid, dst, self.at(x, vs), dt)})"
+        self._nest(x.aval.shape, line)
 
     def _nest(self, shape, line_of):
         """A loop nest over ``shape`` (in the step) whose body is ``line_of(loop vars)``."""
