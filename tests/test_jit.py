@@ -166,7 +166,12 @@ def test_lower_compile_as_text_and_cost_analysis():
     assert "dot_general" in text and "reduce_sum" in text
     compiled = lowered.compile()
     ctext = compiled.as_text()
-    assert "def chapter_f" in ctext and "add" in ctext
+    # the default cpu backend: the optimised program and its native kernels
+    assert "# optimised program" in ctext and "add" in ctext
+    assert "backend=cpu" in ctext and "native kernel" in ctext
+    with jax.config._override("jaxlite_backend", "interpreter"):
+        itext = jax.jit(chapter_f).lower(x, x).compile().as_text()
+    assert "def chapter_f" in itext and "backend=interpreter" in itext
     cost = compiled.cost_analysis()
     # dot of 3-vectors: 2*3 flops; sum: 3; add: 1
     assert cost["flops"] == 10.0

@@ -205,7 +205,8 @@ def _jit_both(f, *args):
     with config._override("jaxlite_backend", "cpu"), config._override("jaxlite_tiered", False):
         fc = jax.jit(f)
         got = fc(*args)
-    fi = jax.jit(f)
+    with config._override("jaxlite_backend", "interpreter"):
+        fi = jax.jit(f)     # the reference (the backend is fixed when jit wraps f)
     return fc, fi, got, fi(*args)
 
 

@@ -79,7 +79,8 @@ def test_second_process_compiles_nothing(tmp_path):
     r2, err = _result(_run(tmp_path, tiered=True, log=True))
     assert r2["stats"]["compiled"] == 0, r2["stats"]
     assert r2["stats"]["loaded"] == r1["stats"]["compiled"]
-    assert r2["switches"] == {"native": 2, "failed": 0}   # the jit call and the lowering
+    # the jit call and the lowering (the cached program's build starts after one call)
+    assert r2["switches"] == {"native": 2, "failed": 0, "dropped": 0}
     assert "switched to native code" in err and "0 kernel(s) compiled" in err
     assert "discarding" not in err
     for r in (r1, r2):
@@ -233,7 +234,8 @@ def test_tier_switch_same_results_and_log(tmp_path, caplog):
     assert any("switched to native code" in r.getMessage() and r.levelno == logging.WARNING
                for r in caplog.records)
     assert "native kernel" in ex.as_text() and ex.fallbacks == []
-    want = jax.jit(f)(a, b)          # the interpreter backend
+    with config._override("jaxlite_backend", "interpreter"):
+        want = jax.jit(f)(a, b)
     for outs in (before, before2, after):
         for o, w in zip(outs, want):
             assert o.dtype == w.dtype and o.shape == w.shape
@@ -260,3 +262,194 @@ def test_failed_native_build_stays_on_interpreter(tmp_path, monkeypatch, caplog)
         np.testing.assert_array_equal(np.asarray(out), np.arange(4.0) * 2 + 1)
     assert "native compilation failed" in ex.as_text()
     assert any("stays on the interpreter" in r.getMessage() for r in caplog.records)
+
+
+# ---- the tier-up policy -------------------------------------------------------------------
+
+@pytest.fixture
+def tiered_cfg(tmp_path):
+    """cpu backend, tiered, a private cache directory, nothing remembered in memory."""
+    _cache.clear_memory()
+    with config._override("jax_compilation_cache_dir", str(tmp_path / "c")), \
+            config._override("jaxlite_backend", "cpu"), \
+            config._override("jaxlite_tiered", True):
+        yield tmp_path / "c" / "native"
+    _cache.clear_memory()
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_build_starts_at_the_nth_call(tiered_cfg, n):
+    a = jnp.arange(12, dtype=jnp.int32)
+    want = np.max((np.arange(12) * (29 + n) + 3) // 5 - np.arange(12)).astype(np.int32)
+    with config._override("jaxlite_tier_up_calls", n):
+        g = jax.jit(_prog(29 + n))
+        outs = []
+        for i in range(n):
+            ex = _exe(g) if i else None
+            if ex is not None:
+                assert not ex.started and ex.tier == "interpreter" and ex.calls == i
+            outs.append(g(a))
+        ex = _exe(g)
+        assert ex.tier_up_at == n and not ex.cached
+        assert ex.started and ex.calls == n
+        assert ex.wait(60) and ex.tier == "native" and ex.error is None
+        outs.append(g(a))
+    assert ex.calls == n            # native calls are not counted
+    for o in outs:
+        assert o.dtype == np.int32 and o.shape == () and int(o) == want
+    # a finished native build leaves its marker: the next program like it starts at once
+    assert (tiered_cfg / "programs").is_dir()
+
+
+def test_one_call_builds_nothing_until_asked(tiered_cfg):
+    a = jnp.arange(7.0)
+    g = jax.jit(lambda x: jnp.sum(jnp.sin(x) * 4.0))
+    out = g(a)
+    ex = _exe(g)
+    assert ex.calls == 1 and not ex.started and ex.tier == "interpreter"
+    assert _tiered.NATIVE_ATTRIBUTES >= {"fallbacks"}
+    assert getattr(ex, "not_an_attribute", None) is None and not ex.started
+    # native attributes and the text start the build and wait for it
+    assert ex.fallbacks == [] and ex.started and ex.tier == "native"
+    text = jax.jit(lambda x: jnp.sum(jnp.sin(x) * 4.0)).lower(a).compile().as_text()
+    assert "backend=cpu" in text and "native kernel" in text
+    np.testing.assert_allclose(np.asarray(g(a)), np.asarray(out), rtol=1e-6)
+
+
+def test_program_built_before_starts_after_its_first_call(tiered_cfg):
+    a = jnp.arange(10, dtype=jnp.int32)
+    with config._override("jaxlite_tiered", False):
+        want = np.asarray(jax.jit(_prog(37))(a))       # native at once; writes the marker
+    g = jax.jit(_prog(37))
+    g(a)
+    ex = _exe(g)
+    assert ex.cached and ex.tier_up_at == 1 and ex.started
+    s0 = _cache.stats()
+    assert ex.wait(60) and ex.tier == "native"
+    assert _cache.stats()["compiled"] == s0["compiled"]   # found in memory or on disk
+    assert np.asarray(g(a)) == want
+    # another program is not taken for it
+    h = jax.jit(_prog(41))
+    h(a)
+    assert not _exe(h).cached and not _exe(h).started
+
+
+def test_program_key_sees_kernels_and_constants():
+    from jaxlite.compiler.pipeline import optimize
+
+    def key(f, x):
+        return _tiered.program_key(optimize(jax.make_jaxpr(f)(x))[0])
+    x = jnp.arange(6.0)
+    c1, c2 = np.arange(6.0), np.arange(6.0) + 1
+    assert key(lambda x: jnp.sin(x) * 2, x) == key(lambda x: jnp.sin(x) * 2, x)
+    assert key(lambda x: jnp.sin(x) * 2, x) != key(lambda x: jnp.cos(x) * 2, x)
+    assert key(lambda x: x * c1, x) != key(lambda x: x * c2, x)
+
+
+def test_tier_up_calls_config_checks():
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(ValueError, match="jaxlite_tier_up_calls"):
+            config.update("jaxlite_tier_up_calls", bad)
+
+
+# ---- processes: defaults, environment, exit --------------------------------------------
+
+def _python(tmp_path, code, **env):
+    full = dict(os.environ, JAXLITE_CACHE_DIR=str(tmp_path / "cache"))
+    for k in ("JAXLITE_BACKEND", "JAXLITE_TIERED", "JAXLITE_TIER_UP_CALLS",
+              "JAX_LOG_COMPILES", "JAX_COMPILATION_CACHE_DIR"):
+        full.pop(k, None)
+    full.update(env)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+ONE_CALL = """
+    import json, sys
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends import _tiered
+    from jaxlite.config import config
+    out = jax.jit(lambda x: jnp.sum(jnp.tanh(x) * 2.0))(jnp.arange(5.0))
+    print(json.dumps({"numba": "numba" in sys.modules, "worker": _tiered._WORKER is not None,
+                      "out": float(out), "backend": config.jaxlite_backend,
+                      "tiered": config.jaxlite_tiered, "calls": config.jaxlite_tier_up_calls,
+                      "cache": config.jax_compilation_cache_dir}))
+"""
+
+
+def test_defaults_and_a_program_called_once_never_touches_numba(tmp_path):
+    r, _ = _python(tmp_path, ONE_CALL)
+    assert r == {"numba": False, "worker": False, "backend": "cpu", "tiered": True,
+                 "calls": 2, "cache": str(tmp_path / "cache"),
+                 "out": pytest.approx(float(np.sum(np.tanh(np.arange(5.0)) * 2)), 1e-6)}
+    r, _ = _python(tmp_path, ONE_CALL, JAXLITE_BACKEND="interpreter",
+                   JAXLITE_TIER_UP_CALLS="5", JAXLITE_CACHE_DIR="",
+                   JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jaxdir"))
+    assert (r["backend"], r["calls"], r["cache"]) == ("interpreter", 5, "")
+    r, _ = _python(tmp_path, ONE_CALL, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jaxdir"),
+                   JAXLITE_CACHE_DIR=str(tmp_path / "j2"))
+    assert r["cache"] == str(tmp_path / "j2")
+    env = dict(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jaxdir"))
+    full = dict(os.environ, **env)
+    full.pop("JAXLITE_CACHE_DIR", None)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(ONE_CALL)], env=full,
+                       capture_output=True, text=True, timeout=120)
+    assert json.loads(p.stdout.strip().splitlines()[-1])["cache"] == str(tmp_path / "jaxdir")
+
+
+HOT_THEN_EXIT = """
+    import json, logging, sys
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(name)s %(levelname)s %(message)s")
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends import _cache, _tiered
+    x = jnp.asarray(np.linspace(-1, 1, 9, dtype=np.float32))
+    f = jax.jit(lambda x: jnp.max(jnp.exp(x) * 3.0 - x))
+    outs = [float(f(x)) for _ in range(3)]
+    ex = next(iter(f._cache.values())).compiled._program.executable
+    print(json.dumps({"started": ex.started, "outs": outs}))
+"""
+
+
+def test_second_default_process_loads_what_the_first_compiled(tmp_path):
+    # defaults (tiered, tier-up at the 2nd call): the first process exits while its hot
+    # program builds; the exit waits for that build, so the second process compiles nothing
+    r1, err1 = _python(tmp_path, HOT_THEN_EXIT)
+    assert r1["started"]
+    assert "switched to native code" in err1 and "1 kernel(s) compiled" in err1, err1
+    r2, err2 = _python(tmp_path, HOT_THEN_EXIT + "    _tiered.wait_all(60)\n")
+    assert "build started after call 1 (in the persistent cache)" in err2, err2
+    assert "0 kernel(s) compiled, 1 loaded from the persistent cache" in err2, err2
+    assert r2["outs"] == r1["outs"]
+
+
+EXIT_DROPS = """
+    import json, threading, time
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends import _tiered
+    gate = threading.Event()
+    _tiered._submit(gate.wait)          # the worker is busy: the builds below queue up
+    fs = [jax.jit(lambda x, k=k: x * k + 1.0) for k in range(3)]
+    for f in fs:
+        f(jnp.arange(3.0)); f(jnp.arange(3.0))
+    exs = [next(iter(f._cache.values())).compiled._program.executable for f in fs]
+    assert all(e.started for e in exs)
+    threading.Timer(0.2, gate.set).start()
+    t0 = time.perf_counter()
+    _tiered._at_exit()                  # what the interpreter runs at exit
+    waited = time.perf_counter() - t0
+    print(json.dumps({"switches": _tiered.switches(), "tiers": [e.tier for e in exs],
+                      "waited": waited, "errors": [str(e.error) for e in exs]}))
+"""
+
+
+def test_exit_waits_for_the_running_build_only(tmp_path):
+    r, _ = _python(tmp_path, EXIT_DROPS)
+    assert r["switches"] == {"native": 0, "failed": 0, "dropped": 3}, r
+    assert r["tiers"] == ["interpreter"] * 3
+    assert all("exited before the native build" in e for e in r["errors"])
+    assert r["waited"] < 20

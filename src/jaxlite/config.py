@@ -71,15 +71,21 @@ class Config:
             "jax_transfer_guard_device_to_device": None,
             "jax_default_device": None,
             "jax_platforms": os.environ.get("JAX_PLATFORMS", None),
-            "jax_compilation_cache_dir": os.environ.get("JAXLITE_CACHE_DIR", None),
+            # the persistent compile cache (JAXLITE_CACHE_DIR, else JAX's variable)
+            "jax_compilation_cache_dir": os.environ.get(
+                "JAXLITE_CACHE_DIR", os.environ.get("JAX_COMPILATION_CACHE_DIR", None)),
             "jax_disable_jit": _env_bool("JAX_DISABLE_JIT", False),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
             "jax_numpy_rank_promotion": "allow",
-            # the compiler backend jit uses ("interpreter" or "cpu": native Numba kernels)
-            "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "interpreter",
+            # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
+            # "interpreter" (NumPy, the reference)
+            "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "cpu",
             # cpu backend: run a program on the interpreter while its native code builds
             # in the background (False: compile before the first call returns)
             "jaxlite_tiered": _env_bool("JAXLITE_TIERED", True),
+            # tiered cpu backend: a program's native build starts after this many calls
+            # (after the first when the persistent cache already holds its native code)
+            "jaxlite_tier_up_calls": _env_int("JAXLITE_TIER_UP_CALLS", 2),
             # asynchronous dispatch (runtime/dispatch.py): work of at least this estimated
             # cost (about bytes moved + flops) runs on the device's worker thread
             "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),
@@ -119,6 +125,9 @@ class Config:
             if value is not None and value == 0 or (value is not None and value < -1):
                 raise ValueError(f"jax_num_cpu_devices must be a positive number of devices "
                                  f"(or -1 for the default), got {value}.")
+        if name == "jaxlite_tier_up_calls" and (type(value) is not int or value < 1):
+            raise ValueError(f"jaxlite_tier_up_calls takes a positive int (the call after "
+                             f"which a program's native build starts), got {value!r}")
         if name == "jax_default_device" and value is not None and not isinstance(value, str) \
                 and not hasattr(value, "platform"):
             raise ValueError(f"jax_default_device takes a Device (such as "
