@@ -567,7 +567,11 @@ class _Gen:
         names = []
         for i, n, s in zip(idxs, shape, sizes):
             d = self.fresh("ds")
-            self.code.append(f"{d} = min(max(np.int64({self.scalar(i)}), 0), {n - s})")
+            x = self.scalar(i)
+            if i.aval.dtype.kind == "u":     # no negative starts; no int64 wrap-around
+                self.code.append(f"{d} = np.int64(min({x}, {type_name(i.aval.dtype)}({n - s})))")
+            else:
+                self.code.append(f"{d} = min(max(np.int64({x}), 0), {n - s})")
             names.append(d)
         return names
 
