@@ -10,6 +10,8 @@ itself and nothing else can see (see ``_Reuse``), with the result's exact shape 
 and when the in-place form computes bit-for-bit what the implementation computes.  A
 ``copy`` of a dying owned buffer becomes a rename.  The text marks each such equation
 "in place".  A chain of elementwise operations so needs one buffer, not one per operation.
+Such an equation with no dying operand and a large result writes into a buffer of the
+recycling pool (runtime/buffer.py) instead of a fresh allocation ("into a pool buffer").
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..primitives import elementwise as _ew
 from ..primitives.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
+from ..runtime.buffer import POOL, pool_empty
 from .base import Executable, register_backend
 
 
@@ -223,6 +226,15 @@ class InterpretedExecutable(Executable):
                     glb[f"u{k}"] = ufunc
                     lines.append(f"    {outn[0]} = u{k}({args}, out={names[buf]})"
                                  f"{comment}, in place into {names[buf]}")
+            elif reuse._fresh(eqn) and eqn.primitive.name != "copy" and \
+                    _nbytes(eqn.outvars[0].aval) >= POOL.min_bytes and \
+                    reuse.ufunc(eqn) is not None:
+                # a large fresh result: into a recycled buffer of the pool (no page faults)
+                n, aval = outn[0], eqn.outvars[0].aval
+                glb[f"u{k}"], glb["_pool"] = reuse.ufunc(eqn), pool_empty
+                glb[f"sh_{n}"], glb[f"dt_{n}"] = aval.shape, aval.dtype
+                lines.append(f"    {n} = u{k}({args}, out=_pool(sh_{n}, dt_{n})){comment}, "
+                             f"into a pool buffer")
             elif eqn.primitive.multiple_results:
                 if outn:
                     lines.append(f"    _r = {call}{comment}")
