@@ -674,3 +674,20 @@ def test_interpreter_large_fresh_results_come_from_the_pool(dtype):
     assert _buffer.POOL.misses == misses               # every buffer recycled
     for g, w in zip(again, want):
         assert_same_bits(g, w)
+
+
+def test_set_buffer_pool_limit_zero_turns_recycling_off(native, no_gc):
+    f = _pool_fn()
+    x = jnp.asarray(np.ones(POOL_N, np.float32))
+    old = _buffer.POOL.limit
+    try:
+        _buffer.set_buffer_pool_limit(0)
+        assert DEV.memory_stats()["pool_bytes"] == 0       # free buffers released at once
+        hits, misses = _buffer.POOL.hits, _buffer.POOL.misses
+        for _ in range(3):
+            f(x).block_until_ready()
+        assert (_buffer.POOL.hits, _buffer.POOL.misses) == (hits, misses)
+    finally:
+        _buffer.set_buffer_pool_limit(old)
+    f(x).block_until_ready()
+    assert DEV.memory_stats()["pool_bytes"] >= POOL_N * 4   # recycling again

@@ -149,22 +149,6 @@ class BufferPool:
                 self._tracked += nbytes
             return a
 
-    def adopt(self, a: np.ndarray) -> bool:
-        """Tracks ``a`` (an owning, C-contiguous array nobody else will write) so that its
-        memory is recycled once it is free, as if the pool had allocated it.  Returns
-        False (nothing done) when it does not qualify or would pass the limit."""
-        if a.base is not None or not a.flags.c_contiguous or a.nbytes < self.min_bytes:
-            return False
-        with self._lock:
-            lst = self._bufs.setdefault(a.nbytes, [])
-            if any(b is a for b in lst):
-                return True
-            if self._tracked + a.nbytes > self.limit:
-                return False
-            lst.append(a)
-            self._tracked += a.nbytes
-            return True
-
     def holds(self, a: np.ndarray) -> int:
         """References the pool holds to ``a`` (0 or 1)."""
         with self._lock:
