@@ -320,3 +320,11 @@ def test_native_kernel_writes_in_place_only_where_reads_allow(case):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
     in_place = np.shares_memory(got[0], x)
     assert in_place == (case in ("same_index", "reduce"))   # a map output beside a sum
+
+
+def test_compiled_stage_honours_donation_like_jax(rjax, rjnp):
+    for mod, np_ in ((jaxlite, jnp), (rjax, rjnp)):
+        x = np_.arange(4.0)
+        c = mod.jit(lambda a: a * 2, donate_argnums=0).lower(x).compile()
+        y = c(x)
+        assert x.is_deleted() and y.tolist() == [0.0, 2.0, 4.0, 6.0]

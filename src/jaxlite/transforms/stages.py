@@ -120,8 +120,8 @@ class Compiled:
     def out_info(self):
         return self._lowered.out_info
 
-    def _run_flat(self, leaves, names_fn=lambda: None):
-        return Compiled._run_impl(self, leaves, names_fn)
+    def _run_flat(self, leaves, names_fn=lambda: None, donate=None):
+        return Compiled._run_impl(self, leaves, names_fn, donate)
 
     def __call__(self, *args, **kwargs):
         """Runs on arguments of the compiled signature.  Raises TypeError when their
@@ -145,7 +145,7 @@ class Compiled:
             if got.strip_weak_type() != aval.strip_weak_type():
                 raise TypeError(f"argument {name} is {got.str_short()}, but this executable "
                                 f"was compiled for {aval.str_short()}.")
-        outs = self._run_flat(leaves, lambda: names)
+        outs = self._run_flat(leaves, lambda: names, wrapped._donated(args, kwargs, leaves))
         return tree_unflatten(self._lowered.out_tree, outs)
 
 
