@@ -462,3 +462,28 @@ def test_unfused_bodies_run_native(monkeypatch, f, make_args):
     _assert_same(got, want)
     _assert_native(text)
     assert "reduce_sum" in text and " 0 kernel(s)" in text
+
+
+def test_carry_independent_work_runs_in_the_prepass():
+    # W5's input projection x_t @ wx reads no carry: it runs for every step before the
+    # step loop; the tanh kernel reads the projection back from the prepass buffer
+    h, t = 8, 6
+    args = (np.zeros(h, f32), _normal(t, h), _normal(h, h) * f32(0.3),
+            _normal(h, h) * f32(0.3), np.full(h, 0.1, f32))
+    got, want, text = _both(rnn, *args)
+    _assert_same(got, want)
+    _assert_native(text)
+    assert "1 in the prepass" in text
+    src = text[text.index("def kern("):]
+    assert src.count("for step in range(6):") == 2
+
+    def reverse_and_ys(c, xs):
+        # prepass values used as ys and as carries, reversed, with a rename in between
+        def body(c, x):
+            u = jnp.sin(x) * 2
+            return c + u.reshape(2, 2).sum(), (u, c)
+        return lax.scan(body, c, xs, reverse=True)
+    got, want, text = _both(reverse_and_ys, f32(0.0), _normal(5, 4))
+    _assert_same(got, want)
+    _assert_native(text)
+    assert re.search(r"[1-9] in the prepass", text)
