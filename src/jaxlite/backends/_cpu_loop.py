@@ -4,8 +4,8 @@ function.
 Layer: backends (cpu.py's ``CpuExecutable`` builds a ``NativeScan`` / ``NativeWhile`` for
 each such equation, see ``NATIVE_LOOPS``; ``Unsupported`` keeps the equation on the
 interpreter, visibly).  The body (and a while's condition) is optimised by the compile
-pipeline (fusion included, so its elementwise chains become kernels; the one reference to
-the compiler layer, made when a loop is compiled), then written as straight-line code
+pipeline (fusion included, so its elementwise chains become kernels; the compiler registers
+its passes with ``base.set_body_optimizer``, so this module does not import it), then written as straight-line code
 inside a native step loop (``for step in range(length)``; ``while True`` with the
 condition and a ``break`` for a while):
 
@@ -86,8 +86,8 @@ _KERNEL_LOCAL = re.compile(r"(?<![\w.])((?:acc|id|a|o|x|t|i|k)\d+)\b")
 
 
 def _optimise(closed):
-    from ..compiler.pipeline import optimize     # compile-time only (see module docstring)
-    return optimize(closed)[0]
+    from .base import optimize_body      # the compiler's passes, registered by the compiler
+    return optimize_body(closed)
 
 
 def _size(aval) -> int:

@@ -3,11 +3,27 @@
 A backend is ``compile(closed_jaxpr, name) -> Executable``.  An Executable runs on NumPy
 values (``run(args) -> outputs``), prints itself (``as_text``), and reports the peak bytes
 of temporaries its plan needs (``temp_bytes``), which the runtime charges to the device
-while it runs.
+while it runs.  A backend that compiles sub-programs itself (the native loops) gets them
+optimised through ``optimize_body``, which the compiler registers (``set_body_optimizer``):
+the arrow points from the compiler down to the backends, never back.
 """
 from __future__ import annotations
 
 _BACKENDS: dict = {}
+_BODY_OPTIMIZER = None
+
+
+def set_body_optimizer(fn) -> None:
+    """Registers ``fn(closed_jaxpr) -> closed_jaxpr``, the optimiser a backend applies to
+    the sub-programs it compiles itself (loop bodies).  The compiler layer registers its
+    pass pipeline here when it is imported, so backends never import the compiler."""
+    global _BODY_OPTIMIZER
+    _BODY_OPTIMIZER = fn
+
+
+def optimize_body(closed):
+    """``closed`` run through the registered optimiser (unchanged when none is)."""
+    return closed if _BODY_OPTIMIZER is None else _BODY_OPTIMIZER(closed)
 
 
 class Executable:

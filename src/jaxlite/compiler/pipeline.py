@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ..backends import get_backend
+from ..backends.base import set_body_optimizer
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from ..primitives import kernel as _kernel
 from .passes import cse, dce, fold_constants, fuse, inline_calls
@@ -45,6 +46,9 @@ def optimize(closed: ClosedJaxpr, record: bool = False, fusion: bool | None = No
         if record:
             log.append((name, before, str(closed), time.perf_counter() - t0))
     return closed, log
+
+
+set_body_optimizer(lambda closed: optimize(closed)[0])   # for backends' loop bodies
 
 
 class CompiledProgram:
