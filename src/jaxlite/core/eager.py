@@ -7,6 +7,8 @@ no committed operand the result is uncommitted, on the default device.
 """
 from __future__ import annotations
 
+from math import prod as _prod
+
 import numpy as np
 
 from .. import monitoring
@@ -137,10 +139,24 @@ def apply_primitive(prim, args, params):
         avals.append(a.aval if type(a) is ArrayImpl else get_aval(a))
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
-    if _dispatch._min_cost != _INF and not monitoring._listeners and \
-            _eager_cost(avals, out_aval, prim.multiple_results) >= _dispatch._min_cost:
-        return _apply_async(prim, args, params, out_aval, device, committed)
-    vals = [value_on(a, device) for a in args]
+    vals = []
+    for a in args:   # value_on, with its common case (an Array on ``device``) inlined
+        if type(a) is ArrayImpl:
+            buf = a._buf
+            if buf.device is device:
+                data = buf.data
+                if data is not None:
+                    vals.append(data)
+                    continue
+        vals.append(value_on(a, device))
+    mc = _dispatch._min_cost
+    if mc != _INF:     # the work estimate: operand and result bytes (see _eager_cost)
+        n = _eager_cost(vals, out_aval, True) if prim.multiple_results else \
+            _prod(out_aval.shape) * out_aval.dtype.itemsize
+        for v in vals:
+            n += v.nbytes
+        if n >= mc and not monitoring._listeners:
+            return _apply_async(prim, vals, params, out_aval, device, committed)
     if monitoring._listeners:
         monitoring.emit("eager_op", primitive=prim.name, device=str(device),
                         arg_ids=[id(a) for a in args])
@@ -149,6 +165,13 @@ def apply_primitive(prim, args, params):
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
             return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+        if type(out) is np.ndarray and out.base is None and out.dtype is out_aval.dtype \
+                and out.shape == out_aval.shape:
+            for v in vals:     # a fresh array (not an operand returned as it is)
+                if v is out:
+                    break
+            else:
+                return ArrayImpl(Buffer(out, device), out_aval, committed)
         return wrap(out, out_aval, device, committed, vals)
     finally:
         fp_ignore_end(token)
@@ -157,24 +180,19 @@ def apply_primitive(prim, args, params):
 _INF = float("inf")
 
 
-def _eager_cost(avals, out_aval, multiple: bool) -> int:
+def _eager_cost(vals, out_aval, multiple: bool) -> int:
     """An eager operation's estimated work for the inline-or-worker decision
-    (runtime/dispatch.py): the bytes of its operands and results."""
+    (runtime/dispatch.py) is the bytes of its operands (NumPy values) and results; this
+    is the results' part."""
     n = 0
-    for a in (list(avals) + (list(out_aval) if multiple else [out_aval])):
-        n += a.size * a.dtype.itemsize
+    for a in (out_aval if multiple else (out_aval,)):
+        n += _prod(a.shape) * a.dtype.itemsize
     return n
 
 
-def _apply_async(prim, args, params, out_aval, device, committed):
+def _apply_async(prim, vals, params, out_aval, device, committed):
     """``apply_primitive`` on the device's worker: the result Array(s) at once, pending
-    until computed.  Operands still pending on this device are passed as futures."""
-    vals = []
-    for a in args:
-        if type(a) is ArrayImpl and a._buf.device is device and _dispatch.is_pending(a._buf):
-            vals.append(_dispatch.pending_or_value(a._buf))
-        else:
-            vals.append(value_on(a, device))
+    until computed (operands were read already: a pending one was waited for)."""
     outs = list(out_aval) if prim.multiple_results else [out_aval]
     bufs = _dispatch.new_job(device, len(outs), prim.name)
     arrays = [ArrayImpl(b, a, committed) for b, a in zip(bufs, outs)]
@@ -193,7 +211,7 @@ def run_impl(impl, vals, out_aval, device, committed: bool) -> ArrayImpl:
     one result of ``out_aval``) and wraps the result on ``device`` (on the device's worker
     when the work is big, see runtime/dispatch.py)."""
     if _dispatch._min_cost != _INF:
-        n = out_aval.size * out_aval.dtype.itemsize
+        n = _prod(out_aval.shape) * out_aval.dtype.itemsize
         if n * (1 + len(vals)) >= _dispatch._min_cost:
             bufs = _dispatch.new_job(device, 1, getattr(impl, "__name__", "operation"))
             arr = ArrayImpl(bufs[0], out_aval, committed)

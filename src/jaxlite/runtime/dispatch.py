@@ -68,33 +68,40 @@ class AsyncComputationError(RuntimeError):
 class _Job:
     """One dispatched computation: ``fn(values) -> [Buffer, ...]``."""
 
-    __slots__ = ("fn", "args", "what", "event", "outs", "error", "owners")
+    __slots__ = ("fn", "args", "what", "event", "error", "owners", "pending")
 
     def __init__(self, fn, args, what):
         self.fn = fn
         self.args = args
         self.what = what
         self.event = threading.Event()
-        self.outs = None
         self.error = None
-        self.owners = ()
+        self.owners = ()     # weak references to the result Arrays
+        self.pending = ()    # weak references to the result PendingBuffers
 
     def run(self):
+        vals = outs = buf = pb = owner = None
         try:
             vals = [a.data if type(a) is PendingBuffer else a for a in self.args]
             with np.errstate(all="ignore"):   # JAX computes inf/nan without warnings
-                self.outs = self.fn(vals)
+                outs = self.fn(vals)
+            # each result goes to its PendingBuffer and its Array (which holds the Buffer
+            # directly from now on); a result nobody holds any more is freed here
+            for pref, ref, buf in zip(self.pending, self.owners, outs):
+                pb = pref()
+                if pb is not None:
+                    pb._result = buf
+                owner = ref()
+                if owner is not None and owner._buf is pb:
+                    owner._buf = buf
         except BaseException as e:   # surfaces at the next synchronisation point
             self.error = e
-        else:
-            # the results' Arrays hold the Buffers directly from now on
-            for ref, buf in zip(self.owners, self.outs):
-                owner = ref()
-                if owner is not None:
-                    owner._buf = buf
         finally:
-            self.fn = self.args = None    # the inputs may be freed now
-            self.owners = ()
+            # nothing of the job's inputs or results stays referenced from here once the
+            # waiting threads resume (their memory counts must not depend on timing)
+            vals = outs = buf = pb = owner = None
+            self.fn = self.args = None
+            self.owners = self.pending = ()
             self.event.set()
 
     def failure(self) -> BaseException:
@@ -115,12 +122,12 @@ class PendingBuffer:
     computation (and raise its error); ``delete()`` waits, then frees.
     """
 
-    __slots__ = ("device", "_job", "_index", "_deleted", "__weakref__")
+    __slots__ = ("device", "_job", "_result", "_deleted", "__weakref__")
 
-    def __init__(self, device, job: _Job, index: int):
+    def __init__(self, device, job: _Job):
         self.device = device
         self._job = job
-        self._index = index
+        self._result = None
         self._deleted = False
 
     @property
@@ -139,7 +146,7 @@ class PendingBuffer:
             job.event.wait()
         if job.error is not None:
             raise job.failure()
-        return job.outs[self._index]
+        return self._result
 
     @property
     def data(self):
@@ -162,7 +169,7 @@ class PendingBuffer:
         job = self._job
         job.event.wait()
         if job.error is None:
-            job.outs[self._index].delete()
+            self._result.delete()
 
 
 class _Worker:
@@ -222,6 +229,7 @@ def submit(device, fn, args, what: str, owners) -> None:
     job = owners[0]._buf._job if owners else _Job(fn, args, what)
     job.fn, job.args, job.what = fn, args, what
     job.owners = [weakref.ref(o) for o in owners]
+    job.pending = [weakref.ref(o._buf) for o in owners]
     w = _worker(device)
     if getattr(_tls, "worker", None) is w:
         job.run()     # a callback on the worker dispatching again: run it now, in order
@@ -235,7 +243,7 @@ def new_job(device, n: int, what: str) -> list:
     """``n`` PendingBuffers on ``device`` of one job not yet submitted (``submit`` it
     with Arrays holding them as owners)."""
     job = _Job(None, None, what)
-    return [PendingBuffer(device, job, i) for i in range(n)]
+    return [PendingBuffer(device, job) for _ in range(n)]
 
 
 def pending_or_value(buf):

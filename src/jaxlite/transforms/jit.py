@@ -158,8 +158,13 @@ class _FastEntry:
             vals.append(data)
         ex = self.program.executable
         tmp = ex.temp_bytes
-        if tmp:
-            device._alloc(tmp)
+        if tmp:     # the temporaries, charged while the program runs (Device._alloc, inlined)
+            used = device._bytes_in_use = device._bytes_in_use + tmp
+            device._num_allocs += 1
+            if used > device._peak:
+                device._peak = used
+            if tmp > device._largest:
+                device._largest = tmp
         pair = _eager._fp_pair      # fp_ignore_begin, inlined: JAX computes inf/nan (and
         if _fp_state is not None and pair[0] is _fp_state.get():   # casts) without warnings
             token = _fp_state.set(pair[1])
@@ -187,7 +192,7 @@ class _FastEntry:
         finally:
             fp_ignore_end(token)
             if tmp:
-                device._free(tmp)
+                device._bytes_in_use -= tmp     # Device._free, inlined
         return tree_unflatten(self.out_tree, res)
 
 
