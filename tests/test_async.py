@@ -370,3 +370,41 @@ def test_callback_on_the_worker_dispatching_again_does_not_deadlock():
         y = f(jnp.ones(64))
         assert float(y[0]) == 2.0
     assert seen == [128.0]
+
+
+MULTI = r"""
+import numpy as np
+import jaxlite, jaxlite.numpy as jnp
+d0, d1 = jaxlite.devices()
+jaxlite.config.update("jaxlite_async_min_cost", 64)
+
+def program(tag):
+    f = jaxlite.jit(lambda a, b: (a * b + 1, jnp.sum(a, axis=0)))
+    x0 = jaxlite.device_put(np.arange(256, dtype=np.float32).reshape(16, 16), d0)
+    x1 = jaxlite.device_put(np.ones((16, 16), np.float32), d1)
+    y0, s0 = f(x0, x0)                         # on d0's worker
+    y1 = jaxlite.device_put(y0, d1)            # a pending array moved: waits for it
+    z1, s1 = f(y1, x1)                         # on d1's worker
+    w0 = y0 - jaxlite.device_put(z1, d0)       # back again
+    out = [y0, s0, y1, z1, s1, w0]
+    kinds = [type(v._buf).__name__ for v in out]
+    vals = [(str(v.device), v.committed, np.asarray(v).tobytes()) for v in out]
+    mem = [d.memory_stats()["bytes_in_use"] for d in (d0, d1)]
+    return kinds, vals, mem
+
+a_kinds, a_vals, a_mem = program("async")
+jaxlite.config.update("jaxlite_async", False)
+s_kinds, s_vals, s_mem = program("sync")
+assert a_vals == s_vals, "values differ"
+assert a_mem == s_mem, (a_mem, s_mem)
+assert set(s_kinds) == {"Buffer"}, s_kinds
+print("OK", a_kinds.count("PendingBuffer") + a_kinds.count("Buffer"))
+"""
+
+
+def test_several_devices_in_a_subprocess():
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="2")
+    out = subprocess.run([sys.executable, "-c", MULTI], env=env, capture_output=True,
+                         text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["OK", "6"]
