@@ -144,11 +144,14 @@ _LOG2E = float(1 / _LN2)
 _SQRT2 = math.sqrt(2.0)
 _MAGIC = 6755399441055744.0      # 1.5 * 2**52: (x + M) - M rounds x to an integer
 _INF = math.inf
+_INF32 = np.float32(math.inf)    # float32 constants keep float32 compares at float32
+_LIMIT32 = np.float32(65536.0)
 _NAN = math.nan
 _TINY32 = np.float32(1.0 / 8192)   # tanh(x) rounds to x below this
 
 SIN_COS_LIMIT = 65536.0
 """Largest abs(x) for which ``sin_f32``/``cos_f32`` are accurate (k < 2**17 quadrants)."""
+assert _LIMIT32 == SIN_COS_LIMIT
 
 # Taylor coefficients 1/n! (exact enough as doubles)
 _F = [1.0 / math.factorial(n) for n in range(14)]
@@ -324,7 +327,7 @@ def sin_f32(x):
     c = _cos_poly(r)
     v = _quadrant(k, s, c)
     out = np.float32(v)
-    out = x - x if (x == _INF or x == -_INF) else out      # NaN
+    out = x - x if (x == _INF32 or x == -_INF32) else out      # NaN
     return x if (x != x or x == 0) else out
 
 
@@ -337,15 +340,15 @@ def cos_f32(x):
     c = _cos_poly(r)
     v = _quadrant(k + 1, s, c)      # cos(x) = sin(x + pi/2)
     out = np.float32(v)
-    out = x - x if (x == _INF or x == -_INF) else out
+    out = x - x if (x == _INF32 or x == -_INF32) else out
     return x if x != x else out
 
 
 @njit(**_OPTS)
 def trig_out_of_range(x):
     """1 when ``x`` is finite and beyond SIN_COS_LIMIT (sin_f32/cos_f32 inexact), else 0."""
-    a = _fabs(np.float64(x))
-    return np.int64(1) if (a > SIN_COS_LIMIT and a != _INF) else np.int64(0)
+    a = _fabs(x)           # in x's own type: no widening to float64
+    return np.int64(1) if (a > _LIMIT32 and a != _INF32) else np.int64(0)
 
 
 FUNCTIONS = {"exp": exp_f32, "expm1": expm1_f32, "log": log_f32, "tanh": tanh_f32,
