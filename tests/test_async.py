@@ -408,3 +408,15 @@ def test_several_devices_in_a_subprocess():
                          text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["OK", "6"]
+
+
+def test_threshold_change_reroutes_memoised_operators():
+    x = jnp.ones(64, jnp.float32)
+    for _ in range(2):
+        assert type((x + 1)._buf) is Buffer          # memoised as inline work
+    with eager_async():
+        with gate():
+            y = x + 1
+            assert type(y._buf) is PendingBuffer     # the memo was dropped
+    assert type((x + 1)._buf) is Buffer
+    assert y.tolist() == [2.0] * 64

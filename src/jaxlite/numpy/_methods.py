@@ -37,6 +37,16 @@ _ufunc = np.ufunc
 # rank-0 results, errors) goes through the ufunc function itself.
 
 _OP_CACHE_MAX = 4096
+_OP_CACHES: list = []     # every operator's memo, cleared when the async threshold changes
+
+
+def _on_config(name, value):
+    if name in ("jaxlite_async", "jaxlite_async_min_cost"):
+        for c in _OP_CACHES:
+            c.clear()
+
+
+config._on_change(_on_config)
 
 
 def _op_entry(fn, spec, x1, x2):
@@ -65,22 +75,24 @@ def _op_entry(fn, spec, x1, x2):
         return False
     if not out_aval.shape:
         return False    # a ufunc returns a NumPy scalar there: the full path wraps it
-    # the work estimate of the inline-or-worker decision (as run_impl makes it)
-    cost = out_aval.size * out_aval.dtype.itemsize * 3
-    return plan.impl, const, const_first, out_aval, cost
+    if out_aval.size * out_aval.dtype.itemsize * 3 >= _dispatch.min_cost():
+        return False    # big work: the full path dispatches it to the worker (run_impl)
+    return plan.impl, const, const_first, out_aval
 
 
 def _fast_binop(fn, reflected):
     """The operator for ufunc function ``fn`` (``reflected``: ``other OP self``) with the
     eager fast path described above."""
     spec = fn._fast_spec
-    caches = ({}, {})        # by jax_enable_x64
+    c32, c64 = {}, {}        # by jax_enable_x64
+    _OP_CACHES.extend((c32, c64))
     fp_state = _eager._fp_state
+    if fp_state is None:     # another NumPy layout: the ufunc function does everything
+        return _plain_binop(fn, reflected)
 
     def op(self, other):
         t = type(other)
-        if type(self) is ArrayImpl and len(_dynamic) == 1 and not monitoring._listeners \
-                and fp_state is not None:
+        if type(self) is ArrayImpl and len(_dynamic) == 1 and not monitoring._listeners:
             if t is ArrayImpl:
                 key = (self.aval, other.aval)
             elif t in _SCALAR_TYPES and (other or t is int or t is bool):
@@ -89,14 +101,14 @@ def _fast_binop(fn, reflected):
             else:
                 key = None
             if key is not None:
-                cache = caches[config.jax_enable_x64]
+                cache = c64 if config.jax_enable_x64 else c32
                 e = cache.get(key)
                 if e is None:
                     a, b = (other, self) if reflected else (self, other)
                     e = _op_entry(fn, spec, a, b)
                     if len(cache) < _OP_CACHE_MAX:
                         cache[key] = e
-                if e and e[4] < _dispatch._min_cost:    # big work: see run_impl
+                if e:
                     buf = self._buf
                     v = buf.data
                     device = buf.device
@@ -108,7 +120,7 @@ def _fast_binop(fn, reflected):
                             v = None
                         committed = committed or other._committed
                     if v is not None and (committed or device is get_default_device()):
-                        impl, c, c_first, out_aval, _ = e
+                        impl, c, c_first, out_aval = e
                         if c is not None:
                             a, b = (c, v) if c_first else (v, c)
                         else:
@@ -138,6 +150,10 @@ def _fast_binop(fn, reflected):
 def _binop(fn, reflected=False):
     if getattr(fn, "_fast_spec", None) is not None:
         return _fast_binop(fn, reflected)
+    return _plain_binop(fn, reflected)
+
+
+def _plain_binop(fn, reflected):
     if reflected:
         def op(self, other):
             if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
