@@ -158,7 +158,10 @@ def test_softmax_jit_matches_eager(name):
         staged = jaxlite.jit(lambda *v: fn(*v, **kw))(*a)
         assert (eager.dtype, eager.shape, eager.weak_type) == \
             (staged.dtype, staged.shape, staged.weak_type)
-        np.testing.assert_array_equal(np.asarray(eager), np.asarray(staged))
+        # native code (the default backend once the program is hot) rounds exp/log and
+        # the sums' order within a few ulps of the eager (NumPy) result
+        np.testing.assert_allclose(np.asarray(eager), np.asarray(staged), rtol=1e-6,
+                                   atol=1e-7)
 
 
 def test_stability():

@@ -268,11 +268,13 @@ def test_failed_native_build_stays_on_interpreter(tmp_path, monkeypatch, caplog)
 
 @pytest.fixture
 def tiered_cfg(tmp_path):
-    """cpu backend, tiered, a private cache directory, nothing remembered in memory."""
+    """cpu backend, tiered with the default tier-up call, a private cache directory,
+    nothing remembered in memory."""
     _cache.clear_memory()
     with config._override("jax_compilation_cache_dir", str(tmp_path / "c")), \
             config._override("jaxlite_backend", "cpu"), \
-            config._override("jaxlite_tiered", True):
+            config._override("jaxlite_tiered", True), \
+            config._override("jaxlite_tier_up_calls", 2):
         yield tmp_path / "c" / "native"
     _cache.clear_memory()
 
