@@ -315,6 +315,11 @@ def test_one_call_builds_nothing_until_asked(tiered_cfg):
     assert ex.fallbacks == [] and ex.started and ex.tier == "native"
     text = jax.jit(lambda x: jnp.sum(jnp.sin(x) * 4.0)).lower(a).compile().as_text()
     assert "backend=cpu" in text and "native kernel" in text
+    # the header's temporaries are the native plan's (the text builds the tier first)
+    compiled = jax.jit(lambda x: jnp.cumsum(jnp.sin(x) * 2) + 1).lower(a).compile()
+    text = compiled.as_text()
+    native = compiled._program.executable.native
+    assert native is not None and f"temporaries peak {native.temp_bytes} bytes" in text
     np.testing.assert_allclose(np.asarray(g(a)), np.asarray(out), rtol=1e-6)
 
 

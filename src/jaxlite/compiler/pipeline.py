@@ -64,10 +64,11 @@ class CompiledProgram:
 
     def as_text(self) -> str:
         ex = self.executable
+        text = ex.as_text()     # first: a tiered executable builds its native tier here
         return (f"# optimised program ({', '.join(n for n, _ in PASSES)})\n"
                 f"{self.optimized}\n{_kernels_text(self.optimized)}\n# executable: "
                 f"backend={ex.backend}, temporaries peak "
-                f"{ex.temp_bytes} bytes\n{ex.as_text()}")
+                f"{ex.temp_bytes} bytes\n{text}")
 
 
 def _kernels_text(closed: ClosedJaxpr) -> str:
