@@ -11,8 +11,11 @@ module is imported and its ``kern`` compiled by Numba with ``cache=True``, so Nu
 the machine code beside it (``__pycache__``); another process importing the same module
 file loads that machine code instead of compiling.
 
-Directory: config ``jax_compilation_cache_dir`` (``JAXLITE_CACHE_DIR``); when unset,
-``$XDG_CACHE_HOME/jaxlite`` or ``~/.cache/jaxlite``; an empty string turns the cache off.
+Directory: config ``jax_compilation_cache_dir`` (``JAXLITE_CACHE_DIR``, else JAX's
+``JAX_COMPILATION_CACHE_DIR``); when unset, ``$XDG_CACHE_HOME/jaxlite`` or
+``~/.cache/jaxlite``; an empty string turns the cache off.  Kernels live in its ``native/``
+folder; ``native/programs/`` holds one empty marker per program whose native code was
+built (_tiered.py: such a program starts loading it after its first call).
 
 Safety: module files are written to a temporary file and linked into place only if absent
 (so a file Numba already stamped is never touched by a racing writer); Numba writes its
