@@ -420,3 +420,20 @@ def test_threshold_change_reroutes_memoised_operators():
             assert type(y._buf) is PendingBuffer     # the memo was dropped
     assert type((x + 1)._buf) is Buffer
     assert y.tolist() == [2.0] * 64
+
+
+def test_is_deleted_and_copy_to_host_async_do_not_wait():
+    f = jaxlite.jit(_failing)
+    with eager_async():
+        with gate():
+            y = f(jnp.arange(64, dtype=jnp.float32))
+            assert not y.is_deleted()
+            y.copy_to_host_async()
+            assert type(y._buf) is PendingBuffer      # still pending: nothing waited
+        assert not y.is_deleted()                      # failed, not deleted
+        with pytest.raises(ValueError, match="boom"):
+            y.block_until_ready()
+        y.delete()
+        assert y.is_deleted()
+        with pytest.raises(RuntimeError, match="deleted"):
+            y.copy_to_host_async()

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import monitoring
 from ..runtime import transfer as _transfer
+from ..runtime.dispatch import PendingBuffer as _PendingBuffer
 from .avals import ShapedArray
 from .trace import Tracer
 
@@ -151,14 +152,22 @@ class ArrayImpl(Array):
     def block_until_ready(self):
         """Waits until the value is computed; returns ``self`` (``jax.Array.block_until_ready``).
 
-        Raises RuntimeError if the array was deleted."""
+        A computation dispatched asynchronously (runtime/dispatch.py) is waited for here,
+        and its error, if it failed, is raised here (the same type, naming the operation
+        or jitted function).  Raises RuntimeError if the array was deleted."""
         if self._buf.data is None:
             raise deleted_error(self.aval)
         return self
 
     def copy_to_host_async(self) -> None:
-        """Starts copying the values to the host (a no-op: host memory already)."""
-        if self._buf.data is None:
+        """Starts copying the values to the host (a no-op: host memory already; it does
+        not wait for a pending computation)."""
+        buf = self._buf
+        if type(buf) is _PendingBuffer:
+            if buf._deleted:
+                raise deleted_error(self.aval)
+            return
+        if buf.data is None:
             raise deleted_error(self.aval)
 
     def delete(self) -> None:
@@ -168,8 +177,13 @@ class ArrayImpl(Array):
         self._buf.delete()
 
     def is_deleted(self) -> bool:
-        """True after ``delete()`` (or after donation)."""
-        return self._buf.data is None
+        """True after ``delete()`` (or after donation).  Does not wait for a pending
+        computation (nor raise its error)."""
+        buf = self._buf
+        if type(buf) is _PendingBuffer:
+            res = buf._result       # set once computed (shared with other Arrays)
+            return buf._deleted or (res is not None and res.data is None)
+        return buf.data is None
 
     def _check_alive(self):
         if self._buf.data is None:
