@@ -89,7 +89,7 @@ class Config:
             # asynchronous dispatch (runtime/dispatch.py): work of at least this estimated
             # cost (about bytes moved + flops) runs on the device's worker thread
             "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),
-            "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 1_000_000),
+            "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 32_000_000),
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
         object.__setattr__(self, "_values", values)
