@@ -2,7 +2,8 @@
 float32 maths of backends/_vecmath.py): LLVM's IR for the W2 kernel (tanh/exp/sin) and
 W3's exp+sum and division kernels holds vector arithmetic and no scalar libm call, and
 the results still match the NumPy reference (within the vecmath error), large sine
-arguments included (the out-of-range flag reruns the kernel exactly)."""
+arguments included (the out-of-range flag reruns the kernel exactly); float max/min
+reductions (W3's row max) vectorise as llvm.maximum/minimum with _fmax/_fmin's values."""
 import re
 
 import numpy as np
@@ -126,3 +127,51 @@ def test_softmax_kernels_vectorise_and_match():
     assert got.dtype == np.float32
     xe = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
     np.testing.assert_allclose(got, xe / xe.sum(1, keepdims=True), rtol=3e-6, atol=1e-12)
+
+
+def _fold(fn, x, init):
+    out = np.empty(x.shape[0], x.dtype)
+    for i, row in enumerate(x):
+        acc = init
+        for v in row:
+            acc = fn(acc, v)
+        out[i] = acc
+    return out
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("monoid", ["max", "min"])
+def test_float_max_min_reductions_vectorise_with_fmax_semantics(dt, monoid):
+    from jaxlite.backends import _cpu_ops
+    r, c = 12, 523
+    x = np.random.default_rng(5).standard_normal((r, c)).astype(dt)
+    x[1, 7] = np.nan                        # NaN early, late, alone in a row of infs
+    x[2, c - 1] = np.nan
+    x[3, :] = -np.inf if monoid == "max" else np.inf
+    x[3, 100] = np.nan
+    x[4, :] = -0.0                          # signed zeros: max(-0, +0) = +0
+    x[5, :] = -0.0
+    x[5, 300] = 0.0
+    x[6, :] = 0.0
+    x[6, 17] = -0.0
+    x[7, :] = np.inf if monoid == "max" else -np.inf
+    body = jax.make_jaxpr(lambda v: (v,))(np.zeros((), dt)).jaxpr
+    k = Kernel((r, c), [KernelInput(ShapedArray((r, c), dt), [0, 1])], body,
+               [KernelOutput("reduce", ShapedArray((r,), dt), monoid, (1,))], name="mm")
+    nk = NativeKernel(k, parallel=False)
+    assert f"_vm_{monoid}imum(" in nk.source
+    ir = _ir(nk)
+    assert _vector_widths(ir) - {1}, "the reduction was not vectorised"
+    assert f"llvm.vector.reduce.f{monoid}imum" in ir
+    got, = nk(x)
+    fn = _cpu_ops._fmax if monoid == "max" else _cpu_ops._fmin
+    want = _fold(fn, x, dt(-np.inf if monoid == "max" else np.inf))
+    assert got.dtype == dt and got.shape == (r,)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
+    # and the reference (NumPy) agrees but for the sign of a zero maximum
+    ref, = run_reference(k, x)
+    np.testing.assert_array_equal(np.isnan(ref), np.isnan(got))
+    np.testing.assert_array_equal(ref[ok], got[ok])

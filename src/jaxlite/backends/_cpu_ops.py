@@ -115,7 +115,8 @@ flags): the accumulation of a sum reduction, so the vectoriser can split it into
 GLOBALS = {"np": np, "math": math, "_fmax": _fmax, "_fmin": _fmin, "_fabs": _fabs,
            "_sign_f": _sign_f, "_round_away": _round_away, "_isfinite": _isfinite,
            "_idiv": _idiv, "_udiv": _udiv, "_irem": _irem, "_urem": _urem,
-           "_radd": _radd_reassoc, "_vm_oor": _vecmath.trig_out_of_range}
+           "_radd": _radd_reassoc, "_vm_oor": _vecmath.trig_out_of_range,
+           "_vm_maximum": _vecmath.maximum, "_vm_minimum": _vecmath.minimum}
 for _name, _fn in _vecmath.FUNCTIONS.items():
     GLOBALS[f"_vm_{_name}"] = _fn
 

@@ -61,7 +61,8 @@ from numba.core import types
 from numba.extending import intrinsic
 
 __all__ = ["exp_f32", "expm1_f32", "log_f32", "tanh_f32", "logistic_f32", "sin_f32",
-           "cos_f32", "trig_out_of_range", "SIN_COS_LIMIT", "FUNCTIONS", "MAX_ULP"]
+           "cos_f32", "trig_out_of_range", "maximum", "minimum", "SIN_COS_LIMIT",
+           "FUNCTIONS", "MAX_ULP"]
 
 # the fast-math flags every function here is compiled with: FMA contraction only (no
 # reassociation, no assumption about NaN/inf)
@@ -103,6 +104,32 @@ else:      # pragma: no cover - without the instruction llvm.fma is a scalar lib
     def _fma(a, b, c):
         """a * b + c (two roundings: no FMA instruction on this CPU)."""
         return a * b + c
+
+
+def _ieee_minmax(name):
+    @intrinsic
+    def minmax(typingctx, a, b):
+        if not (a == b and a in (types.float32, types.float64)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            t = args[0].type
+            fn = builder.module.declare_intrinsic(f"llvm.{name}", [t],
+                                                  ir.FunctionType(t, [t, t]))
+            return builder.call(fn, args)
+        return a(a, b), codegen
+    return minmax
+
+
+maximum = _ieee_minmax("maximum")
+maximum.__doc__ = """IEEE 754-2019 maximum of two floats of one type (inside compiled code only):
+NaN if either is NaN, maximum(-0.0, +0.0) = +0.0; otherwise the larger.  The same values
+as ``_cpu_ops._fmax`` (NumPy's ``maximum``), but as the ``llvm.maximum`` intrinsic, so a
+loop accumulating it is vectorised by LLVM (no fast-math flag needed: it is associative
+exactly); a max-reduction written with ``_fmax``'s selects stays scalar."""
+minimum = _ieee_minmax("minimum")
+minimum.__doc__ = """IEEE 754-2019 minimum (``llvm.minimum``): NaN if either is NaN,
+minimum(-0.0, +0.0) = -0.0; the counterpart of ``maximum`` for min-reductions."""
 
 
 @intrinsic

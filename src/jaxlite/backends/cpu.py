@@ -212,7 +212,14 @@ class NativeKernel:
                     if r is None:
                         out.append(f"{pad}o{i}[{index([True] * q)}] = {results[i]}")
                     elif i in acc_depth:
-                        e = _cpu_ops.accumulate(o.monoid, f"acc{i}", results[i], o.aval.dtype)
+                        if o.monoid in ("max", "min") and o.aval.dtype.kind == "f":
+                            # the same values as _fmax/_fmin, as an LLVM intrinsic the loop
+                            # vectoriser reduces (row max of 2048x4096 float32, one thread:
+                            # 2.8 ms scalar, 0.8 ms vectorised)
+                            e = f"_vm_{o.monoid}imum(acc{i}, {T}({results[i]}))"
+                        else:
+                            e = _cpu_ops.accumulate(o.monoid, f"acc{i}", results[i],
+                                                    o.aval.dtype)
                         out.append(f"{pad}acc{i} = {T}({e})")
                     else:
                         ix = index([a not in r for a in range(q)])
