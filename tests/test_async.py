@@ -57,10 +57,12 @@ def gate():
     after it is still pending inside the block)."""
     release = threading.Event()
     started = threading.Event()
+    timed_out = []
 
     def hold(vals):
         started.set()
-        release.wait(10)
+        if not release.wait(10):
+            timed_out.append(True)    # the block waited for the worker: a test bug
         return []
     dispatch.submit(DEV, hold, [], "gate", [])
     started.wait(10)
@@ -68,6 +70,7 @@ def gate():
         yield
     finally:
         release.set()
+    assert not timed_out, "the code inside gate() waited for a pending computation"
 
 
 def describe(x):

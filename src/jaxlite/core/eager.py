@@ -140,15 +140,27 @@ def apply_primitive(prim, args, params):
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
     vals = []
+    pending = False
     for a in args:   # value_on, with its common case (an Array on ``device``) inlined
         if type(a) is ArrayImpl:
             buf = a._buf
             if buf.device is device:
+                if type(buf) is not Buffer and _dispatch.is_pending(buf) and \
+                        _dispatch._min_cost != _INF:
+                    vals.append(buf)   # still being computed: passed on as a future
+                    pending = True
+                    continue
                 data = buf.data
                 if data is not None:
                     vals.append(data)
                     continue
         vals.append(value_on(a, device))
+    if pending and not monitoring._listeners:
+        # an operand is still being computed: queue this operation after it (waiting
+        # here would stall the caller), whatever its size
+        return _apply_async(prim, vals, params, out_aval, device, committed)
+    if pending:
+        vals = [v.data if type(v) is _dispatch.PendingBuffer else v for v in vals]
     mc = _dispatch._min_cost
     if mc != _INF:     # the work estimate: operand and result bytes (see _eager_cost)
         n = _eager_cost(vals, out_aval, True) if prim.multiple_results else \
@@ -192,7 +204,7 @@ def _eager_cost(vals, out_aval, multiple: bool) -> int:
 
 def _apply_async(prim, vals, params, out_aval, device, committed):
     """``apply_primitive`` on the device's worker: the result Array(s) at once, pending
-    until computed (operands were read already: a pending one was waited for)."""
+    until computed (``vals`` may hold PendingBuffers, resolved on the worker)."""
     outs = list(out_aval) if prim.multiple_results else [out_aval]
     bufs = _dispatch.new_job(device, len(outs), prim.name)
     arrays = [ArrayImpl(b, a, committed) for b, a in zip(bufs, outs)]

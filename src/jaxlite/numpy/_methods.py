@@ -108,7 +108,9 @@ def _fast_binop(fn, reflected):
                     e = _op_entry(fn, spec, a, b)
                     if len(cache) < _OP_CACHE_MAX:
                         cache[key] = e
-                if e:
+                if e and type(self._buf) is Buffer and (t is not ArrayImpl or
+                                                        type(other._buf) is Buffer):
+                    # (a pending operand takes the full path, which passes it on)
                     buf = self._buf
                     v = buf.data
                     device = buf.device

@@ -26,6 +26,7 @@ from ..core.eager import run_impl, value_on
 from ..core.trace import Tracer, _dynamic, get_aval
 from ..primitives import elementwise as _e
 from ..runtime import get_default_device
+from ..runtime.dispatch import is_pending as _is_pending
 from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
                     public_names)
 
@@ -252,6 +253,8 @@ def _fast_binary(f, prim_for, kind, x1, x2):
     buf = arr._buf
     device = buf.device
     committed = arr._committed
+    if _is_pending(buf) or (t1 is t2 and _is_pending(x2._buf)):
+        return None     # the full path passes a pending operand on (runtime/dispatch.py)
     if t1 is t2:
         buf2 = x2._buf
         v1, v2 = buf.data, buf2.data
