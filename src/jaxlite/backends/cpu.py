@@ -559,7 +559,6 @@ class CpuExecutable(Executable):
         """The program as straight-line Python (``run_source``): one call per step, the
         declared dtype enforced only where an implementation widened, temporaries
         deleted after their last use, in-place steps given their ``out`` buffers."""
-        import functools
         glb = {"_nd": np.ndarray, "_asarray": np.asarray}
         for i, c in enumerate(self._init):
             glb[f"s{i}"] = c
@@ -570,8 +569,7 @@ class CpuExecutable(Executable):
         for k, ((fn, ins, outs, multi, dtypes, dead), e) in enumerate(
                 zip(self._steps, self._eqns)):
             if self.report[k][0] in ("fallback", "blas"):
-                fn = functools.partial(e.primitive.impl, **e.params) if e.params \
-                    else e.primitive.impl
+                fn = e.primitive.impl_for([v.aval for v in e.invars], e.params)
             glb[f"f{k}"] = fn
             args = ", ".join(f"s{i}" for i in ins)
             if k in self._plan:

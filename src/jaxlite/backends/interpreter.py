@@ -15,7 +15,6 @@ recycling pool (runtime/buffer.py) instead of a fresh allocation ("into a pool b
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -197,8 +196,7 @@ class InterpretedExecutable(Executable):
         counter = 0
         for k, eqn in enumerate(jaxpr.eqns):
             fn = f"f{k}"
-            glb[fn] = functools.partial(eqn.primitive.impl, **eqn.params) if eqn.params \
-                else eqn.primitive.impl
+            glb[fn] = eqn.primitive.impl_for([v.aval for v in eqn.invars], eqn.params)
             outn = []
             for v in eqn.outvars:
                 names[v] = f"v{counter}"

@@ -12,6 +12,8 @@ Layer: core.  A primitive is declared once, with all of its rules:
 """
 from __future__ import annotations
 
+import functools
+
 from .eager import apply_primitive
 from .trace import Tracer, _dynamic, find_top_trace, full_lower
 
@@ -35,6 +37,7 @@ class Primitive:
         self.scalar_op = scalar_op
         self.flops = flops
         self.kind = kind
+        self.specialize = None    # (avals, **params) -> callable or None, see impl_for
         self._aval_cache: dict = {}
         if name in _registry:
             raise ValueError(f"primitive {name!r} declared twice")
@@ -42,6 +45,17 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+    def impl_for(self, avals, params: dict):
+        """The implementation as a callable of the operands alone, for a compiled program
+        whose operand avals are static: the primitive's ``specialize`` rule may return a
+        cheaper callable for these avals (e.g. no float16 check when no operand is half
+        precision), otherwise ``impl`` with ``params`` bound.  Same results either way."""
+        if self.specialize is not None:
+            fn = self.specialize(avals, **params)
+            if fn is not None:
+                return fn
+        return functools.partial(self.impl, **params) if params else self.impl
 
     def abstract_eval_cached(self, avals: tuple, params: dict):
         """``abstract_eval`` memoised on (avals, params) when the params are hashable."""

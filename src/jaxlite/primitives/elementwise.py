@@ -7,6 +7,8 @@ scalar-op table.  The result is weakly typed only when every operand is.
 """
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -41,6 +43,16 @@ def _half(fn):
     return impl
 
 
+def _specialize_half(fn):
+    """The ``specialize`` rule of a ``_half`` implementation: ``fn`` itself (no per-call
+    dtype check) when no operand is float16/bfloat16."""
+    def rule(avals, **params):
+        if any(a.dtype in _F16S for a in avals):
+            return None
+        return functools.partial(fn, **params) if params else fn
+    return rule
+
+
 _F16S = (np.dtype(np.float16), _BF16)
 
 
@@ -62,12 +74,16 @@ def _elementwise_flops(*avals, **params):
 def elementwise(name, impl, allowed, *, out_dtype=None, scalar_op=None, half=True,
                 same_dtypes=True):
     """Declares an elementwise primitive ``name``."""
+    raw = impl
     if half:
         impl = _half(impl)
-    return Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
-                                                           same_dtypes),
-                     impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,
-                     kind="elementwise")
+    p = Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
+                                                        same_dtypes),
+                  impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,
+                  kind="elementwise")
+    if half:
+        p.specialize = _specialize_half(raw)
+    return p
 
 
 def _bool_out(dt):

@@ -102,6 +102,24 @@ dot_general_p = Primitive("dot_general", abstract_eval=_dot_aval, impl=_dot_impl
                           flops=_dot_flops, kind="dot")
 
 
+def _dot_specialize(avals, dimension_numbers, precision=None,
+                    preferred_element_type=None, out_sharding=None):
+    """A 1-D . 1-D contraction of equal, non-half, non-bool dtypes with no wider
+    accumulation type is NumPy's ``dot`` itself (what ``_dot_impl`` ends in)."""
+    lhs, rhs = avals
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    if (len(lhs.shape) == len(rhs.shape) == 1 and tuple(lc) == (0,) and tuple(rc) == (0,)
+            and lhs.dtype == rhs.dtype and lhs.dtype not in _HALF
+            and lhs.dtype != np.bool_
+            and (preferred_element_type is None
+                 or np.dtype(preferred_element_type) == lhs.dtype)):
+        return np.dot
+    return None
+
+
+dot_general_p.specialize = _dot_specialize
+
+
 # ---- svd ------------------------------------------------------------------------------------
 
 def _real_of(dt):

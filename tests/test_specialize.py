@@ -1,0 +1,70 @@
+"""``Primitive.impl_for``: the implementation a compiled program binds for static operand
+avals.  A primitive's ``specialize`` rule may pick a cheaper callable (elementwise ops
+without half-precision operands skip the float16 check; a 1-D . 1-D dot is NumPy's dot);
+the results must be those of ``impl`` bit for bit."""
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+from jaxlite.core.avals import ShapedArray
+from jaxlite.primitives import elementwise as ew
+from jaxlite.primitives.linalg import dot_general_p
+
+
+def _avals(*xs):
+    return [ShapedArray(x.shape, x.dtype) for x in xs]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16", "bfloat16"])
+@pytest.mark.parametrize("prim", [ew.add_p, ew.mul_p, ew.max_p, ew.sub_p])
+def test_elementwise_impl_for_matches_impl(prim, dtype):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(7) * 10).astype(dtype)
+    b = (rng.standard_normal(7) * 10).astype(dtype)
+    fn = prim.impl_for(_avals(a, b), {})
+    got, want = fn(a, b), prim.impl(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    half = dtype in ("float16", "bfloat16")
+    assert (fn is prim.impl) == half       # half precision keeps the checking wrapper
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float16"])
+def test_vector_dot_impl_for_matches_impl(dtype):
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(9) * 4).astype(dtype)
+    b = (rng.standard_normal(9) * 4).astype(dtype)
+    params = dict(dimension_numbers=(((0,), (0,)), ((), ())), precision=None,
+                  preferred_element_type=None)
+    fn = dot_general_p.impl_for(_avals(a, b), params)
+    got, want = np.asarray(fn(a, b)), np.asarray(dot_general_p.impl(a, b, **params))
+    assert got.dtype == want.dtype and got.shape == want.shape == ()
+    np.testing.assert_array_equal(got, want)
+    assert (fn is np.dot) == (dtype in ("float32", "int32"))
+
+
+def test_matrix_dot_and_wider_accumulation_are_not_specialised():
+    a = np.ones((2, 3), np.float32)
+    params = dict(dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
+                  preferred_element_type=None)
+    assert dot_general_p.impl_for(_avals(a, a.T), params) is not np.dot
+    v = np.ones(3, np.int8)
+    params = dict(dimension_numbers=(((0,), (0,)), ((), ())), precision=None,
+                  preferred_element_type=np.int32)
+    fn = dot_general_p.impl_for(_avals(v, v), params)
+    assert fn is not np.dot and np.asarray(fn(v, v)).dtype == np.int32
+
+
+def test_jitted_program_results_unchanged_on_the_interpreter():
+    from jaxlite.config import config
+    x = jnp.array([1.0, 2.0, 3.0], dtype=jnp.float32)
+    y = jnp.array([4.0, 5.0, 6.0], dtype=jnp.float32)
+    h = jnp.array([1.5, -2.0, 3.0], dtype=jnp.float16)
+    with config._override("jaxlite_backend", "interpreter"):
+        f = jax.jit(lambda a, b: jnp.dot(a, b) + jnp.sum(a))
+        g = jax.jit(lambda a: a * a + a)
+        out, outh = f(x, y), g(h)
+    assert out.dtype == np.float32 and float(out) == 38.0
+    assert outh.dtype == np.float16
+    np.testing.assert_array_equal(np.asarray(outh), np.array([3.75, 2.0, 12.0], np.float16))
