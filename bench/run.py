@@ -135,6 +135,10 @@ class _Tier:
             ex = getattr(program, "executable", None)
             if ex is None:
                 continue
+            if getattr(ex, "pays", True) is False:
+                # jaxlite keeps it on the interpreter: native code would not pay
+                tiers.append("interpreter (native does not pay)")
+                continue
             if hasattr(ex, "wait"):
                 ex.wait(TIER_WAIT_S)
             tiers.append(getattr(ex, "tier", getattr(ex, "backend", "?")))

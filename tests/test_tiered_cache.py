@@ -460,3 +460,36 @@ def test_exit_waits_for_the_running_build_only(tmp_path):
     assert r["tiers"] == ["interpreter"] * 3
     assert all("exited before the native build" in e for e in r["errors"])
     assert r["waited"] < 20
+
+
+def test_program_where_native_code_cannot_pay_stays_on_the_interpreter(tiered_cfg):
+    # W1's program: a vector dot (BLAS) plus a 3-element sum, a kernel standing for one
+    # array operation: a native kernel call would cost more than the NumPy call
+    x = jnp.array([1.0, 2.0, 3.0], dtype=jnp.float32)
+    y = jnp.array([4.0, 5.0, 6.0], dtype=jnp.float32)
+    g = jax.jit(lambda a, b: jnp.dot(a, b) + jnp.sum(a))
+    outs = [g(x, y) for _ in range(6)]
+    ex = _exe(g)
+    assert ex.pays is False and ex.tier_up_at is None
+    assert ex.calls == 0 and not ex.started and ex.tier == "interpreter"
+    for o in outs:
+        assert o.dtype == np.float32 and o.shape == () and float(o) == 38.0
+    assert "too small for native code to pay" in _tiered.summary(0)
+    # an explicit request still builds it
+    assert ex.wait(60) and ex.tier == "native" and float(g(x, y)) == 38.0
+
+
+@pytest.mark.parametrize("case", ["two_ops", "big", "scan"])
+def test_programs_where_native_code_pays_tier_up(tiered_cfg, case):
+    from jaxlite.compiler.pipeline import optimize
+    small = jnp.arange(5.0)
+    if case == "two_ops":            # fusion saves a NumPy call: pays even when tiny
+        f, args = (lambda a: jnp.sum(a * 2.0)), (small,)
+    elif case == "big":              # one op over many elements: vectorised maths
+        f, args = jnp.exp, (jnp.zeros(_tiered.NATIVE_MIN_ELEMENTS),)
+    else:                            # a loop: the native step loop saves the dispatch
+        f, args = (lambda a: jax.lax.scan(lambda c, x: (c + x, c), 0.0, a)), (small,)
+    closed = optimize(jax.make_jaxpr(f)(*args))[0]
+    assert _tiered.native_pays(closed)
+    small_closed = optimize(jax.make_jaxpr(jnp.sum)(small))[0]
+    assert not _tiered.native_pays(small_closed)

@@ -12,6 +12,10 @@ reference: same results), and Numba is not touched until the program is *hot*:
 - a program whose native code was built before (by this or an earlier process: a marker
   file in the persistent cache, checked with one ``os.path.exists``, no Numba import)
   starts its build right after its first call, and the build only loads machine code;
+- a program in which native code cannot pay stays on the interpreter (``native_pays``):
+  no native loop, and every fused kernel stands for a single array operation over fewer
+  than ``NATIVE_MIN_ELEMENTS`` elements.  There a kernel call (about 2 us) costs more
+  than the one NumPy call it replaces (W1's 3-element ``sum``);
 - ``as_text`` and every native attribute (``fallbacks``, ``kernels``, ``report``) and
   ``wait`` start the build if it has not started and wait for it.
 
@@ -45,6 +49,10 @@ import numpy as np
 from .base import Executable
 
 logger = logging.getLogger("jaxlite")
+
+NATIVE_MIN_ELEMENTS = 1 << 16
+"""A kernel that stands for one array operation pays for native code from this many
+elements on (see ``native_pays``)."""
 
 EXIT_WAIT_SECONDS = 30.0
 """The longest the process waits at exit for the native build in progress."""
@@ -198,13 +206,31 @@ NATIVE_ATTRIBUTES = frozenset({"fallbacks", "kernels", "report"})
 """Attributes of the native executable a ``TieredExecutable`` gives (after building it)."""
 
 
+def native_pays(closed) -> bool:
+    """Whether the native tier can beat the interpreter on ``closed``: True when it has a
+    ``scan`` or ``while`` (a native loop saves the interpreter's per-step dispatch), or a
+    fused kernel that stands for two or more array operations (its body's equations plus
+    its reductions: fusion saves a pass over memory and a NumPy call each) or iterates
+    over at least ``NATIVE_MIN_ELEMENTS`` elements (vectorised maths)."""
+    from ..primitives.kernel import kernel_p
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name in ("scan", "while"):
+            return True
+        if eqn.primitive is kernel_p:
+            k = eqn.params["kernel"]
+            ops = len(k.body.eqns) + sum(o.kind == "reduce" for o in k.outputs)
+            if ops >= 2 or int(np.prod(k.shape, dtype=np.int64)) >= NATIVE_MIN_ELEMENTS:
+                return True
+    return False
+
+
 class TieredExecutable(Executable):
     """Runs on the interpreter until the native executable is ready, then on it.
 
     ``tier`` is ``"interpreter"`` or ``"native"``; ``calls`` counts the calls run on the
     interpreter; ``tier_up_at`` is the call after which the native build starts (1 when
-    the persistent cache holds the program's native code); ``started`` says whether it has
-    started; ``wait(timeout)`` starts it if needed and blocks until it has finished (True)
+    the persistent cache holds the program's native code; None when native code would
+    not pay, see ``native_pays``); ``started`` says whether it has started; ``wait(timeout)`` starts it if needed and blocks until it has finished (True)
     or the timeout passed (False).
     """
 
@@ -229,9 +255,12 @@ class TieredExecutable(Executable):
         self._lock = threading.Lock()
         self._marker = _marker_path(closed)
         self.cached = self._marker is not None and os.path.exists(self._marker)
-        self.tier_up_at = 1 if self.cached else max(1, int(config.jaxlite_tier_up_calls))
+        self.pays = native_pays(closed)
+        self.tier_up_at = (None if not self.pays else 1 if self.cached
+                           else max(1, int(config.jaxlite_tier_up_calls)))
         self._created = time.perf_counter()
-        self.run = self._counting_run    # replaced on tier-up, then by the native run
+        # replaced on tier-up, then by the native run
+        self.run = self._counting_run if self.pays else interp.run
         _PROGRAMS.add(self)
 
     def _counting_run(self, args, donated=None):
@@ -331,7 +360,8 @@ def summary(timeout: float | None = None) -> str:
     from . import _cache
     done = wait_all(timeout)
     progs = list(_PROGRAMS)
-    cold = sum(1 for p in progs if not p.started)
+    cold = sum(1 for p in progs if not p.started and p.pays)
+    small = sum(1 for p in progs if not p.started and not p.pays)
     st = _cache.stats()
     sw = switches()
     line = (f"native code: {sw['native']} program(s) switched to native code; "
@@ -339,6 +369,9 @@ def summary(timeout: float | None = None) -> str:
             f"persistent cache ({_cache.cache_dir() or 'off'})")
     if cold:
         line += f"; {cold} program(s) called too few times to compile stay on the interpreter"
+    if small:
+        line += (f"; {small} program(s) too small for native code to pay stay on the "
+                 f"interpreter")
     if sw["failed"]:
         line += f"; {sw['failed']} failed to compile (see the log)"
     if not done:
