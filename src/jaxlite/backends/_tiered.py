@@ -253,9 +253,11 @@ class TieredExecutable(Executable):
         self._closed = closed
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._marker = _marker_path(closed)
-        self.cached = self._marker is not None and os.path.exists(self._marker)
         self.pays = native_pays(closed)
+        # a program kept on the interpreter needs no "built before" marker (its key
+        # prints the program: about a millisecond of a first call)
+        self._marker = _marker_path(closed) if self.pays else None
+        self.cached = self._marker is not None and os.path.exists(self._marker)
         self.tier_up_at = (None if not self.pays else 1 if self.cached
                            else max(1, int(config.jaxlite_tier_up_calls)))
         self._created = time.perf_counter()
