@@ -440,3 +440,22 @@ def test_is_deleted_and_copy_to_host_async_do_not_wait():
         assert y.is_deleted()
         with pytest.raises(RuntimeError, match="deleted"):
             y.copy_to_host_async()
+
+
+@pytest.mark.parametrize("async_on", [True, False])
+def test_failed_allocation_keeps_its_type_and_leaves_no_phantom_peak(async_on):
+    # the interpreter's plan charges the program's temporaries (here an outer product of
+    # 10**6 x 10**6 float32, 3.6 TiB) while it runs; the allocation fails
+    from jaxlite.config import config
+    dev = jaxlite.devices()[0]
+    x = jnp.ones(10**6)
+    with config._override("jaxlite_backend", "interpreter"), \
+            config._override("jaxlite_async", async_on):
+        f = jaxlite.jit(lambda v: (v[:, None] * jnp.ones((1, 10**6))).sum())
+        dev.reset_peak_memory()
+        with pytest.raises(MemoryError, match="3.64 TiB"):
+            f(x).block_until_ready()
+    stats = dev.memory_stats()
+    assert stats["peak_bytes_in_use"] < 10**9
+    assert stats["largest_alloc_size"] < 10**9
+    assert stats["bytes_in_use"] >= x.nbytes

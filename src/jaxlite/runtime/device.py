@@ -101,6 +101,14 @@ class Device:
     def _free(self, nbytes: int) -> None:
         self._bytes_in_use -= nbytes
 
+    def _charge_failed(self, nbytes: int, peak: int, largest: int) -> None:
+        """Takes back a charge of ``nbytes`` temporaries whose program raised (e.g. a
+        MemoryError while allocating them): the peak and the largest allocation return to
+        what they were before the charge, or to the bytes in use now if that is more."""
+        self._bytes_in_use -= nbytes
+        self._peak = max(peak, self._bytes_in_use)
+        self._largest = largest
+
     def __call__(self):
         # The chapter's ``x.device()``: ``device`` was a method in old JAX, now a property.
         warnings.warn("Array.device() is deprecated: device is a property now; write "

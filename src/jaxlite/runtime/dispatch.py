@@ -110,9 +110,18 @@ class _Job:
     def failure(self) -> BaseException:
         e = self.error
         msg = f"{self.what} (dispatched asynchronously) failed: {type(e).__name__}: {e}"
-        try:
-            err = type(e)(msg)
-        except Exception:  # noqa: BLE001 - an exception type with another constructor
+        err = None
+        # the error's own type, or the nearest base class that takes a message (NumPy's
+        # allocation failure is a MemoryError whose constructor takes other arguments)
+        for cls in type(e).__mro__:
+            if cls in (BaseException, Exception, object):
+                break
+            try:
+                err = cls(msg)
+                break
+            except Exception:  # noqa: BLE001 - an exception type with another constructor
+                continue
+        if err is None:
             err = AsyncComputationError(msg)
         err.__cause__ = e
         return err

@@ -163,6 +163,7 @@ class _FastEntry:
         ex = self.program.executable
         tmp = ex.temp_bytes
         if tmp:     # the temporaries, charged while the program runs (Device._alloc, inlined)
+            before = device._peak, device._largest
             used = device._bytes_in_use = device._bytes_in_use + tmp
             device._num_allocs += 1
             if used > device._peak:
@@ -193,6 +194,11 @@ class _FastEntry:
                     res.append(ArrayImpl(Buffer(o, device), a, self.committed))
                 else:
                     res.append(wrap(o, a, device, self.committed, vals))
+        except BaseException:
+            if tmp:     # the temporaries were never all allocated: no peak from them
+                device._charge_failed(tmp, *before)
+                tmp = 0
+            raise
         finally:
             fp_ignore_end(token)
             if tmp:
@@ -630,11 +636,17 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
     tmp = ex.temp_bytes
     if tmp:
+        before = device._peak, device._largest
         device._alloc(tmp)
     token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
     try:
         outs = ex.run(vals, donated) if donated else ex.run(vals)
         return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
+    except BaseException:
+        if tmp:     # the temporaries were never all allocated: no peak from them
+            device._charge_failed(tmp, *before)
+            tmp = 0
+        raise
     finally:
         fp_ignore_end(token)
         if tmp:
@@ -665,10 +677,16 @@ def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list
         ex = program.executable      # the tier current when the job runs
         tmp = ex.temp_bytes
         if tmp:
+            before = device._peak, device._largest
             device._alloc(tmp)
         try:
             res = ex.run(vals)
             return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
+        except BaseException:
+            if tmp:     # the temporaries were never all allocated: no peak from them
+                device._charge_failed(tmp, *before)
+                tmp = 0
+            raise
         finally:
             if tmp:
                 device._free(tmp)
