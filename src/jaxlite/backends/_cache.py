@@ -230,7 +230,7 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
             try:
                 disp = njit(sig, parallel=parallel, **copts)(mod.kern)
             except Exception as e:
-                if attempt or not _is_cache_error(e):
+                if attempt or not _is_cache_error(e, path, modname):
                     raise
                 _discard(path, modname, f"Numba could not load its cache: "
                                         f"{type(e).__name__}: {e}")
@@ -245,9 +245,16 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
         return disp
 
 
-def _is_cache_error(e: Exception) -> bool:
-    """Numba's typing/lowering errors are the kernel's; anything else (unpickling,
-    truncated files, ...) is taken for a damaged cache."""
+def _is_cache_error(e: Exception, path: str, modname: str) -> bool:
+    """Whether Numba's failure ``e`` on the module at ``path`` came from its cache.
+
+    Numba's typing/lowering errors are the kernel's.  So is any error when the module has
+    no cache files yet: nothing was loaded, Numba compiled and failed (some of its passes
+    raise plain ValueErrors, e.g. parfors rejecting a reduction variable).  Anything else
+    (unpickling, truncated index or object files, ...) is taken for a damaged cache."""
     from numba.core import errors
-    return not isinstance(e, (errors.TypingError, errors.LoweringError,
-                              errors.UnsupportedError, errors.NumbaError))
+    if isinstance(e, (errors.TypingError, errors.LoweringError,
+                      errors.UnsupportedError, errors.NumbaError)):
+        return False
+    return bool(glob.glob(os.path.join(os.path.dirname(path), "__pycache__",
+                                       modname + ".*")))

@@ -154,6 +154,7 @@ class NativeKernel:
             (inner_loads if any(pres) else lines).append(load if any(pres) else "    " + load)
         # the scalar body
         body = []
+        trig_args = []      # float32 sin/cos operands (large arguments flag a rerun)
         counter = [0]
 
         def name_of(v):
@@ -172,11 +173,15 @@ class NativeKernel:
             out_dt = eqn.outvars[0].aval.dtype
             expr = _cpu_ops.emit(op, args, dts, out_dt, eqn.params)
             if op in _cpu_ops.TRIG_OPS and dts[0] == np.float32:
-                body.append(f"flag += _vm_oor({args[0]})")
+                trig_args.append(args[0])
             n = f"t{counter[0]}"
             counter[0] += 1
             body.append(f"{n} = {type_name(out_dt)}({expr})")
             names[eqn.outvars[0]] = n
+        if trig_args:
+            # ONE update of the flag per iteration: Numba's parfor accepts a reduction
+            # variable only when the prange body updates it once
+            body.append("flag += " + " + ".join(f"_vm_oor({a})" for a in trig_args))
         results = [name_of(v) for v in k.body.outvars]
 
         # reductions: a scalar accumulator when the reduced axes are a suffix
