@@ -50,7 +50,25 @@ def _identity(name, dt):
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
 
-reduce_sum_p = _reduction("reduce_sum", np.add.reduce, "fciu")
+_WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _sum(x, axis):
+    # NumPy's pairwise summation only applies along the contiguous inner loop; over any
+    # other axis it adds row by row, and a float32 running sum stalls at 2**24 (XLA sums
+    # in a tree).  There the sum accumulates in double precision and is rounded back once.
+    # A C-contiguous operand reduced over a trailing run of axes is one contiguous inner
+    # loop (pairwise, accurate) and keeps the fast path.
+    wide = _WIDE.get(x.dtype)
+    if wide is None:
+        return np.add.reduce(x, axis=axis)
+    nd = x.ndim
+    if x.flags.c_contiguous and tuple(sorted(axis)) == tuple(range(nd - len(axis), nd)):
+        return np.add.reduce(x, axis=axis)
+    return np.add.reduce(x, axis=axis, dtype=wide).astype(x.dtype)
+
+
+reduce_sum_p = _reduction("reduce_sum", _sum, "fciu")
 reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, "fciu")
 
 

@@ -1,0 +1,72 @@
+"""Regression tests for defects found in review: float32 reduction accuracy, jit donation
+argument validation, ``clear_caches`` and ``cost_analysis`` of control flow."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.lax as lax
+import jaxlite.numpy as jnp
+from oracle import assert_like_jax
+
+
+# --- 1. reduce_sum accumulates float32 exactly enough off the contiguous axis ----------
+
+def _stall_input(shape, axis, dtype=np.float32):
+    # one element of 2**24 then ones: a float32 running sum never moves past 2**24
+    x = np.ones(shape, dtype)
+    idx = [slice(None)] * len(shape)
+    idx[axis] = 0
+    x[tuple(idx)] = 2.0 ** 24
+    return x
+
+
+@pytest.mark.parametrize("shape,axis", [((3000, 2), 0), ((3000, 3, 2), 0), ((2, 3000, 3), 1),
+                                        ((2, 3000), 1), ((3000,), 0)])
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_sum_float32_no_stall(rjnp, shape, axis, mode):
+    x = _stall_input(shape, axis)
+    f = (lambda a: jnp.sum(a, axis=axis))
+    got = (jax.jit(f) if mode == "jit" else f)(jnp.asarray(x))
+    want = rjnp.sum(rjnp.asarray(x), axis=axis)
+    assert_like_jax(got, want, rtol=4e-6, atol=0)   # XLA's own tree rounding: ~2e-6
+    ref = x.astype(np.float64).sum(axis=axis)
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6)
+
+
+def test_sum_transposed_and_multi_axis(rjnp):
+    # float64 NumPy is the reference here: XLA itself loses the ones in the (0, 2) case
+    x = _stall_input((3000, 4), 0)
+    for f in (lambda m, a: m.sum(a.T, axis=1), lambda m, a: m.sum(a.reshape(1500, 2, 4), axis=(0, 2)),
+              lambda m, a: m.sum(a.reshape(1500, 2, 4), axis=(0, 1))):
+        got, want = f(jnp, jnp.asarray(x)), f(rjnp, rjnp.asarray(x))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.weak_type == want.weak_type
+        np.testing.assert_allclose(np.asarray(got), f(np, x.astype(np.float64)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_mean_axis0_accuracy(mode):
+    rng = np.random.default_rng(0)
+    x = rng.random((400_000, 8), dtype=np.float32)
+    f = lambda a: jnp.mean(a, axis=0)
+    got = (jax.jit(f) if mode == "jit" else f)(jnp.asarray(x))
+    assert got.dtype == np.float32 and got.shape == (8,) and not got.weak_type
+    np.testing.assert_allclose(np.asarray(got), x.astype(np.float64).mean(0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16", np.complex64, np.int32])
+def test_sum_axis0_dtypes_kept(rjnp, dtype):
+    x = np.arange(60).reshape(20, 3).astype(dtype)
+    assert_like_jax(jnp.sum(jnp.asarray(x), axis=0), rjnp.sum(rjnp.asarray(x), axis=0),
+                    rtol=1e-2 if np.dtype(dtype).itemsize == 2 else 1e-6)
+
+
+def test_reduce_sum_weak_type_kept(rjax):
+    import jax.lax as rlax
+    got = jax.jit(lambda: lax.reduce_sum(lax.broadcast(2.0, (70, 3)), axes=(0,)))()
+    want = rjax.jit(lambda: rlax.reduce_sum(rlax.broadcast(2.0, (70, 3)), axes=(0,)))()
+    assert_like_jax(got, want)
+    assert got.weak_type
+
