@@ -70,3 +70,47 @@ def test_reduce_sum_weak_type_kept(rjax):
     assert_like_jax(got, want)
     assert got.weak_type
 
+
+# --- 2. jit validates donate_argnums / donate_argnames against the signature -----------
+
+def _two(x, y):
+    return x + y
+
+
+def _pos_only(x, /, y):
+    return x + y
+
+
+def _star(x, *args):
+    return x
+
+
+def _kw(x, **kwargs):
+    return x
+
+
+@pytest.mark.parametrize("fun,kw,bad", [
+    (lambda x: x, dict(donate_argnums=3), "3"),
+    (lambda x: x, dict(donate_argnums=-2), "-2"),
+    (_two, dict(donate_argnums=(0, 2)), "2"),
+    (lambda x: x, dict(donate_argnames="nope"), "nope"),
+    (_two, dict(donate_argnames=("x", "z")), "z"),
+    (_pos_only, dict(donate_argnames="x"), "x"),
+    (_star, dict(donate_argnames="args"), "args"),
+])
+def test_jit_bad_donation_raises_like_jax(rjax, fun, kw, bad):
+    with pytest.raises(ValueError):
+        rjax.jit(fun, **kw)
+    with pytest.raises(ValueError, match="donate_argn") as ours:
+        jax.jit(fun, **kw)
+    assert bad in str(ours.value)
+
+
+@pytest.mark.parametrize("fun,kw", [
+    (_star, dict(donate_argnums=(1, 4))), (_kw, dict(donate_argnames="anything")),
+    (_two, dict(donate_argnums=-1)), (_two, dict(donate_argnames="y")),
+])
+def test_jit_valid_donation_accepted(rjax, fun, kw):
+    rjax.jit(fun, **kw)
+    jax.jit(fun, **kw)
+

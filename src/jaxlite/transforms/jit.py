@@ -102,6 +102,28 @@ def _resolve_static(fun, static_argnums, static_argnames, sig):
     return tuple(nums), tuple(names)
 
 
+def _check_donated(fun, sig, nums, names):
+    """ValueError for a donate_argnums index past the function's positional parameters
+    (any index is accepted with ``*args``) or a donate_argnames entry that names no
+    parameter (any name is accepted with ``**kwargs``)."""
+    params = list(sig.parameters.values())
+    fname = getattr(fun, "__name__", repr(fun))
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not any(p.kind == p.VAR_POSITIONAL for p in params):
+        bad = tuple(i for i in nums if not -len(positional) <= i < len(positional))
+        if bad:
+            raise ValueError(f"jit({fname}): donate_argnums={bad} is out of range; the "
+                             f"function takes {len(positional)} positional argument(s)")
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        bad = [n for n in names if n not in sig.parameters
+               or sig.parameters[n].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                             inspect.Parameter.POSITIONAL_ONLY)]
+        if bad:
+            raise ValueError(f"jit({fname}): donate_argnames {bad} name no parameter of "
+                             f"the function (it takes {list(sig.parameters)})")
+
+
 class _CacheEntry:
     """One compiled signature: the executable stage and the output pytree structure."""
 
@@ -226,6 +248,8 @@ class JitWrapped:
             (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums))
         dnames = () if donate_argnames is None else (
             (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames))
+        if self._sig is not None:
+            _check_donated(fun, self._sig, dn, dnames)
         if self._sig is not None and dnames:
             positional = [p.name for p in self._sig.parameters.values()]
             dn = dn + tuple(positional.index(n) for n in dnames if n in positional)
