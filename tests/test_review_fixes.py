@@ -114,3 +114,22 @@ def test_jit_valid_donation_accepted(rjax, fun, kw):
     rjax.jit(fun, **kw)
     jax.jit(fun, **kw)
 
+
+# --- 3. jax.clear_caches ----------------------------------------------------------------
+
+def test_clear_caches_empties_jit_caches(rjax):
+    assert callable(rjax.clear_caches)
+    f = jax.jit(lambda x: x * 2 + 1)
+    g = jax.jit(lambda x, n: x ** n, static_argnums=1)
+    x = jnp.arange(6.0)
+    a, b = f(x), g(x, 2)
+    assert f._cache_size() == 1 and g._cache_size() == 1
+    pool = __import__("jaxlite.runtime.buffer", fromlist=["POOL"]).POOL
+    assert jax.clear_caches() is None
+    assert f._cache_size() == 0 and g._cache_size() == 0
+    assert pool.clear() == 0          # the pool was already emptied
+    assert all(not p._aval_cache for p in
+               __import__("jaxlite.core.primitive", fromlist=["_registry"])._registry.values())
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(a))
+    np.testing.assert_array_equal(np.asarray(g(x, 2)), np.asarray(b))
+    assert f._cache_size() == 1 and g._cache_size() == 1   # compiled again

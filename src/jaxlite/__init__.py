@@ -29,3 +29,23 @@ from .transforms.stages import ShapeDtypeStruct  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
+
+
+def clear_caches() -> None:
+    """Clears every compilation cache of this process (mirrors ``jax.clear_caches``).
+
+    Empties the compiled-signature cache of every live ``jit``-wrapped function (the next
+    call traces and compiles again), the memoised abstract-evaluation results of the
+    primitives, the native kernels compiled in this process (the persistent on-disk cache
+    is kept), and the pool of free host buffers kept for reuse.  Live arrays are untouched.
+    Takes no arguments, returns None, raises nothing.
+    """
+    from .transforms.jit import clear_all_caches
+    from .core.primitive import _registry
+    from .backends import _cache
+    from .runtime.buffer import clear_buffer_pool
+    clear_all_caches()
+    for prim in list(_registry.values()):
+        prim._aval_cache.clear()
+    _cache.clear_memory()
+    clear_buffer_pool()

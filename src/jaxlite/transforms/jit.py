@@ -18,6 +18,7 @@ import inspect
 import logging
 import time
 import warnings
+import weakref
 
 import numpy as np
 import optree
@@ -228,6 +229,15 @@ class _FastEntry:
         return tree_unflatten(self.out_tree, res)
 
 
+_ALL_JITTED: "weakref.WeakSet" = weakref.WeakSet()   # every live JitWrapped
+
+
+def clear_all_caches() -> None:
+    """Empties the compiled-signature caches of every live jitted function."""
+    for f in list(_ALL_JITTED):
+        f.clear_cache()
+
+
 class JitWrapped:
     """The function returned by ``jit``: call it, ``lower`` it, inspect its cache."""
 
@@ -265,6 +275,7 @@ class JitWrapped:
         self._fast64: dict = {}
         self._last: tuple = (None, None, None)    # (x64, keys, _FastEntry) of the last hit
         self._history: list = []   # signatures compiled so far, for explaining misses
+        _ALL_JITTED.add(self)      # for clear_all_caches, once its caches exist
         if device is not None or backend not in (None, "cpu"):
             warnings.warn("jit's device= and backend= arguments are deprecated (as in JAX): "
                           "place the inputs with device_put instead.", DeprecationWarning,
