@@ -81,8 +81,9 @@ _REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min",
                "reduce_prod": "mul"}     # left unfused (JAXLITE_FUSION=0): monoid loops
 _RENAMES = {"reshape", "squeeze", "copy", "stop_gradient"}   # same elements, same order
 # the local names NativeKernel's generated source uses (arrays a/o, loads x, temporaries t,
-# loop indices i, accumulators acc, constants k and id); attributes (np.int8) never match
-_KERNEL_LOCAL = re.compile(r"(?<![\w.])((?:acc|id|a|o|x|t|i|k)\d+)\b")
+# loop indices i and j, accumulators acc, float64 scratch arrays w, constants k and id);
+# attributes (np.int8) never match
+_KERNEL_LOCAL = re.compile(r"(?<![\w.])((?:acc|id|a|o|x|t|i|j|k|w)\d+)\b")
 
 
 def _optimise(closed):
