@@ -46,6 +46,18 @@ def test_sum_transposed_and_multi_axis(rjnp):
         np.testing.assert_allclose(np.asarray(got), f(np, x.astype(np.float64)), rtol=1e-6)
 
 
+def test_fused_kernel_reference_sum_no_stall():
+    # the NumPy reference of a fused kernel (interpreter and native fallbacks) sums alike
+    from jaxlite.compiler.pipeline import optimize
+    from jaxlite.primitives.kernel import kernel_p, run_reference
+    x = _stall_input((3000, 2), 0)
+    opt, _ = optimize(jax.make_jaxpr(lambda a: (a * 1).sum(0))(x))
+    (k,) = [e.params["kernel"] for e in opt.jaxpr.eqns if e.primitive is kernel_p]
+    (got,) = run_reference(k, x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(0), rtol=1e-6)
+
+
 @pytest.mark.parametrize("mode", ["eager", "jit"])
 def test_mean_axis0_accuracy(mode):
     rng = np.random.default_rng(0)
@@ -133,3 +145,4 @@ def test_clear_caches_empties_jit_caches(rjax):
     np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(a))
     np.testing.assert_array_equal(np.asarray(g(x, 2)), np.asarray(b))
     assert f._cache_size() == 1 and g._cache_size() == 1   # compiled again
+

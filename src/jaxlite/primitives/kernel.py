@@ -20,6 +20,7 @@ from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..ir.interpret import eval_jaxpr_impl, exact
 from ..ir.jaxpr import Jaxpr, pp_jaxpr
+from .reduction import _sum
 
 MONOIDS = ("add", "max", "min", "mul")
 
@@ -157,7 +158,8 @@ def run_reference(kernel: Kernel, *args):
         if monoid is not None:
             if half:
                 r = r.astype(np.float32)
-            r = monoid.reduce(r, axis=axes) if axes else r
+            if axes:    # sums as reduce_sum does (float32 off the inner axis: in float64)
+                r = _sum(r, tuple(axes)) if monoid is np.add else monoid.reduce(r, axis=axes)
         outs.append(exact(r if r.shape == aval.shape else np.reshape(r, aval.shape),
                           aval.dtype))
     return outs
