@@ -146,3 +146,76 @@ def test_clear_caches_empties_jit_caches(rjax):
     np.testing.assert_array_equal(np.asarray(g(x, 2)), np.asarray(b))
     assert f._cache_size() == 1 and g._cache_size() == 1   # compiled again
 
+
+# --- 4. cost_analysis: transcendentals, control-flow bodies -----------------------------
+
+def _costs(mod, f, x):
+    ca = mod.jit(f).lower(x).compile().cost_analysis()
+    ca = ca[0] if isinstance(ca, list) else ca
+    return {k: float(ca.get(k) or 0.0) for k in ("flops", "transcendentals")}
+
+
+_X = np.ones((100, 50), np.float32)
+
+
+@pytest.mark.parametrize("name", ["tanh", "tanh_affine", "exp_affine", "sin", "sqrt", "pow",
+                                  "sigmoid", "exp2", "w2"])
+def test_cost_top_level_like_jax(rjax, name):
+    import jax.numpy as rjnp
+    progs = {
+        "tanh": lambda m, n: lambda x: m.tanh(x),
+        "tanh_affine": lambda m, n: lambda x: m.tanh(x * 2 + 1),
+        "exp_affine": lambda m, n: lambda x: m.exp(x * 2 + 1),
+        "sin": lambda m, n: lambda x: m.sin(x),
+        "sqrt": lambda m, n: lambda x: m.sqrt(x),
+        "pow": lambda m, n: lambda x: x ** 2.5,
+        "sigmoid": lambda m, n: lambda x: n.sigmoid(x),
+        "exp2": lambda m, n: lambda x: m.exp2(x),
+        "w2": lambda m, n: lambda x: m.tanh(x) * 0.5 + m.exp(-x * x) * m.sin(x),
+    }
+    ours = _costs(jax, progs[name](jnp, jax.nn), jnp.asarray(_X))
+    want = _costs(rjax, progs[name](rjnp, rjax.nn), rjnp.asarray(_X))
+    assert ours == want
+
+
+def test_cost_scan_counts_body_times_length():
+    body = lambda c, r: (jnp.tanh(c + r), None)
+    ca = _costs(jax, lambda x: lax.scan(body, jnp.zeros(50), x)[0], jnp.asarray(_X))
+    assert ca == {"flops": 100 * 50, "transcendentals": 100 * 50}
+
+
+def test_cost_fori_is_scan_times_trip_count():
+    ca = _costs(jax, lambda x: lax.fori_loop(0, 10, lambda i, c: jnp.exp(c), x), jnp.asarray(_X))
+    assert ca["transcendentals"] == 10 * 5000
+
+
+def test_cost_while_counts_body_once():
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, jnp.exp(c[1])), (0, x))[1]
+    ca = _costs(jax, f, jnp.asarray(_X))
+    assert ca["transcendentals"] == 5000
+    assert ca["flops"] == 2           # the counter's add and the comparison
+
+
+def test_cost_cond_takes_the_costliest_branch(rjax):
+    import jax.lax as rlax
+    import jax.numpy as rjnp
+    mk = lambda m, l: lambda x: l.cond(x.sum() > 0, m.sin, lambda v: m.exp(v) * m.cos(v), x)
+    ours = _costs(jax, mk(jnp, lax), jnp.asarray(_X))
+    assert ours["transcendentals"] == 2 * 5000
+    # the predicate's work outside, plus the costlier branch's multiply
+    outside = _costs(jax, lambda x: lax.cond(x.sum() > 0, lambda v: v, lambda v: v, x),
+                     jnp.asarray(_X))
+    assert ours["flops"] == outside["flops"] + 5000
+    same = _costs(jax, lambda x: lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x), jnp.asarray(_X))
+    want = _costs(rjax, lambda x: rlax.cond(x.sum() > 0, rjnp.sin, rjnp.cos, x),
+                  rjnp.asarray(_X))
+    assert same["transcendentals"] == want["transcendentals"] == 5000
+    # XLA counts a sum of n elements as n - 1 adds, jaxlite as n: one flop apart
+    assert abs(same["flops"] - want["flops"]) <= 2
+
+
+def test_cost_nested_jit_counted():
+    inner = jax.jit(lambda v: jnp.tanh(v) + 1)
+    ca = _costs(jax, lambda x: inner(x) * 2, jnp.asarray(_X))
+    assert ca == {"flops": 2 * 5000, "transcendentals": 5000}

@@ -88,35 +88,77 @@ def compile_jaxpr(closed: ClosedJaxpr, backend: str = "interpreter", name: str =
     return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0)
 
 
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "pow",
+    "erf", "erfc", "lgamma", "atan2"})
+# transcendentals XLA expands with extra arithmetic (flops per element on top of the one
+# transcendental): logistic is 1 / (1 + exp(-x)), exp2 is exp(x * log 2)
+_EXTRA_FLOPS = {"logistic": 3, "exp2": 1}
+
+
 def cost_analysis(closed: ClosedJaxpr) -> dict:
     """``{'flops': F, 'bytes accessed': B, 'transcendentals': T}`` of ``closed``.
 
-    Flops come from each primitive's cost rule; bytes are what each equation reads and
-    writes (an upper bound once kernels are fused).
+    Flops come from each primitive's cost rule; a transcendental operation (exp, tanh,
+    sin, sqrt, pow, ...) counts one transcendental per element and no flop, as XLA's cost
+    analysis does.  Bytes are what each top-level equation reads and writes (an upper
+    bound once kernels are fused).
+
+    Control flow: a ``scan`` body counts ``length`` times (XLA counts a loop body once;
+    the total work is the more useful estimate); a ``while`` body (and its condition)
+    counts once, since the trip count is unknown before the run; a ``cond`` counts the
+    most expensive branch (flops and transcendentals each their maximum over branches).
+    Nested jit, checkpoint and custom_jvp/custom_vjp calls count their bodies once.
     """
-    flops = 0
+    flops, trans = _work(closed.jaxpr)
     nbytes = 0
-    trans = 0
-    transcendental = {"exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
-                      "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-                      "atanh", "sqrt", "rsqrt", "cbrt", "pow", "erf", "erfc", "lgamma",
-                      "atan2"}
     for eqn in closed.jaxpr.eqns:
         if eqn.primitive is _kernel.kernel_p:
-            k = eqn.params["kernel"]
-            flops += k.flops()
-            nbytes += k.bytes_accessed()
-            n = int(np.prod(k.shape, dtype=np.int64))
-            trans += n * sum(e.primitive.name in transcendental for e in k.body.eqns)
+            nbytes += eqn.params["kernel"].bytes_accessed()
             continue
-        avals = [v.aval for v in eqn.invars]
-        if eqn.primitive.flops is not None:
-            f = eqn.primitive.flops(*avals, **eqn.params)
-            flops += f
-            if eqn.primitive.name in transcendental:
-                trans += f
-        nbytes += sum(a.size * a.dtype.itemsize for v, a in zip(eqn.invars, avals)
+        nbytes += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.invars
                       if not isinstance(v, Literal))
         nbytes += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.outvars)
     return {"flops": float(flops), "bytes accessed": float(nbytes),
             "transcendentals": float(trans)}
+
+
+def _work(jaxpr) -> tuple:
+    """(flops, transcendentals) of a jaxpr, control-flow bodies included (see
+    ``cost_analysis``)."""
+    flops = trans = 0
+    for eqn in jaxpr.eqns:
+        prim, params = eqn.primitive, eqn.params
+        if prim is _kernel.kernel_p:
+            k = params["kernel"]
+            n = int(np.prod(k.shape, dtype=np.int64))
+            t = sum(e.primitive.name in _TRANSCENDENTAL for e in k.body.eqns)
+            extra = sum(_EXTRA_FLOPS.get(e.primitive.name, 0) for e in k.body.eqns)
+            flops += n * (max(len(k.body.eqns), 1) - t + extra)
+            trans += n * t
+        elif prim.name == "scan":
+            f, t = _work(params["jaxpr"].jaxpr)
+            flops += params["length"] * f
+            trans += params["length"] * t
+        elif prim.name == "while":
+            for body in (params["cond_jaxpr"], params["body_jaxpr"]):
+                f, t = _work(body.jaxpr)
+                flops += f
+                trans += t
+        elif prim.name == "cond":
+            costs = [_work(b.jaxpr) for b in params["branches"]]
+            flops += max(c[0] for c in costs)
+            trans += max(c[1] for c in costs)
+        elif isinstance(params.get("jaxpr"), ClosedJaxpr):
+            f, t = _work(params["jaxpr"].jaxpr)     # jit, checkpoint, custom calls
+            flops += f
+            trans += t
+        elif prim.flops is not None:
+            f = prim.flops(*[v.aval for v in eqn.invars], **params)
+            if prim.name in _TRANSCENDENTAL:
+                trans += f
+                flops += f * _EXTRA_FLOPS.get(prim.name, 0)
+            else:
+                flops += f
+    return flops, trans

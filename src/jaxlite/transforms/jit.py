@@ -690,12 +690,13 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
 
 def _program_cost(program) -> float:
     """The program's estimated work for the inline-or-worker decision (runtime/dispatch.py):
-    flops plus bytes accessed from the compiler's ``cost_analysis``, computed once."""
+    flops, transcendentals and bytes accessed from the compiler's ``cost_analysis``,
+    computed once."""
     c = program.__dict__.get("_dispatch_cost")
     if c is None:
         try:
             ca = cost_analysis(program.optimized)
-            c = ca["flops"] + ca["bytes accessed"]
+            c = ca["flops"] + ca["transcendentals"] + ca["bytes accessed"]
         except Exception:   # noqa: BLE001 - no estimate: run inline, as always
             c = 0.0
         program._dispatch_cost = c
