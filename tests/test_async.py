@@ -296,10 +296,11 @@ def test_memory_stats_exact(no_gc):
 
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
 def test_peak_counts_temporaries_like_sync(no_gc, backend):
-    with flags(jaxlite_backend=backend, jaxlite_tiered=False):   # one tier throughout
+    # the backend is chosen when the program compiles (its first call): one tier throughout
+    with flags(jaxlite_backend=backend, jaxlite_tiered=False):
         f = jaxlite.jit(lambda x: jnp.sin(x) * jnp.cos(x) + jnp.exp(x)[::-1])
-    x = jnp.asarray(np.linspace(0, 1, 1000, dtype=np.float32))
-    f(x)
+        x = jnp.asarray(np.linspace(0, 1, 1000, dtype=np.float32))
+        f(x)
     peaks = []
     for ctx in (sync, eager_async):
         with ctx():
