@@ -31,6 +31,27 @@ def test_random_program_native_equals_interpreter(seed):
     assert not errs, fp.failure_report(prog, errs)
 
 
+@pytest.mark.parametrize("seed", [320, 586])
+def test_make_fuzz_finds_fixed(seed):
+    # make fuzz (10,000 programs): 320 a float16 max reduction's -0.0 in the kernels'
+    # NumPy reference (it now reduces as reduce_max does); 586 clamp(-0.0, 0.0, hi), which
+    # the interpreter gave as -0.0 (JAX and the native code: 0.0)
+    prog = fp.make_program(seed, 10, big=False)
+    errs = fp.check_program(prog)
+    assert not errs, fp.failure_report(prog, errs)
+
+
+def test_clamp_orders_signed_zeros_as_jax(rjax, rjnp):
+    import jaxlite.lax as lax
+    import jaxlite.numpy as jnp
+    for lo, x, hi in [(-0.0, 0.0, 24.0), (0.0, -0.0, 24.0), (-0.0, -0.0, 1.0),
+                      (-1.0, 0.0, -0.0), (-1.0, -0.0, 0.0)]:
+        got = lax.clamp(jnp.float32(lo), jnp.float32(x), jnp.float32(hi))
+        want = rjax.lax.clamp(rjnp.float32(lo), rjnp.float32(x), rjnp.float32(hi))
+        assert np.signbit(np.asarray(got)) == np.signbit(np.asarray(want)), (lo, x, hi)
+        assert float(got) == float(want)
+
+
 def test_the_fuzzed_programs_ran_native_kernels():
     # the run above compiled native code (not only interpreter fallbacks)
     if len(_NATIVE) < len(_SEEDS):

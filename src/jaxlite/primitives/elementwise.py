@@ -264,7 +264,8 @@ def _select_n(which, *cases):
 
 
 def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
+    # max then min with XLA's signed zeros (clamp(-0.0, 0.0, hi) is 0.0, as in JAX)
+    return _min(_max(np.asarray(x), lo), hi)
 
 
 def _atan2(y, x):

@@ -20,7 +20,7 @@ from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..ir.interpret import eval_jaxpr_impl, exact
 from ..ir.jaxpr import Jaxpr, pp_jaxpr
-from .reduction import _sum
+from .reduction import _max, _min, _sum
 
 MONOIDS = ("add", "max", "min", "mul")
 
@@ -123,7 +123,9 @@ def _broadcast_input(x, inp: KernelInput, shape):
     return np.broadcast_to(np.reshape(x, expanded), shape)
 
 
-_REDUCE = {"add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply}
+# each monoid's reduction, exactly as its reduce_* primitive computes it (float32 sums off
+# the inner axis in float64; max/min order -0.0 and 0.0 as XLA does)
+_REDUCE = {"add": _sum, "max": _max, "min": _min, "mul": np.multiply.reduce}
 
 
 def _reference_plan(kernel: Kernel):
@@ -158,8 +160,8 @@ def run_reference(kernel: Kernel, *args):
         if monoid is not None:
             if half:
                 r = r.astype(np.float32)
-            if axes:    # sums as reduce_sum does (float32 off the inner axis: in float64)
-                r = _sum(r, tuple(axes)) if monoid is np.add else monoid.reduce(r, axis=axes)
+            if axes:    # as the reduce_* primitive computes it (see _REDUCE)
+                r = monoid(r, tuple(axes))
         outs.append(exact(r if r.shape == aval.shape else np.reshape(r, aval.shape),
                           aval.dtype))
     return outs

@@ -87,10 +87,10 @@ def _zero_signed(fn, is_min):
     return reduce
 
 
-reduce_max_p = _reduction("reduce_max", _zero_signed(np.maximum.reduce, False), "fciub",
-                          identity_ok=False)
-reduce_min_p = _reduction("reduce_min", _zero_signed(np.minimum.reduce, True), "fciub",
-                          identity_ok=False)
+_max = _zero_signed(np.maximum.reduce, False)
+_min = _zero_signed(np.minimum.reduce, True)
+reduce_max_p = _reduction("reduce_max", _max, "fciub", identity_ok=False)
+reduce_min_p = _reduction("reduce_min", _min, "fciub", identity_ok=False)
 reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub")
 reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub")
 reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub")
