@@ -109,6 +109,21 @@ class Device:
         self._peak = max(peak, self._bytes_in_use)
         self._largest = largest
 
+    def _run_charged(self, nbytes: int, fn):
+        """``fn()`` with ``nbytes`` of a program's temporaries charged while it runs.  If
+        it raises, the charge is taken back as by ``_charge_failed``."""
+        if not nbytes:
+            return fn()
+        before = self._peak, self._largest
+        self._alloc(nbytes)
+        try:
+            out = fn()
+        except BaseException:
+            self._charge_failed(nbytes, *before)
+            raise
+        self._free(nbytes)
+        return out
+
     def __call__(self):
         # The chapter's ``x.device()``: ``device`` was a method in old JAX, now a property.
         warnings.warn("Array.device() is deprecated: device is a property now; write "

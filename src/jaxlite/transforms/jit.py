@@ -669,23 +669,15 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         return _dispatch_program(program, vals, device, committed, ex.out_avals)
     vals = [value_on(x, device) for x in leaves]
     donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
-    tmp = ex.temp_bytes
-    if tmp:
-        before = device._peak, device._largest
-        device._alloc(tmp)
-    token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
-    try:
+
+    def run():
         outs = ex.run(vals, donated) if donated else ex.run(vals)
         return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    except BaseException:
-        if tmp:     # the temporaries were never all allocated: no peak from them
-            device._charge_failed(tmp, *before)
-            tmp = 0
-        raise
+    token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
+    try:
+        return device._run_charged(ex.temp_bytes, run)
     finally:
         fp_ignore_end(token)
-        if tmp:
-            device._free(tmp)
 
 
 def _program_cost(program) -> float:
@@ -711,21 +703,11 @@ def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list
 
     def job(vals):
         ex = program.executable      # the tier current when the job runs
-        tmp = ex.temp_bytes
-        if tmp:
-            before = device._peak, device._largest
-            device._alloc(tmp)
-        try:
+
+        def run():
             res = ex.run(vals)
             return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
-        except BaseException:
-            if tmp:     # the temporaries were never all allocated: no peak from them
-                device._charge_failed(tmp, *before)
-                tmp = 0
-            raise
-        finally:
-            if tmp:
-                device._free(tmp)
+        return device._run_charged(ex.temp_bytes, run)
     _dispatch.submit(device, job, vals, f"jit of {program.executable.name}"
                      if hasattr(program.executable, "name") else "jit program", outs)
     return outs
