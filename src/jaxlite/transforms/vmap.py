@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core import batching
 from ..core.trace import full_lower, get_aval, new_main
-from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ..tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
+                         tree_structure, tree_unflatten)
 
 __all__ = ["vmap"]
 
@@ -22,32 +23,40 @@ def _is_axis(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def _prefix_leaves(spec, value, what):
-    """One axis spec per leaf of ``value`` (``spec`` a tree prefix of it, None a leaf).
-    Raises ValueError naming the key path where the structures part."""
+def _prefix_subtrees(spec, value, what):
+    """``(spec leaves, the subtree of value under each)`` for ``spec`` a tree prefix of
+    ``value`` (None a leaf of ``spec``).  Only flattens: a registered node's unflatten
+    function never sees axis numbers in place of its children (it may check them, as a
+    class's constructor does).  Raises ValueError when ``spec`` is not a prefix."""
     import optree
     from ..tree_util import NAMESPACE
+    spec_leaves, spec_tree = optree.tree_flatten(spec, none_is_leaf=True, namespace=NAMESPACE)
     try:
-        full = optree.tree_broadcast_prefix(spec, value, none_is_leaf=True,
-                                            namespace=NAMESPACE)
+        subtrees = spec_tree.flatten_up_to(value)
     except (ValueError, TypeError):
         raise ValueError(f"vmap {what}={spec!r} does not fit the value it describes: the "
                          f"spec has to be a tree prefix of a value with pytree structure "
-                         f"{optree.tree_structure(value, namespace=NAMESPACE)}"
-                         ) from None
-    return optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
+                         f"{tree_structure(value)}") from None
+    return spec_leaves, spec_tree, subtrees
+
+
+def _prefix_leaves(spec, value, what):
+    """One axis spec per leaf of ``value`` (``spec`` a tree prefix of it, None a leaf).
+    Raises ValueError naming the key path where the structures part."""
+    spec_leaves, _, subtrees = _prefix_subtrees(spec, value, what)
+    out = []
+    for ax, sub in zip(spec_leaves, subtrees):
+        out.extend([ax] * len(tree_leaves(sub)))
+    return out
 
 
 def _prefix_paths(spec, value):
     """Key path (string) of the spec entry governing each leaf of ``value``."""
-    import optree
-    from ..tree_util import NAMESPACE
-    paths = optree.tree_paths(spec, none_is_leaf=True, namespace=NAMESPACE)
-    marks = optree.tree_unflatten(
-        optree.tree_structure(spec, none_is_leaf=True, namespace=NAMESPACE),
-        ["".join(f"[{k!r}]" for k in p) for p in paths])
-    full = optree.tree_broadcast_prefix(marks, value, none_is_leaf=True, namespace=NAMESPACE)
-    return optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
+    _, spec_tree, subtrees = _prefix_subtrees(spec, value, "out_axes")
+    out = []
+    for path, sub in zip(spec_tree.paths(), subtrees):
+        out.extend(["".join(f"[{k!r}]" for k in path)] * len(tree_leaves(sub)))
+    return out
 
 
 def _arg_names(fun, nargs):
