@@ -266,9 +266,17 @@ def test_python_if_on_traced_value():
     assert issubclass(errors.ConcretizationTypeError, TypeError)
 
 
-def test_int_and_numpy_conversion_of_tracers():
-    with pytest.raises(errors.TracerIntegerConversionError):
+def test_int_and_numpy_conversion_of_tracers(rjax):
+    # int() of a traced value is a ConcretizationTypeError in JAX; __index__ (a list index)
+    # is a TracerIntegerConversionError, and on a float value a plain TypeError
+    with pytest.raises(errors.ConcretizationTypeError):
         jax.jit(lambda x: int(x))(jnp.int32(1))
+    with pytest.raises(rjax.errors.ConcretizationTypeError):
+        rjax.jit(lambda x: int(x))(1)
+    with pytest.raises(TypeError, match="Only integer scalar arrays"):
+        jax.jit(lambda x: [1, 2, 3][x])(jnp.float32(1))
+    with pytest.raises(TypeError, match="Only integer scalar arrays"):
+        rjax.jit(lambda x: [1, 2, 3][x])(1.0)
     with pytest.raises(errors.TracerIntegerConversionError):
         jax.jit(lambda x: [1, 2, 3][x])(jnp.int32(1))
     with pytest.raises(errors.TracerArrayConversionError):

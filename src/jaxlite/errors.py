@@ -69,7 +69,7 @@ class NonConcreteBooleanIndexError(IndexError):
             "size= to jnp.nonzero / jnp.where.")
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer escaped the function transformation that created it (a side effect)."""
 
     def __init__(self, msg: str):

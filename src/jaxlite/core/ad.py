@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
-from .staging import JaxprBuilder, JaxprTrace, JaxprTracer, trace_to_jaxpr
+from .staging import JaxprBuilder, JaxprTrace, DynamicJaxprTracer, trace_to_jaxpr
 from .trace import Trace, Tracer, get_aval, new_main
 
 
@@ -127,12 +127,24 @@ class JVPTracer(Tracer):
     def aval(self):
         return get_aval(self.primal)
 
+    def __repr__(self):
+        t = self.tangent
+        if t is None:
+            t = f"Zero({self.aval.strip_weak_type()})"
+        return f"JVPTracer(primal={self.primal}, tangent={t})"
+
+    def to_concrete_value(self):
+        p = self.primal
+        return p.to_concrete_value() if isinstance(p, Tracer) else p
+
 
 class JVPTrace(Trace):
     """Applies JVP rules: each primitive maps (primals, tangents) to (primal, tangent)."""
 
+    tracer_type = JVPTracer
+
     def pure(self, val):
-        return JVPTracer(self, val, None)
+        return self.tracer_type(self, val, None)
 
     lift = pure
 
@@ -142,8 +154,8 @@ class JVPTrace(Trace):
         if all(t is None for t in tangents):
             out = primitive.bind(*primals, **params)
             if primitive.multiple_results:
-                return [JVPTracer(self, o, None) for o in out]
-            return JVPTracer(self, out, None)
+                return [self.tracer_type(self, o, None) for o in out]
+            return self.tracer_type(self, out, None)
         if primitive.kind == "call" and primitive.jvp is None:
             # a nested jit: differentiate its program inline
             from ..ir.interpret import eval_jaxpr
@@ -157,14 +169,53 @@ class JVPTrace(Trace):
             outs = out if primitive.multiple_results else [out]
             if not any(is_differentiable(get_aval(o)) for o in outs):
                 if primitive.multiple_results:
-                    return [JVPTracer(self, o, None) for o in outs]
-                return JVPTracer(self, out, None)
+                    return [self.tracer_type(self, o, None) for o in outs]
+                return self.tracer_type(self, out, None)
             raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not "
                                       f"implemented")
         out, t_out = rule(primals, tangents, **params)
         if primitive.multiple_results:
-            return [JVPTracer(self, o, _keep(t, o)) for o, t in zip(out, t_out)]
-        return JVPTracer(self, out, _keep(t_out, out))
+            return [self.tracer_type(self, o, _keep(t, o)) for o, t in zip(out, t_out)]
+        return self.tracer_type(self, out, _keep(t_out, out))
+
+
+def process_custom_rule(trace: "JVPTrace", primitive, tracers, params, what: str):
+    """Differentiates a ``custom_jvp``/``custom_vjp`` call with its primitive's JVP rule
+    alone: the user's rule runs on the primal values, and the custom function itself is
+    never traced (as in JAX: under ``grad`` only the JVP rule, or ``fwd``, runs).
+
+    ``tracers`` are this trace's tracers of the call's operands.  While the rule runs this
+    trace is closed, so a value of it that the rule closed over raises
+    UnexpectedTracerError (its tangent would silently be lost).  Returns the JVPTracers of
+    the outputs."""
+    from .. import errors
+    main = trace.main
+    main.alive = False
+    try:
+        return trace.process_primitive(primitive, tracers, params)
+    except errors.UnexpectedTracerError:
+        raise errors.UnexpectedTracerError(
+            f"a {what} function or its rule closes over a value that is being "
+            f"differentiated; the rule cannot see that value's tangent. Pass the value as "
+            f"an explicit argument of the function (or use jax.closure_convert).") from None
+    finally:
+        main.alive = True
+
+
+class LinearizeTracer(JVPTracer):
+    """A JVP tracer of reverse mode, whose tangent is being staged (JAX's name for it)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        t = self.aval.strip_weak_type() if self.tangent is None else self.tangent.aval
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={t.str_short()})"
+
+
+class LinearizeTrace(JVPTrace):
+    """The JVP trace under a linearisation (``grad``, ``vjp``, ``linearize``)."""
+
+    tracer_type = LinearizeTracer
 
 
 def _keep(t, primal):
@@ -221,13 +272,13 @@ def linearize_flat(fun, primals) -> LinearizeResult:
     builder = JaxprBuilder()
     in_avals = [get_aval(p) for p in primals]
     in_mask = [is_differentiable(a) for a in in_avals]
-    with new_main(JVPTrace) as jmain:
-        jtrace = JVPTrace(jmain)
+    with new_main(LinearizeTrace) as jmain:
+        jtrace = LinearizeTrace(jmain)
         with new_main(LinearTrace, builder) as smain:
             strace = LinearTrace(smain)
-            t_in = [JaxprTracer(strace, a.strip_weak_type(), Var(a.strip_weak_type()))
+            t_in = [DynamicJaxprTracer(strace, a.strip_weak_type(), Var(a.strip_weak_type()))
                     if m else None for a, m in zip(in_avals, in_mask)]
-            ins = [JVPTracer(jtrace, p, t) for p, t in zip(primals, t_in)]
+            ins = [LinearizeTracer(jtrace, p, t) for p, t in zip(primals, t_in)]
             outs = fun(*ins)
             outs = [jtrace.full_raise(o) for o in outs]
             primals_out = [o.primal for o in outs]
@@ -240,8 +291,8 @@ def linearize_flat(fun, primals) -> LinearizeResult:
             raise AssertionError("a primal output depends on a tangent: a JVP rule is wrong")
     consts = [v for v, _ in builder.consts.values()]
     constvars = [cv for _, cv in builder.consts.values()]
-    jaxpr = Jaxpr(constvars, [t.var for t in t_in if t is not None], builder.eqns,
-                  [t.var for t in t_out])
+    jaxpr = Jaxpr(constvars, [t._var for t in t_in if t is not None], builder.eqns,
+                  [t._var for t in t_out])
     return LinearizeResult(primals_out, jaxpr, consts, in_mask, in_avals, out_avals, out_zero)
 
 

@@ -15,15 +15,18 @@ from .avals import ShapedArray
 from .trace import Trace, Tracer, get_aval, new_main
 
 
-class JaxprTracer(Tracer):
+class DynamicJaxprTracer(Tracer):
     """A traced value inside a staging trace: its abstract value and its IR variable."""
 
-    __slots__ = ("aval", "var")
+    __slots__ = ("aval", "_var")
 
     def __init__(self, trace, aval: ShapedArray, var):
         self._trace = trace
         self.aval = aval
-        self.var = var
+        self._var = var
+
+    def __repr__(self):
+        return f"JitTracer({self.aval})"
 
 
 class JaxprBuilder:
@@ -46,14 +49,14 @@ class JaxprTrace(Trace):
     def pure(self, val):
         if isinstance(val, (bool, int, float, complex)):
             aval = get_aval(val)
-            return JaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
+            return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
         if isinstance(val, (np.ndarray, np.generic)) and np.ndim(val) == 0:
             aval = get_aval(val)
-            return JaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
+            return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
         if type(val) is ArrayImpl or isinstance(val, (np.ndarray, np.generic)):
             builder = self.main.payload
             var = builder.const_var(val)
-            return JaxprTracer(self, var.aval, var)
+            return DynamicJaxprTracer(self, var.aval, var)
         raise TypeError(f"Value {val!r} of type {type(val).__name__} cannot be used as an array")
 
     def lift(self, val):
@@ -62,16 +65,16 @@ class JaxprTrace(Trace):
         whoever evaluates the jaxpr evaluates it under that transformation."""
         if isinstance(val, Tracer):
             var = self.main.payload.const_var(val)
-            return JaxprTracer(self, var.aval, var)
+            return DynamicJaxprTracer(self, var.aval, var)
         return self.pure(val)
 
     def process_primitive(self, primitive, tracers, params):
         avals = tuple([t.aval for t in tracers])
         out_aval = primitive.abstract_eval_cached(avals, params)
         out_avals = out_aval if primitive.multiple_results else [out_aval]
-        outs = [JaxprTracer(self, a, Var(a)) for a in out_avals]
+        outs = [DynamicJaxprTracer(self, a, Var(a)) for a in out_avals]
         self.main.payload.eqns.append(
-            JaxprEqn(primitive, [t.var for t in tracers], [o.var for o in outs], params))
+            JaxprEqn(primitive, [t._var for t in tracers], [o._var for o in outs], params))
         return outs if primitive.multiple_results else outs[0]
 
 
@@ -84,11 +87,11 @@ def trace_to_jaxpr(fun, in_avals) -> ClosedJaxpr:
     builder = JaxprBuilder()
     with new_main(JaxprTrace, builder, dynamic=True) as main:
         trace = JaxprTrace(main)
-        in_tracers = [JaxprTracer(trace, a, Var(a)) for a in in_avals]
+        in_tracers = [DynamicJaxprTracer(trace, a, Var(a)) for a in in_avals]
         outs = fun(*in_tracers)
         out_tracers = [trace.full_raise(o) for o in outs]
     consts = [v for v, _ in builder.consts.values()]
     constvars = [cv for _, cv in builder.consts.values()]
-    jaxpr = Jaxpr(constvars, [t.var for t in in_tracers], builder.eqns,
-                  [t.var for t in out_tracers])
+    jaxpr = Jaxpr(constvars, [t._var for t in in_tracers], builder.eqns,
+                  [t._var for t in out_tracers])
     return ClosedJaxpr(jaxpr, consts)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
+
+import numpy as np
 
 from .. import errors
 from .avals import ShapedArray, aval_of_value, scalar_aval
@@ -104,15 +107,36 @@ class Tracer:
             raise TypeError("len() of unsized object")
         return self.aval.shape[0]
 
+    def to_concrete_value(self):
+        """The concrete value this tracer stands for, or None when it has none.
+
+        Forward-mode differentiation carries the primal value alongside the tangent, so a
+        JVP tracer over a concrete primal is concrete (as in JAX, Python control flow on it
+        works under ``grad``); a staged or batched value is not."""
+        return None
+
     def __bool__(self):
-        raise errors.TracerBoolConversionError(self)
+        c = self.to_concrete_value()
+        if c is None:
+            raise errors.TracerBoolConversionError(self)
+        return bool(c)
 
     def __int__(self):
-        raise errors.TracerIntegerConversionError(self)
+        c = self.to_concrete_value()
+        if c is None:
+            raise errors.ConcretizationTypeError(self, "int() needs a concrete value.")
+        return int(c)
 
-    __index__ = __int__
+    def __index__(self):
+        if self.aval.dtype.kind not in "iu" or self.aval.shape:
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
+        c = self.to_concrete_value()
+        if c is None:
+            raise errors.TracerIntegerConversionError(self)
+        return operator.index(c)
 
     def __float__(self):
+        # JAX refuses float() and complex() even on a concrete JVP tracer
         raise errors.ConcretizationTypeError(self, "float() needs a concrete value.")
 
     def __complex__(self):
@@ -132,7 +156,10 @@ class Tracer:
         raise errors.ConcretizationTypeError(self, "tolist() needs a concrete value.")
 
     def item(self, *args):
-        raise errors.ConcretizationTypeError(self, "item() needs a concrete value.")
+        c = self.to_concrete_value()
+        if c is None:
+            raise errors.ConcretizationTypeError(self, "item() needs a concrete value.")
+        return np.asarray(c).item(*args)
 
     def __iter__(self):
         if not self.aval.shape:
@@ -140,7 +167,7 @@ class Tracer:
         return (self[i] for i in range(self.aval.shape[0]))
 
     def __repr__(self):
-        return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
 
     def full_lower(self):
         return self

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes, errors, lax, monitoring
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray
-from ..core.staging import JaxprBuilder, JaxprTrace, JaxprTracer
+from ..core.staging import JaxprBuilder, JaxprTrace, DynamicJaxprTracer
 from ..core.trace import Tracer, new_main
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..primitives.indexing import expand_indexer, indexed_shape
@@ -461,11 +461,11 @@ def _trace_scalar_fn(func, dtype) -> ClosedJaxpr:
     with new_main(_ApplyTrace, builder, dynamic=True) as main:
         trace = _ApplyTrace(main)
         aval = ShapedArray((), dtype)
-        arg = JaxprTracer(trace, aval, Var(aval))
+        arg = DynamicJaxprTracer(trace, aval, Var(aval))
         out = trace.full_raise(func(arg))
     consts = [v for v, _ in builder.consts.values()]
     constvars = [cv for _, cv in builder.consts.values()]
-    return ClosedJaxpr(Jaxpr(constvars, [arg.var], builder.eqns, [out.var]), consts)
+    return ClosedJaxpr(Jaxpr(constvars, [arg._var], builder.eqns, [out._var]), consts)
 
 
 class _IndexUpdateRef:

@@ -224,6 +224,7 @@ _OPS = {
     "__abs__": lambda self: _ufuncs.absolute(self),
     "__invert__": lambda self: _ufuncs.invert(self),
     "__getitem__": lambda self, idx: _indexing.getitem(self, idx),
+    "__round__": lambda self, ndigits=None: _defer("round")(self, ndigits or 0),
 }
 
 _METHODS = {

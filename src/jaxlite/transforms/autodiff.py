@@ -12,11 +12,11 @@ import inspect
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, errors
 from ..core import ad
 from ..core.array import Array
 from ..core.avals import ShapedArray
-from ..core.trace import Tracer, get_aval
+from ..core.trace import EvalTrace, Tracer, find_top_trace, get_aval
 from ..primitives.control import custom_jvp_call_p, custom_vjp_call_p
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -592,11 +592,12 @@ class custom_jvp:
         nd = set(i % len(args) for i in self.nondiff_argnums) if args else set()
         diff_pos = [i for i in range(len(args)) if i not in nd]
         leaves, tree = tree_flatten([args[i] for i in diff_pos])
-        if not _under_transformation(leaves):
-            return self.fun(*args)
+        top = find_top_trace(leaves)
+        if isinstance(top, EvalTrace):
+            return _call_eagerly(self.fun, args, "custom_jvp")
         nd_vals = [args[i] for i in sorted(nd)]
-        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         user_jvp = self.jvp
+        out_trees = []
 
         def jvp_flat(primals, tangents):
             ps = tree_unflatten(tree, list(primals))
@@ -604,6 +605,7 @@ class custom_jvp:
             out, t_out = user_jvp(*nd_vals, tuple(ps), tuple(ts))
             o_leaves, o_tree = tree_flatten(out)
             t_leaves, t_tree = tree_flatten(t_out)
+            out_trees.append(o_tree)
             if t_tree != o_tree:
                 raise TypeError(f"custom JVP rule returned primal and tangent outputs of "
                                 f"different pytree structures: {o_tree} and {t_tree}.")
@@ -628,14 +630,41 @@ class custom_jvp:
                 fixed.append(t)
             return o_leaves, fixed
 
+        if isinstance(top, ad.JVPTrace):
+            tracers = [top.full_raise(x) for x in leaves]
+            if all(t.tangent is None for t in tracers):
+                return self(*_replace_diff_args(args, diff_pos, tree,
+                                                [t.primal for t in tracers]))
+            outs = ad.process_custom_rule(top, custom_jvp_call_p, tracers,
+                                          dict(jaxpr=None, num_consts=0, jvp=jvp_flat),
+                                          "custom_jvp")
+            return tree_unflatten(out_trees[-1], outs)
+        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         outs = custom_jvp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
                                       jvp=jvp_flat)
         return tree_unflatten(out_tree, outs)
 
 
-def _under_transformation(leaves) -> bool:
-    from ..core import trace as _tr
-    return len(_tr.trace_stack) > 1 or any(isinstance(x, Tracer) for x in leaves)
+def _call_eagerly(fun, args, what):
+    """Runs a custom function whose operands are concrete outside any staging: its
+    rule is not needed.  An output that carries a tangent means the function closed over
+    a value being differentiated, which its rule could not see: an error, as in JAX."""
+    out = fun(*args)
+    for leaf in tree_flatten(out)[0]:
+        if isinstance(leaf, ad.JVPTracer) and leaf.tangent is not None:
+            raise errors.UnexpectedTracerError(
+                f"a {what} function closes over a value that is being differentiated; its "
+                f"rule cannot see that value's tangent. Pass the value as an explicit "
+                f"argument of the function (or use jax.closure_convert).")
+    return out
+
+
+def _replace_diff_args(args, diff_pos, tree, leaves):
+    """``args`` with its differentiable arguments rebuilt from ``leaves``."""
+    full = list(args)
+    for i, v in zip(diff_pos, tree_unflatten(tree, list(leaves))):
+        full[i] = v
+    return full
 
 
 def _trace_call(fun, args, diff_pos, tree, leaves):
@@ -690,28 +719,28 @@ class custom_vjp:
         diff_pos = [i for i in range(len(args)) if i not in nd]
         diff_args = [args[i] for i in diff_pos]
         leaves, tree = tree_flatten(diff_args)
-        if not _under_transformation(leaves):
-            return self.fun(*args)
-        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
+        top = find_top_trace(leaves)
+        if isinstance(top, EvalTrace):
+            return _call_eagerly(self.fun, args, "custom_vjp")
         fwd, bwd, nd_vals = self.fwd, self.bwd, [args[i] for i in nd]
         res_store = []
+        out_trees = []
 
         def fwd_flat(primals):
-            full = list(args)
-            for i, v in zip(diff_pos, tree_unflatten(tree, list(primals))):
-                full[i] = v
-            got = fwd(*full)
+            got = fwd(*_replace_diff_args(args, diff_pos, tree, primals))
             if not (isinstance(got, (tuple, list)) and len(got) == 2):
                 raise TypeError(f"Custom VJP fwd rule must produce a pair (output, "
                                 f"residuals), got {type(got).__name__}")
             out, res = got
             res_leaves, res_tree = tree_flatten(res)
             res_store.append(res_tree)
-            return tree_flatten(out)[0], res_leaves
+            o_leaves, o_tree = tree_flatten(out)
+            out_trees.append(o_tree)
+            return o_leaves, res_leaves
 
         def bwd_flat(res_vals, cts):
             r = tree_unflatten(res_store[-1], list(res_vals))
-            ct = tree_unflatten(out_tree, list(cts))
+            ct = tree_unflatten(out_trees[-1], list(cts))
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
             if not isinstance(got, (tuple, list)):
                 raise TypeError(f"custom_vjp bwd returned {type(got).__name__}; it has to "
@@ -726,6 +755,16 @@ class custom_vjp:
                 g_leaves.extend([None] * len(a_leaves) if g is None else tree_flatten(g)[0])
             return g_leaves
 
+        if isinstance(top, ad.JVPTrace):
+            tracers = [top.full_raise(x) for x in leaves]
+            if all(t.tangent is None for t in tracers):
+                return self(*_replace_diff_args(args, diff_pos, tree,
+                                                [t.primal for t in tracers]))
+            outs = ad.process_custom_rule(top, custom_vjp_call_p, tracers,
+                                          dict(jaxpr=None, num_consts=0, fwd=fwd_flat,
+                                               bwd=bwd_flat), "custom_vjp")
+            return tree_unflatten(out_trees[-1], outs)
+        closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         outs = custom_vjp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
                                       fwd=fwd_flat, bwd=bwd_flat)
         return tree_unflatten(out_tree, outs)
