@@ -56,8 +56,13 @@ class _ScalarMeta(type):
     ``x.dtype == jnp.float32`` and ``{np.float32: ...}[jnp.float32]`` work."""
 
     def __eq__(cls, other):
-        return other is cls or other is cls.dtype.type or (
-            isinstance(other, _ScalarMeta) and other.dtype == cls.dtype)
+        # compared through the NumPy type, both ways, as JAX's scalar types compare:
+        # ``np.int32 == np.dtype('int32')`` is True, ``np.int32 == 'int32'`` is False
+        if other is cls:
+            return True
+        if isinstance(other, _ScalarMeta):
+            return other.dtype == cls.dtype
+        return cls.dtype.type == other
 
     def __ne__(cls, other):
         return not _ScalarMeta.__eq__(cls, other)

@@ -55,12 +55,17 @@ class ShapedArray:
         """``f32[3,4]``, the notation of the IR printer."""
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    def __repr__(self):
+    def _type_str(self) -> str:
         name = "bfloat16" if self.dtype == dtypes._BF16 else self.dtype.name
-        w = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({name}[{','.join(map(str, self.shape))}]{w})"
+        return f"{name}[{','.join(map(str, self.shape))}]"
 
-    __str__ = __repr__
+    def __repr__(self):
+        w = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self._type_str()}{w})"
+
+    def __str__(self):
+        # JAX's short form (what ``print(jax.typeof(x))`` shows): ``~`` marks a weak type
+        return ("~" if self.weak_type else "") + self._type_str()
 
 
 _scalar_avals: dict = {}

@@ -22,6 +22,9 @@ class BatchTracer(Tracer):
         self.val = val
         self.bdim = bdim
 
+    def __repr__(self):
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
     @property
     def aval(self):
         aval = get_aval(self.val)

@@ -1,0 +1,298 @@
+"""Issue 10 fidelity edges, each against real JAX: Python control flow on concrete values
+under differentiation, tracer conversions and error types, custom_jvp/custom_vjp call
+order, dtype comparisons, tracers' printed forms and their Array attributes."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+from jaxlite import errors
+
+from oracle import assert_like_jax
+
+
+def _abs_py(x):
+    return x if x > 0 else -x
+
+
+def _halve_until_small(x):
+    while x > 1.0:
+        x = x * 0.5
+    return x
+
+
+def _piecewise_cube(x):
+    return x ** 3 if x > 0 else -x
+
+
+# ---- Python control flow on concrete values under grad/jvp/vjp/linearize ----------------
+
+CONTROL_FLOW = {
+    "grad abs": lambda J, jn: J.grad(_abs_py)(-2.0),
+    "grad abs positive": lambda J, jn: J.grad(_abs_py)(3.0),
+    "grad python while": lambda J, jn: J.grad(_halve_until_small)(3.0),
+    "jvp abs": lambda J, jn: J.jvp(_abs_py, (-2.0,), (1.0,))[1],
+    "linearize abs": lambda J, jn: J.linearize(_abs_py, -2.0)[1](1.0),
+    "vjp abs": lambda J, jn: J.vjp(_abs_py, -2.0)[1](1.0)[0],
+    "hessian piecewise": lambda J, jn: J.hessian(_piecewise_cube)(2.0),
+    "jacfwd row test": lambda J, jn: J.jacfwd(lambda x: x if x[0] > 0 else -x)(jn.ones(2)),
+    "jacrev row test": lambda J, jn: J.jacrev(lambda x: x if x[0] > 0 else -x)(-jn.ones(2)),
+    "grad int()": lambda J, jn: J.grad(lambda x: x * int(x))(2.5),
+    "grad item()": lambda J, jn: J.grad(lambda x: x * x.item())(2.5),
+    "grad round()": lambda J, jn: J.grad(lambda x: x * round(x))(2.7),
+    "grad list index": lambda J, jn: J.grad(
+        lambda x, i: x * [1.0, 2.0, 3.0][i], allow_int=True)(2.0, jn.int32(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_python_control_flow_under_differentiation(name, rjax, rjnp):
+    case = CONTROL_FLOW[name]
+    assert_like_jax(case(jax, jnp), case(rjax, rjnp))
+
+
+STILL_TRACED = {
+    # under jit and vmap there is no concrete value, in JAX as here
+    "jit(grad)": lambda J, jn: J.jit(J.grad(_abs_py))(1.0),
+    "grad(jit)": lambda J, jn: J.grad(J.jit(_abs_py))(1.0),
+    "vmap(grad)": lambda J, jn: J.vmap(J.grad(_abs_py))(jn.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STILL_TRACED))
+def test_python_control_flow_under_jit_or_vmap_still_raises(name, rjax, rjnp):
+    with pytest.raises(rjax.errors.TracerBoolConversionError):
+        STILL_TRACED[name](rjax, rjnp)
+    with pytest.raises(errors.TracerBoolConversionError):
+        STILL_TRACED[name](jax, jnp)
+
+
+CONVERSIONS = {
+    "int": int, "float": float, "complex": complex, "index": operator.index, "bool": bool,
+    "item": lambda v: v.item(), "tolist": lambda v: v.tolist(), "asarray": np.asarray,
+    "hex": hex,
+}
+
+
+def _outcome(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+        return type(e).__name__
+    return "ok"
+
+
+@pytest.mark.parametrize("conv", sorted(CONVERSIONS))
+@pytest.mark.parametrize("where", ["jvp float", "jit float", "jit int"])
+def test_tracer_conversions_raise_what_jax_raises(conv, where, rjax):
+    fn = CONVERSIONS[conv]
+
+    def run(J):
+        if where == "jvp float":
+            return J.jvp(lambda x: (fn(x), x)[1], (2.0,), (1.0,))
+        arg = 2.0 if where == "jit float" else 2
+        return J.jit(lambda x: (fn(x), x)[1])(arg)
+
+    assert _outcome(lambda: run(jax)) == _outcome(lambda: run(rjax))
+
+
+def test_error_classes_are_typeerrors_as_in_jax(rjax):
+    assert issubclass(errors.UnexpectedTracerError, TypeError)
+    assert issubclass(rjax.errors.UnexpectedTracerError, TypeError)
+    leaked = []
+    jax.jit(lambda x: leaked.append(x) or x)(1.0)
+    with pytest.raises(TypeError):
+        jnp.sin(leaked[0])
+
+
+# ---- custom_jvp / custom_vjp ----------------------------------------------------------------
+
+def _custom_abs(J, jn):
+    @J.custom_jvp
+    def g(x):
+        if x > 0:
+            return x
+        return -x
+
+    g.defjvp(lambda p, t: (g(p[0]), jn.sign(p[0]) * t[0]))
+    return g
+
+
+def test_custom_jvp_with_python_if_under_grad(rjax, rjnp):
+    assert_like_jax(jax.grad(_custom_abs(jax, jnp))(-3.0),
+                    rjax.grad(_custom_abs(rjax, rjnp))(-3.0))
+    with pytest.raises(rjax.errors.TracerBoolConversionError):
+        rjax.jit(rjax.grad(_custom_abs(rjax, rjnp)))(-3.0)
+    with pytest.raises(errors.TracerBoolConversionError):
+        jax.jit(jax.grad(_custom_abs(jax, jnp)))(-3.0)
+
+
+def _logged_sin(J, jn, log):
+    @J.custom_vjp
+    def h(x):
+        log.append("primal")
+        return jn.sin(x)
+
+    def fwd(x):
+        log.append("fwd")
+        return jn.sin(x), x
+
+    def bwd(r, g):
+        log.append("bwd")
+        return (g * jn.cos(r),)
+
+    h.defvjp(fwd, bwd)
+    return h
+
+
+@pytest.mark.parametrize("how", ["grad", "jit(grad)", "vmap(grad)", "vjp"])
+def test_custom_vjp_runs_only_fwd_and_bwd(how, rjax, rjnp):
+    def run(J, jn):
+        log = []
+        h = _logged_sin(J, jn, log)
+        if how == "grad":
+            out = J.grad(h)(1.0)
+        elif how == "jit(grad)":
+            out = J.jit(J.grad(h))(1.0)
+        elif how == "vmap(grad)":
+            out = J.vmap(J.grad(h))(jn.ones(2))
+        else:
+            out = J.vjp(h, 1.0)[1](1.0)[0]
+        return out, log
+
+    got, got_log = run(jax, jnp)
+    want, want_log = run(rjax, rjnp)
+    assert_like_jax(got, want)
+    assert got_log == want_log == ["fwd", "bwd"]
+
+
+def test_custom_vjp_fwd_output_structure_is_what_grad_sees(rjax, rjnp):
+    # fwd returning a pair as the output: grad then refuses a non-scalar output
+    def build(J, jn):
+        @J.custom_vjp
+        def h(x):
+            return jn.sin(x)
+        h.defvjp(lambda x: ((jn.sin(x), jn.sin(x)), x), lambda r, g: (g,))
+        return h
+    with pytest.raises(TypeError):
+        rjax.grad(build(rjax, rjnp))(1.0)
+    with pytest.raises(TypeError):
+        jax.grad(build(jax, jnp))(1.0)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_custom_function_closing_over_differentiated_value_raises(kind, rjax, rjnp):
+    def outer(J):
+        def f_of(y):
+            if kind == "custom_jvp":
+                @J.custom_jvp
+                def f(x):
+                    return x * y
+                f.defjvp(lambda p, t: (f(p[0]), t[0] * y))
+            else:
+                @J.custom_vjp
+                def f(x):
+                    return x * y
+                f.defvjp(lambda x: (f(x), None), lambda r, g: (g * y,))
+            return f(2.0)
+        return f_of
+
+    with pytest.raises(rjax.errors.UnexpectedTracerError):
+        rjax.grad(outer(rjax))(3.0)
+    with pytest.raises(errors.UnexpectedTracerError):
+        jax.grad(outer(jax))(3.0)
+
+
+# ---- dtypes compare both ways --------------------------------------------------------------
+
+@pytest.mark.parametrize("other", [np.dtype("int32"), np.int32, "int32", np.dtype("int64"),
+                                   int, float, None], ids=repr)
+def test_scalar_type_equality_both_ways(other, rjnp):
+    assert (jnp.int32 == other) == (rjnp.int32 == other)
+    assert (other == jnp.int32) == (other == rjnp.int32)
+    assert (jnp.int32 != other) == (rjnp.int32 != other)
+
+
+def test_dtype_membership_test(rjnp):
+    x = jnp.zeros(2, jnp.int32)
+    assert x.dtype in (jnp.int32, jnp.int64)
+    assert jnp.int32 == x.dtype and x.dtype == jnp.int32
+    assert jnp.float32 == np.float32(1).dtype
+    assert (jnp.float32 in (np.dtype("float32"),)) == (rjnp.float32 in (np.dtype("float32"),))
+
+
+# ---- jax.debug.print's argument check ------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["fstring+kw", "fstring+arg", "missing name", "missing index",
+                                  "ok kw", "ok positional"])
+def test_debug_print_argument_check(case, rjax, capsys):
+    def run(J):
+        x = J.numpy.float32(1.5)
+        if case == "fstring+kw":
+            J.debug.print(f"x={x}", y=x)
+        elif case == "fstring+arg":
+            J.debug.print(f"x={x}", x)
+        elif case == "missing name":
+            J.debug.print("x={y}", z=x)
+        elif case == "missing index":
+            J.debug.print("x={} {}", x)
+        elif case == "ok kw":
+            J.jit(lambda v: J.debug.print("x={v:.2f}", v=v))(x)
+        else:
+            J.debug.print("{} {}", x, 2)
+    assert _outcome(lambda: run(jax)) == _outcome(lambda: run(rjax))
+    capsys.readouterr()
+
+
+# ---- printed forms of tracers and avals ------------------------------------------------
+
+def _reprs(J, jn):
+    seen = []
+
+    def show(x):
+        seen.append(repr(x))
+        seen.append(str(x))
+        return x
+
+    J.jit(show)(1.0)
+    J.jit(show)(jn.ones((2, 3), jn.int32))
+    J.jit(lambda x: show(x.astype(jn.bfloat16)))(1.0)
+    J.jit(lambda x: show(jn.zeros((0, 2), jn.complex64)))(1.0)
+    J.grad(show)(1.0)
+    J.grad(lambda x: show(jn.ones(3) * x).sum())(1.0)
+    J.jvp(show, (1.0,), (1.0,))
+    J.jvp(lambda x: show(jn.ones(3) * x), (1.0,), (1.0,))
+    J.vmap(show)(jn.ones(3))
+    J.vmap(show, in_axes=1)(jn.ones((2, 3)))
+    J.jit(J.grad(show))(1.0)
+    J.vmap(J.grad(show))(jn.ones(2))
+    J.linearize(show, 1.0)
+    return seen
+
+
+def test_tracer_reprs_match_jax(rjax, rjnp):
+    assert _reprs(jax, jnp) == _reprs(rjax, rjnp)
+
+
+def test_tracer_type_names_match_jax(rjax, rjnp):
+    def names(J, jn):
+        got = []
+        J.jit(lambda x: got.append(type(x).__name__) or x)(1.0)
+        J.grad(lambda x: got.append(type(x).__name__) or x)(1.0)
+        J.jvp(lambda x: got.append(type(x).__name__) or x, (1.0,), (1.0,))
+        J.vmap(lambda x: got.append(type(x).__name__) or x)(jn.ones(2))
+        return got
+    assert names(jax, jnp) == names(rjax, rjnp)
+
+
+def test_shaped_array_str_and_repr(rjax, rjnp):
+    for shape, dt, weak in [((2,), np.float32, True), ((), np.int32, False),
+                            ((0, 3), np.complex64, False)]:
+        got = jax.core.ShapedArray(shape, np.dtype(dt), weak_type=weak)
+        want = rjax.core.ShapedArray(shape, np.dtype(dt), weak_type=weak)
+        assert str(got) == str(want)
+        assert repr(got) == repr(want)
