@@ -1,0 +1,115 @@
+"""Introspection helpers of the top-level namespace: ``typeof`` (the abstract value of a
+value) and ``print_environment_info``.
+
+Layer: top (uses core's abstract values and the runtime's device list).
+"""
+from __future__ import annotations
+
+import platform
+import sys
+
+import numpy as np
+
+from .core.avals import ShapedArray
+from .core.trace import get_aval
+
+__all__ = ["typeof", "print_environment_info"]
+
+
+def typeof(x):
+    """The abstract value of ``x`` (mirrors ``jax.typeof``): its shape, dtype and weak type,
+    as a ``ShapedArray``.
+
+    Works on Arrays, NumPy values, Python scalars (weakly typed: ``typeof(1.0)`` prints
+    ``~float32[]``), typed PRNG keys (a ``KeyAval``, ``key<fry>[]``) and traced values
+    inside ``jit``/``grad``/``vmap``.  ``str()`` of the
+    result is JAX's short form (``float32[3]``, ``~`` marking a weak type), ``repr()`` the
+    long one (``ShapedArray(float32[3])``).
+
+    Raises:
+      TypeError: ``x`` is not an array-like value (a list, a tuple, None, a str).
+    """
+    from .random._keys import PRNGKeyArray
+    if isinstance(x, PRNGKeyArray):
+        return KeyAval(x.shape, x.dtype)
+    if isinstance(x, (list, tuple, dict, str, bytes, type(None))) or \
+            (isinstance(x, np.ndarray) and x.dtype.kind in "OUSV"):
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type") \
+            from None
+
+
+class KeyAval:
+    """The abstract value of a typed PRNG key array (``typeof(jax.random.key(0))``): its
+    ``shape`` and key ``dtype`` (``key<fry>``); prints as JAX's (``key<fry>[]``)."""
+
+    __slots__ = ("shape", "dtype")
+    weak_type = False
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __eq__(self, other):
+        return type(other) is KeyAval and (self.shape, self.dtype) == (other.shape,
+                                                                       other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __str__(self):
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self})"
+
+
+def _versions() -> list:
+    from . import __version__
+    rows = [("jaxlite", __version__), ("numpy", np.__version__)]
+    for mod in ("numba", "ml_dtypes", "optree"):
+        m = sys.modules.get(mod)
+        if m is None:
+            try:
+                m = __import__(mod)
+            except ImportError:
+                continue
+        rows.append((mod, getattr(m, "__version__", "?")))
+    return rows
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Prints (or returns, with ``return_string=True``) the versions of jaxlite and its
+    libraries, Python, the devices, the process count and the platform: the facts a bug
+    report needs (mirrors ``jax.print_environment_info``, whose first lines name jax and
+    jaxlib; here jaxlite, NumPy, Numba, ml_dtypes and optree).
+
+    Returns None, or the text when ``return_string`` is true.
+    """
+    from .runtime import devices, process_count
+    devs = devices()
+    width = max(len(name) for name, _ in _versions()) + 2
+    lines = [f"{name + ':':<{width}}{ver}" for name, ver in _versions()]
+    lines.append(f"{'python:':<{width}}{sys.version}")
+    lines.append(f"device info: {devs[0].platform}-{len(devs)}, {len(devs)} local devices")
+    lines.append(f"process_count: {process_count()}")
+    lines.append(f"platform: {platform.uname()}")
+    text = "\n".join(lines) + "\n"
+    if return_string:
+        return text
+    print(text)
+    return None
