@@ -463,7 +463,9 @@ bitcast_convert_type_p = Primitive(
 # trace (and can be differentiated again); constants take the operand's dtype.
 
 from ..core import ad, batching  # noqa: E402
-from ..core.trace import get_aval  # noqa: E402
+from ..core.trace import Tracer, get_aval  # noqa: E402
+from ..core.array import Array  # noqa: E402
+from ..core.eager import from_host  # noqa: E402
 
 
 def _c(x, v):
@@ -566,7 +568,10 @@ def _integer_pow_jvp(g, x, y):
     if y == 0:
         return ad.zeros(get_aval(g))
     if y == 1:
-        return g
+        # the tangent itself; a concrete one handed in by the user comes back an Array, as
+        # any other rule's result (JAX's jvp of x ** 1 returns an Array, not the input)
+        return g if isinstance(g, (Tracer, Array)) else from_host(g, get_aval(g).dtype,
+                                                                  get_aval(g).weak_type)
     d = mul(_c(x, y), x if y == 2 else integer_pow_p.bind(x, y=y - 1))
     return mul(g, d)
 
@@ -642,22 +647,35 @@ def _bshape(g, *xs):
 ad.defjvp(mul_p, lambda g, x, y: _bshape(mul(g, y), x, y),
           lambda g, x, y: _bshape(mul(x, g), x, y))
 mul_p.transpose = _mul_transpose
+# d(x/y)/dy = -x * y**-2: with integer_pow the n-th derivative holds y**-(n+1); a form
+# dividing by y*y squares the power at every order (y**64 by the 6th: overflow in float32)
 ad.defjvp(div_p, lambda g, x, y: _bshape(div(g, y), x, y),
-          lambda g, x, y: _bshape(neg(mul(g, div(x, mul(y, y)))), x, y))
+          lambda g, x, y: _bshape(mul(mul(neg(g), x), integer_pow_p.bind(y, y=-2)), x, y))
 div_p.transpose = lambda ct, x, y: [_sum_to_shape(div(ct, y), x.aval), None]
 ad.defjvp(rem_p, lambda g, x, y: _bshape(g, x, y),
           lambda g, x, y: _bshape(neg(mul(g, round_p.bind(div(sub(x, rem_p.bind(x, y)), y),
                                                            rounding_method=0))), x, y))
 
 
+def _strong(v, dtype):
+    """``v`` as a strongly typed value of ``dtype`` (converted only where it differs)."""
+    a = get_aval(v)
+    if a.dtype == dtype and not a.weak_type:
+        return v
+    return convert_element_type_p.bind(v, new_dtype=dtype, weak_type=False)
+
+
 def _pow_jvp_x(g, x, y):
-    # y * x ** (y - 1), with 0 where y == 0 (so that 0 ** 0 has derivative 0)
-    if get_aval(y).dtype.kind in "iu":     # an integer exponent: computed in x's dtype
-        y = convert_element_type_p.bind(y, new_dtype=get_aval(x).dtype,
-                                        weak_type=get_aval(y).weak_type)
-    ym1 = sub(y, _c(y, 1))
-    d = mul(y, pow_p.bind(x, ym1))
-    d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d, _full_like(_c(d, 0), get_aval(d).shape))
+    # y * x ** (y - 1), computed on strongly typed operands (JAX's derivative in x is never
+    # weakly typed).  A float exponent has no special case: at x = y = 0 it is 0 * inf =
+    # NaN, as in JAX, and d/dy of it at y = 0 is x ** -1.  An integer exponent of 0 gives 0.
+    dt = get_aval(x).dtype
+    integral = get_aval(y).dtype.kind in "iu"
+    x, y = _strong(x, dt), _strong(y, dt)
+    d = mul(y, pow_p.bind(x, sub(y, _c(y, 1))))
+    if integral:
+        d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d,
+                            _full_like(_c(d, 0), get_aval(d).shape))
     return _bshape(mul(g, d), x, y)
 
 
