@@ -76,14 +76,50 @@ def _unary(p):
     return fn
 
 
+def _broadcast_ones(name, x, y):
+    """``x`` and ``y`` with their size-1 dimensions broadcast against each other, as JAX's
+    lax binary ops allow for operands of equal rank (``(3, 1)`` with ``(1, 4)``).
+
+    Rank-0 operands pass as they are (the primitive broadcasts them).  Raises TypeError for
+    operands of different ranks (JAX does not add leading dimensions in ``lax``); sizes that
+    differ and are not 1 are left for the primitive's own TypeError.
+    """
+    ax, ay = get_aval(x), get_aval(y)
+    if ax.shape == ay.shape or not ax.shape or not ay.shape:
+        return x, y
+    if len(ax.shape) != len(ay.shape):
+        raise TypeError(f"{name}: operands of rank {len(ax.shape)} and {len(ay.shape)} "
+                        f"(shapes {ax.shape} and {ay.shape}); lax operands need equal "
+                        f"ranks (only size-1 dimensions broadcast), jax.numpy adds "
+                        f"leading dimensions")
+    shape = []
+    for a, b in zip(ax.shape, ay.shape):
+        if a != b and a != 1 and b != 1:
+            return x, y
+        shape.append(b if a == 1 else a)
+    shape = tuple(shape)
+    dims = tuple(range(len(shape)))
+    if ax.shape != shape:
+        x = _s.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims,
+                                       sharding=None)
+    if ay.shape != shape:
+        y = _s.broadcast_in_dim_p.bind(y, shape=shape, broadcast_dimensions=dims,
+                                       sharding=None)
+    return x, y
+
+
 def _binary(p):
     def fn(x, y):
         if type(x) in _PY_SCALARS or type(y) in _PY_SCALARS:
             x, y = _match_scalars([x, y])
+        else:
+            x, y = _broadcast_ones(p.name, x, y)
         return p.bind(x, y)
     fn.__name__ = p.name
-    fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype and shape "
-                  f"(``jax.lax.{p.name}``).  Raises TypeError on mismatched dtypes/shapes.")
+    fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype "
+                  f"(``jax.lax.{p.name}``).  Shapes must be equal, except that rank-0 "
+                  f"operands and size-1 dimensions (of operands of equal rank) broadcast.  "
+                  f"Raises TypeError on mismatched dtypes, ranks or sizes.")
     return fn
 
 
@@ -117,7 +153,25 @@ abs = _unary(_e.abs_p)
 bitwise_not = _unary(_e.not_p)
 real = _unary(_e.real_p)
 imag = _unary(_e.imag_p)
-conj = _unary(_e.conj_p)
+
+
+def conj(x):
+    """Elementwise complex conjugate (``jax.lax.conj``).
+
+    Complex operands keep their dtype; float32/float64 operands (and Python floats) give
+    the complex dtype of their width with a zero imaginary part (``complex64`` for
+    float32), keeping a weak type.  Raises TypeError for other dtypes (integers, bool,
+    float16, bfloat16), as JAX.
+    """
+    aval = get_aval(x)
+    dt = aval.dtype
+    if dt.kind == "f" and dt.itemsize >= 4 and dt != dtypes._BF16:
+        # a real number is its own conjugate: the imaginary part is +0.0, as in JAX
+        cdt = dtypes.canonicalize_dtype(np.complex128 if dt.itemsize == 8 else np.complex64)
+        return _e.convert_element_type_p.bind(x, new_dtype=cdt, weak_type=aval.weak_type)
+    return _e.conj_p.bind(x)
+
+
 square = _unary(_e.square_p)
 erf = _unary(_e.erf_p)
 erfc = _unary(_e.erfc_p)

@@ -1,0 +1,123 @@
+"""lax at its edges, each case against real JAX 0.10: size-1 broadcasting in binary ops,
+``conj`` of real operands, comparisons of complex operands, ``Precision``, mixed-dtype
+``dot_general``, static indices out of bounds, and no-op shape ops on NumPy operands."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+
+from oracle import assert_like_jax
+
+
+def _same_error(got_fn, want_fn):
+    """Both raise, and jaxlite's exception is of the type JAX raises."""
+    with pytest.raises(Exception) as want:
+        want_fn()
+    with pytest.raises(type(want.value)):
+        got_fn()
+
+
+def _arr(module, shape, dtype="float32"):
+    """A deterministic array of ``shape`` (distinct values) in ``module``."""
+    size = int(np.prod(shape))
+    vals = (np.arange(size) % 7 - 3).reshape(shape).astype(dtype)
+    return module.asarray(vals)
+
+
+# ---- binary ops: size-1 broadcasting --------------------------------------------------
+
+_BINARY = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "rem", "nextafter",
+           "eq", "ne", "lt", "le", "gt", "ge", "complex"]
+_SHAPES = [((3, 1), (1, 4)), ((3, 4), (1, 4)), ((1, 4), (3, 4)), ((3, 1), (3, 4)),
+           ((2, 1, 3), (1, 4, 1)), ((0, 1), (1, 4)), ((1,), (0,)), ((3, 4), ()),
+           ((), (1, 1)), ((1, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("name", _BINARY)
+@pytest.mark.parametrize("shapes", _SHAPES, ids=str)
+def test_binary_size1_broadcasting(rjax, name, shapes):
+    sa, sb = shapes
+    x, y = _arr(jnp, sa), _arr(jnp, sb) + 0.5
+    rx, ry = _arr(rjax.numpy, sa), _arr(rjax.numpy, sb) + 0.5
+    want = getattr(rjax.lax, name)(rx, ry)
+    got = getattr(lax, name)(x, y)
+    assert_like_jax(got, want)
+    # under jit the same
+    assert_like_jax(jaxlite.jit(getattr(lax, name))(x, y), want)
+
+
+@pytest.mark.parametrize("name", ["and", "or", "xor", "shift_left"])
+def test_integer_binary_size1_broadcasting(rjax, name):
+    full = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}.get(name, name)
+    x, y = _arr(jnp, (3, 1), "int32") + 3, _arr(jnp, (1, 4), "int32") + 3
+    rx, ry = _arr(rjax.numpy, (3, 1), "int32") + 3, _arr(rjax.numpy, (1, 4), "int32") + 3
+    assert_like_jax(getattr(lax, full)(x, y), getattr(rjax.lax, full)(rx, ry))
+
+
+@pytest.mark.parametrize("shapes", [((3,), (1, 3)), ((3,), (2, 3)), ((3, 1), (3,)),
+                                    ((3, 2), (3, 4)), ((2,), (3,))], ids=str)
+def test_binary_bad_shapes_raise_like_jax(rjax, shapes):
+    sa, sb = shapes
+    _same_error(lambda: lax.add(jnp.ones(sa), jnp.ones(sb)),
+                lambda: rjax.lax.add(rjax.numpy.ones(sa), rjax.numpy.ones(sb)))
+
+
+def test_binary_broadcasting_derivatives(rjax):
+    """grad and vmap through a broadcasting lax op sum the cotangent over the broadcast
+    dimensions, as JAX."""
+    def f(lax_):
+        return lambda a, b: lax_.mul(lax_.add(a, b), b).sum()
+    x, y = _arr(jnp, (3, 1)), _arr(jnp, (1, 4))
+    rx, ry = _arr(rjax.numpy, (3, 1)), _arr(rjax.numpy, (1, 4))
+    got = jaxlite.grad(f(lax), (0, 1))(x, y)
+    want = rjax.grad(f(rjax.lax), (0, 1))(rx, ry)
+    for g, w in zip(got, want):
+        assert_like_jax(g, w)
+    got = jaxlite.vmap(lax.add)(_arr(jnp, (2, 3, 1)), _arr(jnp, (2, 1, 4)))
+    want = rjax.vmap(rjax.lax.add)(_arr(rjax.numpy, (2, 3, 1)), _arr(rjax.numpy, (2, 1, 4)))
+    assert_like_jax(got, want)
+
+
+# ---- conj of real operands ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_conj_real_and_complex(rjax, dtype):
+    x = jnp.asarray(np.array([1.5, -0.0, 2.0], dtype) * (1 - 2j if dtype[0] == "c" else 1))
+    rx = rjax.numpy.asarray(np.asarray(x))
+    got, want = lax.conj(x), rjax.lax.conj(rx)
+    assert_like_jax(got, want)
+    # +0.0 imaginary parts for real input, as JAX (not -0.0)
+    np.testing.assert_array_equal(np.signbit(np.imag(np.asarray(got))),
+                                  np.signbit(np.imag(np.asarray(want))))
+
+
+def test_conj_python_and_numpy_operands(rjax):
+    assert_like_jax(lax.conj(1.5), rjax.lax.conj(1.5))
+    assert_like_jax(lax.conj(np.ones(2)), rjax.lax.conj(np.ones(2)))
+
+
+def test_conj_x64(rjax, x64):
+    assert_like_jax(lax.conj(jnp.ones(2)), rjax.lax.conj(rjax.numpy.ones(2)))
+    assert_like_jax(lax.conj(1.0), rjax.lax.conj(1.0))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32", "uint8", "bool"])
+def test_conj_rejects_like_jax(rjax, dtype):
+    _same_error(lambda: lax.conj(jnp.ones(3, dtype)),
+                lambda: rjax.lax.conj(rjax.numpy.ones(3, dtype)))
+
+
+def test_conj_real_derivatives(rjax):
+    x = jnp.array([1.0, 2.0])
+    rx = rjax.numpy.array([1.0, 2.0])
+    assert_like_jax(jaxlite.grad(lambda v: jnp.real(lax.conj(v)).sum())(x),
+                    rjax.grad(lambda v: rjax.numpy.real(rjax.lax.conj(v)).sum())(rx))
+    got = jaxlite.jvp(lax.conj, (x,), (x,))
+    want = rjax.jvp(rjax.lax.conj, (rx,), (rx,))
+    assert_like_jax(got[0], want[0])
+    assert_like_jax(got[1], want[1])
+    assert_like_jax(jaxlite.vmap(lax.conj)(x), rjax.vmap(rjax.lax.conj)(rx))
