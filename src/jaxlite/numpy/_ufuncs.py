@@ -27,6 +27,7 @@ from ..core.trace import Tracer, _dynamic, get_aval
 from ..primitives import elementwise as _e
 from ..runtime import get_default_device
 from ..runtime.dispatch import is_pending as _is_pending
+from ..transforms.autodiff import custom_jvp
 from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
                     public_names)
 
@@ -567,11 +568,12 @@ minimum = _binary("minimum", lambda a, b, dt: lax.min(a, b), fast=lambda dt: _e.
 
 def _fmax(a, b, dt):
     # a wins where it is larger or b is NaN; ties (0.0 vs -0.0 too) go to b
-    return where(lax.bitwise_or(lax.gt(a, b), lax.ne(b, b)), a, b)
+    # (complex operands are ordered lexicographically, as greater/less do)
+    return where(lax.bitwise_or(greater(a, b), lax.ne(b, b)), a, b)
 
 
 def _fmin(a, b, dt):
-    return where(lax.bitwise_or(lax.lt(a, b), lax.ne(b, b)), a, b)
+    return where(lax.bitwise_or(less(a, b), lax.ne(b, b)), a, b)
 
 
 fmax = _binary("fmax", _fmax, doc="Elementwise maximum ignoring NaN: a NaN loses to a "
@@ -583,12 +585,27 @@ fmin = _binary("fmin", _fmin, doc="Elementwise minimum ignoring NaN: a NaN loses
 
 equal = _binary("equal", lambda a, b, dt: lax.eq(a, b), fast=lambda dt: _e.eq_p)
 not_equal = _binary("not_equal", lambda a, b, dt: lax.ne(a, b), fast=lambda dt: _e.ne_p)
-less = _binary("less", lambda a, b, dt: lax.lt(a, b), fast=lambda dt: _e.lt_p)
-less_equal = _binary("less_equal", lambda a, b, dt: lax.le(a, b),
-                     fast=lambda dt: _e.le_p)
-greater = _binary("greater", lambda a, b, dt: lax.gt(a, b), fast=lambda dt: _e.gt_p)
-greater_equal = _binary("greater_equal", lambda a, b, dt: lax.ge(a, b),
-                        fast=lambda dt: _e.ge_p)
+def _ordered(cmp, prim):
+    """An ordered comparison ``(fn, fast)`` for ``_binary``: lax's ``cmp`` takes no complex
+    operands, so complex numbers are ordered as JAX orders them: by real part, and by
+    imaginary part where the real parts are equal."""
+    def fn(a, b, dt):
+        if np.dtype(dt).kind != "c":
+            return cmp(a, b)
+        ra, rb = lax.real(a), lax.real(b)
+        return lax.select(lax.eq(ra, rb), cmp(lax.imag(a), lax.imag(b)), cmp(ra, rb))
+    return fn, (lambda dt: None if np.dtype(dt).kind == "c" else prim)
+
+
+def _comparison(name, cmp, prim):
+    fn, fast = _ordered(cmp, prim)
+    return _binary(name, fn, fast=fast)
+
+
+less = _comparison("less", lax.lt, _e.lt_p)
+less_equal = _comparison("less_equal", lax.le, _e.le_p)
+greater = _comparison("greater", lax.gt, _e.gt_p)
+greater_equal = _comparison("greater_equal", lax.ge, _e.ge_p)
 
 
 def _to_bool(x):
@@ -798,12 +815,45 @@ def _logaddexp_base(a, b, dt, base):
     return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
+def _no_posinf(x):
+    """``x`` with +inf (in the real part) replaced by 0, for the log-add-exp derivatives."""
+    re = lax.real(x) if _kind(get_aval(x).dtype) == "c" else x
+    return lax.select(lax.eq(re, _const(re, np.inf)), _full_like(x, 0), x)
+
+
+def _logaddexp_rule(base):
+    """log-add-exp with JAX's derivative: each input's tangent weighted by its share
+    ``base ** (x_i - out)`` of the sum, so a tie gives each half (differentiating the
+    ``max + log1p`` form instead would send all of it through max's tie rule and then
+    cancel: softplus'(0) came out 0, not 0.5).  +inf is replaced by 0 before the
+    subtraction, as in JAX (at two -inf inputs the weights are NaN there too)."""
+    power = lax.exp if base == "e" else lax.exp2
+
+    @custom_jvp
+    def f(a, b):
+        return _logaddexp_base(a, b, get_aval(a).dtype, base)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a, b), (ta, tb) = primals, tangents
+        out = f(a, b)
+        ro = _no_posinf(out)
+        t = lax.add(lax.mul(ta, power(lax.sub(_no_posinf(a), ro))),
+                    lax.mul(tb, power(lax.sub(_no_posinf(b), ro))))
+        return out, t
+    return f
+
+
+_logaddexp_e = _logaddexp_rule("e")
+_logaddexp_2 = _logaddexp_rule(2)
+
+
 def _logaddexp(a, b, dt):
-    return _logaddexp_base(a, b, dt, "e")
+    return _logaddexp_e(a, b)
 
 
 def _logaddexp2(a, b, dt):
-    return _logaddexp_base(a, b, dt, 2)
+    return _logaddexp_2(a, b)
 
 
 logaddexp = _binary("logaddexp", _logaddexp, "inexact",
