@@ -39,7 +39,7 @@ from ..runtime import buffer as _buffer
 from ..runtime import dispatch as _dispatch
 from ..compiler.pipeline import cost_analysis
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from .stages import Compiled, Lowered, ShapeDtypeStruct
+from .stages import Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped
 
 logger = logging.getLogger("jaxlite")
 
@@ -539,9 +539,10 @@ class JitWrapped:
                                                static_pos, [k[0] for k in key[1]])
         return Lowered(self, closed, in_tree, out_tree, key, names)
 
-    def trace(self, *args, **kwargs):
-        """Same as ``lower`` (the traced stage and the lowered stage coincide here)."""
-        return self.lower(*args, **kwargs)
+    def trace(self, *args, **kwargs) -> Traced:
+        """Traces for these arguments and returns the Traced stage
+        (``jax.jit(f).trace(*args)``): ``.jaxpr``, ``.out_info``, ``.lower()``."""
+        return Traced(self.lower(*args, **kwargs))
 
     def eval_shape(self, *args, **kwargs):
         """Output shapes and dtypes (ShapeDtypeStructs), computing nothing."""
@@ -590,6 +591,9 @@ def _diff_keys(history, key, names, param_names=()) -> str:
     if old[4] != key[4]:
         diffs.append(f"jax_enable_x64 {old[4]} -> {key[4]}")
     return "; ".join(diffs) or "a new signature"
+
+
+Wrapped.register(JitWrapped)
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,

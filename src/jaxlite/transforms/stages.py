@@ -1,10 +1,13 @@
-"""The stages of ``jit`` a user can hold: ``Lowered`` (traced program) and ``Compiled``
-(optimised program + executable), as ``jax.stages``.
+"""The stages of ``jit`` a user can hold, as ``jax.stages``: ``Wrapped`` (what ``jit``
+returns), ``Traced`` (the program traced for one signature), ``Lowered`` (the program as
+handed to the compiler) and ``Compiled`` (optimised program + executable).
 
 ``jit(f).lower(x).as_text()`` prints the traced program; ``.compile().as_text()`` the
 optimised one and the executable's source; ``.cost_analysis()`` flops and bytes.
 """
 from __future__ import annotations
+
+import abc
 
 from ..compiler.pipeline import compile_jaxpr, cost_analysis
 from ..core.avals import ShapedArray
@@ -22,6 +25,32 @@ class ShapeDtypeStruct:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The ShapeDtypeStruct of ``x`` (mirrors ``jax.ShapeDtypeStruct.like``): its
+        shape, dtype and weak type.  ``x`` is an Array, a traced value, a NumPy value, a
+        Python scalar (weakly typed), an abstract value or a ShapeDtypeStruct.
+
+        Raises:
+          TypeError: ``x`` has no shape and dtype (a list, a str, None).
+        """
+        import numpy as np
+        from ..core.trace import get_aval
+        aval = getattr(x, "aval", None)
+        if isinstance(aval, ShapedArray):
+            return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+        if isinstance(x, (ShapedArray, ShapeDtypeStruct)):
+            return cls(x.shape, x.dtype, weak_type=x.weak_type)
+        if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
+            a = get_aval(x)
+            return cls(a.shape, a.dtype, weak_type=a.weak_type)
+        if isinstance(x, str) or x is None:
+            raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+        if not hasattr(x, "dtype"):
+            raise TypeError(f"Cannot interpret value of type {type(x)} as an abstract "
+                            f"array; it does not have a dtype attribute")
+        return cls(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
 
     @property
     def aval(self):
@@ -46,7 +75,127 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        w = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{w})"
+
+
+class Wrapped(abc.ABC):
+    """A function wrapped by ``jit`` (``jax.stages.Wrapped``): call it, or stage it with
+    ``trace``/``lower``.  ``isinstance(jax.jit(f), Wrapped)`` is True; other transformed
+    functions (``grad(f)``) are not Wrapped, as in JAX."""
+
+    @abc.abstractmethod
+    def __call__(self, *args, **kwargs):
+        """Runs the function (compiling it for new signatures)."""
+
+    @abc.abstractmethod
+    def trace(self, *args, **kwargs) -> "Traced":
+        """Traces it for these arguments."""
+
+    @abc.abstractmethod
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Traces and lowers it for these arguments."""
+
+
+class ArgInfo:
+    """The abstract value of one argument of a staged function and whether it is donated
+    (``jax.stages.ArgInfo``): ``shape``, ``dtype``, ``donated``."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, _aval, donated: bool):
+        self._aval = _aval
+        self.donated = bool(donated)
+
+    @property
+    def shape(self):
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
+
+    def __eq__(self, other):
+        return isinstance(other, ArgInfo) and (self._aval, self.donated) == (other._aval,
+                                                                            other.donated)
+
+    def __hash__(self):
+        return hash((self._aval, self.donated))
+
+    def __repr__(self):
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+
+#: options for ``Lowered.compile(compiler_options=...)``: a dict of option name to value
+CompilerOptions = dict
+
+
+def _args_info(lowered):
+    """The pytree ``(args, kwargs)`` of ArgInfo of a staged call's dynamic arguments
+    (donated: named by the wrapper's ``donate_argnums``/``donate_argnames``)."""
+    wrapped = lowered._wrapped
+    nums = set(getattr(wrapped, "donate_argnums", ()) or ())
+    names = set(getattr(wrapped, "donate_argnames", ()) or ())
+    avals = iter(lowered.closed_jaxpr.in_avals)
+    marks = [object() for _ in range(lowered.in_tree.num_leaves)]
+    dyn_args, dyn_kw = tree_unflatten(lowered.in_tree, marks)
+    static_pos = {i for i, _ in lowered._key[2]}
+    positions = [i for i in range(len(dyn_args) + len(static_pos)) if i not in static_pos]
+
+    def info(sub, donated):
+        from ..tree_util import tree_structure
+        tree = tree_structure(sub)
+        return tree_unflatten(tree, [ArgInfo(next(avals), donated)
+                                     for _ in range(tree.num_leaves)])
+    args = tuple(info(a, p in nums) for a, p in zip(dyn_args, positions))
+    kw = {k: info(v, k in names) for k, v in dyn_kw.items()}
+    return args, kw
+
+
+class Traced:
+    """A function traced for one input signature (``jax.stages.Traced``, what
+    ``jax.jit(f).trace(*args)`` returns): its program ``jaxpr`` (a ClosedJaxpr),
+    ``in_avals``/``args_info`` (pytrees ``(args, kwargs)``), ``out_avals``/``out_info``,
+    and ``lower()`` for the next stage."""
+
+    def __init__(self, lowered: "Lowered"):
+        self._lowered = lowered
+
+    @property
+    def jaxpr(self):
+        return self._lowered.closed_jaxpr
+
+    @property
+    def fun_name(self) -> str:
+        return self._lowered._wrapped.__name__
+
+    @property
+    def in_tree(self):
+        return self._lowered.in_tree
+
+    @property
+    def out_tree(self):
+        return self._lowered.out_tree
+
+    @property
+    def in_avals(self):
+        return tree_unflatten(self._lowered.in_tree, list(self.jaxpr.in_avals))
+
+    @property
+    def out_avals(self):
+        return tree_unflatten(self._lowered.out_tree, list(self.jaxpr.out_avals))
+
+    @property
+    def out_info(self):
+        return self._lowered.out_info
+
+    @property
+    def args_info(self):
+        return _args_info(self._lowered)
+
+    def lower(self, *, lowering_platforms=None) -> "Lowered":
+        """The Lowered stage of this trace (no new tracing)."""
+        return self._lowered
 
 
 class Lowered:
@@ -68,6 +217,12 @@ class Lowered:
     @property
     def in_avals(self):
         return self.closed_jaxpr.in_avals
+
+    @property
+    def args_info(self):
+        """Pytree ``(args, kwargs)`` of ArgInfo (shape, dtype, donated) of the dynamic
+        arguments."""
+        return _args_info(self)
 
     def as_text(self, dialect=None) -> str:
         """The traced program in jaxpr notation, with the argument names."""
