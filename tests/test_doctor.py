@@ -195,7 +195,7 @@ def test_json_structure(planted_report, tmp_path):
     data = json.loads(path.read_text())
     assert set(data) == {"script", "argv", "status", "seconds", "findings", "jit",
                          "compile_timeline", "transfers", "eager", "memory", "at",
-                         "internal_errors"}
+                         "annotations", "internal_errors"}
     for f in data["findings"]:
         assert set(f) >= {"requirement", "code", "file", "line", "source", "message", "fix",
                           "count"}

@@ -33,6 +33,7 @@ from .dtypes import float0  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
+from . import stages, profiler  # noqa: F401
 
 
 def clear_caches() -> None:

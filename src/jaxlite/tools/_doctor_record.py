@@ -1,6 +1,6 @@
 """``jaxlite doctor``, part 1: the recorder.  A ``jaxlite.monitoring`` listener that turns
 the events of one run ("compile", "jit_call", "eager_op", "transfer", "alloc", "read",
-"at_update") into per-source-line tallies, a memory timeline and the ``.at[]`` results
+"at_update", and "annotation" from ``jaxlite.profiler``) into per-source-line tallies, a memory timeline and the ``.at[]`` results
 never read.
 
 Layer: tools.  A source line is the user's: the stack is walked out of jaxlite's own
@@ -78,6 +78,9 @@ class Recorder:
         self.at_count = 0
         self._loops_by_file: dict = {}
         self._finalizers: list = []
+        # jaxlite.profiler annotations: (kind, name) -> dict; the spans, in order
+        self.annotations: dict = {}
+        self.annotation_spans: list = []
 
     # ---- the listener ---------------------------------------------------------------
     def __call__(self, kind, data):
@@ -135,6 +138,28 @@ class Recorder:
     def site(self):
         s = self.stack(1)
         return s[0] if s else None
+
+    # ---- profiler annotations ---------------------------------------------------------
+    def _on_annotation(self, d):
+        """A ``TraceAnnotation``/``StepTraceAnnotation`` block (or an annotated function's
+        call) ended: tally its time per name, keep the span for the timeline."""
+        kind, name = d.get("kind", "trace"), str(d.get("name", "?"))
+        secs = float(d.get("seconds", 0.0))
+        a = self.annotations.get((kind, name))
+        if a is None:
+            site = self.stack(1)
+            a = self.annotations[(kind, name)] = {
+                "kind": kind, "name": name, "count": 0, "seconds": 0.0, "max_seconds": 0.0,
+                "steps": [], "scope": "/".join(d.get("scope", ())),
+                "site": site[0] if site else None}
+        a["count"] += 1
+        a["seconds"] += secs
+        a["max_seconds"] = max(a["max_seconds"], secs)
+        if d.get("step_num") is not None and len(a["steps"]) < 1000:
+            a["steps"].append(d["step_num"])
+        if len(self.annotation_spans) < _MAX_SAMPLES:
+            start = float(d.get("start", 0.0)) - self.t0
+            self.annotation_spans.append((kind, name, max(0.0, start), secs))
 
     # ---- jit ------------------------------------------------------------------------
     def _on_compile(self, d):

@@ -342,8 +342,25 @@ def build_report(rec, *, script: str, argv: list, status: dict, seconds: float,
         "script": rel(script), "argv": list(argv), "status": status,
         "seconds": seconds, "findings": findings, "jit": jit,
         "compile_timeline": timeline, "transfers": transfers, "eager": eager,
-        "memory": memory, "at": at, "internal_errors": list(rec.internal_errors),
+        "memory": memory, "at": at, "annotations": _annotation_section(rec),
+        "internal_errors": list(rec.internal_errors),
     }
+
+
+def _annotation_section(rec) -> list:
+    """``jaxlite.profiler`` annotations: per (kind, name) the count and time, slowest
+    first."""
+    out = []
+    for a in getattr(rec, "annotations", {}).values():
+        site = a["site"]
+        out.append({"kind": a["kind"], "name": a["name"], "count": a["count"],
+                    "seconds": a["seconds"], "max_seconds": a["max_seconds"],
+                    "mean_seconds": a["seconds"] / max(a["count"], 1),
+                    "steps": list(a["steps"]), "scope": a["scope"],
+                    "file": rel(site.file) if site else None,
+                    "line": site.line if site else None})
+    out.sort(key=lambda a: -a["seconds"])
+    return out
 
 
 def format_text(report: dict) -> str:
@@ -424,6 +441,18 @@ def format_text(report: dict) -> str:
     for ln in mem["lines"][:TOP]:
         out.append(f"    {ln['file']}:{ln['line']}: {ln['allocations']} allocation(s), "
                    f"{fmt_bytes(ln['bytes'])}  | {ln['source']}")
+
+    ann = report.get("annotations") or []
+    if ann:
+        out.append("")
+        out.append("profiler annotations (jaxlite.profiler):")
+        for a in ann[:TOP]:
+            where = f" ({a['file']}:{a['line']})" if a["file"] else ""
+            steps = f", steps {_short_list(a['steps'])}" if a["steps"] else ""
+            what = "step " if a["kind"] == "step" else ""
+            out.append(f"  {what}{a['name']}{where}: {a['count']} time(s), "
+                       f"{a['seconds'] * 1e3:.2f} ms in all, {a['mean_seconds'] * 1e3:.2f} ms "
+                       f"mean{steps}")
 
     at = report["at"]
     out.append("")

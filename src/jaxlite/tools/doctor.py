@@ -83,7 +83,8 @@ def diagnose(script: str, argv=(), *, stream=None) -> dict:
     (each: ``requirement``, ``code``, ``file``, ``line``, ``source``, ``message``,
     ``fix``, ``count``), ``jit``, ``compile_timeline``, ``transfers``, ``eager``,
     ``memory`` (``devices``, ``lines``, ``loops``, ``timeline``), ``at``,
-    ``internal_errors``.
+    ``annotations`` (``jaxlite.profiler`` annotations: ``kind``, ``name``, ``count``,
+    ``seconds``, ``steps``, ``file``, ``line``), ``internal_errors``.
 
     Raises:
       FileNotFoundError: ``script`` does not exist.
