@@ -208,6 +208,7 @@ sort_p = Primitive("sort", abstract_eval=_sort_aval, impl=_sort_impl, multiple_r
 
 from ..core import ad, batching  # noqa: E402
 from ..core.trace import get_aval  # noqa: E402
+from . import elementwise as _elementwise  # noqa: E402
 
 
 def _kept_dims(ndim, axes):
@@ -382,31 +383,84 @@ def _sort_jvp(primals, tangents, dimension, is_stable, num_keys):
 sort_p.jvp = _sort_jvp
 
 
-def _cum_chooser_jvp(prim):
-    """cummax/cummin: each output takes the tangent of the element that attains it, the
-    nearest position (in scan order) where the operand equals its running result."""
-    from .elementwise import eq_p, select_n_p
-    from .shape import broadcast_in_dim_p, iota_p
+def _slice_axis(x, start, stop, stride, axis):
+    from .shape import slice_p
+    shape = tuple(get_aval(x).shape)
+    st, li, sd = [0] * len(shape), list(shape), [1] * len(shape)
+    st[axis], li[axis], sd[axis] = start, max(start, stop), stride
+    return slice_p.bind(x, start_indices=tuple(st), limit_indices=tuple(li),
+                        strides=tuple(sd))
+
+
+def _interleave(even, odd, n, axis):
+    """Positions 0, 2, ... from ``even`` and 1, 3, ... from ``odd`` (n in all)."""
+    from .shape import concatenate_p, reshape_p
+    ne, no = get_aval(even).shape[axis], get_aval(odd).shape[axis]
+    if no < ne:     # odd n: pad odd with any slice, cut off below
+        odd = concatenate_p.bind(odd, _slice_axis(even, 0, 1, 1, axis), dimension=axis)
+    shape = tuple(get_aval(even).shape)
+    pair = shape[:axis + 1] + (1,) + shape[axis + 1:]
+    both = concatenate_p.bind(reshape_p.bind(even, new_sizes=pair, dimensions=None),
+                              reshape_p.bind(odd, new_sizes=pair, dimensions=None),
+                              dimension=axis + 1)
+    full = shape[:axis] + (2 * ne,) + shape[axis + 1:]
+    return _slice_axis(reshape_p.bind(both, new_sizes=full, dimensions=None), 0, n, 1, axis)
+
+
+def _odd_even_prefix(xs, combine, axis):
+    """Inclusive prefix combination of the arrays ``xs`` (a tuple, combined together) along
+    ``axis`` by the odd/even recursion: pairs (0,1), (2,3), ... are combined, their prefix
+    taken recursively, then each even position combines the prefix before it.  This is
+    the order of ``lax.associative_scan`` (and of JAX's), which fixes how ties split."""
+    n = get_aval(xs[0]).shape[axis]
+    if n < 2:
+        return xs
+    odd = _odd_even_prefix(combine([_slice_axis(x, 0, n - 1, 2, axis) for x in xs],
+                                   [_slice_axis(x, 1, n, 2, axis) for x in xs]),
+                           combine, axis)
+    n_tail = (n - 1) // 2
+    heads = [_slice_axis(x, 0, 1, 1, axis) for x in xs]
+    if n_tail:
+        from .shape import concatenate_p
+        tail = combine([_slice_axis(o, 0, n_tail, 1, axis) for o in odd],
+                       [_slice_axis(x, 2, n, 2, axis) for x in xs])
+        even = [concatenate_p.bind(h, t, dimension=axis) for h, t in zip(heads, tail)]
+    else:
+        even = heads
+    return [_interleave(e, o, n, axis) for e, o in zip(even, odd)]
+
+
+def _cum_chooser_jvp(prim, pair_prim):
+    """cummax/cummin: the derivative of the running max/min computed as JAX computes it,
+    by the odd/even prefix scan of ``max``/``min`` carrying tangents with max's tie rule
+    (a tie splits the tangent in halves, level by level of the scan: cummax'([1, 3, 3])
+    summed is [1, 1.5, 0.5] there, not the first or last occurrence)."""
+    from .elementwise import _balanced_eq, add_p, mul_p
+    from .shape import rev_p
+
+    def combine(a, b):
+        (x, tx), (y, ty) = a, b
+        z = pair_prim.bind(x, y)
+        t = add_p.bind(mul_p.bind(tx, _balanced_eq(x, z, y)),
+                       mul_p.bind(ty, _balanced_eq(y, z, x)))
+        return [z, t]
 
     def rule(primals, tangents, axis, reverse=False):
         (x,), (g,) = primals, tangents
         ans = prim.bind(x, axis=axis, reverse=reverse)
         if g is None:
             return ans, None
-        shape = tuple(get_aval(x).shape)
-        n = shape[axis]
-        hits = eq_p.bind(x, ans)
-        iota = iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=axis)
-        far = broadcast_in_dim_p.bind(np.array(n - 1 if reverse else 0, np.int32),
-                                      shape=shape, broadcast_dimensions=())
-        pos = select_n_p.bind(hits, far, iota)
-        where = (cummin_p if reverse else cummax_p).bind(pos, axis=axis, reverse=reverse)
-        return ans, _take_along(g, where, axis)
+        if reverse:
+            x, g = rev_p.bind(x, dimensions=(axis,)), rev_p.bind(g, dimensions=(axis,))
+        t = _odd_even_prefix([x, g], combine, axis)[1]
+        if reverse:
+            t = rev_p.bind(t, dimensions=(axis,))
+        return ans, t
     prim.jvp = rule
 
 
-_cum_chooser_jvp(cummax_p)
-_cum_chooser_jvp(cummin_p)
+_cum_chooser_jvp(cummax_p, _elementwise.max_p)
+_cum_chooser_jvp(cummin_p, _elementwise.min_p)
 
 
 def _shifted(y, k, fill, axis, reverse):
