@@ -220,8 +220,21 @@ def log1mexp(x):
     """``log(1 - exp(-x))`` for ``x >= 0``, accurate near 0 and for large x
     (``jax.nn.log1mexp``)."""
     x = _arr("log1mexp", x)
+    return _log1mexp(x)
+
+
+@custom_jvp
+def _log1mexp(x):
     c = math.log(2.0)
     return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+@_log1mexp.defjvp
+def _log1mexp_jvp(primals, tangents):
+    # the derivative 1 / expm1(x), as JAX defines it: inf at 0, where differentiating the
+    # branch formula gives 0 * inf = NaN
+    (x,), (t,) = primals, tangents
+    return _log1mexp(x), t / jnp.expm1(x)
 
 
 def tanh(x, /):
