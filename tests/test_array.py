@@ -397,7 +397,6 @@ def test_divmod_like_jax(rjax):
             assert_like_jax(q, rq)
 
 
-@pytest.mark.xfail(strict=True, reason="jaxlite.numpy._methods installs no __round__ yet")
 def test_round_like_jax(rjax):
     mine, theirs = pair(lambda m: m.array([1.26, 2.5, -0.5]))
     assert_like_jax(round(mine, 1), round(theirs, 1))
@@ -443,13 +442,12 @@ METHODS = {
     "sort": lambda x: (-x).sort(axis=1),
     "round": lambda x: (x / 3).round(2),
     "nonzero": lambda x: x.nonzero()[1],
+    "view": lambda x: x.view("int32"),
 }
-EXTRA_METHODS = {"view": lambda x: x.view("int32")}
 
 
-@pytest.mark.parametrize("method", list(METHODS) + [pytest.param("view", marks=pytest.mark.xfail(
-    strict=True, reason="jaxlite.numpy._methods installs no Array.view yet"))])
+@pytest.mark.parametrize("method", list(METHODS))
 def test_methods_like_jax(rjax, method):
-    fn = {**METHODS, **EXTRA_METHODS}[method]
+    fn = METHODS[method]
     mine, theirs = pair(lambda m: m.arange(6.0).reshape(2, 3))
     assert_like_jax(fn(mine), fn(theirs))

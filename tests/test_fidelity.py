@@ -296,3 +296,185 @@ def test_shaped_array_str_and_repr(rjax, rjnp):
         want = rjax.core.ShapedArray(shape, np.dtype(dt), weak_type=weak)
         assert str(got) == str(want)
         assert repr(got) == repr(want)
+
+
+# ---- every public Array member on tracers (jit, grad, vmap) ------------------------------
+
+ARRAY_MEMBERS = {
+    "T": lambda x, jn: x.T,
+    "mT": lambda x, jn: x.mT,
+    "all": lambda x, jn: (x > 1).all(),
+    "any": lambda x, jn: (x > 1).any(axis=-1),
+    "argmax": lambda x, jn: x.argmax(),
+    "argmin": lambda x, jn: x.argmin(axis=-1),
+    "argpartition": lambda x, jn: x.argpartition(1),
+    "argsort": lambda x, jn: x.argsort(),
+    "astype": lambda x, jn: x.astype(jn.int32),
+    "at": lambda x, jn: x.at[0].set(7.0),
+    "byteswap": lambda x, jn: x.byteswap(),
+    "choose": lambda x, jn: (x > 2).astype(jn.int32).choose([x, -x]),
+    "clip": lambda x, jn: x.clip(0.5, 2.0),
+    "compress": lambda x, jn: x.compress(jn.array([True, False, True]), axis=-1),
+    "conj": lambda x, jn: x.conj(),
+    "conjugate": lambda x, jn: x.conjugate(),
+    "copy": lambda x, jn: x.copy(),
+    "cumprod": lambda x, jn: x.cumprod(axis=-1),
+    "cumsum": lambda x, jn: x.cumsum(),
+    "diagonal": lambda x, jn: x.diagonal(),
+    "dot": lambda x, jn: x.dot(jn.arange(3.0)),
+    "dtype": lambda x, jn: x.dtype,
+    "flat": lambda x, jn: x.flat,
+    "flatten": lambda x, jn: x.flatten(),
+    "imag": lambda x, jn: x.imag,
+    "item": lambda x, jn: x.item(),
+    "itemsize": lambda x, jn: x.itemsize,
+    "max": lambda x, jn: x.max(axis=-1),
+    "mean": lambda x, jn: x.mean(),
+    "min": lambda x, jn: x.min(),
+    "nbytes": lambda x, jn: x.nbytes,
+    "ndim": lambda x, jn: x.ndim,
+    "nonzero": lambda x, jn: x.nonzero(size=2)[0],
+    "prod": lambda x, jn: x.prod(axis=0),
+    "ptp": lambda x, jn: x.ptp(),
+    "ravel": lambda x, jn: x.ravel(),
+    "real": lambda x, jn: x.real,
+    "repeat": lambda x, jn: x.repeat(2, axis=-1),
+    "reshape": lambda x, jn: x.reshape(-1, 1),
+    "round": lambda x, jn: (x / 4).round(),
+    "searchsorted": lambda x, jn: x.searchsorted(2.5),
+    "shape": lambda x, jn: x.shape,
+    "size": lambda x, jn: x.size,
+    "sort": lambda x, jn: (-x).sort(),
+    "squeeze": lambda x, jn: x[None].squeeze(0),
+    "std": lambda x, jn: x.std(ddof=1),
+    "sum": lambda x, jn: x.sum(axis=-1, keepdims=True),
+    "swapaxes": lambda x, jn: x.swapaxes(0, -1),
+    "take": lambda x, jn: x.take(jn.array([0, 2])),
+    "to_device": lambda x, jn: x.to_device(_top_module(jn).devices()[0]),
+    "trace": lambda x, jn: x.trace(),
+    "transpose": lambda x, jn: x.transpose(),
+    "var": lambda x, jn: x.var(axis=-1),
+    "view": lambda x, jn: x.view(jn.int32),
+    # members that need a concrete array: ConcretizationTypeError or AttributeError
+    "addressable_data": lambda x, jn: x.addressable_data(0),
+    "addressable_shards": lambda x, jn: x.addressable_shards,
+    "committed": lambda x, jn: x.committed,
+    "copy_to_host_async": lambda x, jn: x.copy_to_host_async(),
+    "device": lambda x, jn: x.device,
+    "global_shards": lambda x, jn: x.global_shards,
+    "is_fully_addressable": lambda x, jn: x.is_fully_addressable,
+    "is_fully_replicated": lambda x, jn: x.is_fully_replicated,
+    "sharding": lambda x, jn: x.sharding,
+    "tolist": lambda x, jn: x.tolist(),
+    "block_until_ready": lambda x, jn: x.block_until_ready(),
+    "devices": lambda x, jn: x.devices(),
+    "is_deleted": lambda x, jn: x.is_deleted(),
+    "delete": lambda x, jn: x.delete(),
+    "tobytes": lambda x, jn: x.tobytes(),
+    "on_device_size_in_bytes": lambda x, jn: x.on_device_size_in_bytes(),
+    "unsafe_buffer_pointer": lambda x, jn: x.unsafe_buffer_pointer(),
+}
+
+
+def _top_module(jn):
+    import importlib
+    return importlib.import_module(jn.__name__.split(".")[0])
+
+
+def test_array_member_table_covers_jax_array(rjax):
+    public = {n for n in dir(rjax.Array) if not n.startswith("_")}
+    assert public <= set(ARRAY_MEMBERS), sorted(public - set(ARRAY_MEMBERS))
+
+
+def _member_outcome(J, jn, mode, member):
+    side = []
+
+    def body(x):
+        out = member(x, jn)
+        if hasattr(out, "aval"):
+            return out
+        side.append(out)
+        return x
+
+    x = jn.arange(6.0).reshape(2, 3)
+    try:
+        if mode == "jit":
+            out = J.jit(body)(x)
+        elif mode == "vmap":
+            out = J.vmap(body)(x)
+        else:
+            out = J.grad(lambda v: jn.sum(body(v).astype(jn.float32)))(x)
+    except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+        return type(e).__name__
+    return (np.asarray(out).tolist(), str(out.dtype), out.shape, side)
+
+
+@pytest.mark.parametrize("mode", ["jit", "grad", "vmap"])
+@pytest.mark.parametrize("name", sorted(ARRAY_MEMBERS))
+def test_array_members_on_tracers_match_jax(name, mode, rjax, rjnp):
+    member = ARRAY_MEMBERS[name]
+    assert _member_outcome(jax, jnp, mode, member) == \
+        _member_outcome(rjax, rjnp, mode, member)
+
+
+# ---- Array methods added for the table: view, byteswap, compress, choose, round ----------
+
+def _x(jn):
+    return jn.arange(6.0).reshape(2, 3)
+
+
+METHOD_EDGES = {
+    "view u8": lambda J, jn: _x(jn).view(jn.uint8),
+    "view f16": lambda J, jn: _x(jn).view(jn.float16),
+    "view int16->int32": lambda J, jn: jn.arange(4, dtype=jn.int16).view(jn.int32),
+    "view as bool": lambda J, jn: jn.array([0, 1, 2], jn.uint8).view(bool),
+    "view from bool": lambda J, jn: jn.array([True, False]).view(jn.uint8),
+    "view 0-d other size": lambda J, jn: jn.float32(1).view(jn.uint8),
+    "view 0-d same size": lambda J, jn: jn.float32(1).view(jn.int32),
+    "view ragged": lambda J, jn: jn.arange(3, dtype=jn.int16).view(jn.int32),
+    "view jit": lambda J, jn: J.jit(lambda v: v.view(jn.int32))(_x(jn)),
+    "byteswap int32": lambda J, jn: jn.arange(3, dtype=jn.int32).byteswap(),
+    "byteswap uint8": lambda J, jn: jn.arange(3, dtype=jn.uint8).byteswap(),
+    "byteswap float32": lambda J, jn: _x(jn).byteswap(),
+    "byteswap inplace": lambda J, jn: _x(jn).byteswap(inplace=True),
+    "flat": lambda J, jn: _x(jn).flat,
+    "compress flattened": lambda J, jn: jn.compress(jn.array([1, 0, 1, 1]), _x(jn)),
+    "compress size": lambda J, jn: jn.compress(jn.array([1, 0, 1]), _x(jn), axis=1, size=3,
+                                               fill_value=-1),
+    "compress long true": lambda J, jn: jn.compress(jn.array([1, 0, 1, 1]), _x(jn), axis=1),
+    "compress long false": lambda J, jn: jn.compress(jn.array([1, 0, 1, 0]), _x(jn), axis=1),
+    "compress short": lambda J, jn: jn.compress(jn.array([1]), _x(jn), axis=1),
+    "compress method": lambda J, jn: _x(jn).compress(jn.array([False, True]), axis=0),
+    "choose": lambda J, jn: jn.choose(jn.array([0, 1, 2]), [jn.zeros(3), jn.ones(3),
+                                                             2 * jn.ones(3, jn.int32)]),
+    "choose out of range": lambda J, jn: jn.choose(jn.array([0, 1, 3]),
+                                                   [jn.zeros(3), jn.ones(3)]),
+    "choose wrap": lambda J, jn: jn.choose(jn.array([0, 1, 3, -1]),
+                                           [jn.zeros(4), jn.ones(4)], mode="wrap"),
+    "choose clip": lambda J, jn: jn.choose(jn.array([0, 1, 3, -1]),
+                                           [jn.zeros(4), jn.ones(4)], mode="clip"),
+    "choose jit wrap": lambda J, jn: J.jit(lambda a: jn.choose(
+        a, [jn.zeros(4), jn.ones(4)], mode="wrap"))(jn.array([0, 1, 3, -1])),
+    "choose jit raise": lambda J, jn: J.jit(lambda a: jn.choose(
+        a, [jn.zeros(4), jn.ones(4)]))(jn.array([0, 1, 3, -1])),
+    "choose broadcast": lambda J, jn: jn.choose(jn.array([[0], [1]]),
+                                                [jn.zeros(3), jn.arange(3)]),
+    "argpartition": lambda J, jn: jn.array([3, 1, 2, 0]).argpartition(2),
+    "round()": lambda J, jn: round(jn.float32(2.5)),
+    "round(, 1)": lambda J, jn: round(jn.float32(2.25), 1),
+    "round() int": lambda J, jn: round(jn.int32(7)),
+    "round() jit": lambda J, jn: J.jit(lambda v: round(v))(2.7),
+    "round() grad": lambda J, jn: J.grad(lambda v: v * round(v))(2.7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_EDGES))
+def test_array_method_edges_match_jax(name, rjax, rjnp):
+    def outcome(J, jn):
+        try:
+            out = METHOD_EDGES[name](J, jn)
+        except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+            return type(e).__name__
+        return np.asarray(out).tolist(), str(out.dtype), out.shape, out.weak_type
+
+    assert outcome(jax, jnp) == outcome(rjax, rjnp)

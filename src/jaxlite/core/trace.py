@@ -102,6 +102,48 @@ class Tracer:
     def weak_type(self):
         return self.aval.weak_type
 
+    @property
+    def itemsize(self):
+        return self.aval.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.aval.size * self.aval.dtype.itemsize
+
+    # An Array's placement and buffers exist only for a concrete value: a tracer has the
+    # members (as in JAX), and they raise ConcretizationTypeError.
+    def _no_placement(self, what):
+        raise errors.ConcretizationTypeError(
+            self, f"{what} needs a concrete array; a traced value has no buffers or "
+                  f"placement.")
+
+    committed = property(lambda self: self._no_placement("committed"))
+    addressable_shards = property(lambda self: self._no_placement("addressable_shards"))
+    global_shards = property(lambda self: self._no_placement("global_shards"))
+    is_fully_addressable = property(lambda self: self._no_placement("is_fully_addressable"))
+    is_fully_replicated = property(lambda self: self._no_placement("is_fully_replicated"))
+
+    def addressable_data(self, index):
+        self._no_placement("addressable_data()")
+
+    def devices(self):
+        self._no_placement("devices()")
+
+    def is_deleted(self):
+        self._no_placement("is_deleted()")
+
+    def delete(self):
+        self._no_placement("delete()")
+
+    def tobytes(self, order="C"):
+        self._no_placement("tobytes()")
+
+    def on_device_size_in_bytes(self):
+        self._no_placement("on_device_size_in_bytes()")
+
+    def unsafe_buffer_pointer(self):
+        self._no_placement("unsafe_buffer_pointer()")
+
     def __len__(self):
         if not self.aval.shape:
             raise TypeError("len() of unsized object")

@@ -224,7 +224,7 @@ _OPS = {
     "__abs__": lambda self: _ufuncs.absolute(self),
     "__invert__": lambda self: _ufuncs.invert(self),
     "__getitem__": lambda self, idx: _indexing.getitem(self, idx),
-    "__round__": lambda self, ndigits=None: _defer("round")(self, ndigits or 0),
+    "__round__": lambda self, ndigits=None: _pyround(self, ndigits),
 }
 
 _METHODS = {
@@ -251,8 +251,86 @@ for _name in ("sum", "prod", "max", "min", "mean", "all", "any", "argmax", "argm
 
 for _name in ("var", "std", "cumsum", "cumprod", "clip", "round", "sort", "argsort", "take",
               "repeat", "swapaxes", "nonzero", "trace", "diagonal", "searchsorted", "ptp",
-              "nansum", "nanmean", "compress", "choose"):
+              "choose", "argpartition"):
     _METHODS[_name] = _defer(_name)
+
+
+def _view(self, dtype=None, type=None):
+    """The same bytes read as ``dtype`` (``jax.Array.view``): with a different item size
+    the last axis is rescaled, as NumPy's ``ndarray.view`` does.
+
+    Raises:
+      NotImplementedError: ``type`` is given.
+      ValueError: the last axis's bytes do not divide into the new item size.
+    """
+    if type is not None:
+        raise NotImplementedError("the `type` argument of Array.view() is not supported")
+    if dtype is None:
+        return self
+    new = np.dtype(dtypes.canonicalize_dtype(dtype))
+    old = np.dtype(self.dtype)
+    x = self
+    if old == np.bool_:
+        x, old = lax.convert_element_type(x, np.uint8), np.dtype(np.uint8)
+    if new == np.bool_:
+        return _view(x, np.uint8) != 0
+    if old.itemsize == new.itemsize:
+        return lax.bitcast_convert_type(x, new)
+    if not x.ndim:
+        raise ValueError(f"a 0-d {old.name} array cannot be viewed as {new.name}: the item "
+                         f"sizes differ")
+    if old.itemsize > new.itemsize:
+        out = lax.bitcast_convert_type(x, new)    # adds a trailing axis of the ratio
+        return _shape.reshape(out, x.shape[:-1] + (-1,))
+    ratio = new.itemsize // old.itemsize
+    if x.shape[-1] % ratio:
+        raise ValueError(f"the last axis of shape {tuple(x.shape)} ({old.name}) does not hold a "
+                         f"whole number of {new.name} items")
+    grouped = _shape.reshape(x, x.shape[:-1] + (x.shape[-1] // ratio, ratio))
+    return lax.bitcast_convert_type(grouped, new)
+
+
+def _pyround(self, ndigits=None):
+    """Python's ``round(x[, ndigits])``: ties to even; without ``ndigits`` the result is
+    of the default integer dtype, as ``round`` of a JAX array."""
+    r = _ufuncs.round(self, 0 if ndigits is None else ndigits)
+    if ndigits is None:
+        return lax.convert_element_type(r, dtypes.canonicalize_dtype(np.int64))
+    return r
+
+
+def _byteswap(self):
+    """Each element with its bytes in reverse order (``jax.Array.byteswap``; arrays are
+    immutable, so there is no ``inplace``)."""
+    size = np.dtype(self.dtype).itemsize
+    if size == 1:
+        return self
+    as_bytes = lax.bitcast_convert_type(self, np.uint8)
+    return lax.bitcast_convert_type(as_bytes[..., ::-1], self.dtype)
+
+
+def _to_device(self, device, *, stream=None):
+    """``self`` placed on ``device`` (``jax.Array.to_device``, the Array API's name for
+    ``jax.device_put``)."""
+    if stream is not None:
+        raise NotImplementedError("to_device() does not take a stream")
+    from .._placement import device_put
+    return device_put(self, device)
+
+
+def _no_flat(self):
+    raise NotImplementedError("jaxlite Arrays have no .flat iterator (nor have JAX's): use "
+                              "x.flatten() or x.ravel() instead")
+
+
+def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    """Same as ``jaxlite.numpy.compress(condition, self, ...)``."""
+    from . import _misc
+    return _misc.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+
+
+_METHODS.update({"compress": _compress, "view": _view, "byteswap": _byteswap, "to_device": _to_device,
+                 "flat": property(_no_flat)})
 
 
 def _creation_copy(x):

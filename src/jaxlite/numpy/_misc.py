@@ -230,4 +230,92 @@ def isdtype(dtype, kind) -> bool:
     return False
 
 
+def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+    """The slices of ``a`` along ``axis`` where ``condition`` is true
+    (``jax.numpy.compress``; ``axis=None`` works on the flattened array).
+
+    ``condition`` is 1-D; entries past ``a.shape[axis]`` must be false.  Without ``size``
+    the result's length depends on the values, so ``condition`` must be concrete (under
+    jit it raises a tracer error); with ``size`` the result has exactly ``size`` slices,
+    padded with ``fill_value``.
+
+    Raises:
+      ValueError: ``condition`` is not 1-D, or is true past the end of the axis.
+      NotImplementedError: ``out`` is given.
+    """
+    from ._creation import arange, asarray
+    from ._reductions import any as any_, count_nonzero
+    from ._shape import moveaxis, ravel
+    from ._sorting import nonzero
+    from ._ufuncs import where
+    if out is not None:
+        raise NotImplementedError("jnp.compress: out= is unsupported (arrays are immutable)")
+    cond = asarray(condition)
+    if cond.ndim != 1:
+        raise ValueError(f"compress: condition must be a 1-D array, got shape {cond.shape}")
+    cond = cond.astype(bool)
+    arr = ravel(a) if axis is None else asarray(a)
+    axis = 0 if axis is None else _normalize_axis(axis, arr.ndim)
+    arr = moveaxis(arr, axis, 0)
+    n = arr.shape[0]
+    if bool(any_(cond[n:])):    # like JAX, this needs a concrete condition
+        raise ValueError("compress: condition has true entries past the end of the axis")
+    cond = cond[:n]
+    arr = arr[:cond.shape[0]]
+    if size is None:
+        picked = arr[cond]
+    else:
+        idx = nonzero(cond, size=size, fill_value=0)[0]
+        keep = arange(size) < count_nonzero(cond)
+        keep = keep.reshape((size,) + (1,) * (arr.ndim - 1))
+        picked = where(keep, arr[idx], asarray(fill_value, dtype=arr.dtype))
+    return moveaxis(picked, 0, axis)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """``choices[a[i]][i]`` elementwise, all operands broadcast together
+    (``jax.numpy.choose``).
+
+    ``mode``: ``'raise'`` checks every index is in ``[0, len(choices))`` (so ``a`` must be
+    concrete: under jit it raises ConcretizationTypeError), ``'wrap'`` takes indices modulo
+    ``len(choices)``, ``'clip'`` clamps them.  The result's dtype is the choices' common dtype.
+
+    Raises:
+      ValueError: an index is out of range with ``mode='raise'``, or an unknown mode.
+      NotImplementedError: ``out`` is given.
+    """
+    from ._creation import asarray
+    from ._shape import broadcast_arrays, stack, take_along_axis
+    from ._ufuncs import clip, remainder
+    if out is not None:
+        raise NotImplementedError("jnp.choose: out= is unsupported (arrays are immutable)")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"jnp.choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    idx = asarray(a)
+    if idx.dtype.kind not in "iub":
+        raise TypeError(f"jnp.choose: the index array must be integer, got {idx.dtype}")
+    n = len(choices)
+    if mode == "raise":
+        if isinstance(idx, Tracer) and idx.to_concrete_value() is None:
+            from ..errors import ConcretizationTypeError
+            raise ConcretizationTypeError(
+                idx, "jnp.choose(mode='raise') checks its indices, which needs concrete "
+                     "values; pass mode='wrap' or mode='clip' under jit.")
+        if bool(((idx < 0) | (idx >= n)).any()):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        idx = remainder(idx, n)
+    else:
+        idx = clip(idx, 0, n - 1)
+    idx, *cs = broadcast_arrays(idx, *choices)
+    stacked = stack(cs)
+    return take_along_axis(stacked, idx[None].astype(np.int32), axis=0)[0]
+
+
+def _normalize_axis(axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim
+
+
 __all__ = public_names(globals())
