@@ -29,6 +29,7 @@ from .transforms.stages import ShapeDtypeStruct  # noqa: F401
 from .transforms.derivatives import jacobian, linear_transpose, custom_gradient  # noqa: F401
 from .transforms.scopes import ensure_compile_time_eval, named_call, named_scope  # noqa
 from ._introspect import typeof, print_environment_info  # noqa: F401
+from ._callback import pure_callback  # noqa: F401
 from .dtypes import float0  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401

@@ -81,3 +81,8 @@ class UnexpectedTracerError(JAXTypeError):
 
 class KeyReuseError(RuntimeError):
     """A PRNG key was used twice (kept for API parity)."""
+
+
+class JaxRuntimeError(RuntimeError):
+    """A failure while a program runs, such as a host callback that raised or returned
+    values unlike its declared results (mirrors ``jax.errors.JaxRuntimeError``)."""

@@ -2,9 +2,11 @@
 
 Layer: top (a composition of ``jaxlite.numpy``/``lax``; works eagerly and under ``jit``).
 
-``pad_to_bucket`` bounds the compiles of a jitted function whose input length changes from
-call to call (pitfall 3 of the chapter's section 3.5, R5.3): pad each input to one of a few
-fixed sizes and pass a mask saying which positions are real.  ``jaxlite doctor`` suggests
+``io_callback`` (JAX's ``jax.experimental.io_callback``) calls a host function for its
+effects from inside a program.  ``pad_to_bucket`` bounds the compiles of a jitted function
+whose input length changes from call to call (pitfall 3 of the chapter's section 3.5,
+R5.3): pad each input to one of a few fixed sizes and pass a mask saying which positions
+are real.  ``jaxlite doctor`` suggests
 buckets for the functions it sees recompiling.
 """
 from __future__ import annotations
@@ -13,7 +15,9 @@ import operator
 
 import numpy as np
 
-__all__ = ["pad_to_bucket"]
+from .._callback import io_callback
+
+__all__ = ["pad_to_bucket", "io_callback"]
 
 
 def pad_to_bucket(x, axis, buckets, *, fill_value=0):
