@@ -12,6 +12,8 @@ pairs a jaxpr with the values of its constvars.  ``str(jaxpr)`` prints JAX's not
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import dtypes
@@ -120,6 +122,90 @@ def hoist_consts(closed: ClosedJaxpr):
 
 
 # ---- printer ----------------------------------------------------------------------------
+#
+# The layout is JAX's (0.10): a document of text, optional line breaks, indentation and
+# groups, laid out at 80 columns by the "strictly pretty" rule -- a group is printed on one
+# line when it fits from the current column, else each of its own breaks starts a new line.
+# Variables are named a, b, ..., z, ba, ... in printing order, continuously through nested
+# programs; a nested jit's program reuses the names of the operands and results it is bound
+# to; outputs nobody reads are printed ``_`` at top level; parameters are sorted (a jit's
+# ``name`` first); a nested program with more than 10 equations, or one used twice, is
+# printed once before the top-level program as ``let name = { ... } in``.
+
+_WIDTH = 80
+
+
+def _text(s):
+    return ("t", s)
+
+
+def _brk(s=" "):
+    return ("b", s)
+
+
+def _nest(n, doc):
+    return ("n", n, doc)
+
+
+def _group(doc):
+    return ("g", doc)
+
+
+def _cat(*docs):
+    return ("c", docs)
+
+
+def _join(sep, docs):
+    out = []
+    for i, d in enumerate(docs):
+        if i:
+            out.append(sep)
+        out.append(d)
+    return ("c", tuple(out))
+
+
+def _flat_width(doc, limit):
+    """Width of ``doc`` on one line, counting no further than ``limit``."""
+    total, stack = 0, [doc]
+    while stack and total <= limit:
+        d = stack.pop()
+        k = d[0]
+        if k == "t" or k == "b":
+            total += len(d[1])
+        elif k == "c":
+            stack.extend(reversed(d[1]))
+        elif k == "n":
+            stack.append(d[2])
+        else:
+            stack.append(d[1])
+    return total
+
+
+def _layout(doc, width=_WIDTH) -> str:
+    out, col = [], 0
+    stack = [(0, False, doc)]               # (indent, flat, doc)
+    while stack:
+        indent, flat, d = stack.pop()
+        k = d[0]
+        if k == "t":
+            out.append(d[1])
+            col += len(d[1])
+        elif k == "b":
+            if flat:
+                out.append(d[1])
+                col += len(d[1])
+            else:
+                out.append("\n" + " " * indent)
+                col = indent
+        elif k == "c":
+            stack.extend((indent, flat, c) for c in reversed(d[1]))
+        elif k == "n":
+            stack.append((indent + d[1], flat, d[2]))
+        else:
+            fits = flat or col + _flat_width(d[1], width - col) <= width
+            stack.append((indent, fits, d[1]))
+    return "".join(out)
+
 
 def _name(i: int) -> str:
     s = ""
@@ -131,16 +217,39 @@ def _name(i: int) -> str:
 
 
 class _Names:
-    def __init__(self):
-        self.names = {}
+    """Variable names in order of first appearance; names of shared programs are skipped."""
+
+    def __init__(self, preset=None):
+        self.names = dict(preset or {})
+        self.count = 0
+        self.reserved = set()
+        self.shared = {}                    # id(Jaxpr) -> its name
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
             return pp_literal(v)
-        n = self.names.get(id(v))
+        n = self.names.get(v)
         if n is None:
-            n = self.names[id(v)] = _name(len(self.names))
+            while True:
+                n = _name(self.count)
+                self.count += 1
+                if n not in self.reserved:
+                    break
+            self.names[v] = n
         return n
+
+    def suggest(self, for_vars, like_vars):
+        """Name each of ``for_vars`` (a nested program's variables) after the matching one
+        of ``like_vars`` (what it is bound to outside), unless named already or that outer
+        variable was given to an earlier one."""
+        if len(for_vars) != len(like_vars):
+            return
+        used = set()
+        for v, like in zip(for_vars, like_vars):
+            if (isinstance(v, Var) and isinstance(like, Var) and like not in used
+                    and v not in self.names):
+                used.add(like)
+                self.names[v] = self(like)
 
 
 def pp_literal(lit: Literal) -> str:
@@ -154,52 +263,145 @@ def pp_literal(lit: Literal) -> str:
     return f"{s}:{lit.aval.str_short()}"
 
 
-def pp_param(v, names, indent) -> str:
-    if isinstance(v, ClosedJaxpr):
-        v = v.jaxpr
-    if isinstance(v, Jaxpr):
-        inner = pp_jaxpr(v, indent + 4)
-        return inner.lstrip()
+def _pp_value(v) -> str:
     if isinstance(v, np.dtype):
         return "bfloat16" if v == dtypes._BF16 else v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
     if isinstance(v, tuple):
-        inner = ", ".join(pp_param(x, names, indent) for x in v)
+        inner = ", ".join(_pp_value(x) for x in v)
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, list):
-        return "[" + ", ".join(pp_param(x, names, indent) for x in v) + "]"
-    if callable(v):
-        return getattr(v, "__name__", repr(v))
-    return str(v)
+        return "[" + ", ".join(_pp_value(x) for x in v) + "]"
+    if isinstance(v, frozenset):
+        return "frozenset({" + ", ".join(repr(e) for e in sorted(v)) + "})"
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
 
 
-def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
-    outs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
+def pp_param(v, names, indent=0) -> str:
+    """The printed form of one equation parameter (a nested program included)."""
+    return _layout(_param_doc(v, names if isinstance(names, _Names) else _Names()))
+
+
+def _is_program(v):
+    return isinstance(v, (Jaxpr, ClosedJaxpr))
+
+
+def _param_doc(v, names):
+    if _is_program(v):
+        return _jaxpr_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, names)
+    if type(v) is tuple and v and all(_is_program(j) for j in v):
+        docs = [_jaxpr_doc(j.jaxpr if isinstance(j, ClosedJaxpr) else j, names) for j in v]
+        return _group(_cat(_nest(2, _cat(_text("("), _brk(""), _join(_brk(), docs))),
+                           _brk(""), _text(")")))
+    return _text(_pp_value(v))
+
+
+def _vars_doc(vs, names, sep="", shapes=False):
+    items = [_text(f"{names(v)}:{v.aval.str_short()}" if shapes else names(v)) for v in vs]
+    return _nest(2, _group(_join(_cat(_text(sep), _group(_brk())), items)))
+
+
+def _eqn_doc(eqn: JaxprEqn, names):
     params = {k: p for k, p in eqn.params.items() if not k.startswith("_")}
-    ps = ""
-    if params:
-        items = [f"{k}={pp_param(p, names, indent)}" for k, p in params.items()]
-        one = " ".join(items)
-        if len(one) <= 60 and "\n" not in one:
-            ps = f"[{one}]"
-        else:
-            pad = " " * (indent + 2)
-            ps = "[\n" + "".join(f"{pad}{i}\n" for i in items) + " " * indent + "]"
-    args = " ".join(names(v) for v in eqn.invars)
-    return f"{' ' * indent}{outs} = {eqn.primitive.name}{ps} {args}".rstrip()
+    hide = getattr(eqn.primitive, "pp_hidden", None)
+    if hide is not None:
+        for k in hide(params):
+            params.pop(k, None)
+    order = sorted(params)
+    if eqn.primitive.name == "jit" and "name" in params:
+        order.remove("name")
+        order.insert(0, "name")
+        inner = params.get("jaxpr")
+        inner = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
+        if isinstance(inner, Jaxpr) and id(inner) not in names.shared:
+            names.suggest(inner.invars, eqn.invars)
+            names.suggest(inner.outvars, eqn.outvars)
+    lhs = _vars_doc(eqn.outvars, names, shapes=True)
+    rhs = [_text(eqn.primitive.name)]
+    if order:
+        pairs = [_cat(_text(f"{k}="), _param_doc(params[k], names)) for k in order]
+        rhs.append(_group(_cat(_nest(2, _cat(_text("["), _brk(""), _join(_brk(), pairs))),
+                               _brk(""), _text("]"))))
+    rhs.append(_cat(_text(" "), _vars_doc(eqn.invars, names)))
+    if eqn.outvars:
+        return _cat(lhs, _text(" = "), *rhs)
+    return _cat(*rhs)
+
+
+def _jaxpr_doc(jaxpr: Jaxpr, names):
+    shared = names.shared.get(id(jaxpr))
+    if shared is not None:
+        return _text(shared)
+    consts = _vars_doc(jaxpr.constvars, names, shapes=True)
+    ins = _vars_doc(jaxpr.invars, names, shapes=True)
+    eqns = _join(_brk("; "), [_eqn_doc(e, names) for e in jaxpr.eqns])
+    outs = _cat(_text("("), _vars_doc(jaxpr.outvars, names, sep=","),
+                _text(",)" if len(jaxpr.outvars) == 1 else ")"))
+    return _group(_cat(_nest(2, _cat(
+        _text("{ lambda "), consts, _text("; "), ins, _text(". let"),
+        _nest(2, _cat(_brk(), eqns)), _brk(), _text("in "), outs)), _text(" }")))
+
+
+def _programs_in(params):
+    for v in params.values():
+        for j in (v if type(v) is tuple else (v,)):
+            if isinstance(j, ClosedJaxpr):
+                yield j.jaxpr
+            elif isinstance(j, Jaxpr):
+                yield j
+
+
+def _unused_outputs(jaxpr: Jaxpr):
+    """The top-level equations' outputs that nothing reads (printed ``_``)."""
+    used = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    unused = {}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in used:
+                unused[v] = "_"
+        used.update(v for v in eqn.invars if isinstance(v, Var))
+    return unused
 
 
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names=None) -> str:
-    """JAX's textual form of ``jaxpr`` (``{ lambda consts ; args. let eqns in (outs) }``)."""
-    names = names or _Names()
-    pad = " " * indent
-    cvs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
-    ivs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    head = f"{cvs}; {ivs}" if cvs else f"; {ivs}"
-    lines = [f"{pad}{{ lambda {head}. let"]
-    for e in jaxpr.eqns:
-        lines.append(pp_eqn(e, names, indent + 4))
-    outs = ", ".join(names(v) for v in jaxpr.outvars)
-    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
-    return "\n".join(lines)
+    """JAX's textual form of ``jaxpr`` (``{ lambda consts ; args. let eqns in (outs) }``),
+    as ``str(jax.make_jaxpr(f)(x))`` prints it.  ``indent`` shifts every line right."""
+    names = names if isinstance(names, _Names) else _Names(_unused_outputs(jaxpr))
+    # Nested programs used more than once, or longer than 10 equations, are printed once,
+    # first, under the name of the equation that carries them ("jaxpr" when it has none).
+    counts, labels, order = {}, {}, []
+    queue = [jaxpr]
+    while queue:
+        j = queue.pop(0)
+        if id(j) not in counts:
+            counts[id(j)] = 0
+            order.append(j)
+        counts[id(j)] += 1 + (j is not jaxpr and len(j.eqns) > 10)
+        for eqn in j.eqns:
+            label = eqn.params.get("name")
+            for sub in _programs_in(eqn.params):
+                queue.append(sub)
+                if isinstance(label, str):
+                    labels.setdefault(id(sub), label.strip("<>"))
+    taken, docs = {}, []
+    for j in order:
+        if counts[id(j)] < 2:
+            continue
+        label = labels.get(id(j), "jaxpr")
+        n = taken.get(label, 0)
+        taken[label] = n + 1
+        if n:
+            label += str(n)
+            taken[label] = taken.get(label, 0) + 1
+        names.reserved.add(label)
+        body = _jaxpr_doc(j, names)
+        names.shared[id(j)] = label
+        docs.append(_cat(_text(f"let {label} = "), body, _text(" in"), _brk()))
+    docs.append(_jaxpr_doc(jaxpr, names))
+    text = _layout(_cat(*docs))
+    if indent:
+        text = "\n".join(" " * indent + line for line in text.split("\n"))
+    return text
