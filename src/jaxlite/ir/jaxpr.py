@@ -306,6 +306,8 @@ def _vars_doc(vs, names, sep="", shapes=False):
 
 def _eqn_doc(eqn: JaxprEqn, names):
     params = {k: p for k, p in eqn.params.items() if not k.startswith("_")}
+    # A primitive may declare ``pp_hidden(params) -> names`` for parameters JAX leaves out
+    # of the printed equation (e.g. at their defaults); none is declared yet.
     hide = getattr(eqn.primitive, "pp_hidden", None)
     if hide is not None:
         for k in hide(params):
