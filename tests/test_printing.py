@@ -22,6 +22,8 @@ from jaxlite import lax
 _X = np.ones(3, np.float32)
 _M = np.ones((2, 3), np.float32)
 _S = np.float32(2.0)
+_C = np.arange(3.0, dtype=np.float32)
+_BIG = np.arange(100.0, dtype=np.float32)
 
 
 def _nested(j):
@@ -78,6 +80,29 @@ SAME = {
     "jit_used_twice": (lambda j, m, l: _twice(j), (_X,)),
     "jit_longer_than_10": (lambda j, m, l: _long_inner(j), (_X,)),
     "many_arguments_wrap": (lambda j, m, l: _wide(j, m), (_M,) * 12),
+    "weak_typed_argument": (lambda j, m, l: lambda x: x * 2, (3.0,)),
+    "closure_constant": (lambda j, m, l: lambda x: x + _C, (_X,)),
+    "closure_constvar": (lambda j, m, l: lambda x: x[0] + _BIG, (_X,)),
+    "special_literals": (lambda j, m, l: lambda x: m.minimum(x * -1.5, m.inf) + m.nan,
+                         (_X,)),
+    "bool_literal": (lambda j, m, l: lambda x: m.logical_and(x > 0, True), (_X,)),
+    "scan_with_consts": (lambda j, m, l: lambda x: l.scan(
+        lambda c, y: (c + y * x[0], None), 0.0, x)[0], (_X,)),
+    "switch_three_branches": (lambda j, m, l: lambda i, x: l.switch(
+        i, [lambda x: x, lambda x: x * 2, lambda x: -x], x), (1, _X)),
+    "nested_outputs": (lambda j, m, l: lambda x: (x, x + 1, (x * 2,)), (_X,)),
+    "outputs_are_arguments": (lambda j, m, l: lambda x, y: (y, x), (_X, _S)),
+    "jit_with_literal_operand": (lambda j, m, l: lambda x: j.jit(lambda a, b: a * b)(x, 2.0),
+                                 (_X,)),
+    "jit_same_operand_twice": (lambda j, m, l: lambda x: j.jit(lambda a, b: a * b)(x, x),
+                               (_X,)),
+    "stop_gradient": (lambda j, m, l: lambda x: l.stop_gradient(x) + 1, (_X,)),
+    "jvp": (lambda j, m, l: lambda x: j.jvp(m.sin, (x,), (x,)), (_X,)),
+    "pow_abs_sign_erf": (lambda j, m, l: lambda x: x ** x + m.abs(x) * m.sign(x) + l.erf(x),
+                         (_X,)),
+    "clamp_pad_rev": (lambda j, m, l: lambda x: l.rev(l.pad(l.clamp(0.0, x, 1.0), 0.0,
+                                                          [(1, 2, 0)]), (0,)), (_X,)),
+    "dynamic_slice": (lambda j, m, l: lambda x: l.dynamic_slice(x, (1,), (2,)), (_X,)),
 }
 
 
