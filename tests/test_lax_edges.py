@@ -121,3 +121,48 @@ def test_conj_real_derivatives(rjax):
     assert_like_jax(got[0], want[0])
     assert_like_jax(got[1], want[1])
     assert_like_jax(jaxlite.vmap(lax.conj)(x), rjax.vmap(rjax.lax.conj)(rx))
+
+
+# ---- ordered comparisons and complex operands -----------------------------------------
+
+_NAN = float("nan")
+_CA = np.array([1 + 1j, 1 + _NAN * 1j, _NAN + 1j, 1 + 2j, 2 + 0j, 1 + 1j, -0.0 + 0j],
+               np.complex64)
+_CB = np.array([1 + 2j, 1 + 1j, 1 + 1j, _NAN + 1j, 1 + _NAN * 1j, 1 + 1j, 0.0 - 0j],
+               np.complex64)
+
+
+@pytest.mark.parametrize("name", ["lt", "le", "gt", "ge"])
+def test_lax_ordered_comparisons_reject_complex(rjax, name):
+    _same_error(lambda: getattr(lax, name)(jnp.asarray(_CA), jnp.asarray(_CB)),
+                lambda: getattr(rjax.lax, name)(rjax.numpy.asarray(_CA),
+                                                rjax.numpy.asarray(_CB)))
+    _same_error(lambda: jaxlite.jit(getattr(lax, name))(jnp.asarray(_CA), jnp.asarray(_CB)),
+                lambda: rjax.jit(getattr(rjax.lax, name))(rjax.numpy.asarray(_CA),
+                                                          rjax.numpy.asarray(_CB)))
+
+
+@pytest.mark.parametrize("name", ["eq", "ne"])
+def test_lax_equality_accepts_complex(rjax, name):
+    assert_like_jax(getattr(lax, name)(jnp.asarray(_CA), jnp.asarray(_CB)),
+                    getattr(rjax.lax, name)(rjax.numpy.asarray(_CA), rjax.numpy.asarray(_CB)))
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal", "fmax",
+                                  "fmin"])
+def test_numpy_comparisons_order_complex_like_jax(rjax, name):
+    """jax.numpy orders complex numbers by real part, then imaginary part (NaNs included)."""
+    a, b = jnp.asarray(_CA), jnp.asarray(_CB)
+    ra, rb = rjax.numpy.asarray(_CA), rjax.numpy.asarray(_CB)
+    assert_like_jax(getattr(jnp, name)(a, b), getattr(rjax.numpy, name)(ra, rb))
+    assert_like_jax(jaxlite.jit(getattr(jnp, name))(a, b),
+                    getattr(rjax.numpy, name)(ra, rb))
+    assert_like_jax(getattr(jnp, name)(a, 1 + 1j), getattr(rjax.numpy, name)(ra, 1 + 1j))
+
+
+def test_complex_operators(rjax):
+    a, b = jnp.asarray(_CA), jnp.asarray(_CB)
+    ra, rb = rjax.numpy.asarray(_CA), rjax.numpy.asarray(_CB)
+    assert_like_jax(a < b, ra < rb)
+    assert_like_jax(a >= b, ra >= rb)
+    assert_like_jax(a > 1, ra > 1)

@@ -357,10 +357,12 @@ or_p = elementwise("or", np.bitwise_or, INTEGRAL + BOOL)
 xor_p = elementwise("xor", np.bitwise_xor, INTEGRAL + BOOL)
 eq_p = elementwise("eq", np.equal, ANY, out_dtype=_bool_out)
 ne_p = elementwise("ne", np.not_equal, ANY, out_dtype=_bool_out)
-lt_p = elementwise("lt", np.less, NUM + BOOL, out_dtype=_bool_out)
-le_p = elementwise("le", np.less_equal, NUM + BOOL, out_dtype=_bool_out)
-gt_p = elementwise("gt", np.greater, NUM + BOOL, out_dtype=_bool_out)
-ge_p = elementwise("ge", np.greater_equal, NUM + BOOL, out_dtype=_bool_out)
+# ordered comparisons take no complex operands (TypeError, as JAX); jax.numpy orders complex
+# numbers itself, lexicographically
+lt_p = elementwise("lt", np.less, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
+le_p = elementwise("le", np.less_equal, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
+gt_p = elementwise("gt", np.greater, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
+ge_p = elementwise("ge", np.greater_equal, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
 shift_left_p = elementwise("shift_left", _shift_left, INTEGRAL, half=False)
 shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INTEGRAL,
                                     half=False)
