@@ -478,3 +478,42 @@ def test_array_method_edges_match_jax(name, rjax, rjnp):
         return np.asarray(out).tolist(), str(out.dtype), out.shape, out.weak_type
 
     assert outcome(jax, jnp) == outcome(rjax, rjnp)
+
+
+# ---- jit wrappers of one function share its traces ---------------------------------------
+
+def _trace_counts(J, jn):
+    n = [0]
+
+    def f(x):
+        n[0] += 1
+        return x * 2
+
+    counts = []
+    a, b = J.jit(f), J.jit(f)
+    a(1.0)
+    b(1.0)
+    counts += [n[0], a._cache_size(), b._cache_size()]
+    J.jit(f, static_argnums=())(1.0)            # same options as the default
+    counts.append(n[0])
+    J.jit(f, donate_argnums=0)(jn.ones(2))      # other options: a trace of its own
+    J.jit(f, donate_argnums=0)(jn.ones(2))
+    counts.append(n[0])
+    a.clear_cache()                             # clears what b shares
+    b(1.0)
+    counts.append(n[0])
+
+    class Holder:
+        def m(self, x):
+            n[0] += 1
+            return x
+
+    h = Holder()
+    J.jit(h.m)(1.0)                             # each bound method is a new callable
+    J.jit(h.m)(1.0)
+    counts.append(n[0])
+    return counts
+
+
+def test_jit_wrappers_of_one_function_share_traces(rjax, rjnp):
+    assert _trace_counts(jax, jnp) == _trace_counts(rjax, rjnp) == [1, 1, 1, 1, 2, 3, 5]

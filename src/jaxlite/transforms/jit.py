@@ -231,11 +231,29 @@ class _FastEntry:
 
 _ALL_JITTED: "weakref.WeakSet" = weakref.WeakSet()   # every live JitWrapped
 
+# id(fun) -> (weak reference to fun, {jit options: caches}): two jit wrappers of one
+# function object with the same options share their traces and compiled programs, as in
+# JAX.  Keyed by identity (a freshly bound method or a new lambda gets caches of its own);
+# the entry goes when the function does.
+_SHARED: dict = {}
 
-def clear_all_caches() -> None:
-    """Empties the compiled-signature caches of every live jitted function."""
-    for f in list(_ALL_JITTED):
-        f.clear_cache()
+
+def _shared_caches(fun, options) -> tuple:
+    """``(cache, history, fast, fast64)`` for ``fun`` jitted with ``options``: the ones
+    of an earlier wrapper with equal options, or new ones."""
+    fresh = ({}, [], {}, {})
+    key = id(fun)
+    hit = _SHARED.get(key)
+    if hit is None or hit[0]() is not fun:
+        try:
+            ref = weakref.ref(fun, lambda _, k=key: _SHARED.pop(k, None))
+        except TypeError:      # not weakly referenceable: caches of its own
+            return fresh
+        hit = _SHARED[key] = (ref, {})
+    try:
+        return hit[1].setdefault(options, fresh)
+    except TypeError:          # unhashable options
+        return fresh
 
 
 class JitWrapped:
@@ -269,12 +287,15 @@ class JitWrapped:
             raise ValueError("jit: an argument cannot be both static and donated")
         self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums
                            or self.donate_argnames)
-        self._cache: dict = {}
-        # argument keys -> _FastEntry (see __call__), with jax_enable_x64 off and on
-        self._fast: dict = {}
-        self._fast64: dict = {}
+        self._backend = config.jaxlite_backend  # the compiler backend, fixed per jit
+        # cache: signature -> _CacheEntry; history: signatures compiled so far, for
+        # explaining misses; fast/fast64: argument keys -> _FastEntry (see __call__), with
+        # jax_enable_x64 off and on.  Shared with other wrappers of fun (_shared_caches).
+        self._cache, self._history, self._fast, self._fast64 = _shared_caches(fun, (
+            self.static_argnums, self.static_argnames, self.donate_argnums,
+            self.donate_argnames, bool(keep_unused), device, backend, bool(inline),
+            self._backend))
         self._last: tuple = (None, None, None)    # (x64, keys, _FastEntry) of the last hit
-        self._history: list = []   # signatures compiled so far, for explaining misses
         _ALL_JITTED.add(self)      # for clear_all_caches, once its caches exist
         if device is not None or backend not in (None, "cpu"):
             warnings.warn("jit's device= and backend= arguments are deprecated (as in JAX): "
@@ -283,7 +304,6 @@ class JitWrapped:
         if backend not in (None, "cpu"):
             devices(backend)  # raises RuntimeError for a platform that is not present
         self._device = device          # the computation runs there and commits its result
-        self._backend = config.jaxlite_backend  # the compiler backend, fixed per jit
         self.__name__ = getattr(fun, "__name__", "fun")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -553,11 +573,15 @@ class JitWrapped:
         return sum(1 for k in self._cache if k[0] != "traced")
 
     def clear_cache(self) -> None:
+        """Forgets every traced and compiled signature, also those of the other wrappers
+        of the same function with the same options (they share them)."""
         self._cache.clear()
         self._fast.clear()
         self._fast64.clear()
-        self._last = (None, None, None)
         self._history.clear()
+        for other in list(_ALL_JITTED):
+            if other._cache is self._cache:
+                other._last = (None, None, None)
 
 
 def _diff_keys(history, key, names, param_names=()) -> str:
@@ -679,9 +703,13 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
     token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
     try:
-        return device._run_charged(ex.temp_bytes, run)
+        outs = device._run_charged(ex.temp_bytes, run)
     finally:
         fp_ignore_end(token)
+    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
+        from .fp_checks import check_jit_outputs
+        check_jit_outputs(compiled, leaves, outs)
+    return outs
 
 
 def _program_cost(program) -> float:
