@@ -166,3 +166,81 @@ def test_complex_operators(rjax):
     assert_like_jax(a < b, ra < rb)
     assert_like_jax(a >= b, ra >= rb)
     assert_like_jax(a > 1, ra > 1)
+
+
+# ---- static indices out of bounds -----------------------------------------------------
+
+_IDX_1D = [5, -4, 3, -3, 2, np.int32(5), np.array(5), True]
+_IDX_2D = [(0, 5), (5, 0), (1, -4), (0, 3), (2, 0), (Ellipsis, 3), (None, 5),
+           (slice(None), 3), (slice(None), -4), (0, slice(None), None), (3, slice(None))]
+
+
+@pytest.mark.parametrize("idx", _IDX_1D + _IDX_2D, ids=repr)
+def test_static_out_of_bounds_indices_like_jax(rjax, idx):
+    """JAX 0.10 clamps static integer indices out of bounds (eagerly and under jit) rather
+    than raising; jaxlite does the same."""
+    shape = (2, 3) if isinstance(idx, tuple) else (3,)
+    x, rx = _arr(jnp, shape), _arr(rjax.numpy, shape)
+    assert_like_jax(x[idx], rx[idx])
+    assert_like_jax(jaxlite.jit(lambda a: a[idx])(x), rjax.jit(lambda a: a[idx])(rx))
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3)])
+def test_index_into_empty_axis_raises_index_error(rjax, shape):
+    _same_error(lambda: jnp.zeros(shape)[0], lambda: rjax.numpy.zeros(shape)[0])
+    _same_error(lambda: jnp.zeros(())[0], lambda: rjax.numpy.zeros(())[0])
+
+
+@pytest.mark.parametrize("index", [5, 3, -1, -3, -4])
+@pytest.mark.parametrize("keepdims", [True, False])
+def test_index_in_dim_checks_static_index(rjax, index, keepdims):
+    x, rx = _arr(jnp, (3, 2)), _arr(rjax.numpy, (3, 2))
+    if -3 <= index < 3:
+        assert_like_jax(lax.index_in_dim(x, index, 0, keepdims),
+                        rjax.lax.index_in_dim(rx, index, 0, keepdims))
+        assert_like_jax(lax.index_in_dim(x, index // 2, 1, keepdims),
+                        rjax.lax.index_in_dim(rx, index // 2, 1, keepdims))
+    else:
+        _same_error(lambda: lax.index_in_dim(x, index, 0, keepdims),
+                    lambda: rjax.lax.index_in_dim(rx, index, 0, keepdims))
+        _same_error(lambda: jaxlite.jit(lambda a: lax.index_in_dim(a, index))(x),
+                    lambda: rjax.jit(lambda a: rjax.lax.index_in_dim(a, index))(rx))
+    # the dynamic form clamps instead
+    assert_like_jax(lax.dynamic_index_in_dim(x, index), rjax.lax.dynamic_index_in_dim(rx, index))
+
+
+# ---- shape ops with nothing to do still return Arrays ---------------------------------
+
+_NOOPS = {
+    "squeeze": lambda L, x: L.squeeze(x, ()),
+    "expand_dims": lambda L, x: L.expand_dims(x, ()),
+    "reshape": lambda L, x: L.reshape(x, np.shape(x)),
+    "convert": lambda L, x: L.convert_element_type(x, np.float32),
+    "transpose": lambda L, x: L.transpose(x, tuple(range(np.ndim(x)))),
+    "broadcast": lambda L, x: L.broadcast(x, ()),
+    "rev": lambda L, x: L.rev(x, ()),
+    "concatenate": lambda L, x: L.concatenate([x], 0),
+    "broadcast_in_dim": lambda L, x: L.broadcast_in_dim(x, np.shape(x),
+                                                        tuple(range(np.ndim(x)))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NOOPS))
+@pytest.mark.parametrize("value", [np.zeros((0,), np.float32), np.zeros((3,)),
+                                   np.arange(3, dtype=np.int64), 2.5], ids=repr)
+def test_noop_shape_ops_return_arrays(rjax, name, value):
+    if name == "concatenate" and np.ndim(value) == 0:
+        pytest.skip("concatenate takes arrays of rank >= 1")
+    want = _NOOPS[name](rjax.lax, value)
+    got = _NOOPS[name](lax, value)
+    assert type(got) is type(jnp.zeros(1)), type(got)
+    assert_like_jax(got, want)
+
+
+def test_squeeze_dimension_checks(rjax):
+    for shape, dims in [((1,), (1,)), ((1,), (-2,)), ((3,), (0,)), ((1, 1), (0, -2))]:
+        _same_error(lambda: lax.squeeze(jnp.zeros(shape), dims),
+                    lambda: rjax.lax.squeeze(rjax.numpy.zeros(shape), dims))
+    for shape, dims in [((1,), (-1,)), ((1, 0), (0,)), ((1, 1), (1, -2)), ((2, 1), (-1,))]:
+        assert_like_jax(lax.squeeze(jnp.zeros(shape), dims),
+                        rjax.lax.squeeze(rjax.numpy.zeros(shape), dims))

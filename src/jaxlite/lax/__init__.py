@@ -11,8 +11,10 @@ import builtins
 import numpy as np
 
 from .. import dtypes
+from ..core.array import ArrayImpl
 from ..core.avals import scalar_aval
-from ..core.trace import get_aval
+from ..core.eager import from_host
+from ..core.trace import Tracer, get_aval
 from ..primitives import control as _c
 from ..primitives import elementwise as _e
 from ..primitives import indexing as _ix
@@ -66,6 +68,16 @@ def _match_scalars(args):
     aval = get_aval(ref)
     return [scalar_as(a, aval.dtype, aval.weak_type) if type(a) in _PY_SCALARS else a
             for a in args]
+
+
+def _as_array(x):
+    """``x`` as a jaxlite Array when it is a NumPy value or Python scalar (an Array or a
+    tracer is returned as it is): the shape ops that have nothing to do still return an
+    Array of the canonical dtype and weak type, as JAX does."""
+    if isinstance(x, (ArrayImpl, Tracer)):
+        return x
+    aval = get_aval(x)
+    return from_host(x, aval.dtype, aval.weak_type)
 
 
 def _unary(p):
@@ -254,7 +266,7 @@ def _convert(x, new_dtype, weak_type):
         x = scalar_as(x, new_dtype, weak_type) if not weak_type else x
     aval = get_aval(x)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return x
+        return _as_array(x)
     return _e.convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype),
                                           weak_type=bool(weak_type))
 
@@ -268,7 +280,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     bd = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(operand)
     if aval.shape == shape and bd == tuple(range(len(shape))):
-        return operand
+        return _as_array(operand)
     return _s.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd,
                                       sharding=None)
 
@@ -289,7 +301,7 @@ def reshape(operand, new_sizes, dimensions=None):
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) \
         else tuple(dimensions)
     if aval.shape == new_sizes and dims is None:
-        return operand
+        return _as_array(operand)
     return _s.reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dims, sharding=None)
 
 
@@ -297,16 +309,24 @@ def transpose(operand, permutation):
     """Permutes dimensions (``jax.lax.transpose``)."""
     perm = tuple(int(p) for p in permutation)
     if perm == tuple(range(len(perm))) and len(perm) == get_aval(operand).ndim:
-        return operand
+        return _as_array(operand)
     return _s.transpose_p.bind(operand, permutation=perm)
 
 
 def squeeze(array, dimensions):
-    """Removes the size-1 ``dimensions`` (``jax.lax.squeeze``)."""
+    """Removes the size-1 ``dimensions`` (``jax.lax.squeeze``); negative dimensions count
+    from the end.  Raises ValueError for a dimension out of range or not of size 1."""
     ndim = get_aval(array).ndim
-    dims = tuple(sorted(int(d) % ndim if ndim else int(d) for d in dimensions))
+    dims = []
+    for d in dimensions:
+        d = int(d)
+        if not -ndim <= d < ndim:
+            raise ValueError(f"squeeze: dimension {d} is out of range for an operand of "
+                             f"rank {ndim}")
+        dims.append(d % ndim)
+    dims = tuple(sorted(dims))
     if not dims:
-        return array
+        return _as_array(array)
     return _s.squeeze_p.bind(array, dimensions=dims)
 
 
@@ -325,7 +345,7 @@ def concatenate(operands, dimension):
     """Joins ``operands`` along ``dimension`` (``jax.lax.concatenate``)."""
     operands = list(operands)
     if len(operands) == 1:
-        return operands[0]
+        return _as_array(operands[0])
     return _s.concatenate_p.bind(*operands, dimension=int(dimension))
 
 
@@ -339,7 +359,7 @@ def pad(operand, padding_value, padding_config):
 def rev(operand, dimensions):
     """Reverses the order of elements along ``dimensions`` (``jax.lax.rev``)."""
     dims = tuple(int(d) for d in dimensions)
-    return operand if not dims else _s.rev_p.bind(operand, dimensions=dims)
+    return _as_array(operand) if not dims else _s.rev_p.bind(operand, dimensions=dims)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):
@@ -365,8 +385,16 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
 
 
 def index_in_dim(operand, index, axis=0, keepdims=True):
-    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``)."""
+    """The slice at static ``index`` along ``axis`` (``jax.lax.index_in_dim``).
+
+    Negative indices count from the end.  Raises IndexError for an index outside
+    ``[-n, n)`` (``n`` the size of ``axis``), as JAX: a static index is checked, not clamped.
+    """
     n = get_aval(operand).shape[axis]
+    index = int(index)
+    if not -n <= index < n:
+        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} of "
+                         f"size {n}")
     index = index + n if index < 0 else index
     out = slice_in_dim(operand, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
