@@ -9,7 +9,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .config import config, enable_x64, log_compiles, disable_jit  # noqa: F401
+from .config import (config, enable_x64, log_compiles, disable_jit,  # noqa: F401
+                     debug_nans, debug_infs)
 from . import dtypes, errors, monitoring, tree_util  # noqa: F401
 from .runtime import (Device, devices, local_devices, device_count,  # noqa: F401
                       local_device_count, default_backend, process_index, process_count,

@@ -32,7 +32,8 @@ _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_devic
                          "jax_transfer_guard_device_to_host",
                          "jax_transfer_guard_device_to_device")
 _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
-               "jax_disable_jit", "jax_debug_nans", "jaxlite_tiered", "jaxlite_async")
+               "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
+               "jaxlite_async")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
 
@@ -75,7 +76,11 @@ class Config:
             "jax_compilation_cache_dir": os.environ.get(
                 "JAXLITE_CACHE_DIR", os.environ.get("JAX_COMPILATION_CACHE_DIR", None)),
             "jax_disable_jit": _env_bool("JAX_DISABLE_JIT", False),
+            # raise FloatingPointError naming the primitive whose output holds a NaN (an
+            # infinity): checked after every eager operation; a jitted program whose outputs
+            # hold one is run again operation by operation to find it (core/eager.py)
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
+            "jax_debug_infs": _env_bool("JAX_DEBUG_INFS", False),
             "jax_numpy_rank_promotion": "allow",
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
             # "interpreter" (NumPy, the reference)
@@ -185,6 +190,20 @@ def enable_x64(new_val: bool = True):
 def log_compiles(enable: bool = True):
     """Context manager that logs every compile inside its block (``jax.log_compiles``)."""
     return config._override("jax_log_compiles", bool(enable))
+
+
+def debug_nans(new_val: bool = True):
+    """Context manager turning ``jax_debug_nans`` on (or off) inside its block
+    (``jax.debug_nans``): an operation producing a NaN raises FloatingPointError naming
+    it."""
+    return config._override("jax_debug_nans", bool(new_val))
+
+
+def debug_infs(new_val: bool = True):
+    """Context manager turning ``jax_debug_infs`` on (or off) inside its block
+    (``jax.debug_infs``): an operation producing an infinity raises FloatingPointError
+    naming it."""
+    return config._override("jax_debug_infs", bool(new_val))
 
 
 def disable_jit(disable: bool = True):

@@ -12,6 +12,7 @@ from math import prod as _prod
 import numpy as np
 
 from .. import monitoring
+from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
 from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
@@ -133,6 +134,9 @@ def apply_primitive(prim, args, params):
 
     This is the path of every eager operation: it is kept to one pass over the operands
     for their abstract values, then placement, values, the implementation and wrapping.
+    With ``jax_debug_nans``/``jax_debug_infs`` on, a NaN/infinity in a result raises
+    FloatingPointError naming ``prim`` (``check_fp``; the operation then never runs on
+    the asynchronous worker, see ``_fp_checks``).
     """
     avals = []
     for a in args:
@@ -176,7 +180,14 @@ def apply_primitive(prim, args, params):
     try:
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
-            return [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+            res = [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+            if _fp_checks is not None:
+                check_fp(prim.name, res)
+            return res
+        if _fp_checks is not None:     # checked as stored (after the cast to its dtype)
+            res = wrap(out, out_aval, device, committed, vals)
+            check_fp(prim.name, (res,))
+            return res
         if type(out) is np.ndarray and out.base is None and out.dtype is out_aval.dtype \
                 and out.shape == out_aval.shape:
             for v in vals:     # a fresh array (not an operand returned as it is)
@@ -190,6 +201,59 @@ def apply_primitive(prim, args, params):
 
 
 _INF = float("inf")
+
+# ---- jax_debug_nans / jax_debug_infs -----------------------------------------------------
+# (check NaN, check inf) while either flag is on, else None: one global test per eager op.
+# While on, a no-op monitoring listener is registered: every fast path (operators, jit's
+# launch, asynchronous dispatch) steps aside for listeners, so each eager operation and
+# each jit call runs synchronously on the checked path.
+_fp_checks = None
+
+
+def _checked_path_listener(kind, data):
+    return None
+
+
+def _update_fp_checks(name=None, value=None) -> None:
+    global _fp_checks
+    if name is not None and name not in ("jax_debug_nans", "jax_debug_infs"):
+        return
+    nans, infs = bool(config.jax_debug_nans), bool(config.jax_debug_infs)
+    _fp_checks = (nans, infs) if nans or infs else None
+    on = _checked_path_listener in monitoring._listeners
+    if _fp_checks is not None and not on:
+        monitoring.register_listener(_checked_path_listener)
+    elif _fp_checks is None and on:
+        monitoring.unregister_listener(_checked_path_listener)
+
+
+def fp_problem(values):
+    """``"nan"`` or ``"inf"`` when one of ``values`` (Arrays or NumPy values) holds a value
+    the enabled checks forbid (NaN first, as JAX), else None."""
+    checks = _fp_checks
+    if checks is None:
+        return None
+    nans, infs = checks
+    for v in values:
+        if type(v) is ArrayImpl:
+            v = v._buf.data
+            if v is None:
+                continue
+        if not isinstance(v, (np.ndarray, np.generic)) or v.dtype.kind not in "fc":
+            continue
+        if nans and np.isnan(v).any():
+            return "nan"
+        if infs and np.isinf(v).any():
+            return "inf"
+    return None
+
+
+def check_fp(name: str, values) -> None:
+    """Raises FloatingPointError("invalid value (nan) encountered in NAME"), as JAX does,
+    when ``values`` hold a NaN (``jax_debug_nans``) or an infinity (``jax_debug_infs``)."""
+    what = fp_problem(values)
+    if what is not None:
+        raise FloatingPointError(f"invalid value ({what}) encountered in {name}")
 
 
 def _eager_cost(vals, out_aval, multiple: bool) -> int:
@@ -283,3 +347,7 @@ def host_value(x):
             raise deleted_error(x.aval)
         return x._buf.data
     return x
+
+
+config._on_change(_update_fp_checks)
+_update_fp_checks()
