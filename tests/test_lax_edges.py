@@ -244,3 +244,40 @@ def test_squeeze_dimension_checks(rjax):
     for shape, dims in [((1,), (-1,)), ((1, 0), (0,)), ((1, 1), (1, -2)), ((2, 1), (-1,))]:
         assert_like_jax(lax.squeeze(jnp.zeros(shape), dims),
                         rjax.lax.squeeze(rjax.numpy.zeros(shape), dims))
+
+
+# ---- == and != with Python containers and other objects --------------------------------
+
+@pytest.mark.parametrize("other", [(1, 2), [1, 2], (1,), [], (), {1: 2}, {1}, None, "ab",
+                                   b"ab", object(), 1, 1.5, True, 1j, np.float32(1),
+                                   np.array([1.0, 2.0])], ids=repr)
+@pytest.mark.parametrize("op", ["eq", "ne", "req", "lt", "add"])
+def test_operators_with_other_objects_like_jax(rjax, other, op):
+    """Containers raise TypeError under == / != (JAX; Python's fallback would say False);
+    None, strings and plain objects compare unequal; numbers and arrays compare."""
+    ops = {"eq": lambda a: a == other, "ne": lambda a: a != other, "req": lambda a: other == a,
+           "lt": lambda a: a < other, "add": lambda a: a + other}
+    fn = ops[op]
+    x, rx = jnp.arange(2.0), rjax.numpy.arange(2.0)
+    try:
+        want = fn(rx)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            fn(x)
+        return
+    got = fn(x)
+    if isinstance(want, bool):
+        assert got is want
+    else:
+        assert_like_jax(got, want)
+
+
+@pytest.mark.parametrize("other", [(1, 2), [1.0, 2.0]])
+def test_equality_with_containers_under_jit(rjax, other):
+    _same_error(lambda: jaxlite.jit(lambda a: a == other)(jnp.arange(2.0)),
+                lambda: rjax.jit(lambda a: a == other)(rjax.numpy.arange(2.0)))
+
+
+def test_equality_with_none_under_jit(rjax):
+    assert_like_jax(jaxlite.jit(lambda a: a == None)(jnp.arange(2.0)),  # noqa: E711
+                    rjax.jit(lambda a: a == None)(rjax.numpy.arange(2.0)))  # noqa: E711

@@ -80,15 +80,16 @@ def _op_entry(fn, spec, x1, x2):
     return plan.impl, const, const_first, out_aval
 
 
-def _fast_binop(fn, reflected):
+def _fast_binop(fn, reflected, rejected=()):
     """The operator for ufunc function ``fn`` (``reflected``: ``other OP self``) with the
-    eager fast path described above."""
+    eager fast path described above; operands of a type in ``rejected`` raise TypeError
+    (see ``_reject``)."""
     spec = fn._fast_spec
     c32, c64 = {}, {}        # by jax_enable_x64
     _OP_CACHES.extend((c32, c64))
     fp_state = _eager._fp_state
     if fp_state is None:     # another NumPy layout: the ufunc function does everything
-        return _plain_binop(fn, reflected)
+        return _plain_binop(fn, reflected, rejected)
 
     def op(self, other):
         t = type(other)
@@ -144,26 +145,43 @@ def _fast_binop(fn, reflected):
                         finally:
                             _eager.fp_ignore_end(token)
         if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
+            if t in rejected:
+                raise _reject(fn, self, other)
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
     return op
 
 
-def _binop(fn, reflected=False):
+# ``x == (1, 2)`` and ``x != [1, 2]`` raise TypeError in JAX rather than falling back to
+# Python's identity comparison (False/True), which would hide a missing ``jnp.array``
+_CONTAINERS = frozenset({list, tuple, dict, set})
+
+
+def _reject(fn, self, other):
+    return TypeError(f"{fn.__name__}: cannot compare a jaxlite array with a "
+                     f"{type(other).__name__} ({other!r}); convert it first, e.g. with "
+                     f"jnp.array(...)")
+
+
+def _binop(fn, reflected=False, rejected=()):
     if getattr(fn, "_fast_spec", None) is not None:
-        return _fast_binop(fn, reflected)
-    return _plain_binop(fn, reflected)
+        return _fast_binop(fn, reflected, rejected)
+    return _plain_binop(fn, reflected, rejected)
 
 
-def _plain_binop(fn, reflected):
+def _plain_binop(fn, reflected, rejected=()):
     if reflected:
         def op(self, other):
             if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
+                if type(other) in rejected:
+                    raise _reject(fn, self, other)
                 return NotImplemented
             return fn(other, self)
     else:
         def op(self, other):
             if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
+                if type(other) in rejected:
+                    raise _reject(fn, self, other)
                 return NotImplemented
             return fn(self, other)
     return op
@@ -216,7 +234,8 @@ _OPS = {
     "__lshift__": _binop(_ufuncs.left_shift), "__rlshift__": _binop(_ufuncs.left_shift, True),
     "__rshift__": _binop(_ufuncs.right_shift),
     "__rrshift__": _binop(_ufuncs.right_shift, True),
-    "__eq__": _binop(_ufuncs.equal), "__ne__": _binop(_ufuncs.not_equal),
+    "__eq__": _binop(_ufuncs.equal, rejected=_CONTAINERS),
+    "__ne__": _binop(_ufuncs.not_equal, rejected=_CONTAINERS),
     "__lt__": _binop(_ufuncs.less), "__le__": _binop(_ufuncs.less_equal),
     "__gt__": _binop(_ufuncs.greater), "__ge__": _binop(_ufuncs.greater_equal),
     "__neg__": lambda self: _ufuncs.negative(self),
