@@ -36,6 +36,7 @@ from ._placement import device_put, device_get, block_until_ready, default_devic
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
 from . import stages, profiler  # noqa: F401
+from .ad_checkpoint import checkpoint_policies  # noqa: F401
 
 
 def clear_caches() -> None:
