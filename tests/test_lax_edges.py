@@ -281,3 +281,62 @@ def test_equality_with_containers_under_jit(rjax, other):
 def test_equality_with_none_under_jit(rjax):
     assert_like_jax(jaxlite.jit(lambda a: a == None)(jnp.arange(2.0)),  # noqa: E711
                     rjax.jit(lambda a: a == None)(rjax.numpy.arange(2.0)))  # noqa: E711
+
+
+# ---- lax.Precision --------------------------------------------------------------------
+
+def test_precision_enum_like_jax(rjax):
+    P, RP = lax.Precision, rjax.lax.Precision
+    assert [m.name for m in P] == [m.name for m in RP]
+    assert [m.value for m in P] == [m.value for m in RP]
+    for m, rm in zip(P, RP):
+        assert (str(m), repr(m)) == (str(rm), repr(rm))
+    for name in ["highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default",
+                 "bfloat16", "fastest"]:
+        assert P(name).name == RP(name).name
+    for value in [0, 1, 2]:
+        assert P(value).name == RP(value).name
+    assert P["HIGH"] is P.HIGH
+    for bad in ["HIGH", "bogus", 5]:
+        _same_error(lambda: P(bad), lambda: RP(bad))
+    assert (P.HIGHEST == "highest") is (RP.HIGHEST == "highest")
+
+
+_PRECISIONS = [None, "highest", "bfloat16", "tensorfloat32", "PREC.HIGH", "PREC.DEFAULT",
+               ("PREC.HIGH", "PREC.HIGHEST")]
+
+
+def _precision(module, spec):
+    if isinstance(spec, tuple):
+        return tuple(_precision(module, s) for s in spec)
+    if isinstance(spec, str) and spec.startswith("PREC."):
+        return getattr(module.lax.Precision, spec[5:])
+    return spec
+
+
+@pytest.mark.parametrize("spec", _PRECISIONS, ids=str)
+def test_precision_accepted_by_dot_and_conv(rjax, spec):
+    a, ra = _arr(jnp, (2, 3)), _arr(rjax.numpy, (2, 3))
+    p, rp = _precision(jaxlite, spec), _precision(rjax, spec)
+    assert_like_jax(lax.dot(a, a.T, precision=p), rjax.lax.dot(ra, ra.T, precision=rp))
+    assert_like_jax(jnp.dot(a, a.T, precision=p), rjax.numpy.dot(ra, ra.T, precision=rp))
+    assert_like_jax(jnp.matmul(a, a.T, precision=p),
+                    rjax.numpy.matmul(ra, ra.T, precision=rp))
+    assert_like_jax(jaxlite.jit(lambda x: lax.dot(x, x.T, precision=p))(a),
+                    rjax.jit(lambda x: rjax.lax.dot(x, x.T, precision=rp))(ra))
+    img, rimg = _arr(jnp, (1, 1, 3, 3)), _arr(rjax.numpy, (1, 1, 3, 3))
+    ker, rker = _arr(jnp, (1, 1, 2, 2)), _arr(rjax.numpy, (1, 1, 2, 2))
+    assert_like_jax(lax.conv(img, ker, (1, 1), "VALID", precision=p),
+                    rjax.lax.conv(rimg, rker, (1, 1), "VALID", precision=rp))
+
+
+@pytest.mark.parametrize("spec", ["bogus", 1, "HIGH", ("PREC.HIGH", "highest"),
+                                  ("PREC.HIGH",) * 3], ids=str)
+def test_bad_precision_raises_like_jax(rjax, spec):
+    a, ra = jnp.ones((2, 2)), rjax.numpy.ones((2, 2))
+    p, rp = _precision(jaxlite, spec), _precision(rjax, spec)
+    _same_error(lambda: lax.dot(a, a, precision=p), lambda: rjax.lax.dot(ra, ra, precision=rp))
+    img, rimg = jnp.ones((1, 1, 3, 3)), rjax.numpy.ones((1, 1, 3, 3))
+    _same_error(lambda: lax.conv(img, img[..., :2, :2], (1, 1), "VALID", precision=p),
+                lambda: rjax.lax.conv(rimg, rimg[..., :2, :2], (1, 1), "VALID",
+                                      precision=rp))

@@ -21,6 +21,7 @@ from ..primitives import indexing as _ix
 from ..primitives import linalg as _l
 from ..primitives import reduction as _r
 from ..primitives import shape as _s
+from ._precision import Precision, canonicalize_precision  # noqa: F401
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -598,13 +599,18 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                 out_sharding=None):
     """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
-    (``jax.lax.dot_general``)."""
+    (``jax.lax.dot_general``).
+
+    ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, or a pair of
+    ``Precision`` members (ValueError otherwise).
+    """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                                 precision=canonicalize_precision(precision),
                                  preferred_element_type=pet)
 
 

@@ -124,9 +124,9 @@ def _canonical_pet(preferred_element_type):
 
 
 def _hashable_precision(precision):
-    if isinstance(precision, list):
-        return tuple(precision)
-    return precision
+    # checked and made a (lhs, rhs) pair of lax.Precision members, as dot_general's
+    from ._precision import canonicalize_precision
+    return canonicalize_precision(precision)
 
 
 # ---- convolutions ----------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""``lax.Precision`` and the canonical form of the ``precision`` argument of ``dot_general``
+and the convolutions (``jax.lax.Precision``).
+
+Layer: lax.  jaxlite computes on the CPU in the operands' own precision (float32 products of
+float32 operands), so every level gives the same numbers; the argument is checked and kept
+in the program's parameters as JAX keeps it.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Precision(enum.Enum):
+    """How precisely a contraction runs on accelerators (``jax.lax.Precision``):
+    ``DEFAULT`` (fastest; bfloat16 passes on TPUs), ``HIGH`` (tensorfloat32-like, three
+    bfloat16 passes) and ``HIGHEST`` (full float32).
+
+    Also built from the names JAX accepts: ``Precision("highest")`` / ``"float32"`` is
+    ``HIGHEST``, ``"high"`` / ``"bfloat16_3x"`` / ``"tensorfloat32"`` is ``HIGH``,
+    ``"default"`` / ``"bfloat16"`` / ``"fastest"`` is ``DEFAULT``; anything else raises
+    ValueError.  ``str()`` gives the member's name.
+
+    Example::
+
+        lax.dot(a, b, precision=lax.Precision.HIGHEST)
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        level = _ALIASES.get(value) if isinstance(value, str) else None
+        return None if level is None else cls(level)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+
+_ALIASES = {"default": 0, "bfloat16": 0, "fastest": 0,
+            "high": 1, "bfloat16_3x": 1, "tensorfloat32": 1,
+            "highest": 2, "float32": 2}
+
+
+def canonicalize_precision(precision):
+    """``None`` or a pair ``(lhs_precision, rhs_precision)`` of ``Precision`` members.
+
+    Accepts None, a ``Precision``, one of the names above, or a pair of ``Precision``
+    members.  Raises ValueError for anything else (a misspelt name, an int, a pair holding
+    strings or a longer sequence), as JAX.
+    """
+    if precision is None:
+        return None
+    if isinstance(precision, Precision):
+        return (precision, precision)
+    if isinstance(precision, str) and precision in _ALIASES:
+        p = Precision(precision)
+        return (p, p)
+    if (isinstance(precision, (tuple, list)) and len(precision) == 2
+            and all(isinstance(p, Precision) for p in precision)):
+        return tuple(precision)
+    raise ValueError(f"precision={precision!r} is not understood: give None, a "
+                     f"lax.Precision member, one of the names {sorted(_ALIASES)}, or a pair "
+                     f"(lhs, rhs) of lax.Precision members")
