@@ -320,3 +320,46 @@ def test_custom_gradient_name(rjax):
     def f(x):
         return x, lambda g: (g,)
     assert jax.custom_gradient(f).__name__ == rjax.custom_gradient(f).__name__
+
+
+# ---- smaller top-level names -------------------------------------------------------------
+
+def test_effects_barrier_waits_for_io_callbacks(rjax):
+    from jaxlite.experimental import io_callback
+    seen = []
+    big = jnp.ones((2000, 2000))       # big enough to run on the asynchronous worker
+    f = jax.jit(lambda x: io_callback(lambda v: seen.append(float(v)), None, x.sum(),
+                                      ordered=True) or x * 2)
+    out = f(big)
+    assert jax.effects_barrier() is None and rjax.effects_barrier() is None
+    assert seen == [4e6]
+    assert float(out[0, 0]) == 2.0
+
+
+def test_copy_to_host_async_returns_its_argument(rjax, rjnp):
+    for j, n in ((jax, jnp), (rjax, rjnp)):
+        tree = {"a": n.ones(2), "b": 1.0, "c": (n.arange(3),)}
+        assert j.copy_to_host_async(tree) is tree
+
+
+def test_explain_cache_misses_context_manager(rjax, caplog):
+    for j in (jax, rjax):
+        assert not j.config.jax_explain_cache_misses
+        with j.explain_cache_misses():
+            assert j.config.jax_explain_cache_misses
+            with j.explain_cache_misses(False):
+                assert not j.config.jax_explain_cache_misses
+        assert not j.config.jax_explain_cache_misses
+    f = jax.jit(lambda x: x + 1)
+    f(jnp.ones(3))
+    with caplog.at_level("WARNING", logger="jaxlite"):
+        with jax.explain_cache_misses():
+            f(jnp.ones(4))
+    assert "(3,)" in caplog.text and "(4,)" in caplog.text
+
+
+def test_version_module(rjax):
+    assert isinstance(jax.version.__version__, str) and jax.version.__version__ == \
+        jax.__version__
+    assert isinstance(rjax.version.__version__, str)
+    assert jax.version._version_as_tuple == tuple(int(p) for p in jax.__version__.split("."))

@@ -5,12 +5,10 @@ arrays, devices and their memory, a tracer into a jaxpr-style IR, ``jit``, ``gra
 ``vmap``.
 This module only re-exports the public surface.
 """
-from __future__ import annotations
-
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 from .config import (config, enable_x64, log_compiles, disable_jit,  # noqa: F401
-                     debug_nans, debug_infs)
+                     debug_nans, debug_infs, explain_cache_misses)
 from . import dtypes, errors, monitoring, tree_util  # noqa: F401
 from .runtime import (Device, devices, local_devices, device_count,  # noqa: F401
                       local_device_count, default_backend, process_index, process_count,
@@ -37,6 +35,8 @@ from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
 from . import stages, profiler  # noqa: F401
 from .ad_checkpoint import checkpoint_policies  # noqa: F401
+from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
+from . import experimental, typing, version  # noqa: F401
 
 
 def clear_caches() -> None:

@@ -206,6 +206,12 @@ def debug_infs(new_val: bool = True):
     return config._override("jax_debug_infs", bool(new_val))
 
 
+def explain_cache_misses(new_val: bool = True):
+    """Context manager turning ``jax_explain_cache_misses`` on (or off) inside its block
+    (``jax.explain_cache_misses``): each jit cache miss logs the argument that changed."""
+    return config._override("jax_explain_cache_misses", bool(new_val))
+
+
 def disable_jit(disable: bool = True):
     """Context manager under which ``jit`` runs functions eagerly (``jax.disable_jit``)."""
     return config._override("jax_disable_jit", bool(disable))
