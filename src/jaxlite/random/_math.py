@@ -21,8 +21,26 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 
+_F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+
+
+def _cpu_has_fp16_fma() -> bool:
+    """Whether this CPU has half-precision FMA instructions (x86 AVX512-FP16).  XLA then
+    contracts float16 ``a * b + c`` into one fma too, rounded once; elsewhere it computes
+    float16 operations one at a time, rounding after each."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "avx512_fp16" in line.split()
+    except OSError:
+        pass
+    return False
+
+
+_NATIVE_F16_FMA = _cpu_has_fp16_fma()
 
 # Veltkamp splitting constants 2**ceil(p/2) + 1 for p = 24 and 53 significand bits.
 _SPLITTER = {_F32: 4097.0, _F64: 134217729.0}
@@ -69,13 +87,21 @@ def _add_round_to_odd(a, b, dtype):
 
 def fma(a, b, c):
     """``a * b + c`` rounded once, for float32/float64 arrays of one shape (rank-0 operands
-    broadcast); other float dtypes get the plain two roundings (XLA fuses only 32/64-bit).
+    broadcast), and for float16 on a CPU with half-precision FMA; other float dtypes get
+    the plain two roundings, as XLA computes them.
 
     Non-finite results (overflow, inf/NaN operands) are those of ``a * b + c``.
     """
     a, b, c = jnp.broadcast_arrays(a, b, c)
     dtype = np.dtype(a.dtype)
     plain = lax.add(lax.mul(a, b), c)
+    if dtype == _F16 and _NATIVE_F16_FMA:
+        # a float16 product is exact in float32; the float32 sum rounded to odd then
+        # rounds to float16 exactly as one fma would
+        a32, b32, c32 = (lax.convert_element_type(x, _F32) for x in (a, b, c))
+        fused = lax.convert_element_type(
+            _add_round_to_odd(lax.mul(a32, b32), c32, _F32), _F16)
+        return lax.select(lax.is_finite(fused), fused, plain)
     if dtype not in _SPLITTER:
         return plain
     uh, ul = _two_prod(a, b, dtype)
