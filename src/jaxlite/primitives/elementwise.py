@@ -192,7 +192,15 @@ def _integer_pow(x, y):
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
-_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+_lgamma_finite = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def _lgamma(x):
+    """log|Gamma(x)|: +inf at the poles (non-positive integers, where ``math.lgamma``
+    raises) and at both infinities, as JAX."""
+    x = np.asarray(x, np.float64)
+    pole = ((x <= 0) & (x == np.floor(x))) | np.isinf(x)
+    return np.where(pole, np.inf, _lgamma_finite(np.where(pole, 1.0, x)))
 
 
 def _digamma(x):
@@ -560,7 +568,14 @@ def _trigamma(x):
     pis = mul(_c(x, math.pi), x)
     sn = sin_p.bind(pis)
     refl = sub(div(_c(x, math.pi ** 2), mul(sn, sn)), psi1)
-    return select_n_p.bind(reflect, psi1, refl)
+    out = select_n_p.bind(reflect, psi1, refl)
+    # JAX: +inf at the poles (non-positive integers, -inf included), where sin(pi x) is
+    # only nearly 0 in floating point, and NaN at +inf
+    pole = and_p.bind(le_p.bind(x, _full_like(_c(x, 0), shape)),
+                      eq_p.bind(x, floor_p.bind(x)))
+    out = select_n_p.bind(pole, out, _full_like(_c(x, np.inf), shape))
+    return select_n_p.bind(eq_p.bind(x, _full_like(_c(x, np.inf), shape)), out,
+                           _full_like(_c(x, np.nan), shape))
 
 
 ad.defjvp(digamma_p, lambda g, x: mul(g, _trigamma(x)))
@@ -654,9 +669,14 @@ mul_p.transpose = _mul_transpose
 ad.defjvp(div_p, lambda g, x, y: _bshape(div(g, y), x, y),
           lambda g, x, y: _bshape(mul(mul(neg(g), x), integer_pow_p.bind(y, y=-2)), x, y))
 div_p.transpose = lambda ct, x, y: [_sum_to_shape(div(ct, y), x.aval), None]
-ad.defjvp(rem_p, lambda g, x, y: _bshape(g, x, y),
-          lambda g, x, y: _bshape(neg(mul(g, round_p.bind(div(sub(x, rem_p.bind(x, y)), y),
-                                                           rounding_method=0))), x, y))
+# d rem(x, y)/dy = -trunc(x / y), written sign(q) * floor(|q|) as JAX does (so y = 0 gives
+# -inf/NaN/inf there as in JAX, and a quotient rounded up to an integer counts as one)
+def _rem_jvp_y(g, x, y):
+    q = div(x, y)
+    return _bshape(mul(neg(g), mul(sign_p.bind(q), floor_p.bind(abs_p.bind(q)))), x, y)
+
+
+ad.defjvp(rem_p, lambda g, x, y: _bshape(g, x, y), _rem_jvp_y)
 
 
 def _strong(v, dtype):
