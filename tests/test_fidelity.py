@@ -517,3 +517,30 @@ def _trace_counts(J, jn):
 
 def test_jit_wrappers_of_one_function_share_traces(rjax, rjnp):
     assert _trace_counts(jax, jnp) == _trace_counts(rjax, rjnp) == [1, 1, 1, 1, 2, 3, 5]
+
+
+@pytest.mark.parametrize("case", ["pair for a scalar", "one for a pair", "wrong dtype",
+                                  "wrong shape"])
+def test_custom_vjp_fwd_output_checked_against_traced_function(case, rjax, rjnp):
+    # once the function is traced (here under jit), fwd's output must match its output
+    def build(J, jn):
+        if case == "pair for a scalar":
+            @J.custom_vjp
+            def h(x):
+                return jn.sin(x)
+            h.defvjp(lambda x: ((jn.sin(x), jn.sin(x)), x), lambda r, g: (g,))
+            return lambda x: J.jit(h)(x)
+        outs = {"one for a pair": lambda x: (jn.sin(x),),
+                "wrong dtype": lambda x: (jn.sin(x), jn.asarray(x).astype(jn.float16)),
+                "wrong shape": lambda x: (jn.sin(x), jn.ones(3))}[case]
+
+        @J.custom_vjp
+        def h2(x):
+            return jn.sin(x), x
+        h2.defvjp(lambda x: (outs(x), x), lambda r, g: (g[0],))
+        return lambda x: J.jit(h2)(x)[0]
+
+    with pytest.raises(TypeError):
+        rjax.grad(build(rjax, rjnp))(1.0)
+    with pytest.raises(TypeError, match="fwd rule"):
+        jax.grad(build(jax, jnp))(1.0)

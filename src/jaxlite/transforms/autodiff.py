@@ -659,6 +659,21 @@ def _call_eagerly(fun, args, what):
     return out
 
 
+def _check_fwd_output(fun, fwd, o_tree, o_leaves, want_tree, want_avals):
+    """TypeError when a custom_vjp ``fwd`` rule's primal output differs in structure,
+    shape or dtype from the (traced) function's output, as JAX checks."""
+    got = [get_aval(x) for x in o_leaves]
+    if o_tree == want_tree and all(
+            g.shape == w.shape and g.dtype == w.dtype for g, w in zip(got, want_avals)):
+        return
+    raise TypeError(
+        f"custom_vjp fwd rule {getattr(fwd, '__name__', fwd)} of "
+        f"{getattr(fun, '__name__', fun)} returned a primal output of structure {o_tree} "
+        f"and types [{', '.join(a.str_short() for a in got)}]; the function itself returns "
+        f"structure {want_tree} and types [{', '.join(a.str_short() for a in want_avals)}]. "
+        f"fwd must return (output of the function, residuals).")
+
+
 def _replace_diff_args(args, diff_pos, tree, leaves):
     """``args`` with its differentiable arguments rebuilt from ``leaves``."""
     full = list(args)
@@ -725,6 +740,7 @@ class custom_vjp:
         fwd, bwd, nd_vals = self.fwd, self.bwd, [args[i] for i in nd]
         res_store = []
         out_trees = []
+        traced_out = []     # (tree, avals) of the function, when it was traced
 
         def fwd_flat(primals):
             got = fwd(*_replace_diff_args(args, diff_pos, tree, primals))
@@ -735,6 +751,8 @@ class custom_vjp:
             res_leaves, res_tree = tree_flatten(res)
             res_store.append(res_tree)
             o_leaves, o_tree = tree_flatten(out)
+            if traced_out:
+                _check_fwd_output(self.fun, fwd, o_tree, o_leaves, *traced_out[0])
             out_trees.append(o_tree)
             return o_leaves, res_leaves
 
@@ -765,6 +783,7 @@ class custom_vjp:
                                                bwd=bwd_flat), "custom_vjp")
             return tree_unflatten(out_trees[-1], outs)
         closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
+        traced_out.append((out_tree, closed.out_avals))
         outs = custom_vjp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
                                       fwd=fwd_flat, bwd=bwd_flat)
         return tree_unflatten(out_tree, outs)
