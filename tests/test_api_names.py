@@ -112,12 +112,12 @@ def test_named_call_and_scope(rjax, rjnp):
     assert str(jax.make_jaxpr(jax.named_call(f, name="d"))(1.0)) == \
         str(jax.make_jaxpr(f)(1.0))
     from jaxlite.transforms.scopes import current_name_stack
+    seen = []
     with jax.named_scope("a"):
         with jax.named_scope("b") as stack:
             assert stack == current_name_stack() == ("a", "b")
-        jax.named_call(lambda: seen.append(current_name_stack()), name="c")() if (
-            seen := []) == [] else None
-        assert seen == [("a", "c")]
+        jax.named_call(lambda: seen.append(current_name_stack()), name="c")()
+    assert seen == [("a", "c")]
     assert current_name_stack() == ()
 
 
