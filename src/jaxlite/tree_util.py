@@ -45,10 +45,12 @@ _UNSPECIFIED = _Unspecified()
 # order of every dict/defaultdict node to the sorted one.  What a structure needs is decided
 # once per structure and cached: nothing (_SAME: no dicts), the sorting (_SORT), or flattening
 # again (_LEAFIFY: it holds nodes JAX treats as leaves).  Equal structures may differ in
-# insertion order (and even hash alike), so the sorting itself is redone for each structure.
+# insertion order (and hash alike); their canonical (sorted) structure is the same, so it
+# is cached too (_sorted_specs), which keeps flattening a dict of parameters cheap.
 
 _SAME, _SORT, _LEAFIFY = 0, 1, 2
 _decisions: dict = {}
+_sorted_specs: dict = {}
 _DECISIONS_MAX = 8192
 _DICT_KINDS = (_Kind.DICT, _Kind.DEFAULTDICT)
 _JAX_LEAF_KINDS = (_Kind.DEQUE, _Kind.STRUCTSEQUENCE) + (
@@ -137,12 +139,25 @@ def _decision(spec):
     return verdict
 
 
+def _sorted_spec_cached(spec):
+    try:
+        hit = _sorted_specs.get(spec)
+    except Exception:                       # noqa: BLE001 - unhashable/uncomparable aux data
+        return _sorted_spec(spec)
+    if hit is None:
+        hit = _sorted_spec(spec)
+        if len(_sorted_specs) >= _DECISIONS_MAX:
+            _sorted_specs.clear()
+        _sorted_specs[spec] = hit
+    return hit
+
+
 def _canonical(spec):
     verdict = _decision(spec)
     if verdict == _SAME:
         return spec
     if verdict == _SORT:
-        return _sorted_spec(spec)
+        return _sorted_spec_cached(spec)
     raise AssertionError("a structure holding JAX leaves must be flattened again")
 
 
@@ -153,7 +168,7 @@ def _flatten(tree, is_leaf=None):
     if verdict == _SAME:
         return leaves, spec
     if verdict == _SORT:
-        return leaves, _sorted_spec(spec)
+        return leaves, _sorted_spec_cached(spec)
     if is_leaf is None:
         leaf_pred = _jax_leaf_node
     else:
@@ -574,6 +589,7 @@ def _register(nodetype, flatten_func, unflatten_func, flatten_with_keys_func):
     optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
     _CUSTOM[nodetype] = (flatten_func, unflatten_func, flatten_with_keys_func)
     _decisions.clear()
+    _sorted_specs.clear()
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func,
