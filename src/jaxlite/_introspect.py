@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 
-from .core.avals import ShapedArray
 from .core.trace import get_aval
 
 __all__ = ["typeof", "print_environment_info"]

@@ -1,7 +1,7 @@
 """``jaxlite doctor``, part 1: the recorder.  A ``jaxlite.monitoring`` listener that turns
 the events of one run ("compile", "jit_call", "eager_op", "transfer", "alloc", "read",
-"at_update", and "annotation" from ``jaxlite.profiler``) into per-source-line tallies, a memory timeline and the ``.at[]`` results
-never read.
+"at_update", and "annotation" from ``jaxlite.profiler``) into per-source-line tallies, a
+memory timeline, the ``.at[]`` results never read and the annotations' times.
 
 Layer: tools.  A source line is the user's: the stack is walked out of jaxlite's own
 frames (and the standard library's and installed packages'), innermost first, stopping
