@@ -340,3 +340,89 @@ def test_bad_precision_raises_like_jax(rjax, spec):
     _same_error(lambda: lax.conv(img, img[..., :2, :2], (1, 1), "VALID", precision=p),
                 lambda: rjax.lax.conv(rimg, rimg[..., :2, :2], (1, 1), "VALID",
                                       precision=rp))
+
+
+# ---- dot_general with operands of two dtypes, preferred_element_type --------------------
+
+_DOT_DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "float16", "bfloat16",
+               "float32", "complex64"]
+_PETS = [None, "int32", "float32", "bfloat16", "float16", "complex64", "int8", "bool"]
+
+
+def _dot_operands(module, dtype, shape, seed):
+    vals = (np.arange(np.prod(shape)).reshape(shape) * (seed + 1)) % 5 - 1
+    if dtype in ("bool", "uint8", "uint32"):
+        vals = np.abs(vals)
+    return module.asarray(vals.astype(np.float32)).astype(dtype)
+
+
+@pytest.mark.parametrize("pet", _PETS, ids=str)
+@pytest.mark.parametrize("rhs_dtype", _DOT_DTYPES)
+@pytest.mark.parametrize("lhs_dtype", _DOT_DTYPES)
+def test_dot_mixed_dtypes_like_jax(rjax, lhs_dtype, rhs_dtype, pet):
+    a, b = _dot_operands(jnp, lhs_dtype, (2, 3), 0), _dot_operands(jnp, rhs_dtype, (3, 2), 1)
+    ra = _dot_operands(rjax.numpy, lhs_dtype, (2, 3), 0)
+    rb = _dot_operands(rjax.numpy, rhs_dtype, (3, 2), 1)
+    try:
+        want = rjax.lax.dot(ra, rb, preferred_element_type=pet)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            lax.dot(a, b, preferred_element_type=pet)
+        return
+    assert_like_jax(lax.dot(a, b, preferred_element_type=pet), want, rtol=1e-2)
+    dn = (((1,), (0,)), ((), ()))
+    assert_like_jax(jaxlite.jit(lambda x, y: lax.dot_general(x, y, dn,
+                                                             preferred_element_type=pet))(a, b),
+                    want, rtol=1e-2)
+
+
+_DOT_VALUES = [
+    # (lhs, lhs dtype, rhs, rhs dtype, preferred type): where the order of conversion and
+    # accumulation shows in the value
+    ([[100, 100, 100]], "int8", [[100], [100], [100]], "int8", None),       # wraps in int8
+    ([[100, 100, 100]], "int8", [[100], [100], [100]], "int8", "int32"),    # accumulates
+    ([[100, 100, 100]], "int8", [[100], [100], [100]], "int8", "float16"),
+    ([[2.9, 0.7]], "float32", [[2.9], [0.7]], "float32", "int32"),          # dot, then trunc
+    ([[0.5, 0.5]], "float32", [[1], [1]], "int32", "int32"),                # convert first
+    ([[0.5, 0.5]], "float32", [[1], [1]], "int32", None),
+    ([[100.0, 100.0]], "float32", [[2], [2]], "int32", "int8"),             # int8 wraps
+    ([[100.0, 100.0]], "float32", [[2.0], [2.0]], "float32", "int8"),       # saturates
+    ([[100.0, -100.0]], "float32", [[-2.0], [2.0]], "float32", "uint8"),
+    ([[1e20, 1.0]], "float32", [[-1e20], [2.0]], "float32", "int32"),
+    ([[np.nan, 1.0]], "float32", [[1.0], [2.0]], "float32", "int32"),
+    ([[200, 100]], "uint8", [[2], [1]], "int8", None),
+    ([[3, -1]], "int32", [[1.5], [2.25]], "float16", None),
+    ([[1 + 2j, 3]], "complex64", [[1.5], [2.25]], "float32", "float32"),
+    ([[1 + 2j, 3 + 1j]], "complex64", [[2 + 1j], [1 - 1j]], "complex64", "float32"),
+    ([[True, True]], "bool", [[True], [True]], "bool", None),
+    ([[True, True]], "bool", [[True], [True]], "bool", "int32"),
+    ([[1.5, 2.5]], "bfloat16", [[1.1], [1.3]], "float32", "bfloat16"),
+    ([[200, 200]], "uint8", [[200], [200]], "uint8", "int32"),
+    ([[-1, -1]], "int8", [[1], [1]], "int8", "uint32"),
+    ([[65504, 65504]], "float16", [[2], [-1.0]], "float16", None),
+    ([[2.5, 2]], "bfloat16", [[1.0], [2]], "bfloat16", "int32"),
+]
+
+
+@pytest.mark.parametrize("case", _DOT_VALUES, ids=str)
+def test_dot_conversion_order_like_jax(rjax, case):
+    lv, ld, rv, rd, pet = case
+    got = lax.dot(jnp.asarray(np.array(lv)).astype(ld), jnp.asarray(np.array(rv)).astype(rd),
+                  preferred_element_type=pet)
+    want = rjax.lax.dot(rjax.numpy.asarray(np.array(lv)).astype(ld),
+                        rjax.numpy.asarray(np.array(rv)).astype(rd),
+                        preferred_element_type=pet)
+    assert_like_jax(got, want, rtol=1e-3)
+
+
+def test_dot_mixed_dtypes_derivatives_and_vmap(rjax):
+    def loss(L):
+        return lambda x, y: L.dot(x, y, preferred_element_type=np.float32).sum()
+    x, y = jnp.ones((2, 2), "bfloat16"), jnp.arange(4.0).reshape(2, 2)
+    rx, ry = rjax.numpy.ones((2, 2), "bfloat16"), rjax.numpy.arange(4.0).reshape(2, 2)
+    for g, w in zip(jaxlite.grad(loss(lax), (0, 1))(x, y),
+                    rjax.grad(loss(rjax.lax), (0, 1))(rx, ry)):
+        assert_like_jax(g, w)
+    bx, rbx = jnp.ones((3, 2, 2), "int8"), rjax.numpy.ones((3, 2, 2), "int8")
+    assert_like_jax(jaxlite.vmap(lambda a: lax.dot(a, y))(bx),
+                    rjax.vmap(lambda a: rjax.lax.dot(a, ry))(rbx))

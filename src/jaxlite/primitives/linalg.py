@@ -11,7 +11,8 @@ import numpy as np
 
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
-from ._rules import check_dtypes, check_same_dtypes, upcast_half
+from ._rules import check_dtypes, upcast_half
+from .elementwise import _convert_impl
 
 
 def _dims(dimension_numbers):
@@ -19,11 +20,59 @@ def _dims(dimension_numbers):
     return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
 
 
+# (maximum exponent, mantissa bits) of the floating dtypes, for _precision_rank
+_FLOAT_RANGE = {np.dtype(np.float16): (16, 10), np.dtype("bfloat16"): (128, 7),
+                np.dtype(np.float32): (128, 23), np.dtype(np.float64): (1024, 52)}
+
+
+def _bit_width(dt) -> int:
+    """Bits of one element (of the real part for complex dtypes; 1 for bool)."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return 1
+    return dt.itemsize * 4 if dt.kind == "c" else dt.itemsize * 8
+
+
+def _precision_rank(dt):
+    """How precise ``dt`` is, as a sortable tuple: complex above real, then exponent range,
+    mantissa bits, bit width, and signed above unsigned (XLA's order of types)."""
+    dt = np.dtype(dt)
+    real = {np.dtype(np.complex64): np.dtype(np.float32),
+            np.dtype(np.complex128): np.dtype(np.float64)}.get(dt, dt)
+    maxexp, nmant = _FLOAT_RANGE.get(real, (-1, -1))
+    return (dt.kind == "c", maxexp, nmant, _bit_width(real), dt.kind != "u")
+
+
+def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None):
+    """The dtype of ``dot_general`` of operands of these dtypes: the more precise operand
+    dtype (see ``_precision_rank``: ``int8 x float32 -> float32``, ``float16 x bfloat16 ->
+    bfloat16``, ``int8 x uint8 -> int8``), or ``preferred_element_type`` when given.
+
+    Raises TypeError for two different dtypes of equal rank, and for a preferred integer
+    or floating type narrower than a non-floating result (``int32`` operands with
+    ``preferred_element_type=int8`` or ``bfloat16``), as JAX.
+    """
+    lhs_dtype, rhs_dtype = np.dtype(lhs_dtype), np.dtype(rhs_dtype)
+    lr, rr = _precision_rank(lhs_dtype), _precision_rank(rhs_dtype)
+    if lr == rr and lhs_dtype != rhs_dtype:
+        raise TypeError(f"dot_general: operand dtypes {lhs_dtype.name} and {rhs_dtype.name} "
+                        f"have no common precision; convert one of them first")
+    out = lhs_dtype if lr >= rr else rhs_dtype
+    if preferred_element_type is None:
+        return out
+    pet = np.dtype(preferred_element_type)
+    if pet != out and out.kind != "f" and out != np.dtype("bfloat16") \
+            and _bit_width(pet) < _bit_width(out):
+        raise TypeError(f"dot_general: preferred_element_type {pet.name} is narrower than "
+                        f"the operands' result type {out.name}")
+    return pet
+
+
 def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
               out_sharding=None):
     lc, rc, lb, rb = _dims(dimension_numbers)
     check_dtypes("dot_general", (lhs, rhs), "fciub")
-    check_same_dtypes("dot_general", (lhs, rhs))
+    out_dtype = dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     for name, ax, nd in (("lhs contracting", lc, lhs.ndim), ("rhs contracting", rc, rhs.ndim),
                          ("lhs batch", lb, lhs.ndim), ("rhs batch", rb, rhs.ndim)):
         if any(not 0 <= a < nd for a in ax) or len(set(ax)) != len(ax):
@@ -46,8 +95,7 @@ def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
     batch = tuple(lhs.shape[a] for a in lb)
     lfree = tuple(s for i, s in enumerate(lhs.shape) if i not in lc and i not in lb)
     rfree = tuple(s for i, s in enumerate(rhs.shape) if i not in rc and i not in rb)
-    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
-    return ShapedArray(batch + lfree + rfree, dt, lhs.weak_type and rhs.weak_type)
+    return ShapedArray(batch + lfree + rfree, out_dtype, lhs.weak_type and rhs.weak_type)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -72,20 +120,31 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
               out_sharding=None):
     perm_a, perm_b, a_shape, b_shape, out_shape, vector_dot = \
         _dot_plan(lhs.shape, rhs.shape, dimension_numbers)
+    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    if lhs.dtype != rhs.dtype:
+        # XLA on the CPU converts operands of two dtypes to the result dtype first
+        target = dot_result_dtype(lhs.dtype, rhs.dtype, pet)
+        lhs, rhs = _convert_impl(lhs, target), _convert_impl(rhs, target)
+    elif pet is not None and pet != lhs.dtype and (
+            lhs.dtype.kind in "biu" or pet.kind == "c"
+            or (pet.kind == "f" and pet.itemsize >= lhs.dtype.itemsize)):
+        # products accumulate in the wider preferred type (int8 x int8 -> int32 sums do
+        # not wrap); a narrower or integer preferred type rounds the result instead
+        lhs, rhs = _convert_impl(lhs, pet), _convert_impl(rhs, pet)
     if lhs.dtype in _HALF or rhs.dtype in _HALF:
         lhs, rhs = upcast_half(lhs, rhs)
-    if preferred_element_type is not None and lhs.dtype != np.bool_:
-        # accumulate in the preferred type when it is wider (int8 x int8 -> int32 sums)
-        pet = np.dtype(preferred_element_type)
-        if pet != lhs.dtype and np.result_type(lhs.dtype, pet) == pet:
-            lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     if lhs.dtype == np.bool_:
         lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
     if vector_dot:
-        return np.dot(lhs, rhs)
-    a = np.transpose(lhs, perm_a).reshape(a_shape)
-    b = np.transpose(rhs, perm_b).reshape(b_shape)
-    return np.matmul(a, b).reshape(out_shape)
+        out = np.dot(lhs, rhs)
+    else:
+        a = np.transpose(lhs, perm_a).reshape(a_shape)
+        b = np.transpose(rhs, perm_b).reshape(b_shape)
+        out = np.matmul(a, b).reshape(out_shape)
+    if pet is not None and np.asarray(out).dtype != pet:
+        # XLA's conversion: float -> int saturates, complex -> real keeps the real part
+        out = _convert_impl(np.asarray(out), pet)
+    return out
 
 
 _HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
