@@ -256,6 +256,13 @@ def _shared_caches(fun, options) -> tuple:
         return fresh
 
 
+def clear_all_caches() -> None:
+    """Empties the compiled-signature caches of every live jitted function (and so the
+    caches they share)."""
+    for f in list(_ALL_JITTED):
+        f.clear_cache()
+
+
 class JitWrapped:
     """The function returned by ``jit``: call it, ``lower`` it, inspect its cache."""
 
