@@ -363,8 +363,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                 out, aux = out
                 store.append(aux)
             if isinstance(out, (tuple, list, dict)) or out is None:
+                shown = tree_map(lambda x: x.primal if isinstance(x, ad.JVPTracer) else x,
+                                 out)
                 raise TypeError(f"grad needs a scalar-output function; this one "
-                                f"returned {out!r}.")
+                                f"returned {shown!r}.")
             _check_leaf(out, "grad output")
             aval = get_aval(out)
             if aval.shape != ():
