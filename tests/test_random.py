@@ -410,6 +410,29 @@ def test_categorical(rr, kw):
     assert_same(*both(rr, lambda m: m.categorical(m.PRNGKey(3), LOGITS, **kw)))
 
 
+@pytest.mark.parametrize("mode", [None, "low", "high"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("kw", [{"shape": (40,)}, {"shape": (3,), "replace": False}],
+                         ids=repr)
+def test_categorical_mode(rr, rjax, mode, dtype, kw):
+    """categorical(mode=...) picks the Gumbel sampler's mode, bit for bit as JAX 0.10, with
+    typed keys, eagerly and under jit."""
+    logits = np.log(np.array([0.1, 0.2, 0.3, 0.4])).astype(dtype)
+    got = jr.categorical(jr.key(3), logits, mode=mode, **kw)
+    want = rr.categorical(rr.key(3), logits, mode=mode, **kw)
+    assert_same(got, want)
+    assert_same(jaxlite.jit(lambda k: jr.categorical(k, logits, mode=mode, **kw))(jr.key(3)),
+                want)
+
+
+@pytest.mark.parametrize("mode", ["bad", "LOW", 1])
+def test_categorical_bad_mode(rr, mode):
+    with pytest.raises(ValueError):
+        rr.categorical(rr.key(0), np.zeros(3, np.float32), mode=mode)
+    with pytest.raises(ValueError):
+        jr.categorical(jr.key(0), np.zeros(3, np.float32), mode=mode)
+
+
 def test_categorical_1d_and_errors(rr):
     logits = np.log(np.array([0.1, 0.2, 0.3, 0.4], np.float32))
     assert_same(*both(rr, lambda m: m.categorical(m.PRNGKey(5), logits, shape=(50,))))
