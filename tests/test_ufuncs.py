@@ -741,3 +741,54 @@ def test_lax_bitcast_convert_type(rjax):
     compare(lax.bitcast_convert_type(jnp.asarray(y), np.float32), want, want)
     with pytest.raises(TypeError):
         lax.bitcast_convert_type(jnp.ones(3, np.uint8), np.float32)
+
+
+# ---- complex exp / expm1 / log / log1p at special values and near 0 (issue 10) --------
+
+_C_RE = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, -1.0, 1e-8, -1e-8, 700.0, 100.0, -0.5]
+_C_IM = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-8, np.pi, 0.866]
+
+
+@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p"])
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_special_values(name, dt, rjnp, request):
+    """Each part NaN/inf/finite and signed zero as XLA: e.g. expm1(inf + 0j) = inf + 0j
+    (NumPy: inf + nan j), exp(100 + 1e-8j) has a finite imaginary part, log(inf + nan j)
+    is nan + nan j, log1p(1e-8 + 1e-8j) keeps its real part 1e-8 (NumPy: 0)."""
+    if dt == "complex128":
+        request.getfixturevalue("x64")
+    z = np.array([complex(a, b) for a in _C_RE for b in _C_IM], dt)
+    got = np.asarray(getattr(jnp, name)(z))
+    want = np.asarray(getattr(rjnp, name)(z))
+    assert got.dtype == want.dtype
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        np.testing.assert_allclose(g, w, rtol=3e-7 if dt == "complex64" else 1e-15, atol=0)
+        zeros = (g == 0) & (w == 0)
+        assert (np.signbit(g[zeros]) == np.signbit(w[zeros])).all(), z[zeros]
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_log1p_near_zero(dt, rjnp, request):
+    """Near 0 and near the circle |1 + z| = 1, where log(1 + z) cancels, log1p keeps full
+    relative accuracy in both parts, as JAX's."""
+    if dt == "complex128":
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(3)
+    th = rng.uniform(-3, 3, 100)
+    circle = (1 + rng.normal(0, 1e-3, 100)) * np.exp(1j * th) - 1
+    tiny = rng.normal(0, 1e-6, 100) + 1j * rng.normal(0, 1e-6, 100)
+    z = np.concatenate([circle, tiny, [1e-20 + 1e-20j, -1e-7 + 0j, -1 + 1e-8j]]).astype(dt)
+    got, want = np.asarray(jnp.log1p(z)), np.asarray(rjnp.log1p(z))
+    tol = 3e-7 if dt == "complex64" else 1e-15
+    np.testing.assert_allclose(got.real, want.real, rtol=tol)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=tol)
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 3)])
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int32", "uint32"])
+def test_bitwise_count_empty(shape, dt, rjnp):
+    got = jnp.bitwise_count(np.zeros(shape, dt))
+    want = rjnp.bitwise_count(np.zeros(shape, dt))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert lax.population_count(np.zeros(shape, dt)).shape == shape

@@ -167,6 +167,92 @@ def _min(x, y):
     return out
 
 
+def _complex_of(re, im, dt):
+    """``re + i*im`` of complex dtype ``dt`` (assigned part by part: ``re + 1j * im``
+    would mix an infinite or NaN part into the other)."""
+    out = np.empty(np.shape(re), dt)
+    out.real, out.imag = re, im
+    return out
+
+
+def _exp(x):
+    if x.dtype.kind != "c":
+        return np.exp(x)
+    # XLA's complex exp: e**(a/2) applied twice (so e**a * sin(b) stays finite where e**a
+    # alone overflows), and (e**a, +0) for a zero imaginary part (no inf * 0 = NaN there)
+    a, b = x.real, x.imag
+    h = np.exp(a * a.dtype.type(0.5))
+    zero = b == 0
+    return _complex_of(np.where(zero, np.exp(a), h * (h * np.cos(b))),
+                       np.where(zero, 0, h * (h * np.sin(b))), x.dtype)
+
+
+def _expm1(x):
+    if x.dtype.kind != "c":
+        return np.expm1(x)
+    # e**z - 1 with the real part kept accurate near 0: expm1(a) cos b + (cos b - 1), the
+    # second term as -2 sin(b/2)**2 (+0 at b = 0, so expm1(-0+0j) is +0 as in XLA); the
+    # imaginary part e**a sin b, +0 for a zero b (NumPy gives NaN parts at infinities)
+    a, b = x.real, x.imag
+    s = np.sin(b * b.dtype.type(0.5))
+    cm1 = -2 * s * s + 0
+    return _complex_of(np.expm1(a) * np.cos(b) + cm1,
+                       np.where(b == 0, 0, np.exp(a) * np.sin(b)), x.dtype)
+
+
+def _log(x):
+    if x.dtype.kind != "c":
+        return np.log(x)
+    # XLA: a NaN part makes both parts NaN (C99 and NumPy give log(inf + nan*i) = inf + nan*i)
+    nan = np.isnan(x.real) | np.isnan(x.imag)
+    out = np.log(x)
+    return np.where(nan, np.array(complex(np.nan, np.nan), x.dtype), out)
+
+
+def _two_prod(x, y):
+    """``x * y`` as an unevaluated sum ``p + e`` exact to twice the precision (Dekker's
+    product by Veltkamp splitting; for moderate magnitudes only)."""
+    p = x * y
+
+    def split(v):
+        c = v * 134217729.0     # 2**27 + 1
+        hi = c - (c - v)
+        return hi, v - hi
+    xh, xl = split(x)
+    yh, yl = split(y)
+    return p, ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+
+
+def _sum_exact(*terms):
+    """The sum of ``terms`` rounded once at the end (Knuth's two-sum carrying the errors),
+    so cancelling terms keep their digits."""
+    acc, err = terms[0], 0.0
+    for t in terms[1:]:
+        s = acc + t
+        bb = s - acc
+        err = err + ((acc - (s - bb)) + (t - bb))
+        acc = s
+    return acc + err
+
+
+def _log1p(x):
+    if x.dtype.kind != "c":
+        return np.log1p(x)
+    # log|1 + z| = log1p(s) / 2 with s = |1 + z|**2 - 1 = a (2 + a) + b**2 keeps the digits
+    # NumPy's log(1 + z) loses where |1 + z| is near 1 (log1p(1e-8 + 1e-8j) has real part
+    # 1e-8, not 0); elsewhere log(hypot(1 + a, b)) is exact enough and cannot overflow.
+    # complex64 is computed in double precision.  A NaN part makes both parts NaN, as XLA.
+    wide = np.complex128 if x.dtype == np.complex64 else x.dtype
+    z = x.astype(wide)
+    a, b = z.real, z.imag
+    with np.errstate(all="ignore"):
+        s = _sum_exact(2 * a, *_two_prod(a, a), *_two_prod(b, b))
+        re = np.where(np.abs(s) < 0.5, 0.5 * np.log1p(s), np.log(np.hypot(1 + a, b)))
+    out = _complex_of(re, np.arctan2(b, 1 + a), wide).astype(x.dtype)
+    nan = np.isnan(a) | np.isnan(b)
+    return np.where(nan, np.array(complex(np.nan, np.nan), x.dtype), out)
+
+
 def _logistic(x):
     return 1 / (1 + np.exp(-x))
 
@@ -227,6 +313,8 @@ def _digamma(x):
 
 
 def _population_count(x):
+    if x.size == 0:     # (a reshape to (..., -1) cannot infer -1 from no elements)
+        return np.zeros(x.shape, x.dtype)
     bits = np.unpackbits(np.ascontiguousarray(x).view(np.uint8)[..., None], axis=-1)
     return bits.reshape(x.shape + (-1,)).sum(-1).astype(x.dtype)
 
@@ -304,11 +392,11 @@ floor_p = elementwise("floor", np.floor, FLOAT)
 ceil_p = elementwise("ceil", np.ceil, FLOAT)
 round_p = elementwise("round", _round, FLOAT)
 is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=_bool_out)
-exp_p = elementwise("exp", np.exp, INEXACT)
+exp_p = elementwise("exp", _exp, INEXACT)
 exp2_p = elementwise("exp2", np.exp2, INEXACT)
-log_p = elementwise("log", np.log, INEXACT)
-log1p_p = elementwise("log1p", np.log1p, INEXACT)
-expm1_p = elementwise("expm1", np.expm1, INEXACT)
+log_p = elementwise("log", _log, INEXACT)
+log1p_p = elementwise("log1p", _log1p, INEXACT)
+expm1_p = elementwise("expm1", _expm1, INEXACT)
 tanh_p = elementwise("tanh", np.tanh, INEXACT)
 logistic_p = elementwise("logistic", _logistic, INEXACT)
 sin_p = elementwise("sin", np.sin, INEXACT)
