@@ -333,22 +333,46 @@ def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
         m = convert(ensure_array(mean_), comp)
         m = broadcast_to_shape(m, _keep_shape(a.shape, axes)) if m.ndim else m
     centered = lax.sub(x, broadcast_to_shape(m, x.shape) if m.ndim else m)
+    if mask is not None:
+        # masked-out (and NaN) deviations are zeroed before squaring, not after: a square
+        # of NaN would send NaN back through the select in reverse mode (grad(nanvar) of
+        # an array holding one NaN was all NaN; JAX gives 0 there and the true gradient
+        # elsewhere)
+        centered = _select(mask, centered, 0)
     if centered.dtype.kind == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
         sq = lax.mul(centered, centered)
     rdt = sq.dtype
+    total = _strong(lax.reduce_sum(sq, axes))
     if mask is None:
-        total = _strong(lax.reduce_sum(sq, axes))
-        n = lax.scalar_as(builtins.max(_count(a.shape, axes) - ddof, 0), rdt, False)
+        count = _count(a.shape, axes) - ddof
+        n = lax.scalar_as(count, rdt, False)
+        if count > 0:
+            return _keep(convert(lax.div(total, n), out_dt), a.shape, axes, keepdims)
     else:
-        total = _strong(lax.reduce_sum(_select(mask, sq, 0), axes))
         n = lax.reduce_sum(convert(mask, rdt), axes)
         if ddof:
-            # N - ddof, floored at 0 (so too few elements give NaN/inf, as JAX)
-            n = lax.max(lax.sub(n, lax.scalar_as(ddof, rdt, False)), lax.scalar_as(0, rdt, False))
-    out = lax.div(total, n)
+            n = lax.sub(n, lax.scalar_as(ddof, rdt, False))
+    # N - ddof <= 0 gives NaN, as JAX (dividing gave inf).  As in JAX, var/std still
+    # divide by it (their gradient there is NaN), nanvar/nanstd divide by 1 instead (0).
+    ok = lax.gt(n, lax.scalar_as(0, rdt, False))
+    nan_out = _full(total.shape, np.nan, total)
+    if nan:
+        total = lax.select(_bcast(ok, total), total, nan_out)
+        n = lax.select(ok, n, lax.scalar_as(1, rdt, False) if not np.ndim(n) else
+                       _full(n.shape, 1, n))
+        out = lax.div(total, n)
+    else:
+        out = lax.select(_bcast(ok, total), lax.div(total, n), nan_out)
     return _keep(convert(out, out_dt), a.shape, axes, keepdims)
+
+
+def _bcast(pred, like):
+    """A rank-0 predicate broadcast to ``like``'s shape (array predicates already are)."""
+    if np.ndim(pred) == np.ndim(like):
+        return pred
+    return broadcast_to_shape(ensure_array(pred), like.shape)
 
 
 def _keep_shape(shape, axes):
