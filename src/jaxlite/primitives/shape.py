@@ -328,8 +328,22 @@ def _bid_batch(args, dims, shape, broadcast_dimensions, sharding=None):
 
 broadcast_in_dim_p.batch = _bid_batch
 
-ad.deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None, sharding=None: [
-    reshape_p.bind(ct, new_sizes=tuple(x.aval.shape), dimensions=None)])
+def _reshape_transpose(ct, x, new_sizes, dimensions=None, sharding=None):
+    shape = tuple(x.aval.shape)
+    if dimensions is None:
+        return [reshape_p.bind(ct, new_sizes=shape, dimensions=None)]
+    # the operand was transposed by ``dimensions`` before the reshape: reshape back to the
+    # transposed shape, then undo the transposition (dropping it sent each cotangent to
+    # the wrong element: the VJP of a JVP through lax.reshape(..., dimensions=) was wrong)
+    permuted = reshape_p.bind(ct, new_sizes=tuple(shape[d] for d in dimensions),
+                              dimensions=None)
+    inv = [0] * len(dimensions)
+    for i, d in enumerate(dimensions):
+        inv[d] = i
+    return [transpose_p.bind(permuted, permutation=tuple(inv))]
+
+
+ad.deflinear(reshape_p, _reshape_transpose)
 
 
 def _reshape_batch(args, dims, new_sizes, dimensions=None, sharding=None):
