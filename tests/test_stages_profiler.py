@@ -172,3 +172,24 @@ def test_doctor_reports_annotations(tmp_path):
     rep = doctor.diagnose(str(script))
     (a,) = [a for a in rep["annotations"] if a["name"] == "epoch"]
     assert a["count"] == 2 and a["steps"] == [0, 1] and a["line"] == 4
+
+
+def test_html_report_lists_annotations(tmp_path):
+    from jaxlite.tools import _doctor_html, _doctor_report
+    from jaxlite.tools._doctor_record import Recorder
+    from jaxlite import monitoring
+    rec = Recorder()
+    monitoring.register_listener(rec)
+    try:
+        for i in range(12):
+            with profiler.StepTraceAnnotation("batch", step_num=i):
+                jnp.ones(2).sum()
+    finally:
+        monitoring.unregister_listener(rec)
+    report = _doctor_report.build_report(
+        rec, script="x.py", argv=[], status={"ok": True, "exit_code": 0, "error": None,
+                                             "error_summary": ""},
+        seconds=0.1, mem_end={}, still_alive=rec.close())
+    page = _doctor_html.render_html(report)
+    assert "Profiler annotations" in page and "<td>batch</td>" in page
+    assert "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ..." in page

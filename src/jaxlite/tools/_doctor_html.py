@@ -225,6 +225,18 @@ def render_html(report: dict) -> str:
                     [(f'{r["file"]}:{r["line"]}', r["function"], r["ops"], r["executions"],
                       ", ".join(f"{k} x{v}" for k, v in list(r["primitives"].items())[:4]),
                       r["advice"], r["source"]) for r in eg["lines"][:15]]))
+    ann = report.get("annotations") or []
+    if ann:
+        p.append("<h2>Profiler annotations (<code>jaxlite.profiler</code>)</h2>")
+        p.append(_table(["annotation", "kind", "first at", "count", "total", "mean",
+                         "longest", "steps"],
+                        [(a["name"], a["kind"],
+                          f'{a["file"]}:{a["line"]}' if a["file"] else "?", a["count"],
+                          f'{a["seconds"] * 1e3:.2f} ms', f'{a["mean_seconds"] * 1e3:.2f} ms',
+                          f'{a["max_seconds"] * 1e3:.2f} ms',
+                          ", ".join(map(str, a["steps"][:10])) +
+                          (", ..." if len(a["steps"]) > 10 else ""))
+                         for a in ann[:15]]))
     at = report["at"]
     p.append(f"<h2><code>.at[]</code> updates: {at['created']} made eagerly</h2>")
     p.append(_table(["line", "method", "results never read", "source"],
