@@ -193,3 +193,12 @@ def test_html_report_lists_annotations(tmp_path):
     page = _doctor_html.render_html(report)
     assert "Profiler annotations" in page and "<td>batch</td>" in page
     assert "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ..." in page
+
+
+def test_trace_as_decorator(tmp_path):
+    @profiler.trace(str(tmp_path))
+    def run():
+        return float(jax.jit(lambda x: x * 3)(jnp.ones(2)).sum())
+    assert run() == 6.0
+    rep, _ = _report(str(tmp_path))
+    assert [j["calls"] for j in rep["jit"]] == [1]

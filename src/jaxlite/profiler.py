@@ -13,6 +13,7 @@ doctor`` (which records a whole program) reports them too.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -90,22 +91,17 @@ def stop_trace() -> None:
         fh.write(_doctor_report.format_text(report))
 
 
-class trace:
-    """Context manager recording its block (``jax.profiler.trace``): ``start_trace`` on
-    entry, ``stop_trace`` on exit (also when the block raises).  Arguments as
-    ``start_trace``."""
-
-    def __init__(self, log_dir, create_perfetto_link=False, create_perfetto_trace=False,
-                 profiler_options=None):
-        self._args = (log_dir, create_perfetto_link, create_perfetto_trace, profiler_options)
-
-    def __enter__(self):
-        start_trace(*self._args)
-        return self
-
-    def __exit__(self, *exc):
+@contextlib.contextmanager
+def trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False,
+          profiler_options=None):
+    """Context manager (or decorator) recording its block (``jax.profiler.trace``):
+    ``start_trace`` on entry, ``stop_trace`` on exit (also when the block raises).
+    Arguments as ``start_trace``."""
+    start_trace(log_dir, create_perfetto_link, create_perfetto_trace, profiler_options)
+    try:
+        yield
+    finally:
         stop_trace()
-        return False
 
 
 class TraceAnnotation:
