@@ -706,3 +706,121 @@ def test_helpers_match_xla_on_cpu(rjax, rjnp):
     for dt in (np.float32, np.float16, BF16):
         _same_bits_or_nan(_math.erf_inv(jnp.asarray(u.astype(dt))),
                           rjax.lax.erf_inv(u.astype(dt)))
+
+
+# ---- typed key arrays as arrays -------------------------------------------------------
+
+def _keys(m):
+    return m.split(m.key(0), 6).reshape(2, 3)
+
+
+def _cond(m):
+    return m.numpy.array([True, False, True]) if hasattr(m, "numpy") else None
+
+
+_KEY_OPS = {
+    "T": lambda m, np_, ks: ks.T,
+    "transpose": lambda m, np_, ks: ks.transpose(1, 0),
+    "swapaxes": lambda m, np_, ks: ks.swapaxes(0, 1),
+    "flatten": lambda m, np_, ks: ks.flatten(),
+    "ravel": lambda m, np_, ks: ks.ravel(),
+    "reshape": lambda m, np_, ks: ks.reshape(-1, 2),
+    "squeeze": lambda m, np_, ks: ks[:1].squeeze(),
+    "take": lambda m, np_, ks: ks.take(np_.array([2, 0]), axis=1),
+    "copy": lambda m, np_, ks: ks.copy(),
+    "block_until_ready": lambda m, np_, ks: ks.block_until_ready(),
+    "getitem": lambda m, np_, ks: ks[1],
+    "getitem_slice": lambda m, np_, ks: ks[:, 1:],
+    "getitem_array": lambda m, np_, ks: ks[np_.array([1, 0])],
+    "getitem_mask": lambda m, np_, ks: ks[np_.array([True, False])],
+    "getitem_none": lambda m, np_, ks: ks[None],
+    "getitem_ellipsis_none": lambda m, np_, ks: ks[..., None],
+    "at_get": lambda m, np_, ks: ks.at[0].get(),
+    "at_set": lambda m, np_, ks: ks.at[0, 1].set(ks[1, 2]),
+    "at_set_row": lambda m, np_, ks: ks.at[1].set(ks[0]),
+    "eq": lambda m, np_, ks: ks == ks[0],
+    "ne": lambda m, np_, ks: ks != ks[:, :1],
+    "zeros_like": lambda m, np_, ks: np_.zeros_like(ks),
+    "ones_like": lambda m, np_, ks: np_.ones_like(ks),
+    "empty_like": lambda m, np_, ks: np_.empty_like(ks).shape,
+    "stack": lambda m, np_, ks: np_.stack([ks, ks[::-1]], axis=1),
+    "concatenate": lambda m, np_, ks: np_.concatenate([ks, ks[:1]]),
+    "tile": lambda m, np_, ks: np_.tile(ks, (2, 1)),
+    "where": lambda m, np_, ks: np_.where(np_.array([True, False, True]), ks, ks[::-1]),
+    "jnp_reshape": lambda m, np_, ks: np_.reshape(ks, (6,)),
+    "expand_dims": lambda m, np_, ks: np_.expand_dims(ks, 1),
+    "broadcast_to": lambda m, np_, ks: np_.broadcast_to(ks[0], (4, 3)),
+    "flip": lambda m, np_, ks: np_.flip(ks),
+    "roll": lambda m, np_, ks: np_.roll(ks, 1, axis=1),
+    "moveaxis": lambda m, np_, ks: np_.moveaxis(ks, 0, 1),
+    "atleast_2d": lambda m, np_, ks: np_.atleast_2d(ks[0, 0]),
+    "hstack": lambda m, np_, ks: np_.hstack([ks, ks]),
+    "vstack": lambda m, np_, ks: np_.vstack([ks, ks]),
+    "split": lambda m, np_, ks: np_.split(ks, 3, axis=1)[1],
+    "repeat": lambda m, np_, ks: np_.repeat(ks, 2, axis=0),
+    "rot90": lambda m, np_, ks: np_.rot90(ks),
+    "unstack": lambda m, np_, ks: np_.unstack(ks)[1],
+    "append": lambda m, np_, ks: np_.append(ks, ks, axis=0),
+    "take_along_axis": lambda m, np_, ks: np_.take_along_axis(ks, np_.array([[2], [0]]), 1),
+    "tril": lambda m, np_, ks: np_.tril(ks),
+    "diagonal": lambda m, np_, ks: np_.diagonal(ks),
+    "broadcast_arrays": lambda m, np_, ks: np_.broadcast_arrays(ks, ks[0])[1],
+    "asarray": lambda m, np_, ks: np_.asarray(ks),
+    "shape": lambda m, np_, ks: (np_.shape(ks), np_.ndim(ks), np_.size(ks)),
+    "lax_concatenate": lambda m, np_, ks: m.lax.concatenate([ks, ks], 0),
+    "lax_reshape": lambda m, np_, ks: m.lax.reshape(ks, (6,)),
+    "lax_broadcast_in_dim": lambda m, np_, ks: m.lax.broadcast_in_dim(ks[0, 0], (2,), ()),
+    "lax_select": lambda m, np_, ks: m.lax.select(np_.array([True, False, True]), ks[0],
+                                                  ks[1]),
+    "lax_dynamic_slice": lambda m, np_, ks: m.lax.dynamic_slice(ks, (0, 1), (1, 2)),
+    "lax_dynamic_update_slice": lambda m, np_, ks: m.lax.dynamic_update_slice(
+        ks, ks[:1, :1], (1, 2)),
+    "lax_squeeze": lambda m, np_, ks: m.lax.squeeze(ks[:1], (0,)),
+    "lax_transpose": lambda m, np_, ks: m.lax.transpose(ks, (1, 0)),
+    "lax_index_in_dim": lambda m, np_, ks: m.lax.index_in_dim(ks, 2, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEY_OPS))
+def test_typed_key_arrays_as_arrays(rjax, name):
+    """Shape methods, indexing, .at get/set, ==/!= and the shape functions of jnp and lax
+    take typed keys and give the keys JAX gives (compared through their key data)."""
+    fn = _KEY_OPS[name]
+    want = fn(rjax, rjax.numpy, _keys(rjax.random))
+    got = fn(jaxlite, jnp, _keys(jr))
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert type(got).__name__ == type(want).__name__
+    if isinstance(got, jr.PRNGKeyArray):
+        assert got.dtype == jr.key(0).dtype and str(got.dtype) == str(want.dtype)
+    assert_same(got, want)
+    # the same under jit (key arrays pass through as pytrees)
+    got_jit = jaxlite.jit(lambda ks: fn(jaxlite, jnp, ks))(_keys(jr))
+    assert_same(got_jit, want)
+
+
+def test_typed_key_arrays_refuse_arithmetic(rjax):
+    ks, rks = _keys(jr), _keys(rjax.random)
+    for fn in (lambda k: k + 1, lambda k: k < k, lambda k: k.at[0].add(k[1]),
+               lambda k: np.asarray(k), lambda k: jnp.sum(k) if isinstance(k, jr.PRNGKeyArray)
+               else rjax.numpy.sum(k), lambda k: k == (1, 2),
+               lambda k: (jnp if isinstance(k, jr.PRNGKeyArray) else rjax.numpy).concatenate(
+                   [k, (jnp if isinstance(k, jr.PRNGKeyArray) else rjax.numpy).zeros(
+                       (2, 3), "uint32")])):
+        with pytest.raises(Exception) as want:
+            fn(rks)
+        with pytest.raises(type(want.value)):
+            fn(ks)
+
+
+def test_typed_key_array_attributes(rjax):
+    ks, rks = _keys(jr), _keys(rjax.random)
+    assert (ks.shape, ks.ndim, ks.size, ks.itemsize, ks.nbytes, len(ks)) == \
+        (rks.shape, rks.ndim, rks.size, rks.itemsize, rks.nbytes, len(rks))
+    assert ks.devices() == {ks.device} and not ks.is_deleted()
+    assert [k.shape for k in ks] == [k.shape for k in rks]
+    # keys from the shape functions still drive the samplers exactly as JAX's
+    got = jaxlite.vmap(lambda k: jr.uniform(k))(jnp.ravel(ks.T))
+    want = rjax.vmap(lambda k: rjax.random.uniform(k))(rjax.numpy.ravel(rks.T))
+    assert_same(got, want)

@@ -656,6 +656,25 @@ def debug_callback(callback, *args):
     _c.debug_callback_p.bind(*args, callback=callback)
 
 
+# ---- typed PRNG key arrays --------------------------------------------------------------
+# the shape, slicing and selection functions take key arrays too, as in JAX (see
+# _keyaware.py)
+from ._keyaware import key_aware as _key_aware  # noqa: E402
+
+for _name, _elements in [
+        ("reshape", ("operand",)), ("transpose", ("operand",)), ("squeeze", ("array",)),
+        ("expand_dims", ("array",)), ("broadcast_in_dim", ("operand",)),
+        ("broadcast", ("operand",)), ("concatenate", ("operands",)),
+        ("select", ("on_true", "on_false")), ("rev", ("operand",)), ("slice", ("operand",)),
+        ("slice_in_dim", ("operand",)), ("index_in_dim", ("operand",)),
+        ("dynamic_slice", ("operand",)), ("dynamic_slice_in_dim", ("operand",)),
+        ("dynamic_index_in_dim", ("operand",)),
+        ("dynamic_update_slice", ("operand", "update")),
+        ("dynamic_update_slice_in_dim", ("operand", "update")),
+        ("dynamic_update_index_in_dim", ("operand", "update"))]:
+    globals()[_name] = _key_aware(*_elements)(globals()[_name])
+del _name, _elements
+
 from ._conv import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa: E402
                     conv_general_dilated, conv_transpose, conv_with_general_padding,
                     padtype_to_pads, reduce_window)

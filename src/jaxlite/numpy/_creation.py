@@ -846,3 +846,16 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 
 __all__ = public_names(globals())
+
+
+# ---- typed PRNG key arrays ------------------------------------------------------------
+# copies, like-shaped fills and triangle/diagonal selections take key arrays too (JAX
+# allows it; zeros_like gives keys of all-zero data); see lax/_keyaware.py
+from ..lax._keyaware import key_aware as _key_aware  # noqa: E402
+
+for _name, _elements in [
+        ("array", ("object",)), ("asarray", ("a",)), ("copy", ("a",)),
+        ("zeros_like", ("a",)), ("ones_like", ("a",)), ("empty_like", ("prototype",)),
+        ("tril", ("m",)), ("triu", ("m",)), ("diagonal", ("a",)), ("meshgrid", ("*",))]:
+    globals()[_name] = _key_aware(*_elements)(globals()[_name])
+del _name, _elements

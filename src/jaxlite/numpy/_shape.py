@@ -1116,3 +1116,24 @@ def atleast_3d(*arys):
 
 
 __all__ = public_names(globals())
+
+
+# ---- typed PRNG key arrays ------------------------------------------------------------
+# these functions only move, select or copy elements, so they take key arrays too (JAX
+# allows it); see lax/_keyaware.py
+from ..lax._keyaware import key_aware as _key_aware  # noqa: E402
+
+for _name, _elements in [
+        ("reshape", ("a",)), ("ravel", ("a",)), ("transpose", ("a",)), ("moveaxis", ("a",)),
+        ("swapaxes", ("a",)), ("expand_dims", ("a",)), ("squeeze", ("a",)),
+        ("broadcast_to", ("array",)), ("broadcast_arrays", ("*",)),
+        ("concatenate", ("arrays",)), ("stack", ("arrays",)), ("unstack", ("x",)),
+        ("hstack", ("tup",)), ("vstack", ("tup",)), ("dstack", ("tup",)),
+        ("column_stack", ("tup",)), ("append", ("arr", "values")), ("split", ("ary",)),
+        ("array_split", ("ary",)), ("tile", ("A",)), ("repeat", ("a",)), ("flip", ("m",)),
+        ("fliplr", ("m",)), ("flipud", ("m",)), ("roll", ("a",)), ("rot90", ("m",)),
+        ("take", ("a",)), ("take_along_axis", ("arr",)), ("atleast_1d", ("*",)),
+        ("atleast_2d", ("*",)), ("atleast_3d", ("*",)), ("shape", ("a",)),
+        ("size", ("a",)), ("ndim", ("a",))]:
+    globals()[_name] = _key_aware(*_elements)(globals()[_name])
+del _name, _elements

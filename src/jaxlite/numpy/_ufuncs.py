@@ -24,6 +24,7 @@ from ..config import config
 from ..core.array import ArrayImpl
 from ..core.eager import run_impl, value_on
 from ..core.trace import Tracer, _dynamic, get_aval
+from ..lax._keyaware import key_aware
 from ..primitives import elementwise as _e
 from ..runtime import get_default_device
 from ..runtime.dispatch import is_pending as _is_pending
@@ -1252,6 +1253,7 @@ def clip(arr=None, /, min=None, max=None):
     return _arr(x)
 
 
+@key_aware("x", "y")        # selects typed PRNG keys too, as JAX (lax/_keyaware.py)
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """``x`` where ``condition`` else ``y``, broadcasting all three (``jax.numpy.where``).
 

@@ -12,6 +12,7 @@ from .. import dtypes, lax
 from .. import numpy as jnp
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_aval
+from ..lax._keyaware import register_key_type
 from ..tree_util import register_pytree_node
 from . import _threefry
 
@@ -44,11 +45,17 @@ class PRNGKeyArray:
     """An array of typed PRNG keys (what ``jax.random.key`` returns): shape ``data.shape[:-1]``,
     dtype ``key<fry>``, backed by ``uint32[*shape, 2]`` key data (``key_data`` returns it).
 
-    Supports ``shape``/``ndim``/``size``/``dtype``, ``len``, iteration, indexing over the key
-    dimensions and ``reshape``; arithmetic on keys is not defined (as in JAX).
+    As in JAX, key arrays have the shape attributes and methods of arrays (``shape``,
+    ``ndim``, ``size``, ``T``, ``reshape``, ``transpose``, ``swapaxes``, ``squeeze``,
+    ``flatten``/``ravel``, ``take``, ``copy``, ``block_until_ready``, ``len``, iteration,
+    indexing with ``None``/ellipsis/arrays, ``.at[...].get()``/``.set(keys)``), compare with
+    ``==``/``!=`` key by key, and pass through ``jnp``'s and ``lax``'s shape functions
+    (``stack``, ``concatenate``, ``tile``, ``where``, ``zeros_like``, ...).  Arithmetic,
+    ordering, reductions and conversion to NumPy raise TypeError.
     """
 
     __slots__ = ("_base",)
+    __array_priority__ = 100        # NumPy defers ``np_array == keys`` to us
 
     def __init__(self, base):
         self._base = base
@@ -69,6 +76,33 @@ class PRNGKeyArray:
     def dtype(self) -> KeyDType:
         return KEY_DTYPE
 
+    @property
+    def itemsize(self) -> int:
+        return 8        # two uint32 words per key
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    # placement and lifetime are those of the key data
+    sharding = property(lambda self: self._base.sharding)
+    device = property(lambda self: self._base.device)
+    committed = property(lambda self: self._base.committed)
+    is_fully_addressable = property(lambda self: self._base.is_fully_addressable)
+    is_fully_replicated = property(lambda self: self._base.is_fully_replicated)
+
+    def devices(self):
+        return self._base.devices()
+
+    def is_deleted(self) -> bool:
+        return self._base.is_deleted()
+
+    def delete(self) -> None:
+        self._base.delete()
+
+    def copy_to_host_async(self) -> None:
+        self._base.copy_to_host_async()
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object")
@@ -82,15 +116,74 @@ class PRNGKeyArray:
     def __getitem__(self, idx):
         if not isinstance(idx, tuple):
             idx = (idx,)
-        if any(i is None for i in idx):
-            raise IndexError("None (newaxis) is not supported when indexing key arrays")
+        # the key data's own last axis stays whole: index the key dimensions only
+        if not any(i is Ellipsis for i in idx):
+            idx = idx + (Ellipsis,)
         return PRNGKeyArray(self._base[idx + (slice(None),)])
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, order="C"):
         """Key array of ``shape`` (one tuple or several ints; ``-1`` allowed)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return PRNGKeyArray(jnp.reshape(self._base, tuple(shape) + _KEY_SHAPE))
+        return jnp.reshape(self, tuple(shape), order=order)
+
+    @property
+    def T(self):
+        return jnp.transpose(self)
+
+    def transpose(self, *axes):
+        """Key array with its dimensions permuted (``axes``: one tuple or several ints)."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return jnp.transpose(self, axes or None)
+
+    def swapaxes(self, axis1, axis2):
+        return jnp.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        return jnp.squeeze(self, axis)
+
+    def flatten(self, order="C"):
+        return jnp.ravel(self, order)
+
+    def ravel(self, order="C"):
+        return jnp.ravel(self, order)
+
+    def take(self, indices, axis=None, mode=None, fill_value=None):
+        return jnp.take(self, indices, axis=axis, mode=mode, fill_value=fill_value)
+
+    def copy(self):
+        return jnp.copy(self)
+
+    def block_until_ready(self):
+        """Waits for the key data (as ``Array.block_until_ready``) and returns the keys."""
+        if hasattr(self._base, "block_until_ready"):
+            self._base.block_until_ready()
+        return self
+
+    @property
+    def at(self):
+        """``keys.at[idx].get()`` and ``.set(new_keys)``; other updates raise TypeError."""
+        return _KeyIndexUpdateHelper(self)
+
+    def _compare(self, other, op):
+        if isinstance(other, (list, tuple, dict, set)):
+            raise TypeError(f"{op}: cannot compare a key array with a {type(other).__name__}")
+        if not isinstance(other, PRNGKeyArray):
+            raise TypeError(f"{op}: typed PRNG keys can only be compared with keys, not with "
+                            f"{type(other).__name__} values")
+        same = lax.eq(*_broadcast_data(self._base, other._base))
+        both = lax.bitwise_and(lax.index_in_dim(same, 0, -1, False),
+                               lax.index_in_dim(same, 1, -1, False))
+        return both if op == "==" else lax.bitwise_not(both)
+
+    def __eq__(self, other):
+        return self._compare(other, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, "!=")
+
+    __hash__ = None     # unhashable, as arrays
 
     def __repr__(self) -> str:
         if isinstance(self._base, Tracer):
@@ -105,8 +198,56 @@ class PRNGKeyArray:
                         "numeric array; jax.random.key_data(keys) gives its uint32 data")
 
 
+def _broadcast_data(a, b):
+    """Two key-data arrays broadcast over their key dimensions (NumPy's rules)."""
+    shape = tuple(np.broadcast_shapes(tuple(a.shape[:-1]), tuple(b.shape[:-1]))) + _KEY_SHAPE
+    return jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
+
+
+class _KeyIndexUpdateHelper:
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys):
+        self._keys = keys
+
+    def __getitem__(self, idx):
+        return _KeyIndexUpdateRef(self._keys, idx)
+
+
+class _KeyIndexUpdateRef:
+    """``keys.at[idx]``: ``get`` and ``set`` only (keys have no arithmetic)."""
+
+    __slots__ = ("_keys", "_idx")
+
+    def __init__(self, keys, idx):
+        self._keys, self._idx = keys, idx
+
+    def get(self, **kwargs):
+        """``keys[idx]``, with the options of ``Array.at[...].get`` (mode, fill_value)."""
+        return self._on_words(lambda ref, w: ref.get(**kwargs))
+
+    def set(self, values, **kwargs):
+        """Keys with ``values`` (keys) written at ``idx``; TypeError for non-key values."""
+        if not isinstance(values, PRNGKeyArray):
+            raise TypeError(f"keys.at[...].set takes typed keys, not "
+                            f"{type(values).__name__} values")
+        return self._on_words(lambda ref, w: ref.set(values._base[..., w], **kwargs))
+
+    def _on_words(self, fn):
+        base = self._keys._base
+        words = [fn(base[..., w].at[self._idx], w) for w in (0, 1)]
+        return PRNGKeyArray(jnp.stack(words, axis=-1))
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("typed PRNG keys have no arithmetic: keys.at[...] supports only "
+                        "get() and set(keys)")
+
+    add = multiply = mul = divide = power = min = max = apply = _refuse
+
+
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
                      lambda _, children: PRNGKeyArray(children[0]))
+register_key_type(PRNGKeyArray)
 
 
 # ---- checking key arguments -----------------------------------------------------------

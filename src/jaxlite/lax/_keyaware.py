@@ -1,0 +1,104 @@
+"""Typed PRNG key arrays in the shape and selection functions of ``lax`` and ``numpy``.
+
+Layer: lax (imported by numpy; knows nothing of the random module).  A typed key array
+(``jax.random.key``) holds ``uint32[*shape, 2]`` key data.  The functions that only move,
+select or copy elements (reshape, transpose, concatenate, stack, tile, where, take, ...)
+accept key arrays in JAX; here they run once on each 32-bit word of the keys (both words
+see the same indices and shapes) and the two results are joined back into keys.  Functions
+that compute with values (arithmetic, reductions, sorting) still refuse keys.
+
+The random module registers its key class with ``register_key_type``; a key class has its
+data as ``_base`` and is rebuilt by calling the class on new data.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+_key_types: tuple = ()
+
+
+def register_key_type(cls) -> None:
+    """Makes instances of ``cls`` (random's ``PRNGKeyArray``) typed key arrays here."""
+    global _key_types
+    if cls not in _key_types:
+        _key_types = _key_types + (cls,)
+
+
+def is_key(x) -> bool:
+    return type(x) in _key_types
+
+
+def _holds_key(v) -> bool:
+    t = type(v)
+    if t in _key_types:
+        return True
+    if t is list or t is tuple:
+        for e in v:
+            if type(e) in _key_types:
+                return True
+    return False
+
+
+def _word(v, i, name):
+    """Word ``i`` of the key data of element argument ``v`` (a key array or a sequence of
+    them); ValueError for numbers mixed with keys (JAX refuses to promote keys)."""
+    if type(v) in _key_types:
+        return v._base[..., i]
+    if type(v) in (list, tuple):
+        return type(v)(_word(e, i, name) for e in v)
+    raise ValueError(f"{name}: typed PRNG key arrays cannot be combined with "
+                     f"{type(v).__name__} values (keys take part in no dtype promotion); "
+                     f"all of these operands must be key arrays")
+
+
+def _join(cls, r0, r1):
+    """Key arrays of class ``cls`` from the results for word 0 and word 1."""
+    from ..primitives import shape as _s
+    from ..core.trace import get_aval
+    if isinstance(r0, (list, tuple)):
+        return type(r0)(_join(cls, a, b) for a, b in zip(r0, r1))
+    if not hasattr(r0, "dtype"):       # a shape, a size: the same for both words
+        return r0
+    nd = get_aval(r0).ndim
+    shape = tuple(get_aval(r0).shape) + (1,)
+    dims = tuple(range(nd))
+    parts = [_s.broadcast_in_dim_p.bind(r, shape=shape, broadcast_dimensions=dims,
+                                        sharding=None) for r in (r0, r1)]
+    return cls(_s.concatenate_p.bind(*parts, dimension=nd))
+
+
+def key_aware(*elements: str):
+    """Decorator: the function also takes typed key arrays in the parameters named in
+    ``elements`` (``"*"`` for ``*args``), each a key array or a sequence of them, and then
+    returns key arrays.  Other parameters pass through unchanged.  Calls without key arrays
+    cost a type check of the element arguments."""
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters)
+        star = "*" in elements
+        positions = [i for i, p in enumerate(params) if p in elements]
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            # the common case, no keys, costs a type check of the element arguments only
+            which = range(len(args)) if star else [i for i in positions if i < len(args)]
+            keys = [args[i] for i in which if _holds_key(args[i])]
+            if kwargs:
+                keys += [v for k, v in kwargs.items() if k in elements and _holds_key(v)]
+            if not keys:
+                return fn(*args, **kwargs)     # (a key elsewhere: fn refuses it)
+            first = keys[0] if type(keys[0]) in _key_types else \
+                next(e for e in keys[0] if type(e) in _key_types)
+            which = set(which)
+            outs = []
+            for i in (0, 1):
+                a = [_word(v, i, name) if j in which and v is not None else v
+                     for j, v in enumerate(args)]
+                kw = {k: (_word(v, i, name) if k in elements and v is not None else v)
+                      for k, v in kwargs.items()}
+                outs.append(fn(*a, **kw))
+            return _join(type(first), *outs)
+        return wrapper
+    return wrap
