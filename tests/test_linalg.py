@@ -388,3 +388,49 @@ def test_svdvals_and_linalg_errors(rjnp):
         jnp.linalg.svd(r(3))
     with pytest.raises(TypeError):
         jaxlite.lax.linalg.svd(np.ones((2, 2), np.int32))
+
+
+def _dot_params(jaxpr):
+    """(precision names, preferred dtype name) of each dot_general, in program order."""
+    out = []
+    for e in jaxpr.eqns:
+        if e.primitive.name == "dot_general":
+            prec = e.params.get("precision")
+            if prec is not None and not isinstance(prec, tuple):
+                prec = (prec, prec)
+            names = None if prec is None else tuple(
+                None if p is None else str(p).split(".")[-1] for p in prec)
+            pet = e.params.get("preferred_element_type")
+            out.append((names, None if pet is None else np.dtype(pet).name))
+    return out
+
+
+@pytest.mark.parametrize("kw", [
+    dict(precision="highest"),
+    dict(precision=("high", "default")),
+    dict(precision="high", preferred_element_type=np.float32),
+    dict(preferred_element_type=np.float32),
+])
+def test_backward_dot_keeps_precision(rjax, kw):
+    """The transposed dot_generals of reverse mode carry the forward one's precision (in
+    its order) and preferred_element_type, as JAX's (they were dropped: a HIGHEST-precision
+    product ran at default precision in the backward pass)."""
+    import jax.lax as rlax
+    a, b = r(2, 3), r(3, 4)
+
+    def f(L, N):
+        def g(x, y):
+            prec = kw.get("precision")
+            if isinstance(prec, tuple):
+                prec = tuple(getattr(L.Precision, p.upper()) for p in prec)
+            return N.sum(L.dot_general(x, y, (((1,), (0,)), ((), ())), precision=prec,
+                                       preferred_element_type=kw.get(
+                                           "preferred_element_type")))
+        return g
+    got = _dot_params(jaxlite.make_jaxpr(jaxlite.grad(f(jaxlite.lax, jnp), (0, 1)))(a, b).jaxpr)
+    want = _dot_params(rjax.make_jaxpr(rjax.grad(f(rlax, rjax.numpy), (0, 1)))(a, b).jaxpr)
+    assert len(got) == 3 and got == want
+    g = jaxlite.grad(f(jaxlite.lax, jnp), (0, 1))(a, b)
+    w = rjax.grad(f(rlax, rjax.numpy), (0, 1))(a, b)
+    for x, y in zip(g, w):
+        assert_like_jax(x, y, rtol=1e-5)

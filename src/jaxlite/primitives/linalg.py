@@ -232,9 +232,12 @@ from ..core import ad, batching  # noqa: E402
 from ..core.trace import get_aval  # noqa: E402
 
 
-def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, **params):
+def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, precision=None,
+                       preferred_element_type=None):
     """Cotangent of the lhs of ``dot_general(x, y)``: a dot of ``ct`` with ``y`` over y's
-    free dimensions, batched over the batch dimensions, then permuted into x's layout."""
+    free dimensions, batched over the batch dimensions, then permuted into x's layout.
+    The backward dot keeps the forward one's ``precision`` (in its order, as JAX) and
+    ``preferred_element_type``: a HIGHEST-precision product stays HIGHEST in reverse mode."""
     from .shape import transpose_p
     from .elementwise import convert_element_type_p
     lc, rc, lb, rb = _dims(dimension_numbers)
@@ -246,8 +249,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, **params):
     first_y = nb if swap else nb + len(x_kept)
     ans_y = list(range(first_y, first_y + len(y_kept)))
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(rb)))
-    out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=None,
-                             preferred_element_type=None, out_sharding=None)
+    out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                             preferred_element_type=preferred_element_type,
+                             out_sharding=None)
     # out layout: batch (x's lb order), x free dims (in x order), then y's rc order which
     # corresponds to x's lc order
     src_order = list(lb) + x_kept + list(lc)
@@ -262,16 +266,17 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, **params):
 def _dot_transpose_rhs(ct, x, y_aval, dimension_numbers, **params):
     lc, rc, lb, rb = _dims(dimension_numbers)
     swapped = ((rc, lc), (rb, lb))
-    return _dot_transpose_lhs(ct, y_aval, x, swapped, swap=True)
+    return _dot_transpose_lhs(ct, y_aval, x, swapped, swap=True, **params)
 
 
 def _dot_transpose(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None,
                    out_sharding=None):
     if ad.is_undefined(x) and ad.is_undefined(y):
         raise ValueError("dot_general is bilinear, not linear in both operands at once")
+    params = dict(precision=precision, preferred_element_type=preferred_element_type)
     if ad.is_undefined(x):
-        return [_dot_transpose_lhs(ct, x.aval, y, dimension_numbers), None]
-    return [None, _dot_transpose_rhs(ct, x, y.aval, dimension_numbers)]
+        return [_dot_transpose_lhs(ct, x.aval, y, dimension_numbers, **params), None]
+    return [None, _dot_transpose_rhs(ct, x, y.aval, dimension_numbers, **params)]
 
 
 def _dot_bind(x, y, dimension_numbers, precision=None, preferred_element_type=None,
