@@ -824,3 +824,28 @@ def test_typed_key_array_attributes(rjax):
     got = jaxlite.vmap(lambda k: jr.uniform(k))(jnp.ravel(ks.T))
     want = rjax.vmap(lambda k: rjax.random.uniform(k))(rjax.numpy.ravel(rks.T))
     assert_same(got, want)
+
+
+_KEY_PROGRAMS = {
+    "array_of_keys": lambda m, ks: m.numpy.array([ks[0], ks[1]]),
+    "traced_index": lambda m, ks: m.jit(lambda a, i: a[i])(ks, 2),
+    "dynamic_index": lambda m, ks: m.jit(lambda a, i: m.lax.dynamic_index_in_dim(
+        a, i, keepdims=False))(ks, 3),
+    "vmap_split": lambda m, ks: m.vmap(lambda k: m.random.split(k))(ks),
+    "vmap_stack": lambda m, ks: m.vmap(lambda k: m.numpy.stack([k, k]))(ks),
+    "scan_over_keys": lambda m, ks: m.lax.scan(lambda c, k: (c, m.random.uniform(k)), 0.0,
+                                               ks)[1],
+    "where_traced": lambda m, ks: m.jit(lambda c, a: m.numpy.where(c, a, a[::-1]))(
+        m.numpy.array([True, False, True, False]), ks),
+    "at_traced_index": lambda m, ks: m.jit(lambda a, i: a.at[i].set(a[0]))(ks, 2),
+    "negative_axes": lambda m, ks: m.numpy.moveaxis(
+        m.numpy.flip(m.numpy.stack([ks, ks[::-1]], axis=-1), -1), -1, 0),
+    "lax_slice": lambda m, ks: m.lax.slice_in_dim(m.lax.rev(ks, (0,)), 1, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEY_PROGRAMS))
+def test_typed_keys_in_programs(rjax, name):
+    fn = _KEY_PROGRAMS[name]
+    assert_same(fn(jaxlite, jr.split(jr.key(1), 4)),
+                fn(rjax, rjax.random.split(rjax.random.key(1), 4)))
