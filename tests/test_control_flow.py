@@ -400,3 +400,56 @@ def test_against_jax_x64(name, rjax, x64):
     assert_tree_like_jax(jax.jit(make(lax, jnp))(*args),
                          rjax.jit(make(rjax.lax, rjax.numpy))(*args))
     assert_tree_like_jax(make(lax, jnp)(*args), make(rjax.lax, rjax.numpy)(*args))
+
+
+# ---- forward mode through while_loop: jvp and linearize (issue 10) ---------------------
+
+def _while_fn(L, N):
+    def f(x, y):
+        def body(c):
+            i, a, b = c
+            return i + 1, a * 1.5 + N.sin(b), b * y
+        return L.while_loop(lambda c: c[0] < 5, body, (0, x, x))[1]
+    return f
+
+
+@pytest.mark.parametrize("form", ["linearize", "linearize_jit", "linearize_vmap", "jacfwd",
+                                  "linearize_const_tangent"])
+def test_linearize_through_while(form, rjax):
+    """jax.linearize works through lax.while_loop, as in JAX (it was refused with the
+    reverse-mode error): the loop carrying primals and tangents is staged whole."""
+    x = np.array([0.3, -1.2], F32)
+    y = np.array([0.9, 1.1], F32)
+    t = np.array([1.0, 0.5], F32)
+
+    def run(J):
+        f = _while_fn(J.lax, J.numpy)
+        if form == "linearize":
+            out, lin = J.linearize(f, x, y)
+            return [out, lin(t, t), lin(2 * t, 0 * t)]
+        if form == "linearize_jit":
+            return [J.jit(lambda a, b: J.linearize(f, a, b)[1](t, t))(x, y)]
+        if form == "linearize_vmap":
+            _, lin = J.linearize(f, x, y)
+            return [J.vmap(lin)(np.stack([t, 2 * t]), np.stack([t, t]))]
+        if form == "jacfwd":
+            return [J.jacfwd(f, (0, 1))(x, y)]
+        _, lin = J.linearize(lambda a: f(a, y), x)       # y's tangent is a symbolic zero
+        return [lin(t)]
+    for g, w in zip(tree_flatten(run(jax))[0], tree_flatten(run(rjax))[0]):
+        assert_like_jax(g, w, rtol=1e-5)
+
+
+def test_grad_through_while_refused(rjax):
+    """Reverse mode through while_loop is refused with ValueError (as JAX), when the VJP
+    is applied (jax.vjp itself and linearize succeed)."""
+    f = _while_fn(lax, jnp)
+    x = np.array([0.3, -1.2], F32)
+    with pytest.raises(ValueError, match="reverse mode"):
+        jax.grad(lambda a: f(a, a).sum())(x)
+    _, pullback = jax.vjp(lambda a: f(a, a), x)
+    with pytest.raises(ValueError, match="reverse mode"):
+        pullback(x)
+    rf = _while_fn(rjax.lax, rjax.numpy)
+    with pytest.raises(ValueError):
+        rjax.grad(lambda a: rf(a, a).sum())(x)

@@ -467,8 +467,12 @@ def _add_unused_inputs(closed: ClosedJaxpr, avals, at: int) -> ClosedJaxpr:
 
 
 def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    if ad.is_linearizing(tangents):
-        raise ValueError(_WHILE_REVERSE_ERROR)
+    """One loop carrying primals and tangents.  Under linearisation (``jax.linearize``, and
+    the first half of reverse mode) that loop is staged whole, the primal recomputed inside
+    it, while the primal outputs come from the plain loop run now: a staged loop's
+    tangents are linear in the tangent inputs, so ``linearize`` works (as in JAX); only
+    transposing the loop (``grad``/``vjp``) is refused, by the transpose rule."""
+    linearizing = ad.is_linearizing(tangents)
     cn, bn = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = primals[:cn], primals[cn:cn + bn], primals[cn + bn:]
     bc_nz = [t is not None for t in tangents[cn:cn + bn]]
@@ -495,10 +499,21 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     outs = while_p.bind(*cconsts, *bconsts, *tb, *carry, *tcar, cond_jaxpr=cond,
                         body_jaxpr=body, cond_nconsts=cn, body_nconsts=bn + nt_b)
     it = iter(outs[ncar:])
-    return list(outs[:ncar]), [next(it) if m else None for m in car_nz]
+    t_out = [next(it) if m else None for m in car_nz]
+    if linearizing:
+        # the staged loop's primal outputs are staged values; the known ones are these
+        primal_out = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=cond_jaxpr,
+                                  body_jaxpr=body_jaxpr, cond_nconsts=cn, body_nconsts=bn)
+        return list(primal_out), t_out
+    return list(outs[:ncar]), t_out
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(_WHILE_REVERSE_ERROR)
 
 
 while_p.jvp = _while_jvp
+while_p.transpose = _while_transpose
 
 
 def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
