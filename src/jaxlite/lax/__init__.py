@@ -11,17 +11,19 @@ import builtins
 import numpy as np
 
 from .. import dtypes
-from ..core.array import ArrayImpl
+from ..core.array import ArrayImpl as _ArrayImpl
 from ..core.avals import scalar_aval
-from ..core.eager import from_host
-from ..core.trace import Tracer, get_aval
+from ..core.eager import from_host as _from_host
+from ..core.trace import Tracer as _Tracer
+from ..core.trace import get_aval
 from ..primitives import control as _c
 from ..primitives import elementwise as _e
 from ..primitives import indexing as _ix
 from ..primitives import linalg as _l
 from ..primitives import reduction as _r
 from ..primitives import shape as _s
-from ._precision import Precision, canonicalize_precision  # noqa: F401
+from ._precision import Precision  # noqa: F401
+from ._precision import canonicalize_precision as _canonicalize_precision
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -75,10 +77,10 @@ def _as_array(x):
     """``x`` as a jaxlite Array when it is a NumPy value or Python scalar (an Array or a
     tracer is returned as it is): the shape ops that have nothing to do still return an
     Array of the canonical dtype and weak type, as JAX does."""
-    if isinstance(x, (ArrayImpl, Tracer)):
+    if isinstance(x, (_ArrayImpl, _Tracer)):
         return x
     aval = get_aval(x)
-    return from_host(x, aval.dtype, aval.weak_type)
+    return _from_host(x, aval.dtype, aval.weak_type)
 
 
 def _unary(p):
@@ -610,7 +612,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
     return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                                 precision=canonicalize_precision(precision),
+                                 precision=_canonicalize_precision(precision),
                                  preferred_element_type=pet)
 
 
