@@ -518,3 +518,22 @@ def test_small_cnn_loss_gradient_matches_jax(rjax):
     got = jax.jit(jax.value_and_grad(lambda ps: loss(lax, jnp, ps, x)))(params)
     want = rjax.value_and_grad(lambda ps: loss(rjax.lax, rjax.numpy, ps, x))(params)
     check_vs_jax(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("g, bg", [(2, 1), (4, 1), (1, 2)])
+@pytest.mark.parametrize("axes", [(0, 0), (0, None), (None, 0)])
+def test_grouped_conv_vmap_and_jacobians_match_jax(rjax, g, bg, axes):
+    """vmap (either or both operands mapped) and jacrev/jacfwd (vmapped transposes) of
+    feature- and batch-grouped convolutions, against JAX."""
+    x, w = _rand((3, 2, 4, 5, 5)), _rand((3, 8, 4 // g, 3, 3))
+    xs = x if axes[0] == 0 else x[0]
+    ws = w if axes[1] == 0 else w[0]
+
+    def run(J):
+        def f(a, k):
+            return J.lax.conv_general_dilated(a, k, (1, 2), "SAME", feature_group_count=g,
+                                              batch_group_count=bg)
+        return [J.jit(J.vmap(f, axes))(xs, ws), J.jacrev(f, (0, 1))(x[0, :, :, :3, :3],
+                                                                    w[0]),
+                J.jacfwd(f, 1)(x[0, :, :, :3, :3], w[0])]
+    check_vs_jax(run(jax), run(rjax), rtol=1e-4, atol=1e-4)
