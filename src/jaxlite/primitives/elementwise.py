@@ -96,6 +96,10 @@ def _real_dtype(dt):
 
 
 def _complex_dtype(dt):
+    if dt in _F16S:
+        # there is no complex type of half width: JAX takes float32/float64 parts only
+        raise TypeError(f"complex does not accept dtype {np.dtype(dt).name}: the real and "
+                        f"imaginary parts must be float32 or float64")
     return np.dtype(np.complex64) if dt != np.float64 else np.dtype(np.complex128)
 
 
