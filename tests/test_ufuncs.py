@@ -792,3 +792,16 @@ def test_bitwise_count_empty(shape, dt, rjnp):
     want = rjnp.bitwise_count(np.zeros(shape, dt))
     assert got.shape == want.shape and got.dtype == want.dtype
     assert lax.population_count(np.zeros(shape, dt)).shape == shape
+
+
+@pytest.mark.parametrize("deg", [False, True])
+@pytest.mark.parametrize("v", [np.array([1, -2, 0], np.int32), np.array([1, -2], np.float16),
+                               np.array([True, False]), 1.0, -1, 0j,
+                               np.array([1j, -1, 0j, -1 - 0j, 1 + 1j], np.complex64),
+                               np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)])
+def test_angle(v, deg, rjnp):
+    """jnp.angle: default float for ints/bools, the real dtype for complex, never weak;
+    -0.0 has angle pi."""
+    from oracle import assert_like_jax
+    assert_like_jax(jnp.angle(v, deg=deg), rjnp.angle(v, deg=deg), rtol=1e-3 if np.ndim(v) and
+                    np.asarray(v).dtype == np.float16 else 1e-6)

@@ -1095,6 +1095,23 @@ conjugate = _unary("conjugate", _conj)
 conj = _unary("conj", _conj)
 
 
+def angle(z, deg=False):
+    """The argument of ``z`` in ``(-pi, pi]``, ``atan2(imag(z), real(z))``
+    (``jax.numpy.angle``); in degrees when ``deg``.
+
+    Integers and bools become the default float dtype, complex inputs give their real
+    dtype; the result is never weakly typed (as JAX's).  Real inputs give 0, or pi for
+    negative numbers and -0.0.  Raises TypeError for non-array arguments.
+    """
+    check_arraylike("angle", z)
+    (x,), dt = _promote("angle", (z,), "inexact")
+    rdt = np.dtype(_e._real_dtype(dt))
+    re = lax.convert_element_type(_real(x, dt), rdt)
+    im = lax.convert_element_type(_imag(x, dt), rdt)
+    out = lax.atan2(im, re)
+    return lax.mul(out, _strong(rdt, 180 / math.pi)) if deg else out
+
+
 def frexp(x, /):
     """``(m, e)`` with ``x == m * 2**e``, ``0.5 <= |m| < 1`` (``jax.numpy.frexp``).
 
