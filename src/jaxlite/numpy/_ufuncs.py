@@ -1100,16 +1100,21 @@ def angle(z, deg=False):
     (``jax.numpy.angle``); in degrees when ``deg``.
 
     Integers and bools become the default float dtype, complex inputs give their real
-    dtype; the result is never weakly typed (as JAX's).  Real inputs give 0, or pi for
-    negative numbers and -0.0.  Raises TypeError for non-array arguments.
+    dtype; as in JAX, a real input gives a strongly typed result (a weak complex one stays
+    weak).  Real inputs give 0, or pi for negative numbers and -0.0.  Raises TypeError for
+    non-array arguments.
     """
     check_arraylike("angle", z)
     (x,), dt = _promote("angle", (z,), "inexact")
-    rdt = np.dtype(_e._real_dtype(dt))
-    re = lax.convert_element_type(_real(x, dt), rdt)
-    im = lax.convert_element_type(_imag(x, dt), rdt)
+    if _kind(dt) == "c":
+        re, im = lax.real(x), lax.imag(x)
+        rdt = get_aval(re).dtype
+    else:
+        rdt = dt
+        re = lax.convert_element_type(x, rdt)
+        im = _full_like(re, 0)
     out = lax.atan2(im, re)
-    return lax.mul(out, _strong(rdt, 180 / math.pi)) if deg else out
+    return lax.mul(out, _const(out, 180 / math.pi)) if deg else out
 
 
 def frexp(x, /):
