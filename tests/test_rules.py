@@ -293,10 +293,24 @@ def _debug_fn(x):
     return x * 2.0
 
 
+def _pure_cb_fn(x):
+    out = jaxlite.ShapeDtypeStruct(x.shape, x.dtype)
+    return jaxlite.pure_callback(lambda v: np.sin(v), out, x, vmap_method="sequential") * x
+
+
+def _io_cb_fn(x):
+    from jaxlite.experimental import io_callback
+    out = jaxlite.ShapeDtypeStruct(x.shape, x.dtype)
+    return io_callback(lambda v: np.cos(v), out, x) + x
+
+
 # rows for primitives defined outside the rule modules (control flow, calls, conv)
 CONTROL_CASES = {
     "jit": [unary(jaxlite.jit(lambda x: jnp.sin(x) * x), X)],
     "debug_callback": [unary(_debug_fn, X)],
+    # host callbacks have no derivative (grad raises, as in JAX): batching only
+    "pure_callback": [unary(_pure_cb_fn, X, order=None)],
+    "io_callback": [unary(_io_cb_fn, X, order=None)],
     "custom_lin": [unary(_cv, X, order=None)],       # reverse mode: test_custom_vjp_grad
     "custom_vjp_call": [unary(_cv, X, order=None)],
     "custom_jvp_call": [unary(_cj, X, order=1)],
