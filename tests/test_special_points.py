@@ -264,6 +264,55 @@ CASES = {
                       (A([2.0, 0.0], [0.0, 2.0]),)),
     "matrix_norm_fro0": (lambda J: J.jnp.linalg.matrix_norm, (A([0.0, 0.0], [0.0, 0.0]),)),
     "dot_zero": (lambda J: lambda x: J.jnp.dot(x, x), (A(0.0, 0.0),)),
+    # ---- masked and infinite softmax / logsumexp --------------------------------------
+    "softmax_ninf": (lambda J: lambda x: J.nn.softmax(x) * J.jnp.arange(3.0),
+                     (A(0.0, -np.inf, 1.0),)),
+    "log_softmax_ninf": (lambda J: lambda x: J.nn.log_softmax(x)[::2], (A(0.0, -np.inf, 1.0),)),
+    "softmax_where": (lambda J: lambda x: J.nn.softmax(x, where=x < 5.0) * J.jnp.arange(3.0),
+                      (A(2.0, 9.0, 2.0),)),
+    "logsumexp_b": (lambda J: lambda x: J.nn.logsumexp(x, b=J.jnp.array([1.0, 0.0, 2.0])),
+                    (A(1.0, 1.0, 1.0),)),
+    "logsumexp_sign": (lambda J: lambda x: J.nn.logsumexp(
+        x, b=J.jnp.array([1.0, -1.0, 1.0]), return_sign=True)[0], (A(1.0, 1.0, 0.0),)),
+    "logsumexp_where": (lambda J: lambda x: J.nn.logsumexp(x, where=x > 0.0),
+                        (A(1.0, 0.0, 1.0),)),
+    # ---- quantile methods at ties, more norms, NaN ties ---------------------------------
+    **{f"quantile_{m}": (lambda J, m=m: lambda x: J.jnp.quantile(x, 0.5, method=m),
+                         (A(1.0, 2.0, 2.0, 3.0),))
+       for m in ("lower", "higher", "nearest", "midpoint")},
+    "norm_neg_inf": (lambda J: lambda x: J.jnp.linalg.norm(x, ord=-np.inf),
+                     (A(1.0, -1.0, 2.0),)),
+    "norm_ord0": (lambda J: lambda x: J.jnp.linalg.norm(x, ord=0), (A(0.0, 1.0),)),
+    "norm_ord_neg1": (lambda J: lambda x: J.jnp.linalg.norm(x, ord=-1), (A(1.0, 2.0),)),
+    "maximum_nan": (lambda J: J.jnp.maximum, (A(np.nan, 1.0, np.nan), A(1.0, np.nan, np.nan))),
+    "max_nan": (lambda J: J.jnp.max, (A(1.0, np.nan, 3.0),)),
+    "sort_signed_zero": (lambda J: lambda x: J.jnp.sort(x) * J.jnp.arange(4.0),
+                         (A(0.0, -0.0, 0.0, -0.0),)),
+    "round_decimals": (lambda J: lambda x: J.jnp.round(x, 1), (A(0.25, 1.35),)),
+    "sqrt_negative": (lambda J: J.jnp.sqrt, (A(-1.0, -0.0),)),
+    "exp_overflow": (lambda J: J.jnp.exp, (A(100.0, 89.0),)),
+    "clamp_inverted": (lambda J: J.lax.clamp, (A(1.0, 1.0), A(0.5, 2.0), A(0.0, 0.0))),
+    # ---- scatter and gather at duplicates and edges -------------------------------------
+    "scatter_set_dup": (lambda J: lambda x, u: x.at[J.jnp.array([0, 0, 2])].set(u),
+                        (A(1.0, 2.0, 3.0), A(4.0, 5.0, 6.0))),
+    "scatter_add_dup": (lambda J: lambda x, u: x.at[J.jnp.array([1, 1])].add(u),
+                        (A(1.0, 2.0, 3.0), A(4.0, 5.0))),
+    # (static indices: with an index array and unique_indices=True JAX differentiates in
+    # the updates too, jaxlite refuses -- primitives/indexing.py)
+    "scatter_mul_zero": (lambda J: lambda x, u: x.at[:2].multiply(u),
+                         (A(0.0, 2.0, 3.0), A(0.0, 5.0))),
+    "scatter_max_tie": (lambda J: lambda x, u: x.at[J.jnp.array([0, 1, 1])].max(u),
+                        (A(1.0, 2.0, 3.0), A(1.0, 2.0, 2.0))),
+    "scatter_min_tie": (lambda J: lambda x, u: x.at[J.jnp.array([0, 2])].min(u),
+                        (A(1.0, 2.0, 3.0), A(1.0, 0.0))),
+    "gather_oob_fill": (lambda J: lambda x: x.at[J.jnp.array([0, 5, -1])].get(
+        mode="fill", fill_value=7.0), (A(1.0, 2.0, 3.0),)),
+    "gather_oob_clip": (lambda J: lambda x: x.at[J.jnp.array([0, 5, 5])].get(mode="clip"),
+                        (A(1.0, 2.0, 3.0),)),
+    "gather_dup": (lambda J: lambda x: x[J.jnp.array([1, 1, 0])] * J.jnp.arange(3.0),
+                   (A(1.0, 2.0, 3.0),)),
+    "scatter_oob_drop": (lambda J: lambda x, u: x.at[J.jnp.array([0, 7])].set(u, mode="drop"),
+                         (A(1.0, 2.0, 3.0), A(4.0, 5.0))),
     # ---- statistics at degenerate inputs ------------------------------------------------
     "std_const": (lambda J: J.jnp.std, (A(1.0, 1.0, 1.0),)),
     "var_const": (lambda J: J.jnp.var, (A(1.0, 1.0, 1.0),)),
@@ -316,7 +365,9 @@ def _check(name, dtype, rjax):
     f_l, f_j = build(lite), build(real)
     tangents = [_ones_like(a) for a in args]
 
-    _cmp(f_l(*args), f_j(*args), "value")
+    def arrays(ns):     # the value is computed on the library's own arrays (x.at, x[i])
+        return [ns.jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    _cmp(f_l(*arrays(lite)), f_j(*arrays(real)), "value")
     pl, tl = jaxlite.jvp(f_l, tuple(args), tuple(tangents))
     pj, tj = rjax.jvp(f_j, tuple(args), tuple(tangents))
     _cmp(pl, pj, "jvp primal")
@@ -462,3 +513,110 @@ def test_vjp_of_jvp_through_reshape(dims, rjax):
         return out
     for i, (g, w) in enumerate(zip(run(jaxlite), run(rjax))):
         _cmp(g, w, f"form {i}")
+
+
+# ---- complex functions at their special points -----------------------------------------
+
+Z0 = [0j, complex(0.0, -0.0), 1 + 1j, -1 + 0j]
+COMPLEX_CASES = {
+    "abs": (lambda J: J.jnp.abs, Z0),
+    "sqrt": (lambda J: J.jnp.sqrt, Z0),
+    "log": (lambda J: J.jnp.log, [1 + 1j, -1 + 0j, 2j]),
+    "log_zero": (lambda J: J.jnp.log, [0j, 1 + 0j]),
+    "log1p": (lambda J: J.jnp.log1p, [0j, 1e-8 + 1e-8j, -2 + 0j]),
+    "expm1": (lambda J: J.jnp.expm1, [0j, 1e-8j, 1 + 1j]),
+    "exp": (lambda J: J.jnp.exp, [0j, 1j * np.pi]),
+    "sign": (lambda J: J.jnp.sign, Z0),
+    "angle": (lambda J: J.jnp.angle, [1 + 1j, -1 + 0j, 1j]),
+    "angle_zero": (lambda J: J.jnp.angle, [0j, 1 + 0j]),
+    "square": (lambda J: J.jnp.square, Z0),
+    "power2": (lambda J: lambda z: z ** 2, Z0),
+    "power_half": (lambda J: lambda z: J.jnp.power(z, 0.5 + 0j), [1 + 1j, 4 + 0j]),
+    "reciprocal": (lambda J: J.jnp.reciprocal, [1 + 1j, 2j]),
+    "tanh": (lambda J: J.jnp.tanh, [0j, 1 + 1j]),
+    "arctan": (lambda J: J.jnp.arctan, [0j, 0.5 + 0.5j]),
+    "norm": (lambda J: J.jnp.linalg.norm, [0j, 0j]),
+    "vdot": (lambda J: lambda z: J.jnp.vdot(z, z), [0j, 1 + 1j]),
+    "real_imag_conj": (lambda J: lambda z: J.jnp.real(z) * J.jnp.imag(z) + J.jnp.conj(z),
+                       Z0),
+    "logaddexp": (lambda J: lambda z: J.jnp.logaddexp(z, z), [0j, 1 + 1j]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_special_point(name, dt, rjax, request):
+    """A complex function: its value, its JVP along 1 and along i, and the gradients of
+    the real and imaginary parts of its sum (JAX's convention: the conjugate direction)."""
+    if dt == np.complex128:
+        request.getfixturevalue("x64")
+    build, vals = COMPLEX_CASES[name]
+    z = np.array(vals, dt)
+    lite, real = _ns(jaxlite), _ns(rjax)
+    f_l, f_j = build(lite), build(real)
+    _cmp(f_l(lite.jnp.asarray(z)), f_j(real.jnp.asarray(z)), "value")
+    for d in (1, 1j):
+        t = np.full_like(z, d)
+        pl, tl = jaxlite.jvp(f_l, (z,), (t,))
+        pj, tj = rjax.jvp(f_j, (z,), (t,))
+        _cmp(tl, tj, f"jvp tangent along {d}")
+    for part in ("real", "imag"):
+        gl = jaxlite.grad(lambda v: getattr(lite.jnp, part)(lite.jnp.sum(f_l(v))))(z)
+        gj = rjax.grad(lambda v: getattr(real.jnp, part)(real.jnp.sum(f_j(v))))(z)
+        _cmp(gl, gj, f"grad of the {part} part")
+
+
+# ---- second derivatives at the same points --------------------------------------------
+
+SECOND = {
+    "relu": (lambda J: J.nn.relu, [0.0, 1.0]),
+    "softplus": (lambda J: J.nn.softplus, [0.0, -30.0]),
+    "log_sigmoid": (lambda J: J.nn.log_sigmoid, [0.0]),
+    "abs": (lambda J: J.jnp.abs, [0.0, -0.0]),
+    "sqrt": (lambda J: J.jnp.sqrt, [0.0, 4.0]),
+    "cbrt": (lambda J: J.jnp.cbrt, [0.0, 8.0]),
+    "logaddexp_tie": (lambda J: lambda x: J.jnp.logaddexp(x, 0.0), [0.0]),
+    "max_tie": (lambda J: lambda x: J.jnp.maximum(x * x, x), [0.0, 1.0]),
+    "norm_zero": (lambda J: lambda x: J.jnp.linalg.norm(J.jnp.stack([x, x])), [0.0]),
+    "hypot_zero": (lambda J: lambda x: J.jnp.hypot(x, 0.0), [0.0]),
+    "elu": (lambda J: J.nn.elu, [0.0, -1.0]),
+    "celu": (lambda J: J.nn.celu, [0.0]),
+    "gelu": (lambda J: J.nn.gelu, [0.0]),
+    "silu": (lambda J: J.nn.silu, [0.0]),
+    "mish": (lambda J: J.nn.mish, [0.0]),
+    "log1mexp": (lambda J: J.nn.log1mexp, [0.0, 1.0]),
+    "pow_0": (lambda J: lambda x: J.lax.pow(x, 2.0), [0.0]),
+    "pow_exp_0": (lambda J: lambda y: J.lax.pow(0.0, y), [0.0, 1.0, 2.0]),
+    "xpowx": (lambda J: lambda x: J.lax.pow(x, x), [0.0, 1.0]),
+    "logsumexp_eq": (lambda J: lambda x: J.nn.logsumexp(J.jnp.stack([x, 0.0 * x, x])), [0.0]),
+    "where_sqrt": (lambda J: lambda x: J.jnp.where(x > 0, J.jnp.sqrt(x), 0.0), [0.0, 1.0]),
+    "sinc": (lambda J: J.jnp.sinc, [0.0]),
+    "atan2_zero": (lambda J: lambda x: J.jnp.arctan2(x, x), [0.0, 1.0]),
+    "digamma": (lambda J: J.lax.digamma, [0.5, 1.0]),
+    "sort_tie": (lambda J: lambda x: J.jnp.sort(J.jnp.stack([x, 0.0 * x + 1.0]))[0] * x,
+                 [1.0, 0.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND))
+def test_second_derivative_special_point(name, rjax):
+    build, points = SECOND[name]
+    f_l, f_j = build(_ns(jaxlite)), build(_ns(rjax))
+    for x in points:
+        # a float32 array, and a weak Python float: there JAX's second derivatives are often
+        # strong where jaxlite casts every derivative to its primal's weak type (see
+        # test_pow_grad_weak_type), so only values and dtypes are compared
+        for dt in (np.float32, None):
+            xv = x if dt is None else np.array(x, dt)
+            _cmp(jaxlite.grad(jaxlite.grad(f_l))(xv), rjax.grad(rjax.grad(f_j))(xv),
+                 f"grad(grad) at {xv!r}", check_weak=dt is not None)
+            _cmp(jaxlite.jacfwd(jaxlite.grad(f_l))(xv), rjax.jacfwd(rjax.grad(f_j))(xv),
+                 f"jacfwd(grad) at {xv!r}", check_weak=dt is not None)
+
+
+def test_sinc_derivatives_at_zero(rjax):
+    """Every derivative of sinc at 0 is its Maclaurin coefficient (times pi**k), as JAX."""
+    g_l, g_j = jaxlite.numpy.sinc, rjax.numpy.sinc
+    for k in range(1, 5):
+        g_l, g_j = jaxlite.grad(g_l), rjax.grad(g_j)
+        _cmp(g_l(np.float32(0)), g_j(np.float32(0)), f"order {k}")

@@ -912,7 +912,22 @@ def _sinc(x, dt):
     zero = lax.eq(x, _const(x, 0))
     pix = lax.mul(_const(x, math.pi), x)
     safe = where(zero, _const(x, 1), pix)
-    return where(zero, _full_like(pix, 1), lax.div(lax.sin(safe), safe))
+    return where(zero, _sinc_at_zero(0, pix), lax.div(lax.sin(safe), safe))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_at_zero(k, y):
+    """The k-th derivative of sin(y)/y at y = 0, shaped like ``y``: (-1)**(k/2) / (k + 1)
+    for even k, 0 for odd k.  Its JVP is the next one, so every derivative of sinc at 0 is
+    exact (as JAX's: the second is -pi**2/3, where the safe-division form gives 0)."""
+    c = 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1)
+    return lax.add(lax.mul(y, _const(y, 0)), _const(y, c))
+
+
+@_sinc_at_zero.defjvp
+def _sinc_at_zero_jvp(k, primals, tangents):
+    (y,), (t,) = primals, tangents
+    return _sinc_at_zero(k, y), lax.mul(_sinc_at_zero(k + 1, y), t)
 
 
 sinc = _unary("sinc", _sinc, "inexact",
@@ -1108,10 +1123,8 @@ def angle(z, deg=False):
     (x,), dt = _promote("angle", (z,), "inexact")
     if _kind(dt) == "c":
         re, im = lax.real(x), lax.imag(x)
-        rdt = get_aval(re).dtype
     else:
-        rdt = dt
-        re = lax.convert_element_type(x, rdt)
+        re = lax.convert_element_type(x, dt)
         im = _full_like(re, 0)
     out = lax.atan2(im, re)
     return lax.mul(out, _const(out, 180 / math.pi)) if deg else out

@@ -627,7 +627,9 @@ ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt_p.bind(mul(sub(x, _c(x, 1)),
 ad.defjvp(atanh_p, lambda g, x: div(g, sub(_c(x, 1), mul(x, x))))
 ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(_c(x, 2), ans)))
 ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_c(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, div(_c(x, 1 / 3), mul(ans, ans))))
+# (1/3) ans**-2 with integer_pow, whose own derivative at 0 is -inf as in JAX (dividing by
+# ans * ans gave 0 * inf = NaN for the second derivative there)
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_c(x, 1 / 3), integer_pow_p.bind(ans, y=-2))))
 ad.defjvp(square_p, lambda g, x: mul(g, mul(_c(x, 2), x)))
 ad.defjvp(erf_p, lambda g, x: mul(g, mul(_c(x, 2 / math.sqrt(math.pi)),
                                          exp_p.bind(neg(mul(x, x))))))
