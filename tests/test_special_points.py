@@ -263,6 +263,14 @@ CASES = {
     "matrix_norm_2": (lambda J: lambda x: J.jnp.linalg.matrix_norm(x, ord=2),
                       (A([2.0, 0.0], [0.0, 2.0]),)),
     "matrix_norm_fro0": (lambda J: J.jnp.linalg.matrix_norm, (A([0.0, 0.0], [0.0, 0.0]),)),
+    "matrix_norm_2_zero": (lambda J: lambda x: J.jnp.linalg.matrix_norm(x, ord=2),
+                           (A([0.0, 0.0], [0.0, 0.0]),)),
+    "matrix_norm_nuc": (lambda J: lambda x: J.jnp.linalg.matrix_norm(x, ord="nuc"),
+                        (A([1.0, 0.0], [0.0, 0.0]),)),
+    "matrix_norm_1": (lambda J: lambda x: J.jnp.linalg.matrix_norm(x, ord=1),
+                      (A([1.0, -1.0], [1.0, 1.0]),)),
+    "matrix_norm_inf": (lambda J: lambda x: J.jnp.linalg.matrix_norm(x, ord=np.inf),
+                        (A([1.0, -1.0], [1.0, 1.0]),)),
     "dot_zero": (lambda J: lambda x: J.jnp.dot(x, x), (A(0.0, 0.0),)),
     # ---- masked and infinite softmax / logsumexp --------------------------------------
     "softmax_ninf": (lambda J: lambda x: J.nn.softmax(x) * J.jnp.arange(3.0),
@@ -386,7 +394,21 @@ def _check(name, dtype, rjax):
         _cmp(a, b, f"grad wrt argument {i}")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# Known differences from JAX, each to be fixed in the file named (outside this table's
+# owners); strict, so a fix shows up as an unexpected pass.
+XFAIL = {
+    "matrix_norm_2_zero": "JAX's matrix_norm(ord=2) is max(0, max(svdvals)): at the zero "
+                          "matrix that tie halves the derivative (0.5); jaxlite's "
+                          "numpy/linalg.py takes max(svdvals) alone (1.0)",
+}
+
+
+def _params(names):
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n]))
+            if n in XFAIL else n for n in names]
+
+
+@pytest.mark.parametrize("name", _params(sorted(CASES)))
 def test_special_point_float32(name, rjax):
     _check(name, np.float32, rjax)
 
@@ -396,7 +418,7 @@ X64_CASES = sorted(n for n, (_, specs) in CASES.items()
                    if any(isinstance(s, tuple) and s and s[0] == "A" for s in specs))
 
 
-@pytest.mark.parametrize("name", X64_CASES)
+@pytest.mark.parametrize("name", _params(X64_CASES))
 def test_special_point_float64(name, rjax, x64):
     _check(name, np.float64, rjax)
 
