@@ -321,6 +321,18 @@ CASES = {
                    (A(1.0, 2.0, 3.0),)),
     "scatter_oob_drop": (lambda J: lambda x, u: x.at[J.jnp.array([0, 7])].set(u, mode="drop"),
                          (A(1.0, 2.0, 3.0), A(4.0, 5.0))),
+    # ---- NaN-aware functions at their NaNs -----------------------------------------------
+    "nan_to_num": (lambda J: J.jnp.nan_to_num, (A(np.nan, np.inf, -np.inf, 1.0),)),
+    "nansum": (lambda J: J.jnp.nansum, (A(1.0, np.nan, 2.0),)),
+    "nanprod": (lambda J: J.jnp.nanprod, (A(0.0, np.nan, 2.0),)),
+    "nanmin_tie": (lambda J: J.jnp.nanmin, (A(1.0, np.nan, 1.0),)),
+    "nanmax_all_nan": (lambda J: lambda x: J.jnp.nanmax(x, axis=1),
+                       (A([np.nan, np.nan], [1.0, np.nan]),)),
+    "nancumsum": (lambda J: J.jnp.nancumsum, (A(1.0, np.nan, 2.0),)),
+    "nancumprod": (lambda J: J.jnp.nancumprod, (A(2.0, np.nan, 0.0, 3.0),)),
+    "nanmedian": (lambda J: J.jnp.nanmedian, (A(1.0, np.nan, 2.0, 2.0),)),
+    "fmax_nan": (lambda J: J.jnp.fmax, (A(np.nan, 1.0, 1.0), A(1.0, np.nan, 1.0))),
+    "logmeanexp": (lambda J: J.nn.logmeanexp, (A(1.0, 1.0, -np.inf),)),
     # ---- statistics at degenerate inputs ------------------------------------------------
     "std_const": (lambda J: J.jnp.std, (A(1.0, 1.0, 1.0),)),
     "var_const": (lambda J: J.jnp.var, (A(1.0, 1.0, 1.0),)),
