@@ -103,6 +103,29 @@ SAME = {
     "clamp_pad_rev": (lambda j, m, l: lambda x: l.rev(l.pad(l.clamp(0.0, x, 1.0), 0.0,
                                                           [(1, 2, 0)]), (0,)), (_X,)),
     "dynamic_slice": (lambda j, m, l: lambda x: l.dynamic_slice(x, (1,), (2,)), (_X,)),
+    # parameters JAX leaves out (at their defaults, or implied by the result's type) or
+    # spells its own way
+    "broadcast_to": (lambda j, m, l: lambda x: m.broadcast_to(x, (2, 3)), (_X,)),
+    "broadcast_in_dim_of_scalar": (lambda j, m, l: lambda x: m.full((3,), x), (_S,)),
+    "lax_broadcast_in_dim": (lambda j, m, l: lambda x: l.broadcast_in_dim(x, (2, 3), (1,)),
+                             (_X,)),
+    "matmul": (lambda j, m, l: lambda a, b: a @ b, (_M, _M.T.copy())),
+    "vector_dot": (lambda j, m, l: lambda a, b: m.dot(a, b), (_X, _X)),
+    "lax_dot_precision": (lambda j, m, l: lambda a, b: l.dot(
+        a, b, precision=l.Precision.HIGHEST), (_M, _M.T.copy())),
+    "lax_dot_preferred_type": (lambda j, m, l: lambda a, b: l.dot(
+        a, b, preferred_element_type=m.float32), (_M, _M.T.copy())),
+    "dot_general_batch_dims": (lambda j, m, l: lambda a, b: l.dot_general(
+        a, b, (((2,), (1,)), ((0,), (0,)))), (np.ones((2, 3, 4), np.float32),
+                                              np.ones((2, 4, 5), np.float32))),
+    "grad_of_dot": (lambda j, m, l: j.grad(lambda w: m.sum(m.dot(_M, w))), (_X,)),
+    "value_and_grad": (lambda j, m, l: j.value_and_grad(lambda x: m.sum(x ** 2)), (_X,)),
+    "reduce_max": (lambda j, m, l: lambda x: m.max(x), (_M,)),
+    "reduce_min_prod": (lambda j, m, l: lambda x: (m.min(x, axis=0), m.prod(x)), (_M,)),
+    "reduce_and_or_xor": (lambda j, m, l: lambda x: (
+        m.all(x > 0), l.reduce_or(x > 0, (0,)), l.reduce_xor(x > 0, (1,))), (_M,)),
+    "ones_full_zeros_like": (lambda j, m, l: lambda x: m.ones(3) + m.full((3,), 2.0)
+                             + m.zeros_like(x), (_X,)),
 }
 
 
@@ -124,10 +147,6 @@ def _words(text):
 
 # Other equations: each case says why, and how the texts still agree.
 DIFFERENT = {
-    # jaxlite's reduce_max carries out_sharding=None (JAX's has no such parameter): the
-    # same words once it is removed (the layout differs: the longer line breaks).
-    "reduce_max": (lambda j, m, l: lambda x: m.max(x), (_M,),
-                   lambda t: _words(t.replace(" out_sharding=None", ""))),
     # JAX's grad accumulates cotangents with add_any, jaxlite with add: otherwise the
     # same text, names and the unused primal output ``_`` included.
     "grad": (lambda j, m, l: j.grad(lambda x: m.sin(x) * x), (_S,),
@@ -151,7 +170,8 @@ def test_printed_jaxpr_where_equations_differ(rjax, rjnp, name):
 def test_parameters_sorted_and_broken_one_per_line():
     # dot_general's parameters do not fit on the equation's line: one per line, sorted.
     text = str(jax.make_jaxpr(lambda a, b: lax.dot_general(
-        a, b, (((1,), (0,)), ((), ()))))(jnp.ones((2, 3)), jnp.ones((3, 2))))
+        a, b, (((1,), (0,)), ((), ())), precision=lax.Precision.HIGH,
+        preferred_element_type=jnp.float32))(jnp.ones((2, 3)), jnp.ones((3, 2))))
     lines = text.split("\n")
     start = next(i for i, s in enumerate(lines) if s.endswith("dot_general["))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("    ] "))

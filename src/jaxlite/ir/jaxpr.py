@@ -12,6 +12,7 @@ pairs a jaxpr with the values of its constvars.  ``str(jaxpr)`` prints JAX's not
 """
 from __future__ import annotations
 
+import enum
 import re
 
 import numpy as np
@@ -269,15 +270,20 @@ def _pp_value(v) -> str:
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
     if isinstance(v, tuple):
-        inner = ", ".join(_pp_value(x) for x in v)
+        inner = ", ".join(_pp_item(x) for x in v)
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, list):
-        return "[" + ", ".join(_pp_value(x) for x in v) + "]"
+        return "[" + ", ".join(_pp_item(x) for x in v) + "]"
     if isinstance(v, frozenset):
         return "frozenset({" + ", ".join(repr(e) for e in sorted(v)) + "})"
     if callable(v) and hasattr(v, "__name__"):
         return v.__name__
     return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(v))
+
+
+def _pp_item(v) -> str:
+    # inside a tuple or list JAX's text is the element's repr: ``Precision.HIGHEST``
+    return repr(v) if isinstance(v, enum.Enum) else _pp_value(v)
 
 
 def pp_param(v, names, indent=0) -> str:
@@ -306,16 +312,18 @@ def _vars_doc(vs, names, sep="", shapes=False):
 
 def _eqn_doc(eqn: JaxprEqn, names):
     params = {k: p for k, p in eqn.params.items() if not k.startswith("_")}
-    # A primitive may declare ``pp_hidden(params) -> names`` for parameters JAX leaves out
-    # of the printed equation (e.g. at their defaults); none is declared yet.
-    hide = getattr(eqn.primitive, "pp_hidden", None)
-    if hide is not None:
-        for k in hide(params):
-            params.pop(k, None)
+    # A primitive may declare ``pp_params(params) -> params``: the parameters as JAX prints
+    # them (some left out at their defaults or implied by the result type, some in JAX's
+    # own spelling).
+    shown = getattr(eqn.primitive, "pp_params", None)
+    if shown is not None:
+        params = shown(params)
     order = sorted(params)
-    if eqn.primitive.name == "jit" and "name" in params:
+    if "name" in params:
+        # JAX prints a call's name first, to make the equation easy to scan
         order.remove("name")
         order.insert(0, "name")
+    if eqn.primitive.name == "jit":
         inner = params.get("jaxpr")
         inner = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
         if isinstance(inner, Jaxpr) and id(inner) not in names.shared:

@@ -520,8 +520,11 @@ def broadcasted_iota(dtype, shape, dimension):
 # ---- reductions -----------------------------------------------------------------------
 
 def _reducer(p):
+    # only reduce_sum carries out_sharding, as in JAX
+    extra = {"out_sharding": None} if p is _r.reduce_sum_p else {}
+
     def fn(operand, axes):
-        return p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+        return p.bind(operand, axes=tuple(int(a) for a in axes), **extra)
     fn.__name__ = p.name
     fn.__doc__ = f"``{p.name}`` over ``axes`` (``jax.lax.{p.name}``)."
     return fn

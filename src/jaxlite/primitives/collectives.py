@@ -41,7 +41,8 @@ def _collective(name, reduce_name):
                 else x
         else:
             red = getattr(reduction, f"reduce_{reduce_name}_p")
-            out = red.bind(x, axes=(d,), out_sharding=None)
+            out = red.bind(x, axes=(d,), **({"out_sharding": None} if reduce_name == "sum"
+                                            else {}))
         rest = tuple(a for a in axes if a != axis.name)
         if rest:
             out = bind_collective(prim, out, rest)

@@ -553,7 +553,7 @@ def _while_batch(args, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts)
 
     def new_cond(*a):
         (pred,) = _call(cond_b, *a)
-        return [reduce_or_p.bind(pred, axes=(0,), out_sharding=None)]
+        return [reduce_or_p.bind(pred, axes=(0,))]
 
     def new_body(*a):
         cc, bc, car = a[:cn], a[cn:cn + bn], a[cn + bn:]

@@ -246,7 +246,9 @@ def _expand_kernel(eqn, out_eqns):
             kept = tuple(n for i, n in enumerate(shape) if i not in o.axes)
             rv = Var(ShapedArray(kept, o.aval.dtype)) if kept != o.aval.shape else target
             out_eqns.append(JaxprEqn(prims[_REDUCE_PRIMS[o.monoid]], [v], [rv],
-                                     {"axes": tuple(o.axes), "out_sharding": None}))
+                                     {"axes": tuple(o.axes),
+                                      **({"out_sharding": None} if o.monoid == "add"
+                                         else {})}))
             v = rv
         if v is target:
             continue

@@ -157,8 +157,18 @@ def _dot_flops(lhs, rhs, dimension_numbers, **kw):
     return 2 * out * k
 
 
+def _dot_pp_params(params):
+    # as JAX prints it: parameters at None (and the sharding, implied by the result's type)
+    # left out, and the dimension numbers as lists, which read shorter
+    shown = {k: v for k, v in params.items() if v is not None and k != "out_sharding"}
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return shown
+
+
 dot_general_p = Primitive("dot_general", abstract_eval=_dot_aval, impl=_dot_impl,
                           flops=_dot_flops, kind="dot")
+dot_general_p.pp_params = _dot_pp_params
 
 
 def _dot_specialize(avals, dimension_numbers, precision=None,

@@ -13,7 +13,8 @@ from ._rules import check_dtypes, normalize_axes, upcast_half
 
 
 def _reduce_aval(name, allowed):
-    def rule(x, axes, out_sharding=None):
+    def rule(x, axes, **sharding):
+        _check_params(name, sharding)
         check_dtypes(name, (x,), allowed)
         axes = normalize_axes(axes, x.ndim, name)
         return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in axes), x.dtype,
@@ -21,12 +22,19 @@ def _reduce_aval(name, allowed):
     return rule
 
 
-def _reduce_flops(x, axes, out_sharding=None):
+def _check_params(name, extra):
+    # As in JAX, only reduce_sum carries an ``out_sharding`` parameter; the other
+    # reductions take ``axes`` alone (and print that way).
+    if extra and (name != "reduce_sum" or set(extra) != {"out_sharding"}):
+        raise TypeError(f"{name} got unexpected parameters {sorted(extra)}")
+
+
+def _reduce_flops(x, axes, **sharding):
     return x.size
 
 
 def _reduction(name, np_fn, allowed, identity_ok=True):
-    def impl(x, axes, out_sharding=None):
+    def impl(x, axes, **sharding):
         axes = tuple(axes)
         if not identity_ok and x.size == 0 and any(x.shape[a] == 0 for a in axes):
             # max/min of nothing: XLA returns the identity (-inf/+inf or the int limits).
@@ -233,9 +241,9 @@ def _chooser_jvp(prim):
     """max/min: the tangent at the chosen elements, averaged over ties."""
     from .elementwise import convert_element_type_p, div_p, eq_p, mul_p
 
-    def rule(primals, tangents, axes, out_sharding=None):
+    def rule(primals, tangents, axes):
         (x,), (g,) = primals, tangents
-        ans = prim.bind(x, axes=axes, out_sharding=out_sharding)
+        ans = prim.bind(x, axes=axes)
         if g is None:
             return ans, None
         shape = get_aval(x).shape
@@ -251,13 +259,13 @@ _chooser_jvp(reduce_max_p)
 _chooser_jvp(reduce_min_p)
 
 
-def _reduce_prod_jvp(primals, tangents, axes, out_sharding=None):
+def _reduce_prod_jvp(primals, tangents, axes):
     """d prod(x) = sum_j g_j * prod_{k != j} x_k, with the products of the others taken
     as exclusive prefix times exclusive suffix products (exact with zeros)."""
     from .shape import reshape_p, transpose_p, pad_p, slice_p
     from .elementwise import mul_p
     (x,), (g,) = primals, tangents
-    ans = reduce_prod_p.bind(x, axes=axes, out_sharding=out_sharding)
+    ans = reduce_prod_p.bind(x, axes=axes)
     if g is None:
         return ans, None
     aval = get_aval(x)

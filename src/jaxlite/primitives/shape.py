@@ -44,7 +44,17 @@ def _bid_impl(x, shape, broadcast_dimensions, sharding=None):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+def _bid_pp_params(params):
+    # as JAX prints it: the shape (and sharding) are implied by the result's type, and the
+    # broadcast of a scalar shows no (empty) broadcast_dimensions
+    shown = {k: v for k, v in params.items() if k not in ("shape", "sharding")}
+    if not shown.get("broadcast_dimensions", True):
+        del shown["broadcast_dimensions"]
+    return shown
+
+
 broadcast_in_dim_p = _shape_prim("broadcast_in_dim", _bid_aval, _bid_impl, kind="broadcast")
+broadcast_in_dim_p.pp_params = _bid_pp_params
 
 
 # reshape -------------------------------------------------------------------------------
