@@ -29,8 +29,11 @@ def _pet(preferred_element_type):
 
 
 def _dot_general(a, b, contract, batch, precision=None, preferred_element_type=None):
+    # jax.numpy's products name their result dtype as the preferred element type (the
+    # same numbers: the operands share that dtype), as make_jaxpr shows in JAX
+    pet = _pet(preferred_element_type)
     return lax.dot_general(a, b, (contract, batch), precision,
-                           _pet(preferred_element_type))
+                           a.dtype if pet is None else pet)
 
 
 def _mul(a, b):
@@ -338,6 +341,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     ops = _operands("einsum", *operands) if operands else []
     contractions = _einsum_path(subscripts, ops, optimize)
     pet = _pet(preferred_element_type)
+    if pet is None and ops:
+        pet = ops[0].dtype      # named in each dot_general, as JAX (the operands share it)
     ops = list(ops)
     for step in contractions:
         inds, spec = step[0], step[2]
