@@ -35,7 +35,7 @@ NO_BATCH = {"iota": "takes no operands, so it is never batched",
             "kernel": "compiler-internal: made by the fusion pass after tracing, never "
                       "transformed"}
 # primitives linear in (some of) their operands, which reverse mode must transpose
-LINEAR = {"neg", "real", "imag", "conj", "add", "sub", "mul", "div", "complex", "select_n",
+LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", "complex", "select_n",
           "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze",
           "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter",
@@ -154,6 +154,8 @@ CASES = {
     "population_count": [unary(lax.population_count, XI, None)],
     # elementwise, binary
     "add": [binary(lax.add, X, rnd(3, 4)), Case(lambda x: lax.add(x, 2.0), (X,))],
+    # no public function binds add_any: the differentiation machinery sums with it
+    "add_any": [binary(primitives()["add_any"].bind, X, rnd(3, 4))],
     "sub": [binary(lax.sub, X, rnd(3, 4))],
     "mul": [binary(lax.mul, X, rnd(3, 4))],
     "div": [binary(lax.div, X, POS)],

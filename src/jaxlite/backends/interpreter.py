@@ -42,6 +42,7 @@ _HALF = (_F16, np.dtype(_ew._BF16))
 _F, _C, _I, _B = "f", "c", "iu", "b"
 _INPLACE = {
     _ew.add_p: (np.add, _F + _C + _I, True),
+    _ew.add_any_p: (np.add, _F + _C + _I, True),
     _ew.sub_p: (np.subtract, _F + _C + _I, True),
     _ew.mul_p: (np.multiply, _F + _C + _I, True),
     _ew.div_p: (np.true_divide, _F + _C, True),      # integer division has its own impl

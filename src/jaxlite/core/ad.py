@@ -44,13 +44,14 @@ def instantiate(t, aval):
 
 
 def add_tangents(a, b):
-    """Sum of two tangents, either of which may be the symbolic zero ``None``."""
+    """Sum of two tangents, either of which may be the symbolic zero ``None``, by
+    ``add_any`` (which JAX's programs show where derivatives accumulate)."""
     if a is None:
         return b
     if b is None:
         return a
-    from ..primitives.elementwise import add_p
-    return add_p.bind(a, b)
+    from ..primitives.elementwise import add_any_p
+    return add_any_p.bind(a, b)
 
 
 class UndefinedPrimal:

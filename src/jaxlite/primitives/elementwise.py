@@ -431,6 +431,9 @@ digamma_p = elementwise("digamma", _digamma, FLOAT)
 population_count_p = elementwise("population_count", _population_count, INTEGRAL)
 
 add_p = elementwise("add", np.add, NUM)
+# the sum of two tangents or cotangents, as the differentiation machinery accumulates them
+# (JAX's ``add_any``): the same arithmetic as add, so compiled as add
+add_any_p = elementwise("add_any", np.add, NUM, scalar_op="add")
 sub_p = elementwise("sub", np.subtract, NUM)
 mul_p = elementwise("mul", np.multiply, NUM)
 div_p = elementwise("div", _div, NUM)
@@ -740,6 +743,8 @@ def _linear_binary_jvp(prim):
 
 add_p.jvp = _linear_binary_jvp(add_p)
 add_p.transpose = _add_transpose
+add_any_p.jvp = _linear_binary_jvp(add_any_p)
+add_any_p.transpose = _add_transpose
 sub_p.jvp = _linear_binary_jvp(sub_p)
 sub_p.transpose = _sub_transpose
 
