@@ -128,6 +128,30 @@ SAME = {
     "grad": (lambda j, m, l: j.grad(lambda x: m.sin(x) * x), (_S,)),
     "jvp_of_product": (lambda j, m, l: lambda x, y: j.jvp(lambda a, b: a * b, (x, y),
                                                           (y, x)), (_X, _X)),
+    # jax.numpy functions JAX defines under jit: a named nested jit
+    "cumsum": (lambda j, m, l: lambda x: m.cumsum(x) * 2, (_X,)),
+    "cumsum_axis_cumprod": (lambda j, m, l: lambda x: (m.cumsum(x, axis=1), m.cumprod(x)),
+                            (_M,)),
+    "cumsum_of_bool": (lambda j, m, l: lambda x: m.cumsum(x > 0), (_X,)),
+    "where_scalar_operand": (lambda j, m, l: lambda x: m.where(x > 0, x, 0.0), (_X,)),
+    "where_broadcasts": (lambda j, m, l: lambda x, y: m.where(x > 0, x, y), (_M, _X)),
+    "where_scalar_condition": (lambda j, m, l: lambda x: m.where(True, x, 1.0), (_X,)),
+    "where_int_condition": (lambda j, m, l: lambda x: m.where(x.astype(m.int32), x, 2),
+                            (_X,)),
+    "where_under_jit": (lambda j, m, l: j.jit(lambda x: m.where(x > 1, x, 0.0)), (_X,)),
+    "sort_argsort": (lambda j, m, l: lambda x: (m.sort(x, axis=0), m.argsort(x)), (_M,)),
+    "sort_argsort_descending": (lambda j, m, l: lambda x: (
+        m.sort(x, descending=True), m.argsort(x, descending=True)), (_X,)),
+    "floor_divide_float": (lambda j, m, l: lambda x: x // 2, (_X,)),
+    "floor_divide_int": (lambda j, m, l: lambda x: x // 3, (np.arange(3, dtype=np.int32),)),
+    "floor_divide_arrays": (lambda j, m, l: lambda x, y: m.floor_divide(x, y), (_X, _X)),
+    "remainder_float": (lambda j, m, l: lambda x: (x % 2, m.mod(x, 3.0)), (_X,)),
+    "remainder_int": (lambda j, m, l: lambda x: x % 3, (np.arange(3, dtype=np.int32),)),
+    "clip": (lambda j, m, l: lambda x: (m.clip(x, 0.0, 1.0), m.clip(x, max=2)), (_X,)),
+    "clip_int_and_array_bound": (lambda j, m, l: lambda x, y: (
+        m.clip(x.astype(m.int32), 0, 1), m.clip(x, y, 3.0)), (_X, _X)),
+    "round": (lambda j, m, l: lambda x: (m.round(x), m.round(x, 2), m.round(x, decimals=1)),
+              (_X,)),
     "ones_full_zeros_like": (lambda j, m, l: lambda x: m.ones(3) + m.full((3,), 2.0)
                              + m.zeros_like(x), (_X,)),
 }
@@ -151,10 +175,6 @@ def _words(text):
 
 # Other equations: each case says why, and how the texts still agree.
 DIFFERENT = {
-    # jnp.cumsum is wrapped in a jit named cumsum in JAX; jaxlite binds cumsum directly:
-    # the same arguments line and results.
-    "cumsum": (lambda j, m, l: lambda x: m.cumsum(x) * 2, (_X,),
-               lambda t: (t.split(". let")[0], t.split(" in ")[-1])),
 }
 
 

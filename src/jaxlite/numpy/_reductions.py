@@ -20,6 +20,7 @@ import operator
 import numpy as np
 
 from .. import dtypes, lax
+from ._named_jit import named_jit
 from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike,
                     convert, ensure_array, promote_dtypes_inexact, public_names)
 
@@ -586,6 +587,7 @@ def _cumulative(name, prim, a, axis, dtype):
     return prim(a, ax)
 
 
+@named_jit("cumsum", static_argnames=("axis", "dtype"))
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (flattened when None) (``jax.numpy.cumsum``).  Bools
     accumulate in the default int dtype; other dtypes are kept.  Raises ValueError for a
@@ -593,6 +595,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
 
 
+@named_jit("cumprod", static_argnames=("axis", "dtype"))
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product along ``axis`` (``jax.numpy.cumprod``); see ``cumsum``."""
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes, errors, lax
 from ..core.trace import Tracer
+from ._named_jit import named_jit
 from ._util import (canonicalize_axis, check_arraylike, convert, ensure_array, promote_dtypes,
                     public_names)
 
@@ -50,6 +51,7 @@ def _sort_axis(a, axis):
 
 # ---- sort / argsort / lexsort -------------------------------------------------------------
 
+@named_jit("sort", static_argnames=("axis", "kind", "order", "stable", "descending"))
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Sorted copy of ``a`` along ``axis`` (flattened when None) (``jax.numpy.sort``).
 
@@ -69,6 +71,8 @@ def _argsort_ascending(a, ax, stable=True):
     return lax.sort((a, idx), dimension=ax, is_stable=stable, num_keys=1)[1]
 
 
+@named_jit("argsort", static_argnames=("axis", "kind", "order", "stable", "descending",
+                                       "dtype"))
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
     """Indices that sort ``a`` along ``axis`` (``jax.numpy.argsort``).
 
@@ -82,11 +86,12 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     if not descending:
         out = _argsort_ascending(a, ax, stable)
     else:
-        # reverse, sort ascending (stable), reverse back, and map indices to the original
-        # order: equal elements then keep their original order
-        n = a.shape[ax]
-        rev_idx = lax.rev(_argsort_ascending(lax.rev(a, (ax,)), ax, stable), (ax,))
-        out = lax.sub(_fill(rev_idx.shape, n - 1, _int()), rev_idx)
+        # sort the reversed array with its reversed indices ascending (stable), then
+        # reverse: equal elements keep their original order (JAX's decomposition)
+        idx = lax.broadcasted_iota(_int(), a.shape, ax)
+        out = lax.sort((lax.rev(a, (ax,)), lax.rev(idx, (ax,))), dimension=ax,
+                       is_stable=stable, num_keys=1)[1]
+        out = lax.rev(out, (ax,))
     if dtype is not None:
         out = convert(out, dtypes.canonicalize_dtype(dtype))
     return out

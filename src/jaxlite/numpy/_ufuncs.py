@@ -23,12 +23,14 @@ from .. import dtypes, lax, monitoring
 from ..config import config
 from ..core.array import ArrayImpl
 from ..core.eager import run_impl, value_on
+from ..core.staging import JaxprTrace
 from ..core.trace import Tracer, _dynamic, get_aval
 from ..lax._keyaware import key_aware
 from ..primitives import elementwise as _e
 from ..runtime import get_default_device
 from ..runtime.dispatch import is_pending as _is_pending
 from ..transforms.autodiff import custom_jvp
+from ._named_jit import named_jit, staging
 from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
                     public_names)
 
@@ -316,10 +318,11 @@ def _unary(name, fn, kind=None, doc=None):
     return f
 
 
-def _binary(name, fn, kind=None, doc=None, fast=None):
+def _binary(name, fn, kind=None, doc=None, fast=None, jit_name=None):
     """A binary function: promote, broadcast, then ``fn(x1, x2, dtype)``.  ``fast(dtype)``
     names the one primitive ``fn`` binds for operands already of that dtype and shape
-    (None where it does something else): the eager fast path runs it directly."""
+    (None where it does something else): the eager fast path runs it directly.
+    ``jit_name``: staged as a nested jit of that name, as JAX defines the function."""
     def f(x1, x2, /):
         if fast is not None:
             out = _fast_binary(f, fast, kind, x1, x2)
@@ -336,7 +339,7 @@ def _binary(name, fn, kind=None, doc=None, fast=None):
            else "")
         + "Raises TypeError for non-array arguments, TypeError/ValueError for shapes that "
           "do not broadcast.")
-    return f
+    return named_jit(jit_name)(f) if jit_name else f
 
 
 # ---- constants ------------------------------------------------------------------------
@@ -458,12 +461,17 @@ def _float_divmod(a, b):
     return lax.round(div), mod
 
 
-floor_divide = _binary("floor_divide", _floor_divide, "numeric")
+floor_divide = _binary("floor_divide", _floor_divide, "numeric", jit_name="floor_divide")
 
 
 def _safe_int_divisor(b, dt):
     """Integer divisors with 0 replaced by 1 (JAX's remainder/fmod give 0 for x % 0)."""
-    return where(lax.eq(b, _const(b, 0)), _full_like(b, 1), b) if _kind(dt) in "iu" else b
+    if _kind(dt) not in "iu":
+        return b
+    # a rank-0 divisor's 1 is a scalar (a literal in a traced program, as in JAX)
+    a = get_aval(b)
+    one = _full_like(b, 1) if a.shape else lax.scalar_as(1, a.dtype, a.weak_type)
+    return where(lax.eq(b, _const(b, 0)), one, b)
 
 
 def _remainder(a, b, dt):
@@ -472,12 +480,13 @@ def _remainder(a, b, dt):
     zero = _strong(dt, 0)
     r = lax.rem(a, b)
     # NumPy/Python convention: a nonzero remainder takes the divisor's sign
-    fix = lax.bitwise_and(lax.ne(lax.lt(r, zero), lax.lt(b, zero)), lax.ne(r, zero))
+    nonzero = lax.ne(r, zero)
+    fix = lax.bitwise_and(lax.ne(lax.lt(r, zero), lax.lt(b, zero)), nonzero)
     return lax.select(fix, lax.add(r, b), r)
 
 
-remainder = _binary("remainder", _remainder, "numeric")
-mod = _binary("mod", _remainder, "numeric")
+remainder = _binary("remainder", _remainder, "numeric", jit_name="remainder")
+mod = _binary("mod", _remainder, "numeric", jit_name="remainder")
 
 
 def fmod(x1, x2, /):
@@ -967,6 +976,7 @@ rint = _unary("rint", _rint, doc="Rounds to the nearest integer, ties to even "
               "(``jax.numpy.rint``); integer and bool inputs become the default float.")
 
 
+@named_jit("round", static_argnames=("decimals",))
 def round(a, decimals=0, out=None):
     """Rounds to ``decimals`` places, ties to even (``jax.numpy.round``).
 
@@ -1272,6 +1282,7 @@ def lcm(x1, x2):
 # ---- selection ----------------------------------------------------------------------
 
 
+@named_jit("clip")
 def clip(arr=None, /, min=None, max=None):
     """``arr`` limited to ``[min, max]`` elementwise (``jax.numpy.clip``); either bound may
     be None.  Bounds promote with ``arr`` (``clip(int_array, 0.5, 2)`` is float).  Raises
@@ -1301,12 +1312,44 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         from ._sorting import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     check_arraylike("where", condition, x, y)
-    (x, y), _ = _promote("where", (x, y))
+    if _dynamic[-1].trace_type is JaxprTrace:      # staging(), inlined: eager stays fast
+        return _where_staged(condition, x, y)
+    return _where(condition, x, y)
+
+
+def _where(condition, x, y):
+    # JAX's order: the condition made bool, x and y promoted, then all three broadcast to
+    # one shape (a rank-0 condition stays as it is).  Run eagerly, rank-0 values are not
+    # broadcast (select takes them as they are: the same result, no array materialised;
+    # JAX's jit on where exists to avoid that materialisation too).
     c = _to_bool(condition)
+    (x, y), _ = _promote("where", (x, y))
     sc, sx, sy = _shape(c), _shape(x), _shape(y)
-    if not (sc == sx == sy):
-        c, x, y = _broadcast("where", (c, x, y), always_value_error=True)
+    if sx != sy or (sc and sc != sx):
+        if staging():
+            args = (x, y) if not sc else (c, x, y)
+            out = _broadcast_all("where", args)
+            x, y = out[-2:]
+            c = out[0] if sc else c
+        else:
+            c, x, y = _broadcast("where", (c, x, y), always_value_error=True)
     return lax.select(c, x, y)
+
+
+_where_staged = named_jit("_where")(_where)
+
+
+def _broadcast_all(name, args):
+    """``args`` broadcast to their common shape, rank-0 ones included (ValueError when
+    the shapes do not broadcast)."""
+    shapes = [_shape(a) for a in args]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        got = ", ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(f"Incompatible shapes {got} for {name}: they have no common "
+                         f"broadcast shape") from None
+    return [broadcast_to_shape(a, shape) for a in args]
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):

@@ -1,0 +1,58 @@
+"""``named_jit``: a jax.numpy function that is staged as a named nested ``jit`` equation, as
+JAX stages the functions it defines under ``jit``.
+
+Layer: numpy.  ``make_jaxpr(f)`` (and the program ``jit(f)`` traces) then shows
+``jit[name=cumsum jaxpr={ ... }]`` where JAX does.  The compiler inlines nested jits, so a
+compiled program runs the same code as before; outside a staging trace (eager calls, or
+grad/vmap run eagerly) the function runs directly, so eager calls cost one check more.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..core.array import ArrayImpl
+from ..core.staging import JaxprTrace
+from ..core.trace import Tracer, _dynamic
+
+_LEAF = (ArrayImpl, Tracer, np.ndarray, np.generic, bool, int, float, complex, type(None))
+
+
+def staging() -> bool:
+    """True while a program is being traced (make_jaxpr, jit's tracing); not during the
+    special-purpose stagings (linearize's linear program, ``.at[].apply``), which keep
+    their equations plain."""
+    return _dynamic[-1].trace_type is JaxprTrace
+
+
+def named_jit(name, static_argnames=()):
+    """Decorator: ``fun`` staged as ``jit[name=name]`` when called while a program is being
+    traced (arguments named in ``static_argnames`` are static, as in JAX's definition).
+    Arguments of other kinds (lists, strings) leave the call unstaged, so ``fun`` itself
+    checks them and raises its own error."""
+    def wrap(fun):
+        jitted = []
+
+        @functools.wraps(fun)
+        def call(*args, **kwargs):
+            if _dynamic[-1].trace_type is not JaxprTrace:       # staging(), inlined
+                return fun(*args, **kwargs)
+            if not all(isinstance(a, _LEAF) for a in args) or not all(
+                    isinstance(v, _LEAF) for k, v in kwargs.items()
+                    if k not in static_argnames):
+                return fun(*args, **kwargs)
+            if not jitted:
+                from ..transforms.jit import jit
+                jitted.append(jit(_renamed(fun, name), static_argnames=static_argnames))
+            return jitted[0](*args, **kwargs)
+        return call
+    return wrap
+
+
+def _renamed(fun, name):
+    @functools.wraps(fun)
+    def f(*args, **kwargs):
+        return fun(*args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    return f
