@@ -49,6 +49,35 @@ def _long_inner(j):
     return lambda x: long(x) * 2
 
 
+def _custom_jvp(j, closed_over=False):
+    c = j.numpy.arange(3.0)
+
+    @j.custom_jvp
+    def f(x):
+        return x * c if closed_over else j.numpy.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), tangents[0] * 2
+
+    return lambda x: f(x) * 2
+
+
+def _custom_vjp(j):
+    @j.custom_vjp
+    def g(x):
+        return j.numpy.sin(x)
+
+    def g_fwd(x):
+        return g(x), x
+
+    def g_bwd(res, ct):
+        return (ct * res,)
+
+    g.defvjp(g_fwd, g_bwd)
+    return lambda x: g(x) * 2
+
+
 def _wide(j, m):
     return lambda *xs: m.sin(xs[0]) * xs[-1] + sum(xs[1:-1])
 
@@ -152,6 +181,11 @@ SAME = {
         m.clip(x.astype(m.int32), 0, 1), m.clip(x, y, 3.0)), (_X, _X)),
     "round": (lambda j, m, l: lambda x: (m.round(x), m.round(x, 2), m.round(x, decimals=1)),
               (_X,)),
+    # custom derivatives: the function's and its rules' names, call_jaxpr, symbolic_zeros
+    "custom_jvp": (lambda j, m, l: _custom_jvp(j), (_X,)),
+    "custom_jvp_closing_over_a_constant": (lambda j, m, l: _custom_jvp(j, True), (_X,)),
+    "custom_vjp": (lambda j, m, l: _custom_vjp(j), (_X,)),
+    "grad_of_custom_jvp": (lambda j, m, l: j.grad(lambda x: _custom_jvp(j)(x).sum()), (_X,)),
     "ones_full_zeros_like": (lambda j, m, l: lambda x: m.ones(3) + m.full((3,), 2.0)
                              + m.zeros_like(x), (_X,)),
 }
@@ -173,8 +207,34 @@ def _words(text):
     return " ".join(text.split())
 
 
+def _primitives(text):
+    return [p for p in re.findall(r"= (\w+)", text) if p != "jit"]
+
+
 # Other equations: each case says why, and how the texts still agree.
 DIFFERENT = {
+    # JAX 0.10's elementwise primitives broadcast size-1 dimensions themselves (one add of
+    # f32[3,1] and f32[1,4]); jaxlite's take operands of one shape (or rank 0), so lax
+    # broadcasts both first: the same signature and result type.
+    "lax_add_size1_broadcasting": (
+        lambda j, m, l: lambda a, b: l.add(a, b),
+        (np.ones((3, 1), np.float32), np.ones((1, 4), np.float32)),
+        lambda t: (t.split(". let")[0], re.findall(r":(\S+) = add", t))),
+    # ... and so jnp broadcasting reshapes to size-1 dimensions in JAX, where jaxlite
+    # broadcasts to the full shape.
+    "jnp_add_broadcasting": (
+        lambda j, m, l: lambda a, b: a + b, (_M, _X),
+        lambda t: (t.split(". let")[0], re.findall(r":(\S+) = add", t))),
+    # JAX differentiates a nested jit (here jnp.where's) into jits of the JVP and of its
+    # transpose; jaxlite inlines the nested program while differentiating: the same
+    # equations in the same order, outside the jits.
+    "grad_through_where": (
+        lambda j, m, l: j.grad(lambda x: m.sum(m.where(x > 0, x, 0.0))), (_X,),
+        _primitives),
+    # JAX's batching leaves NumPy integers in the reduction's axes (printed np.int64(1)).
+    "vmap_of_a_reduction": (
+        lambda j, m, l: j.vmap(lambda x: m.sum(x * 2)), (_M,),
+        lambda t: t.replace("np.int64(1)", "1")),
 }
 
 
@@ -218,3 +278,29 @@ def test_printer_still_prints_eqns_without_outputs():
     text = str(jax.make_jaxpr(f)(_X))
     assert "\n    debug_callback[" in text or "let debug_callback[" in text
     assert "_ = debug_callback" not in text
+
+
+def test_grad_through_a_jit_applied_to_tangents(rjax):
+    # a custom_jvp rule that applies jit to its tangents (as a rule using jnp.where does
+    # under make_jaxpr): reverse mode transposes the jit's program (it raised "jit has no
+    # transpose rule")
+    def make(j):
+        double = j.jit(lambda t: t * 2.0)
+
+        @j.custom_jvp
+        def f(x):
+            return j.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            return f(primals[0]), double(tangents[0])
+
+        return lambda x: f(x).sum()
+
+    x = np.arange(3.0, dtype=np.float32)
+    want = rjax.grad(make(rjax))(x)
+    for got in (jax.grad(make(jax))(x), jax.jit(jax.grad(make(jax)))(x)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        assert got.dtype == want.dtype
+    text = str(jax.make_jaxpr(jax.grad(make(jax)))(x))
+    assert "jvp=f_jvp" in text and "mul e 2.0:f32[]" in text

@@ -61,6 +61,15 @@ def _jit_batch(args, dims, jaxpr, name, **params):
 jit_p.batch = _jit_batch
 
 
+def _jit_transpose(cts, *args, jaxpr, name, **params):
+    # a jit applied to tangents (e.g. inside a custom_jvp rule) is linear in them: its
+    # program is transposed in place
+    return ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
+
+
+jit_p.transpose = _jit_transpose
+
+
 def _debug_batch(args, dims, callback, **params):
     # each example printed/called in turn, as JAX's sequential debug callback does
     size = batching.size_of(args, dims)
@@ -213,6 +222,20 @@ remat_jvp_p.batch = _remat_jvp_batch
 # ``jaxpr``, whose leading ``num_consts`` operands are hoisted closed-over values.  Their
 # JVP rules call the user's rule on the non-constant operands.
 
+def _custom_call_pp_params(params):
+    # as JAX prints them: the program is ``call_jaxpr``, the rules by their function
+    # names, no num_consts when there are none, and symbolic_zeros=False (jaxlite's rules
+    # always receive instantiated zero tangents)
+    shown = {k: v for k, v in params.items() if k != "jaxpr"}
+    shown["call_jaxpr"] = params["jaxpr"]
+    if not shown.get("num_consts"):
+        shown.pop("num_consts", None)
+    if shown.get("name") is None:
+        shown.pop("name", None)
+    shown["symbolic_zeros"] = False
+    return shown
+
+
 def _call_aval(*avals, jaxpr, num_consts, **_):
     return list(jaxpr.out_avals)
 
@@ -240,7 +263,7 @@ def _check_no_closed_over_tangents(tangents, num_consts, what):
             f"of the function (or use jax.closure_convert).")
 
 
-def _custom_jvp_call_jvp(primals, tangents, jaxpr, num_consts, jvp):
+def _custom_jvp_call_jvp(primals, tangents, jaxpr, num_consts, jvp, name=None):
     _check_no_closed_over_tangents(tangents, num_consts, "custom_jvp")
     args = list(primals[num_consts:])
     ts = [_tangent_or_zero(t, x) for t, x in zip(tangents[num_consts:], args)]
@@ -254,7 +277,7 @@ def _front_all(args, dims):
     return [batching.to_front(x, d, size) for x, d in zip(args, dims)], size
 
 
-def _custom_jvp_call_batch(args, dims, jaxpr, num_consts, jvp):
+def _custom_jvp_call_batch(args, dims, jaxpr, num_consts, jvp, name=None):
     args, size = _front_all(args, dims)
     n_out = len(jaxpr.out_avals)
     batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
@@ -268,7 +291,9 @@ def _custom_jvp_call_batch(args, dims, jaxpr, num_consts, jvp):
         outs = batching.batch_fun_flat(flat, list(ps) + list(ts), [0] * (2 * n), size)
         return outs[:n_out], outs[n_out:]
 
-    outs = custom_jvp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, jvp=jvp_b)
+    jvp_b.__name__ = jvp.__name__
+    outs = custom_jvp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, jvp=jvp_b,
+                                  name=name)
     return outs, [0] * n_out
 
 
@@ -276,9 +301,10 @@ custom_jvp_call_p = Primitive("custom_jvp_call", abstract_eval=_call_aval, impl=
                               multiple_results=True, flops=lambda *a, **k: 0, kind="call")
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
 custom_jvp_call_p.batch = _custom_jvp_call_batch
+custom_jvp_call_p.pp_params = _custom_call_pp_params
 
 
-def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd):
+def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd, name=None):
     _check_no_closed_over_tangents(tangents, num_consts, "custom_vjp")
     args = list(primals[num_consts:])
     ts = tangents[num_consts:]
@@ -295,7 +321,7 @@ def _custom_vjp_call_jvp(primals, tangents, jaxpr, num_consts, fwd, bwd):
     return out, [t if ad.is_differentiable(a) else None for t, a in zip(t_out, out_avals)]
 
 
-def _custom_vjp_call_batch(args, dims, jaxpr, num_consts, fwd, bwd):
+def _custom_vjp_call_batch(args, dims, jaxpr, num_consts, fwd, bwd, name=None):
     args, size = _front_all(args, dims)
     n_out = len(jaxpr.out_avals)
     batched, _ = batching.batch_jaxpr(jaxpr, [0] * len(args), size, out_front=[True] * n_out)
@@ -320,8 +346,9 @@ def _custom_vjp_call_batch(args, dims, jaxpr, num_consts, fwd, bwd):
                                             [0] * (k + len(cts)), size))
         return [next(outs) if p else None for p in present]
 
+    fwd_b.__name__, bwd_b.__name__ = fwd.__name__, bwd.__name__
     outs = custom_vjp_call_p.bind(*args, jaxpr=batched, num_consts=num_consts, fwd=fwd_b,
-                                  bwd=bwd_b)
+                                  bwd=bwd_b, name=name)
     return outs, [0] * n_out
 
 
@@ -329,3 +356,4 @@ custom_vjp_call_p = Primitive("custom_vjp_call", abstract_eval=_call_aval, impl=
                               multiple_results=True, flops=lambda *a, **k: 0, kind="call")
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 custom_vjp_call_p.batch = _custom_vjp_call_batch
+custom_vjp_call_p.pp_params = _custom_call_pp_params

@@ -551,6 +551,10 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 # ---- custom derivatives -----------------------------------------------------------------
 
+def _fun_name(fun) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
 class custom_jvp:
     """A function with a user-given JVP rule (``jax.custom_jvp``).
 
@@ -642,8 +646,10 @@ class custom_jvp:
                                           "custom_jvp")
             return tree_unflatten(out_trees[-1], outs)
         closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
+        # the equation names the function and its rule, as JAX prints them
+        jvp_flat.__name__ = getattr(user_jvp, "__name__", "jvp")
         outs = custom_jvp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
-                                      jvp=jvp_flat)
+                                      jvp=jvp_flat, name=_fun_name(self.fun))
         return tree_unflatten(out_tree, outs)
 
 
@@ -786,8 +792,11 @@ class custom_vjp:
             return tree_unflatten(out_trees[-1], outs)
         closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         traced_out.append((out_tree, closed.out_avals))
+        # the equation names the function and its rules, as JAX prints them
+        fwd_flat.__name__ = getattr(fwd, "__name__", "fwd")
+        bwd_flat.__name__ = getattr(bwd, "__name__", "bwd")
         outs = custom_vjp_call_p.bind(*consts, *leaves, jaxpr=closed, num_consts=len(consts),
-                                      fwd=fwd_flat, bwd=bwd_flat)
+                                      fwd=fwd_flat, bwd=bwd_flat, name=_fun_name(self.fun))
         return tree_unflatten(out_tree, outs)
 
 
