@@ -27,12 +27,24 @@ def _shape(x):
 
 
 def _check_broadcast(name, *xs):
+    """The broadcast shape of ``xs``.  Shapes that do not broadcast raise as JAX's do:
+    ValueError when the ranks differ (its shape broadcasting), TypeError when they are
+    equal (its elementwise op's shape check)."""
     shapes = [_shape(x) for x in xs]
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                        f"{', '.join(str(s) for s in shapes)}.") from None
+        err = TypeError if len({len(s) for s in shapes}) == 1 else ValueError
+        raise err(f"{name} got incompatible shapes for broadcasting: "
+                  f"{', '.join(str(s) for s in shapes)}.") from None
+
+
+def _check_python_ints(*xs):
+    """A Python int outside the default integer dtype raises OverflowError, as when JAX
+    passes it to its jitted implementation (``isclose(x, 2**40)`` with x64 off)."""
+    for x in xs:
+        if type(x) is int:
+            lax.scalar_as(x, dtypes.default_int_dtype(), True)
 
 
 def _bcast(x, shape):
@@ -58,8 +70,9 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     close only with ``equal_nan`` (``jax.numpy.isclose``).
 
     Operands promote to an inexact dtype and broadcast; the tolerances are cast to its
-    real dtype.  Returns a bool array.  Raises TypeError for list arguments and shapes that
-    do not broadcast.
+    real dtype.  Returns a bool array.  Raises TypeError for list arguments, TypeError or
+    ValueError (as JAX) for shapes that do not broadcast, OverflowError for a Python int
+    outside the default integer dtype.
 
     Example::
 
@@ -67,6 +80,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
       [True, False]
     """
     check_arraylike("isclose", a, b)
+    _check_python_ints(a, b)
     shape = _check_broadcast("isclose", a, b)
     a, b = (_arr(x) for x in promote_dtypes_inexact(a, b))
     a, b = _bcast(a, shape), _bcast(b, shape)
@@ -89,8 +103,9 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
 
 
 def _all(x):
+    """All of a bool array, as a strongly typed 0-d bool (JAX's all() drops weak types)."""
     if x.ndim:
-        return lax.reduce_and(x, tuple(range(x.ndim)))
+        x = lax.reduce_and(x, tuple(range(x.ndim)))
     return _arr(lax._convert(x, np.dtype(np.bool_), False))
 
 
@@ -111,52 +126,59 @@ def array_equal(a1, a2, equal_nan: bool = False):
 
 def array_equiv(a1, a2):
     """Whether ``a1`` and ``a2`` are equal after broadcasting, as a 0-d bool array
-    (``jax.numpy.array_equiv``).  Shapes that do not broadcast raise TypeError, as in
-    JAX."""
+    (``jax.numpy.array_equiv``).  Shapes of different ranks that do not broadcast give
+    False; equal ranks that do not broadcast raise TypeError, as in JAX."""
     from ._creation import asarray
     a1, a2 = asarray(a1), asarray(a2)
-    shape = _check_broadcast("eq", a1, a2)
+    try:
+        shape = _check_broadcast("eq", a1, a2)
+    except ValueError:
+        return ensure_array(np.asarray(False))
     x, y = (_bcast(v, shape) for v in promote_dtypes(a1, a2))
     return _all(lax.eq(x, y))
 
 
-def iscomplex(x):
-    """Elementwise: is the imaginary part non-zero (``jax.numpy.iscomplex``)."""
-    check_arraylike("iscomplex", x)
+def _imag_zero_test(name, x, cmp):
+    """``cmp(imag(x), 0)``: the result is weakly typed when ``x`` is, as in JAX."""
+    check_arraylike(name, x)
+    if type(x) in (int, float):
+        # the value is irrelevant for a real scalar, and 2**40 must not overflow int32
+        x = type(x)(0)
     x = _arr(x)
-    if x.dtype.kind != "c":
-        return _arr(lax.broadcast_in_dim(np.asarray(False), x.shape, ()))
-    im = lax.imag(x)
-    return lax.ne(im, lax.scalar_as(0, im.dtype, False))
+    im = lax.imag(x) if x.dtype.kind == "c" else \
+        lax._convert(lax.full_like(x, 0), x.dtype, x.weak_type)
+    return cmp(im, lax.scalar_as(0, im.dtype, im.weak_type))
+
+
+def iscomplex(x):
+    """Elementwise: is the imaginary part non-zero (``jax.numpy.iscomplex``).
+
+    Returns a bool array of ``x``'s shape, weakly typed when ``x`` is (a Python scalar).
+    Raises TypeError for a non-array argument (a list, a string)."""
+    return _imag_zero_test("iscomplex", x, lax.ne)
 
 
 def isreal(x):
-    """Elementwise: is the imaginary part zero (``jax.numpy.isreal``)."""
-    check_arraylike("isreal", x)
-    x = _arr(x)
-    if x.dtype.kind != "c":
-        return _arr(lax.broadcast_in_dim(np.asarray(True), x.shape, ()))
-    im = lax.imag(x)
-    return lax.eq(im, lax.scalar_as(0, im.dtype, False))
-
-
-def _dtype_of(x):
-    if x is None:
-        return None
-    dt = getattr(x, "dtype", None)
-    if dt is not None:
-        return np.dtype(dt)
-    try:
-        return np.asarray(x).dtype
-    except (TypeError, ValueError):
-        return None
+    """Elementwise: is the imaginary part zero (``jax.numpy.isreal``); as ``iscomplex``."""
+    return _imag_zero_test("isreal", x, lax.eq)
 
 
 def iscomplexobj(x) -> bool:
     """Whether ``x`` has a complex dtype (or holds complex Python numbers)
-    (``jax.numpy.iscomplexobj``).  Never raises: anything else is False."""
-    dt = _dtype_of(x)
-    return dt is not None and dt.kind == "c"
+    (``jax.numpy.iscomplexobj``).
+
+    None, strings and real Python or NumPy scalars are False; another object without a
+    dtype is converted as ``jnp.asarray`` would, so a list holding a string raises TypeError,
+    as in JAX."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        from ._creation import asarray
+        dt = asarray(x).dtype
+    return np.dtype(dt).kind == "c"
 
 
 def isrealobj(x) -> bool:

@@ -407,7 +407,9 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
         values = lax.reshape(vals, [size] + rest)
         values = lax.transpose(values, _inverse_perm([ax] + [i for i in range(a.ndim)
                                                              if i != ax]))
-    values = lax._convert(values, values.dtype, False) if values.weak_type else values
+    # a weakly typed real input (a Python int or float) gives weakly typed values, as in
+    # JAX; complex values are strong there
+    values = lax._convert(values, values.dtype, a.weak_type and a.dtype.kind != "c")
     out = [values]
     if return_index:
         out.append(lax.gather_indexed(perm, (("array", 0),), [pos], mode="clip") if n
