@@ -22,6 +22,15 @@ def _inexact(name, *xs):
     return [jnp.asarray(x) for x in xs]
 
 
+def _refuse_bool(name, x):
+    """JAX's softmax subtracts the maximum before promoting, and subtraction refuses
+    booleans: TypeError, as there."""
+    check_arraylike(name, x)
+    if dtypes.dtype_and_weak(x)[0] == np.bool_:
+        raise TypeError(f"{name} does not accept dtype bool (subtracting the maximum is "
+                        f"undefined for booleans); convert to a float dtype first.")
+
+
 def _axes(axis, ndim):
     return canonicalize_axes(axis, ndim)
 
@@ -96,6 +105,7 @@ def softmax(x, axis=-1, where=None):
     promote to the default float.  Example: ``softmax(jnp.array([1000.0, 1000.0]))`` is
     ``[0.5, 0.5]``.
     """
+    _refuse_bool("softmax", x)
     (x,) = _inexact("softmax", x)
     dims = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=dims, keepdims=True, where=where, initial=-np.inf)
@@ -110,6 +120,7 @@ def softmax(x, axis=-1, where=None):
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x, axis, keepdims=True)`` (``jax.nn.log_softmax``); masked-out
     elements (``where``) get -inf."""
+    _refuse_bool("log_softmax", x)
     (x,) = _inexact("log_softmax", x)
     dims = _axes(axis, x.ndim)
     xmax = jnp.max(x, axis=dims, keepdims=True, where=where, initial=-np.inf)
@@ -126,21 +137,25 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     """``(x - mean) / sqrt(variance + epsilon)`` over ``axis`` (``jax.nn.standardize``).
 
     ``mean``/``variance`` default to the statistics of ``x`` (``algorithm="fast"``:
-    ``E[x^2] - E[x]^2``; ``"stable"``: ``E[(x - E[x])^2]``).  Raises ValueError for
-    another algorithm.
+    ``E[x^2] - E[x]^2`` clipped at 0; ``"stable"``: ``E[(x - E[x])^2]``).  Raises
+    ValueError for another algorithm, and for complex ``x`` with the fast algorithm.
     """
     (x,) = _inexact("standardize", x)
     if algorithm not in ("fast", "stable"):
         raise ValueError(f"Unknown algorithm {algorithm!r}. Expected 'fast' or 'stable'.")
-    dims = _axes(axis, x.ndim)
+    # axis goes to jnp.mean unchanged, so a bad axis raises what jnp.mean raises (JAX's rule)
     if mean is None:
-        mean = jnp.mean(x, axis=dims, keepdims=True, where=where)
+        mean = jnp.mean(x, axis=axis, keepdims=True, where=where)
     if variance is None:
         if algorithm == "fast":
-            variance = jnp.mean(jnp.square(x), axis=dims, keepdims=True,
+            variance = jnp.mean(jnp.square(x), axis=axis, keepdims=True,
                                 where=where) - jnp.square(mean)
+            # E[x^2] - E[x]^2 can round below zero (a constant row): clipped to 0 as JAX
+            # does, else rsqrt(variance + epsilon) grows or is NaN.  clip refuses complex
+            # values (ValueError), as JAX's standardize does.
+            variance = jnp.clip(variance, 0)
         else:
-            variance = jnp.mean(jnp.square(x - mean), axis=dims, keepdims=True, where=where)
+            variance = jnp.mean(jnp.square(x - mean), axis=axis, keepdims=True, where=where)
     return jnp.subtract(x, mean) * lax.rsqrt(variance + epsilon)
 
 
