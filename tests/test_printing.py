@@ -186,6 +186,11 @@ SAME = {
     "custom_jvp_closing_over_a_constant": (lambda j, m, l: _custom_jvp(j, True), (_X,)),
     "custom_vjp": (lambda j, m, l: _custom_vjp(j), (_X,)),
     "grad_of_custom_jvp": (lambda j, m, l: j.grad(lambda x: _custom_jvp(j)(x).sum()), (_X,)),
+    # conj keeps its operand's dtype as a parameter, and takes real operands
+    "lax_conj_of_real_and_complex": (lambda j, m, l: lambda x: (
+        l.conj(x), l.conj(x.astype(m.complex64)), m.conj(x.astype(m.complex64))), (_X,)),
+    "lax_conj_of_python_float": (lambda j, m, l: lambda x: l.conj(x), (3.0,)),
+    "vmap_of_conj": (lambda j, m, l: j.vmap(l.conj), (_M.astype(np.complex64),)),
     "ones_full_zeros_like": (lambda j, m, l: lambda x: m.ones(3) + m.full((3,), 2.0)
                              + m.zeros_like(x), (_X,)),
 }

@@ -178,13 +178,7 @@ def conj(x):
     float32), keeping a weak type.  Raises TypeError for other dtypes (integers, bool,
     float16, bfloat16), as JAX.
     """
-    aval = get_aval(x)
-    dt = aval.dtype
-    if dt.kind == "f" and dt.itemsize >= 4 and dt != dtypes._BF16:
-        # a real number is its own conjugate: the imaginary part is +0.0, as in JAX
-        cdt = dtypes.canonicalize_dtype(np.complex128 if dt.itemsize == 8 else np.complex64)
-        return _e.convert_element_type_p.bind(x, new_dtype=cdt, weak_type=aval.weak_type)
-    return _e.conj_p.bind(x)
+    return _e.conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
 square = _unary(_e.square_p)

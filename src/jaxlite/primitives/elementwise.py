@@ -421,7 +421,25 @@ abs_p = elementwise("abs", np.abs, NUM, out_dtype=_real_dtype)
 not_p = elementwise("not", np.invert, INTEGRAL + BOOL)
 real_p = elementwise("real", np.real, COMPLEX, out_dtype=_real_dtype)
 imag_p = elementwise("imag", np.imag, COMPLEX, out_dtype=_real_dtype)
-conj_p = elementwise("conj", np.conjugate, COMPLEX)
+def _conj(x, input_dtype=None):
+    # a real number is its own conjugate: the complex value of its width, imaginary part +0
+    if x.dtype.kind == "c":
+        return np.conjugate(x)
+    return x.astype(np.complex128 if x.dtype == np.float64 else np.complex64)
+
+
+def _conj_aval(x, input_dtype=None):
+    # complex operands, and float32/float64 ones (their complex dtype), as JAX
+    if x.dtype.kind != "c" and not (x.dtype.kind == "f" and x.dtype.itemsize >= 4
+                                    and x.dtype != _BF16):
+        raise TypeError(f"conj does not accept dtype {x.dtype.name}. Accepted dtypes are "
+                        f"subtypes of float32, float64, complexfloating.")
+    dt = x.dtype if x.dtype.kind == "c" else _complex_dtype(x.dtype)
+    return ShapedArray(x.shape, dt, x.weak_type)
+
+
+conj_p = elementwise("conj", _conj, COMPLEX, half=False)
+conj_p.abstract_eval = _conj_aval
 square_p = elementwise("square", np.square, NUM)
 integer_pow_p = elementwise("integer_pow", _integer_pow, NUM)
 erf_p = elementwise("erf", _erf, FLOAT)
@@ -697,7 +715,7 @@ def _abs_jvp(g, ans, x):
     if get_aval(x).dtype.kind == "c":
         # d|z| = Re(conj(z) dz) / |z|, zero at z = 0
         safe = select_n_p.bind(eq_p.bind(ans, _c(ans, 0)), ans, _c(ans, 1))
-        num = real_p.bind(mul(conj_p.bind(x), g))
+        num = real_p.bind(mul(conj_p.bind(x, input_dtype=get_aval(x).dtype), g))
         return select_n_p.bind(eq_p.bind(ans, _c(ans, 0)), div(num, safe),
                                _full_like(_c(ans, 0), get_aval(ans).shape))
     # +g where x >= 0 (so 1 at 0 and at -0.0, as JAX), -g elsewhere
@@ -709,7 +727,14 @@ ad.deflinear(real_p, lambda ct, x: [complex_p.bind(ct, _full_like(_c(ct, 0),
                                                                    get_aval(ct).shape))])
 ad.deflinear(imag_p, lambda ct, x: [complex_p.bind(_full_like(_c(ct, 0), get_aval(ct).shape),
                                                    neg(ct))])
-ad.deflinear(conj_p, lambda ct, x: [conj_p.bind(ct)])
+def _conj_transpose(ct, x, input_dtype=None):
+    # the cotangent of a real operand is the real part (conj's output is complex)
+    if np.dtype(input_dtype).kind == "c":
+        return [conj_p.bind(ct, input_dtype=get_aval(ct).dtype)]
+    return [real_p.bind(ct)]
+
+
+ad.deflinear(conj_p, _conj_transpose)
 
 
 # binary ------------------------------------------------------------------------------

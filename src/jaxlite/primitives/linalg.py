@@ -359,7 +359,8 @@ def _mT(a):
 
 def _conj(a):
     from .elementwise import conj_p
-    return conj_p.bind(a) if get_aval(a).dtype.kind == "c" else a
+    dt = get_aval(a).dtype
+    return conj_p.bind(a, input_dtype=dt) if dt.kind == "c" else a
 
 
 def _H(a):
