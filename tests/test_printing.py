@@ -191,6 +191,22 @@ SAME = {
         l.conj(x), l.conj(x.astype(m.complex64)), m.conj(x.astype(m.complex64))), (_X,)),
     "lax_conj_of_python_float": (lambda j, m, l: lambda x: l.conj(x), (3.0,)),
     "vmap_of_conj": (lambda j, m, l: j.vmap(l.conj), (_M.astype(np.complex64),)),
+    # more everyday programs whose equations agree
+    "unary_functions": (lambda j, m, l: lambda x: (m.tanh(x), m.exp2(x), m.sqrt(m.abs(x)),
+                                                   l.rsqrt(x), m.floor(x), m.isnan(x)), (_X,)),
+    "power_square_divide": (lambda j, m, l: lambda x: (m.power(x, 3), m.square(x), x / 2),
+                            (_X,)),
+    "int_minimum_true_divide": (lambda j, m, l: lambda x: (m.minimum(x, 2), x / 2),
+                                (np.arange(3, dtype=np.int32),)),
+    "maximum_sigmoid": (lambda j, m, l: lambda x: j.nn.sigmoid(m.maximum(x, 0.0)), (_X,)),
+    "mean_any_argmin": (lambda j, m, l: lambda x: (m.mean(x, axis=0), m.any(x > 0),
+                                                   m.argmin(x, axis=1)), (_M,)),
+    "select_lax_max_cummax": (lambda j, m, l: lambda x: (l.select(x > 0, x, -x),
+                                                          l.max(x, 0.0), l.cummax(x)), (_X,)),
+    "index_squeeze_expand": (lambda j, m, l: lambda x: (x[1], m.squeeze(x[:1]), x[None],
+                                                        m.transpose(x)), (_M,)),
+    "complex_abs_exp_real": (lambda j, m, l: lambda x: (m.abs(x), m.exp(x), m.real(x)),
+                             (_X.astype(np.complex64),)),
     "ones_full_zeros_like": (lambda j, m, l: lambda x: m.ones(3) + m.full((3,), 2.0)
                              + m.zeros_like(x), (_X,)),
 }
