@@ -172,7 +172,7 @@ TREE_UTIL = {
 NP_NUMERICS = "jax.numpy breadth: the numerics issue (12)"
 NUMPY = {
     **_group(NP_NUMERICS, """
-        angle apply_along_axis apply_over_axes astype bincount block convolve corrcoef
+        apply_along_axis apply_over_axes astype bincount block convolve corrcoef
         correlate cov cross delete diff digitize ediff1d extract fill_diagonal gradient
         histogram histogram2d histogram_bin_edges histogramdd i0 insert interp indices
         intersect1d isin iterable packbits piecewise place put put_along_axis
