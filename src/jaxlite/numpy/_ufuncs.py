@@ -305,7 +305,8 @@ def _arr(x):
     return x if isinstance(x, _ARRAYS) else ensure_array(x)
 
 
-def _unary(name, fn, kind=None, doc=None):
+def _unary(name, fn, kind=None, doc=None, jit_name=None):
+    """A unary function: promote, then ``fn(x, dtype)``; ``jit_name`` as in ``_binary``."""
     def f(x, /):
         (x,), dt = _promote(name, (x,), kind)
         return fn(x, dt)
@@ -315,7 +316,7 @@ def _unary(name, fn, kind=None, doc=None):
         + ("Integer and bool inputs become the default float dtype.  " if kind == "inexact"
            else "")
         + "Raises TypeError for non-array arguments and dtypes the operation lacks.")
-    return f
+    return named_jit(jit_name)(f) if jit_name else f
 
 
 def _binary(name, fn, kind=None, doc=None, fast=None, jit_name=None):
@@ -489,6 +490,7 @@ remainder = _binary("remainder", _remainder, "numeric", jit_name="remainder")
 mod = _binary("mod", _remainder, "numeric", jit_name="remainder")
 
 
+@named_jit("fmod")
 def fmod(x1, x2, /):
     """Remainder of truncated division, with the dividend's sign (``jax.numpy.fmod``).
 
@@ -501,6 +503,7 @@ def fmod(x1, x2, /):
     return lax.rem(a, _safe_int_divisor(b, dt) if was_int else b)
 
 
+@named_jit("divmod")
 def divmod(x1, x2, /):
     """``(floor_divide(x1, x2), remainder(x1, x2))`` in one pass (``jax.numpy.divmod``).
 
@@ -586,9 +589,9 @@ def _fmin(a, b, dt):
     return where(lax.bitwise_or(less(a, b), lax.ne(b, b)), a, b)
 
 
-fmax = _binary("fmax", _fmax, doc="Elementwise maximum ignoring NaN: a NaN loses to a "
+fmax = _binary("fmax", _fmax, jit_name="fmax", doc="Elementwise maximum ignoring NaN: a NaN loses to a "
                "number (``jax.numpy.fmax``).  Same promotion and errors as ``maximum``.")
-fmin = _binary("fmin", _fmin, doc="Elementwise minimum ignoring NaN: a NaN loses to a "
+fmin = _binary("fmin", _fmin, jit_name="fmin", doc="Elementwise minimum ignoring NaN: a NaN loses to a "
                "number (``jax.numpy.fmin``).  Same promotion and errors as ``minimum``.")
 
 # ---- comparisons & logic ------------------------------------------------------------
@@ -912,7 +915,7 @@ def _heaviside(a, b, dt):
                  where(lax.gt(a, zero), _const(a, 1), where(lax.ne(a, a), a, b)))
 
 
-heaviside = _binary("heaviside", _heaviside, "inexact",
+heaviside = _binary("heaviside", _heaviside, "inexact", jit_name="heaviside",
                     doc="Step function: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 "
                         "where ``x1 > 0`` (``jax.numpy.heaviside``).")
 
@@ -960,7 +963,8 @@ def _keep_int(name, op):
 floor = _unary("floor", _keep_int("floor", lax.floor))
 ceil = _unary("ceil", _keep_int("ceil", lax.ceil))
 trunc = _unary("trunc", _keep_int("trunc", lambda x: where(lax.lt(x, _const(x, 0)),
-                                                           lax.ceil(x), lax.floor(x))))
+                                                           lax.ceil(x), lax.floor(x))),
+               jit_name="trunc")
 
 
 def _rint(x, dt):
@@ -972,7 +976,7 @@ def _rint(x, dt):
     return lax.round(x, 1)
 
 
-rint = _unary("rint", _rint, doc="Rounds to the nearest integer, ties to even "
+rint = _unary("rint", _rint, jit_name="rint", doc="Rounds to the nearest integer, ties to even "
               "(``jax.numpy.rint``); integer and bool inputs become the default float.")
 
 
@@ -1096,7 +1100,7 @@ def _isposinf(x, dt, v=np.inf):
 
 
 isnan = _unary("isnan", _isnan)
-isinf = _unary("isinf", _isinf)
+isinf = _unary("isinf", _isinf, jit_name="isinf")
 isfinite = _unary("isfinite", _isfinite)
 isposinf = _unary("isposinf", _isposinf)
 isneginf = _unary("isneginf", lambda x, dt: _isposinf(x, dt, -np.inf))
@@ -1212,6 +1216,7 @@ def ldexp(x1, x2, /):
     return where(keep, a, out)
 
 
+@named_jit("modf")
 def modf(x, /, out=None):
     """``(fractional part, integral part)``, both with x's sign (``jax.numpy.modf``).
 
@@ -1352,6 +1357,7 @@ def _broadcast_all(name, args):
     return [broadcast_to_shape(a, shape) for a in args]
 
 
+@named_jit("nan_to_num")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN -> ``nan``, +inf -> ``posinf`` (default: the largest finite value), -inf ->
     ``neginf`` (default: the most negative finite value) (``jax.numpy.nan_to_num``).
