@@ -35,10 +35,11 @@ NO_BATCH = {"iota": "takes no operands, so it is never batched",
             "kernel": "compiler-internal: made by the fusion pass after tracing, never "
                       "transformed"}
 # primitives linear in (some of) their operands, which reverse mode must transpose
-LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", "complex", "select_n",
+LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", "complex",
+          "select_n",
           "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze",
           "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
-          "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter",
+          "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter", "jit",
           "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp"}
 
 ALL = sorted(primitives())

@@ -589,10 +589,12 @@ def _fmin(a, b, dt):
     return where(lax.bitwise_or(less(a, b), lax.ne(b, b)), a, b)
 
 
-fmax = _binary("fmax", _fmax, jit_name="fmax", doc="Elementwise maximum ignoring NaN: a NaN loses to a "
-               "number (``jax.numpy.fmax``).  Same promotion and errors as ``maximum``.")
-fmin = _binary("fmin", _fmin, jit_name="fmin", doc="Elementwise minimum ignoring NaN: a NaN loses to a "
-               "number (``jax.numpy.fmin``).  Same promotion and errors as ``minimum``.")
+fmax = _binary("fmax", _fmax, jit_name="fmax",
+               doc="Elementwise maximum ignoring NaN: a NaN loses to a number "
+                   "(``jax.numpy.fmax``).  Same promotion and errors as ``maximum``.")
+fmin = _binary("fmin", _fmin, jit_name="fmin",
+               doc="Elementwise minimum ignoring NaN: a NaN loses to a number "
+                   "(``jax.numpy.fmin``).  Same promotion and errors as ``minimum``.")
 
 # ---- comparisons & logic ------------------------------------------------------------
 
