@@ -189,6 +189,9 @@ SAME = {
                                                           m.heaviside(x, 0.5)), (_X, _C)),
     "nan_to_num": (lambda j, m, l: lambda x: (m.nan_to_num(x),
                                               m.nan_to_num(x, nan=1.0, posinf=5.0)), (_X,)),
+    "count_nonzero_nansum_nanprod": (lambda j, m, l: lambda x: (
+        m.count_nonzero(x, axis=1), m.count_nonzero(x), m.nansum(x, axis=0), m.nanprod(x)),
+        (np.array([[1, 0, np.nan], [0, 2, 3]], np.float32),)),
     # custom derivatives: the function's and its rules' names, call_jaxpr, symbolic_zeros
     "custom_jvp": (lambda j, m, l: _custom_jvp(j), (_X,)),
     "custom_jvp_closing_over_a_constant": (lambda j, m, l: _custom_jvp(j, True), (_X,)),

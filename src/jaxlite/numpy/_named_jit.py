@@ -40,7 +40,7 @@ def named_jit(name, static_argnames=()):
                 return fun(*args, **kwargs)
             if not all(isinstance(a, _LEAF) for a in args) or not all(
                     isinstance(v, _LEAF) for k, v in kwargs.items()
-                    if k not in static_argnames):
+                    if k not in static_argnames) or not _hashable(kwargs, static_argnames):
                 return fun(*args, **kwargs)
             if not jitted:
                 from ..transforms.jit import jit
@@ -48,6 +48,15 @@ def named_jit(name, static_argnames=()):
             return jitted[0](*args, **kwargs)
         return call
     return wrap
+
+
+def _hashable(kwargs, static_argnames):
+    # an unhashable static value (axis=[0, 1]) cannot key a jit: the call stays unstaged
+    try:
+        hash(tuple(kwargs.get(k) for k in static_argnames))
+        return True
+    except TypeError:
+        return False
 
 
 def _renamed(fun, name):

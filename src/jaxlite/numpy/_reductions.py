@@ -265,11 +265,12 @@ def any(a, axis=None, out=None, keepdims=False, *, where=None):
     return _logical("any", lax.reduce_or, False, a, axis, keepdims, where)
 
 
+@named_jit("count_nonzero", static_argnames=("axis", "keepdims"))
 def count_nonzero(a, axis=None, keepdims=False):
     """Number of nonzero elements over ``axis`` in the default int dtype
     (``jax.numpy.count_nonzero``)."""
     a = _arr("count_nonzero", a)
-    nz = a if a.dtype == np.bool_ else lax.ne(a, _full(a.shape, 0, a))
+    nz = a if a.dtype == np.bool_ else lax.ne(a, _full((), 0, a))
     return sum(nz, axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
 
 
@@ -478,18 +479,22 @@ def _select_true(mask, value, a):
 
 
 def _replace_nan(name, a, fill):
+    from ._ufuncs import where
     a = _arr(name, a)
     if not dtypes.is_inexact(a.dtype):
         return a
-    return _select_true(_isnan(a), fill, a)
+    # jnp.where with a scalar fill of a's type, as JAX (a nested _where jit when staged)
+    return where(_isnan(a), lax.scalar_as(fill, a.dtype, a.weak_type), a)
 
 
+@named_jit("nansum", static_argnames=("axis", "dtype", "keepdims"))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """``sum`` treating NaN as 0 (``jax.numpy.nansum``)."""
     return sum(_replace_nan("nansum", a, 0), axis, dtype, keepdims=keepdims, initial=initial,
                where=where)
 
 
+@named_jit("nanprod", static_argnames=("axis", "dtype", "keepdims"))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """``prod`` treating NaN as 1 (``jax.numpy.nanprod``)."""
     return prod(_replace_nan("nanprod", a, 1), axis, dtype, keepdims=keepdims,
