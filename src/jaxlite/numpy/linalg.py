@@ -203,8 +203,9 @@ def _chain_dot(arrays, precision):
 def matrix_power(a, n):
     """``a`` (a stack of square matrices) multiplied by itself ``n`` times, by repeated
     squaring (``jax.numpy.linalg.matrix_power``); ``n == 0`` gives identity matrices.
-    Raises TypeError for a non-integer ``n``, ValueError for non-square input and
-    NotImplementedError for negative ``n`` (which needs a matrix inverse)."""
+    Raises TypeError for a non-integer ``n`` and for input that is not a stack of square
+    matrices (as JAX), NotImplementedError for negative ``n`` (which needs a matrix
+    inverse)."""
     check_arraylike("matrix_power", a)
     a = ensure_array(a)
     try:
@@ -212,8 +213,8 @@ def matrix_power(a, n):
     except TypeError:
         raise TypeError(f"exponent must be an integer, got {n!r}") from None
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"matrix_power requires a stack of square matrices, got shape "
-                         f"{a.shape}")
+        raise TypeError(f"matrix_power requires a stack of square matrices, got shape "
+                        f"{a.shape}")
     if n < 0:
         raise NotImplementedError("matrix_power with a negative exponent needs a matrix "
                                   "inverse, which jaxlite.numpy.linalg does not provide yet")
