@@ -336,3 +336,22 @@ def test_grad_through_a_jit_applied_to_tangents(rjax):
         assert got.dtype == want.dtype
     text = str(jax.make_jaxpr(jax.grad(make(jax)))(x))
     assert "jvp=f_jvp" in text and "mul e 2.0:f32[]" in text
+
+
+def test_nested_jit_with_a_python_scalar_operand_evaluated_again(rjax, rjnp):
+    # a staged jit whose operand is a Python scalar (a weakly typed literal), in a program
+    # that is evaluated again (custom_gradient's rule): the literal comes back strongly
+    # typed, which the call accepts (it raised "operand types do not match")
+    def make(j, m):
+        scale = j.jit(lambda g, c: g * c)
+
+        @j.custom_gradient
+        def f(x):
+            return x, lambda g: (m.clip(scale(g, 0.5), -0.25, 0.25),)
+
+        return j.grad(lambda x: 10 * f(x).sum())
+
+    x = np.ones(3, np.float32)
+    got, want = make(jax, jnp)(x), make(rjax, rjnp)(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.dtype == want.dtype

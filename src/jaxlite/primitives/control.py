@@ -13,7 +13,10 @@ from ..core.primitive import Primitive
 
 def _jit_aval(*avals, jaxpr, name, **_):
     want = jaxpr.in_avals
-    if list(avals) != list(want):
+    # weak types may differ: a weakly typed literal operand comes back strongly typed when
+    # a program holding the call is evaluated again (eval_jaxpr reads literals as NumPy
+    # values), with the same numbers
+    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in want]:
         raise TypeError(f"jit-call {name}: operand types {[a.str_short() for a in avals]} do not "
                         f"match the program's {[a.str_short() for a in want]}")
     return list(jaxpr.out_avals)
