@@ -192,6 +192,8 @@ SAME = {
     "count_nonzero_nansum_nanprod": (lambda j, m, l: lambda x: (
         m.count_nonzero(x, axis=1), m.count_nonzero(x), m.nansum(x, axis=0), m.nanprod(x)),
         (np.array([[1, 0, np.nan], [0, 2, 3]], np.float32),)),
+    "signbit_copysign": (lambda j, m, l: lambda x, y: (m.signbit(x), m.copysign(x, -1.0),
+                                                       m.copysign(x, y)), (_X, _C)),
     # custom derivatives: the function's and its rules' names, call_jaxpr, symbolic_zeros
     "custom_jvp": (lambda j, m, l: _custom_jvp(j), (_X,)),
     "custom_jvp_closing_over_a_constant": (lambda j, m, l: _custom_jvp(j, True), (_X,)),

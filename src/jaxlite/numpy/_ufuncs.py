@@ -880,19 +880,23 @@ logaddexp2 = _binary("logaddexp2", _logaddexp2, "inexact",
 
 
 def _signbit_float(x, dt):
+    # the bits as a signed integer, shifted right arithmetically by width - 1 (-1 where
+    # the sign bit is set, else 0), as bool: JAX's decomposition
     ibits = np.dtype(f"i{np.dtype(dt).itemsize}")
-    return lax.lt(lax.bitcast_convert_type(x, ibits), _strong(ibits, 0))
+    shift = lax.shift_right_arithmetic(lax.bitcast_convert_type(x, ibits),
+                                       _strong(ibits, 8 * ibits.itemsize - 1))
+    return lax.convert_element_type(shift, _BOOL)
 
 
 def _copysign(a, b, dt):
     if _kind(dt) == "c":
         raise TypeError("copysign: complex inputs are rejected (a complex number has no "
                         "sign bit)")
-    mag = lax.abs(a)
-    return where(_signbit_float(b, dt), lax.neg(mag), mag)
+    # JAX's decomposition (jnp.signbit of the sign source, |a| taken for each branch)
+    return where(signbit(b), lax.neg(lax.abs(a)), lax.abs(a))
 
 
-copysign = _binary("copysign", _copysign, "inexact",
+copysign = _binary("copysign", _copysign, "inexact", jit_name="copysign",
                    doc="``|x1|`` with the sign bit of ``x2`` (``jax.numpy.copysign``); "
                        "raises TypeError for complex inputs.")
 
@@ -1063,7 +1067,7 @@ def _signbit(x, dt):
     return _signbit_float(x, dt)
 
 
-signbit = _unary("signbit", _signbit, doc="Whether the sign bit is set, -0.0 and -NaN "
+signbit = _unary("signbit", _signbit, jit_name="signbit", doc="Whether the sign bit is set, -0.0 and -NaN "
                  "included (``jax.numpy.signbit``).  Raises ValueError for complex input.")
 
 
