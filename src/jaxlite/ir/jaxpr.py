@@ -129,9 +129,11 @@ def hoist_consts(closed: ClosedJaxpr):
 # line when it fits from the current column, else each of its own breaks starts a new line.
 # Variables are named a, b, ..., z, ba, ... in printing order, continuously through nested
 # programs; a nested jit's program reuses the names of the operands and results it is bound
-# to; outputs nobody reads are printed ``_`` at top level; parameters are sorted (a jit's
-# ``name`` first); a nested program with more than 10 equations, or one used twice, is
-# printed once before the top-level program as ``let name = { ... } in``.
+# to; outputs nobody reads are printed ``_`` at top level; parameters are sorted (a call's
+# ``name`` first), as the primitive's ``pp_params`` gives them (JAX leaves some out at
+# their defaults or spells them its own way); a nested program with more than 10
+# equations, or one used twice, is printed once before the top-level program as
+# ``let name = { ... } in``.
 
 _WIDTH = 80
 
