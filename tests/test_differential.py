@@ -896,6 +896,13 @@ def compare(got, want, path="", flush=False):
 def diff_case(case):
     """Runs one case in both libraries: None when they agree, else a description."""
     jok, jres = _run(J, case)
+    if case.family == "py-bigint":
+        # JAX's answer for 2**40 depends on its dispatch cache: a function that
+        # short-cuts on integers returns a value on its first call and raises
+        # OverflowError once its jitted form is cached (or the reverse). No stable
+        # oracle: only the answer JAX gives every time is compared.
+        if _run(J, case)[0] != jok:
+            return None
     lok, lres = _run(L, case)
     if not jok and not lok:
         jb, lb = _builtin_base(jres), _builtin_base(lres)
@@ -982,17 +989,27 @@ LAX_WEAK_MIX = ("open: lax binary ops promote a Python scalar of another kind (i
 LAX_OVERFLOW = ("open: lax binary op with an out-of-range Python int raises OverflowError; "
                 "JAX raises TypeError (dtype mismatch first) [lax/__init__.py: lax-edges]")
 BIGINT = ("open: an out-of-range Python int (2**40) raises OverflowError where JAX's "
-          "function never converts it (gelu short-cuts on integers) "
-          "[nn/_activations.py: derivatives helper]")
+          "gelu never converts it (it short-cuts on integers) [nn/_activations.py: "
+          "derivatives helper]")
 
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("numpy.logaddexp2", "i8", "value"): EXACT + "; a result below 2**-126 is kept",
     ("numpy.asin numpy.arcsin lax.asin", "f32-tiny", "value"):
         "deliberate: XLA's float32 asin returns 0 for inputs below about 4e-38, normal "
         "ones included (an intermediate underflows and is flushed); jaxlite's is x, as NumPy",
+    ("numpy.cbrt lax.cbrt", "f32-tiny", "value"):
+        "deliberate: XLA's float32 cbrt of a subnormal is -5.6e-16 (its input flushed, then "
+        "an approximation's residue); jaxlite's is the cube root, as NumPy",
+    ("numpy.frexp", "f32-tiny x64:f64-tiny", "value"):
+        "deliberate: XLA's frexp of a subnormal gives mantissa 0.5 (flushed exponent "
+        "arithmetic); jaxlite's is NumPy's exact decomposition",
     ("numpy.exp2", "i8 u8 bf16 f32", "value"): ULPS,
     ("lax.exp2", "bf16 f32", "value"): ULPS,
-    ("numpy.cosh numpy.sinh numpy.exp2", "x64:f64", "value"): ULPS,
+    ("numpy.cosh numpy.sinh numpy.exp2 lax.cosh lax.sinh lax.exp2 lax.lgamma", "x64:f64",
+     "value"): ULPS,
+    ("lax.digamma", "x64:f64 x64:py-float", "value"): ULPS,
+    ("nn.gelu", "x64:i64 x64:f64 x64:c128", "value"): ULPS,
+    ("nn.log1mexp", "x64:i64 x64:c128", "value"): ULPS,
     ("lax.digamma", "f32 f32-range f32-2d", "value"): ULPS,
     ("lax.lgamma", "bf16 f32 f32-range f32-2d", "value"): ULPS,
     ("nn.gelu", "f32 f32-range f32-0d f32-2d t-exact", "value"): ULPS,
@@ -1006,9 +1023,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
         "deliberate: JAX's jnp.reshape of a NumPy array calls the array's own reshape and "
         "returns a NumPy array (float64 stays float64); jaxlite returns an Array of the "
         "canonical dtype, as every other jnp function does",
-    ("numpy.logaddexp2", "i16 i32 f16 f32 bf16-f16 x64:i64", "value"): EXACT,
+    ("numpy.logaddexp2", "i16 i32 f16 f32 bf16-f16 x64:i64 x64:f64", "value"): EXACT,
     ("nn.softmax nn.log_softmax", "reduce-u8 reduce-u32", "value"): UNSIGNED_SOFTMAX,
-    ("nn.softmax", "x64:reduce-u64", "value"): UNSIGNED_SOFTMAX,
+    ("nn.softmax nn.log_softmax", "x64:reduce-u64", "value"): UNSIGNED_SOFTMAX,
     # complex special values
     ("numpy.acos numpy.arccos lax.acos numpy.arcsin numpy.asin lax.asin numpy.sqrt lax.sqrt "
      "numpy.tanh lax.tanh nn.tanh numpy.log10 numpy.log2 numpy.nan_to_num",
@@ -1024,7 +1041,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("lax.exp2 lax.logistic lax.rsqrt nn.celu nn.elu nn.sigmoid numpy.logaddexp2", "c64",
      "value"): COMPLEX_SPECIAL,
     ("lax.complex", "f32 x64:f64", "value"): COMPLEX_SPECIAL,
-    ("nn.celu nn.sigmoid", "x64:c128", "value"): COMPLEX_SPECIAL,
+    ("nn.celu nn.sigmoid nn.elu lax.exp2 lax.logistic lax.rsqrt lax.atan2 "
+     "numpy.logaddexp2", "x64:c128", "value"): COMPLEX_SPECIAL,
+    ("lax.complex", "x64:f64-py-float", "signed-zero"): COMPLEX_SPECIAL,
     ("numpy.arctan2 numpy.atan2", "f32-c64", "value"): COMPLEX_SPECIAL,
     ("numpy.arctan2 numpy.atan2", "py-complex-f32", "signed-zero"): COMPLEX_SPECIAL,
     ("numpy.divide numpy.true_divide numpy.float_power numpy.pow numpy.power",
@@ -1045,7 +1064,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
      "lax.eq lax.ge lax.gt lax.le lax.lt lax.max lax.min lax.mul lax.ne lax.nextafter lax.pow "
      "lax.rem lax.shift_left lax.shift_right_arithmetic lax.shift_right_logical lax.sub",
      "u8-py-overflow", "exception-type"): LAX_OVERFLOW,
-    ("lax.abs", "u8 u16 u32", "accepts"):
+    ("lax.abs", "u8 u16 u32 x64:u64", "accepts"):
         "open: lax.abs accepts unsigned integers; JAX raises TypeError [primitives: derivatives "
         "helper]",
     ("lax.conj", "bad-none", "exception-type"):
@@ -1058,7 +1077,8 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
         "open: JAX 0.10 returns a Python float that went through a transformation as a "
         "typed scalar (TypedFloat, here grad's aux output); jaxlite returns the float "
         "[transforms: lead to route]",
-    ("lax.stop_gradient", "py-int py-negint py-float py-complex list", "type"):
+    ("lax.stop_gradient", "py-int py-negint py-float py-complex list x64:py-int x64:py-float",
+     "type"):
         "open: lax.stop_gradient of a Python scalar: JAX 0.10 returns a typed Python scalar "
         "(TypedInt/TypedFloat); jaxlite returns the int or an Array [lax/__init__.py: "
         "lax-edges]",
