@@ -893,16 +893,22 @@ def compare(got, want, path="", flush=False):
     return None
 
 
+# JAX's answer for 2**40 (x64 off) to these depends on the calls before it: they short-cut
+# on integers and return a value, or raise OverflowError when an earlier call left their
+# jitted form in the dispatch cache (imag(2**40) raises in a fresh process, returns 0 after
+# imag(2)).  No stable oracle, so not compared; other functions are compared when JAX
+# answers the same twice in a row.
+BIGINT_UNSTABLE = {"numpy.imag", "numpy.isfinite", "numpy.isinf", "numpy.real",
+                   "numpy.isnan", "numpy.iscomplex", "numpy.isreal"}
+
+
 def diff_case(case):
     """Runs one case in both libraries: None when they agree, else a description."""
+    if case.family == "py-bigint" and case.fn in BIGINT_UNSTABLE:
+        return None
     jok, jres = _run(J, case)
-    if case.family == "py-bigint":
-        # JAX's answer for 2**40 depends on its dispatch cache: a function that
-        # short-cuts on integers returns a value on its first call and raises
-        # OverflowError once its jitted form is cached (or the reverse). No stable
-        # oracle: only the answer JAX gives every time is compared.
-        if _run(J, case)[0] != jok:
-            return None
+    if case.family == "py-bigint" and _run(J, case)[0] != jok:
+        return None
     lok, lres = _run(L, case)
     if not jok and not lok:
         jb, lb = _builtin_base(jres), _builtin_base(lres)
@@ -1183,7 +1189,7 @@ def _known(case, diff):
 
 # Cases every run includes: differences fixed when this harness found them.
 ALWAYS = {
-    ("numpy.iscomplex", "py-int"), ("numpy.iscomplex", "py-bigint"), ("numpy.isreal", "py-float"),
+    ("numpy.iscomplex", "py-int"), ("numpy.isreal", "py-float"),
     ("numpy.iscomplex", "py-complex"), ("numpy.iscomplexobj", "bad-mixed-list"),
     ("numpy.isrealobj", "bad-mixed-list"), ("numpy.unique", "py-int"),
     ("numpy.unique_values", "py-complex"), ("numpy.unique_inverse", "py-float"),
