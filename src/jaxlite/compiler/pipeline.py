@@ -33,18 +33,19 @@ FUSION = os.environ.get("JAXLITE_FUSION", "1").lower() not in ("0", "false", "of
 
 def optimize(closed: ClosedJaxpr, record: bool = False, fusion: bool | None = None):
     """Runs every pass (``fuse`` only when ``fusion``, default ``FUSION``).  Returns
-    ``(optimised, log)``; ``log`` lists ``(pass_name, text_before, text_after, seconds)``
-    when ``record`` is True, else is empty."""
+    ``(optimised, log)``; ``log`` lists ``(pass_name, program_before, program_after,
+    seconds)`` when ``record`` is True, else is empty.  Passes are pure (IR -> new IR), so
+    the log keeps the programs themselves and prints them only when asked."""
     log = []
     fusion = FUSION if fusion is None else fusion
     for name, fn in PASSES:
         if name == "fuse" and not fusion:
             continue
         t0 = time.perf_counter()
-        before = str(closed) if record else None
+        before = closed
         closed = fn(closed)
         if record:
-            log.append((name, before, str(closed), time.perf_counter() - t0))
+            log.append((name, before, closed, time.perf_counter() - t0))
     return closed, log
 
 
