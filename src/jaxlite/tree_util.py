@@ -126,30 +126,26 @@ def _sorted_spec(spec):
     return spec.transform(sort_node)
 
 
-def _decision(spec):
+def _memo(table: dict, spec, compute):
+    """``compute(spec)``, remembered in ``table`` per structure (bounded)."""
     try:
-        verdict = _decisions.get(spec)
+        hit = table.get(spec)
     except Exception:                       # noqa: BLE001 - unhashable/uncomparable aux data
-        return _decide(spec)
-    if verdict is None:
-        verdict = _decide(spec)
-        if len(_decisions) >= _DECISIONS_MAX:
-            _decisions.clear()
-        _decisions[spec] = verdict
-    return verdict
+        return compute(spec)
+    if hit is None:
+        hit = compute(spec)
+        if len(table) >= _DECISIONS_MAX:
+            table.clear()
+        table[spec] = hit
+    return hit
+
+
+def _decision(spec):
+    return _memo(_decisions, spec, _decide)
 
 
 def _sorted_spec_cached(spec):
-    try:
-        hit = _sorted_specs.get(spec)
-    except Exception:                       # noqa: BLE001 - unhashable/uncomparable aux data
-        return _sorted_spec(spec)
-    if hit is None:
-        hit = _sorted_spec(spec)
-        if len(_sorted_specs) >= _DECISIONS_MAX:
-            _sorted_specs.clear()
-        _sorted_specs[spec] = hit
-    return hit
+    return _memo(_sorted_specs, spec, _sorted_spec)
 
 
 def _canonical(spec):

@@ -637,14 +637,8 @@ class custom_jvp:
             return o_leaves, fixed
 
         if isinstance(top, ad.JVPTrace):
-            tracers = [top.full_raise(x) for x in leaves]
-            if all(t.tangent is None for t in tracers):
-                return self(*_replace_diff_args(args, diff_pos, tree,
-                                                [t.primal for t in tracers]))
-            outs = ad.process_custom_rule(top, custom_jvp_call_p, tracers,
-                                          dict(jaxpr=None, num_consts=0, jvp=jvp_flat),
-                                          "custom_jvp")
-            return tree_unflatten(out_trees[-1], outs)
+            return _under_jvp(self, top, custom_jvp_call_p, dict(jvp=jvp_flat), args,
+                              diff_pos, tree, leaves, out_trees)
         closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         # the equation names the function and its rule, as JAX prints them
         jvp_flat.__name__ = getattr(user_jvp, "__name__", "jvp")
@@ -680,6 +674,20 @@ def _check_fwd_output(fun, fwd, o_tree, o_leaves, want_tree, want_avals):
         f"and types [{', '.join(a.str_short() for a in got)}]; the function itself returns "
         f"structure {want_tree} and types [{', '.join(a.str_short() for a in want_avals)}]. "
         f"fwd must return (output of the function, residuals).")
+
+
+def _under_jvp(custom, top, primitive, rules, args, diff_pos, tree, leaves, out_trees):
+    """A custom_jvp/custom_vjp call whose top trace is a JVP trace: with every tangent
+    zero, the call on the primal values; otherwise the user's rule alone on them
+    (``ad.process_custom_rule``).  ``out_trees`` receives the output structure from the
+    rule."""
+    tracers = [top.full_raise(x) for x in leaves]
+    if all(t.tangent is None for t in tracers):
+        return custom(*_replace_diff_args(args, diff_pos, tree, [t.primal for t in tracers]))
+    what = "custom_jvp" if primitive is custom_jvp_call_p else "custom_vjp"
+    outs = ad.process_custom_rule(top, primitive, tracers,
+                                  dict(jaxpr=None, num_consts=0, **rules), what)
+    return tree_unflatten(out_trees[-1], outs)
 
 
 def _replace_diff_args(args, diff_pos, tree, leaves):
@@ -782,14 +790,8 @@ class custom_vjp:
             return g_leaves
 
         if isinstance(top, ad.JVPTrace):
-            tracers = [top.full_raise(x) for x in leaves]
-            if all(t.tangent is None for t in tracers):
-                return self(*_replace_diff_args(args, diff_pos, tree,
-                                                [t.primal for t in tracers]))
-            outs = ad.process_custom_rule(top, custom_vjp_call_p, tracers,
-                                          dict(jaxpr=None, num_consts=0, fwd=fwd_flat,
-                                               bwd=bwd_flat), "custom_vjp")
-            return tree_unflatten(out_trees[-1], outs)
+            return _under_jvp(self, top, custom_vjp_call_p, dict(fwd=fwd_flat, bwd=bwd_flat),
+                              args, diff_pos, tree, leaves, out_trees)
         closed, consts, out_tree = _trace_call(self.fun, args, diff_pos, tree, leaves)
         traced_out.append((out_tree, closed.out_avals))
         # the equation names the function and its rules, as JAX prints them
