@@ -1266,9 +1266,9 @@ def x32_cases():
     return build_cases(False)
 
 
-# The sampled share of each module's cases: together about 1,200 calls of each library
-# (a minute on a loaded 2-core machine), the known differences' cases included.
-FRACTION = {"numpy": 0.08, "lax": 0.08, "nn": 0.15, "random": 1.0, "top": 1.0}
+# The sampled share of each module's cases: together about 800 calls of each library
+# (under a minute on a 2-core machine), the known differences' cases included.
+FRACTION = {"numpy": 0.04, "lax": 0.04, "nn": 0.1, "random": 1.0, "top": 1.0}
 MODULES = list(FRACTION)
 
 
@@ -1340,5 +1340,5 @@ def test_known_differences_name_cases():
 @pytest.mark.parametrize("module", ["numpy", "lax", "nn"])
 def test_differential_x64(module, x64):
     cases = [c for c in build_cases(True) if c.fn.startswith(module + ".")]
-    unexpected, stale = run_group(select(cases, 0.06, seed=zlib.crc32(module.encode()) + 64))
+    unexpected, stale = run_group(select(cases, 0.04, seed=zlib.crc32(module.encode()) + 64))
     assert not unexpected and not stale, _report(unexpected, stale)
