@@ -5,6 +5,8 @@ Layer: top (uses core's abstract values and the runtime's device list).
 """
 from __future__ import annotations
 
+import math
+
 import platform
 import sys
 
@@ -58,10 +60,7 @@ class KeyAval:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def __eq__(self, other):
         return type(other) is KeyAval and (self.shape, self.dtype) == (other.shape,
