@@ -1,10 +1,110 @@
 """``jaxlite.lax.linalg`` (``jax.lax.linalg``): matrix decompositions as primitives.
 
-Layer: lax (thin wrappers binding ``primitives.linalg``).
+Layer: lax (thin wrappers binding ``primitives.linalg``).  Every function works on stacks
+of matrices (the last two axes; leading axes are batch axes), accepts floating and complex
+operands only (TypeError otherwise), and follows JAX on singular or indefinite matrices:
+the result holds inf/nan, nothing raises.
 """
 from __future__ import annotations
 
 from ..primitives import linalg as _l
+from ..primitives.linalg import (cholesky_p, eig_p, eigh_p, lu_p,  # noqa: F401
+                                 lu_pivots_to_permutation_p, qr_p, svd_p,
+                                 triangular_solve_p, tridiagonal_solve_p)
+
+
+def _as_array(x):
+    from ..numpy._util import ensure_array
+    return ensure_array(x)
+
+
+def _symmetrize(x, name):
+    """``(x + x^H) / 2``: only one triangle of a Hermitian operand is trusted by LAPACK,
+    so JAX averages the two first; a non-square operand fails here, as in JAX, with the
+    TypeError of the addition."""
+    from .. import lax
+    x = _as_array(x)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise TypeError(f"{name}: add got incompatible shapes for broadcasting: {x.shape}, "
+                        f"{x.shape[:-2] + x.shape[-2:][::-1]} (the operand must be a stack "
+                        f"of square matrices)")
+    xh = _l._H(x)
+    return lax.div(lax.add(x, xh), lax.scalar_as(2, x.dtype, False))
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+    """Cholesky factor ``L`` (lower triangular, ``x == L @ L^H``) of each Hermitian
+    positive-definite matrix in ``x`` (``jax.lax.linalg.cholesky``); shape and dtype of
+    ``x``.  ``symmetrize_input`` averages ``x`` with its conjugate transpose first.  A matrix
+    that is not positive definite gives NaN in its lower triangle (no error), as in JAX.
+    Raises TypeError for non-float input or (when symmetrizing) non-square matrices."""
+    x = _symmetrize(x, "cholesky") if symmetrize_input else _as_array(x)
+    return cholesky_p.bind(x)
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
+    """Eigenvalues and (optionally) left/right eigenvectors of general square matrices
+    (``jax.lax.linalg.eig``): ``[w, vl, vr]`` with the vectors left out when not asked
+    for; complex results (complex64 for float32 input), unit-norm eigenvector columns.
+    Only eigenvalues are differentiable: a derivative through eigenvectors raises
+    NotImplementedError, as in JAX without ``enable_eigvec_derivs``."""
+    if enable_eigvec_derivs:
+        raise NotImplementedError("eig: enable_eigvec_derivs=True is not supported")
+    return eig_p.bind(_as_array(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors))
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None, implementation=None):
+    """Eigendecomposition of Hermitian matrices (``jax.lax.linalg.eigh``): ``(v, w)`` with
+    ``x @ v == v * w``, ``w`` real and ascending (shape ``(..., n)``), ``v`` of ``x``'s dtype.
+    ``lower`` picks the triangle read when ``symmetrize_input`` is False;
+    ``subset_by_index=(lo, hi)`` keeps eigenpairs lo..hi-1.  Raises TypeError for non-float
+    or non-square input."""
+    x = _symmetrize(x, "eigh") if symmetrize_input else _as_array(x)
+    if subset_by_index is not None:
+        subset_by_index = tuple(int(i) for i in subset_by_index)
+        n = x.shape[-1]
+        if not 0 <= subset_by_index[0] <= subset_by_index[1] <= n:
+            raise ValueError(f"eigh: subset_by_index {subset_by_index} out of range for "
+                             f"matrices of shape {x.shape[-2:]}")
+        if subset_by_index == (0, n):
+            subset_by_index = None
+    v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
+                       subset_by_index=subset_by_index)
+    return v, w
+
+
+def lu(x):
+    """LU decomposition with partial pivoting (``jax.lax.linalg.lu``) of the ``(m, n)``
+    matrices in ``x``: ``(lu, pivots, permutation)`` where ``lu`` holds unit-lower ``L``
+    (below the diagonal) and ``U``, ``pivots`` (int32, ``(..., min(m, n))``) are LAPACK's
+    row swaps (0-based) and ``permutation`` (int32, ``(..., m)``) is the row order with
+    ``x[..., permutation, :] == L @ U``.  A singular matrix factors without error."""
+    lu_, piv, perm = lu_p.bind(_as_array(x))
+    return lu_, piv, perm
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The row permutation (int32, ``(..., permutation_size)``) that LAPACK-style
+    ``pivots`` (row ``i`` swapped with row ``pivots[i]``, in order) describe
+    (``jax.lax.linalg.lu_pivots_to_permutation``).  Raises TypeError for non-integer pivots
+    and ValueError when there are more pivots than ``permutation_size``."""
+    return lu_pivots_to_permutation_p.bind(_as_array(pivots),
+                                           permutation_size=int(permutation_size))
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+    """QR decomposition (``jax.lax.linalg.qr``): ``(q, r)`` with ``x == q @ r``, ``q``
+    ``(..., m, m)`` and ``r`` ``(..., m, n)`` when ``full_matrices``, else ``(..., m, k)``
+    and ``(..., k, n)``, ``k = min(m, n)``.  With ``pivoting`` also the column permutation
+    ``p`` (int32) with ``x[..., p] == q @ r``.  Raises TypeError for non-float input or
+    rank < 2."""
+    x = _as_array(x)
+    if x.ndim < 2:
+        raise TypeError(f"Input 0 to qr must have rank at least 2, but got shape={x.shape}")
+    return tuple(qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices)))
 
 
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
@@ -20,3 +120,38 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
         raise NotImplementedError("svd subset_by_index is not supported")
     out = _l.svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return out[0] if not compute_uv else tuple(out)
+
+
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """Solves ``op(a) @ x == b`` (``left_side``) or ``x @ op(a) == b`` for ``x``, with ``a``
+    triangular (``jax.lax.linalg.triangular_solve``); ``op`` transposes and/or conjugates
+    per ``transpose_a`` / ``conjugate_a``; only the ``lower`` (or upper) triangle of ``a``
+    is read, and its diagonal is taken as ones when ``unit_diagonal``.  ``b`` may have one
+    axis fewer than ``a`` (a single right-hand side).  A zero on the diagonal gives inf/nan.
+    Raises TypeError for non-float or mixed dtypes, ValueError for incompatible shapes."""
+    a, b = _as_array(a), _as_array(b)
+    singleton = b.ndim == a.ndim - 1
+    if singleton:
+        from .. import lax
+        b = lax.expand_dims(b, (-1,) if left_side else (-2,))
+    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a),
+                                  conjugate_a=bool(conjugate_a),
+                                  unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        from .. import lax
+        out = lax.squeeze(out, (out.ndim - 1,) if left_side else (out.ndim - 2,))
+    return out
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solves the tridiagonal systems ``A x = b`` (``jax.lax.linalg.tridiagonal_solve``):
+    ``dl``, ``d``, ``du`` (each ``(..., m)``) are A's sub-, main and super-diagonals
+    (``dl[..., 0]`` and ``du[..., -1]`` are ignored), ``b`` is ``(..., m, n)``.  Raises
+    TypeError for rank-1 ``b``, mixed dtypes or mismatched shapes."""
+    dl, d, du, b = (_as_array(v) for v in (dl, d, du, b))
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
+
+

@@ -434,3 +434,701 @@ def _svd_jvp(primals, tangents, full_matrices=True, compute_uv=True):
 
 
 svd_p.jvp = _svd_jvp
+
+
+# ---- factorisations: opaque LAPACK kernels ----------------------------------------------
+# Each impl runs one LAPACK routine (through NumPy or SciPy) per matrix of the stack, in
+# the operand's precision (float32 stays float32), and never raises for a singular or
+# indefinite matrix: as in JAX, such matrices give inf/nan entries instead.
+
+import warnings  # noqa: E402
+
+import scipy.linalg  # noqa: E402
+from scipy.linalg import blas as _blas, lapack as _lapack  # noqa: E402
+
+
+def _square_aval(name, x):
+    check_dtypes(name, (x,), "fc")
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{name} requires a stack of square matrices (shape [..., n, n]), "
+                         f"got shape {x.shape}")
+
+
+def _per_matrix(fn, batch, *arrays):
+    """``fn`` applied to each element ``a[idx]`` of stacks whose leading shape is ``batch``,
+    the results stacked back; ``fn`` returns one array or a tuple of arrays."""
+    outs = []
+    for idx in np.ndindex(*batch):
+        r = fn(*(a[idx] for a in arrays))
+        outs.append(r if isinstance(r, tuple) else (r,))
+    res = tuple(np.stack([o[i] for o in outs]).reshape(tuple(batch) + np.shape(outs[0][i]))
+                for i in range(len(outs[0])))
+    return res if len(res) > 1 else res[0]
+
+
+def _batch_of(x, core=2):
+    return x.shape[:x.ndim - core]
+
+
+# cholesky -----------------------------------------------------------------------------------
+
+def _cholesky_aval(x):
+    _square_aval("cholesky", x)
+    return ShapedArray(x.shape, x.dtype)
+
+
+def _cholesky_one(a):
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        # not positive definite: JAX's CPU kernel gives NaN below the diagonal, 0 above
+        return np.tril(np.full(a.shape, np.nan, a.dtype))
+
+
+def _cholesky_impl(x):
+    (xx,) = upcast_half(x)
+    if xx.size == 0:
+        return np.zeros(x.shape, x.dtype)
+    try:
+        out = np.linalg.cholesky(xx)
+    except np.linalg.LinAlgError:
+        out = _per_matrix(_cholesky_one, _batch_of(xx), xx)
+    return out.astype(x.dtype, copy=False)
+
+
+cholesky_p = Primitive("cholesky", abstract_eval=_cholesky_aval, impl=_cholesky_impl,
+                       flops=lambda x: x.size * x.shape[-1] // 3 if x.ndim >= 2 else 0)
+
+
+# triangular_solve ---------------------------------------------------------------------------
+
+def _triangular_solve_aval(a, b, left_side=False, lower=False, transpose_a=False,
+                           conjugate_a=False, unit_diagonal=False):
+    check_dtypes("triangular_solve", (a,), "fc")
+    if a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve requires operands of one dtype, got {a.dtype.name} "
+                        f"and {b.dtype.name}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or b.ndim != a.ndim:
+        raise ValueError(f"Incompatible shapes for arguments to triangular_solve: {a.shape} "
+                         f"and {b.shape} (a must be [..., m, m] and b of the same rank).")
+    common = b.shape[-2] if left_side else b.shape[-1]
+    if a.shape[:-2] != b.shape[:-2] or common != a.shape[-1]:
+        raise ValueError(f"Incompatible shapes for arguments to triangular_solve: {a.shape} "
+                         f"and {b.shape}.")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _triangular_solve_impl(a, b, left_side=False, lower=False, transpose_a=False,
+                           conjugate_a=False, unit_diagonal=False):
+    aa, bb = upcast_half(a, b)
+    if bb.size == 0:
+        return np.zeros(b.shape, b.dtype)
+    if conjugate_a and not transpose_a:
+        aa = np.conj(aa)
+    trsm = _blas.get_blas_funcs("trsm", dtype=aa.dtype)
+    trans = (2 if conjugate_a else 1) if transpose_a else 0
+    # trsm does not stop at a zero pivot: a singular matrix gives inf/nan, as in JAX
+    out = _per_matrix(lambda m, r: trsm(1.0, m, r, side=0 if left_side else 1,
+                                        lower=int(lower), trans_a=trans,
+                                        diag=int(unit_diagonal)), _batch_of(bb), aa, bb)
+    return np.asarray(out).astype(b.dtype, copy=False)
+
+
+triangular_solve_p = Primitive(
+    "triangular_solve", abstract_eval=_triangular_solve_aval, impl=_triangular_solve_impl,
+    flops=lambda a, b, **k: a.shape[-1] * b.size if a.ndim >= 2 else 0)
+
+
+# lu -------------------------------------------------------------------------------------------
+
+def _lu_aval(x):
+    check_dtypes("lu", (x,), "fc")
+    if x.ndim < 2:
+        raise ValueError(f"lu requires an operand of rank >= 2 (a stack of matrices), got "
+                         f"shape {x.shape}")
+    *batch, m, n = x.shape
+    i32 = np.dtype(np.int32)
+    return [ShapedArray(x.shape, x.dtype), ShapedArray(tuple(batch) + (min(m, n),), i32),
+            ShapedArray(tuple(batch) + (m,), i32)]
+
+
+def _pivots_to_permutation(piv, size):
+    perm = np.broadcast_to(np.arange(size, dtype=np.int32), piv.shape[:-1] + (size,)).copy()
+    flat_perm = perm.reshape(-1, size)
+    flat_piv = piv.reshape(-1, piv.shape[-1])
+    for p, v in zip(flat_perm, flat_piv):
+        for i, j in enumerate(v):
+            if 0 <= j < size and i < size:
+                p[i], p[j] = p[j], p[i]
+    return perm
+
+
+def _lu_impl(x):
+    (xx,) = upcast_half(x)
+    *batch, m, n = x.shape
+    k = min(m, n)
+    if xx.size == 0:
+        return [np.zeros(x.shape, x.dtype), np.zeros(tuple(batch) + (k,), np.int32),
+                np.broadcast_to(np.arange(m, dtype=np.int32), tuple(batch) + (m,)).copy()]
+    getrf = _lapack.get_lapack_funcs("getrf", dtype=xx.dtype)
+    lu, piv = _per_matrix(lambda a: getrf(a)[:2], _batch_of(xx), xx)
+    piv = piv.astype(np.int32)
+    return [lu.astype(x.dtype, copy=False), piv, _pivots_to_permutation(piv, m)]
+
+
+lu_p = Primitive("lu", abstract_eval=_lu_aval, impl=_lu_impl, multiple_results=True,
+                 flops=lambda x: 2 * x.size * min(x.shape[-2:]) // 3 if x.ndim >= 2 else 0)
+
+
+def _lu_pivots_aval(pivots, permutation_size):
+    check_dtypes("lu_pivots_to_permutation", (pivots,), "iu")
+    if pivots.ndim < 1:
+        raise ValueError(f"lu_pivots_to_permutation requires pivots of rank >= 1, got shape "
+                         f"{pivots.shape}")
+    if pivots.shape[-1] > permutation_size:
+        raise ValueError(f"Output permutation size {permutation_size} has to exceed the "
+                         f"trailing dimension of the pivots. Got pivots shape "
+                         f"{pivots.shape}")
+    return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.dtype(np.int32))
+
+
+lu_pivots_to_permutation_p = Primitive(
+    "lu_pivots_to_permutation", abstract_eval=_lu_pivots_aval,
+    impl=lambda pivots, permutation_size: _pivots_to_permutation(
+        np.asarray(pivots).astype(np.int32), permutation_size))
+
+
+# qr -------------------------------------------------------------------------------------------
+
+def _qr_aval(x, pivoting=False, full_matrices=True):
+    check_dtypes("qr", (x,), "fc")
+    if x.ndim < 2:
+        raise TypeError(f"Input 0 to qr must have rank at least 2, but got shape={x.shape}")
+    *batch, m, n = x.shape
+    batch = tuple(batch)
+    k = m if full_matrices else min(m, n)
+    out = [ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+    if pivoting:
+        out.append(ShapedArray(batch + (n,), np.dtype(np.int32)))
+    return out
+
+
+def _qr_impl(x, pivoting=False, full_matrices=True):
+    (xx,) = upcast_half(x)
+    *batch, m, n = x.shape
+    batch = tuple(batch)
+    k = m if full_matrices else min(m, n)
+    if xx.size == 0:
+        q = np.zeros(batch + (m, k), x.dtype) + np.eye(m, k, dtype=x.dtype)
+        out = [q, np.zeros(batch + (k, n), x.dtype)]
+        if pivoting:
+            out.append(np.broadcast_to(np.arange(n, dtype=np.int32), batch + (n,)).copy())
+        return out
+    mode = "full" if full_matrices else "economic"
+    if pivoting:
+        q, r, p = _per_matrix(lambda a: scipy.linalg.qr(a, mode=mode, pivoting=True,
+                                                        check_finite=False),
+                            _batch_of(xx), xx)
+        return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False),
+                p.astype(np.int32)]
+    q, r = np.linalg.qr(xx, mode="complete" if full_matrices else "reduced")
+    return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+qr_p = Primitive("qr", abstract_eval=_qr_aval, impl=_qr_impl, multiple_results=True,
+                 flops=lambda x, **k: 4 * x.size * min(x.shape[-2:]) if x.ndim >= 2 else 0)
+
+
+# eigh -----------------------------------------------------------------------------------------
+
+def _eigh_aval(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    _square_aval("eigh", x)
+    n = x.shape[-1]
+    k = n if subset_by_index is None else subset_by_index[1] - subset_by_index[0]
+    return [ShapedArray(x.shape[:-1] + (k,), x.dtype),
+            ShapedArray(x.shape[:-2] + (k,), _real_of(x.dtype))]
+
+
+def _eigh_impl(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    (xx,) = upcast_half(x)
+    if xx.size == 0:
+        n = x.shape[-1]
+        return [np.zeros(x.shape, x.dtype), np.zeros(x.shape[:-1], _real_of(x.dtype))]
+    w, v = np.linalg.eigh(xx, UPLO="L" if lower else "U")
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        w, v = w[..., lo:hi], v[..., lo:hi]
+    return [v.astype(x.dtype, copy=False), w.astype(_real_of(x.dtype), copy=False)]
+
+
+eigh_p = Primitive("eigh", abstract_eval=_eigh_aval, impl=_eigh_impl, multiple_results=True,
+                   flops=lambda x, **k: 9 * x.size * x.shape[-1] if x.ndim >= 2 else 0)
+
+
+# eig ------------------------------------------------------------------------------------------
+
+def _complex_of(dt):
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return dt
+    return np.dtype(np.complex128) if dt == np.float64 else np.dtype(np.complex64)
+
+
+def _eig_aval(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+    _square_aval("eig", x)
+    c = _complex_of(x.dtype)
+    out = [ShapedArray(x.shape[:-1], c)]
+    out += [ShapedArray(x.shape, c)] * (int(compute_left_eigenvectors)
+                                        + int(compute_right_eigenvectors))
+    return out
+
+
+def _unit_columns(v):
+    # LAPACK's geev already gives columns of unit 2-norm; renormalise in case the
+    # SciPy path returned a differently scaled left basis
+    return v / np.linalg.norm(v, axis=-2, keepdims=True)
+
+
+def _eig_impl(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+    (xx,) = upcast_half(x)
+    c = _complex_of(x.dtype)
+    n = x.shape[-1]
+    nvec = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+    if xx.size == 0:
+        return [np.zeros(x.shape[:-1], c)] + [np.zeros(x.shape, c)] * nvec
+    if compute_left_eigenvectors:
+        w, vl, vr = _per_matrix(lambda a: scipy.linalg.eig(a, left=True, right=True,
+                                                           check_finite=False),
+                            _batch_of(xx), xx)
+        out = [w.astype(c, copy=False), _unit_columns(vl).astype(c, copy=False)]
+        if compute_right_eigenvectors:
+            out.append(vr.astype(c, copy=False))
+        return out
+    if compute_right_eigenvectors:
+        w, vr = np.linalg.eig(xx)
+        return [w.astype(c), vr.astype(c)]
+    return [np.linalg.eigvals(xx).astype(c)]
+
+
+eig_p = Primitive("eig", abstract_eval=_eig_aval, impl=_eig_impl, multiple_results=True,
+                  flops=lambda x, **k: 10 * x.size * x.shape[-1] if x.ndim >= 2 else 0)
+
+
+# tridiagonal_solve ------------------------------------------------------------------------------
+
+def _tridiagonal_solve_aval(dl, d, du, b, perturb_singular=False):
+    check_dtypes("tridiagonal_solve", (dl, d, du, b), "fc")
+    if len({dl.dtype, d.dtype, du.dtype, b.dtype}) != 1:
+        raise TypeError(f"tridiagonal_solve requires operands of one dtype, got "
+                        f"{[t.dtype.name for t in (dl, d, du, b)]}")
+    if b.ndim < 2:
+        raise TypeError(f"Input 3 to tridiagonal_solve must have rank at least 2, but got "
+                        f"shape={b.shape}")
+    if not (dl.shape == d.shape == du.shape) or d.shape != b.shape[:-1]:
+        raise TypeError(f"tridiagonal_solve: dl, d and du must have shape [..., m] and b "
+                        f"[..., m, n]; got dl {dl.shape}, d {d.shape}, du {du.shape}, "
+                        f"b {b.shape}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _tridiagonal_one(dl, d, du, b):
+    m = d.shape[0]
+    if m == 1:
+        return b / d[0]
+    gtsv = _lapack.get_lapack_funcs("gtsv", dtype=b.dtype)
+    x, info = gtsv(dl[1:], d, du[:-1], b)[3:5]
+    if info > 0:
+        # an exactly singular system: inf/nan, as a division by the zero pivot gives
+        return np.full(b.shape, np.nan, b.dtype)
+    return x
+
+
+def _tridiagonal_solve_impl(dl, d, du, b, perturb_singular=False):
+    arrs = upcast_half(dl, d, du, b)
+    if arrs[3].size == 0:
+        return np.zeros(b.shape, b.dtype)
+    out = _per_matrix(_tridiagonal_one, _batch_of(b), *arrs)
+    return np.asarray(out).astype(b.dtype, copy=False)
+
+
+tridiagonal_solve_p = Primitive(
+    "tridiagonal_solve", abstract_eval=_tridiagonal_solve_aval, impl=_tridiagonal_solve_impl,
+    flops=lambda dl, d, du, b, **k: 8 * b.size)
+
+
+# ---- factorisations: batching and JVP rules ---------------------------------------------
+
+def _front_batch(prim):
+    """Batching rule of a primitive whose operands are stacks with one leading batch
+    shape: each mapped axis moves to the front (unmapped operands are broadcast)."""
+    def rule(args, dims, **params):
+        size = batching.size_of(args, dims)
+        new = [batching.to_front(x, d, size) for x, d in zip(args, dims)]
+        out = prim.bind(*new, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    prim.batch = rule
+    return rule
+
+
+for _p in (cholesky_p, triangular_solve_p, lu_p, lu_pivots_to_permutation_p, qr_p, eigh_p,
+           eig_p, tridiagonal_solve_p):
+    _front_batch(_p)
+
+
+# small array helpers for the rules below (primitive binds, batched over leading axes)
+
+def _ew(name):
+    from . import elementwise
+    return getattr(elementwise, name + "_p")
+
+
+def _add(a, b):
+    return _ew("add").bind(a, b)
+
+
+def _sub(a, b):
+    return _ew("sub").bind(a, b)
+
+
+def _mul(a, b):
+    return _ew("mul").bind(a, b)
+
+
+def _neg(a):
+    return _ew("neg").bind(a)
+
+
+def _to(x, dt):
+    if get_aval(x).dtype == np.dtype(dt):
+        return x
+    return _ew("convert_element_type").bind(x, new_dtype=np.dtype(dt), weak_type=False)
+
+
+def _tri_mask(shape, k, lower):
+    """Boolean mask of the lower (``j <= i + k``) or upper (``j >= i + k``) triangle."""
+    from .shape import iota_p
+    nd = len(shape)
+    i32 = np.dtype(np.int32)
+    rows = iota_p.bind(dtype=i32, shape=tuple(shape), dimension=nd - 2)
+    cols = iota_p.bind(dtype=i32, shape=tuple(shape), dimension=nd - 1)
+    if k:
+        rows = _add(rows, np.array(k, i32))
+    return _ew("ge").bind(rows, cols) if lower else _ew("le").bind(rows, cols)
+
+
+def _zeros(aval_like):
+    from .shape import broadcast_in_dim_p
+    av = get_aval(aval_like)
+    return broadcast_in_dim_p.bind(np.array(0, av.dtype), shape=tuple(av.shape),
+                                   broadcast_dimensions=())
+
+
+def _tril(x, k=0):
+    return _ew("select_n").bind(_tri_mask(get_aval(x).shape, k, True), _zeros(x), x)
+
+
+def _triu(x, k=0):
+    return _ew("select_n").bind(_tri_mask(get_aval(x).shape, k, False), _zeros(x), x)
+
+
+def _eye_like(x):
+    av = get_aval(x)
+    return _to(_ew("eq").bind(_tri_mask(av.shape, 0, True), _tri_mask(av.shape, 0, False)),
+               av.dtype)
+
+
+def _diag_part(x):
+    from .reduction import reduce_sum_p
+    nd = get_aval(x).ndim
+    return reduce_sum_p.bind(_mul(x, _eye_like(x)), axes=(nd - 1,), out_sharding=None)
+
+
+def _bcast_last(v, shape, axis):
+    """A (..., n) stack ``v`` broadcast to ``shape`` (..., n, n) along row (``axis=-2``,
+    ``out[i, j] = v[i]``) or column (``axis=-1``, ``out[i, j] = v[j]``) positions."""
+    from .shape import broadcast_in_dim_p
+    nd = len(shape)
+    keep = nd - 2 if axis == -2 else nd - 1
+    return broadcast_in_dim_p.bind(v, shape=tuple(shape),
+                                   broadcast_dimensions=tuple(range(nd - 2)) + (keep,))
+
+
+def _tsolve(a, b, **params):
+    p = dict(left_side=False, lower=False, transpose_a=False, conjugate_a=False,
+             unit_diagonal=False)
+    p.update(params)
+    return triangular_solve_p.bind(a, b, **p)
+
+
+# cholesky: with L = chol(A) and tangent dA (Hermitian),
+#   dL = L Phi(L^-1 dA L^-H), Phi = the lower triangle with its diagonal halved.
+
+def _cholesky_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    L = cholesky_p.bind(x)
+    if dx is None:
+        return L, None
+    tmp = _tsolve(L, dx, left_side=False, lower=True, transpose_a=True, conjugate_a=True)
+    inner = _tsolve(L, tmp, left_side=True, lower=True)
+    half = _add(_tril(inner, -1), _mul(_half(inner), _mul(inner, _eye_like(inner))))
+    return L, _mm(L, half)
+
+
+def _half(x):
+    return np.array(0.5, get_aval(x).dtype)
+
+
+cholesky_p.jvp = _cholesky_jvp
+
+
+# triangular_solve: linear in b; in a, d(op(A)^-1 B) = -op(A)^-1 op(dA) X (left side)
+
+def _op(x, transpose_a, conjugate_a):
+    if transpose_a:
+        x = _mT(x)
+    return _conj(x) if conjugate_a else x
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    (a, b), (da, db) = primals, tangents
+    out = triangular_solve_p.bind(a, b, **params)
+    total = None
+    if db is not None:
+        total = triangular_solve_p.bind(a, db, **params)
+    if da is not None:
+        da = _tril(da) if params["lower"] else _triu(da)
+        if params["unit_diagonal"]:
+            da = _sub(da, _mul(da, _eye_like(da)))
+        opd = _op(da, params["transpose_a"], params["conjugate_a"])
+        if params["left_side"]:
+            ta = _neg(triangular_solve_p.bind(a, _mm(opd, out), **params))
+        else:
+            ta = _neg(triangular_solve_p.bind(a, _mm(out, opd), **params))
+        total = ta if total is None else _add(total, ta)
+    return out, total
+
+
+def _triangular_solve_transpose(ct, a, b, **params):
+    if ad.is_undefined(a):
+        raise ValueError("triangular_solve is linear only in its right-hand side b")
+    if ct is None:
+        return [None, None]
+    p = dict(params)
+    p["transpose_a"] = not params["transpose_a"]
+    return [None, triangular_solve_p.bind(a, ct, **p)]
+
+
+triangular_solve_p.jvp = _triangular_solve_jvp
+triangular_solve_p.transpose = _triangular_solve_transpose
+
+
+# lu: P A = L U; with X = L^-1 P dA U^-1, dL = L tril(X, -1) and dU = triu(X) U
+# (rectangular operands: L is padded to m x m and U to n x n with identity blocks)
+
+def _lu_jvp(primals, tangents):
+    from .shape import iota_p, pad_p, slice_p
+    (a,), (da,) = primals, tangents
+    lu, piv, perm = lu_p.bind(a)
+    if da is None:
+        return [lu, piv, perm], [None, None, None]
+    av = get_aval(a)
+    *batch, m, n = av.shape
+    batch = tuple(batch)
+    k = min(m, n)
+    nb = len(batch)
+    dt = av.dtype
+    # P dA as a product with the one-hot permutation matrix
+    cols = iota_p.bind(dtype=np.dtype(np.int32), shape=batch + (m, m), dimension=nb + 1)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, batch + (m, m), -2), cols), dt)
+    x = _mm(pmat, da)
+    zero = np.array(0, dt)
+    nopad = [(0, 0, 0)] * nb
+
+    def sl(v, rows, ncols):
+        return slice_p.bind(v, start_indices=(0,) * (nb + 2), limit_indices=batch + (rows,
+                            ncols), strides=None)
+
+    lk = sl(lu, m, k)
+    l_mat = _tril(lk, -1)
+    if m > k:
+        l_mat = pad_p.bind(l_mat, zero, padding_config=tuple(nopad + [(0, 0, 0),
+                                                                      (0, m - k, 0)]))
+    l_mat = _add(l_mat, _eye_like(l_mat))
+    u_mat = _triu(sl(lu, k, n))
+    if n > k:
+        u_mat = pad_p.bind(u_mat, zero, padding_config=tuple(nopad + [(0, n - k, 0),
+                                                                      (0, 0, 0)]))
+        u_mat = _add(u_mat, _lower_block(_eye_like(u_mat), k))
+    la = _tsolve(l_mat, x, left_side=True, lower=True, unit_diagonal=True)
+    lau = _tsolve(u_mat, la, left_side=False, lower=False)
+    dlu = _add(_mm(l_mat, _tril(lau, -1)), _mm(_triu(lau), u_mat))
+    return [lu, piv, perm], [dlu, None, None]
+
+
+def _lower_block(ident, k):
+    """The identity's diagonal entries from row ``k`` on (zero before)."""
+    from .shape import iota_p
+    av = get_aval(ident)
+    rows = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(av.shape), dimension=av.ndim - 2)
+    keep = _ew("ge").bind(rows, np.array(k, np.int32))
+    return _ew("select_n").bind(keep, _zeros(ident), ident)
+
+
+lu_p.jvp = _lu_jvp
+lu_pivots_to_permutation_p.jvp = lambda primals, tangents, **p: (
+    lu_pivots_to_permutation_p.bind(*primals, **p), None)
+
+
+# qr (m >= n, reduced or square): with dX R^-1 = Y and Q^H Y = C,
+#   dQ = Q (Omega - C) + Y and dR = (C - Omega) R, Omega = skew part of C built from its
+#   strictly lower triangle (plus the imaginary diagonal for complex inputs).
+
+def _qr_jvp(primals, tangents, pivoting=False, full_matrices=True):
+    (x,), (dx,) = primals, tangents
+    outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+    if dx is None:
+        return outs, [None] * len(outs)
+    *_, m, n = get_aval(x).shape
+    if pivoting:
+        raise NotImplementedError("qr: derivatives of the pivoted decomposition are not "
+                                  "implemented (as in JAX)")
+    if m < n or (full_matrices and m != n):
+        raise NotImplementedError(f"Unimplemented case of QR decomposition derivative: "
+                                  f"operand shape {get_aval(x).shape} with "
+                                  f"full_matrices={full_matrices} (needs m >= n and "
+                                  f"full_matrices=False, or a square matrix)")
+    q, r = outs
+    y = _tsolve(r, dx, left_side=False, lower=False)
+    c = _mm(_H(q), y)
+    low = _tril(c, -1)
+    omega = _sub(low, _H(low))
+    if get_aval(x).dtype.kind == "c":
+        from .elementwise import imag_p, complex_p
+        im = _mul(_ew("complex").bind(_zeros(imag_p.bind(c)), imag_p.bind(c)), _eye_like(c))
+        omega = _add(omega, im)
+    dq = _add(_mm(q, _sub(omega, c)), y)
+    dr = _mm(_sub(c, omega), r)
+    return outs, [dq, dr]
+
+
+qr_p.jvp = _qr_jvp
+
+
+# eigh: with A V = V diag(w) and C = V^H dA V,
+#   dw = Re diag(C), dV = V (F o C), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it.
+
+def _eigh_jvp(primals, tangents, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    (x,), (dx,) = primals, tangents
+    v, w = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                       subset_by_index=subset_by_index)
+    if dx is None:
+        return [v, w], [None, None]
+    n = get_aval(x).shape[-1]
+    if subset_by_index is not None and subset_by_index != (0, n):
+        raise NotImplementedError("eigh: derivatives with subset_by_index are not "
+                                  "implemented (as in JAX)")
+    dt = get_aval(x).dtype
+    shape = get_aval(x).shape
+    eye = _eye_like(x)
+    wr = _to(w, dt)
+    diff = _sub(_bcast_last(wr, shape, -1), _bcast_last(wr, shape, -2))
+    f = _sub(_ew("div").bind(np.array(1, dt), _add(diff, eye)), eye)
+    c = _mm(_mm(_H(v), dx), v)
+    dv = _mm(v, _mul(f, c))
+    dw = _diag_part(c)
+    if dt.kind == "c":
+        dw = _ew("real").bind(dw)
+    return [v, w], [dv, dw]
+
+
+eigh_p.jvp = _eigh_jvp
+
+
+# eig: derivatives of eigenvalues only, dw = diag(VR^-1 dA VR) (JAX raises for
+# eigenvectors unless told that the input meets the assumptions it cannot check)
+
+def _eig_jvp(primals, tangents, compute_left_eigenvectors=True,
+             compute_right_eigenvectors=True):
+    (x,), (dx,) = primals, tangents
+    params = dict(compute_left_eigenvectors=compute_left_eigenvectors,
+                  compute_right_eigenvectors=compute_right_eigenvectors)
+    outs = eig_p.bind(x, **params)
+    if dx is None:
+        return outs, [None] * len(outs)
+    if compute_left_eigenvectors or compute_right_eigenvectors:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on "
+            "the input that jaxlite cannot check; differentiate eigenvalues only "
+            "(jaxlite.numpy.linalg.eigvals, or lax.linalg.eig with "
+            "compute_left_eigenvectors=False and compute_right_eigenvectors=False)")
+    w, vr = eig_p.bind(x, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+    c = _complex_of(get_aval(x).dtype)
+    # diag(VR^-1 dA VR), with VR^-1 (dA VR) solved through VR's LU factors
+    lu, _, perm = lu_p.bind(vr)
+    *batch, n, _ = get_aval(vr).shape
+    from .shape import iota_p
+    cols = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(batch) + (n, n),
+                       dimension=len(batch) + 1)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, tuple(batch) + (n, n), -2), cols), c)
+    rhs = _mm(pmat, _mm(_to(dx, c), vr))
+    y = _tsolve(lu, rhs, left_side=True, lower=True, unit_diagonal=True)
+    y = _tsolve(lu, y, left_side=True, lower=False)
+    return outs, [_diag_part(y)]
+
+
+eig_p.jvp = _eig_jvp
+
+
+# tridiagonal_solve: x = A^-1 b, dx = A^-1 (db - dA x); linear in b, and its transpose
+# solves with A^T (whose sub-diagonal is A's super-diagonal shifted down by one).
+
+def _shift(v, down):
+    """``v`` (..., m) moved one place along its last axis, zero filled."""
+    from .shape import pad_p
+    nd = get_aval(v).ndim
+    cfg = [(0, 0, 0)] * (nd - 1) + [(1, -1, 0) if down else (-1, 1, 0)]
+    return pad_p.bind(v, np.array(0, get_aval(v).dtype), padding_config=tuple(cfg))
+
+
+def _tridiagonal_matmul(dl, d, du, x):
+    """A x for the tridiagonal A = (dl, d, du), x of shape (..., m, n)."""
+    from .shape import pad_p
+    nd = get_aval(x).ndim
+    zero = np.array(0, get_aval(x).dtype)
+
+    def col(v):
+        return _bcast_last(v, get_aval(x).shape, -2)
+
+    up = pad_p.bind(x, zero, padding_config=tuple([(0, 0, 0)] * (nd - 2) + [(-1, 1, 0),
+                                                                             (0, 0, 0)]))
+    down = pad_p.bind(x, zero, padding_config=tuple([(0, 0, 0)] * (nd - 2) + [(1, -1, 0),
+                                                                               (0, 0, 0)]))
+    return _add(_add(_mul(col(d), x), _mul(col(du), up)), _mul(col(dl), down))
+
+
+def _tridiagonal_solve_jvp(primals, tangents, perturb_singular=False):
+    (dl, d, du, b), (ddl, dd, ddu, db) = primals, tangents
+    out = tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
+    rhs = db
+    if any(t is not None for t in (ddl, dd, ddu)):
+        z = [t if t is not None else _zeros(p) for t, p in zip((ddl, dd, ddu), (dl, d, du))]
+        ax = _tridiagonal_matmul(*z, out)
+        rhs = _neg(ax) if rhs is None else _sub(rhs, ax)
+    if rhs is None:
+        return out, None
+    return out, tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, perturb_singular=False):
+    if any(ad.is_undefined(v) for v in (dl, d, du)):
+        raise ValueError("tridiagonal_solve is linear only in its right-hand side b")
+    if ct is None:
+        return [None] * 4
+    # A^T: sub-diagonal dl'[i] = du[i-1], super-diagonal du'[i] = dl[i+1]
+    out = tridiagonal_solve_p.bind(_shift(du, True), d, _shift(dl, False), ct,
+                                   perturb_singular=perturb_singular)
+    return [None, None, None, out]
+
+
+tridiagonal_solve_p.jvp = _tridiagonal_solve_jvp
+tridiagonal_solve_p.transpose = _tridiagonal_solve_transpose
