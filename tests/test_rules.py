@@ -152,6 +152,21 @@ CASES = {
     "erfc": [unary(lax.erfc, X)],
     "lgamma": [unary(lax.lgamma, POS), unary(lax.lgamma, away_from_ints(3, 4))],
     "digamma": [unary(lax.digamma, POS), unary(lax.digamma, away_from_ints(3, 4))],
+    # special functions (primitives/special.py; values and edges: tests/test_scipy_special.py)
+    "erf_inv": [unary(lax.erf_inv, UNIT)],
+    "bessel_i0e": [unary(lax.bessel_i0e, X)],
+    "bessel_i1e": [unary(lax.bessel_i1e, X)],
+    "igamma": [binary(lax.igamma, POS, POS, order=1, rtol=1e-3)],
+    "igammac": [binary(lax.igammac, POS, POS, order=1, rtol=1e-3)],
+    "igamma_grad_a": [binary(lax.igamma_grad_a, POS, POS, order=None)],
+    "random_gamma_grad": [binary(lax.random_gamma_grad, POS, POS, order=None)],
+    "regularized_incomplete_beta": [
+        Case(lambda x: lax.betainc(np.float32(1.5), np.float32(2.5), x),
+             (rnd(3, 4, lo=0.1, hi=0.9),), 2)],
+    "zeta": [binary(lax.zeta, POS + 1.5, POS, order=None)],
+    "polygamma": [Case(lambda x: lax.polygamma(np.float32(1), x), (POS,), 2)],
+    "ndtri": [unary(lambda p: __import__("jaxlite.scipy.special").scipy.special.ndtri(p),
+                    rnd(3, 4, lo=0.1, hi=0.9))],
     "population_count": [unary(lax.population_count, XI, None)],
     # elementwise, binary
     "add": [binary(lax.add, X, rnd(3, 4)), Case(lambda x: lax.add(x, 2.0), (X,))],
@@ -238,6 +253,28 @@ CASES = {
             unary(lambda a: jnp.linalg.svd(a), rnd(2, 3, 3), order=1),
             unary(lambda a: jnp.linalg.svd(a, full_matrices=False)[1], cplx(4, 3), order=1,
                   rev=False)],
+    # factorisations (operands made well conditioned inside, so rolled vmap examples are too)
+    "cholesky": [unary(lambda a: lax.linalg.cholesky(a @ a.T + 4 * jnp.eye(3)), rnd(3, 3),
+                       order=1)],
+    "triangular_solve": [binary(lambda a, b: lax.linalg.triangular_solve(
+        a + 4 * jnp.eye(3), b, left_side=True, lower=True), rnd(3, 3), rnd(3, 2), order=1),
+        binary(lambda a, b: lax.linalg.triangular_solve(
+            a + 4 * jnp.eye(3), b, transpose_a=True, unit_diagonal=True), rnd(3, 3),
+            rnd(2, 3), order=1)],
+    "lu": [unary(lambda a: lax.linalg.lu(a + 4 * jnp.eye(3))[0], rnd(3, 3), order=1),
+           unary(lambda a: lax.linalg.lu(a)[0], rnd(4, 2) + np.eye(4, 2, dtype=np.float32) * 4,
+                 order=1)],
+    "lu_pivots_to_permutation": [unary(lambda p: lax.linalg.lu_pivots_to_permutation(p, 4),
+                                       np.array([2, 2, 3], np.int32), None)],
+    "qr": [unary(lambda a: lax.linalg.qr(a, full_matrices=False), rnd(4, 3), order=1)],
+    "eigh": [unary(lambda a: lax.linalg.eigh(a)[1], rnd(3, 3), order=1),
+             unary(lambda a: jnp.abs(lax.linalg.eigh(a)[0][:, 0]), rnd(3, 3), order=1)],
+    "eig": [unary(lambda a: jnp.sort(jnp.real(lax.linalg.eig(
+        a @ a.T, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0])),
+        rnd(3, 3), order=1)],
+    "tridiagonal_solve": [Case(lambda dl, d, du, b: lax.linalg.tridiagonal_solve(
+        dl, d + 4, du, b), (rnd(3), rnd(3), rnd(3), rnd(3, 2)), 1,
+        axes=[(0, 0, 0, 0), (None, 0, None, 1)])],
     # indexing
     "gather": [unary(lambda x: x[1], X), unary(lambda x: x[:, 2], X),
                unary(lambda x: x[..., ::-2], X),
