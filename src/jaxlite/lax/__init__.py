@@ -680,3 +680,4 @@ from ._conv import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa:
 from ._control import (associative_scan, cond, fori_loop, map, scan, switch,  # noqa: E402,A004
                        while_loop)
 from ._parallel import axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401
+from ._fft import FftType, fft  # noqa: E402,F401

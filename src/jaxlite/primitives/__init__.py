@@ -9,3 +9,4 @@ from . import control_flow  # noqa: F401
 from . import conv  # noqa: F401
 from . import collectives  # noqa: F401
 from . import kernel  # noqa: F401  (fused kernels: made by the compiler's fusion pass)
+from . import fft  # noqa: F401,E402  (opaque kernel: SciPy's FFT)
