@@ -336,7 +336,7 @@ def _seed_words(seed, name: str):
         raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name} value")
     lo = lax.convert_element_type(seed, _U32)
     if aval.dtype.itemsize == 8:
-        hi = lax.convert_element_type(lax.shift_right_logical(seed, 32), _U32)
+        hi = lax.convert_element_type(lax.shift_right_logical(seed, aval.dtype.type(32)), _U32)
     else:
         hi = np.uint32(0)
     return lax.concatenate([lax.reshape(lax.convert_element_type(hi, _U32), (1,)),

@@ -28,7 +28,9 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
 def _rotate_left(x, r: int):
-    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, 32 - r))
+    # typed shift amounts: lax takes a Python int as a weak int32, which uint32 refuses
+    return lax.bitwise_or(lax.shift_left(x, np.uint32(r)),
+                          lax.shift_right_logical(x, np.uint32(32 - r)))
 
 
 def threefry2x32(k0, k1, x0, x1):
@@ -104,7 +106,7 @@ def random_bits(key, bit_width: int, shape: tuple):
     a, b = _hash(key, shape)
     if bit_width == 64:
         u64 = np.dtype(np.uint64)
-        return lax.bitwise_or(lax.shift_left(lax.convert_element_type(a, u64), 32),
+        return lax.bitwise_or(lax.shift_left(lax.convert_element_type(a, u64), np.uint64(32)),
                               lax.convert_element_type(b, u64))
     bits = lax.bitwise_xor(a, b)
     if bit_width == 32:
