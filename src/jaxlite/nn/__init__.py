@@ -11,3 +11,4 @@ from ._activations import (celu, elu, gelu, glu, hard_sigmoid, hard_silu,  # noq
                            softplus, sparse_plus, sparse_sigmoid, squareplus, swish, tanh)
 from ._normalize import (log_softmax, logmeanexp, logsumexp, one_hot, softmax,  # noqa: F401
                          standardize)
+from . import initializers  # noqa: F401,E402
