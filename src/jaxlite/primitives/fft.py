@@ -72,12 +72,15 @@ def _fft_aval(x, fft_type, fft_lengths):
         raise TypeError(f"{name} requires a complex operand (complex64 or complex128), got "
                         f"{'bfloat16' if dt == dtypes._BF16 else dt.name}; jaxlite.lax.fft "
                         f"converts real operands first")
+    if k == 0:
+        # no axis to transform: the operand itself, as JAX's fft with empty fft_lengths
+        return ShapedArray(tuple(x.shape), dt)
     lead, minor = tuple(x.shape[:x.ndim - k]), tuple(x.shape[x.ndim - k:])
     if fft_type == FftType.IRFFT:
-        n = lengths[-1] if lengths else 0
+        n = lengths[-1]
         # an empty result (n == 0) takes a 0- or 1-long half spectrum, as JAX's irfft of an
         # empty or single-element axis does
-        ok = minor[:-1] == lengths[:-1] and k > 0 and (
+        ok = minor[:-1] == lengths[:-1] and (
             minor[-1] == n // 2 + 1 or (n == 0 and minor[-1] <= 1))
         if not ok:
             raise ValueError(f"IRFFT input shape {x.shape} minor dimensions must be equal to "
@@ -88,7 +91,7 @@ def _fft_aval(x, fft_type, fft_lengths):
         raise ValueError(f"{name} input shape {x.shape} minor dimensions must be equal to "
                          f"fft_lengths {lengths}")
     if fft_type == FftType.RFFT:
-        if k == 0 or lengths[-1] == 0:
+        if lengths[-1] == 0:
             raise ValueError(f"RFFT of input shape {x.shape} needs a non-empty last axis "
                              f"(fft_lengths {lengths})")
         return ShapedArray(lead + lengths[:-1] + (lengths[-1] // 2 + 1,), complex_of(dt))
@@ -163,7 +166,7 @@ def _fft_transpose(ct, x, fft_type, fft_lengths):
     from .elementwise import conj_p, mul_p
     fft_type = FftType(fft_type)
     lengths = tuple(fft_lengths)
-    if fft_type in (FftType.FFT, FftType.IFFT):
+    if fft_type in (FftType.FFT, FftType.IFFT) or not lengths:   # (no axes: identity)
         return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=lengths)]
     ct_aval = get_aval(ct)
     n = lengths[-1]
