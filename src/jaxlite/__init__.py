@@ -58,3 +58,12 @@ def clear_caches() -> None:
         prim._aval_cache.clear()
     _cache.clear_memory()
     clear_buffer_pool()
+
+
+def __getattr__(name):
+    # jaxlite.scipy loads on first use: it is rarely needed and SciPy's special functions
+    # cost more import time than the rest of the package may grow
+    if name == "scipy":
+        import importlib
+        return importlib.import_module(".scipy", __name__)
+    raise AttributeError(f"module 'jaxlite' has no attribute {name!r}")

@@ -1,0 +1,308 @@
+"""Special-function primitives (``jax.lax``'s ``erf_inv``, ``igamma``, ``zeta`` ...): one
+declaration each, with abstract evaluation, implementation, JVP and batching rules.
+
+Layer: primitives.  These functions have no closed form in the elementwise primitives, so
+each is an opaque elementwise kernel: the implementation calls SciPy's special functions in
+float64 and rounds to the operands' dtype (float16/bfloat16 included, computed wider as XLA
+does on CPU).  Operands are floating, share one dtype and one shape (rank-0 operands
+broadcast); ``jaxlite.lax`` and ``jaxlite.scipy.special`` promote before binding.  Values at
+special points (poles, infinities, out-of-domain arguments) follow JAX's, which sometimes
+differ from SciPy's; each such fix is commented where it is made.  The primitives are not
+fused by the compiler (no scalar op): they run their implementation under jit too.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class _LazySciPySpecial:
+    """``scipy.special``, imported on first use (it costs ~65 ms, more than the rest of
+    ``import jaxlite`` is allowed to grow)."""
+
+    def __getattr__(self, name):
+        import scipy.special
+        return getattr(scipy.special, name)
+
+
+_sp = _LazySciPySpecial()
+
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ._rules import broadcast_shapes_elementwise, check_dtypes, check_same_dtypes
+
+
+def _special_aval(name):
+    def rule(*avals, **params):
+        check_dtypes(name, avals, "f")
+        check_same_dtypes(name, avals)
+        shape = broadcast_shapes_elementwise(name, avals)
+        return ShapedArray(shape, avals[0].dtype, all(a.weak_type for a in avals))
+    return rule
+
+
+def _in_float64(fn):
+    """``fn`` run on float64 copies of the operands, its result rounded to their dtype."""
+    def impl(*xs, **params):
+        dt = np.asarray(xs[0]).dtype
+        wide = [np.asarray(x, np.float64) for x in xs]
+        with np.errstate(all="ignore"):
+            out = fn(*wide, **params)
+        return np.asarray(out, np.float64).astype(dt)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+def special(name, fn):
+    """Declares the elementwise special-function primitive ``name`` computed by ``fn``."""
+    return Primitive(name, abstract_eval=_special_aval(name), impl=_in_float64(fn),
+                     flops=lambda *avals, **p: max((a.size for a in avals), default=0),
+                     kind="elementwise")
+
+
+# ---- implementations (float64 in, float64 out) ------------------------------------------
+
+def _igamma_edges(a, x, out, at_zero_a, at_inf):
+    """JAX's values where its series/continued fraction meet an edge (a, x >= 0):
+    ``a == 0`` gives NaN below ``x = 1`` (and at x = 0) and ``at_zero_a`` from there;
+    ``a = inf`` gives ``1 - at_inf`` below ``x = 1``, ``at_inf`` at ``x = inf`` and NaN
+    between; negative or NaN operands give NaN."""
+    out = np.where(a == 0, np.where(x < 1, np.nan, at_zero_a), out)
+    out = np.where(a == np.inf, np.where(x < 1, 1 - at_inf,
+                                         np.where(x == np.inf, at_inf, np.nan)), out)
+    return np.where((a < 0) | (x < 0) | np.isnan(a) | np.isnan(x), np.nan, out)
+
+
+def _igamma(a, x):
+    out = _igamma_edges(a, x, _sp.gammainc(a, x), 1.0, 1.0)
+    # XLA's igamma is NaN at a == 0 for every x < 1 but its complement is 0 there for x > 0
+    return out
+
+
+def _igammac(a, x):
+    out = _igamma_edges(a, x, _sp.gammaincc(a, x), 0.0, 0.0)
+    return np.where((a == 0) & (x > 0), 0.0, out)
+
+
+def _igamma_dx(a, x):
+    """d/dx P(a, x) = x**(a-1) e**-x / Gamma(a), in logs so large a and x do not overflow."""
+    return np.exp(_sp.xlogy(a - 1, x) - x - _sp.gammaln(a))
+
+
+def _igamma_grad_a(a, x):
+    """d/da P(a, x): Richardson-extrapolated central differences in float64 (step a/1000;
+    truncation error ~1e-12, rounding ~1e-13 relative), of P or of -Q, whichever is the
+    smaller (so the tails, P near 1 or Q near 1e-30, keep their relative precision)."""
+    h = np.abs(a) * 1e-3
+    use_q = _sp.gammaincc(a, x) < 0.5
+
+    def d(step):
+        lo, hi = np.maximum(a - step, 0.0), a + step
+        dp = _sp.gammainc(hi, x) - _sp.gammainc(lo, x)
+        dq = _sp.gammaincc(lo, x) - _sp.gammaincc(hi, x)
+        return np.where(use_q, dq, dp) / (hi - lo)
+    out = (4 * d(h / 2) - d(h)) / 3
+    out = np.where(x == 0, 0.0, out)
+    out = np.where((x == np.inf) | ((a == np.inf) & (x != 0)), np.nan, out)
+    return np.where((a <= 0) | (x < 0) | np.isnan(a) | np.isnan(x), np.nan, out)
+
+
+def _rgg_lower_series(a, x, terms=400):
+    """-(dP/da) / (dP/dx) from P's power series, for x below a (where both derivatives
+    may underflow): -x sum_n x**n (log x - psi(a+n+1)) / (a (a+1) ... (a+n))."""
+    total = np.zeros_like(x)
+    c = 1.0 / a
+    for n in range(terms):
+        total = total + c * (np.log(x) - _sp.digamma(a + n + 1))
+        c = c * x / (a + n + 1)
+    return -x * total
+
+
+def _rgg_upper_quadrature(a, x):
+    """The same ratio from the upper tail, for x far above a: with t = x + s,
+    integral_0^inf (1 + s/x)**(a-1) (log(x + s) - psi(a)) e**-s ds (Gauss-Laguerre)."""
+    s, w = np.polynomial.laguerre.laggauss(60)
+    s, w = s[:, None], w[:, None]
+    xf, af = x.reshape(1, -1), a.reshape(1, -1)
+    vals = np.exp((af - 1) * np.log1p(s / xf)) * (np.log(xf + s) - _sp.digamma(af))
+    return (w * vals).sum(0).reshape(x.shape)
+
+
+def _random_gamma_grad(a, x):
+    """The derivative of a Gamma(a, 1) sample ``x`` with respect to ``a`` at fixed
+    quantile: -(dP/da) / (dP/dx); where both underflow, P's series (x < a) or an
+    integral over the upper tail.  0 at x = 0, NaN at x = inf and for a <= 0, as JAX."""
+    a, x = np.broadcast_arrays(a, x)
+    out = np.array(-_igamma_grad_a(a, x) / _igamma_dx(a, x), np.float64)
+    redo = ~np.isfinite(out) & (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
+    if redo.any():
+        lo = redo & (x < a)
+        hi = redo & ~lo
+        if lo.any():
+            out[lo] = _rgg_lower_series(a[lo], x[lo])
+        if hi.any():
+            out[hi] = _rgg_upper_quadrature(a[hi], x[hi])
+    return np.where(x == 0, np.where(a > 0, 0.0, np.nan), out)
+
+
+def _betainc(a, b, x):
+    # SciPy gives NaN outside 0 <= x <= 1 and for non-positive a or b, as JAX
+    return _sp.betainc(a, b, x)
+
+
+def _is_int(v):
+    return v == np.floor(v)
+
+
+def _zeta(x, q):
+    """SciPy's Hurwitz zeta with XLA's special values: at a pole of the terms (q a
+    non-positive integer, -inf included) +inf for an even integer x and NaN otherwise;
+    NaN for x < 1, for q <= 0 with a non-integer x, and at x or q = +inf; +inf at x = 1."""
+    out = _sp.zeta(x, q)
+    pole = (q <= 0) & _is_int(q)
+    even = _is_int(x) & _is_int(x / 2) & np.isfinite(x)
+    out = np.where((x < 1) | (x == np.inf) | (q == np.inf) | ((q <= 0) & ~_is_int(x)),
+                   np.nan, out)
+    out = np.where(pole, np.where(even, np.inf, np.nan), out)
+    return np.where(x == 1, np.inf, out)
+
+
+def _zeta_grad_x(x, q):
+    """d/dx zeta(x, q): Richardson-extrapolated central differences of SciPy's zeta in
+    float64 (step x/10**4), NaN wherever zeta itself is not finite."""
+    h = np.maximum(np.abs(x), 1.0) * 1e-4
+
+    def d(step):
+        return (_sp.zeta(x + step, q) - _sp.zeta(x - step, q)) / (2 * step)
+    out = (4 * d(h / 2) - d(h)) / 3
+    return np.where(np.isfinite(_zeta(x, q)), out, np.nan)
+
+
+def _polygamma(m, x):
+    """SciPy's polygamma with JAX's special values: NaN for an order that is not a
+    non-negative integer (SciPy needs integers); at the poles (x a non-positive integer,
+    -inf included) +inf for odd orders and NaN for even ones; at x = +inf, +inf for the
+    order 0 and NaN above."""
+    ok = (m >= 0) & _is_int(m) & np.isfinite(m)
+    mi = np.where(ok, m, 0).astype(np.int64)
+    out = _sp.polygamma(mi, x)
+    pole = (x <= 0) & _is_int(x)
+    out = np.where(pole, np.where(mi % 2 == 1, np.inf, np.nan), out)
+    out = np.where(x == np.inf, np.where(mi == 0, np.inf, np.nan), out)
+    return np.where(ok, out, np.nan)
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+erf_inv_p = special("erf_inv", lambda x: _sp.erfinv(x))
+bessel_i0e_p = special("bessel_i0e", lambda x: _sp.i0e(x))
+bessel_i1e_p = special("bessel_i1e", lambda x: _sp.i1e(x))
+igamma_p = special("igamma", _igamma)
+igammac_p = special("igammac", _igammac)
+igamma_grad_a_p = special("igamma_grad_a", _igamma_grad_a)
+random_gamma_grad_p = special("random_gamma_grad", _random_gamma_grad)
+regularized_incomplete_beta_p = special("regularized_incomplete_beta", _betainc)
+zeta_p = special("zeta", _zeta)
+polygamma_p = special("polygamma", _polygamma)
+# d/dx of zeta (JAX's lax.zeta has no derivative; jax.scipy.special.zeta's custom JVP
+# has one in x too)
+zeta_grad_x_p = special("zeta_grad_x", _zeta_grad_x)
+# not lax primitives in JAX (jax.scipy.special composes them), opaque kernels here: the
+# normal quantile and its cumulative's logarithm keep full precision in the tails that a
+# composition of erf/erfc loses in float32
+ndtri_p = special("ndtri", lambda p: _sp.ndtri(p))
+
+
+# ---- JVP rules (binds only, so they differentiate again and work under every trace) -------
+
+from ..core import ad, batching  # noqa: E402
+from ..core.trace import get_aval  # noqa: E402
+from . import elementwise as _e  # noqa: E402
+
+
+def _c(x, v):
+    return np.array(v, get_aval(x).dtype)
+
+
+def _shaped(v, *xs):
+    """``v`` broadcast to the shape an elementwise op of ``xs`` has."""
+    shape = broadcast_shapes_elementwise("rule", [get_aval(x) for x in xs])
+    return _e._full_like(v, shape)
+
+
+mul, add, sub, div, neg = _e.mul, _e.add, _e.sub, _e.div, _e.neg
+exp, log = _e.exp_p.bind, _e.log_p.bind
+
+
+def _no_derivative(name, arg, error=ValueError):
+    def rule(g, *primals, **params):
+        raise error(f"{name}: differentiation with respect to {arg} is not supported "
+                    f"(as in JAX)")
+    return rule
+
+
+# erf_inv' = sqrt(pi)/2 * exp(erf_inv(x)**2)
+ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_c(x, math.sqrt(math.pi) / 2),
+                                                  exp(mul(ans, ans)))))
+# i0e' = i1e - sign(x) i0e
+ad.defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e_p.bind(x),
+                                                      mul(_e.sign_p.bind(x), ans))))
+
+
+def _i1e_jvp(g, ans, x):
+    # i1e' = i0e - i1e (sign(x) + 1/x), whose limit at 0 is 1/2
+    zero = _e.eq_p.bind(x, _c(x, 0))
+    safe = _e.select_n_p.bind(zero, x, _shaped(_c(x, 1), x))
+    d = sub(bessel_i0e_p.bind(x), mul(ans, add(_e.sign_p.bind(x), div(_c(x, 1), safe))))
+    return mul(g, _e.select_n_p.bind(zero, d, _shaped(_c(x, 0.5), x)))
+
+
+ad.defjvp2(bessel_i1e_p, _i1e_jvp)
+
+
+def _igamma_dx_expr(a, x):
+    lg = _e.lgamma_p.bind(a)
+    # xlogy(a - 1, x): 0 where a == 1 (so x = 0 gives e**0 / Gamma(1) = 1, not NaN)
+    am1 = sub(a, _c(a, 1))
+    t = mul(am1, log(x))
+    t = _e.select_n_p.bind(_e.eq_p.bind(_shaped(am1, a, x), _c(a, 0)), t,
+                           _shaped(_c(x, 0), a, x))
+    return exp(sub(sub(t, x), lg))
+
+
+ad.defjvp(igamma_p, lambda g, a, x: mul(g, igamma_grad_a_p.bind(a, x)),
+          lambda g, a, x: mul(g, _igamma_dx_expr(a, x)))
+ad.defjvp(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a_p.bind(a, x))),
+          lambda g, a, x: neg(mul(g, _igamma_dx_expr(a, x))))
+ad.defjvp(igamma_grad_a_p, _no_derivative("igamma_grad_a", "a", NotImplementedError),
+          _no_derivative("igamma_grad_a", "x", NotImplementedError))
+ad.defjvp(random_gamma_grad_p, _no_derivative("random_gamma_grad", "a"),
+          _no_derivative("random_gamma_grad", "x"))
+
+
+def _betainc_dx(g, a, b, x):
+    # x**(a-1) (1-x)**(b-1) / B(a, b), in logs
+    lbeta = sub(add(_e.lgamma_p.bind(a), _e.lgamma_p.bind(b)),
+                _e.lgamma_p.bind(add(a, b)))
+    t = add(mul(sub(a, _c(a, 1)), log(x)), mul(sub(b, _c(b, 1)), _e.log1p_p.bind(neg(x))))
+    return mul(g, exp(sub(t, lbeta)))
+
+
+ad.defjvp(regularized_incomplete_beta_p,
+          _no_derivative("betainc", "a and b"), _no_derivative("betainc", "a and b"),
+          _betainc_dx)
+ad.defjvp(zeta_p, _no_derivative("zeta", "x", NotImplementedError),
+          _no_derivative("zeta", "q", NotImplementedError))
+ad.defjvp(zeta_grad_x_p, _no_derivative("zeta_grad_x", "x", NotImplementedError),
+          _no_derivative("zeta_grad_x", "q", NotImplementedError))
+ad.defjvp(polygamma_p, _no_derivative("polygamma", "m"),
+          lambda g, m, x: mul(g, polygamma_p.bind(add(m, _c(m, 1)), x)))
+# ndtri' = sqrt(2 pi) exp(ndtri(p)**2 / 2)
+ad.defjvp2(ndtri_p, lambda g, ans, p: mul(g, mul(_c(p, math.sqrt(2 * math.pi)),
+                                                exp(mul(_c(p, 0.5), mul(ans, ans))))))
+
+
+for _p in list(globals().values()):
+    if isinstance(_p, Primitive) and _p.kind == "elementwise":
+        batching.elementwise_batcher(_p)
