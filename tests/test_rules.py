@@ -167,21 +167,6 @@ CASES = {
     "polygamma": [Case(lambda x: lax.polygamma(jnp.ones_like(x), x), (POS,), 2)],
     "ndtri": [unary(lambda p: jaxlite.scipy.special.ndtri(p),
                     rnd(3, 4, lo=0.1, hi=0.9))],
-    # special functions (primitives/special.py; values and edges: tests/test_scipy_special.py)
-    "erf_inv": [unary(lax.erf_inv, UNIT)],
-    "bessel_i0e": [unary(lax.bessel_i0e, X)],
-    "bessel_i1e": [unary(lax.bessel_i1e, X)],
-    "igamma": [binary(lax.igamma, POS, POS, order=1, rtol=1e-3)],
-    "igammac": [binary(lax.igammac, POS, POS, order=1, rtol=1e-3)],
-    "igamma_grad_a": [binary(lax.igamma_grad_a, POS, POS, order=None)],
-    "random_gamma_grad": [binary(lax.random_gamma_grad, POS, POS, order=None)],
-    "regularized_incomplete_beta": [
-        Case(lambda x: lax.betainc(np.float32(1.5), np.float32(2.5), x),
-             (rnd(3, 4, lo=0.1, hi=0.9),), 2)],
-    "zeta": [binary(lax.zeta, POS + 1.5, POS, order=None)],
-    "polygamma": [Case(lambda x: lax.polygamma(np.float32(1), x), (POS,), 2)],
-    "ndtri": [unary(lambda p: __import__("jaxlite.scipy.special").scipy.special.ndtri(p),
-                    rnd(3, 4, lo=0.1, hi=0.9))],
     "population_count": [unary(lax.population_count, XI, None)],
     # elementwise, binary
     "add": [binary(lax.add, X, rnd(3, 4)), Case(lambda x: lax.add(x, 2.0), (X,))],
