@@ -1284,7 +1284,9 @@ def test_differential(module, x32_cases):
 # compared with JAX by the test file named).
 NOT_CALLED = {
     **{f"numpy.{n}": "jax.numpy breadth, compared case by case: tests/test_numpy_breadth.py"
-       for n in "indices ix_ ravel_multi_index unravel_index".split()},
+       for n in "indices ix_ ravel_multi_index unravel_index diff ediff1d gradient trapezoid "
+                "interp unwrap convolve correlate vander cov corrcoef bartlett blackman "
+                "hamming hanning kaiser i0".split()},
     **{f"top.{n}": "device and process queries, config context managers, caches and "
                    "printing: tests/test_devices.py, test_api_names.py, test_printing.py"
        for n in "clear_caches copy_to_host_async debug_infs debug_nans default_backend "
