@@ -1287,6 +1287,10 @@ NOT_CALLED = {
        for n in "indices ix_ ravel_multi_index unravel_index diff ediff1d gradient trapezoid "
                 "interp unwrap convolve correlate vander cov corrcoef bartlett blackman "
                 "hamming hanning kaiser i0".split()},
+    **{f"numpy.linalg.{n}": "decompositions and solvers, compared with JAX for values, "
+                            "grads, vmap, jit and bad input: tests/test_linalg_factor.py"
+       for n in "solve inv det slogdet cholesky eigh eigvalsh qr lstsq pinv matrix_rank cond "
+                "eig eigvals tensorinv tensorsolve cross".split()},
     **{f"top.{n}": "device and process queries, config context managers, caches and "
                    "printing: tests/test_devices.py, test_api_names.py, test_printing.py"
        for n in "clear_caches copy_to_host_async debug_infs debug_nans default_backend "
