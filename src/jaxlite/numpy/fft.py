@@ -32,23 +32,19 @@ def _check_norm(norm):
                          f'"forward".')
 
 
-def _norm_factor(norm, n: int, inverse: bool, dt):
-    """What multiplies the primitive's result (FFT/RFFT unscaled, IFFT/IRFFT scaled by
-    ``1/n``) for ``norm``; None when nothing does.  Computed in the result's precision."""
+def _normalized(x, norm, lengths, inverse: bool):
+    """``x`` (the primitive's result: FFT/RFFT unscaled, IFFT/IRFFT scaled by ``1/n``)
+    scaled for ``norm``, with ``n`` the product of ``lengths`` computed in ``x``'s dtype
+    (the steps JAX takes, so its programs print alike)."""
     if norm is None or norm == "backward":
-        return None
-    real = np.dtype(np.float64 if np.dtype(dt) in (np.float64, np.complex128) else np.float32)
-    nn = real.type(n)
-    if norm == "ortho":
-        f = np.sqrt(nn) if inverse else real.type(1) / np.sqrt(nn)
-    else:                       # "forward"
-        f = nn if inverse else real.type(1) / nn
-    return np.asarray(f).astype(dt)
-
-
-def _scaled(x, factor):
-    if factor is None:
         return x
+    dt = get_aval(x).dtype
+    n = lax.reduce_prod(ensure_array(np.asarray(lengths, dt)), (0,))
+    one = 1 + 0j if dt.kind == "c" else 1.0
+    if norm == "ortho":
+        factor = lax.sqrt(n) if inverse else lax.div(one, lax.sqrt(n))
+    else:                       # "forward"
+        factor = n if inverse else lax.div(one, n)
     return lax.mul(x, factor)
 
 
@@ -84,7 +80,9 @@ def _transform(x, fft_type, axes, lengths):
     return x
 
 
-def _fft_core(name, fft_type, a, s, axes, norm):
+def _fft_core(name, fft_type, a, s, axes, norm, inverse=None):
+    """The transform ``fft_type`` over ``axes`` cropped/padded to ``s``; ``inverse`` (by
+    default: whether ``fft_type`` is IFFT or IRFFT) is the direction ``norm`` scales for."""
     full = f"jax.numpy.fft.{name}"
     check_arraylike(full, a)
     _check_norm(norm)
@@ -126,7 +124,8 @@ def _fft_core(name, fft_type, a, s, axes, norm):
         sizes = lengths
     if sizes is not None and any(shape[i] != n for i, n in zip(ax, sizes)):
         x = _crop_and_pad(x, ax, sizes)
-    inverse = fft_type in (FftType.IFFT, FftType.IRFFT)
+    if inverse is None:
+        inverse = fft_type in (FftType.IFFT, FftType.IRFFT)
     groups = _axis_groups(ax)
     by_axis = dict(zip(ax, lengths))
     if fft_type == FftType.IRFFT:
@@ -141,7 +140,7 @@ def _fft_core(name, fft_type, a, s, axes, norm):
     else:
         for g in reversed(groups):
             x = _transform(x, fft_type, g, [by_axis[i] for i in g])
-    return _scaled(x, _norm_factor(norm, math.prod(lengths), inverse, get_aval(x).dtype))
+    return _normalized(x, norm, lengths, inverse)
 
 
 def _crop_and_pad(x, axes, sizes):
@@ -156,7 +155,9 @@ def _crop_and_pad(x, axes, sizes):
     widths = [(0, 0)] * len(shape)
     for i, n in zip(axes, sizes):
         widths[i] = (0, max(0, n - shape[i]))
-    return pad(x, widths)
+    if any(w for _, w in widths):
+        x = pad(x, widths)
+    return x
 
 
 # ---- one axis --------------------------------------------------------------------------
@@ -214,22 +215,21 @@ def irfft(a, n=None, axis=-1, norm=None):
     return _fft_core("irfft", FftType.IRFFT, a, _one(n), (axis,), norm)
 
 
-_SWAP = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
-
-
 def hfft(a, n=None, axis=-1, norm=None):
     """Fourier transform of a Hermitian-symmetric signal given by its first half
-    (``jax.numpy.fft.hfft``): ``n`` real values (default ``2 * (m - 1)``), the ``irfft``
-    of ``conj(a)`` scaled by ``n`` under the default norm.
+    (``jax.numpy.fft.hfft``): ``n`` real values (default ``2 * (m - 1)`` for ``m`` input
+    values), the ``irfft`` of ``conj(a)`` scaled by ``n`` under the default norm.
 
     Returns float32 (float64 for complex128 input).  Errors as ``irfft``.
     """
     check_arraylike("jax.numpy.fft.hfft", a)
-    _check_norm(norm)
     x = ensure_array(a)
     if get_aval(x).dtype.kind == "c":
         x = lax.conj(x)
-    return irfft(x, n=n, axis=axis, norm=_SWAP[norm])
+    # the inverse transform, normalised as the forward one it stands for
+    out = _fft_core("hfft", FftType.IRFFT, x, _one(n), (axis,), norm, inverse=False)
+    nn = _int(n) if n is not None else 2 * (get_aval(x).shape[axis] - 1)
+    return lax.mul(out, float(nn))
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
@@ -239,8 +239,9 @@ def ihfft(a, n=None, axis=-1, norm=None):
     Returns complex64 (complex128 for float64 input).  Errors as ``rfft`` (real input
     only).
     """
-    _check_norm(norm)
-    return lax.conj(rfft(a, n=n, axis=axis, norm=_SWAP[norm]))
+    out = _fft_core("ihfft", FftType.RFFT, a, _one(n), (axis,), norm, inverse=True)
+    nn = _int(n) if n is not None else get_aval(ensure_array(a)).shape[axis]
+    return lax.mul(lax.conj(out), complex(1.0 / nn))
 
 
 # ---- several axes ----------------------------------------------------------------------
