@@ -1304,6 +1304,13 @@ NOT_CALLED = {
                    "test_callbacks.py, test_api_names.py"
        for n in "closure_convert custom_gradient linear_transpose named_call "
                 "pure_callback".split()},
+    **{f"random.{n}": "jax.random's distributions, compared with JAX sample by sample "
+                      "(exact or a stated ulp bound), shapes, dtypes, jit, vmap, bad input: "
+                      "tests/test_random_distributions.py"
+       for n in ("ball beta binomial cauchy chisquare dirichlet double_sided_maxwell "
+                  "exponential f gamma generalized_normal geometric laplace loggamma "
+                  "logistic lognormal maxwell multinomial pareto poisson rademacher "
+                  "rayleigh t triangular wald weibull_min ").split()},
 }
 
 

@@ -20,7 +20,16 @@ from ._keys import (PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_im
                     split, wrap_key_data)
 from ._distributions import (bernoulli, bits, categorical, choice, gumbel, normal,  # noqa
                              permutation, randint, truncated_normal, uniform)
+from ._continuous import (cauchy, double_sided_maxwell, exponential, geometric,  # noqa
+                          laplace, logistic, lognormal, maxwell, pareto, rademacher, rayleigh,
+                          triangular, wald, weibull_min)
+from ._gamma import (ball, beta, chisquare, dirichlet, f, gamma, generalized_normal,  # noqa
+                     loggamma, t)
+from ._discrete import binomial, multinomial, poisson  # noqa
 
-__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "clone", "fold_in",
-           "gumbel", "key", "key_data", "key_impl", "normal", "permutation", "randint",
-           "split", "truncated_normal", "uniform", "wrap_key_data"]
+__all__ = ["PRNGKey", "ball", "beta", "bernoulli", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice", "clone", "dirichlet",
+           "double_sided_maxwell", "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
+           "key_data", "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial", "normal",
+           "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t",
+           "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
+           "wrap_key_data"]
