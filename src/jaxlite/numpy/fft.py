@@ -40,7 +40,7 @@ def _normalized(x, norm, lengths, inverse: bool):
         return x
     dt = get_aval(x).dtype
     n = lax.reduce_prod(ensure_array(np.asarray(lengths, dt)), (0,))
-    one = 1 + 0j if dt.kind == "c" else 1.0
+    one = dt.type(1)
     if norm == "ortho":
         factor = lax.sqrt(n) if inverse else lax.div(one, lax.sqrt(n))
     else:                       # "forward"
@@ -105,9 +105,14 @@ def _fft_core(name, fft_type, a, s, axes, norm, inverse=None):
             raise ValueError("Shape and axes have different lengths.")
     else:
         given = tuple(range(nd)) if s is None else tuple(range(-len(s), 0))
+    if len(set(given)) != len(given):
+        raise ValueError(f"{full} does not support repeated axes. Got axes {given}.")
     ax = tuple(canonicalize_axis(_int(i), nd) for i in given)
     if len(set(ax)) != len(ax):
-        raise ValueError(f"{full} does not support repeated axes. Got axes {given}.")
+        # JAX's check above sees the axes as given; two spellings of one axis fail later,
+        # in its transpose, with a TypeError
+        raise TypeError(f"{full}: axes {given} name the same axis twice (for an array of "
+                        f"dimension {nd})")
     if not ax:
         # nothing to transform: the operand in the transform's dtype, as JAX returns it
         return lax.fft(x, fft_type, ())
@@ -229,7 +234,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     # the inverse transform, normalised as the forward one it stands for
     out = _fft_core("hfft", FftType.IRFFT, x, _one(n), (axis,), norm, inverse=False)
     nn = _int(n) if n is not None else 2 * (get_aval(x).shape[axis] - 1)
-    return lax.mul(out, float(nn))
+    return lax.mul(out, get_aval(out).dtype.type(nn))
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
@@ -241,7 +246,7 @@ def ihfft(a, n=None, axis=-1, norm=None):
     """
     out = _fft_core("ihfft", FftType.RFFT, a, _one(n), (axis,), norm, inverse=True)
     nn = _int(n) if n is not None else get_aval(ensure_array(a)).shape[axis]
-    return lax.mul(lax.conj(out), complex(1.0 / nn))
+    return lax.mul(lax.conj(out), get_aval(out).dtype.type(1.0 / nn))
 
 
 # ---- several axes ----------------------------------------------------------------------
@@ -329,16 +334,18 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of an ``n``-point transform with sample spacing ``d``
     (``jax.numpy.fft.fftfreq``): ``[0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (n * d)``.
 
-    ``dtype`` defaults to the default float (float32; float64 under x64); an integer,
-    boolean or complex ``dtype`` is computed in the default float and converted (integers
-    truncate toward zero).  An array ``d`` broadcasts against the frequencies.
+    ``dtype`` defaults to the default float (float32; float64 under x64); an integer or
+    boolean ``dtype`` is computed in float32 and converted (integers truncate toward zero),
+    a complex one in its real counterpart.  An array ``d`` broadcasts against the frequencies.
 
     Raises ConcretizationTypeError when ``n`` is traced.
     """
     from ._ufuncs import remainder, subtract, add
     n = _length_arg(n)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    work = dt if dtypes.is_float(dt) else dtypes.default_float_dtype()
+    # computed in a floating type: the dtype's own, its real counterpart when complex,
+    # float32 for integer (int64 included, as JAX) and boolean dtypes
+    work = dt if dtypes.is_float(dt) else np.dtype(np.float32)
     if dt.kind == "c":
         work = np.dtype(np.float64) if dt == np.complex128 else np.dtype(np.float32)
     half = n // 2
@@ -355,7 +362,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     (``jax.numpy.fft.rfftfreq``): ``[0, 1, ..., n // 2] / (n * d)``.
 
     ``dtype`` defaults to the default float; an inexact ``dtype`` is kept; for an integer
-    ``dtype`` the result is the default float, as in JAX.
+    ``dtype`` the result is its inexact counterpart (float32, or float64 for 64-bit
+    integers), as in JAX.
     """
     n = _length_arg(n)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
@@ -367,7 +375,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
         else:
             k = lax.iota(dt, count)
     else:
-        k = lax.convert_element_type(lax.iota(dt, count), dtypes.default_float_dtype())
+        k = lax.convert_element_type(lax.iota(dt, count), dtypes.to_inexact_dtype(dt))
     return _place(_over_nd(k, n, d), device)
 
 
