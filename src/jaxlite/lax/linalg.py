@@ -60,8 +60,9 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     """Eigendecomposition of Hermitian matrices (``jax.lax.linalg.eigh``): ``(v, w)`` with
     ``x @ v == v * w``, ``w`` real and ascending (shape ``(..., n)``), ``v`` of ``x``'s dtype.
     ``lower`` picks the triangle read when ``symmetrize_input`` is False;
-    ``subset_by_index=(lo, hi)`` keeps eigenpairs lo..hi-1.  Raises TypeError for non-float
-    or non-square input."""
+    ``subset_by_index`` may only name all eigenpairs, ``(0, n)``: like JAX on the CPU, a
+    partial decomposition raises NotImplementedError.  Raises TypeError for non-float or
+    non-square input."""
     x = _symmetrize(x, "eigh") if symmetrize_input else _as_array(x)
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
@@ -71,6 +72,11 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
                              f"matrices of shape {x.shape[-2:]}")
         if subset_by_index == (0, n):
             subset_by_index = None
+        else:
+            # JAX's CPU kernel has no partial eigendecomposition either
+            raise NotImplementedError("eigh: subset_by_index not supported on CPU and GPU "
+                                      f"(got {subset_by_index} for matrices of shape "
+                                      f"{x.shape[-2:]})")
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
                        subset_by_index=subset_by_index)
     return v, w

@@ -420,6 +420,13 @@ def inv(a):
 
 # determinants -------------------------------------------------------------------------------
 
+def _swap_sign(swaps, dtype):
+    """(-1) ** swaps in ``dtype``: the determinant's sign from a count of row swaps."""
+    odd = lax.convert_element_type(lax.rem(lax.convert_element_type(swaps, np.int32),
+                                           _full((), 2, np.int32)), dtype)
+    return lax.sub(_full((), 1, dtype), lax.add(odd, odd))
+
+
 def _slogdet_lu_values(a):
     lu, piv, _ = _lax_linalg.lu(a)
     jnp = _jnp()
@@ -434,11 +441,7 @@ def _slogdet_lu_values(a):
         sign = _full((), 1, a.dtype)
         swaps = lax.add(swaps, _reductions.count_nonzero(lax.lt(diag, _scalar(0, diag)),
                                                           axis=-1))
-    flip = lax.convert_element_type(lax.sub(_full((), 1, np.int32),
-                                            lax.mul(_full((), 2, np.int32),
-                                                    lax.rem(swaps, _full((), 2, np.int32)))),
-                                    a.dtype)
-    sign = jnp.where(is_zero, _full((), 0, a.dtype), lax.mul(sign, flip))
+    sign = jnp.where(is_zero, _full((), 0, a.dtype), lax.mul(sign, _swap_sign(swaps, a.dtype)))
     logabs = _reductions.sum(lax.log(_abs(diag)), axis=-1)
     logabs = jnp.where(is_zero, _full((), -np.inf, logabs.dtype), logabs)
     return sign, logabs
@@ -518,10 +521,7 @@ def _cofactor_solve(a, b):
     diag = diagonal(lu)
     swaps = _reductions.count_nonzero(
         lax.ne(piv, lax.broadcasted_iota(np.int32, piv.shape, piv.ndim - 1)), axis=-1)
-    sign = lax.convert_element_type(
-        lax.sub(_full((), 1, np.int32), lax.mul(_full((), 2, np.int32),
-                                                   lax.rem(swaps, _full((), 2, np.int32)))),
-        a.dtype)
+    sign = _swap_sign(swaps, a.dtype)
     partial = lax.mul(_reductions.cumprod(diag, axis=-1), sign[..., None])
     corner = lax.div(_scalar(1, partial), partial[..., n - 2])
     is_corner = lax.convert_element_type(_eye_like(lu), np.bool_) & lax.eq(
