@@ -9,6 +9,7 @@ types as JAX does, and broadcasts its operands by NumPy's rules.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -88,8 +89,7 @@ def ndtri(p):
     return _sp.ndtri_p.bind(p)
 
 
-@custom_jvp
-def _log_ndtr(x, series_order):
+def _log_ndtr_value(x, series_order):
     dt = _dtype(x)
     upper, lower = (8.0, -20.0) if dt == np.float64 else (5.0, -10.0)
     # right tail: log(1 - ndtr(-x)) ~ -ndtr(-x); middle: log(ndtr(x)); left tail: the
@@ -109,31 +109,42 @@ def _log_ndtr(x, series_order):
                   _where(lax.gt(x, _like(x, lower)), middle, left))
 
 
-@_log_ndtr.defjvp
-def _log_ndtr_jvp(primals, tangents):
-    x, series_order = primals
-    t = tangents[0]
-    out = _log_ndtr(x, series_order)
-    # d/dx log(ndtr(x)) = pdf(x) / ndtr(x), formed in logs so the left tail stays finite
-    d = lax.exp(lax.sub(lax.sub(lax.mul(_like(x, -0.5), lax.mul(x, x)), out),
-                        _like(x, 0.5 * math.log(2 * math.pi))))
-    return out, lax.mul(t, d)
+@functools.lru_cache(maxsize=None)
+def _log_ndtr_fn(series_order):
+    """``log_ndtr`` of one series order, with its derivative rule: pdf(x) / ndtr(x),
+    formed in logs so the left tail stays finite."""
+    @custom_jvp
+    def fn(x):
+        return _log_ndtr_value(x, series_order)
+
+    @fn.defjvp
+    def fn_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = fn(x)
+        d = lax.exp(lax.sub(lax.sub(lax.mul(_like(x, -0.5), lax.mul(x, x)), out),
+                            _like(x, 0.5 * math.log(2 * math.pi))))
+        return out, lax.mul(t, d)
+    return fn
 
 
 def log_ndtr(x, series_order=3):
     """``log(ndtr(x))``, accurate far into both tails (``jax.scipy.special.log_ndtr``):
     below -10 (float32; -20 for float64) the asymptotic series with ``series_order``
-    terms (0 to 30).  Raises TypeError for a non-integer ``series_order``, ValueError
-    outside 0..30.  Dtypes as ``erf``."""
+    terms (0 to 30).  ``x`` must be float32 or float64 (a Python float is taken as the
+    default float dtype); other dtypes, integers included, raise TypeError, as JAX.
+    Raises TypeError for a non-integer ``series_order``, ValueError outside 0..30.  The
+    result is strongly typed."""
     if not isinstance(series_order, (int, np.integer)) or isinstance(series_order, bool):
         raise TypeError("series_order must be a Python integer.")
     if series_order < 0:
         raise ValueError("series_order must be non-negative.")
     if series_order > 30:
         raise ValueError("series_order must be <= 30.")
-    (x,) = _inexact("log_ndtr", x)
-    x = lax.convert_element_type(x, _dtype(x)) if _weak(x) else x
-    return _log_ndtr(x, int(series_order))
+    dt = np.dtype(jnp.result_type(x))
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"x.dtype={dt.name} is not supported.")
+    x = lax.convert_element_type(jnp.asarray(x), dt)
+    return _log_ndtr_fn(int(series_order))(x)
 
 
 # ---- gamma family ---------------------------------------------------------------------------
@@ -167,12 +178,10 @@ def gamma(x):
 
 
 def loggamma(x):
-    """``log(Gamma(x))`` for real ``x`` (``jax.scipy.special.loggamma``): ``gammaln``
-    where Gamma is positive, NaN where it is negative or infinite at a pole."""
+    """``log(Gamma(x))`` for real ``x`` (``jax.scipy.special.loggamma``): ``gammaln`` for
+    x > 0, NaN for x <= 0 (the complex logarithm's branch is not offered)."""
     (x,) = _inexact("loggamma", x)
-    ok = lax.eq(gammasgn(x), _like(x, 1.0))
-    ok = lax.bitwise_and(ok, lax.ne(x, _like(x, 0)))
-    return _where(lax.bitwise_or(ok, lax.ne(x, x)), lax.lgamma(x), _like(x, np.nan))
+    return _where(lax.gt(x, _like(x, 0)), lax.lgamma(x), _like(x, np.nan))
 
 
 def digamma(x):
@@ -373,27 +382,23 @@ def entr(x):
 
 
 def rel_entr(p, q):
-    """``p log(p/q)`` for p, q > 0; 0 for p = 0, q >= 0; +inf otherwise
+    """``p log(p/q)`` for p, q > 0 (as ``p log p - p log q``, so ``p = inf`` gives NaN as
+    in JAX); 0 for p = 0, q >= 0; +inf otherwise, NaN included
     (``jax.scipy.special.rel_entr``)."""
     p, q = _inexact("rel_entr", p, q)
     both = lax.bitwise_and(lax.gt(p, _like(p, 0)), lax.gt(q, _like(q, 0)))
     safe_p = _where(both, p, _like(p, 1))
     safe_q = _where(both, q, _like(q, 1))
-    val = lax.mul(safe_p, lax.log(lax.div(safe_p, safe_q)))
+    val = lax.sub(lax.mul(safe_p, lax.log(safe_p)), lax.mul(safe_p, lax.log(safe_q)))
     zero = lax.bitwise_and(lax.eq(p, _like(p, 0)), lax.ge(q, _like(q, 0)))
     return _where(both, val, _where(zero, _like(p, 0), _like(p, np.inf)))
 
 
 def kl_div(p, q):
-    """``p log(p/q) - p + q`` for p, q > 0; ``q`` for p = 0, q >= 0; +inf otherwise
-    (``jax.scipy.special.kl_div``)."""
+    """``rel_entr(p, q) - p + q`` (``jax.scipy.special.kl_div``): ``q`` for p = 0,
+    q >= 0; +inf for other non-positive operands; NaN where either is NaN."""
     p, q = _inexact("kl_div", p, q)
-    both = lax.bitwise_and(lax.gt(p, _like(p, 0)), lax.gt(q, _like(q, 0)))
-    safe_p = _where(both, p, _like(p, 1))
-    safe_q = _where(both, q, _like(q, 1))
-    val = lax.add(lax.sub(lax.mul(safe_p, lax.log(lax.div(safe_p, safe_q))), safe_p), safe_q)
-    zero = lax.bitwise_and(lax.eq(p, _like(p, 0)), lax.ge(q, _like(q, 0)))
-    return _where(both, val, _where(zero, q, _like(p, np.inf)))
+    return lax.add(lax.sub(rel_entr(p, q), p), q)
 
 
 def expit(x):
