@@ -1308,9 +1308,10 @@ NOT_CALLED = {
                       "(exact or a stated ulp bound), shapes, dtypes, jit, vmap, bad input: "
                       "tests/test_random_distributions.py"
        for n in ("ball beta binomial cauchy chisquare dirichlet double_sided_maxwell "
-                  "exponential f gamma generalized_normal geometric laplace loggamma "
-                  "logistic lognormal maxwell multinomial pareto poisson rademacher "
-                  "rayleigh t triangular wald weibull_min ").split()},
+                  "exponential f gamma generalized_normal geometric key_dtype laplace "
+                  "loggamma logistic lognormal maxwell multinomial multivariate_normal "
+                  "orthogonal pareto poisson rademacher rayleigh t triangular wald "
+                  "weibull_min ").split()},
 }
 
 

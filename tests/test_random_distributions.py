@@ -66,7 +66,7 @@ CASES = [
     ("cauchy", (), {}, 4, "ulp"),
     ("rademacher", (), {}, 0, "ulp"),
     ("maxwell", (), {}, 2, "ulp"),
-    ("double_sided_maxwell", (1.0, 2.0), {}, 4, "ulp"),
+    ("double_sided_maxwell", (1.0, 2.0), {}, 8, "abs"),
     ("pareto", (3.0,), {}, 8, "ulp"),
     ("rayleigh", (2.0,), {}, 0, "ulp"),
     ("weibull_min", (2.0, 1.5), {}, 4, "ulp"),
@@ -88,9 +88,8 @@ CASES = [
     ("binomial", (10, 0.3), {}, 0, "count"),
     ("binomial", (200, 0.8), {}, 1, "count"),
 ]
-FAST = {"exponential", "laplace", "logistic", "cauchy", "maxwell", "double_sided_maxwell",
-        "pareto", "weibull_min", "wald", "triangular", "geometric", "gamma", "beta",
-        "poisson", "binomial"}
+FAST = {"exponential", "laplace", "logistic", "cauchy", "maxwell", "pareto", "wald",
+        "triangular", "geometric", "gamma", "poisson", "binomial"}
 
 
 def _draw(lib, name, seed, args, kwargs, shape):
@@ -101,8 +100,8 @@ def _case_id(c):
     return f"{c[0]}{c[1]}"
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] in FAST and
-                                  c[:2] != ("gamma", (0.3,))], ids=_case_id)
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in FAST and c[:2] not in (
+    ("gamma", (0.3,)), ("binomial", (200, 0.8)), ("poisson", (40.0,)))], ids=_case_id)
 def test_samples_like_jax(rr, case):
     name, args, kwargs, bound, kind = case
     _compare(_draw(jr, name, 3, args, kwargs, (6,)), _draw(rr, name, 3, args, kwargs, (6,)),
@@ -137,40 +136,52 @@ def test_vector_parameters(rr, name, args, kwargs, shape):
              "count" if name in ("poisson", "binomial", "multinomial") else "ulp")
 
 
-def test_shapes_and_dtypes(rr):
-    """Default shapes come from the parameters; dtype arguments; a uint8 poisson."""
-    k, rk = jr.key(0), rr.key(0)
-    for fn, args, kw in [("gamma", (A3,), {}), ("poisson", (np.float32(2.0),),
-                                                  {"shape": (2, 1), "dtype": np.uint8}),
-                         ("rademacher", (), {"shape": (2,), "dtype": np.float32}),
-                         ("geometric", (np.array([0.5, 0.25], F32),), {"dtype": np.int16}),
-                         ("exponential", (), {"shape": (2,), "dtype": np.float16}),
-                         ("double_sided_maxwell", (np.zeros(2, F32), 1.0), {"shape": (3,)}),
-                         ("multinomial", (5.0, A3 / A3.sum()), {"dtype": np.int32})]:
-        got = getattr(jr, fn)(k, *args, **kw)
-        want = getattr(rr, fn)(rk, *args, **kw)
-        _compare(got, want, 16, "count" if fn in ("poisson", "multinomial") else "ulp")
+SHAPE_DTYPE_CASES = [
+    ("rademacher", (), {"shape": (2,), "dtype": np.float32}),
+    ("geometric", (np.array([0.5, 0.25], F32),), {"dtype": np.int16}),
+    ("exponential", (), {"shape": (2,), "dtype": np.float16}),
+    pytest.param("gamma", (A3,), {}, marks=pytest.mark.slow),
+    pytest.param("poisson", (np.float32(2.0),), {"shape": (2, 1), "dtype": np.uint8},
+                 marks=pytest.mark.slow),
+    pytest.param("double_sided_maxwell", (np.zeros(2, F32), 1.0), {"shape": (3,)},
+                 marks=pytest.mark.slow),
+    pytest.param("multinomial", (5.0, A3 / A3.sum()), {"dtype": np.int32},
+                 marks=pytest.mark.slow),
+]
 
 
-def test_jit_and_vmap_over_keys(rr):
+@pytest.mark.parametrize("fn,args,kw", SHAPE_DTYPE_CASES)
+def test_shapes_and_dtypes(rr, fn, args, kw):
+    """Default shapes come from the parameters; dtype arguments (float16, int16, uint8)."""
+    got = getattr(jr, fn)(jr.key(0), *args, **kw)
+    want = getattr(rr, fn)(rr.key(0), *args, **kw)
+    _compare(got, want, 16, "count" if fn in ("poisson", "multinomial") else "ulp")
+
+
+@pytest.mark.parametrize("fn,args", [("exponential", ()), ("poisson", (4.0,)),
+                                     pytest.param("gamma", (2.0,), marks=pytest.mark.slow)])
+def test_jit_and_vmap_over_keys(rr, fn, args):
     import jax
     keys = jr.split(jr.key(7), 3)
     rkeys = rr.split(rr.key(7), 3)
-    for fn, args in [("exponential", ()), ("gamma", (2.0,)), ("poisson", (4.0,))]:
-        got = jaxlite.jit(jaxlite.vmap(lambda kk: getattr(jr, fn)(kk, *args, shape=(4,))))(keys)
-        want = jax.vmap(lambda kk: getattr(rr, fn)(kk, *args, shape=(4,)))(rkeys)
-        _compare(got, want, 16)
+    got = jaxlite.jit(jaxlite.vmap(lambda kk: getattr(jr, fn)(kk, *args, shape=(4,))))(keys)
+    want = jax.vmap(lambda kk: getattr(rr, fn)(kk, *args, shape=(4,)))(rkeys)
+    _compare(got, want, 16)
 
 
-def test_x64_dtypes(rr, x64):
-    k, rk = jr.key(1), rr.key(1)
-    for fn, args in [("exponential", ()), ("geometric", (0.5,)), ("poisson", (3.0,)),
-                     ("binomial", (10.0, 0.5)), ("gamma", (1.5,))]:
-        got = getattr(jr, fn)(k, *args, shape=(3,))
-        want = getattr(rr, fn)(rk, *args, shape=(3,))
-        assert np.asarray(got).dtype == np.asarray(want).dtype
-        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                                   rtol=1e-12)
+@pytest.mark.parametrize("fn,args", [
+    ("exponential", ()), ("geometric", (0.5,)),
+    pytest.param("poisson", (3.0,), marks=pytest.mark.slow),
+    pytest.param("binomial", (10.0, 0.5), marks=pytest.mark.slow),
+    pytest.param("gamma", (1.5,), marks=pytest.mark.slow)])
+def test_x64_dtypes(rr, x64, fn, args):
+    """float64/int64 results; float64 values to 1e-12 (XLA's double log/log1p differ from
+    NumPy's in the last bits)."""
+    got = getattr(jr, fn)(jr.key(1), *args, shape=(3,))
+    want = getattr(rr, fn)(rr.key(1), *args, shape=(3,))
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("call,exc", [
@@ -187,6 +198,80 @@ def test_x64_dtypes(rr, x64):
     (lambda r: r.laplace([1, 2], (2,)), TypeError),
 ])
 def test_bad_input(rr, call, exc):
+    with pytest.raises(exc):
+        call(rr)
+    with pytest.raises(exc):
+        call(jr)
+
+
+@pytest.mark.parametrize("a", [pytest.param(0.5, marks=pytest.mark.slow), 2.0])
+def test_gamma_gradient_like_jax(rr, a):
+    """d sample / d a by the implicit (reparameterised) rule, as JAX; also under jit and
+    through beta (two log-gamma draws)."""
+    import jax
+    got = jaxlite.grad(lambda x: jr.gamma(jr.key(0), x, (3,)).sum())(F32(a))
+    want = jax.grad(lambda x: rr.gamma(rr.key(0), x, (3,)).sum())(F32(a))
+    np.testing.assert_allclose(got, want, rtol=2e-5)
+    if a != 0.5:
+        return      # the jit-of-grad half runs in the slow tier
+    got = jaxlite.jit(jaxlite.grad(lambda x: jr.loggamma(jr.key(1), x, (3,)).sum()))(F32(a))
+    want = jax.grad(lambda x: rr.loggamma(rr.key(1), x, (3,)).sum())(F32(a))
+    np.testing.assert_allclose(got, want, rtol=2e-5)
+
+
+@pytest.mark.slow
+def test_beta_gradient_like_jax(rr):
+    import jax
+    got = jaxlite.grad(lambda x: jr.beta(jr.key(2), x, 2.0))(F32(0.7))
+    want = jax.grad(lambda x: rr.beta(rr.key(2), x, 2.0))(F32(0.7))
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 0.5]], F32)
+
+
+@pytest.mark.parametrize("method", ["cholesky", pytest.param("eigh", marks=pytest.mark.slow),
+                                    pytest.param("svd", marks=pytest.mark.slow)])
+def test_multivariate_normal_like_jax(rr, method):
+    mean = np.array([1.0, 2.0, 3.0], F32)
+    got = jr.multivariate_normal(jr.key(0), mean, COV, (4,), method=method)
+    want = rr.multivariate_normal(rr.key(0), mean, COV, (4,), method=method)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # the same normal draws through a LAPACK factor: equal to its rounding
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,m", [(3, None), pytest.param(2, 4, marks=pytest.mark.slow),
+                                 pytest.param(4, 2, marks=pytest.mark.slow)])
+def test_orthogonal_like_jax(rr, n, m):
+    got = np.asarray(jr.orthogonal(jr.key(1), n, (2,), m=m))
+    want = np.asarray(rr.orthogonal(rr.key(1), n, (2,), m=m))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    small = min(got.shape[-2:])
+    gram = got @ np.swapaxes(got, -1, -2) if got.shape[-2] == small else \
+        np.swapaxes(got, -1, -2) @ got
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(small), gram.shape), atol=1e-5)
+
+
+def test_key_dtype(rr):
+    assert str(jr.key_dtype()) == str(rr.key_dtype()) == "key<fry>"
+    assert jr.key(0).dtype == jr.key_dtype("threefry2x32")
+    for lib in (jr, rr):
+        with pytest.raises(ValueError):
+            lib.key_dtype("rbg2")
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda r: r.orthogonal(r.key(0), 2.5), TypeError),
+    (lambda r: r.multivariate_normal(r.key(0), np.zeros(2, F32), np.eye(3, dtype=F32)),
+     ValueError),
+    (lambda r: r.multivariate_normal(r.key(0), np.zeros(2, F32), np.eye(2, dtype=F32),
+                                     method="qr"), ValueError),
+    (lambda r: r.multivariate_normal(r.key(0), np.float32(0), np.eye(2, dtype=F32)),
+     ValueError),
+])
+def test_bad_matrix_input(rr, call, exc):
     with pytest.raises(exc):
         call(rr)
     with pytest.raises(exc):

@@ -4,8 +4,11 @@ Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops, so every
 runs eagerly and under ``jit``).  Keys are explicit values: ``key(seed)`` gives a typed key
 (dtype ``key<fry>``), ``PRNGKey(seed)`` a raw ``uint32[2]`` key; ``split``/``fold_in`` derive
 new keys, and each sampler turns one key into numbers.  For the same key the results are
-JAX 0.10's on CPU (``jax_threefry_partitionable`` on, its default), bit for bit, except
-float32 ``truncated_normal`` and float64 ``normal`` (last bits; see ``_distributions``).
+JAX 0.10's on CPU (``jax_threefry_partitionable`` on, its default): the key splits, bits,
+float conversion and each distribution's algorithm are JAX's, rounded as XLA rounds them,
+so most float32 samplers agree bit for bit; those going through ``exp``/``tan``/``pow``,
+the gamma family, float32 ``truncated_normal``, float64 and the LAPACK-based ones within
+the ulp bounds their docstrings state.  Rejection samplers (gamma, poisson, binomial) take JAX's accept/reject path.
 
 Example::
 
@@ -16,8 +19,8 @@ Example::
 """
 from __future__ import annotations
 
-from ._keys import (PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_impl,  # noqa
-                    split, wrap_key_data)
+from ._keys import (PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_dtype,  # noqa
+                    key_impl, split, wrap_key_data)
 from ._distributions import (bernoulli, bits, categorical, choice, gumbel, normal,  # noqa
                              permutation, randint, truncated_normal, uniform)
 from ._continuous import (cauchy, double_sided_maxwell, exponential, geometric,  # noqa
@@ -26,10 +29,12 @@ from ._continuous import (cauchy, double_sided_maxwell, exponential, geometric, 
 from ._gamma import (ball, beta, chisquare, dirichlet, f, gamma, generalized_normal,  # noqa
                      loggamma, t)
 from ._discrete import binomial, multinomial, poisson  # noqa
+from ._multivariate import multivariate_normal, orthogonal  # noqa
 
-__all__ = ["PRNGKey", "ball", "beta", "bernoulli", "binomial", "bits", "categorical", "cauchy", "chisquare", "choice", "clone", "dirichlet",
-           "double_sided_maxwell", "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
-           "key_data", "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial", "normal",
-           "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t",
-           "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
-           "wrap_key_data"]
+__all__ = ["ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
+           "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
+           "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype",
+           "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+           "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+           "PRNGKey", "rademacher", "randint", "rayleigh", "split", "t", "triangular",
+           "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data"]

@@ -181,7 +181,8 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
       dtype: a float dtype.
 
     Returns:
-      Floats of that shape (float32: within 4 ulps of JAX's values, from ``maxwell``).
+      Floats of that shape (float32: within 8 ulps of ``max(|x|, 1)`` of JAX's values:
+      ``maxwell``'s last bit, then ``+ loc`` may cancel).
 
     Raises:
       ValueError: a non-float dtype, parameters that do not broadcast, a batch of keys.

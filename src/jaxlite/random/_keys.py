@@ -382,6 +382,17 @@ def _check_impl(impl):
                          "'threefry2x32'")
 
 
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys, ``key<fry>`` (``jax.random.key_dtype``); ``impl_spec`` may
+    be None or ``"threefry2x32"``, the only generator jaxlite has.
+
+    Raises:
+      ValueError: another generator name.
+    """
+    _check_impl(impl_spec)
+    return KEY_DTYPE
+
+
 def key_data(keys):
     """The raw ``uint32[*keys.shape, 2]`` data of typed keys; raw key data is returned as it
     is (``jax.random.key_data``).  Raises TypeError for anything that is not a key."""
