@@ -456,7 +456,7 @@ def _slogdet_small_values(a):
 
 @_custom_jvp
 def _slogdet(a):
-    if a.shape[-1] <= 2:
+    if a.shape[-1] in (1, 2):
         return _slogdet_small_values(a)
     return _slogdet_lu_values(a)
 
@@ -684,7 +684,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     m, n = a.shape
     if a.size == 0:
         s = _full((0,), 0, _real_dtype(a.dtype))
-        rank = jnp.asarray(0, np.int32)
+        rank = jnp.asarray(0, int)
         x = _full((n,) + b.shape[1:], 0, a.dtype)
     else:
         eps = _finfo_eps(a.dtype)
@@ -695,7 +695,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
         u, s, vh = _lax_linalg.svd(a, full_matrices=False)
         cut = lax.mul(lax.convert_element_type(jnp.asarray(rcond), s.dtype), s[0])
         keep = lax.gt(s, _scalar(0, s)) & lax.ge(s, cut)
-        rank = _reductions.sum(keep, dtype=np.int32)
+        rank = _reductions.sum(keep)
         safe = lax.convert_element_type(jnp.where(keep, s, _scalar(1, s)), a.dtype)
         s_inv = jnp.where(keep, lax.div(_scalar(1, safe), safe), _scalar(0, safe))
         utb = _mm(_H(u), b)
@@ -786,7 +786,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
 def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
     """Rank of each matrix (``jax.numpy.linalg.matrix_rank``): the number of singular
     values above ``rtol`` (default: the largest singular value times ``max(m, n) * eps``),
-    int32 of shape ``M.shape[:-2]``; for 0-D/1-D input, 1 unless every entry is zero.
+    the default integer dtype, shape ``M.shape[:-2]``; for 0-D/1-D input, 1 unless every entry is zero.
     ``tol`` is the old name of ``rtol``.  Raises ValueError when both are given."""
     if tol is not None:
         if rtol is not None:
@@ -801,8 +801,7 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
                        _scalar(max(M.shape[-2:]) * _finfo_eps(S.dtype), S))
     rtol = ensure_array(rtol)
     rtol = lax.expand_dims(rtol, (rtol.ndim,))
-    return _reductions.sum(lax.gt(S, lax.convert_element_type(rtol, S.dtype)), axis=-1,
-                           dtype=np.int32)
+    return _reductions.sum(lax.gt(S, lax.convert_element_type(rtol, S.dtype)), axis=-1)
 
 
 def cond(x, p=None):
