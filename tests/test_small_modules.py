@@ -75,3 +75,183 @@ def test_ravel_pytree_under_grad_vmap_jit(rjax):
         jitted = m.jit(lambda t: _ravel(m, n, lambda _: t)[0])(params)
         return g, batched, jitted
     run_both(case, rjax)
+
+
+# ---- example_libraries.optimizers ------------------------------------------------------------
+
+def _libs(m):
+    if m is jaxlite:
+        from jaxlite.example_libraries import optimizers, stax
+    else:
+        from jax.example_libraries import optimizers, stax
+    return optimizers, stax
+
+
+OPTIMIZERS = {
+    "sgd": lambda O: O.sgd(0.1),
+    "momentum": lambda O: O.momentum(0.1, 0.9),
+    "nesterov": lambda O: O.nesterov(O.exponential_decay(0.1, 2, 0.5), 0.9),
+    "adagrad": lambda O: O.adagrad(0.1),
+    "rmsprop": lambda O: O.rmsprop(O.inverse_time_decay(0.1, 2, 0.5, staircase=True)),
+    "rmsprop_momentum": lambda O: O.rmsprop_momentum(0.01),
+    "adam": lambda O: O.adam(O.polynomial_decay(0.1, 3, 0.01, power=2.0)),
+    "adamax": lambda O: O.adamax(O.piecewise_constant([1, 2], [0.1, 0.05, 0.01])),
+    "sm3": lambda O: O.sm3(0.1),
+}
+
+
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_optimizer_steps_like_jax(name, rjax):
+    def case(m, n):
+        O, _ = _libs(m)
+        init, update, get_params = OPTIMIZERS[name](O)
+        params = {"w": n.array([[1.0, -2.0], [0.5, 0.0]]), "b": (n.array([0.3, -0.1]),
+                                                                  n.float32(2.0))}
+
+        def loss(p):
+            return n.sum(p["w"] ** 2 * n.array([1.0, 3.0])) + n.sum(n.sin(p["b"][0])) \
+                + p["b"][1] ** 2
+        state = init(params)
+        # sm3 keeps each leaf's shape (Python ints) in its state, which jit would trace:
+        # get_params then fails under jit in JAX too
+        jit = (lambda f: f) if name == "sm3" else m.jit
+        step = jit(lambda i, s: update(i, m.grad(loss)(get_params(s)), s))
+        for i in range(3):
+            state = step(i, state)
+        return get_params(state)
+    run_both(case, rjax, rtol=2e-6, atol=1e-6)
+
+
+def test_optimizer_state_pack_unpack_and_errors(rjax):
+    for m in (rjax, jaxlite):
+        O, _ = _libs(m)
+        init, update, get_params = O.momentum(0.1, 0.9)
+        state = init({"a": m.numpy.ones(2), "b": m.numpy.zeros(())})
+        assert isinstance(state, O.OptimizerState)
+        marked = O.unpack_optimizer_state(state)
+        assert isinstance(marked["a"], O.JoinPoint)
+        again = O.pack_optimizer_state(marked)
+        assert again.tree_def == state.tree_def and again.subtree_defs == state.subtree_defs
+        # OptimizerState is a pytree: leaves are the per-leaf states
+        assert len(m.tree_util.tree_leaves(state)) == 4
+        with pytest.raises(TypeError, match="did not match the parameter tree"):
+            update(0, {"a": m.numpy.ones(2)}, state)
+        with pytest.raises(TypeError):
+            O.make_schedule([0.1, 0.2])
+        with pytest.raises(ValueError, match="one shorter"):
+            O.piecewise_constant([1, 2], [0.1, 0.2])
+        with pytest.raises(ValueError, match="sequences"):
+            O.piecewise_constant(1, [0.1, 0.2])
+
+
+def test_schedules_norms_and_clipping(rjax):
+    def case(m, n):
+        O, _ = _libs(m)
+        steps = n.arange(6)
+        scheds = [O.constant(0.5), O.exponential_decay(0.1, 2, 0.5),
+                  O.inverse_time_decay(0.1, 2, 0.5), O.inverse_time_decay(0.1, 2, 0.5, True),
+                  O.polynomial_decay(0.1, 3, 0.01, power=2.0)]
+        piecewise = O.piecewise_constant([1, 3], [0.1, 0.05, 0.01])
+        tree = {"a": n.array([3.0, 4.0]), "b": [n.array([[12.0]])]}
+        return ([s(steps) for s in scheds[1:]], scheds[0](3), [piecewise(i) for i in range(5)],
+                m.vmap(piecewise)(steps), O.l2_norm(tree),
+                O.clip_grads(tree, 1.0), O.clip_grads(tree, 100.0))
+    run_both(case, rjax)
+
+
+# ---- example_libraries.stax: an MNIST-style tutorial, unchanged but for the import ---------
+
+def _tutorial(jax, jnp, steps=3, conv=False):
+    """JAX's stax/optimizers MNIST tutorial shape: an MLP (or a small conv net) on random
+    'digits'."""
+    optimizers, stax = _libs(jax)
+    mlp = stax.serial(stax.Flatten, stax.Dense(32), stax.Relu, stax.Dense(32), stax.Relu,
+                      stax.Dense(10), stax.LogSoftmax)
+    init_random_params, predict = mlp if not conv else stax.serial(
+        stax.Conv(4, (3, 3), padding="SAME"), stax.Relu,
+        stax.Conv(4, (3, 3), strides=(2, 2)), stax.BatchNorm(), stax.Gelu,
+        stax.MaxPool((2, 2), strides=(1, 1)), stax.AvgPool((2, 2), padding="SAME"),
+        stax.Flatten,
+        stax.FanOut(2), stax.parallel(stax.Dense(8), stax.serial(stax.Dense(8), stax.Tanh)),
+        stax.FanInSum, stax.Dense(10), stax.LogSoftmax)
+
+    def loss(params, batch):
+        inputs, targets = batch
+        return -jnp.mean(jnp.sum(predict(params, inputs) * targets, axis=1))
+
+    def accuracy(params, batch):
+        inputs, targets = batch
+        return jnp.mean(jnp.argmax(targets, axis=1) == jnp.argmax(predict(params, inputs),
+                                                                  axis=1))
+
+    # real JAX compiles each eager random op on first use (seconds on a busy 2-core
+    # machine); its jit gives the same numbers, so the oracle side stages the set-up
+    staged = (lambda f, **kw: f) if jax is jaxlite or conv else jax.jit
+
+    rng = jax.random.PRNGKey(0)
+    out_shape, params = staged(lambda k: init_random_params(k, (-1, 8, 8, 1)))(rng)
+    out_shape = tuple(int(d) for d in out_shape)
+    opt_init, opt_update, get_params = optimizers.momentum(0.05, mass=0.9)
+
+    @jax.jit
+    def update(i, opt_state, batch):
+        params = get_params(opt_state)
+        value, grads = jax.value_and_grad(loss)(params, batch)
+        return value, opt_update(i, grads, opt_state)
+
+    def make_data(k1, k2):
+        images = jax.random.normal(k1, (16, 8, 8, 1))
+        labels = jax.nn.one_hot(jax.random.randint(k2, (16,), 0, 10), 10)
+        return images, labels
+    images, labels = staged(make_data)(jax.random.PRNGKey(1), jax.random.PRNGKey(2))
+    opt_state = opt_init(params)
+    losses = []
+    for i in range(steps):
+        value, opt_state = update(i, opt_state, (images, labels))
+        losses.append(value)
+    return (out_shape, params, losses,
+            jax.jit(accuracy)(get_params(opt_state), (images, labels)))
+
+
+def test_stax_mnist_style_tutorial_like_jax(rjax):
+    run_both(_tutorial, rjax, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.slow   # real JAX compiles the conv net's gradient for ~30 s on 2 cores
+def test_stax_conv_tutorial_like_jax(rjax):
+    run_both(lambda m, n: _tutorial(m, n, conv=True), rjax, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.slow   # real JAX compiles each layer (~25 s on 2 cores)
+def test_stax_other_layers_like_jax(rjax):
+    def case(m, n):
+        _, stax = _libs(m)
+        key = m.random.PRNGKey(3)
+        x = m.random.normal(m.random.PRNGKey(4), (2, 5, 5, 3))
+        outs = []
+        for layer in [stax.ConvTranspose(2, (3, 3), strides=(2, 2), padding="SAME"),
+                      stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 2, (2, 2)),
+                      stax.SumPool((2, 2), padding="SAME"),
+                      stax.AvgPool((3, 3), strides=(2, 2), padding="SAME"),
+                      stax.BatchNorm(axis=(0, 1, 2), center=False),
+                      stax.serial(stax.FanOut(2), stax.parallel(stax.Identity, stax.Exp),
+                                  stax.FanInConcat(axis=1)),
+                      stax.Softplus, stax.Selu, stax.Elu, stax.LeakyRelu, stax.Sigmoid,
+                      stax.Softmax]:
+            init, apply = layer
+            shape, params = init(key, x.shape)
+            y = apply(params, x)
+            assert tuple(shape) == y.shape
+            outs.append((tuple(shape), params, y))
+        x1 = m.random.normal(key, (2, 7, 3))
+        init, apply = stax.Conv1DTranspose(2, (3,), strides=(2,))
+        shape, params = init(key, x1.shape)
+        outs.append((tuple(shape), apply(params, x1)))
+        init, apply = stax.Dropout(0.75)
+        outs.append(apply((), x, rng=key))
+        outs.append(stax.Dropout(0.5, mode="test")[1]((), x, rng=key))
+        return outs
+    run_both(case, rjax, rtol=2e-5, atol=2e-6)
+    for m in (rjax, jaxlite):
+        with pytest.raises(ValueError, match="PRNG key"):
+            _libs(m)[1].Dropout(0.5)[1]((), m.numpy.ones(2))
