@@ -361,22 +361,28 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """Sample frequencies of the ``rfft`` of an ``n``-point signal with spacing ``d``
     (``jax.numpy.fft.rfftfreq``): ``[0, 1, ..., n // 2] / (n * d)``.
 
-    ``dtype`` defaults to the default float; an inexact ``dtype`` is kept; for an integer
-    ``dtype`` the result is its inexact counterpart (float32, or float64 for 64-bit
-    integers), as in JAX.
+    ``dtype`` defaults to the default float; an inexact ``dtype`` is kept.  For an integer
+    ``dtype``, as in JAX, ``n * d`` is first converted to it (truncated: ``n * d < 1``
+    gives inf/nan) and the result is its inexact counterpart (float32, or float64 for
+    64-bit integers).
     """
+    from ._ufuncs import multiply, true_divide
     n = _length_arg(n)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     count = _count(n // 2 + 1)
-    if dtypes.is_inexact(dt):
-        if dt.kind == "c":
-            real = np.dtype(np.float64) if dt == np.complex128 else np.dtype(np.float32)
-            k = lax.convert_element_type(lax.iota(real, count), dt)
-        else:
-            k = lax.iota(dt, count)
+    if dt.kind == "c":
+        real = np.dtype(np.float64) if dt == np.complex128 else np.dtype(np.float32)
+        k = lax.convert_element_type(lax.iota(real, count), dt)
     else:
-        k = lax.convert_element_type(lax.iota(dt, count), dtypes.to_inexact_dtype(dt))
-    return _place(_over_nd(k, n, d), device)
+        k = lax.iota(dt, count)
+    if isinstance(d, (int, float)) and not isinstance(d, bool):
+        with np.errstate(all="ignore"):
+            nd = np.asarray(n * d).astype(dt)
+    else:
+        nd = multiply(d, n)
+        if get_aval(nd).dtype != dt:
+            nd = lax.convert_element_type(nd, dt)
+    return _place(true_divide(k, nd), device)
 
 
 def _shifted(name, x, axes, sign):
