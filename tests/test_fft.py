@@ -246,8 +246,8 @@ def test_vmap_of_grad_and_jit_like_jax(rjax, rjnp):
     (lambda m: lambda a: m.fft.ihfft(a, norm="forward"), X),
     (lambda m: lambda a: m.fft.fftn(a, axes=(0,)), X),
     (lambda m: lambda a: m.fft.fftn(a), C4),
-    (lambda m: lambda a: a * m.fft.fftfreq(6), X),
-    (lambda m: lambda a: a[:, :4] * m.fft.rfftfreq(6, 0.5), X),
+    (lambda m: lambda a: a * m.fft.fftfreq(6), X[0]),
+    (lambda m: lambda a: a[:4] * m.fft.rfftfreq(6, 0.5), X[0]),
 ])
 def test_programs_print_like_jax(fn, x, rjax, rjnp):
     assert str(jaxlite.make_jaxpr(fn(jnp))(x)) == str(rjax.make_jaxpr(fn(rjnp))(x))
