@@ -66,6 +66,9 @@ _SAMPLED_IN_FAST_TIER = {
     "test_categorical_mode": 6,
     "test_array_members_on_tracers_match_jax": 3,
     "test_debug_flags_like_jax": 2,
+    "test_index_tricks": 5,
+    "test_signal": 5,
+    "test_sets_and_selection": 5,
 }
 
 
