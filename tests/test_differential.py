@@ -1222,6 +1222,8 @@ NOT_CALLED = {
                   "loggamma logistic lognormal maxwell multinomial multivariate_normal "
                   "orthogonal pareto poisson rademacher rayleigh t triangular wald "
                   "weibull_min ").split()},
+    "lax.fft": "the FFT primitive, compared with JAX for values, dtypes, grads, vmap, jit and "
+               "bad input: tests/test_fft.py",
 }
 
 

@@ -40,7 +40,8 @@ LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", 
           "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "squeeze",
           "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter", "jit",
-          "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp"}
+          "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp",
+          "fft"}
 
 ALL = sorted(primitives())
 
@@ -368,6 +369,10 @@ CONTROL_CASES = {
                                                             (1, 1), "VALID"), X, order=1)],
     "reduce_window_min": [unary(lambda x: lax.reduce_window(x, np.inf, lax.min, (1, 2),
                                                             (1, 2), "VALID"), X, order=1)],
+    # the FFT: real results of each transform type (complex ones checked in test_fft.py)
+    "fft": [unary(lambda x: jnp.real(jnp.fft.rfft(x)) * jnp.fft.fft(x).imag[
+        ..., :x.shape[-1] // 2 + 1], X),
+            unary(lambda x: jnp.fft.irfft(jnp.fft.ifftn(x), n=5), X, order=1)],
     # collectives: inside a named vmap over the leading axis
     "psum": [unary(jaxlite.vmap(lambda v: v * lax.psum(v, "i"), axis_name="i"), X)],
     "pmax": [unary(jaxlite.vmap(lambda v: v * lax.pmax(v, "i"), axis_name="i"), X, order=1)],
