@@ -14,6 +14,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike
 from ..transforms.autodiff import custom_jvp
+from ._normalize import _inexact
 
 def _arr(name, x):
     """``x`` as an Array (Python scalars stay weakly typed); TypeError naming ``name`` for
@@ -148,11 +149,10 @@ def gelu(x, approximate: bool = True):
 
     ``approximate=True`` (the default) is the tanh form
     ``x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x**3)))``; ``approximate=False`` is the
-    exact ``x/2 * (1 + erf(x / sqrt(2)))``.  Integers promote to the default float.
+    exact ``x/2 * (1 + erf(x / sqrt(2)))``.  Integers promote to the default float; a Python
+    int is converted to it directly (2**40 is accepted with x64 off, as in JAX).
     """
-    x = _arr("gelu", x)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
-        x = x.astype(jnp.result_type(x, 1.0))
+    (x,) = _inexact("gelu", x, big_ints=True)
     if approximate:
         # the constant is typed like x, so the result is never weakly typed (as in JAX)
         c = np.asarray(_SQRT_2_OVER_PI, x.dtype)

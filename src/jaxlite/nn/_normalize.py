@@ -6,6 +6,7 @@ give -inf (logsumexp) rather than NaN.
 """
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -16,10 +17,25 @@ from ..numpy._ufuncs import _promote
 from ..numpy._util import canonicalize_axes, check_arraylike
 
 
-def _inexact(name, *xs):
-    """``xs`` promoted together to an inexact dtype (JAX's rules), as Arrays."""
-    xs, _ = _promote(name, xs, "inexact")
-    return [jnp.asarray(x) for x in xs]
+def _inexact(name, *xs, big_ints=False):
+    """``xs`` promoted together to an inexact dtype (JAX's rules), as Arrays.
+
+    ``big_ints``: a Python int goes straight to that float dtype, never through the default
+    int, as JAX's un-jitted gelu and logsumexp do (they accept 2**40 with x64 off and
+    raise OverflowError only past the float range; its jitted functions raise for any int
+    outside the default int).
+    """
+    ints = [big_ints and type(x) is int for x in xs]
+    if not builtins.any(ints):
+        xs, _ = _promote(name, xs, "inexact")
+        return [jnp.asarray(x) for x in xs]
+    # the dtype and weak type from a small int of the same kind, then the value converted
+    probe, _ = _promote(name, [0 if i else x for i, x in zip(ints, xs)], "inexact")
+    out = []
+    for i, x, p in zip(ints, xs, probe):
+        p = jnp.asarray(p)
+        out.append(jnp.asarray(lax.scalar_as(x, p.dtype, p.weak_type)) if i else p)
+    return out
 
 
 def _refuse_bool(name, x):
@@ -53,9 +69,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     Example: ``logsumexp(jnp.array([1000.0, 1000.0]))`` is ``1000.6931``.
     """
     if b is not None:
-        a, b = _inexact("logsumexp", a, b)
+        a, b = _inexact("logsumexp", a, b, big_ints=True)
     else:
-        (a,) = _inexact("logsumexp", a)
+        (a,) = _inexact("logsumexp", a, big_ints=True)
     if where is not None:
         a = jnp.where(where, a, 0)
     if b is not None:

@@ -606,8 +606,11 @@ def _offset_mask(n, m, k, cmp):
         idt = np.dtype(np.int32)
     i = lax.broadcasted_iota(idt, (n, m), 0)
     j = lax.broadcasted_iota(idt, (n, m), 1)
-    if isinstance(kk, int) and kk == 0 and cmp is lax.eq:
-        return lax.eq(i, j)
+    if isinstance(kk, int):
+        if kk == 0 and cmp is lax.eq:
+            return lax.eq(i, j)
+        # typed like the iotas: lax.add takes no int64 Python int for int32 under x64
+        kk = lax.scalar_as(kk, idt, False)
     return cmp(lax.add(i, kk), j)
 
 
@@ -717,16 +720,22 @@ def diag(v, k: int = 0):
     if v.ndim != 1:
         raise ValueError(f"diag input must be 1d or 2d, got shape {v.shape}")
     n = v.shape[0] + builtins.abs(k)
-    vp = lax.pad(v, 0, ((builtins.max(0, -k), builtins.max(0, k), 0),))
+    # the padding value in v's dtype: lax.pad takes no Python int for a float v (as JAX)
+    vp = lax.pad(v, lax.scalar_as(0, v.dtype, False),
+                 ((builtins.max(0, -k), builtins.max(0, k), 0),))
     mask = _offset_mask(n, n, k, lax.eq)
     cols = lax.broadcast_in_dim(vp, (n, n), (0,))
     return lax.select_n(mask, _full_scalar((n, n), 0, v.dtype, v.weak_type), cols)
 
 
 def diagflat(v, k: int = 0):
-    """``v`` flattened, then placed on diagonal ``k`` (``jax.numpy.diagflat``)."""
+    """``v`` flattened, then placed on diagonal ``k`` (``jax.numpy.diagflat``): a square
+    matrix of side ``v.size + |k|`` in v's dtype.  Never weakly typed, even for a Python
+    scalar (JAX writes v into a zero matrix of v's dtype)."""
     check_arraylike("diagflat", v)
     v = _as_array(v)
+    if v.weak_type:
+        v = lax._convert(v, v.dtype, False)
     return diag(lax.reshape(v, (v.size,)), k)
 
 

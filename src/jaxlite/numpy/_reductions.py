@@ -60,6 +60,25 @@ def _axes(axis, ndim):
     return out
 
 
+def _indexed_axes(axis, ndim):
+    """``_axes`` for the reductions that index the shape with each axis before anything
+    else (argmax/argmin, and mean/var/std without ``where``, which count the reduced
+    elements first): there an out-of-range axis raises IndexError, as in JAX, ahead of
+    the ValueError for a repeated one."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    try:
+        items = tuple(operator.index(a) for a in items)
+    except TypeError:
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
+            from None
+    for a in items:
+        if not -ndim <= a < ndim:
+            raise IndexError(f"axis {a} is out of range for an array of dimension {ndim}")
+    return _axes(items, ndim)
+
+
 def _count(shape, axes):
     n = 1
     for i in axes:
@@ -290,7 +309,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     reduction is NaN.  Raises ValueError for a bad axis.
     """
     a = _arr("mean", a)
-    axes = _axes(axis, a.ndim)
+    axes = _axes(axis, a.ndim) if where is not None else _indexed_axes(axis, a.ndim)
     dt = _mean_dtype(a, dtype)
     acc = _upcast_half(_inexact_dtype(dt))
     s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
@@ -315,14 +334,23 @@ def _ddof(ddof, correction, name):
 
 def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
     a = _arr(name, a)
-    axes = _axes(axis, a.ndim)
     if dtype is not None:
         out_dt = dtypes.canonicalize_dtype(dtype)
+        if a.dtype.kind == "c" and np.dtype(out_dt).kind != "c":
+            raise ValueError(f"jnp.{name}: a real dtype ({np.dtype(out_dt).name}) for the "
+                             f"variance of complex values is not supported (as in JAX); "
+                             f"take the variance in a complex dtype, or of abs(x)")
         comp = _upcast_half(_inexact_dtype(out_dt))
     else:
         comp = _inexact_dtype(a.dtype)
         out_dt = _real_dtype(comp)
         comp = _upcast_half(comp)
+    # as JAX: without a mask (no where, and no NaN mask of nanvar's inexact computation)
+    # the reduced elements are counted first, by indexing the shape (IndexError)
+    # (nanvar's computation dtype is an explicit integer ``dtype`` unchanged: no NaN mask)
+    counted = where is None and not (nan and dtypes.is_inexact(
+        out_dt if dtype is not None else comp))
+    axes = _indexed_axes(axis, a.ndim) if counted else _axes(axis, a.ndim)
     x = convert(a, comp)
     mask = None if where is None else _where_mask(name, where, a.shape)
     if nan and dtypes.is_inexact(x.dtype):
@@ -398,6 +426,9 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """Standard deviation, ``sqrt(var(...))`` (``jax.numpy.std``); see ``var``."""
     ddof = _ddof(ddof, correction, "std")
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"jnp.std: dtype must be inexact (a square root is taken); got "
+                         f"{np.dtype(dtypes.canonicalize_dtype(dtype)).name}")
     return lax.sqrt(_var("std", a, axis, dtype, ddof, keepdims, where, mean, nan=False))
 
 
@@ -410,6 +441,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """
     a = _arr("average", a)
     if weights is None:
+        _axes(axis, a.ndim)     # a bad axis is a ValueError here (mean's is an IndexError)
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
             return avg
@@ -444,6 +476,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 def _arg(name, prim, a, axis, keepdims):
     a = _arr(name, a)
+    if axis is not None:    # a bad axis first (IndexError), as in JAX
+        _indexed_axes(operator.index(axis), a.ndim)
     if a.dtype.kind == "c":
         raise TypeError(f"jnp.{name} does not accept dtype {a.dtype} (complex numbers are "
                         f"not ordered)")
@@ -453,7 +487,7 @@ def _arg(name, prim, a, axis, keepdims):
         flat = lax.reshape(a, (a.size,))
         r = prim(flat, 0, dtypes.default_int_dtype())
         return lax.reshape(r, (1,) * a.ndim) if keepdims else r
-    ax = canonicalize_axis(axis, a.ndim)
+    (ax,) = _indexed_axes(operator.index(axis), a.ndim)
     if a.shape[ax] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
     r = prim(a, ax, dtypes.default_int_dtype())
@@ -679,7 +713,16 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     rest = [i for i in range(a.ndim) if i not in axes]
     n = _count(a.shape, axes)
     x = lax.reshape(lax.transpose(a, rest + list(axes)), out_shape + (n,))
-    if n == 0:   # TypeError, as JAX (its gather rejects the empty slice)
+    if n == 0:
+        # as JAX: quantile's gather rejects the empty slice (TypeError); nanquantile indexes
+        # the sorted values instead, which gives an empty result when there are no slices,
+        # and IndexError for the one 0-d index of a full reduction (0-d q, no keepdims)
+        final = kept_shape if keepdims else out_shape
+        if nan_skip and _count(out_shape, range(len(out_shape))) == 0:
+            return _strong(_full(q.shape + final, 0, q))
+        if nan_skip and not q.ndim and not keepdims and not out_shape:
+            raise IndexError(f"jnp.{name} of an empty array (shape {a.shape}, axis {axis}): "
+                             f"index 0 is out of bounds for its size-0 axis")
         raise TypeError(f"jnp.{name} of an empty reduction (shape {a.shape}, axis {axis}) "
                         f"has no value")
     nb = _count(out_shape, range(len(out_shape)))

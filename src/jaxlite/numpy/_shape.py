@@ -104,7 +104,8 @@ def reshape(a, shape=None, order="C", *, copy=None):
 
     Raises:
       TypeError: the sizes differ (naming both shapes), several -1 entries, non-integer
-        or traced sizes; list ``a``.
+        or traced sizes; list ``a``.  For a NumPy array ``a`` the shape follows NumPy's
+        rules, as in JAX: ValueError for those sizes, and any negative entry is inferred.
       NotImplementedError: ``order='A'``.  ValueError: any other unknown order.
 
     Example::
@@ -115,12 +116,18 @@ def reshape(a, shape=None, order="C", *, copy=None):
     check_arraylike("reshape", a)
     if shape is None:
         raise TypeError("reshape() missing required argument 'shape'")
-    a = _arr(a)
     if order == "A":
         raise NotImplementedError("np.reshape order=A is not implemented.")
     if order not in ("C", "F"):
         raise ValueError(f"Unexpected value for 'order' argument: {order}.")
-    newshape = _resolve_shape(a, int_tuple(shape))
+    if isinstance(a, (np.ndarray, np.generic)):
+        # JAX hands a NumPy array to NumPy's own reshape: NumPy's rules (ValueError for an
+        # impossible shape, any negative size inferred); the result is then placed
+        newshape = np.reshape(a, int_tuple(shape), order=order).shape
+        a = _arr(a)
+    else:
+        a = _arr(a)
+        newshape = _resolve_shape(a, int_tuple(shape))
     if order == "F":
         t = lax.transpose(a, tuple(reversed(range(a.ndim))))
         r = lax.reshape(t, tuple(reversed(newshape)))

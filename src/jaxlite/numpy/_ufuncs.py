@@ -412,8 +412,38 @@ def _multiply(a, b, dt):
 add = _binary("add", _add, fast=lambda dt: None if dt == _BOOL else _e.add_p)
 subtract = _binary("subtract", _subtract,
                    fast=lambda dt: None if dt == _BOOL else _e.sub_p)
-multiply = _binary("multiply", _multiply,
-                   fast=lambda dt: None if dt == _BOOL else _e.mul_p)
+_multiply_ieee = _binary("multiply", _multiply,
+                         fast=lambda dt: None if dt == _BOOL else _e.mul_p)
+
+
+def multiply(x1, x2, /):
+    """Elementwise product with NumPy broadcasting and JAX type promotion
+    (``jax.numpy.multiply``); ``and`` for two booleans.
+
+    A boolean operand that already has the result's shape times a float or complex one
+    (bfloat16 excepted) selects instead of multiplying, as XLA rewrites
+    ``convert(b) * y`` in JAX: ``False * -2.5`` is +0.0, ``False * nan`` is 0 and
+    ``True * y`` is exactly ``y``.  A boolean that is broadcast first multiplies (IEEE).
+    Raises TypeError for non-array arguments, TypeError/ValueError for shapes that do
+    not broadcast.
+    """
+    b1 = dtypes.dtype_and_weak(x1)[0] == _BOOL if type(x1) is not bool else True
+    b2 = dtypes.dtype_and_weak(x2)[0] == _BOOL if type(x2) is not bool else True
+    if b1 == b2:
+        return _multiply_ieee(x1, x2)
+    mask = x1 if b1 else x2
+    p1, p2, dt = _args2("multiply", x1, x2)
+    y = p2 if b1 else p1
+    shape = tuple(np.broadcast_shapes(_shape(mask), _shape(y)))
+    if _shape(mask) != shape or _kind(dt) not in "fc" or dt == dtypes._BF16:
+        return _multiply(p1, p2, dt)
+    if _shape(y) != shape:
+        y = broadcast_to_shape(ensure_array(y) if type(y) in _PY else y, shape)
+    mask = ensure_array(mask) if type(mask) in _PY else mask
+    return lax.select(mask, y, _full_like(y, 0))
+
+
+multiply._fast_spec = _multiply_ieee._fast_spec    # the operators' fast path (same dtypes)
 true_divide = _binary("true_divide", lambda a, b, dt: lax.div(a, b), "inexact",
                       fast=lambda dt: _e.div_p)
 divide = _binary("divide", lambda a, b, dt: lax.div(a, b), "inexact")
@@ -776,7 +806,15 @@ def _arctan2(a, b, dt):
 
 
 arctan2 = _binary("arctan2", _arctan2, "inexact")
-atan2 = _binary("atan2", _arctan2, "inexact")
+
+
+def atan2(x1, x2, /):
+    """``arctan2`` of ``x1`` and ``x2`` first promoted to their common dtype
+    (``jax.numpy.atan2``, the array-API name): a Python int meets an integer array in the
+    array's dtype, wrapping (``atan2(uint8 [1], 300)`` is ``arctan2(1, 44)``), before the
+    float promotion.  Raises as ``arctan2``."""
+    (x1, x2), _ = _promote("atan2", (x1, x2))
+    return arctan2(x1, x2)
 
 square = _unary("square", lambda x, dt: lax.square(x), "numeric")
 
