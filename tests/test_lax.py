@@ -21,9 +21,14 @@ def test_binary_ops_require_equal_dtypes():
         lax.add(jnp.ones(3, jnp.int32), jnp.ones(3, jnp.float32))
 
 
-def test_python_scalars_take_the_array_dtype(rjax):
-    x = np.arange(3, dtype=np.int8)
-    assert_like_jax(lax.add(jnp.asarray(x), 2), rjax.lax.add(x, np.int8(2)), check_weak=False)
+def test_python_scalars_have_their_default_dtype(rjax):
+    # a Python int is a weak int32 operand: it matches an int32 array, not an int8 one
+    x = np.arange(3, dtype=np.int32)
+    assert_like_jax(lax.add(jnp.asarray(x), 2), rjax.lax.add(x, 2))
+    with pytest.raises(TypeError):
+        rjax.lax.add(x.astype(np.int8), 2)
+    with pytest.raises(TypeError):
+        lax.add(jnp.asarray(x, np.int8), 2)
 
 
 def test_broadcast_in_dim_checks_shapes():

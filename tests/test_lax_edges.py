@@ -441,11 +441,7 @@ _BINARY_LAX = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", 
                "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge",
                "shift_left", "shift_right_logical", "shift_right_arithmetic", "complex"]
 # differences from JAX 0.10 left as they are, each with its reason
-_KNOWN = {
-    ("abs", "uint8"): "jaxlite's lax.abs takes unsigned integers (JAX: TypeError); "
-                      "jnp's gcd/lcm/isclose/bitwise_count rely on it",
-    ("abs", "uint32"): "as uint8",
-}
+_KNOWN: dict = {}
 
 
 def _outcome(fn):
@@ -469,3 +465,202 @@ def test_lax_dtype_table_like_jax(rjax, name, dtype):
         assert isinstance(got, type) and issubclass(got, want), (got, want)
     else:
         assert got == want
+
+
+# ---- Python scalars in lax: their own default dtype, no conversion ----------------------
+# JAX binds a Python scalar as a weakly typed operand of its kind's default dtype (2 is
+# int32, 2.5 float32, 1j complex64; 64-bit under x64): it meets the other operand's dtype
+# in the dtype check, so lax.add(f32, 2.5) works and lax.add(f32, 2) raises TypeError.
+
+_SCALARS = [2, 2.5, 1j, True, 300]
+_SCALAR_DTYPES = ["float32", "int32", "uint8", "complex64", "float16"]
+
+
+def _scalar_outcome(fn):
+    try:
+        r = fn()
+    except Exception as e:  # the exception's type is the outcome
+        return type(e)
+    return (str(r.dtype), r.shape, r.weak_type, np.asarray(r).tolist())
+
+
+def _check_scalar_table(rjax, name, dtypes, scalars):
+    f, rf = getattr(lax, name), getattr(rjax.lax, name)
+    for dt in dtypes:
+        x, rx = jnp.array([1, 3], dt), rjax.numpy.array([1, 3], dt)
+        for s in scalars:
+            for order in (0, 1):
+                args, rargs = ((x, s), (rx, s)) if order == 0 else ((s, x), (s, rx))
+                want, got = _scalar_outcome(lambda: rf(*rargs)), _scalar_outcome(lambda: f(*args))
+                if isinstance(want, type):
+                    assert isinstance(got, type) and issubclass(got, want), \
+                        (name, dt, s, order, got, want)
+                else:
+                    assert got == want, (name, dt, s, order, got, want)
+
+
+@pytest.mark.parametrize("name", _BINARY_LAX)
+def test_binary_python_scalars_like_jax(rjax, name):
+    # fast tier: the dtypes where a scalar's kind matches or meets its neighbour
+    _check_scalar_table(rjax, name, ["float32", "int32"], [2, 2.5])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _BINARY_LAX)
+def test_binary_python_scalars_like_jax_all(rjax, name):
+    _check_scalar_table(rjax, name, _SCALAR_DTYPES, _SCALARS)
+
+
+def test_binary_python_scalars_x64(rjax, x64):
+    # under x64 a Python float is float64: it no longer matches a float32 array
+    for name in ("add", "eq"):
+        _check_scalar_table(rjax, name, ["float32", "float64", "int32", "int64"], [2, 2.5])
+
+
+def test_binary_python_scalars_under_jit(rjax):
+    x, rx = jnp.array([1.0, 2.0]), rjax.numpy.array([1.0, 2.0])
+    assert_like_jax(jaxlite.jit(lambda v: lax.mul(v, 2.5))(x),
+                    rjax.jit(lambda v: rjax.lax.mul(v, 2.5))(rx))
+    _same_error(lambda: jaxlite.jit(lambda v: lax.mul(v, 2))(x),
+                lambda: rjax.jit(lambda v: rjax.lax.mul(v, 2))(rx))
+    # two Python scalars: one weak result of their common kind, or TypeError across kinds
+    assert_like_jax(lax.add(2.0, 3.0), rjax.lax.add(2.0, 3.0))
+    _same_error(lambda: lax.add(2, 3.0), lambda: rjax.lax.add(2, 3.0))
+
+
+@pytest.mark.parametrize("name", ["add", "max", "eq", "shift_left", "pow"])
+@pytest.mark.parametrize("value", [300, -1, 2 ** 31, 2 ** 40], ids=str)
+def test_binary_out_of_range_python_int(rjax, name, value):
+    """A Python int meets uint8 as int32 (TypeError before any range check); one outside
+    int32 raises OverflowError, as JAX."""
+    for dt in ("uint8", "int32", "float32"):
+        x, rx = jnp.ones(2, dt), rjax.numpy.ones(2, dt)
+        want = _scalar_outcome(lambda: getattr(rjax.lax, name)(rx, value))
+        got = _scalar_outcome(lambda: getattr(lax, name)(x, value))
+        if isinstance(want, type):
+            assert isinstance(got, type) and issubclass(got, want), (dt, got, want)
+        else:
+            assert got == want, (dt, got, want)
+
+
+def test_clamp_select_pad_python_scalars(rjax):
+    f32, rf32 = jnp.array([0.5, 3.0]), rjax.numpy.array([0.5, 3.0])
+    i32, ri32 = jnp.array([1, 5]), rjax.numpy.array([1, 5])
+    assert_like_jax(lax.clamp(0.0, f32, 1.0), rjax.lax.clamp(0.0, rf32, 1.0))
+    assert_like_jax(lax.clamp(0, i32, 3), rjax.lax.clamp(0, ri32, 3))
+    for lo, hi in [(0, 1.0), (0.0, 1), (np.float16(0), 1.0)]:
+        _same_error(lambda: lax.clamp(lo, f32, hi), lambda: rjax.lax.clamp(lo, rf32, hi))
+    _same_error(lambda: lax.clamp(0.0, i32, 3.0), lambda: rjax.lax.clamp(0.0, ri32, 3.0))
+    cfg = [(1, 1, 0)]
+    assert_like_jax(lax.pad(f32, 0.0, cfg), rjax.lax.pad(rf32, 0.0, cfg))
+    assert_like_jax(lax.pad(i32, -1, cfg), rjax.lax.pad(ri32, -1, cfg))
+    for v in (0, np.float16(0), 1j):
+        _same_error(lambda: lax.pad(f32, v, cfg), lambda: rjax.lax.pad(rf32, v, cfg))
+    _same_error(lambda: lax.pad(jnp.ones(2, "uint8"), 300, cfg),
+                lambda: rjax.lax.pad(rjax.numpy.ones(2, "uint8"), 300, cfg))
+    # select_n: cases of one dtype; a Python scalar case is its own default dtype
+    w, rw = jnp.array(True), rjax.numpy.array(True)
+    s, rs = jnp.float32(1.5), rjax.numpy.float32(1.5)
+    assert_like_jax(lax.select_n(w, s, 2.5), rjax.lax.select_n(rw, rs, 2.5))
+    _same_error(lambda: lax.select_n(w, s, 2), lambda: rjax.lax.select_n(rw, rs, 2))
+
+
+def test_clamp_pad_x64(rjax, x64):
+    f32, rf32 = jnp.ones(2, "float32"), rjax.numpy.ones(2, "float32")
+    _same_error(lambda: lax.clamp(0.0, f32, 1.0), lambda: rjax.lax.clamp(0.0, rf32, 1.0))
+    _same_error(lambda: lax.pad(f32, 0.0, [(1, 0, 0)]),
+                lambda: rjax.lax.pad(rf32, 0.0, [(1, 0, 0)]))
+    f64, rf64 = jnp.ones(2), rjax.numpy.ones(2)
+    assert_like_jax(lax.clamp(0.0, f64, 1.0), rjax.lax.clamp(0.0, rf64, 1.0))
+
+
+# ---- type rules at their edges ---------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "int8", "float32", "complex64"])
+def test_abs_dtypes_like_jax(rjax, dtype):
+    x, rx = jnp.array([1, 2], dtype), rjax.numpy.array([1, 2], dtype)
+    want = _scalar_outcome(lambda: rjax.lax.abs(rx))
+    got = _scalar_outcome(lambda: lax.abs(x))
+    assert got == want if not isinstance(want, type) else issubclass(got, want)
+    # jnp's abs, gcd and lcm take unsigned integers (their own magnitude)
+    for name in ("abs", "gcd", "lcm"):
+        args = (x,) if name == "abs" else (x, x + 1)
+        rargs = (rx,) if name == "abs" else (rx, rx + 1)
+        if name != "abs" and dtype[0] in "fc":
+            continue
+        assert_like_jax(getattr(jnp, name)(*args), getattr(rjax.numpy, name)(*rargs))
+
+
+def test_conj_of_none_and_other_objects(rjax):
+    for v in (None, "a", [1.0], object()):
+        _same_error(lambda: lax.conj(v), lambda: rjax.lax.conj(v))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "float32", "complex64"])
+@pytest.mark.parametrize("y", [-2, 0, 3])
+def test_integer_pow_negative_exponent(rjax, dtype, y):
+    x, rx = jnp.array([1, 2], dtype), rjax.numpy.array([1, 2], dtype)
+    want = _scalar_outcome(lambda: rjax.lax.integer_pow(rx, y))
+    got = _scalar_outcome(lambda: lax.integer_pow(x, y))
+    if isinstance(want, type):
+        assert isinstance(got, type) and issubclass(got, want)
+        _same_error(lambda: jaxlite.jit(lambda v: lax.integer_pow(v, y))(x),
+                    lambda: rjax.jit(lambda v: rjax.lax.integer_pow(v, y))(rx))
+    else:
+        assert got == want
+
+
+def test_integer_pow_python_int_negative(rjax):
+    _same_error(lambda: lax.integer_pow(2, -1), lambda: rjax.lax.integer_pow(2, -1))
+    assert_like_jax(lax.integer_pow(2.0, -1), rjax.lax.integer_pow(2.0, -1))
+
+
+def test_reshape_errors_like_jax(rjax):
+    x, rx = jnp.ones(6), rjax.numpy.ones(6)
+    for shape in [(4,), (7,), (2, 4), (-1,), (-2, -3), (0,)]:
+        _same_error(lambda: lax.reshape(x, shape), lambda: rjax.lax.reshape(rx, shape))
+    _same_error(lambda: jaxlite.jit(lambda v: lax.reshape(v, (4,)))(x),
+                lambda: rjax.jit(lambda v: rjax.lax.reshape(v, (4,)))(rx))
+    # jnp.reshape keeps its own TypeError, as JAX's
+    _same_error(lambda: jnp.reshape(x, (4,)), lambda: rjax.numpy.reshape(rx, (4,)))
+
+
+def test_rev_and_concatenate_dimension_errors(rjax):
+    a, ra = jnp.ones((2, 3)), rjax.numpy.ones((2, 3))
+    for dims in [(2,), (-1,), (0, 0), (5,)]:
+        _same_error(lambda: lax.rev(a, dims), lambda: rjax.lax.rev(ra, dims))
+    assert_like_jax(lax.rev(a, (1, 0)), rjax.lax.rev(ra, (1, 0)))
+    for d in (2, -1, 5):
+        _same_error(lambda: lax.concatenate([a, a], d),
+                    lambda: rjax.lax.concatenate([ra, ra], d))
+    s, rs = jnp.ones(()), rjax.numpy.ones(())
+    _same_error(lambda: lax.concatenate([s, s], 0), lambda: rjax.lax.concatenate([rs, rs], 0))
+    # one operand is returned as it is, whatever the dimension (as JAX)
+    assert_like_jax(lax.concatenate([a], 5), rjax.lax.concatenate([ra], 5))
+    # jnp's flip and concatenate normalise negative axes first
+    assert_like_jax(jnp.flip(a, -1), rjax.numpy.flip(ra, -1))
+    assert_like_jax(jnp.concatenate([a, a], -1), rjax.numpy.concatenate([ra, ra], -1))
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cummax_cummin_signed_zeros(rjax, name, reverse):
+    """XLA's max(0.0, -0.0) is 0.0 and min is -0.0, whichever comes first."""
+    vals = np.array([[-0.0, 0.0, -0.0, 1.0], [0.0, -0.0, -1.0, np.nan]], np.float32)
+    for axis in (0, 1):
+        got = getattr(lax, name)(jnp.asarray(vals), axis=axis, reverse=reverse)
+        want = getattr(rjax.lax, name)(rjax.numpy.asarray(vals), axis=axis, reverse=reverse)
+        assert_like_jax(got, want)
+        zero = np.asarray(want) == 0   # the sign of a NaN is not compared
+        np.testing.assert_array_equal(np.signbit(np.asarray(got))[zero],
+                                      np.signbit(np.asarray(want))[zero])
+
+
+@pytest.mark.parametrize("value", [np.int32(3), np.array([1, 2], np.int64), np.bool_(True),
+                                   np.array([True, False]), np.uint8(7)], ids=repr)
+def test_stop_gradient_of_numpy_integers(rjax, value):
+    """JAX returns a value of the canonical dtype, not weakly typed; jaxlite an Array."""
+    got, want = lax.stop_gradient(value), rjax.lax.stop_gradient(value)
+    assert isinstance(got, jaxlite.Array)
+    assert_like_jax(got, want)
+    assert got.weak_type is False

@@ -1,8 +1,10 @@
 """``jaxlite.lax``: thin, strict wrappers over primitives (``jax.lax``).
 
 Unlike ``jaxlite.numpy`` these do not promote dtypes or broadcast ranks: operands must
-agree (Python scalars excepted: they take the other operand's dtype).  Errors are the
-primitives' own (TypeError naming the dtypes/shapes).
+agree.  A Python scalar is a weakly typed operand of its kind's default dtype (int32,
+float32, complex64 or bool; 64-bit under x64), so ``lax.add(f32_array, 2.5)`` works and
+``lax.add(f32_array, 2)`` raises TypeError, as in JAX.  Errors are the primitives' own
+(TypeError naming the dtypes/shapes).
 """
 from __future__ import annotations
 
@@ -125,16 +127,18 @@ def _broadcast_ones(name, x, y):
 
 def _binary(p):
     def fn(x, y):
-        if type(x) in _PY_SCALARS or type(y) in _PY_SCALARS:
-            x, y = _match_scalars([x, y])
-        else:
-            x, y = _broadcast_ones(p.name, x, y)
+        # a Python scalar is bound as it is: its own weak default dtype meets the other
+        # operand's in the primitive's dtype check (no conversion to the other's dtype)
+        x, y = _broadcast_ones(p.name, x, y)
         return p.bind(x, y)
     fn.__name__ = p.name
     fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype "
                   f"(``jax.lax.{p.name}``).  Shapes must be equal, except that rank-0 "
                   f"operands and size-1 dimensions (of operands of equal rank) broadcast.  "
-                  f"Raises TypeError on mismatched dtypes, ranks or sizes.")
+                  f"A Python scalar has its kind's default dtype (``2.5`` is float32, "
+                  f"weakly typed), so it only matches an operand of that dtype.  "
+                  f"Raises TypeError on mismatched dtypes, ranks or sizes; OverflowError "
+                  f"for a Python int outside the default int dtype.")
     return fn
 
 
@@ -176,8 +180,11 @@ def conj(x):
     Complex operands keep their dtype; float32/float64 operands (and Python floats) give
     the complex dtype of their width with a zero imaginary part (``complex64`` for
     float32), keeping a weak type.  Raises TypeError for other dtypes (integers, bool,
-    float16, bfloat16), as JAX.
+    float16, bfloat16), as JAX.  ``None`` raises ValueError (JAX reads the operand's dtype
+    first, and there is no dtype of None); other non-arrays raise TypeError.
     """
+    if x is None:
+        raise ValueError("Invalid argument to dtype: None (conj takes an array or a scalar).")
     return _e.conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
@@ -226,8 +233,9 @@ def integer_pow(x, y: int):
 
 def select_n(which, *cases):
     """``cases[which]`` elementwise; bool ``which`` picks ``cases[1]`` where True
-    (``jax.lax.select_n``)."""
-    return _e.select_n_p.bind(which, *_match_scalars(list(cases)))
+    (``jax.lax.select_n``).  The cases share one dtype (a Python scalar has its kind's
+    default dtype); TypeError otherwise."""
+    return _e.select_n_p.bind(which, *cases)
 
 
 def select(pred, on_true, on_false):
@@ -236,9 +244,12 @@ def select(pred, on_true, on_false):
 
 
 def clamp(min, x, max):
-    """``x`` clipped to ``[min, max]`` (``jax.lax.clamp``)."""
-    lo, xx, hi = _match_scalars([min, x, max])
-    return _e.clamp_p.bind(lo, xx, hi)
+    """``x`` clipped to ``[min, max]`` (``jax.lax.clamp``).
+
+    ``min`` and ``max`` are scalars or of ``x``'s shape, and all three share one dtype (a
+    Python scalar has its kind's default dtype: ``clamp(0.0, f32, 1.0)`` works,
+    ``clamp(0, f32, 1.0)`` raises TypeError, as JAX)."""
+    return _e.clamp_p.bind(min, x, max)
 
 
 def convert_element_type(operand, new_dtype):
@@ -347,8 +358,10 @@ def concatenate(operands, dimension):
 
 
 def pad(operand, padding_value, padding_config):
-    """Pads with (low, high, interior) per dimension; negatives cut (``jax.lax.pad``)."""
-    operand, padding_value = _match_scalars([operand, padding_value])
+    """Pads with (low, high, interior) per dimension; negatives cut (``jax.lax.pad``).
+
+    ``padding_value`` is a scalar of ``operand``'s dtype (a Python scalar has its kind's
+    default dtype); TypeError otherwise, as JAX."""
     cfg = tuple((int(lo), int(hi), int(it)) for lo, hi, it in padding_config)
     return _s.pad_p.bind(operand, padding_value, padding_config=cfg)
 
@@ -639,13 +652,15 @@ def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop"
 
 def stop_gradient(x):
     """The identity, with a zero derivative (``jax.lax.stop_gradient``); ``x`` may be a
-    pytree.  Integer and boolean leaves pass through unchanged."""
+    pytree.  Integer and boolean leaves have no derivative to stop: an Array or tracer
+    passes through unchanged, a NumPy value becomes an Array of its canonical dtype (not
+    weakly typed), a Python int or bool is returned as it is."""
     from ..tree_util import tree_map
     from ..primitives.shape import stop_gradient_p
 
     def stop(v):
         if not dtypes.is_inexact(get_aval(v).dtype):
-            return v
+            return v if type(v) in _PY_SCALARS else _as_array(v)
         return stop_gradient_p.bind(v)
     return tree_map(stop, x)
 

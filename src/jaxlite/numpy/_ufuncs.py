@@ -1298,8 +1298,13 @@ def _integer_args(name, x1, x2):
     return a, b, dt
 
 
+def _magnitude(x, dt):
+    # lax.abs takes no unsigned integers (as JAX's); they are their own magnitude
+    return x if _kind(dt) == "u" else lax.abs(x)
+
+
 def _gcd(a, b, dt):
-    a, b = lax.abs(a), lax.abs(b)
+    a, b = _magnitude(a, dt), _magnitude(b, dt)
     sa, sb = _shape(a), _shape(b)
     if sa != sb:
         a = lax.broadcast_in_dim(a, sb, ()) if not sa else a
@@ -1324,8 +1329,8 @@ def lcm(x1, x2):
     a, b, dt = _integer_args("lcm", x1, x2)
     d = _gcd(a, b, dt)
     zero = lax.eq(d, _const(d, 0))
-    q = lax.div(lax.abs(b), where(zero, _full_like(d, 1), d))
-    return where(zero, _const(d, 0), lax.mul(lax.abs(a), q))
+    q = lax.div(_magnitude(b, dt), where(zero, _full_like(d, 1), d))
+    return where(zero, _const(d, 0), lax.mul(_magnitude(a, dt), q))
 
 
 # ---- selection ----------------------------------------------------------------------

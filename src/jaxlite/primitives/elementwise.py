@@ -417,7 +417,9 @@ atanh_p = elementwise("atanh", np.arctanh, INEXACT)
 sqrt_p = elementwise("sqrt", np.sqrt, INEXACT)
 rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT)
 cbrt_p = elementwise("cbrt", np.cbrt, FLOAT)
-abs_p = elementwise("abs", np.abs, NUM, out_dtype=_real_dtype)
+# signed and inexact only: JAX's abs takes no unsigned integers (TypeError; jnp.abs
+# returns them unchanged itself)
+abs_p = elementwise("abs", np.abs, FLOAT + COMPLEX + INT, out_dtype=_real_dtype)
 not_p = elementwise("not", np.invert, INTEGRAL + BOOL)
 real_p = elementwise("real", np.real, COMPLEX, out_dtype=_real_dtype)
 imag_p = elementwise("imag", np.imag, COMPLEX, out_dtype=_real_dtype)
@@ -442,6 +444,18 @@ conj_p = elementwise("conj", _conj, COMPLEX, half=False)
 conj_p.abstract_eval = _conj_aval
 square_p = elementwise("square", np.square, NUM)
 integer_pow_p = elementwise("integer_pow", _integer_pow, NUM)
+
+
+def _integer_pow_aval(x, y):
+    out = _elementwise_aval("integer_pow", NUM)(x)
+    if y < 0 and x.dtype.kind in "iu":
+        # 1 / x**n is not an integer: JAX refuses rather than truncating
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.str_short()}, {y})")
+    return out
+
+
+integer_pow_p.abstract_eval = _integer_pow_aval
 erf_p = elementwise("erf", _erf, FLOAT)
 erfc_p = elementwise("erfc", _erfc, FLOAT)
 lgamma_p = elementwise("lgamma", _lgamma, FLOAT)

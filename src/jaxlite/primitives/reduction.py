@@ -154,6 +154,17 @@ def _cum_aval(name):
     return rule
 
 
+def _signed_zeros(name, x, out, axis):
+    """Zeros of a running max/min with XLA's sign: max(0.0, -0.0) is 0.0 and min(0.0, -0.0)
+    is -0.0 in either order, where NumPy keeps the first.  A zero result means the prefix
+    holds zeros: it is +0.0 for cummax (-0.0 for cummin) once a zero of that sign was seen.
+    """
+    want_neg = name == "cummin"
+    seen = np.logical_or.accumulate((x == 0) & (np.signbit(x) == want_neg), axis=axis)
+    zero = np.zeros((), out.dtype)
+    return np.where((out == 0) & seen, -zero if want_neg else zero, out)
+
+
 def _cumulative(name, ufunc):
     def impl(x, axis, reverse=False):
         (xx,) = upcast_half(x)
@@ -161,6 +172,8 @@ def _cumulative(name, ufunc):
             xx = np.flip(xx, axis)
         with np.errstate(all="ignore"):
             out = ufunc.accumulate(xx, axis=axis, dtype=xx.dtype)
+        if name in ("cummax", "cummin") and xx.dtype.kind == "f":
+            out = _signed_zeros(name, xx, out, axis)
         return np.flip(out, axis) if reverse else out
     return Primitive(name, abstract_eval=_cum_aval(name), impl=impl,
                      flops=lambda x, **k: x.size, kind="scan")

@@ -61,10 +61,13 @@ broadcast_in_dim_p.pp_params = _bid_pp_params
 
 def _reshape_aval(x, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(int(d) for d in new_sizes)
-    if any(d < 0 for d in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
-                        f"(size {int(np.prod(new_sizes))}) for shape {x.shape} "
-                        f"(size {x.size}).")
+    if any(d < 0 for d in new_sizes):
+        raise TypeError(f"reshape new_sizes must all be non-negative, got {new_sizes}.")
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        # ValueError, as JAX 0.10 (whose lowering, not its shape rule, refuses the sizes)
+        raise ValueError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                         f"(size {int(np.prod(new_sizes))}) for shape {x.shape} "
+                         f"(size {x.size}).")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
@@ -119,9 +122,9 @@ def _concat_aval(*xs, dimension):
     if any(x.ndim != nd for x in xs):
         raise TypeError(f"concatenate: the operands differ in rank (shapes "
                         f"{', '.join(str(x.shape) for x in xs)}).")
-    if not 0 <= dimension < max(nd, 1):
-        raise ValueError(f"concatenate: dimension {dimension} is out of range for shapes "
-                         f"{', '.join(str(x.shape) for x in xs)}")
+    if not 0 <= dimension < nd:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                        f"shapes {', '.join(str(x.shape) for x in xs)}.")
     for x in xs:
         if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape))
                                if i != dimension):
@@ -182,7 +185,15 @@ pad_p = _shape_prim("pad", _pad_aval, _pad_impl)
 # rev -----------------------------------------------------------------------------------
 
 def _rev_aval(x, dimensions):
-    normalize_axes(dimensions, x.ndim, "rev")
+    # TypeError and no negative dimensions, as JAX's rev (jnp.flip normalises its axes)
+    dims = tuple(int(d) for d in dimensions)
+    if any(d < 0 for d in dims):
+        raise TypeError(f"rev dimensions must all be non-negative, got {dims}.")
+    if any(d >= x.ndim for d in dims):
+        raise TypeError(f"rev dimensions must all be less than the operand's rank {x.ndim}, "
+                        f"got {dims}.")
+    if len(set(dims)) != len(dims):
+        raise TypeError(f"rev dimensions must be unique, got {dims}.")
     return x
 
 
