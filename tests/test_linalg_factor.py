@@ -115,6 +115,22 @@ VALUE_CASES = {
                                                              full_matrices=False), (W43,)),
     "lax_eigh_subset_all": (lambda L: lambda a: L.lax.linalg.eigh(a, subset_by_index=(0, 3))[1],
                             (P3,)),
+    "hessenberg": (lambda L: L.lax.linalg.hessenberg, (A4,)),
+    "schur": (lambda L: L.lax.linalg.schur, (A4,)),
+    "schur_complex": (lambda L: lambda a: L.lax.linalg.schur(a, compute_schur_vectors=False),
+                      (rnd(3, 3, dtype=np.complex64),)),
+    "tridiagonal": (lambda L: L.lax.linalg.tridiagonal, (P3,)),
+    "tridiagonal_upper": (lambda L: lambda a: L.lax.linalg.tridiagonal(a, lower=False),
+                          (spd(3, np.complex64),)),
+    "householder_product": (lambda L: L.lax.linalg.householder_product, (W43, rnd(2))),
+    "ormqr": (lambda L: lambda a, t, c: L.lax.linalg.ormqr(a, t, c, left=False,
+                                                          transpose=True),
+              (A3, rnd(3), rnd(2, 3))),
+    "symmetric_product": (lambda L: lambda a, c: L.lax.linalg.symmetric_product(
+        a, c, alpha=2.0, beta=0.5, symmetrize_output=True), (W43, rnd(4, 4))),
+    "cholesky_update": (lambda L: L.lax.linalg.cholesky_update,
+                        (np.triu(A3) + 4 * np.eye(3, dtype=np.float32), B3)),
+    "qr_raw": (lambda L: lambda a: L.linalg.qr(a, mode="raw"), (W43,)),
 }
 
 # where an algorithm's rounding differs more than a few ulp (float32 throughout)
@@ -263,6 +279,15 @@ BAD = [
     ("eigh_subset", lambda L: L.lax.linalg.eigh(np.eye(3, dtype=np.float32),
                                                  subset_by_index=(1, 3)), NotImplementedError,
      "subset_by_index"),
+    ("schur_nonsquare", lambda L: L.lax.linalg.schur(np.ones((2, 3), np.float32)),
+     ValueError, r"\(2, 3\)"),
+    ("schur_sort", lambda L: L.lax.linalg.schur(np.eye(2, dtype=np.float32),
+                                                sort_eig_vals=True), NotImplementedError,
+     "sort"),
+    ("hessenberg_nonsquare", lambda L: L.lax.linalg.hessenberg(np.ones((2, 3), np.float32)),
+     ValueError, r"\(2, 3\)"),
+    ("symmetric_product_complex", lambda L: L.lax.linalg.symmetric_product(
+        np.ones((2, 2), np.complex64), np.ones((2, 2), np.complex64)), TypeError, "complex64"),
     ("lu_int", lambda L: L.lax.linalg.lu(np.eye(2, dtype=np.int32)), TypeError, "int32"),
     ("triangular_solve_shapes", lambda L: L.lax.linalg.triangular_solve(
         np.eye(2, dtype=np.float32), np.ones((3, 2), np.float32), left_side=True), ValueError,

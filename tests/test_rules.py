@@ -29,6 +29,9 @@ NO_JVP = {
     "custom_lin": "the linear stand-in of a custom_vjp function: only ever transposed",
     "checkpoint_jvp": "already the linearised form of checkpoint: only ever transposed",
     "nextafter": "JAX defines no derivative for it (NotImplementedError), nor do we",
+    **{p: "LAPACK's packed factorisation forms: JAX defines no derivative for them, nor do "
+          "we" for p in ("geqrf", "householder_product", "ormqr", "hessenberg", "schur",
+                         "tridiagonal", "cholesky_update")},
     "kernel": "compiler-internal: made by the fusion pass after tracing, never transformed",
 }
 NO_BATCH = {"iota": "takes no operands, so it is never batched",
@@ -273,6 +276,17 @@ CASES = {
     "eig": [unary(lambda a: jnp.sort(jnp.real(lax.linalg.eig(
         a @ a.T, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0])),
         rnd(3, 3), order=1)],
+    # LAPACK's packed forms: no derivatives (as JAX); batching checked
+    "geqrf": [unary(lambda a: lax.linalg._geqrf(a), rnd(4, 3), None)],
+    "householder_product": [binary(lambda a, t: lax.linalg.householder_product(a, t),
+                                   rnd(4, 3), rnd(2), None)],
+    "ormqr": [Case(lambda a, t, c: lax.linalg.ormqr(a, t, c), (rnd(3, 3), rnd(2), rnd(3, 2)),
+                   None, axes=[(0, 0, 0), (None, None, 1)])],
+    "hessenberg": [unary(lax.linalg.hessenberg, rnd(3, 3), None)],
+    "schur": [unary(lambda a: lax.linalg.schur(a @ a.T), rnd(3, 3), None)],
+    "tridiagonal": [unary(lambda a: lax.linalg.tridiagonal(a + a.T), rnd(3, 3), None)],
+    "cholesky_update": [binary(lambda r, w: lax.linalg.cholesky_update(
+        jnp.triu(r) + 4 * jnp.eye(3), w), rnd(3, 3), rnd(3), None)],
     "tridiagonal_solve": [Case(lambda dl, d, du, b: lax.linalg.tridiagonal_solve(
         dl, d + 4, du, b), (rnd(3), rnd(3), rnd(3), rnd(3, 2)), 1,
         axes=[(0, 0, 0, 0), (None, 0, None, 1)])],

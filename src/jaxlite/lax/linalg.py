@@ -7,10 +7,39 @@ the result holds inf/nan, nothing raises.
 """
 from __future__ import annotations
 
+import enum
+
 from ..primitives import linalg as _l
-from ..primitives.linalg import (cholesky_p, eig_p, eigh_p, lu_p,  # noqa: F401
-                                 lu_pivots_to_permutation_p, qr_p, svd_p,
-                                 triangular_solve_p, tridiagonal_solve_p)
+from ..primitives.linalg import (cholesky_p, cholesky_update_p, eig_p, eigh_p,  # noqa: F401
+                                 hessenberg_p, householder_product_p, lu_p,
+                                 lu_pivots_to_permutation_p, ormqr_p, qr_p, schur_p, svd_p,
+                                 triangular_solve_p, tridiagonal_p, tridiagonal_solve_p)
+
+
+class EigImplementation(enum.Enum):
+    """Which kernel ``eig`` uses (``jax.lax.linalg.EigImplementation``); on the CPU only
+    LAPACK exists, the others name GPU libraries."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """Which algorithm ``eigh`` uses (``jax.lax.linalg.EighImplementation``); the CPU
+    always runs LAPACK's (the QR-based family)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """Which algorithm ``svd`` uses (``jax.lax.linalg.SvdAlgorithm``); the CPU always runs
+    LAPACK's divide and conquer."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
 
 
 def _as_array(x):
@@ -84,12 +113,12 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
 
 def lu(x):
     """LU decomposition with partial pivoting (``jax.lax.linalg.lu``) of the ``(m, n)``
-    matrices in ``x``: ``(lu, pivots, permutation)`` where ``lu`` holds unit-lower ``L``
+    matrices in ``x``: ``[lu, pivots, permutation]`` where ``lu`` holds unit-lower ``L``
     (below the diagonal) and ``U``, ``pivots`` (int32, ``(..., min(m, n))``) are LAPACK's
     row swaps (0-based) and ``permutation`` (int32, ``(..., m)``) is the row order with
     ``x[..., permutation, :] == L @ U``.  A singular matrix factors without error."""
     lu_, piv, perm = lu_p.bind(_as_array(x))
-    return lu_, piv, perm
+    return [lu_, piv, perm]
 
 
 def lu_pivots_to_permutation(pivots, permutation_size: int):
@@ -161,3 +190,95 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
 
 
+
+
+def _geqrf(x):
+    """LAPACK's QR factorisation in packed form: ``(a, taus)``, ``R`` on and above the
+    diagonal of ``a`` and the Householder reflectors below it (what
+    ``jnp.linalg.qr(mode='raw')`` returns, transposed)."""
+    a, taus = _l.geqrf_p.bind(_as_array(x))
+    return a, taus
+
+
+def householder_product(a, taus):
+    """The matrix ``Q`` (shape of ``a``, ``(..., m, n)``, m >= n) made from the first
+    ``k`` Householder reflectors stored below the diagonal of ``a`` with scale factors
+    ``taus`` (``(..., k)``), as LAPACK's orgqr/ungqr (``jax.lax.linalg.householder_product``).
+    Not differentiable (as in JAX).  Raises ValueError for mismatched shapes or dtypes."""
+    return householder_product_p.bind(_as_array(a), _as_array(taus))
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q @ c`` (``left``) or ``c @ Q``, with ``Q`` (or its conjugate transpose when
+    ``transpose``) given by Householder reflectors as in ``householder_product``, without
+    forming ``Q`` (``jax.lax.linalg.ormqr``; LAPACK's ormqr/unmqr).  Shape of ``c``."""
+    return ormqr_p.bind(_as_array(a), _as_array(taus), _as_array(c), left=bool(left),
+                        transpose=bool(transpose))
+
+
+def hessenberg(a):
+    """Reduction to upper Hessenberg form, ``a = Q H Q^H`` (``jax.lax.linalg.hessenberg``):
+    ``[a_out, taus]`` in LAPACK's packed form, ``H`` on and above the first subdiagonal of
+    ``a_out`` and ``Q``'s reflectors below it, ``taus`` of shape ``(..., n - 1)``.  Not
+    differentiable.  Raises ValueError for non-square input."""
+    h, taus = hessenberg_p.bind(_as_array(a))
+    return [h, taus]
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+    """Schur decomposition ``x = Z T Z^H`` (``jax.lax.linalg.schur``): ``(T, Z)``; ``T`` is
+    quasi upper triangular (2x2 blocks for complex pairs) for real input, upper triangular
+    for complex input; ``[T]`` alone when not ``compute_schur_vectors`` (lists, as JAX).
+    Sorting is not implemented (as JAX's CPU kernel: NotImplementedError).  Raises
+    ValueError for non-square input."""
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not "
+                                  "implemented.")
+    out = schur_p.bind(_as_array(x), compute_schur_vectors=bool(compute_schur_vectors),
+                       sort_eig_vals=False, select_callable=None)
+    return list(out)
+
+
+def tridiagonal(a, *, lower: bool = True):
+    """Reduction of Hermitian matrices to real symmetric tridiagonal form
+    (``jax.lax.linalg.tridiagonal``; LAPACK's sytrd/hetrd): ``[arr, d, e, taus]`` with the
+    diagonal ``d`` (``(..., n)``, real), off-diagonal ``e`` and reflector factors ``taus``
+    (``(..., n - 1)``) and the reflectors packed into ``arr``'s ``lower`` (or upper)
+    triangle.  Not differentiable.  Raises ValueError for non-square input."""
+    arr, d, e, taus = tridiagonal_p.bind(_as_array(a), lower=bool(lower))
+    return [arr, d, e, taus]
+
+
+def cholesky_update(r_matrix, w_vector):
+    """Rank-one update of an upper-triangular Cholesky factor
+    (``jax.lax.linalg.cholesky_update``): ``R'`` with ``R'^T R' = R^T R + w w^T``, same
+    shape and dtype as ``r_matrix`` (real floating).  Not differentiable (as in JAX)."""
+    return cholesky_update_p.bind(_as_array(r_matrix), _as_array(w_vector))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
+                      symmetrize_output: bool = False):
+    """``alpha * a @ a^T + beta * c`` (``jax.lax.linalg.symmetric_product``), for stacks
+    of ``(m, k)`` matrices ``a`` and ``(m, m)`` matrices ``c``.  With
+    ``symmetrize_output`` only the lower triangle is computed and mirrored into the upper
+    one (as BLAS's syrk leaves it).  Raises TypeError for non-real-floating input and
+    ValueError for mismatched shapes."""
+    from .. import lax
+    a, c = _as_array(a_matrix), _as_array(c_matrix)
+    for i, v in enumerate((a, c)):
+        if v.dtype.kind != "f":
+            raise TypeError(f"symmetric_product does not accept dtype {v.dtype.name} at "
+                            f"position {i}; it takes real floating matrices")
+    nd = a.ndim
+    if nd < 2 or c.shape != a.shape[:-1] + a.shape[-2:-1]:
+        raise ValueError(f"symmetric_product: a_matrix must be [..., m, k] and c_matrix "
+                         f"[..., m, m]; got {a.shape} and {c.shape}")
+    batch = tuple(range(nd - 2))
+    aat = lax.dot_general(a, a, (((nd - 1,), (nd - 1,)), (batch, batch)))
+    out = lax.add(lax.mul(lax.scalar_as(alpha, aat.dtype, False), aat),
+                  lax.mul(lax.scalar_as(beta, c.dtype, False), c))
+    if symmetrize_output:
+        low = _l._tril(out)
+        out = lax.add(low, _l._mT(_l._tril(out, -1)))
+    return out

@@ -633,16 +633,18 @@ def eigvals(a):
 def qr(a, mode="reduced"):
     """QR decomposition (``jax.numpy.linalg.qr``): ``QRResult(Q, R)`` with ``a == Q @ R``;
     ``mode`` 'reduced' (``Q``: ``(..., m, k)``, ``R``: ``(..., k, n)``, ``k = min(m, n)``),
-    'complete' (``Q`` square) or 'r' (``R`` alone).  Raises ValueError for another mode
-    (NotImplementedError for 'raw'), TypeError for rank < 2."""
+    'complete' (``Q`` square), 'r' (``R`` alone) or 'raw' (LAPACK's packed reflectors,
+    transposed, and their scale factors).  Raises ValueError for another mode, TypeError
+    for rank < 2."""
     a = _inexact("qr", a)
     if mode in ("reduced", "r", "full"):
         full = False
     elif mode == "complete":
         full = True
     elif mode == "raw":
-        raise NotImplementedError("qr mode='raw' (Householder reflectors) is not implemented "
-                                  "in jaxlite")
+        # LAPACK's packed form, transposed as NumPy returns it
+        h, taus = _lax_linalg._geqrf(a)
+        return _QRResult(_mT(h), taus)
     else:
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = _lax_linalg.qr(a, pivoting=False, full_matrices=full)

@@ -1132,3 +1132,213 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b, perturb_singular=False):
 
 tridiagonal_solve_p.jvp = _tridiagonal_solve_jvp
 tridiagonal_solve_p.transpose = _tridiagonal_solve_transpose
+
+
+# ---- Householder forms, Hessenberg, Schur, tridiagonal, Cholesky update ------------------
+# LAPACK's packed outputs (reflectors below the diagonal plus their scale factors ``taus``),
+# exactly as JAX's CPU kernels return them.  JAX defines no derivatives for these.
+
+def _lapack_fn(name, dt):
+    return _lapack.get_lapack_funcs(name, dtype=dt)
+
+
+def _work(m, n):
+    return max(1, 64 * max(m, n))
+
+
+def _geqrf_aval(a):
+    check_dtypes("geqrf", (a,), "fc")
+    if a.ndim < 2:
+        raise ValueError(f"Argument to QR decomposition must have ndims >= 2, got shape "
+                         f"{a.shape}")
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),),
+                                                       a.dtype)]
+
+
+def _geqrf_impl(a):
+    (aa,) = upcast_half(a)
+    *batch, m, n = a.shape
+    if aa.size == 0:
+        return [np.zeros(a.shape, a.dtype), np.zeros(tuple(batch) + (min(m, n),), a.dtype)]
+    f = _lapack_fn("geqrf", aa.dtype)
+    qr, tau = _per_matrix(lambda x: f(x, lwork=_work(m, n))[:2], tuple(batch), aa)
+    return [qr.astype(a.dtype, copy=False), tau.astype(a.dtype, copy=False)]
+
+
+geqrf_p = Primitive("geqrf", abstract_eval=_geqrf_aval, impl=_geqrf_impl,
+                    multiple_results=True)
+
+
+def _householder_product_aval(a, taus):
+    check_dtypes("householder_product", (a, taus), "fc")
+    if a.ndim < 2 or taus.ndim != a.ndim - 1 or a.dtype != taus.dtype:
+        raise ValueError(f"householder_product: a must have shape [..., m, n] and taus "
+                         f"[..., k] of the same dtype; got a {a.shape} {a.dtype.name}, taus "
+                         f"{taus.shape} {taus.dtype.name}")
+    m, n = a.shape[-2:]
+    if not m >= n >= taus.shape[-1] or a.shape[:-2] != taus.shape[:-1]:
+        raise ValueError(f"householder_product: need m >= n >= k and equal batch shapes; "
+                         f"got a {a.shape} and taus {taus.shape}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _householder_product_impl(a, taus):
+    aa, tt = upcast_half(a, taus)
+    if aa.size == 0:
+        return np.zeros(a.shape, a.dtype) + np.eye(*a.shape[-2:], dtype=a.dtype)
+    m, n = a.shape[-2:]
+    f = _lapack_fn("ungqr" if aa.dtype.kind == "c" else "orgqr", aa.dtype)
+    out = _per_matrix(lambda x, t: f(x, t, lwork=_work(m, n))[0], _batch_of(aa), aa, tt)
+    return out.astype(a.dtype, copy=False)
+
+
+householder_product_p = Primitive("householder_product",
+                                  abstract_eval=_householder_product_aval,
+                                  impl=_householder_product_impl)
+
+
+def _ormqr_aval(a, taus, c, left=True, transpose=False):
+    check_dtypes("ormqr", (a, taus, c), "fc")
+    if len({a.dtype, taus.dtype, c.dtype}) != 1 or a.ndim < 2 or c.ndim != a.ndim \
+            or taus.ndim != a.ndim - 1:
+        raise ValueError(f"ormqr: a [..., m, k], taus [..., k] and c [..., m, n] of one dtype "
+                         f"expected; got {a.shape}, {taus.shape}, {c.shape}")
+    rows = c.shape[-2] if left else c.shape[-1]
+    if a.shape[-2] != rows or a.shape[:-2] != c.shape[:-2]:
+        raise ValueError(f"ormqr: the reflectors of a {a.shape} do not fit c {c.shape} "
+                         f"(left={left})")
+    return ShapedArray(c.shape, c.dtype)
+
+
+def _ormqr_impl(a, taus, c, left=True, transpose=False):
+    aa, tt, cc = upcast_half(a, taus, c)
+    if cc.size == 0:
+        return np.zeros(c.shape, c.dtype)
+    cplx = aa.dtype.kind == "c"
+    f = _lapack_fn("unmqr" if cplx else "ormqr", aa.dtype)
+    trans = ("C" if cplx else "T") if transpose else "N"
+    side = "L" if left else "R"
+    # LAPACK wants the reflector block to have as many columns as there are taus
+    k = taus.shape[-1]
+    out = _per_matrix(lambda x, t, y: f(side, trans, x[:, :k], t, y,
+                                        lwork=_work(*y.shape))[0], _batch_of(cc), aa, tt, cc)
+    return out.astype(c.dtype, copy=False)
+
+
+ormqr_p = Primitive("ormqr", abstract_eval=_ormqr_aval, impl=_ormqr_impl)
+
+
+def _hessenberg_aval(a):
+    check_dtypes("hessenberg", (a,), "fc")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Argument to Hessenberg reduction must have shape [..., n, n], got "
+                         f"shape {a.shape}")
+    return [ShapedArray(a.shape, a.dtype),
+            ShapedArray(a.shape[:-2] + (max(a.shape[-1] - 1, 0),), a.dtype)]
+
+
+def _hessenberg_impl(a):
+    (aa,) = upcast_half(a)
+    n = a.shape[-1]
+    if aa.size == 0 or n == 1:
+        return [aa.astype(a.dtype, copy=True), np.zeros(a.shape[:-2] + (max(n - 1, 0),),
+                                                        a.dtype)]
+    f = _lapack_fn("gehrd", aa.dtype)
+    h, tau = _per_matrix(lambda x: tuple(f(x, lwork=_work(n, n))[:2]), _batch_of(aa), aa)
+    return [h.astype(a.dtype, copy=False), tau[..., :n - 1].astype(a.dtype, copy=False)]
+
+
+hessenberg_p = Primitive("hessenberg", abstract_eval=_hessenberg_aval, impl=_hessenberg_impl,
+                         multiple_results=True)
+
+
+def _schur_aval(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    check_dtypes("schur", (x,), "fc")
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape}.")
+    out = [ShapedArray(x.shape, x.dtype)]
+    return out + [ShapedArray(x.shape, x.dtype)] if compute_schur_vectors else out
+
+
+def _schur_impl(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    (xx,) = upcast_half(x)
+    if xx.size == 0:
+        z = np.zeros(x.shape, x.dtype)
+        return [z, z.copy()] if compute_schur_vectors else [z]
+    out = "complex" if xx.dtype.kind == "c" else "real"
+    t, z = _per_matrix(lambda a: tuple(scipy.linalg.schur(a, output=out, check_finite=False)),
+                       _batch_of(xx), xx)
+    t, z = t.astype(x.dtype, copy=False), z.astype(x.dtype, copy=False)
+    return [t, z] if compute_schur_vectors else [t]
+
+
+schur_p = Primitive("schur", abstract_eval=_schur_aval, impl=_schur_impl,
+                    multiple_results=True)
+
+
+def _tridiagonal_aval(a, lower=True):
+    check_dtypes("tridiagonal", (a,), "fc")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Input must be a square matrix; got shape {a.shape}")
+    n = a.shape[-1]
+    b = a.shape[:-2]
+    r = _real_of(a.dtype)
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(b + (n,), r),
+            ShapedArray(b + (max(n - 1, 0),), r), ShapedArray(b + (max(n - 1, 0),), a.dtype)]
+
+
+def _tridiagonal_impl(a, lower=True):
+    (aa,) = upcast_half(a)
+    n = a.shape[-1]
+    b = a.shape[:-2]
+    r = _real_of(a.dtype)
+    if aa.size == 0 or n == 1:
+        d = np.real(aa[..., 0, :]) if n == 1 else np.zeros(b + (n,), r)
+        e = np.zeros(b + (max(n - 1, 0),), r)
+        return [aa.astype(a.dtype, copy=True), d.astype(r), e,
+                np.zeros(b + (max(n - 1, 0),), a.dtype)]
+    f = _lapack_fn("hetrd" if aa.dtype.kind == "c" else "sytrd", aa.dtype)
+    c, d, e, tau = _per_matrix(lambda x: tuple(f(x, lower=int(lower),
+                                                 lwork=_work(n, n))[:4]), b, aa)
+    return [c.astype(a.dtype, copy=False), d.astype(r, copy=False), e.astype(r, copy=False),
+            tau.astype(a.dtype, copy=False)]
+
+
+tridiagonal_p = Primitive("tridiagonal", abstract_eval=_tridiagonal_aval,
+                          impl=_tridiagonal_impl, multiple_results=True)
+
+
+def _cholesky_update_aval(r, w):
+    check_dtypes("cholesky_update", (r, w), "f")
+    if r.ndim < 2 or r.shape[-1] != r.shape[-2] or w.shape != r.shape[:-1] \
+            or r.dtype != w.dtype:
+        raise ValueError(f"cholesky_update: r_matrix must be an n x n matrix and w_vector "
+                         f"of shape (n,) and the same dtype; got {r.shape} {r.dtype.name} and "
+                         f"{w.shape} {w.dtype.name}")
+    return ShapedArray(r.shape, r.dtype)
+
+
+def _cholesky_update_one(r, w):
+    # rank-one update R'^T R' = R^T R + w w^T by a sweep of Givens rotations
+    rr, ww = np.array(r, dtype=np.float64), np.array(w, dtype=np.float64)
+    for k in range(rr.shape[0]):
+        rad = np.hypot(rr[k, k], ww[k])
+        c, s = (1.0, 0.0) if rad == 0 else (rr[k, k] / rad, ww[k] / rad)
+        row, rest = rr[k, k:].copy(), ww[k:].copy()
+        rr[k, k:] = c * row + s * rest
+        ww[k:] = -s * row + c * rest
+    return rr
+
+
+def _cholesky_update_impl(r, w):
+    if r.size == 0:
+        return np.zeros(r.shape, r.dtype)
+    return _per_matrix(_cholesky_update_one, _batch_of(r), r, w).astype(r.dtype)
+
+
+cholesky_update_p = Primitive("cholesky_update", abstract_eval=_cholesky_update_aval,
+                              impl=_cholesky_update_impl)
+
+for _p in (geqrf_p, householder_product_p, ormqr_p, hessenberg_p, schur_p, tridiagonal_p,
+           cholesky_update_p):
+    _front_batch(_p)
