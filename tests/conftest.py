@@ -69,6 +69,7 @@ _SAMPLED_IN_FAST_TIER = {
     "test_index_tricks": 5,
     "test_signal": 5,
     "test_sets_and_selection": 5,
+    "test_counts_and_polynomials": 5,
 }
 
 

@@ -1196,7 +1196,7 @@ NOT_CALLED = {
                 "interp unwrap convolve correlate vander cov corrcoef bartlett blackman "
                 "hamming hanning kaiser i0 isin union1d intersect1d setdiff1d setxor1d select "
                 "piecewise extract delete insert place put put_along_axis fill_diagonal "
-                "resize trim_zeros".split()},
+                "resize trim_zeros bincount digitize histogram histogram_bin_edges histogram2d histogramdd polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split()},
     **{f"numpy.linalg.{n}": "decompositions and solvers, compared with JAX for values, "
                             "grads, vmap, jit and bad input: tests/test_linalg_factor.py"
        for n in "solve inv det slogdet cholesky eigh eigvalsh qr lstsq pinv matrix_rank cond "

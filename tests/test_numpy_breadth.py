@@ -434,3 +434,99 @@ SETS_AND_SELECTION = {
 @pytest.mark.parametrize("name", sorted(SETS_AND_SELECTION))
 def test_sets_and_selection(name, rjax):
     check(SETS_AND_SELECTION[name], rjax)
+
+
+H5 = A([1., 2, 1, 4, 5])
+
+COUNTS_AND_POLYNOMIALS = {
+    "bincount": lambda j, n: n.bincount(A([0, 1, 1, 3])),
+    "bincount weights": lambda j, n: n.bincount(A([0, 1, 1, 3]), weights=A([.5, 1, 1, 2])),
+    "bincount minlength": lambda j, n: n.bincount(A([0, 1]), minlength=4),
+    "bincount length drops": lambda j, n: n.bincount(A([0, 1, 5]), length=3),
+    "bincount negative": lambda j, n: n.bincount(A([-1, 0, 2])),
+    "bincount under jit": lambda j, n: j.jit(lambda x: n.bincount(x, length=4))(A([0, 1, 1])),
+    "bincount under jit without length": lambda j, n: j.jit(n.bincount)(A([0, 1, 1])),
+    "bincount float": lambda j, n: n.bincount(A([0., 1])),
+    "bincount empty": lambda j, n: n.bincount(A([], np.int32)),
+    "bincount 2-d": lambda j, n: n.bincount(A([[0, 1]])),
+    "bincount int weights": lambda j, n: n.bincount(A([0, 1, 1]), weights=A([1, 2, 3])),
+    "bincount bool": lambda j, n: n.bincount(A([True, False, True])),
+    "bincount grad": lambda j, n: j.grad(lambda w: n.sum(n.bincount(A([0, 1, 1]), w,
+                                                                    length=2) ** 2))(
+        A([1., 2, 3])),
+    "digitize": lambda j, n: n.digitize(A([0.2, 6.4, 3.0, 1.6]), A([0.0, 1.0, 2.5, 4.0, 10.0])),
+    "digitize right": lambda j, n: n.digitize(A([1., 2.5]), A([0.0, 1.0, 2.5]), right=True),
+    "digitize decreasing": lambda j, n: n.digitize(A([0.2, 3.]), A([10., 2.5, 1.0])),
+    "digitize ints": lambda j, n: n.digitize(A([1, 5]), A([0, 2, 4])),
+    "digitize 2-d bins": lambda j, n: n.digitize(A([1.]), A([[0., 2]])),
+    "histogram": lambda j, n: n.histogram(H5),
+    "histogram bins range": lambda j, n: n.histogram(H5, bins=3, range=(0, 6)),
+    "histogram edges": lambda j, n: n.histogram(H5, bins=A([0., 2, 5])),
+    "histogram density": lambda j, n: n.histogram(H5, bins=4, density=True),
+    "histogram weights": lambda j, n: n.histogram(H5, bins=2, weights=A([1, 2, 3, 4, 5.])),
+    "histogram ints": lambda j, n: n.histogram(A([1, 2, 1, 4, 5]), bins=2),
+    "histogram constant": lambda j, n: n.histogram(A([3., 3]), bins=2),
+    "histogram empty": lambda j, n: n.histogram(A([], np.float32), bins=2),
+    "histogram under jit": lambda j, n: j.jit(lambda a: n.histogram(a, bins=3))(H5),
+    "histogram_bin_edges": lambda j, n: n.histogram_bin_edges(A([1., 2, 5]), bins=4),
+    "histogram_bin_edges string": lambda j, n: n.histogram_bin_edges(A([1., 2, 5]),
+                                                                     bins="auto"),
+    "histogram2d": lambda j, n: n.histogram2d(A([1., 2, 3]), A([0., 1, 1]), bins=2),
+    "histogram2d weights": lambda j, n: n.histogram2d(A([1., 2, 3]), A([0., 1, 1]), bins=2,
+                                                      weights=A([1., 2, 3])),
+    "histogram2d density": lambda j, n: n.histogram2d(A([1., 2, 3]), A([0., 1, 1]),
+                                                      bins=(2, 3), density=True),
+    "polyval": lambda j, n: n.polyval(A([1, 2, 3]), A([0., 1, 2])),
+    "polyval ints": lambda j, n: n.polyval(A([1, 2, 3]), A([0, 1, 2])),
+    "polyval python scalar": lambda j, n: n.polyval(A([1, 2, 3]), 2),
+    "polyval empty": lambda j, n: n.polyval(A([], np.float32), 2.0),
+    "polyval grad": lambda j, n: j.grad(n.polyval, argnums=(0, 1))(A([1., 2, 3]), 2.0),
+    "polyadd": lambda j, n: n.polyadd(A([1, 2]), A([1, 2, 3.])),
+    "polysub ints": lambda j, n: n.polysub(A([1, 2]), A([1, 2, 3])),
+    "polymul": lambda j, n: n.polymul(A([1, 2]), A([1, 2, 3])),
+    "polymul trim": lambda j, n: n.polymul(A([0, 1, 2]), A([1, 2, 3]),
+                                           trim_leading_zeros=True),
+    "polyder": lambda j, n: n.polyder(A([1, 2, 3, 4])),
+    "polyder m=2": lambda j, n: n.polyder(A([1., 2, 3, 4]), 2),
+    "polyder m=5": lambda j, n: n.polyder(A([1., 2, 3, 4]), 5),
+    "polyder negative": lambda j, n: n.polyder(A([1., 2]), -1),
+    "polyint": lambda j, n: n.polyint(A([3, 2, 1])),
+    "polyint constants": lambda j, n: n.polyint(A([3., 2, 1]), m=2, k=A([1., 2])),
+    "polyint scalar constant": lambda j, n: n.polyint(A([3., 2, 1]), m=2, k=3.0),
+    "polydiv": lambda j, n: n.polydiv(A([1., 3, 2]), A([1., 1])),
+    "polydiv ints": lambda j, n: n.polydiv(A([1, 3, 2]), A([1, 1])),
+    "polydiv remainder": lambda j, n: n.polydiv(A([2., 3, 5, 1]), A([1., 2])),
+    "poly": lambda j, n: n.poly(A([1., 2])),
+    "poly ints": lambda j, n: n.poly(A([1, 2])),
+    "roots": lambda j, n: n.roots(A([1., -3, 2])),
+    "roots leading zero": lambda j, n: n.roots(A([0., 1, -3, 2])),
+    "roots trailing zero": lambda j, n: n.roots(A([1., -1, 0])),
+    "roots constant": lambda j, n: n.roots(A([3.])),
+    "polyfit": lambda j, n: n.polyfit(A([0., 1, 2, 3]), A([1., 3, 7, 13]), 2),
+    "polyfit weights": lambda j, n: n.polyfit(A([0., 1, 2, 3]), A([1., 3, 7, 14]), 1,
+                                              w=A([1., 2, 1, 1])),
+    "polyfit cov": lambda j, n: n.polyfit(A([0., 1, 2, 3, 4]), A([1., 3, 7, 13, 20]), 1,
+                                          cov=True),
+    "polyfit 2-d y": lambda j, n: n.polyfit(A([0., 1, 2, 3]),
+                                            A([[1., 0], [3, 1], [7, 4], [13, 9]]), 1),
+    "polyfit negative degree": lambda j, n: n.polyfit(A([0., 1]), A([1., 2]), -1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS_AND_POLYNOMIALS))
+def test_counts_and_polynomials(name, rjax):
+    check(COUNTS_AND_POLYNOMIALS[name], rjax, rtol=2e-5, atol=2e-5)
+
+
+def test_poly_of_matrix_and_polyfit_full(rjax):
+    """The characteristic polynomial of a matrix (complex, as JAX's) and polyfit's full
+    output; compared with tolerances suited to LAPACK."""
+    import jax.numpy as rjnp
+    m = A([[1., 2], [3, 4]])
+    assert_like_jax(jaxlite.numpy.poly(m), rjnp.poly(m), rtol=1e-5, atol=1e-5)
+    x, y = A([0., 1, 2, 3]), A([1., 3, 7, 13])
+    got = jaxlite.numpy.polyfit(x, y, 1, full=True)
+    want = rjnp.polyfit(x, y, 1, full=True)
+    assert len(got) == len(want) == 5
+    for g, w in zip(got, want):
+        assert_like_jax(g, w, rtol=1e-4, atol=1e-4)

@@ -24,6 +24,8 @@ from ._index_tricks import *  # noqa: F401,F403
 from ._signal import *  # noqa: F401,F403
 from ._setops import *  # noqa: F401,F403
 from ._editing import *  # noqa: F401,F403
+from ._histogram import *  # noqa: F401,F403
+from ._polynomial import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
 from ._array_api import ARRAY_API_VERSION as __array_api_version__  # noqa: F401
