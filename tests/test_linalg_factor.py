@@ -36,6 +36,8 @@ def wellcond(n, dtype=np.float32, batch=()):
     return (rnd(*batch, n, n, dtype=dtype) + 3 * np.eye(n)).astype(dtype)
 
 
+SING = np.array([[1., 2], [2, 4]], np.float32)
+SING4 = np.diag([1., -2, 3, 0]).astype(np.float32)
 A3 = wellcond(3)
 A4 = wellcond(4)
 AB = wellcond(3, batch=(2,))
@@ -63,6 +65,8 @@ VALUE_CASES = {
     "slogdet": (lambda L: L.linalg.slogdet, (A4,)),
     "slogdet_neg": (lambda L: L.linalg.slogdet, (np.diag([1., -2, 3, 4]).astype(np.float32),)),
     "slogdet2": (lambda L: L.linalg.slogdet, (rnd(2, 2, 2),)),
+    "slogdet_qr": (lambda L: lambda a: L.linalg.slogdet(a, method="qr"), (AB,)),
+    "slogdet_qr_singular": (lambda L: lambda a: L.linalg.slogdet(a, method="qr"), (SING4,)),
     "cholesky": (lambda L: L.linalg.cholesky, (P3,)),
     "cholesky_upper": (lambda L: lambda a: L.linalg.cholesky(a, upper=True), (P3,)),
     "eigvalsh": (lambda L: L.linalg.eigvalsh, (P3,)),
@@ -227,8 +231,6 @@ def test_svd_and_qr_complex_like_jax(rjnp):
 
 # ---- singular and indefinite input: inf/nan, as JAX ------------------------------------------
 
-SING = np.array([[1., 2], [2, 4]], np.float32)
-SING4 = np.diag([1., 2, 3, 0]).astype(np.float32)
 
 
 @pytest.mark.parametrize("name,make,args", [
@@ -286,6 +288,10 @@ BAD = [
      "sort"),
     ("hessenberg_nonsquare", lambda L: L.lax.linalg.hessenberg(np.ones((2, 3), np.float32)),
      ValueError, r"\(2, 3\)"),
+    ("slogdet_method", lambda L: L.linalg.slogdet(np.eye(2), method="svd"), ValueError,
+     "svd"),
+    ("slogdet_qr_complex", lambda L: L.linalg.slogdet(np.eye(3, dtype=np.complex64),
+                                                      method="qr"), NotImplementedError, "qr"),
     ("symmetric_product_complex", lambda L: L.lax.linalg.symmetric_product(
         np.ones((2, 2), np.complex64), np.ones((2, 2), np.complex64)), TypeError, "complex64"),
     ("lu_int", lambda L: L.lax.linalg.lu(np.eye(2, dtype=np.int32)), TypeError, "int32"),
@@ -318,6 +324,7 @@ GRAD_CASES = {
     "slogdet": (lambda L: lambda a: L.linalg.slogdet(a)[1], (A4,)),
     "cholesky": (lambda L: L.linalg.cholesky, (P3,)),
     "eigh_w": (lambda L: lambda a: L.linalg.eigh(a)[0], (P3,)),
+    "slogdet_qr": (lambda L: lambda a: L.linalg.slogdet(a, method="qr")[1], (A4,)),
     "eigh_v": (lambda L: lambda a: L.abs(L.linalg.eigh(a)[1]), (P3,)),
     "qr": (lambda L: L.linalg.qr, (W43,)),
     "pinv": (lambda L: L.linalg.pinv, (W43,)),

@@ -31,7 +31,7 @@ NO_JVP = {
     "nextafter": "JAX defines no derivative for it (NotImplementedError), nor do we",
     **{p: "LAPACK's packed factorisation forms: JAX defines no derivative for them, nor do "
           "we" for p in ("geqrf", "householder_product", "ormqr", "hessenberg", "schur",
-                         "tridiagonal", "cholesky_update")},
+                         "tridiagonal", "cholesky_update", "symmetric_product")},
     "kernel": "compiler-internal: made by the fusion pass after tracing, never transformed",
 }
 NO_BATCH = {"iota": "takes no operands, so it is never batched",
@@ -285,6 +285,8 @@ CASES = {
     "hessenberg": [unary(lax.linalg.hessenberg, rnd(3, 3), None)],
     "schur": [unary(lambda a: lax.linalg.schur(a @ a.T), rnd(3, 3), None)],
     "tridiagonal": [unary(lambda a: lax.linalg.tridiagonal(a + a.T), rnd(3, 3), None)],
+    "symmetric_product": [binary(lambda a, c: lax.linalg.symmetric_product(
+        a, c, alpha=2.0, beta=0.5, symmetrize_output=True), rnd(3, 2), rnd(3, 3), None)],
     "cholesky_update": [binary(lambda r, w: lax.linalg.cholesky_update(
         jnp.triu(r) + 4 * jnp.eye(3), w), rnd(3, 3), rnd(3), None)],
     "tridiagonal_solve": [Case(lambda dl, d, du, b: lax.linalg.tridiagonal_solve(

@@ -7,16 +7,17 @@ the result holds inf/nan, nothing raises.
 """
 from __future__ import annotations
 
-import enum
+import enum as _enum
 
 from ..primitives import linalg as _l
 from ..primitives.linalg import (cholesky_p, cholesky_update_p, eig_p, eigh_p,  # noqa: F401
                                  hessenberg_p, householder_product_p, lu_p,
                                  lu_pivots_to_permutation_p, ormqr_p, qr_p, schur_p, svd_p,
-                                 triangular_solve_p, tridiagonal_p, tridiagonal_solve_p)
+                                 symmetric_product_p, triangular_solve_p, tridiagonal_p,
+                                 tridiagonal_solve_p)
 
 
-class EigImplementation(enum.Enum):
+class EigImplementation(_enum.Enum):
     """Which kernel ``eig`` uses (``jax.lax.linalg.EigImplementation``); on the CPU only
     LAPACK exists, the others name GPU libraries."""
     CUSOLVER = "cusolver"
@@ -24,7 +25,7 @@ class EigImplementation(enum.Enum):
     LAPACK = "lapack"
 
 
-class EighImplementation(enum.Enum):
+class EighImplementation(_enum.Enum):
     """Which algorithm ``eigh`` uses (``jax.lax.linalg.EighImplementation``); the CPU
     always runs LAPACK's (the QR-based family)."""
     QR = "qr"
@@ -32,7 +33,7 @@ class EighImplementation(enum.Enum):
     QDWH = "qdwh"
 
 
-class SvdAlgorithm(enum.Enum):
+class SvdAlgorithm(_enum.Enum):
     """Which algorithm ``svd`` uses (``jax.lax.linalg.SvdAlgorithm``); the CPU always runs
     LAPACK's divide and conquer."""
     DEFAULT = "default"
@@ -262,23 +263,8 @@ def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0
     """``alpha * a @ a^T + beta * c`` (``jax.lax.linalg.symmetric_product``), for stacks
     of ``(m, k)`` matrices ``a`` and ``(m, m)`` matrices ``c``.  With
     ``symmetrize_output`` only the lower triangle is computed and mirrored into the upper
-    one (as BLAS's syrk leaves it).  Raises TypeError for non-real-floating input and
-    ValueError for mismatched shapes."""
-    from .. import lax
-    a, c = _as_array(a_matrix), _as_array(c_matrix)
-    for i, v in enumerate((a, c)):
-        if v.dtype.kind != "f":
-            raise TypeError(f"symmetric_product does not accept dtype {v.dtype.name} at "
-                            f"position {i}; it takes real floating matrices")
-    nd = a.ndim
-    if nd < 2 or c.shape != a.shape[:-1] + a.shape[-2:-1]:
-        raise ValueError(f"symmetric_product: a_matrix must be [..., m, k] and c_matrix "
-                         f"[..., m, m]; got {a.shape} and {c.shape}")
-    batch = tuple(range(nd - 2))
-    aat = lax.dot_general(a, a, (((nd - 1,), (nd - 1,)), (batch, batch)))
-    out = lax.add(lax.mul(lax.scalar_as(alpha, aat.dtype, False), aat),
-                  lax.mul(lax.scalar_as(beta, c.dtype, False), c))
-    if symmetrize_output:
-        low = _l._tril(out)
-        out = lax.add(low, _l._mT(_l._tril(out, -1)))
-    return out
+    one (as BLAS's syrk leaves it).  Not differentiable (as in JAX).  Raises TypeError
+    for non-real-floating or mixed dtypes and ValueError for mismatched shapes."""
+    return symmetric_product_p.bind(_as_array(a_matrix), _as_array(c_matrix),
+                                    alpha=float(alpha), beta=float(beta),
+                                    symmetrize_output=bool(symmetrize_output))

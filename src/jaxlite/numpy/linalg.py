@@ -454,47 +454,70 @@ def _slogdet_small_values(a):
     return jnp.sign(d), jnp.real(lax.log(_abs(d))) if d.dtype.kind == "c" else lax.log(_abs(d))
 
 
-@_custom_jvp
-def _slogdet(a):
+def _slogdet_qr_values(a):
+    if a.dtype.kind == "c":
+        raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+    jnp = _jnp()
+    n = a.shape[-1]
+    h, taus = _lax_linalg._geqrf(a)
+    diag = diagonal(h)
+    logabs = _reductions.sum(lax.log(_abs(diag)), axis=-1)
+    # each Householder reflection actually applied (tau != 0) has determinant -1
+    reflections = _reductions.count_nonzero(lax.ne(taus[..., :n - 1], _scalar(0, taus)),
+                                            axis=-1)
+    sign = lax.mul(_reductions.prod(jnp.sign(diag), axis=-1), _swap_sign(reflections, a.dtype))
+    return sign, logabs
+
+
+def _slogdet_small_or_lu(a):
     if a.shape[-1] in (1, 2):
         return _slogdet_small_values(a)
     return _slogdet_lu_values(a)
 
 
-@_slogdet.defjvp
-def _slogdet_jvp(primals, tangents):
-    # d log|det A| = Re tr(A^-1 dA); the sign of a real determinant has no derivative,
-    # a complex one turns with the imaginary part: d sign = i Im(tr(A^-1 dA)) sign
-    (a,), (da,) = primals, tangents
-    sign, logabs = _slogdet(a)
-    # solved without solve's own rule: a custom rule applied to the tangent could not be
-    # transposed in reverse mode
-    lu, _, perm = _lax_linalg.lu(a)
-    t = _trace(_lu_solve(lu, perm, da))
-    if a.dtype.kind == "c":
-        from ._ufuncs import real
-        rt = real(t)
-        return (sign, logabs), (lax.mul(lax.sub(t, lax.convert_element_type(rt, t.dtype)),
-                                        sign), rt)
-    return (sign, logabs), (lax.full_like(sign, 0), t)
+def _with_logdet_jvp(values):
+    """``values`` (a -> (sign, logabsdet)) with the derivative d log|det A| =
+    Re tr(A^-1 dA); the sign of a real determinant has no derivative, a complex one turns
+    with the imaginary part: d sign = i Im(tr(A^-1 dA)) sign."""
+    f = _custom_jvp(values)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        sign, logabs = f(a)
+        # solved without solve's own rule: a custom rule applied to the tangent could not
+        # be transposed in reverse mode
+        lu, _, perm = _lax_linalg.lu(a)
+        t = _trace(_lu_solve(lu, perm, da))
+        if a.dtype.kind == "c":
+            from ._ufuncs import real
+            rt = real(t)
+            return (sign, logabs), (lax.mul(lax.sub(t, lax.convert_element_type(rt, t.dtype)),
+                                            sign), rt)
+        return (sign, logabs), (lax.full_like(sign, 0), t)
+    return f
+
+
+_slogdet_by = {"lu": _with_logdet_jvp(_slogdet_small_or_lu),
+               "qr": _with_logdet_jvp(_slogdet_qr_values)}
 
 
 def slogdet(a, *, method=None):
     """Sign and natural log of the absolute determinant of each square matrix
     (``jax.numpy.linalg.slogdet``): ``SlogdetResult(sign, logabsdet)``, each of shape
     ``a.shape[:-2]``; ``sign`` has ``a``'s (promoted) dtype, ``logabsdet`` its real dtype.
-    A singular matrix gives ``(0, -inf)``.  ``method``: None or 'lu' (the only one here).
-    Raises ValueError for input that is not ``(..., n, n)`` or an unknown method."""
+    A singular matrix gives ``(0, -inf)`` (method 'lu').  ``method``: None or 'lu' (LU
+    factors; 1x1 and 2x2 by formula) or 'qr' (Householder QR, real input only).  Raises
+    ValueError for input that is not ``(..., n, n)`` or an unknown method,
+    NotImplementedError for 'qr' on complex input."""
     a = _inexact("slogdet", a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"Argument to slogdet() must have shape [..., n, n], got {a.shape}")
-    if method not in (None, "lu"):
-        if method == "qr":
-            raise NotImplementedError("slogdet method='qr' is not implemented in jaxlite; "
-                                      "use method='lu' (the default)")
+    method = "lu" if method is None else method
+    if method not in _slogdet_by:
         raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
                          f"(`None`), and 'qr'.")
-    return _SlogdetResult(*_slogdet(a))
+    return _SlogdetResult(*_slogdet_by[method](a))
 
 
 def _det_formula(a):

@@ -1342,3 +1342,38 @@ cholesky_update_p = Primitive("cholesky_update", abstract_eval=_cholesky_update_
 for _p in (geqrf_p, householder_product_p, ormqr_p, hessenberg_p, schur_p, tridiagonal_p,
            cholesky_update_p):
     _front_batch(_p)
+
+
+# symmetric_product: alpha * A A^T + beta * C (BLAS syrk); with symmetrize_output the
+# lower triangle is mirrored into the upper one.
+
+def _symmetric_product_aval(a, c, alpha=1.0, beta=0.0, symmetrize_output=False):
+    check_dtypes("symmetric_product", (a, c), "f")
+    if a.dtype != c.dtype:
+        raise TypeError(f"symmetric_product requires operands of one dtype, got "
+                        f"{a.dtype.name} and {c.dtype.name}")
+    if a.ndim < 2 or c.shape != a.shape[:-1] + a.shape[-2:-1]:
+        raise ValueError(f"symmetric_product: a_matrix must be [..., m, k] and c_matrix "
+                         f"[..., m, m]; got {a.shape} and {c.shape}")
+    return ShapedArray(c.shape, c.dtype)
+
+
+def _mirror_lower(x):
+    low = np.tril(x)
+    return low + np.swapaxes(np.tril(x, -1), -1, -2)
+
+
+def _symmetric_product_impl(a, c, alpha=1.0, beta=0.0, symmetrize_output=False):
+    aa, cc = upcast_half(a, c)
+    out = alpha * np.matmul(aa, np.swapaxes(aa, -1, -2)) + beta * cc
+    if symmetrize_output:
+        out = _mirror_lower(out)
+    return np.asarray(out).astype(c.dtype, copy=False)
+
+
+symmetric_product_p = Primitive("symmetric_product", abstract_eval=_symmetric_product_aval,
+                                impl=_symmetric_product_impl,
+                                flops=lambda a, c, **k: a.size * a.shape[-2] if a.ndim >= 2
+                                else 0)
+_front_batch(symmetric_product_p)
+
