@@ -45,7 +45,8 @@ _INPLACE = {
     _ew.add_any_p: (np.add, _F + _C + _I, True),
     _ew.sub_p: (np.subtract, _F + _C + _I, True),
     _ew.mul_p: (np.multiply, _F + _C + _I, True),
-    _ew.div_p: (np.true_divide, _F + _C, True),      # integer division has its own impl
+    # integer division has its own impl, and complex division XLA's formula (not NumPy's)
+    _ew.div_p: (np.true_divide, _F, True),
     _ew.neg_p: (np.negative, _F + _C + _I, True),
     _ew.and_p: (np.bitwise_and, _I + _B, False),
     _ew.or_p: (np.bitwise_or, _I + _B, False),

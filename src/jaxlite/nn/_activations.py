@@ -129,13 +129,22 @@ def elu(x, alpha=1.0):
     branch never sees large positive values, so it cannot overflow."""
     x = _arr("elu", x)
     safe = jnp.where(x > 0, 0.0, x)
-    return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
+    neg = jnp.expm1(safe)
+    # JAX's compiled elu drops a multiplication by the constant alpha = 1 (XLA simplifies
+    # it away), which matters for complex NaN/inf parts: 1 * (nan + 0j) is NaN + NaN*i
+    return jnp.where(x > 0, x, neg if _is_one(alpha) else alpha * neg)
 
 
 def celu(x, alpha=1.0):
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)`` (``jax.nn.celu``)."""
     x = _arr("celu", x)
+    if _is_one(alpha):      # as elu: XLA drops the division and product by a constant 1
+        return jnp.maximum(x, 0.0) + jnp.expm1(jnp.minimum(x, 0.0))
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def _is_one(v):
+    return type(v) in (int, float) and v == 1
 
 
 def selu(x):
@@ -200,7 +209,9 @@ def mish(x):
 def squareplus(x, b=4):
     """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU (``jax.nn.squareplus``)."""
     x = _arr("squareplus", x)
-    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+    # times 0.5, not / 2: JAX's compiled squareplus divides by the constant 2 as XLA
+    # rewrites it, a product with its reciprocal (complex NaN/inf parts differ)
+    return (x + jnp.sqrt(jnp.square(x) + b)) * 0.5
 
 
 def sparse_plus(x):

@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
+from . import _complex
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
                      upcast_half)
 
@@ -105,7 +106,18 @@ def _complex_dtype(dt):
 
 # ---- implementations that NumPy lacks or spells differently -----------------------------
 
+def _complex_aware(real_fn, complex_fn):
+    """NumPy's ``real_fn`` for real operands, ``_complex``'s XLA-valued kernel for complex
+    ones (NumPy's complex functions follow C99 at infinite/NaN parts; JAX follows XLA)."""
+    def impl(x):
+        return complex_fn(x) if x.dtype.kind == "c" else real_fn(x)
+    impl.__name__ = getattr(complex_fn, "__name__", "impl")
+    return impl
+
+
 def _div(x, y):
+    if x.dtype.kind == "c":
+        return _complex.div(x, y)
     if x.dtype.kind in "iu":
         # XLA's integer division: truncates toward zero; x / 0 is -1 (all bits set) and
         # INT_MIN / -1 is INT_MIN (no trap, no NumPy warning).
@@ -140,8 +152,7 @@ def _round(x, rounding_method=0):
 
 def _sign(x):
     if x.dtype.kind == "c":
-        mag = np.abs(x)
-        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+        return _complex.sign(x)
     if x.dtype.kind == "f":
         return np.where(x == 0, x, np.sign(x))   # keeps -0.0; NaN stays NaN
     return np.sign(x)
@@ -180,15 +191,7 @@ def _complex_of(re, im, dt):
 
 
 def _exp(x):
-    if x.dtype.kind != "c":
-        return np.exp(x)
-    # XLA's complex exp: e**(a/2) applied twice (so e**a * sin(b) stays finite where e**a
-    # alone overflows), and (e**a, +0) for a zero imaginary part (no inf * 0 = NaN there)
-    a, b = x.real, x.imag
-    h = np.exp(a * a.dtype.type(0.5))
-    zero = b == 0
-    return _complex_of(np.where(zero, np.exp(a), h * (h * np.cos(b))),
-                       np.where(zero, 0, h * (h * np.sin(b))), x.dtype)
+    return _complex.exp(x) if x.dtype.kind == "c" else np.exp(x)
 
 
 def _expm1(x):
@@ -258,10 +261,14 @@ def _log1p(x):
 
 
 def _logistic(x):
+    if x.dtype.kind == "c":
+        return _complex.logistic(x)
     return 1 / (1 + np.exp(-x))
 
 
 def _rsqrt(x):
+    if x.dtype.kind == "c":
+        return _complex.rsqrt(x)
     return 1 / np.sqrt(x)
 
 
@@ -277,7 +284,11 @@ def _integer_pow(x, y):
         n >>= 1
         if n:
             base = base * base
-    return 1 / acc if y < 0 else acc
+    if y > 0:
+        return acc
+    if x.dtype.kind == "c":     # XLA's complex division (1 / (0 - 0j) is -inf + NaN*i)
+        return _complex.div(np.ones_like(acc), acc)
+    return 1 / acc
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -370,8 +381,7 @@ def _clamp(lo, x, hi):
 
 def _atan2(y, x):
     if x.dtype.kind == "c":
-        # the angle of x + i*y, continued to complex arguments
-        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+        return _complex.atan2(y, x)
     return np.arctan2(y, x)
 
 
@@ -382,10 +392,12 @@ def _nextafter(x, y):
 
 
 def _pow(x, y):
-    out = np.power(x, y)
     if x.dtype.kind == "c":
-        out = np.where((x == 1) | (y == 0), np.ones((), x.dtype), out)  # 1**nan is 1
-    return out
+        if y.dtype.kind != "c":     # an integer exponent: JAX converts it first
+            y = y.astype(x.dtype)
+        x, y = np.broadcast_arrays(x, y)
+        return _complex.power(x, y)
+    return np.power(x, y)
 
 
 # ---- the table ------------------------------------------------------------------------
@@ -397,29 +409,30 @@ ceil_p = elementwise("ceil", np.ceil, FLOAT)
 round_p = elementwise("round", _round, FLOAT)
 is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=_bool_out)
 exp_p = elementwise("exp", _exp, INEXACT)
-exp2_p = elementwise("exp2", np.exp2, INEXACT)
+exp2_p = elementwise("exp2", _complex_aware(np.exp2, _complex.exp2), INEXACT)
 log_p = elementwise("log", _log, INEXACT)
 log1p_p = elementwise("log1p", _log1p, INEXACT)
 expm1_p = elementwise("expm1", _expm1, INEXACT)
-tanh_p = elementwise("tanh", np.tanh, INEXACT)
+tanh_p = elementwise("tanh", _complex_aware(np.tanh, _complex.tanh), INEXACT)
 logistic_p = elementwise("logistic", _logistic, INEXACT)
-sin_p = elementwise("sin", np.sin, INEXACT)
-cos_p = elementwise("cos", np.cos, INEXACT)
-tan_p = elementwise("tan", np.tan, INEXACT)
-asin_p = elementwise("asin", np.arcsin, INEXACT)
-acos_p = elementwise("acos", np.arccos, INEXACT)
-atan_p = elementwise("atan", np.arctan, INEXACT)
-sinh_p = elementwise("sinh", np.sinh, INEXACT)
-cosh_p = elementwise("cosh", np.cosh, INEXACT)
-asinh_p = elementwise("asinh", np.arcsinh, INEXACT)
-acosh_p = elementwise("acosh", np.arccosh, INEXACT)
-atanh_p = elementwise("atanh", np.arctanh, INEXACT)
-sqrt_p = elementwise("sqrt", np.sqrt, INEXACT)
+sin_p = elementwise("sin", _complex_aware(np.sin, _complex.sin), INEXACT)
+cos_p = elementwise("cos", _complex_aware(np.cos, _complex.cos), INEXACT)
+tan_p = elementwise("tan", _complex_aware(np.tan, _complex.tan), INEXACT)
+asin_p = elementwise("asin", _complex_aware(np.arcsin, _complex.asin), INEXACT)
+acos_p = elementwise("acos", _complex_aware(np.arccos, _complex.acos), INEXACT)
+atan_p = elementwise("atan", _complex_aware(np.arctan, _complex.atan), INEXACT)
+sinh_p = elementwise("sinh", _complex_aware(np.sinh, _complex.sinh), INEXACT)
+cosh_p = elementwise("cosh", _complex_aware(np.cosh, _complex.cosh), INEXACT)
+asinh_p = elementwise("asinh", _complex_aware(np.arcsinh, _complex.asinh), INEXACT)
+acosh_p = elementwise("acosh", _complex_aware(np.arccosh, _complex.acosh), INEXACT)
+atanh_p = elementwise("atanh", _complex_aware(np.arctanh, _complex.atanh), INEXACT)
+sqrt_p = elementwise("sqrt", _complex_aware(np.sqrt, _complex.sqrt), INEXACT)
 rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT)
 cbrt_p = elementwise("cbrt", np.cbrt, FLOAT)
 # signed and inexact only: JAX's abs takes no unsigned integers (TypeError; jnp.abs
 # returns them unchanged itself)
-abs_p = elementwise("abs", np.abs, FLOAT + COMPLEX + INT, out_dtype=_real_dtype)
+abs_p = elementwise("abs", _complex_aware(np.abs, _complex.absolute),
+                    FLOAT + COMPLEX + INT, out_dtype=_real_dtype)
 not_p = elementwise("not", np.invert, INTEGRAL + BOOL)
 real_p = elementwise("real", np.real, COMPLEX, out_dtype=_real_dtype)
 imag_p = elementwise("imag", np.imag, COMPLEX, out_dtype=_real_dtype)
@@ -503,7 +516,14 @@ shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical,
                                     half=False)
 shift_right_arithmetic_p = elementwise("shift_right_arithmetic", _shift_right_arithmetic,
                                        INTEGRAL, half=False)
-complex_p = elementwise("complex", lambda x, y: x + 1j * y, FLOAT, out_dtype=_complex_dtype)
+def _make_complex(x, y):
+    # part by part: x + 1j * y would mix an infinite or NaN y into the real part and lose
+    # the sign of a zero one
+    x, y = np.broadcast_arrays(x, y)
+    return _complex.complex_of(x, y, _complex_dtype(x.dtype))
+
+
+complex_p = elementwise("complex", _make_complex, FLOAT, out_dtype=_complex_dtype)
 
 
 def _select_n_aval(which, *cases):
