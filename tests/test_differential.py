@@ -1039,14 +1039,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
         "open: lax.stop_gradient of a Python scalar: JAX 0.10 returns a typed Python scalar "
         "(TypedInt/TypedFloat); jaxlite returns the int or an Array [lax/__init__.py: "
         "lax-edges]",
-    # numpy
-    ("numpy.max numpy.amax numpy.min numpy.amin numpy.ptp", "x64:reduce-c128", "value"):
-        "open: JAX's complex max/min of a slice holding NaN returns a non-NaN element "
-        "(order-dependent: max([1, nan, 0]) is 0); jaxlite propagates the NaN, as NumPy "
-        "[numpy/_reductions.py: derivatives helper]",
-    ("numpy.amin numpy.min numpy.nanmin", "reduce-c64", "signed-zero"):
-        "open: the complex minimum of 0 and -0 keeps +0 in the real part; JAX -0 "
-        "[numpy/_reductions.py: derivatives helper]",
 }
 
 
@@ -1196,7 +1188,10 @@ NOT_CALLED = {
                 "interp unwrap convolve correlate vander cov corrcoef bartlett blackman "
                 "hamming hanning kaiser i0 isin union1d intersect1d setdiff1d setxor1d select "
                 "piecewise extract delete insert place put put_along_axis fill_diagonal "
-                "resize trim_zeros bincount digitize histogram histogram_bin_edges histogram2d histogramdd polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split()},
+                "resize trim_zeros astype block cross iterable mask_indices packbits "
+                "unpackbits apply_along_axis apply_over_axes vectorize frompyfunc frombuffer "
+                "fromstring fromiter fromfile load save savez array_repr array_str "
+                "printoptions get_printoptions set_printoptions bincount digitize histogram histogram_bin_edges histogram2d histogramdd polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split()},
     **{f"numpy.linalg.{n}": "decompositions and solvers, compared with JAX for values, "
                             "grads, vmap, jit and bad input: tests/test_linalg_factor.py"
        for n in "solve inv det slogdet cholesky eigh eigvalsh qr lstsq pinv matrix_rank cond "

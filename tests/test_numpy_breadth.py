@@ -530,3 +530,144 @@ def test_poly_of_matrix_and_polyfit_full(rjax):
     assert len(got) == len(want) == 5
     for g, w in zip(got, want):
         assert_like_jax(g, w, rtol=1e-4, atol=1e-4)
+
+
+M22 = A([[1, 2], [3, 4]])
+
+FUNCTIONAL_AND_CONSTRUCTION = {
+    "astype": lambda j, n: n.astype(A([1.5, 2]), n.int32),
+    "astype python scalar": lambda j, n: n.astype(2.5, n.float32),
+    "astype list": lambda j, n: n.astype([1], n.int32),
+    "block": lambda j, n: n.block([[A([[1, 2]]), A([[3]])], [A([[4, 5, 6]])]]),
+    "block 1-d": lambda j, n: n.block([A([1, 2]), 3]),
+    "block depths": lambda j, n: n.block([[1, 2], 3]),
+    "block scalar": lambda j, n: n.block(5),
+    "block tuple": lambda j, n: n.block((A([1]),)),
+    "block rank raised": lambda j, n: n.block([[A([1, 2]), A([3])], [A([4, 5, 6])]]),
+    "apply_along_axis sum": lambda j, n: n.apply_along_axis(lambda v: v.sum(), 1, M22),
+    "apply_along_axis vector": lambda j, n: n.apply_along_axis(lambda v: v * 2, 0, M22),
+    "apply_along_axis matrix": lambda j, n: n.apply_along_axis(lambda v: n.outer(v, v), 1,
+                                                               M22),
+    "apply_along_axis 3-d": lambda j, n: n.apply_along_axis(lambda v: v[::-1] * v[0], 1,
+                                                            np.arange(24).reshape(2, 3, 4)),
+    "apply_over_axes": lambda j, n: n.apply_over_axes(n.sum, A([[[1, 2], [3, 4]]]), [0, 2]),
+    "vectorize": lambda j, n: n.vectorize(lambda a, b: a + b)(A([1, 2]), A([[1], [2]])),
+    "vectorize signature": lambda j, n: n.vectorize(lambda v: v.sum(),
+                                                    signature="(n)->()")(M22),
+    "vectorize excluded": lambda j, n: n.vectorize(lambda a, k: a * k, excluded={1})(
+        A([1, 2]), 3),
+    "vectorize matmul signature": lambda j, n: n.vectorize(
+        lambda a, b: a @ b, signature="(m,n),(n)->(m)")(np.ones((2, 3, 4)), np.ones(4)),
+    "vectorize core mismatch": lambda j, n: n.vectorize(
+        lambda a, b: a @ b, signature="(n),(n)->()")(np.ones(3), np.ones(4)),
+    "packbits": lambda j, n: n.packbits(A([1, 0, 1, 1, 0, 0, 0, 0, 1])),
+    "packbits little": lambda j, n: n.packbits(A([1, 0, 1]), bitorder="little"),
+    "packbits axis": lambda j, n: n.packbits(A([[1, 0], [1, 1]]), axis=1),
+    "packbits float": lambda j, n: n.packbits(A([1., 0])),
+    "packbits bool": lambda j, n: n.packbits(A([True, False])),
+    "unpackbits": lambda j, n: n.unpackbits(A([5, 255], np.uint8)),
+    "unpackbits count": lambda j, n: n.unpackbits(A([5], np.uint8), count=3),
+    "unpackbits negative count": lambda j, n: n.unpackbits(A([5, 7], np.uint8), count=-3),
+    "unpackbits long count": lambda j, n: n.unpackbits(A([5], np.uint8), count=10),
+    "unpackbits little": lambda j, n: n.unpackbits(A([5], np.uint8), bitorder="little"),
+    "unpackbits int32": lambda j, n: n.unpackbits(A([5], np.int32)),
+    "cross": lambda j, n: n.cross(A([1, 2, 3]), A([4, 5, 6])),
+    "cross 2-vectors": lambda j, n: n.cross(A([1, 2]), A([4, 5])),
+    "cross 2 and 3": lambda j, n: n.cross(A([1., 2]), A([4, 5, 6.])),
+    "cross axis": lambda j, n: n.cross(A([[1, 4], [2, 5], [3, 6]]),
+                                       A([[4, 1], [5, 2], [6, 3]]), axis=0),
+    "cross 4-vectors": lambda j, n: n.cross(A([1, 2, 3, 4]), A([4, 5, 6, 7])),
+    "cross grad": lambda j, n: j.grad(lambda a: n.sum(n.cross(a, A([4., 5, 6]))))(
+        A([1., 2, 3])),
+    "mask_indices": lambda j, n: n.mask_indices(3, n.triu),
+    "mask_indices k": lambda j, n: n.mask_indices(3, n.tril, 1),
+    "frombuffer": lambda j, n: n.frombuffer(b"\x01\x02", dtype=np.uint8),
+    "frombuffer offset": lambda j, n: n.frombuffer(b"\x01\x02", dtype=np.uint8, count=1,
+                                                   offset=1),
+    "frombuffer bad size": lambda j, n: n.frombuffer(b"\x00\x00\x80\x3f"),
+    "fromstring": lambda j, n: n.fromstring("1 2", sep=" "),
+    "fromstring int": lambda j, n: n.fromstring("1,2", dtype=np.int32, sep=","),
+    "fromiter": lambda j, n: n.fromiter(range(3), dtype=float),
+    "fromfile": lambda j, n: n.fromfile("no-such-file"),
+    "ufunc add": lambda j, n: n.add(A([1, 2]), 3),
+    "add.reduce": lambda j, n: n.add.reduce(M22),
+    "add.reduce axis None": lambda j, n: n.add.reduce(M22, axis=None),
+    "add.reduce keepdims": lambda j, n: n.add.reduce(M22, axis=1, keepdims=True),
+    "add.reduce initial": lambda j, n: n.add.reduce(A([1, 2]), initial=10),
+    "add.reduce where": lambda j, n: n.add.reduce(A([1, 2]), where=A([True, False])),
+    "add.reduce dtype": lambda j, n: n.add.reduce(A([1, 2]), dtype=n.float32),
+    "maximum.reduce empty": lambda j, n: n.maximum.reduce(A([], np.float32)),
+    "maximum.reduce where": lambda j, n: n.maximum.reduce(A([1, 2]), where=A([True, False])),
+    "maximum.reduce where initial": lambda j, n: n.maximum.reduce(
+        A([1., 2]), where=A([True, False]), initial=-5),
+    "multiply.reduce empty": lambda j, n: n.multiply.reduce(A([], np.float32)),
+    "subtract.reduce": lambda j, n: n.subtract.reduce(A([10, 2, 3])),
+    "subtract.accumulate": lambda j, n: n.subtract.accumulate(A([10, 2, 3])),
+    "add.accumulate": lambda j, n: n.add.accumulate(M22, axis=1),
+    "maximum.accumulate": lambda j, n: n.maximum.accumulate(A([1, 3, 2, 5])),
+    "logaddexp.reduce": lambda j, n: n.logaddexp.reduce(A([1., 2, 3])),
+    "logaddexp.accumulate": lambda j, n: n.logaddexp.accumulate(A([1., 2, 3])),
+    "logical_and.reduce": lambda j, n: n.logical_and.reduce(A([1, 0])),
+    "bitwise_xor.reduce": lambda j, n: n.bitwise_xor.reduce(A([1, 3, 4])),
+    "negative.reduce": lambda j, n: n.negative.reduce(A([1, 2, 3])),
+    "add.at inplace": lambda j, n: n.add.at(A([1, 2, 3]), A([0, 0]), 5),
+    "add.at": lambda j, n: n.add.at(A([1, 2, 3]), A([0, 0]), 5, inplace=False),
+    "subtract.at": lambda j, n: n.subtract.at(A([1, 2, 3]), A([0, 0]), 5, inplace=False),
+    "negative.at": lambda j, n: n.negative.at(A([1, 2, 3]), A([0, 0]), inplace=False),
+    "add.reduceat": lambda j, n: n.add.reduceat(A([1, 2, 3, 4, 5]), A([0, 2, 2, 4])),
+    "add.reduceat decreasing": lambda j, n: n.add.reduceat(A([1, 2, 3, 4, 5]), A([3, 1])),
+    "multiply.outer": lambda j, n: n.multiply.outer(A([1, 2]), A([[1], [2]])),
+    "frompyfunc call": lambda j, n: n.frompyfunc(lambda a, b: a * b, 2, 1)(A([1, 2]),
+                                                                           A([3, 4])),
+    "frompyfunc reduce": lambda j, n: n.frompyfunc(lambda a, b: a * b, 2, 1,
+                                                   identity=1).reduce(A([1, 2, 3])),
+    "frompyfunc accumulate": lambda j, n: n.frompyfunc(lambda a, b: a * b, 2, 1).accumulate(
+        A([1, 2, 3])),
+    "frompyfunc outer": lambda j, n: n.frompyfunc(lambda a, b: a * b, 2, 1).outer(
+        A([1, 2]), A([3, 4])),
+    "frompyfunc empty reduce": lambda j, n: n.frompyfunc(lambda a, b: a * b, 2, 1).reduce(
+        A([], np.int32)),
+    "frompyfunc one input": lambda j, n: n.frompyfunc(lambda a: a * 2, 1, 1)(A([1, 2])),
+    "frompyfunc two outputs": lambda j, n: n.frompyfunc(lambda a: (a, a * 2), 1, 2)(
+        A([1, 2])),
+    "frompyfunc reduce unary": lambda j, n: n.frompyfunc(lambda a: a * 2, 1, 1).reduce(
+        A([1, 2])),
+    "add.reduce grad": lambda j, n: j.grad(lambda x: n.multiply.reduce(x))(A([1., 2, 3])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL_AND_CONSTRUCTION))
+def test_functional_and_construction(name, rjax):
+    check(FUNCTIONAL_AND_CONSTRUCTION[name], rjax, rtol=2e-6, atol=2e-6)
+
+
+def test_ufunc_objects_and_aliases(rjnp):
+    ours = jaxlite.numpy
+    names = sorted(n for n in dir(rjnp) if isinstance(getattr(rjnp, n), rjnp.ufunc))
+    assert names == sorted(n for n in dir(ours) if isinstance(getattr(ours, n), ours.ufunc))
+    for n in names:
+        u, v = getattr(ours, n), getattr(rjnp, n)
+        assert (repr(u), u.nin, u.nout, u.nargs) == (repr(v), v.nin, v.nout, v.nargs)
+        assert u.identity == v.identity or (np.isnan(u.identity) and np.isnan(v.identity))
+    assert ours.double is ours.float64 and ours.single is ours.float32
+    assert ours.cdouble is ours.complex128 and ours.csingle is ours.complex64
+    assert ours.object_ is np.object_ and ours.flexible is np.flexible
+    assert ours.ComplexWarning is np.exceptions.ComplexWarning
+    assert ours.iterable(A([1])) and not ours.iterable(3)
+
+
+def test_printing_and_files(rjnp, tmp_path):
+    ours = jaxlite.numpy
+    x, y = ours.arange(3.) / 3, rjnp.arange(3.) / 3
+    assert ours.array_repr(x, precision=2) == rjnp.array_repr(y, precision=2)
+    assert ours.array_str(x, precision=2) == rjnp.array_str(y, precision=2)
+    with ours.printoptions(precision=2):
+        assert repr(x) == "Array([0.  , 0.33, 0.67], dtype=float32)"
+        assert ours.get_printoptions()["precision"] == 2
+    path = tmp_path / "a.npy"
+    ours.save(path, np.arange(3))
+    got, want = ours.load(path), rjnp.load(path)
+    assert_like_jax(got, want)
+    zpath = tmp_path / "b.npz"
+    ours.savez(zpath, a=np.arange(2.))
+    assert type(ours.load(zpath)) is type(rjnp.load(zpath))

@@ -26,11 +26,19 @@ from ._setops import *  # noqa: F401,F403
 from ._editing import *  # noqa: F401,F403
 from ._histogram import *  # noqa: F401,F403
 from ._polynomial import *  # noqa: F401,F403
+from ._construct import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
+from ._functional import (apply_along_axis, apply_over_axes, frompyfunc, ufunc,  # noqa: F401
+                          vectorize)
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
 from ._array_api import ARRAY_API_VERSION as __array_api_version__  # noqa: F401
 from ._array_api import __array_namespace_info__  # noqa: F401
 from . import _methods  # noqa: F401  (installs operators and methods on Array and tracers)
+from ._functional import wrap_ufuncs as _wrap_ufuncs
+
+# jnp.add, jnp.multiply, ... are ufunc objects (with .reduce, .at, ...), as in JAX
+globals().update(_wrap_ufuncs(globals()))
 
 pi = _np.pi
 e = _np.e
@@ -53,3 +61,10 @@ integer = _np.integer
 signedinteger = _np.signedinteger
 unsignedinteger = _np.unsignedinteger
 character = _np.character
+double = float64
+single = float32
+cdouble = complex128
+csingle = complex64
+object_ = _np.object_
+flexible = _np.flexible
+ComplexWarning = _np.exceptions.ComplexWarning
