@@ -12,3 +12,4 @@ from ._activations import (celu, elu, gelu, glu, hard_sigmoid, hard_silu,  # noq
 from ._normalize import (log_softmax, logmeanexp, logsumexp, one_hot, softmax,  # noqa: F401
                          standardize)
 from . import initializers  # noqa: F401,E402
+from ._attention import dot_product_attention  # noqa: F401,E402
