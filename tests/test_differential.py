@@ -1217,6 +1217,8 @@ NOT_CALLED = {
                   "loggamma logistic lognormal maxwell multinomial multivariate_normal "
                   "orthogonal pareto poisson rademacher rayleigh t triangular wald "
                   "weibull_min ").split()},
+    "nn.dot_product_attention": "masks, biases, sequence lengths, windows, grouped heads, "
+                                "grad, vmap, jit and bad input: tests/test_small_modules.py",
     "lax.fft": "the FFT primitive, compared with JAX for values, dtypes, grads, vmap, jit and "
                "bad input: tests/test_fft.py",
 }
