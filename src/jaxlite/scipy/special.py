@@ -71,7 +71,7 @@ def ndtr(x):
     """The standard normal cumulative distribution ``(1 + erf(x/sqrt 2)) / 2``
     (``jax.scipy.special.ndtr``), computed from ``erfc`` in the tails so both keep their
     relative precision.  Dtypes as ``erf``."""
-    (x,) = _inexact("ndtr", x)
+    (x,) = _strong(*_inexact("ndtr", x))
     z = lax.mul(x, _like(x, 1 / math.sqrt(2)))
     az = lax.abs(z)
     mid = lax.add(_like(x, 0.5), lax.mul(_like(x, 0.5), lax.erf(z)))
@@ -84,8 +84,7 @@ def ndtr(x):
 def ndtri(p):
     """The standard normal quantile, the inverse of ``ndtr`` (``jax.scipy.special.ndtri``):
     -inf at 0, +inf at 1, NaN outside [0, 1].  The result is strongly typed, as JAX's."""
-    (p,) = _inexact("ndtri", p)
-    p = lax.convert_element_type(p, _dtype(p))
+    (p,) = _strong(*_inexact("ndtri", p))
     return _sp.ndtri_p.bind(p)
 
 
@@ -159,7 +158,7 @@ def gammaln(x):
 def gammasgn(x):
     """The sign of ``Gamma(x)`` (``jax.scipy.special.gammasgn``): 1 for x > 0 and +0.0,
     -1 for -0.0, alternating between the negative poles, NaN at the poles, -inf and NaN."""
-    (x,) = _inexact("gammasgn", x)
+    (x,) = _strong(*_inexact("gammasgn", x))
     floor = lax.floor(x)
     odd = lax.ne(lax.rem(floor, _like(x, 2)), _like(x, 0))
     neg = _where(odd, _like(x, -1.0), _like(x, 1.0))
@@ -173,7 +172,7 @@ def gammasgn(x):
 def gamma(x):
     """The gamma function (``jax.scipy.special.gamma``): ``gammasgn(x) *
     exp(gammaln(x))``; +-inf at +-0, NaN at the negative poles.  Dtypes as ``erf``."""
-    (x,) = _inexact("gamma", x)
+    (x,) = _strong(*_inexact("gamma", x))
     return lax.mul(gammasgn(x), lax.exp(lax.lgamma(x)))
 
 
@@ -209,7 +208,7 @@ def multigammaln(a, d):
     (``jax.scipy.special.multigammaln``).  Raises TypeError when ``d`` is not a concrete
     integer."""
     d = _concrete_int("multigammaln", d, "d")
-    (a,) = _inexact("multigammaln", a)
+    (a,) = _strong(*_inexact("multigammaln", a))
     dt = _dtype(a)
     terms = jnp.stack([lax.lgamma(lax.sub(a, _like(a, j / 2))) for j in range(d)]) \
         if d else jnp.zeros((0,) + jnp.shape(a), dt)
@@ -230,7 +229,7 @@ def factorial(n, exact=False):
 def poch(z, m):
     """The rising factorial ``Gamma(z + m) / Gamma(z)`` (``jax.scipy.special.poch``): 1
     for ``m == 0``; signs from ``gammasgn``."""
-    z, m = _inexact("poch", z, m)
+    z, m = _strong(*_inexact("poch", z, m))
     sign = lax.mul(gammasgn(lax.add(z, m)), gammasgn(z))
     out = lax.mul(sign, lax.exp(lax.sub(lax.lgamma(lax.add(z, m)), lax.lgamma(z))))
     return _where(lax.eq(m, _like(m, 0)), _like(z, 1.0), out)
@@ -261,7 +260,7 @@ def betaln(a, b):
 def beta(a, b):
     """The beta function ``Gamma(a) Gamma(b) / Gamma(a + b)`` (``jax.scipy.special.beta``),
     with the sign from ``gammasgn``."""
-    a, b = _inexact("beta", a, b)
+    a, b = _strong(*_inexact("beta", a, b))
     sign = lax.mul(lax.mul(gammasgn(a), gammasgn(b)), gammasgn(lax.add(a, b)))
     return lax.mul(sign, lax.exp(betaln(a, b)))
 
@@ -483,6 +482,11 @@ def bernoulli(n):
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
+def _strong(*xs):
+    """``xs`` strongly typed (the functions whose JAX results are never weakly typed)."""
+    return [lax.convert_element_type(x, _dtype(x)) for x in xs]
+
 
 def _dtype(x):
     return jnp.result_type(x)
