@@ -135,6 +135,9 @@ VALUE_CASES = {
     "cholesky_update": (lambda L: L.lax.linalg.cholesky_update,
                         (np.triu(A3) + 4 * np.eye(3, dtype=np.float32), B3)),
     "qr_raw": (lambda L: lambda a: L.linalg.qr(a, mode="raw"), (W43,)),
+    "qdwh": (lambda L: L.lax.linalg.qdwh, (W43,)),
+    "qdwh_capped": (lambda L: lambda a: L.lax.linalg.qdwh(a, max_iterations=2),
+                    (np.diag([1e-6, 1., 2.]).astype(np.float32),)),
 }
 
 # where an algorithm's rounding differs more than a few ulp (float32 throughout)
@@ -294,6 +297,8 @@ BAD = [
                                                       method="qr"), NotImplementedError, "qr"),
     ("symmetric_product_complex", lambda L: L.lax.linalg.symmetric_product(
         np.ones((2, 2), np.complex64), np.ones((2, 2), np.complex64)), TypeError, "complex64"),
+    ("qdwh_wide", lambda L: L.lax.linalg.qdwh(np.ones((2, 3), np.float32)), ValueError,
+     "M >= N"),
     ("lu_int", lambda L: L.lax.linalg.lu(np.eye(2, dtype=np.int32)), TypeError, "int32"),
     ("triangular_solve_shapes", lambda L: L.lax.linalg.triangular_solve(
         np.eye(2, dtype=np.float32), np.ones((3, 2), np.float32), left_side=True), ValueError,

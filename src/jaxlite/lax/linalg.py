@@ -268,3 +268,98 @@ def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0
     return symmetric_product_p.bind(_as_array(a_matrix), _as_array(c_matrix),
                                     alpha=float(alpha), beta=float(beta),
                                     symmetrize_output=bool(symmetrize_output))
+
+
+def _qdwh_coefficients(eps, max_iterations):
+    """The dynamically weighted Halley coefficients (a, b, c) of each iteration, from the
+    lower bound ``l`` on the smallest singular value of the scaled matrix (starting at
+    eps), until ``l`` reaches 1 within tolerance (Nakatsukasa, Bai and Gygi, 2010)."""
+    lo, tol_l, steps = eps, 5.0 * eps, []
+    while lo + tol_l < 1 and len(steps) < max_iterations:
+        l2 = lo * lo
+        dd = (4 * (1 / l2 - 1) / l2) ** (1 / 3)
+        sqd = (1.0 + dd) ** 0.5
+        a = sqd + (2 - dd + 2 * (2 - l2) / (l2 * sqd)) ** 0.5
+        b = (a - 1) ** 2 / 4
+        c = a + b - 1
+        lo = lo * (a + b * l2) / (1 + c * l2)
+        steps.append((a, b, c))
+    return steps
+
+
+def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None,
+         eps: float | None = None, dynamic_shape=None):
+    """Polar decomposition ``x = u @ h`` by the QR-based dynamically weighted Halley
+    iteration (``jax.lax.linalg.qdwh``), for one ``(m, n)`` matrix with m >= n.
+
+    Returns ``(u, h, num_iters, is_converged)``: ``u`` with orthonormal columns, ``h``
+    Hermitian positive semi-definite (``(n, n)``), the number of iterations run (int32)
+    and whether the last one moved ``u`` by less than ``cbrt(5 eps)`` (bool).  The early
+    iterations, whose weights make the Cholesky form unstable, use the QR form; the rest
+    the Cholesky form.  ``max_iterations`` defaults to 10.  Raises ValueError for m < n;
+    ``dynamic_shape`` (masking) is not supported (NotImplementedError).
+    """
+    from .. import lax
+    from .. import numpy as jnp
+    if dynamic_shape is not None:
+        raise NotImplementedError("qdwh: dynamic_shape is not supported in jaxlite")
+    x = _as_array(x)
+    if x.ndim != 2:
+        raise ValueError(f"qdwh takes one matrix of shape (M, N), got shape {x.shape}")
+    m, n = x.shape
+    if m < n:
+        raise ValueError(f"The input matrix of shape M x N must have M >= N; got shape "
+                         f"{x.shape}.")
+    max_iterations = 10 if max_iterations is None else int(max_iterations)
+    from ..numpy._util import promote_dtypes_inexact
+    (x,) = promote_dtypes_inexact(x)
+    dt = x.dtype
+    if eps is None:
+        eps = float(jnp.finfo(dt).eps)
+    tol_norm = (5.0 * eps) ** (1 / 3)
+    eye = jnp.eye(n, dtype=dt)
+
+    def herm(v):
+        return jnp.conj(v.T) if v.dtype.kind == "c" else v.T
+
+    def qr_step(u, a, b, c):
+        sqrt_c = c ** 0.5
+        q, _ = qr(jnp.concatenate([u * sqrt_c, eye], axis=0), full_matrices=False)
+        return u * (b / c) + (q[:m] @ herm(q[m:])) * ((a - b / c) / sqrt_c)
+
+    def chol_step(u, a, b, c):
+        z = (herm(u) @ u) * c + eye
+        w = cholesky(z, symmetrize_input=False)
+        y = jnp.conj(triangular_solve(w, u.T, left_side=True, lower=True, conjugate_a=True))
+        y = herm(triangular_solve(w, y, left_side=True, lower=True, transpose_a=True,
+                                  conjugate_a=True))
+        return u * (b / c) + y * (a - b / c)
+
+    norm1 = jnp.linalg.norm(x, ord=1)
+    norminf = jnp.linalg.norm(x, ord=jnp.inf)
+    scale = jnp.where(norm1 == 0, 1, lax.rsqrt(norm1) * lax.rsqrt(norminf))
+    u = x * scale.astype(dt)
+    steps = _qdwh_coefficients(eps, max_iterations)
+    moving = jnp.asarray(True)
+    for a, b, c in steps:
+        if c > 100:
+            u = qr_step(u, a, b, c)
+        else:
+            prev, u = u, chol_step(u, a, b, c)
+            moving = jnp.linalg.norm(u - prev) > tol_norm
+
+    def cond(state):
+        k, _, mov = state
+        return jnp.logical_and(mov, k < max_iterations)
+
+    def body(state):
+        k, v, _ = state
+        new = chol_step(v, 3.0, 1.0, 3.0)
+        return k + 1, new, jnp.linalg.norm(new - v) > tol_norm
+
+    num_iters, u, moving = lax.while_loop(cond, body,
+                                          (len(steps), u, moving))
+    u = u * 1.5 - (u @ (herm(u) @ u)) * 0.5
+    h = herm(u) @ x
+    h = (h + herm(h)) / 2
+    return u, h, num_iters, jnp.logical_not(moving)
