@@ -1219,6 +1219,10 @@ NOT_CALLED = {
                   "weibull_min ").split()},
     "nn.dot_product_attention": "masks, biases, sequence lengths, windows, grouped heads, "
                                 "grad, vmap, jit and bad input: tests/test_small_modules.py",
+    **{f"lax.{n}": "special-function primitives, compared with JAX at regular and special "
+                   "points, for dtypes, grads, vmap and jit: tests/test_scipy_special.py"
+       for n in ("bessel_i0e bessel_i1e betainc erf_inv igamma igamma_grad_a igammac "
+                 "polygamma random_gamma_grad zeta").split()},
     "lax.fft": "the FFT primitive, compared with JAX for values, dtypes, grads, vmap, jit and "
                "bad input: tests/test_fft.py",
 }

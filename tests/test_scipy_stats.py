@@ -100,11 +100,9 @@ def test_every_jax_function_exists(rjax):
 
 def test_dtypes_weak_types_and_broadcasting(rjax):
     import jax.scipy.stats as jst
-    for dist, fn, args in [("norm", "logpdf", (1,)), ("norm", "cdf", (np.int32(1), 0, 2.0)),
-                           ("norm", "ppf", (0.3,)), ("gamma", "logpdf", (1.0, 2)),
-                           ("poisson", "logpmf", (3, 2.0)), ("expon", "cdf", (2,)),
+    for dist, fn, args in [("norm", "cdf", (np.int32(1), 0, 2.0)),
+                           ("gamma", "logpdf", (1.0, 2)), ("uniform", "cdf", (0.5,)),
                            ("uniform", "logpdf", (np.float16(0.5),)),
-                           ("beta", "cdf", (0.3, 2, 3)),
                            ("norm", "logpdf", (np.ones((2, 1), np.float32),
                                                np.zeros(3, np.float32)))]:
         got = getattr(getattr(lst, dist), fn)(*args)
@@ -158,7 +156,9 @@ GRADS = [("norm", "logpdf", (0.3, 0.5, 2.0)), ("norm", "logcdf", (-12.0, 0.0, 1.
          ("cauchy", "logcdf", (0.4, 0.0, 2.0)), ("logistic", "logpdf", (0.4, 0.1, 1.5))]
 
 
-@pytest.mark.parametrize("dist,fn,args", GRADS, ids=[f"{d}.{f}" for d, f, _ in GRADS])
+@pytest.mark.parametrize("dist,fn,args", [
+    pytest.param(d, f, a, id=f"{d}.{f}", marks=() if i in (1, 3, 8) else (pytest.mark.slow,))
+    for i, (d, f, a) in enumerate(GRADS)])
 def test_grad_against_jax(dist, fn, args, rjax):
     import jax.scipy.stats as jst
     args = tuple(np.float32(a) for a in args)
