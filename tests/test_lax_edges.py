@@ -664,3 +664,20 @@ def test_stop_gradient_of_numpy_integers(rjax, value):
     assert isinstance(got, jaxlite.Array)
     assert_like_jax(got, want)
     assert got.weak_type is False
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+def test_take_with_narrow_indices(rjax, mode):
+    """jnp.take builds its index arithmetic in the indices' own dtype (lax takes no Python
+    int beside an int8 array)."""
+    a, ra = jnp.arange(5.0), rjax.numpy.arange(5.0)
+    for dt in ("int8", "int16"):
+        idx = np.array([-1, 7, 2], dt)
+        assert_like_jax(jnp.take(a, idx, mode=mode), rjax.numpy.take(ra, idx, mode=mode))
+
+
+def test_take_with_int32_indices_x64(rjax, x64):
+    a, ra = jnp.arange(5.0), rjax.numpy.arange(5.0)
+    idx = np.array([-1, 7, 2], np.int32)
+    for mode in ("wrap", "clip"):
+        assert_like_jax(jnp.take(a, idx, mode=mode), rjax.numpy.take(ra, idx, mode=mode))

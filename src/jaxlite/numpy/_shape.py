@@ -990,10 +990,12 @@ def _wrap_index(idx, n):
     """``idx`` modulo ``n`` into ``[0, n)`` (floor semantics for negative indices)."""
     if n == 0:
         return idx
+    # n in idx's dtype: lax takes a Python int only as the default int dtype
+    n = lax.scalar_as(n, idx.dtype, False)
     r = lax.rem(idx, n)
     if not dtypes.is_int(idx.dtype) or idx.dtype.kind == "u":
         return r
-    return lax.select(lax.lt(r, 0), lax.add(r, n), r)
+    return lax.select(lax.lt(r, lax.scalar_as(0, idx.dtype, False)), lax.add(r, n), r)
 
 
 def _take_mode(name, mode):
@@ -1034,7 +1036,9 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
     if mode == "wrap":
         idx, mode = _wrap_index(idx, n), "clip"
     elif mode == "clip" and n:
-        idx = lax.clamp(0, idx, n - 1)  # take clamps raw indices: -1 -> 0
+        # take clamps raw indices: -1 -> 0 (bounds in idx's dtype, as lax.clamp needs)
+        idx = lax.clamp(lax.scalar_as(0, idx.dtype, False), idx,
+                        lax.scalar_as(n - 1, idx.dtype, False))
     from ._indexing import getitem
     return getitem(a, (slice(None),) * ax + (idx,), mode=mode,
                    fill_value=fill_value if mode == "fill" else None)
