@@ -10,9 +10,10 @@ Layer: random (compositions of ``jaxlite.lax`` ops).
   IEEE Trans. Computers 57(4), 2008).
 * ``log``/``log1p``: XLA's float32 approximations on CPU (Cephes' polynomials in the
   arrangement XLA evaluates them), used by gumbel and by ``erf_inv``.
-* ``erf_inv``: the single-precision approximation of Giles ("Approximating the erfinv
-  function", GPU Computing Gems, 2010), the one XLA uses for float32 (and, computed in
-  float32, for float16/bfloat16), its Horner steps fused as XLA fuses them.
+* ``erf_inv``: the approximations of Giles ("Approximating the erfinv function", GPU
+  Computing Gems, 2010), the ones XLA uses (single precision for float32 and, computed in
+  float32, float16/bfloat16; double precision for float64), Horner steps fused as XLA
+  fuses them.
 """
 from __future__ import annotations
 
@@ -204,9 +205,31 @@ def log(x):
     return lax.log(x) if np.dtype(x.dtype) == _F64 else _in_f32(_log_f32, x)
 
 
+def _log1p_f64(x):
+    """XLA's float64 log1p on CPU: the same Cephes rational function as float32 (its
+    coefficients are the double-precision ones), Horner steps fused, evaluated in float64;
+    within 1 ulp of XLA's results (its ``log`` above sqrt(2) - 1 is not reproduced), where
+    NumPy's correctly rounded log1p is up to ~120 ulps away near the threshold."""
+    f = np.float64
+    shape = tuple(x.shape)
+
+    def horner(coefs):
+        p = lax.broadcast_in_dim(f(coefs[0]), shape, ())
+        for c in coefs[1:]:
+            p = fma(p, x, lax.broadcast_in_dim(f(c), shape, ()))
+        return p
+
+    x2 = lax.mul(x, x)
+    ratio = lax.div(horner(_LOG1P_NUM), horner(_LOG1P_DEN))
+    small = lax.add(x, lax.add(lax.mul(f(-0.5), x2), lax.mul(lax.mul(x, x2), ratio)))
+    is_small = lax.lt(lax.abs(x), f(0.41421356237309504880))
+    return lax.select(is_small, small, lax.log1p(x))
+
+
 def log1p(x):
-    """``log(1 + x)`` rounded as XLA rounds it on CPU (see ``log``)."""
-    return lax.log1p(x) if np.dtype(x.dtype) == _F64 else _in_f32(_log1p_f32, x)
+    """``log(1 + x)`` rounded as XLA rounds it on CPU (float32 bit for bit; float64 see
+    ``_log1p_f64``)."""
+    return _log1p_f64(x) if np.dtype(x.dtype) == _F64 else _in_f32(_log1p_f32, x)
 
 
 # Giles (2010), single precision: central region (w < 5) and tail (w >= 5).
@@ -234,32 +257,77 @@ def _erf_inv_f32(x):
     return lax.select(at_one, lax.mul(x, f(np.inf)), lax.mul(p, x))
 
 
+# Giles (2010), double precision: w = -log(1 - x**2) below 6.25, below 16, and above
+# (the last two in sqrt(w)); Horner coefficients, highest degree first.
+_ERFINV64_LT_6_25 = (
+    -3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+    1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+    6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+    2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+    4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+    0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+    0.24015818242558961693, 1.6536545626831027356)
+_ERFINV64_LT_16 = (
+    2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+    1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+    2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+    6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+    0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+    -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+    3.0838856104922207635)
+_ERFINV64_TAIL = (
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+    -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+    2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+    -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+    7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+    1.0103004648645343977, 4.8499064014085844221)
+
+
 def _erf_inv_f64(x):
-    """float64: the float32 approximation refined by two Newton steps on ``erf(y) = x``
-    (tails through ``erfc`` to avoid cancellation); accurate to a few ulps, not bit-equal
-    to XLA's double-precision polynomial."""
+    """float64: Giles' double-precision polynomials in XLA's arrangement (one Horner chain
+    whose coefficients are selected per element; the shorter chains stop early), with
+    XLA's log1p and fused steps.  Within 2 ulps of XLA's results (its float64 ``log`` is
+    not reproduced), most of them equal."""
     f = np.float64
-    y = _erf_inv_f32(x)
-    two_over_sqrt_pi = f(2.0 / np.sqrt(np.pi))
-    ax = lax.abs(x)
-    sign = lax.sign(x)
-    for _ in range(2):
-        ay = lax.abs(y)
-        # erf(|y|) - |x| == (1 - |x|) - erfc(|y|): exact for large |y| where erf rounds to 1
-        resid = lax.select(lax.gt(ay, f(0.5)),
-                           lax.sub(lax.sub(f(1.0), ax), lax.erfc(ay)),
-                           lax.sub(lax.erf(ay), ax))
-        deriv = lax.mul(two_over_sqrt_pi, lax.exp(lax.neg(lax.mul(ay, ay))))
-        step = lax.div(resid, deriv)
-        y = lax.select(lax.is_finite(step), lax.mul(sign, lax.sub(ay, step)), y)
-    at_one = lax.eq(ax, f(1.0))
-    return lax.select(at_one, lax.mul(x, f(np.inf)), y)
+    shape = tuple(x.shape)
+
+    def full(v):
+        return lax.broadcast_in_dim(f(v), shape, ())
+
+    w = lax.neg(_log1p_f64(lax.neg(lax.mul(x, x))))
+    lt_6 = lax.lt(w, f(6.25))
+    lt_16 = lax.lt(w, f(16.0))
+
+    def coef(i):
+        c = full(_ERFINV64_LT_6_25[i])
+        if i < len(_ERFINV64_LT_16):
+            c = lax.select(lt_6, c, full(_ERFINV64_LT_16[i]))
+        if i < len(_ERFINV64_TAIL):
+            c = lax.select(lt_16, c, full(_ERFINV64_TAIL[i]))
+        return c
+
+    root = lax.sqrt(w)
+    w = lax.select(lt_6, lax.sub(w, f(3.125)),
+                   lax.select(lt_16, lax.sub(root, f(3.25)), lax.sub(root, f(5.0))))
+    p = coef(0)
+    for i in range(1, len(_ERFINV64_LT_6_25)):
+        step = fma(p, w, coef(i))
+        if i >= len(_ERFINV64_LT_16):
+            p = lax.select(lt_6, step, p)
+        elif i >= len(_ERFINV64_TAIL):
+            p = lax.select(lt_16, step, p)
+        else:
+            p = step
+    at_one = lax.eq(lax.abs(x), f(1.0))
+    return lax.select(at_one, lax.mul(x, f(np.inf)), lax.mul(p, x))
 
 
 def erf_inv(x):
-    """Inverse error function of a float array in (-1, 1) (``jax.lax.erf_inv``): float32
-    and narrower as XLA computes it (Giles' polynomial in float32); float64 by Newton
-    refinement (within a few ulps of XLA)."""
+    """Inverse error function of a float array in [-1, 1] (``jax.lax.erf_inv``) as XLA
+    computes it on CPU: Giles' single-precision polynomial for float32 and narrower (bit
+    for bit), his double-precision ones for float64 (within 2 ulps)."""
     dtype = np.dtype(x.dtype)
     if dtype == _F64:
         return _erf_inv_f64(x)
