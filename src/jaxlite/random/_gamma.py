@@ -9,7 +9,10 @@ runs it: the key is split once per element, each element loops (normal draw, cub
 draw, squeeze test, log test) until it accepts, and shapes below 1 are boosted to
 ``alpha + 1`` and scaled back by ``u ** (1 / alpha)``.  The accept/reject tests use XLA's
 CPU logarithm (``_math.log``) and its fused multiply-adds, so every float32 decision is
-JAX's and the samples agree to the rounding of the final ``pow``/``log`` (a few ulps).
+JAX's.  The samples agree to a few ulps: XLA evaluates ``(1/3) / sqrt(d)`` as ``(1/3) *
+rsqrt(d)`` with the CPU's approximate reciprocal square root (a hardware estimate refined
+by a Newton step, not correctly rounded in about a third of cases), which is not
+reproduced, and the final ``pow``/``exp`` round as NumPy's.
 """
 from __future__ import annotations
 
