@@ -161,11 +161,33 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
     """Singular value decomposition of the matrices in the last two axes
     (``jax.numpy.linalg.svd``): ``SVDResult(U, S, Vh)`` with ``a == U @ diag(S) @ Vh``, or
     just ``S`` (real, descending) when ``compute_uv`` is False.  Integer inputs are
-    converted to the default float.  Raises ValueError for rank < 2."""
+    converted to the default float.  With ``hermitian`` the decomposition comes from
+    ``eigh`` (as JAX): ``S`` the eigenvalues' magnitudes, descending, ``U`` the matching
+    eigenvectors and ``Vh`` their conjugate transpose times the eigenvalues' signs.
+    Raises ValueError for rank < 2."""
     a = _inexact("svd", a)
+    if hermitian:
+        return _svd_hermitian(a, compute_uv, subset_by_index)
     out = _lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                           subset_by_index=subset_by_index)
     return _SVDResult(*out) if compute_uv else out
+
+
+def _svd_hermitian(a, compute_uv, subset_by_index):
+    vecs, vals = _lax_linalg.eigh(a, subset_by_index=subset_by_index)
+    s = _abs(vals)
+    last = s.ndim - 1
+    if not compute_uv:
+        return lax.rev(lax.sort(s, dimension=-1), (last,))
+    # a stable ascending sort by magnitude, then reversed: ties keep JAX's order
+    idx = lax.broadcasted_iota(np.int32, s.shape, last)
+    s, idx, sign = lax.sort((s, idx, lax.sign(vals)), dimension=-1, num_keys=1)
+    s, idx, sign = (lax.rev(v, (last,)) for v in (s, idx, sign))
+    from ._shape import take_along_axis
+    u = take_along_axis(vecs, lax.expand_dims(idx, (idx.ndim - 1,)), axis=-1)
+    vh = _H(lax.mul(u, lax.convert_element_type(lax.expand_dims(sign, (sign.ndim - 1,)),
+                                                u.dtype)))
+    return _SVDResult(u, s, vh)
 
 
 def svdvals(x, /):
