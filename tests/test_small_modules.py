@@ -335,3 +335,65 @@ def test_dot_product_attention_bad_input(rjax):
     raises_like_jax(attn(query_seq_lengths=lambda n: n.ones(2, "int16")), rjax,
                     "query_seq_lengths")
     raises_like_jax(attn(implementation=lambda n: "fast"), rjax, "Unsupported")
+
+
+# ---- image.resize / scale_and_translate --------------------------------------------------------
+
+IMAGE = np.arange(2 * 5 * 6 * 3, dtype=np.float32).reshape(2, 5, 6, 3) % 7 - 3
+RESIZE_METHODS = ["nearest", "linear", "cubic", "lanczos3", "lanczos5", "cubic-pytorch",
+                  "area"]
+
+
+@pytest.mark.parametrize("method", [  # lanczos3 and cubic-pytorch stand in for these two
+    pytest.param(n, marks=pytest.mark.slow) if n in ("lanczos5", "cubic") else n
+    for n in RESIZE_METHODS])
+def test_resize_like_jax(method, rjax):
+    def case(m, n):
+        x = n.asarray(IMAGE)
+        outs = []
+        for shape in [(2, 9, 4, 3), (2, 2, 13, 3)]:    # up/down in each spatial dim
+            outs.append(m.image.resize(x, shape, method))
+            outs.append(m.image.resize(x, shape, method, antialias=False))
+        return outs
+    run_both_staged(case, rjax, rtol=1e-5, atol=2e-5)
+
+
+def test_resize_dtypes_methods_enum_and_grad(rjax):
+    def case(m, n):
+        x = n.asarray(IMAGE)
+        u8 = m.image.resize(x.astype("uint8"), (2, 7, 4, 3), "bilinear")
+        near_u8 = m.image.resize(x.astype("uint8"), (2, 7, 4, 3), "nearest")
+        bf = m.image.resize(x.astype("bfloat16"), (2, 3, 8, 3), m.image.ResizeMethod.CUBIC)
+        g = m.grad(lambda v: n.sum(n.sin(m.image.resize(v, (2, 8, 3, 3), "lanczos3"))))(x)
+        mapped = m.vmap(lambda v: m.image.resize(v, (3, 9, 3), "linear"))(x)
+        return u8, near_u8, bf, g, mapped
+    run_both_staged(case, rjax, rtol=1e-2, atol=2e-2)   # bfloat16 sets the tolerance
+
+
+def test_scale_and_translate_like_jax(rjax):
+    def case(m, n):
+        x = n.asarray(IMAGE[0, :, :, 0])
+        st = m.image.scale_and_translate
+
+        def f(scale, trans):
+            return n.sum(st(x, (7, 4), (0, 1), scale, trans, "cubic") ** 2)
+        s, t = n.array([1.5, 0.6]), n.array([-0.7, 1.2])
+        return (st(x, (7, 4), (0, 1), s, t, "linear"),
+                st(x, (7, 4), (0, 1), s, t, "lanczos3", antialias=False),
+                st(x, (5, 9), (1,), n.array([1.4]), n.array([0.5]), "area"),
+                st(x, (7, 4), (0, 1), s, t, "cubic-pytorch", antialias=False),
+                m.grad(f, argnums=(0, 1))(s, t))
+    run_both_staged(case, rjax, rtol=1e-5, atol=2e-5)
+
+
+def test_image_bad_input(rjax):
+    from _both import raises_like_jax
+    x = IMAGE[0]
+    raises_like_jax(lambda m, n: m.image.resize(n.asarray(x), (4, 4), "linear"), rjax,
+                    "length equal")
+    raises_like_jax(lambda m, n: m.image.resize(n.asarray(x), (4, 4, 3), "fancy"), rjax,
+                    "Unknown resize method")
+    raises_like_jax(lambda m, n: m.image.scale_and_translate(
+        n.asarray(x), (4, 4, 3), (0, 1), n.ones(2), n.zeros(2), "nearest"), rjax,
+        "Nearest neighbor")
+    raises_like_jax(lambda m, n: m.image.resize(n.asarray(x), (4, 4.0, 3), "linear"), rjax)

@@ -20,7 +20,7 @@ from .core.trace import Tracer  # noqa: F401
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
 from . import lax, numpy, nn, debug, sharding  # noqa: F401
 from . import random  # noqa: F401
-from . import ops  # noqa: F401
+from . import ops, image  # noqa: F401
 from .transforms import jit, make_jaxpr, eval_shape  # noqa: F401
 from .transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd,  # noqa: F401
                          jacrev, hessian, custom_jvp, custom_vjp, checkpoint, remat,
