@@ -296,3 +296,65 @@ def test_reshape_empty_numpy_array(rjnp):
     z = np.zeros((0, 3), np.float32)
     for shape in ((-1,), (0, -1), (-1, 0), (5, -1), (-1, 2)):
         _check(lambda: jnp.reshape(z, shape), lambda: rjnp.reshape(z, shape))
+
+
+# ---- complex max/min: XLA's order of reduction --------------------------------------------
+
+def _complex_sample(shape, seed, dtype=np.complex64):
+    """Small integers (many ties, signed zeros) with NaN real and imaginary parts."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    re = rng.integers(-2, 3, n).astype(float)
+    im = rng.integers(-2, 3, n).astype(float)
+    re[rng.random(n) < 0.15] = np.nan
+    im[rng.random(n) < 0.08] = np.nan
+    re[(re == 0) & (rng.random(n) < 0.5)] = -0.0
+    im[(im == 0) & (rng.random(n) < 0.5)] = -0.0
+    return (re + 1j * im).astype(dtype).reshape(shape)
+
+
+def test_complex_max_min_small_cases(rjnp):
+    nan, ni = np.nan, -np.inf
+    for vals in ([1, nan, 0], [nan, 1, 0], [1, 0, nan], [complex(1, nan), 2, 0],
+                 [2, complex(0, nan), 3], [1j, nan, 2j, -1j], [0.0, -0.0], [-0.0, 0.0],
+                 [complex(0, 0.0), complex(0, -0.0)], [nan], [complex(ni, -1)],
+                 [complex(ni, -1), complex(ni, -2)], [complex(np.inf, 1), complex(np.inf, 2)]):
+        a = np.array(vals, np.complex64)
+        for name in ("max", "min", "nanmax", "nanmin", "ptp"):
+            _check(lambda: getattr(jnp, name)(a), lambda: getattr(rjnp, name)(a))
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 33), 1), ((65,), None), ((40, 5), None),
+                                        ((2, 40, 3), (0, 1))])
+def test_complex_max_min_order(rjnp, shape, axis):
+    # a slice holding NaN gives what XLA's order gives: a sequential fold, in windows of
+    # 32 along reduced dimensions longer than 32 (the padding split evenly), then over the
+    # windows' results
+    a = _complex_sample(shape, seed=len(shape) * 100 + shape[-1])
+    for name in ("max", "min"):
+        _check(lambda: getattr(jnp, name)(a, axis=axis), lambda: getattr(rjnp, name)(a, axis=axis))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape,axis", [((1025,), None), ((33, 70), None), ((5, 40), None),
+                                        ((3, 40, 40), (1, 2)), ((50, 3, 2), (0, 2)),
+                                        ((100, 100), 0), ((1, 1), None), ((4, 5, 6), (0, 2))])
+def test_complex_max_min_order_sweep(rjnp, shape, axis):
+    for seed in range(3):
+        a = _complex_sample(shape, seed)
+        for name in ("max", "min"):
+            _check(lambda: getattr(jnp, name)(a, axis=axis),
+                   lambda: getattr(rjnp, name)(a, axis=axis))
+
+
+def test_complex_max_min_where_initial_x64(rjax, rjnp, x64):
+    a = _complex_sample((6, 40), seed=5, dtype=np.complex128)
+    mask = np.random.default_rng(1).random((6, 40)) < 0.7
+    for name in ("max", "min"):
+        f, g = getattr(jnp, name), getattr(rjnp, name)
+        _check(lambda: f(a, axis=1, keepdims=True), lambda: g(a, axis=1, keepdims=True))
+        _check(lambda: f(a, axis=-1, where=mask, initial=-1 + 0j),
+               lambda: g(a, axis=-1, where=mask, initial=-1 + 0j))
+        _check(lambda: f(a, initial=complex(2, np.nan)), lambda: g(a, initial=complex(2, np.nan)))
+        _check(lambda: jaxlite.jit(f)(a), lambda: rjax.jit(g)(a))
+    _check(lambda: jnp.ptp(a, axis=0), lambda: rjnp.ptp(a, axis=0))

@@ -214,6 +214,105 @@ def _max_identity(dt):
     return int(np.iinfo(dt).min)
 
 
+# ---- complex max/min in XLA's order ------------------------------------------------------
+# JAX's complex max (min) reduces with x if x > acc else acc... precisely: acc stays only if
+# acc > x lexicographically (real part, then imaginary part), where every comparison with a
+# NaN part is False; so a NaN is taken and then replaced by the next element, and of equal
+# elements the last one wins.  The result depends on the order of the reduction, which is
+# XLA's on CPU: a sequential fold from the identity over the reduced elements in row-major
+# order, except that a reduction with some reduced dimension above 32 first reduces windows
+# of 32 along each such dimension (the whole extent along the others), placed with the
+# padding split evenly before and after (padding is skipped), then reduces the windows'
+# results the same way.  A reduction of a single element returns it unchanged.
+
+_XLA_WINDOW = 32
+
+
+def _complex_fold(x, valid, init, is_max):
+    """The sequential fold over the last axis of complex ``x`` (``valid``: bool mask of
+    the elements taking part, None for all), starting from ``init``; vectorised: after the
+    last element with a NaN real part the fold is a lexicographic extremum, ties and NaN
+    imaginary parts among the elements with the extreme real part resolved the same way."""
+    lead, m = x.shape[:-1], x.shape[-1]
+    col = lead + (1,)
+    x = lax.concatenate([_full(col, init, x), x], len(lead))
+    ok = lax.broadcast_in_dim(lax.scalar_as(True, np.bool_, False), x.shape, ()) \
+        if valid is None else lax.concatenate([_full(col, True, valid), valid], len(lead))
+    shape = x.shape
+    last = len(lead)
+    it = dtypes.default_int_dtype()
+    pos = lax.broadcasted_iota(it, shape, last)
+    none = _full(shape, -1, pos)
+    re, im = lax.real(x), lax.imag(x)
+
+    def last_where(mask):       # index of the last True along the axis (-1 if none)
+        return lax.reduce_max(lax.select(mask, pos, none), (last,))
+
+    def spread(v):              # a per-row value broadcast along the axis
+        return lax.broadcast_in_dim(v, shape, tuple(range(last)))
+
+    extreme, worst = (lax.reduce_max, -np.inf) if is_max else (lax.reduce_min, np.inf)
+    nan_re = lax.bitwise_and(ok, _isnan(re))
+    l_nan = last_where(nan_re)
+    l_ok = last_where(ok)
+    tail = lax.bitwise_and(ok, lax.gt(pos, spread(l_nan)))
+    r = extreme(lax.select(tail, re, _full(shape, worst, re)), (last,))
+    ties = lax.bitwise_and(tail, lax.eq(re, spread(r)))
+    nan_im = lax.bitwise_and(ties, _isnan(im))
+    l_nan_im = last_where(nan_im)
+    l_tie = last_where(ties)
+    rest = lax.bitwise_and(ties, lax.gt(pos, spread(l_nan_im)))
+    i = extreme(lax.select(rest, im, _full(shape, worst, im)), (last,))
+    pick = last_where(lax.bitwise_and(rest, lax.eq(im, spread(i))))
+    idx = lax.select(lax.eq(l_nan, l_ok), l_nan, lax.select(lax.eq(l_nan_im, l_tie), l_tie,
+                                                            pick))
+    nb = _count(lead, range(len(lead)))
+    flat = lax.reshape(x, (nb, m + 1))
+    rows = lax.broadcasted_iota(it, (nb,), 0)
+    out = lax.gather_indexed(flat, (("array", 0), ("array", 1)),
+                             [rows, lax.reshape(idx, (nb,))], mode="clip")
+    return lax.reshape(out, lead)
+
+
+def _complex_extremum(a, axes, is_max):
+    """``max``/``min`` of complex ``a`` over ``axes`` as XLA computes it (see above)."""
+    kept = [d for d in range(a.ndim) if d not in axes]
+    kshape = tuple(a.shape[d] for d in kept)
+    dims = [a.shape[d] for d in sorted(axes)]
+    x = lax.transpose(a, tuple(kept) + tuple(sorted(axes))) if axes else a
+    n = _count(dims, range(len(dims)))
+    init = complex(-np.inf if is_max else np.inf, 0)
+    if n == 0:
+        return _full(kshape, init, a)
+    if n == 1:
+        return lax.reshape(x, kshape)
+    valid = None
+    k = len(kshape)
+    while builtins.any(d > _XLA_WINDOW for d in dims):
+        win = [_XLA_WINDOW if d > _XLA_WINDOW else d for d in dims]
+        nw = [-(-d // w) for d, w in zip(dims, win)]
+        pads = [w * c - d for d, w, c in zip(dims, win, nw)]
+        config = [(0, 0, 0)] * k + [(p // 2, p - p // 2, 0) for p in pads]
+        if builtins.any(pads):
+            if valid is None:
+                valid = _full(x.shape, True, ensure_array(np.bool_(True)))
+            x = lax.pad(x, lax.scalar_as(0, x.dtype, False), config)
+            valid = lax.pad(valid, np.bool_(False), config)
+        split = kshape + tuple(v for c, w in zip(nw, win) for v in (c, w))
+        order = tuple(range(k)) + tuple(k + 2 * j for j in range(len(dims))) + \
+            tuple(k + 2 * j + 1 for j in range(len(dims)))
+        grouped = kshape + tuple(nw) + (_count(win, range(len(win))),)
+
+        def windows(v):
+            return lax.reshape(lax.transpose(lax.reshape(v, split), order), grouped)
+
+        x = _complex_fold(windows(x), None if valid is None else windows(valid), init,
+                          is_max)
+        valid, dims = None, nw
+    x = lax.reshape(x, kshape + (_count(dims, range(len(dims))),))
+    return _complex_fold(x, valid, init, is_max)
+
+
 def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     a = _arr(name, a)
     axes = _axes(axis, a.ndim)
@@ -225,10 +324,25 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
                          f"identity (shape {a.shape}, axis {axis})")
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity(a.dtype))
-    out = _strong(prim(a, axes))
+    if a.dtype.kind == "c":
+        out = _strong(_complex_extremum(a, axes, prim is lax.reduce_max))
+    else:
+        out = _strong(prim(a, axes))
     if initial is not None:
         check_arraylike(name, initial)
-        out = combine(out, convert(ensure_array(initial), out.dtype))
+        init = convert(ensure_array(initial), out.dtype)
+        if out.dtype.kind == "c":
+            # as JAX: initial if initial > result (lexicographic, NaN compares False)
+            # else the result
+            first = prim is lax.reduce_max
+            init = lax.broadcast_in_dim(init, out.shape, ()) if out.shape else init
+            cmp = lax.gt if first else lax.lt
+            re0, re1, im0, im1 = lax.real(init), lax.real(out), lax.imag(init), lax.imag(out)
+            wins = lax.bitwise_or(cmp(re0, re1), lax.bitwise_and(lax.eq(re0, re1),
+                                                                 cmp(im0, im1)))
+            out = lax.select(wins, init, out)
+        else:
+            out = combine(out, init)
     return _keep(out, a.shape, axes, keepdims)
 
 
