@@ -335,6 +335,7 @@ def test_dot_product_attention_bad_input(rjax):
     raises_like_jax(attn(query_seq_lengths=lambda n: n.ones(2, "int16")), rjax,
                     "query_seq_lengths")
     raises_like_jax(attn(implementation=lambda n: "fast"), rjax, "Unsupported")
+    raises_like_jax(attn(implementation=lambda n: "cudnn"), rjax, "cuDNN is not detected")
 
 
 # ---- image.resize / scale_and_translate --------------------------------------------------------

@@ -106,7 +106,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     Raises:
       ValueError: mismatched ranks, shapes or dtypes (naming the argument), query heads
         not a multiple of key heads, an unknown ``implementation``.
-      NotImplementedError: ``implementation="cudnn"``.
+      RuntimeError: ``implementation="cudnn"`` (no cuDNN here, as JAX on CPU).
 
     Example:
       >>> q = k = v = jnp.ones((1, 4, 2, 8))
@@ -132,8 +132,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
                          f"but got {q.shape[-2]} vs {K}")
     if implementation == "cudnn":
-        raise NotImplementedError("dot_product_attention: implementation='cudnn' needs "
-                                  "NVIDIA's cuDNN; jaxlite has the 'xla' path only")
+        # RuntimeError, as JAX raises where no cuDNN is found (on CPU)
+        raise RuntimeError("cuDNN is not detected: dot_product_attention's "
+                           "implementation='cudnn' needs an NVIDIA GPU with cuDNN; use "
+                           "implementation=None or 'xla'")
     if implementation not in (None, "xla"):
         raise ValueError(f"Unsupported implementation option: {implementation}")
     scale = 1.0 / np.sqrt(H) if scale is None else scale
