@@ -277,3 +277,17 @@ def test_random_gamma_grad_against_scipy():
     np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5)
     # the far upper tail (where P rounds to 1) is ~log(x) - digamma(a)
     assert abs(got[2] - (np.log(1e3) - sp.digamma(0.5))) < 0.01
+
+
+def test_integrate_trapezoid(rjax):
+    import jax.scipy.integrate as ji
+    import jaxlite.scipy.integrate as li
+    y = np.array([[1.0, 2.0, 4.0, 7.0], [0.5, -1.0, 3.0, 2.0]], np.float32)
+    x = np.array([0.0, 0.5, 1.5, 3.0], np.float32)
+    assert_like_jax(li.trapezoid(y, x), ji.trapezoid(y, x), rtol=1e-6)
+    assert_like_jax(li.trapezoid(y, dx=0.25, axis=0), ji.trapezoid(y, dx=0.25, axis=0),
+                    rtol=1e-6)
+    assert_like_jax(li.trapezoid(np.arange(5)), ji.trapezoid(np.arange(5)), rtol=1e-6)
+    g = jaxlite.grad(lambda v: li.trapezoid(v, x))(y[0])
+    np.testing.assert_allclose(np.asarray(g), np.asarray(
+        rjax.grad(lambda v: ji.trapezoid(v, x))(y[0])), rtol=1e-6)

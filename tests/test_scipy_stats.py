@@ -119,16 +119,26 @@ def test_multivariate_normal(rjax):
     mvn, jmvn = lst.multivariate_normal, jst.multivariate_normal
     assert_like_jax(mvn.logpdf(x, mean, cov), jmvn.logpdf(x, mean, cov), rtol=1e-5)
     assert_like_jax(mvn.pdf(x[0], mean, cov), jmvn.pdf(x[0], mean, cov), rtol=1e-5)
+    with pytest.raises(ValueError):
+        mvn.logpdf(x, mean, np.eye(2, dtype=np.float32))
+    with pytest.raises(NotImplementedError):
+        mvn.logpdf(x, mean, cov, allow_singular=True)
+
+
+@pytest.mark.slow
+def test_multivariate_normal_forms_and_grad(rjax):
+    import jax.scipy.stats as jst
+    a = R.standard_normal((3, 3)).astype(np.float32)
+    cov = (a @ a.T + 3 * np.eye(3)).astype(np.float32)
+    mean = np.array([0.5, -1.0, 2.0], np.float32)
+    x = R.standard_normal((4, 3)).astype(np.float32)
+    mvn, jmvn = lst.multivariate_normal, jst.multivariate_normal
     assert_like_jax(mvn.logpdf(x, mean, np.float32(2.0)),
                     jmvn.logpdf(x, mean, np.float32(2.0)), rtol=1e-5)
     assert_like_jax(mvn.logpdf(x[:, 0], np.float32(0.5), np.float32(2.0)),
                     jmvn.logpdf(x[:, 0], np.float32(0.5), np.float32(2.0)), rtol=1e-5)
     covs = np.stack([cov, 2 * cov]).astype(np.float32)
     assert_like_jax(mvn.logpdf(x[:2], mean, covs), jmvn.logpdf(x[:2], mean, covs), rtol=1e-5)
-    with pytest.raises(ValueError):
-        mvn.logpdf(x, mean, np.eye(2, dtype=np.float32))
-    with pytest.raises(NotImplementedError):
-        mvn.logpdf(x, mean, cov, allow_singular=True)
     g = jaxlite.grad(lambda m: mvn.logpdf(x, m, cov).sum())(mean)
     w = rjax.grad(lambda m: jmvn.logpdf(x, m, cov).sum())(mean)
     assert_like_jax(g, w, rtol=1e-4)
