@@ -358,3 +358,33 @@ def test_complex_max_min_where_initial_x64(rjax, rjnp, x64):
         _check(lambda: f(a, initial=complex(2, np.nan)), lambda: g(a, initial=complex(2, np.nan)))
         _check(lambda: jaxlite.jit(f)(a), lambda: rjax.jit(g)(a))
     _check(lambda: jnp.ptp(a, axis=0), lambda: rjnp.ptp(a, axis=0))
+
+
+# ---- mean/var with an integer dtype: computed in that dtype --------------------------------
+
+_XI = np.array([[-3, 1, 200], [5, -4, 100], [120, 7, -1]], np.int32)
+_XF = np.array([[-3.7, 1.2, 2.9], [5.5, -4.1, 0.4], [12.5, 7.0, -1.0]], np.float32)
+_MASK = np.array([[True, False, True]] * 3)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int8", "bool"])
+def test_mean_var_integer_dtype(rjnp, dtype):
+    # the sum wraps and divisions truncate in the integer dtype; var's result is then a
+    # weakly typed float (NaN where the count minus ddof is not positive), nanvar's is
+    # converted back to the dtype; a bool dtype fails in the division (TypeError)
+    for a in (_XI, _XF):
+        for name, kw in (("mean", {"axis": 0}), ("mean", {}),
+                         ("mean", {"axis": 1, "where": _MASK}),
+                         ("var", {"axis": 0}), ("var", {"axis": 1, "ddof": 1}),
+                         ("var", {"axis": 1, "where": _MASK}),
+                         ("var", {"axis": 0, "mean": np.array([[1.7, -2.2, 0.0]])}),
+                         ("var", {"axis": 0, "ddof": 3}), ("var", {"keepdims": True}),
+                         ("nanvar", {"axis": 0}), ("nanvar", {"axis": 1, "ddof": 3})):
+            _check(lambda: getattr(jnp, name)(a, dtype=dtype, **kw),
+                   lambda: getattr(rjnp, name)(a, dtype=dtype, **kw))
+
+
+def test_var_integer_dtype_x64(rjnp, x64):
+    _check(lambda: jnp.var(_XI, axis=0, dtype="int16"),
+           lambda: rjnp.var(_XI, axis=0, dtype="int16"))
+    _check(lambda: jnp.mean(_XI, dtype="int64"), lambda: rjnp.mean(_XI, dtype="int64"))

@@ -425,6 +425,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a = _arr("mean", a)
     axes = _axes(axis, a.ndim) if where is not None else _indexed_axes(axis, a.ndim)
     dt = _mean_dtype(a, dtype)
+    if not dtypes.is_inexact(dt):
+        return _int_mean(a, axes, dt, keepdims, where)
     acc = _upcast_half(_inexact_dtype(dt))
     s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
     if where is None:
@@ -435,6 +437,72 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
                   dtype=s.dtype if s.dtype.kind != "c" else _real_dtype(s.dtype))
         out = lax.div(s, convert(cnt, s.dtype))
     return convert(out, dt)
+
+
+def _int_mean(a, axes, dt, keepdims, where):
+    """``mean`` with an integer (or bool) ``dtype``: as JAX, computed in that dtype, so the
+    sum wraps and the division by the count truncates toward zero (bool: TypeError from
+    the division, as JAX)."""
+    s = sum(a, axis=axes, dtype=dt, keepdims=keepdims, where=where)
+    if where is None:
+        with np.errstate(all="ignore"):
+            n = np.asarray(_count(a.shape, axes)).astype(dt)[()]
+    else:
+        n = sum(_where_mask("mean", where, a.shape), axis=axes, keepdims=keepdims, dtype=dt)
+    return lax.div(s, n)
+
+
+def _int_var(name, a, axes, dt, ddof, keepdims, where, mean_):
+    """``var`` with an integer (or bool) ``dtype``, as JAX computes it: the mean, the
+    deviations, their squares and sum all in that dtype (wrapping, truncating), then a
+    weakly typed default-float result that is NaN where the count minus ``ddof`` is not
+    positive (JAX selects against a Python NaN there)."""
+    x = convert(a, dt)
+    if mean_ is None:
+        m = _int_mean(x, axes, dt, True, where)
+    else:
+        check_arraylike(name, mean_)
+        m = convert(ensure_array(mean_), dt)
+    centered = lax.sub(x, broadcast_to_shape(m, x.shape) if np.ndim(m) else m)
+    sq = lax.mul(centered, centered)
+    if where is None:
+        with np.errstate(all="ignore"):
+            n = ensure_array(np.asarray(_count(a.shape, axes)).astype(dt))
+    else:
+        n = sum(_where_mask(name, where, a.shape), axis=axes, keepdims=keepdims, dtype=dt)
+    with np.errstate(all="ignore"):
+        n = lax.sub(n, ensure_array(np.asarray(ddof).astype(dt)))
+    total = sum(sq, axis=axes, dtype=dt, keepdims=keepdims, where=where)
+    n = broadcast_to_shape(n, total.shape) if np.ndim(n) != np.ndim(total) else n
+    ok = lax.gt(n, _full(n.shape, 0, n))
+    # a count of 0 divides by 1 instead: its result is replaced by NaN anyway
+    safe = lax.select(lax.eq(n, _full(n.shape, 0, n)), _full(n.shape, 1, n), n)
+    fdt = dtypes.default_float_dtype()
+    out = convert(lax.div(total, safe), fdt, True)
+    return lax.select(ok, out, _full(out.shape, np.nan, out))
+
+
+def _int_nanvar(name, a, axes, dt, ddof, keepdims, where, mean_):
+    """``nanvar`` with an integer (or bool) ``dtype``, as JAX computes it: mean and squared
+    deviations in that dtype, their sum in the default integer accumulation, then a float
+    division by the count minus ``ddof`` converted back to ``dtype``."""
+    x = convert(a, dt)
+    if mean_ is None:
+        m = _int_mean(x, axes, dt, True, where)
+    else:
+        check_arraylike(name, mean_)
+        m = convert(ensure_array(mean_), dt)
+    centered = lax.sub(x, broadcast_to_shape(m, x.shape) if np.ndim(m) else m)
+    total = sum(lax.mul(centered, centered), axis=axes, keepdims=keepdims, where=where)
+    cnt = sum(_full(x.shape, True, ensure_array(np.bool_(True))), axis=axes,
+              keepdims=keepdims, where=where)
+    cnt = lax.sub(cnt, lax.scalar_as(ddof, cnt.dtype, False))
+    bad = lax.le(cnt, _full(cnt.shape, 0, cnt))
+    fdt = dtypes.default_float_dtype()
+    tot = convert(total, fdt, True)
+    tot = lax.select(bad, _full(tot.shape, np.nan, tot), tot)
+    div = convert(lax.select(bad, _full(cnt.shape, 1, cnt), cnt), fdt, True)
+    return convert(lax.div(tot, div), dt)
 
 
 def _ddof(ddof, correction, name):
@@ -459,6 +527,11 @@ def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
         comp = _inexact_dtype(a.dtype)
         out_dt = _real_dtype(comp)
         comp = _upcast_half(comp)
+    if dtype is not None and not dtypes.is_inexact(out_dt):
+        axes = _axes(axis, a.ndim) if where is not None else _indexed_axes(axis, a.ndim)
+        if nan:
+            return _int_nanvar(name, a, axes, out_dt, ddof, keepdims, where, mean_)
+        return _int_var(name, a, axes, out_dt, ddof, keepdims, where, mean_)
     # as JAX: without a mask (no where, and no NaN mask of nanvar's inexact computation)
     # the reduced elements are counted first, by indexing the shape (IndexError)
     # (nanvar's computation dtype is an explicit integer ``dtype`` unchanged: no NaN mask)
