@@ -277,8 +277,9 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     axis = 0 if axis is None else _normalize_axis(axis, arr.ndim)
     arr = moveaxis(arr, axis, 0)
     n = arr.shape[0]
-    # like JAX, a condition longer than the axis needs concrete values
-    if cond.shape[0] > n and bool(any_(cond[n:])):
+    # like JAX, this needs a concrete condition unless ``size`` fixes the result's length
+    # and the condition is no longer than the axis
+    if (size is None or cond.shape[0] > n) and bool(any_(cond[n:])):
         raise ValueError("compress: condition has true entries past the end of the axis")
     cond = cond[:n]
     arr = arr[:cond.shape[0]]
