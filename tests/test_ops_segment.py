@@ -20,7 +20,8 @@ def _data(dt):
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("dt", ["float32", "int32", "uint8", "int8", "bool"])
+@pytest.mark.parametrize("dt", ["float32", "int32", "uint8", "bool",
+                                pytest.param("int8", marks=pytest.mark.slow)])
 def test_values_dtypes_and_empty_segments(op, dt, rjax):
     if dt == "bool" and op in ("segment_sum", "segment_prod"):
         # JAX's scatter-add/mul reject bool operands: the same error type
