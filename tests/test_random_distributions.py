@@ -138,6 +138,8 @@ def test_vector_parameters(rr, name, args, kwargs, shape):
 
 SHAPE_DTYPE_CASES = [
     ("rademacher", (), {"shape": (2,), "dtype": np.float32}),
+    ("rademacher", (), {"shape": (4,), "dtype": np.uint8}),     # -1 wraps to 255
+    ("rademacher", (), {"shape": (2,), "dtype": bool}),
     ("geometric", (np.array([0.5, 0.25], F32),), {"dtype": np.int16}),
     ("exponential", (), {"shape": (2,), "dtype": np.float16}),
     pytest.param("gamma", (A3,), {}, marks=pytest.mark.slow),
@@ -196,6 +198,10 @@ def test_x64_dtypes(rr, x64, fn, args):
     (lambda r: r.dirichlet(r.key(0), 1.0), ValueError),
     (lambda r: r.exponential(r.split(r.key(0), 2), (2,)), ValueError),
     (lambda r: r.laplace([1, 2], (2,)), TypeError),
+    (lambda r: r.gamma(r.key(0), [1.0, 2.0]), TypeError),
+    (lambda r: r.beta(r.key(0), 1 + 1j, 1.0), ValueError),
+    (lambda r: r.rademacher(r.key(0), (2,), "foo"), TypeError),
+    (lambda r: r.orthogonal(r.key(0), -1), ValueError),
 ])
 def test_bad_input(rr, call, exc):
     with pytest.raises(exc):

@@ -137,18 +137,29 @@ def rademacher(key, shape=(), dtype=None):
 
     Args:
       key: a typed key or raw key.  shape: result shape.
-      dtype: the result dtype (default int32, int64 with x64); any numeric dtype.
+      dtype: the result dtype (default int32, int64 with x64); any numeric or bool dtype.
 
     Returns:
-      ``dtype[*shape]``; JAX's values exactly (a bernoulli(1/2) draw mapped to +-1).
+      ``dtype[*shape]``; JAX's values exactly (a bernoulli(1/2) draw mapped to +-1; -1
+      wraps around in unsigned dtypes and is True in bool, as in JAX).
+
+    Raises:
+      TypeError: ``dtype`` is not a dtype.  ValueError: a batch of keys.
     """
     raw, _ = unpack_key(key, "rademacher")
+    if dtype is not None:
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"rademacher: {dtype!r} is not a dtype") from None
     dt = _dtype_arg(dtype, dtypes.default_int_dtype(), "rademacher",
-                    lambda d: d.kind in "iufb", "a numeric dtype")
+                    lambda d: d.kind in "iufcb", "a numeric dtype")
     shape = _shape(shape, "rademacher")
     half = dtypes.default_float_dtype().type(0.5)  # JAX's weak 0.5
-    b = lax.convert_element_type(bernoulli(raw, half, shape), dt)
-    return lax.convert_element_type(lax.sub(lax.mul(dt.type(2), b), dt.type(1)), dt)
+    b = lax.convert_element_type(bernoulli(raw, half, shape), np.int32)
+    # 2b - 1 is exact in every dtype; converting from int32 gives JAX's values, also its
+    # wrap-around for unsigned dtypes (255 for uint8) and True for bool
+    return lax.convert_element_type(lax.sub(lax.mul(np.int32(2), b), np.int32(1)), dt)
 
 
 def _maxwell(raw, shape, dt):

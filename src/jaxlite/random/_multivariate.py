@@ -98,6 +98,8 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     dt = float_dtype(dtype, "orthogonal")
     n = operator.index(n)
     m = n if m is None else operator.index(m)
+    if n < 0 or m < 0:
+        raise ValueError(f"orthogonal: dimensions must be non-negative, got n={n}, m={m}")
     z = _normal_real(raw, shape + (max(n, m), min(n, m)), dt)
     q, r = jnp.linalg.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
