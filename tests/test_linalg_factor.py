@@ -214,6 +214,45 @@ def test_eig_like_jax(rjnp):
                     rjnp.linalg.eigvals(np.eye(2, dtype=np.int32)))
 
 
+def test_vectors_signs_exactly_like_jax(rjnp):
+    # the same LAPACK (SciPy's, which JAX's CPU kernels call) gives the same signs and
+    # phases, not merely the same vectors up to sign
+    for k in range(4):
+        a = rnd(4, 4)
+        s = a + a.T
+        c = rnd(3, 3, dtype=np.complex64)
+        assert_like_jax(jnp.linalg.eigh(s).eigenvectors, rjnp.linalg.eigh(s).eigenvectors,
+                        rtol=1e-4, atol=1e-4)
+        assert_like_jax(jnp.linalg.eig(a).eigenvectors, rjnp.linalg.eig(a).eigenvectors,
+                        rtol=1e-4, atol=1e-4)
+        assert_like_jax(jnp.linalg.svd(a).U, rjnp.linalg.svd(a).U, rtol=1e-4, atol=1e-4)
+        assert_like_jax(jnp.linalg.svd(c).Vh, rjnp.linalg.svd(c).Vh, rtol=1e-4, atol=1e-4)
+
+
+def test_nonfinite_input_gives_nan_like_jax(rjnp):
+    a = np.array([[1, np.nan], [0, 1]], np.float32)
+    for name in ("svd", "eigh", "eig", "eigvals", "svdvals"):
+        got, want = getattr(jnp.linalg, name)(a), getattr(rjnp.linalg, name)(a)
+        for g, w in zip(jaxlite.tree_util.tree_leaves(tuple(got) if isinstance(got, tuple)
+                                                      else got),
+                        [want] if not isinstance(want, tuple) else list(want)):
+            assert_like_jax(g, w)
+
+
+def test_eig_vector_derivatives_opt_in_like_jax(rjax):
+    # with enable_eigvec_derivs, JAX's perturbation formula (distinct eigenvalues), checked
+    # per column up to the sign freedom of real eigenvectors
+    a = rnd(3, 3)
+    t = rnd(3, 3)
+    for kw in ({}, {"compute_left_eigenvectors": False}):
+        got = jaxlite.jvp(lambda x: lax.linalg.eig(x, enable_eigvec_derivs=True, **kw),
+                          (a,), (t,))
+        want = rjax.jvp(lambda x: rjax.lax.linalg.eig(x, enable_eigvec_derivs=True, **kw),
+                        (a,), (t,))
+        for g, w in zip(list(got[0]) + list(got[1]), list(want[0]) + list(want[1])):
+            assert_like_jax(g, w, rtol=2e-3, atol=2e-3)
+
+
 def test_lax_eig_left_vectors():
     a = rnd(3, 3).astype(np.float64)
     w, vl, vr = lax.linalg.eig(a)
@@ -372,8 +411,8 @@ def test_det_grad_at_singular_matrices_like_jax(rjax):
                  1e-5, 1e-5)
 
 
-def test_eig_vectors_not_differentiable():
-    with pytest.raises(NotImplementedError, match="eigenvectors"):
+def test_eig_vectors_not_differentiable_unless_asked():
+    with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
         jaxlite.jvp(lambda a: jnp.linalg.eig(a)[1], (A3,), (A3,))
 
 

@@ -77,12 +77,12 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     """Eigenvalues and (optionally) left/right eigenvectors of general square matrices
     (``jax.lax.linalg.eig``): ``[w, vl, vr]`` with the vectors left out when not asked
     for; complex results (complex64 for float32 input), unit-norm eigenvector columns.
-    Only eigenvalues are differentiable: a derivative through eigenvectors raises
-    NotImplementedError, as in JAX without ``enable_eigvec_derivs``."""
-    if enable_eigvec_derivs:
-        raise NotImplementedError("eig: enable_eigvec_derivs=True is not supported")
+    Eigenvalues are differentiable; eigenvectors only with ``enable_eigvec_derivs=True``
+    (the derivative assumes distinct eigenvalues and follows LAPACK's normalisation),
+    otherwise their derivative raises NotImplementedError, as in JAX."""
     return eig_p.bind(_as_array(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                      compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,

@@ -225,10 +225,37 @@ def _svd_impl(x, full_matrices=True, compute_uv=True):
         eye = np.zeros(tuple(batch) + (m, um), x.dtype)
         return [eye + np.eye(m, um, dtype=x.dtype), s,
                 np.zeros(tuple(batch) + (vn, n), x.dtype) + np.eye(vn, n, dtype=x.dtype)]
+    # SciPy's LAPACK is the one JAX's CPU kernels call: the same gesdd gives the same
+    # signs of the singular vectors (NumPy's bundled LAPACK can flip some)
     if not compute_uv:
-        return [np.linalg.svd(xx, compute_uv=False)]
-    u, s, vh = np.linalg.svd(xx, full_matrices=full_matrices)
+        return [_per_matrix(lambda a: _lapack_or_nan(
+            lambda: scipy.linalg.svd(a, compute_uv=False, check_finite=False), a,
+            (min(a.shape),), _real_of(a.dtype)), _batch_of(xx), xx)]
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    um, vn = (m, n) if full_matrices else (k, k)
+    u, s, vh = _per_matrix(lambda a: _lapack_or_nan(
+        lambda: scipy.linalg.svd(a, full_matrices=full_matrices, check_finite=False), a,
+        ((m, um), (k,), (vn, n)), (a.dtype, _real_of(a.dtype), a.dtype)), _batch_of(xx), xx)
     return [u, s, vh]
+
+
+def _lapack_or_nan(fn, a, shapes, dtypes):
+    """``fn()``, or NaNs of the given shapes and dtypes when the matrix ``a`` holds inf/nan
+    or LAPACK does not converge: JAX returns NaNs there rather than raising (and LAPACK
+    is not handed non-finite input, which some of its routines report on stderr)."""
+    def nans(sh, dt):
+        dt = np.dtype(dt)
+        return np.full(sh, complex(np.nan, np.nan) if dt.kind == "c" else np.nan, dt)
+    multi = isinstance(dtypes, tuple)
+    try:
+        if np.isfinite(a).all():
+            return fn()
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    if multi:
+        return tuple(nans(sh, dt) for sh, dt in zip(shapes, dtypes))
+    return nans(shapes, dtypes)
 
 
 svd_p = Primitive("svd", abstract_eval=_svd_aval, impl=_svd_impl, multiple_results=True,
@@ -654,7 +681,10 @@ def _eigh_impl(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
     if xx.size == 0:
         n = x.shape[-1]
         return [np.zeros(x.shape, x.dtype), np.zeros(x.shape[:-1], _real_of(x.dtype))]
-    w, v = np.linalg.eigh(xx, UPLO="L" if lower else "U")
+    n = x.shape[-1]
+    w, v = _per_matrix(lambda a: _lapack_or_nan(
+        lambda: scipy.linalg.eigh(a, lower=lower, driver="evd", check_finite=False), a,
+        ((n,), (n, n)), (_real_of(a.dtype), a.dtype)), _batch_of(xx), xx)
     if subset_by_index is not None:
         lo, hi = subset_by_index
         w, v = w[..., lo:hi], v[..., lo:hi]
@@ -674,7 +704,8 @@ def _complex_of(dt):
     return np.dtype(np.complex128) if dt == np.float64 else np.dtype(np.complex64)
 
 
-def _eig_aval(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+def _eig_aval(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+              enable_eigvec_derivs=False):
     _square_aval("eig", x)
     c = _complex_of(x.dtype)
     out = [ShapedArray(x.shape[:-1], c)]
@@ -683,31 +714,27 @@ def _eig_aval(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True
     return out
 
 
-def _unit_columns(v):
-    # LAPACK's geev already gives columns of unit 2-norm; renormalise in case the
-    # SciPy path returned a differently scaled left basis
-    return v / np.linalg.norm(v, axis=-2, keepdims=True)
-
-
-def _eig_impl(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+def _eig_impl(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+              enable_eigvec_derivs=False):
     (xx,) = upcast_half(x)
     c = _complex_of(x.dtype)
     n = x.shape[-1]
     nvec = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
     if xx.size == 0:
         return [np.zeros(x.shape[:-1], c)] + [np.zeros(x.shape, c)] * nvec
+    # SciPy's geev is the one JAX's CPU kernel calls (unit-norm vectors whose largest
+    # entry is real, with the same signs); NumPy's bundled LAPACK can flip signs
+    shapes, dts = ((n,), (n, n), (n, n)), (c, c, c)
+    w, vl, vr = _per_matrix(lambda a: _lapack_or_nan(
+        lambda: scipy.linalg.eig(a, left=True, right=True, check_finite=False), a, shapes,
+        dts),
+        _batch_of(xx), xx)
+    out = [w.astype(c, copy=False)]
     if compute_left_eigenvectors:
-        w, vl, vr = _per_matrix(lambda a: scipy.linalg.eig(a, left=True, right=True,
-                                                           check_finite=False),
-                            _batch_of(xx), xx)
-        out = [w.astype(c, copy=False), _unit_columns(vl).astype(c, copy=False)]
-        if compute_right_eigenvectors:
-            out.append(vr.astype(c, copy=False))
-        return out
+        out.append(vl.astype(c, copy=False))
     if compute_right_eigenvectors:
-        w, vr = np.linalg.eig(xx)
-        return [w.astype(c), vr.astype(c)]
-    return [np.linalg.eigvals(xx).astype(c)]
+        out.append(vr.astype(c, copy=False))
+    return out
 
 
 eig_p = Primitive("eig", abstract_eval=_eig_aval, impl=_eig_impl, multiple_results=True,
@@ -1044,36 +1071,75 @@ def _eigh_jvp(primals, tangents, lower=True, sort_eigenvalues=True, subset_by_in
 eigh_p.jvp = _eigh_jvp
 
 
-# eig: derivatives of eigenvalues only, dw = diag(VR^-1 dA VR) (JAX raises for
-# eigenvectors unless told that the input meets the assumptions it cannot check)
+# eig: dw = diag(VR^-1 dA VR).  Eigenvector derivatives (only when asked for, as JAX: they
+# assume distinct eigenvalues) follow non-degenerate perturbation theory, with the free
+# multiple of each v_j fixed by LAPACK's normalisation (unit 2-norm, real largest entry).
+
+def _solve_square(a, b):
+    """``a^-1 b`` for stacks of square matrices, through ``a``'s LU factors."""
+    from .shape import iota_p
+    lu, _, perm = lu_p.bind(a)
+    shape = get_aval(a).shape
+    cols = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(shape), dimension=len(shape) - 1)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, tuple(shape), -2), cols), get_aval(a).dtype)
+    y = _tsolve(lu, _mm(pmat, b), left_side=True, lower=True, unit_diagonal=True)
+    return _tsolve(lu, y, left_side=True, lower=False)
+
+
+def _eig_vec_tangent(w, v, da):
+    from .reduction import argmax_p, reduce_sum_p
+    from .shape import iota_p
+    shape = get_aval(v).shape
+    nd = len(shape)
+    eye = _eye_like(v)
+    diff = _sub(_bcast_last(w, shape, -1), _bcast_last(w, shape, -2))
+    f = _sub(_ew("div").bind(np.array(1, get_aval(v).dtype), _add(diff, eye)), eye)
+    p = _solve_square(v, _mm(da, v))
+    u = _mm(v, _mul(f, p))
+    absv = _ew("abs").bind(v)
+    k = argmax_p.bind(absv, axes=(nd - 2,), index_dtype=np.dtype(np.int32))
+    rows = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(shape), dimension=nd - 2)
+    mask = _to(_ew("eq").bind(rows, _bcast_last(k, shape, -1)), get_aval(v).dtype)
+
+    def colsum(x):
+        return reduce_sum_p.bind(x, axes=(nd - 2,), out_sharding=None)
+    re, im = _ew("real"), _ew("imag")
+    c = _ew("complex").bind(_neg(re.bind(colsum(_mul(_conj(v), u)))),
+                            _ew("div").bind(_neg(im.bind(colsum(_mul(mask, u)))),
+                                            re.bind(colsum(_mul(mask, v)))))
+    return _diag_part(p), _add(u, _mul(v, _bcast_last(c, shape, -1)))
+
 
 def _eig_jvp(primals, tangents, compute_left_eigenvectors=True,
-             compute_right_eigenvectors=True):
+             compute_right_eigenvectors=True, enable_eigvec_derivs=False):
     (x,), (dx,) = primals, tangents
     params = dict(compute_left_eigenvectors=compute_left_eigenvectors,
-                  compute_right_eigenvectors=compute_right_eigenvectors)
+                  compute_right_eigenvectors=compute_right_eigenvectors,
+                  enable_eigvec_derivs=enable_eigvec_derivs)
     outs = eig_p.bind(x, **params)
     if dx is None:
         return outs, [None] * len(outs)
-    if compute_left_eigenvectors or compute_right_eigenvectors:
+    vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if vectors and not enable_eigvec_derivs:
         raise NotImplementedError(
             "Derivatives of non-symmetric eigenvectors are only valid under assumptions on "
-            "the input that jaxlite cannot check; differentiate eigenvalues only "
-            "(jaxlite.numpy.linalg.eigvals, or lax.linalg.eig with "
-            "compute_left_eigenvectors=False and compute_right_eigenvectors=False)")
-    w, vr = eig_p.bind(x, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
-    c = _complex_of(get_aval(x).dtype)
-    # diag(VR^-1 dA VR), with VR^-1 (dA VR) solved through VR's LU factors
-    lu, _, perm = lu_p.bind(vr)
-    *batch, n, _ = get_aval(vr).shape
-    from .shape import iota_p
-    cols = iota_p.bind(dtype=np.dtype(np.int32), shape=tuple(batch) + (n, n),
-                       dimension=len(batch) + 1)
-    pmat = _to(_ew("eq").bind(_bcast_last(perm, tuple(batch) + (n, n), -2), cols), c)
-    rhs = _mm(pmat, _mm(_to(dx, c), vr))
-    y = _tsolve(lu, rhs, left_side=True, lower=True, unit_diagonal=True)
-    y = _tsolve(lu, y, left_side=True, lower=False)
-    return outs, [_diag_part(y)]
+            "the input that jaxlite cannot check (distinct eigenvalues); pass "
+            "enable_eigvec_derivs=True to jaxlite.lax.linalg.eig to opt in, or "
+            "differentiate eigenvalues only (jaxlite.numpy.linalg.eigvals)")
+    full = eig_p.bind(x, compute_left_eigenvectors=compute_left_eigenvectors,
+                      compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = full[0], full[-1]
+    dxc = _to(dx, get_aval(vr).dtype)
+    if not vectors:
+        return outs, [_diag_part(_solve_square(vr, _mm(dxc, vr)))]
+    dw, dvr = _eig_vec_tangent(w, vr, dxc)
+    tangents_out = [dw]
+    if compute_left_eigenvectors:
+        tangents_out.append(_eig_vec_tangent(_conj(w), full[1], _H(dxc))[1])
+    if compute_right_eigenvectors:
+        tangents_out.append(dvr)
+    return outs, tangents_out
 
 
 eig_p.jvp = _eig_jvp
