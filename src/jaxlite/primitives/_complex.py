@@ -45,6 +45,18 @@ def fma(x, y, z):
     return np.where(np.isfinite(out) & np.isfinite(p), out, s)
 
 
+def _muladd(x, y, z):
+    """``x*y + z`` with XLA's single rounding where it matters: computed plainly, then
+    again by ``fma`` only where the sum cancels (its magnitude below an eighth of the
+    product's), where rounding the product first would change more than the last 2 bits."""
+    p = x * y
+    out = p + z
+    m = np.abs(out) < 0.125 * np.abs(p)
+    if m.any():
+        out[m] = fma(x[m], y[m], z[m])
+    return out
+
+
 def _unit(v):
     """+-1 by the sign bit where ``v`` is infinite, +-0 elsewhere (C99's box for
     infinite operands of a division)."""
@@ -56,15 +68,34 @@ def div(x, y):
     divisor's smaller part to its larger, products contracted into fused multiply-adds),
     then C99's recovery where both parts came out NaN: a zero divisor gives
     ``copysign(inf, Re y) * x``, an infinite dividend over a finite divisor infinities,
-    a finite dividend over an infinite divisor signed zeros."""
+    a finite dividend over an infinite divisor signed zeros.
+
+    NumPy's quotient (also Smith's, to within an ulp) is kept where it is finite and
+    neither part is small beside the other; the rest (zeros, cancellations, non-finite
+    parts) is recomputed with XLA's formula."""
+    x, y = np.broadcast_arrays(x, y)
+    q = np.true_divide(x, y)
+    mag = np.abs(q)
+    lim = 0.125 * mag
+    redo = ~((np.abs(q.real) >= lim) & (np.abs(q.imag) >= lim) & (mag > 0)
+             & np.isfinite(mag))
+    if redo.all():
+        return _div_xla(x, y)
+    if redo.any():
+        q[redo] = _div_xla(x[redo], y[redo])
+    return q
+
+
+def _div_xla(x, y):
     a, b, c, d = x.real, x.imag, y.real, y.imag
     swap = np.abs(c) < np.abs(d)
     big = np.where(swap, d, c)
     small = np.where(swap, c, d)
     r = small / big
-    den = fma(small, r, big)
-    e = np.where(swap, fma(a, r, b), fma(b, r, a)) / den
-    f = np.where(swap, fma(b, r, -a), fma(-a, r, b)) / den
+    den = _muladd(small, r, big)
+    # the numerators (a + b r, b - a r) or, swapped, (a r + b, b r - a)
+    e = _muladd(np.where(swap, a, b), r, np.where(swap, b, a)) / den
+    f = _muladd(np.where(swap, b, -a), r, np.where(swap, -a, b)) / den
     both = np.isnan(e) & np.isnan(f)
     if both.any():
         zero = both & (c == 0) & (d == 0) & ~(np.isnan(a) & np.isnan(b))
@@ -394,4 +425,4 @@ def atan2(y, x):
     xx, yy = mul(x, x), mul(y, y)
     s = power(complex_of(xx.real + yy.real, xx.imag + yy.imag, x.dtype), _const(0.5, x))
     # (-i is 0 - 1j here: Python's -1j has real part -0.0)
-    return mul(_const(complex(0.0, -1.0), x), log(div(z, s)))
+    return mul(_const(complex(0.0, -1.0), x), log(_div_xla(z, s)))
