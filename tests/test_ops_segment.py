@@ -43,6 +43,9 @@ def test_python_scalar_and_weak_data(rjax):
     run_both(lambda m, n: m.ops.segment_sum(n.ones(3) * 2, np.array([0, 0, 1]), 2), rjax)
     run_both(lambda m, n: m.ops.segment_max(n.asarray([1.5, 2.5]), n.asarray([1, 1]), 3),
              rjax)
+    # a scalar row with a scalar id; no rows at all
+    run_both(lambda m, n: (m.ops.segment_sum(2.0, n.asarray(1), 3),
+                           m.ops.segment_sum(n.ones(0), n.zeros(0, "int32"), 3)), rjax)
 
 
 @pytest.mark.parametrize("op", ["segment_sum", "segment_max", "segment_min"])
@@ -84,6 +87,10 @@ def test_bad_input(rjax):
     ids = np.array([0, 1])
     raises_like_jax(lambda m, n: m.ops.segment_sum([1.0, 2.0], ids, 2), rjax)
     raises_like_jax(lambda m, n: m.ops.segment_sum(n.ones(2), ids, -1), rjax, "non-negative")
+    raises_like_jax(lambda m, n: m.ops.segment_sum(n.ones(3), n.asarray([0., 1, 1]), 2), rjax,
+                    "integer")
+    raises_like_jax(lambda m, n: m.ops.segment_sum(n.ones(3), n.asarray(ids), 2), rjax,
+                    "broadcasting")
     # traced ids without num_segments, or a traced num_segments: ConcretizationTypeError
     # (jaxlite's own class of that name, a TypeError as in JAX)
     for case in [lambda m, n: m.jit(lambda d, i: m.ops.segment_sum(d, i))(
