@@ -256,3 +256,35 @@ def test_bench_quick_smoke():
     assert "GB/s" in out
     after = results.stat().st_mtime_ns if results.exists() else None
     assert before == after  # --no-write wrote nothing
+
+
+# ---- examples/numerics.py: PCA, Gaussian-process regression, least squares (issue 12) ----
+
+def _numbers(line):
+    return [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", line)]
+
+
+def test_numerics_example_runs_and_is_consistent():
+    lines, _ = run_example("numerics.py")
+    text = "\n".join(lines)
+    agree = next(ln for ln in lines if "eigh and svd agree" in ln)
+    assert _numbers(agree)[-1] < 1e-5, agree
+    lml = _numbers(next(ln for ln in lines if "log marginal likelihood" in ln))
+    assert lml[1] < lml[0] - 10, text
+    lstsq = _numbers(next(ln for ln in lines if ln.strip().startswith("lstsq")))[:3]
+    polyfit = _numbers(next(ln for ln in lines if ln.strip().startswith("polyfit")))
+    assert max(abs(a - b) for a, b in zip(lstsq, polyfit)) < 1e-3, (lstsq, polyfit)
+    assert max(abs(a - b) for a, b in zip(lstsq, [1.5, -0.5, 0.25])) < 0.05, lstsq
+
+
+@pytest.mark.slow
+def test_numerics_example_matches_real_jax(tmp_path):
+    ours, _ = run_example("numerics.py")
+    theirs = run_example_on_jax("numerics.py", tmp_path)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        if "eigh and svd agree" in a:        # rounding-level residues, both below 1e-5
+            continue
+        na, nb = _numbers(a), _numbers(b)
+        assert re.sub(r"-?\d+\.\d+", "#", a) == re.sub(r"-?\d+\.\d+", "#", b), (a, b)
+        assert all(abs(x - y) <= 2e-3 + 2e-3 * abs(y) for x, y in zip(na, nb)), (a, b)
