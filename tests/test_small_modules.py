@@ -255,6 +255,10 @@ def test_stax_other_layers_like_jax(rjax):
         init, apply = stax.Dropout(0.75)
         outs.append(apply((), x, rng=key))
         outs.append(stax.Dropout(0.5, mode="test")[1]((), x, rng=key))
+        # serial splits the rng into one key per layer
+        init, apply = stax.serial(stax.Dense(5), stax.Dropout(0.6), stax.Relu)
+        _, params = init(key, (-1, 3))
+        outs.append(apply(params, x[0, 0], rng=m.random.PRNGKey(7)))
         return outs
     run_both(case, rjax, rtol=2e-5, atol=2e-6)
     for m in (rjax, jaxlite):
