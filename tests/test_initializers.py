@@ -99,6 +99,12 @@ def test_bad_input(rjax):
     raises_like_jax(case(lambda I: I.orthogonal(), (3,)), rjax, "2D")
     raises_like_jax(case(lambda I: I.delta_orthogonal(), (3, 3)), rjax, "3D, 4D or 5D")
     raises_like_jax(case(lambda I: I.delta_orthogonal(), (3, 4, 2)), rjax, "fan_in")
+    raises_like_jax(case(lambda I: I.zeros, (2, -1)), rjax, "nonnegative")
+    raises_like_jax(case(lambda I: I.variance_scaling(1.0, "fan_in", "normal", in_axis=0,
+                                                      out_axis=1), (0, 3)), rjax)
+    for make in [lambda I: I.normal(), lambda I: I.glorot_normal(), lambda I: I.uniform()]:
+        raises_like_jax(lambda m, n: make(m.nn.initializers)(_key(m), (3, 2), "int32"), rjax,
+                        "must be a float")
 
 
 @pytest.mark.skipif(not hasattr(jaxlite.numpy.linalg, "qr")
