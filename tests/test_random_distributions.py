@@ -28,7 +28,7 @@ def rr(rjax):
 def _ulps(a, b):
     """Largest distance in units in the last place between two float arrays (NaNs at the
     same places count as equal)."""
-    it = np.int64 if a.dtype.itemsize == 8 else np.int32
+    it = {8: np.int64, 4: np.int32, 2: np.int16}[a.dtype.itemsize]
     ai = a.view(it).astype(np.int64)
     bi = b.view(it).astype(np.int64)
     m = np.int64(np.iinfo(it).max)
