@@ -342,6 +342,10 @@ BAD = [
         np.ones((2, 2), np.complex64), np.ones((2, 2), np.complex64)), TypeError, "complex64"),
     ("qdwh_wide", lambda L: L.lax.linalg.qdwh(np.ones((2, 3), np.float32)), ValueError,
      "M >= N"),
+    ("lu_float16", lambda L: L.lax.linalg.lu(np.eye(2, dtype=np.float16)),
+     NotImplementedError, "float16"),
+    ("inv_float16", lambda L: L.linalg.inv(np.eye(2, dtype=np.float16)),
+     NotImplementedError, "float16"),
     ("lu_int", lambda L: L.lax.linalg.lu(np.eye(2, dtype=np.int32)), TypeError, "int32"),
     ("triangular_solve_shapes", lambda L: L.lax.linalg.triangular_solve(
         np.eye(2, dtype=np.float32), np.ones((3, 2), np.float32), left_side=True), ValueError,

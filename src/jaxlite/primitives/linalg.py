@@ -198,6 +198,15 @@ def _real_of(dt):
     return dt
 
 
+def _lapack_dtype(name, x):
+    """LAPACK has no half-precision kernels: like JAX on the CPU, a factorisation of
+    float16/bfloat16 fails when it runs (tracing it is fine)."""
+    if np.dtype(x.dtype) in _HALF:
+        raise NotImplementedError(f"{name}: unsupported dtype {np.dtype(x.dtype).name} "
+                                  f"(LAPACK has no half-precision kernels, as in JAX on the "
+                                  f"CPU); convert to float32 first")
+
+
 def _svd_aval(x, full_matrices=True, compute_uv=True):
     check_dtypes("svd", (x,), "fc")
     if x.ndim < 2:
@@ -214,6 +223,7 @@ def _svd_aval(x, full_matrices=True, compute_uv=True):
 
 
 def _svd_impl(x, full_matrices=True, compute_uv=True):
+    _lapack_dtype("svd", x)
     (xx,) = upcast_half(x)
     if xx.size == 0:
         *batch, m, n = x.shape
@@ -228,16 +238,33 @@ def _svd_impl(x, full_matrices=True, compute_uv=True):
     # SciPy's LAPACK is the one JAX's CPU kernels call: the same gesdd gives the same
     # signs of the singular vectors (NumPy's bundled LAPACK can flip some)
     if not compute_uv:
-        return [_per_matrix(lambda a: _lapack_or_nan(
-            lambda: scipy.linalg.svd(a, compute_uv=False, check_finite=False), a,
-            (min(a.shape),), _real_of(a.dtype)), _batch_of(xx), xx)]
-    m, n = x.shape[-2:]
-    k = min(m, n)
-    um, vn = (m, n) if full_matrices else (k, k)
-    u, s, vh = _per_matrix(lambda a: _lapack_or_nan(
-        lambda: scipy.linalg.svd(a, full_matrices=full_matrices, check_finite=False), a,
-        ((m, um), (k,), (vn, n)), (a.dtype, _real_of(a.dtype), a.dtype)), _batch_of(xx), xx)
+        return [_per_matrix(lambda a: _gesdd(a, False, False)[1], _batch_of(xx), xx)]
+    u, s, vh = _per_matrix(lambda a: _gesdd(a, full_matrices, True), _batch_of(xx), xx)
     return [u, s, vh]
+
+
+def _nan_unless_ok(*out):
+    """LAPACK's outputs (all but the trailing ``info``), or NaNs when ``info`` reports a
+    failure, as JAX's kernels do."""
+    *vals, info = out
+    if info != 0:
+        vals = [np.full(v.shape, np.nan, v.dtype) for v in vals]
+    return tuple(vals)
+
+
+def _gesdd(a, full_matrices, compute_uv):
+    """LAPACK's divide-and-conquer SVD of one matrix, its output taken as it is (NaN input
+    gives LAPACK's own mix of NaN and zeros, exactly as JAX's kernel returns it)."""
+    gesdd, gesdd_lwork = _lapack.get_lapack_funcs(("gesdd", "gesdd_lwork"), (a,))
+    m, n = a.shape
+    work, _ = gesdd_lwork(m, n, compute_uv=int(compute_uv),
+                          full_matrices=int(full_matrices))
+    u, s, vt, info = gesdd(a, compute_uv=int(compute_uv), full_matrices=int(full_matrices),
+                           lwork=max(int(np.real(work)), 1))
+    if info != 0:
+        # no convergence (NaN input): NaN throughout, as JAX's kernel reports it
+        u, s, vt = (np.full(v.shape, np.nan, v.dtype) for v in (u, s, vt))
+    return u, s, vt
 
 
 def _lapack_or_nan(fn, a, shapes, dtypes):
@@ -513,6 +540,7 @@ def _cholesky_one(a):
 
 
 def _cholesky_impl(x):
+    _lapack_dtype("cholesky", x)
     (xx,) = upcast_half(x)
     if xx.size == 0:
         return np.zeros(x.shape, x.dtype)
@@ -591,6 +619,7 @@ def _pivots_to_permutation(piv, size):
 
 
 def _lu_impl(x):
+    _lapack_dtype("lu", x)
     (xx,) = upcast_half(x)
     *batch, m, n = x.shape
     k = min(m, n)
@@ -641,6 +670,7 @@ def _qr_aval(x, pivoting=False, full_matrices=True):
 
 
 def _qr_impl(x, pivoting=False, full_matrices=True):
+    _lapack_dtype("qr", x)
     (xx,) = upcast_half(x)
     *batch, m, n = x.shape
     batch = tuple(batch)
@@ -677,14 +707,16 @@ def _eigh_aval(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
 
 
 def _eigh_impl(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    _lapack_dtype("eigh", x)
     (xx,) = upcast_half(x)
     if xx.size == 0:
         n = x.shape[-1]
         return [np.zeros(x.shape, x.dtype), np.zeros(x.shape[:-1], _real_of(x.dtype))]
     n = x.shape[-1]
-    w, v = _per_matrix(lambda a: _lapack_or_nan(
-        lambda: scipy.linalg.eigh(a, lower=lower, driver="evd", check_finite=False), a,
-        ((n,), (n, n)), (_real_of(a.dtype), a.dtype)), _batch_of(xx), xx)
+    evd = _lapack.get_lapack_funcs("heevd" if xx.dtype.kind == "c" else "syevd", (xx,))
+    # LAPACK's output as it is (NaN input included), NaN where it reports a failure
+    w, v = _per_matrix(lambda a: _nan_unless_ok(*evd(a, compute_v=1, lower=int(lower))),
+                       _batch_of(xx), xx)
     if subset_by_index is not None:
         lo, hi = subset_by_index
         w, v = w[..., lo:hi], v[..., lo:hi]
@@ -716,6 +748,7 @@ def _eig_aval(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True
 
 def _eig_impl(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
               enable_eigvec_derivs=False):
+    _lapack_dtype("eig", x)
     (xx,) = upcast_half(x)
     c = _complex_of(x.dtype)
     n = x.shape[-1]
@@ -771,6 +804,7 @@ def _tridiagonal_one(dl, d, du, b):
 
 
 def _tridiagonal_solve_impl(dl, d, du, b, perturb_singular=False):
+    _lapack_dtype("tridiagonal_solve", dl)
     arrs = upcast_half(dl, d, du, b)
     if arrs[3].size == 0:
         return np.zeros(b.shape, b.dtype)
@@ -1222,6 +1256,7 @@ def _geqrf_aval(a):
 
 
 def _geqrf_impl(a):
+    _lapack_dtype("geqrf", a)
     (aa,) = upcast_half(a)
     *batch, m, n = a.shape
     if aa.size == 0:
@@ -1249,6 +1284,7 @@ def _householder_product_aval(a, taus):
 
 
 def _householder_product_impl(a, taus):
+    _lapack_dtype("householder_product", a)
     aa, tt = upcast_half(a, taus)
     if aa.size == 0:
         return np.zeros(a.shape, a.dtype) + np.eye(*a.shape[-2:], dtype=a.dtype)
@@ -1277,6 +1313,7 @@ def _ormqr_aval(a, taus, c, left=True, transpose=False):
 
 
 def _ormqr_impl(a, taus, c, left=True, transpose=False):
+    _lapack_dtype("ormqr", a)
     aa, tt, cc = upcast_half(a, taus, c)
     if cc.size == 0:
         return np.zeros(c.shape, c.dtype)
@@ -1304,6 +1341,7 @@ def _hessenberg_aval(a):
 
 
 def _hessenberg_impl(a):
+    _lapack_dtype("hessenberg", a)
     (aa,) = upcast_half(a)
     n = a.shape[-1]
     if aa.size == 0 or n == 1:
@@ -1327,6 +1365,7 @@ def _schur_aval(x, compute_schur_vectors=True, sort_eig_vals=False, select_calla
 
 
 def _schur_impl(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    _lapack_dtype("schur", x)
     (xx,) = upcast_half(x)
     if xx.size == 0:
         z = np.zeros(x.shape, x.dtype)
@@ -1354,6 +1393,7 @@ def _tridiagonal_aval(a, lower=True):
 
 
 def _tridiagonal_impl(a, lower=True):
+    _lapack_dtype("tridiagonal", a)
     (aa,) = upcast_half(a)
     n = a.shape[-1]
     b = a.shape[:-2]
