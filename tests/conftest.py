@@ -72,6 +72,7 @@ _SAMPLED_IN_FAST_TIER = {
     "test_counts_and_polynomials": 5,
     "test_functional_and_construction": 5,
     "test_scipy_linalg": 3,
+    "test_scipy_signal": 3,
 }
 
 

@@ -1,10 +1,10 @@
 """``jaxlite.scipy``: SciPy's functions on jaxlite arrays (``jax.scipy``): ``special``,
-``stats``, ``integrate`` and ``linalg``.  Submodules load on first use."""
+``stats``, ``integrate``, ``linalg`` and ``signal``.  Submodules load on first use."""
 from __future__ import annotations
 
 import importlib
 
-_SUBMODULES = ("special", "stats", "integrate", "linalg")
+_SUBMODULES = ("special", "stats", "integrate", "linalg", "signal")
 
 
 def __getattr__(name):
