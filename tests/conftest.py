@@ -73,6 +73,7 @@ _SAMPLED_IN_FAST_TIER = {
     "test_functional_and_construction": 5,
     "test_scipy_linalg": 3,
     "test_scipy_signal": 3,
+    "test_scipy_misc": 3,
 }
 
 
