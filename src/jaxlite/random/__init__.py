@@ -6,9 +6,10 @@ runs eagerly and under ``jit``).  Keys are explicit values: ``key(seed)`` gives 
 new keys, and each sampler turns one key into numbers.  For the same key the results are
 JAX 0.10's on CPU (``jax_threefry_partitionable`` on, its default): the key splits, bits,
 float conversion and each distribution's algorithm are JAX's, rounded as XLA rounds them,
-so most float32 samplers agree bit for bit; those going through ``exp``/``tan``/``pow``,
-the gamma family, float32 ``truncated_normal``, float64 and the LAPACK-based ones within
-the ulp bounds their docstrings state.  Rejection samplers (gamma, poisson, binomial) take JAX's accept/reject path.
+so most float32 samplers agree bit for bit.  Those going through ``exp``/``tan``/``pow``,
+the gamma family, float32 ``truncated_normal``, float64 and the LAPACK-based ones are
+within the ulp bounds their docstrings state.  Rejection samplers (gamma, poisson,
+binomial) take JAX's accept/reject path.
 
 Example::
 
