@@ -171,6 +171,14 @@ CASES = {
     "polygamma": [Case(lambda x: lax.polygamma(jnp.ones_like(x), x), (POS,), 2)],
     "ndtri": [unary(lambda p: jaxlite.scipy.special.ndtri(p),
                     rnd(3, 4, lo=0.1, hi=0.9))],
+    "erfcx": [unary(lambda x: jaxlite.scipy.special.erfcx(x), X)],
+    "dawsn": [unary(lambda x: jaxlite.scipy.special.dawsn(x), X)],
+    "exp1": [unary(lambda x: jaxlite.scipy.special.exp1(x), POS)],
+    "expi": [unary(lambda x: jaxlite.scipy.special.expi(x), POS)],
+    "spence": [unary(lambda x: jaxlite.scipy.special.spence(x), POS)],
+    "zeta_grad_x": [binary(lambda x, q: jaxlite.jvp(
+        lambda v: jaxlite.scipy.special.zeta(v, q), (x,), (jnp.ones_like(x),))[1],
+        POS + 1.5, POS, order=None)],
     "population_count": [unary(lax.population_count, XI, None)],
     # elementwise, binary
     "add": [binary(lax.add, X, rnd(3, 4)), Case(lambda x: lax.add(x, 2.0), (X,))],

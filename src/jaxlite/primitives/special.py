@@ -212,6 +212,16 @@ zeta_grad_x_p = special("zeta_grad_x", _zeta_grad_x)
 # normal quantile and its cumulative's logarithm keep full precision in the tails that a
 # composition of erf/erfc loses in float32
 ndtri_p = special("ndtri", lambda p: _sp.ndtri(p))
+# jax.scipy.special's functions without a lax primitive, opaque here too (JAX composes
+# them from series and continued fractions); values at the edges are JAX's
+erfcx_p = special("erfcx", lambda x: _sp.erfcx(x))
+dawsn_p = special("dawsn", lambda x: _sp.dawsn(x))
+# exp1: NaN at +inf and for x < 0 (SciPy: 0 and NaN)
+exp1_p = special("exp1", lambda x: np.where(x == np.inf, np.nan, _sp.exp1(x)))
+# expi: NaN at 0 and at +-inf (SciPy: -inf, +inf and -0.0)
+expi_p = special("expi", lambda x: np.where((x == 0) | np.isinf(x), np.nan, _sp.expi(x)))
+# spence: NaN at +inf (SciPy: -inf)
+spence_p = special("spence", lambda x: np.where(x == np.inf, np.nan, _sp.spence(x)))
 
 
 # ---- JVP rules (binds only, so they differentiate again and work under every trace) -------
@@ -301,6 +311,16 @@ ad.defjvp(polygamma_p, _no_derivative("polygamma", "m"),
 # ndtri' = sqrt(2 pi) exp(ndtri(p)**2 / 2)
 ad.defjvp2(ndtri_p, lambda g, ans, p: mul(g, mul(_c(p, math.sqrt(2 * math.pi)),
                                                 exp(mul(_c(p, 0.5), mul(ans, ans))))))
+
+
+# erfcx' = 2x erfcx(x) - 2/sqrt(pi); dawsn' = 1 - 2x dawsn(x); E1' = -e**-x / x;
+# Ei' = e**x / x; spence(x)' = log(x) / (1 - x) (JAX's own derivative of spence is NaN)
+ad.defjvp2(erfcx_p, lambda g, ans, x: mul(g, sub(mul(mul(_c(x, 2), x), ans),
+                                                 _c(x, 2 / math.sqrt(math.pi)))))
+ad.defjvp2(dawsn_p, lambda g, ans, x: mul(g, sub(_c(x, 1), mul(mul(_c(x, 2), x), ans))))
+ad.defjvp(exp1_p, lambda g, x: mul(g, neg(div(exp(neg(x)), x))))
+ad.defjvp(expi_p, lambda g, x: mul(g, div(exp(x), x)))
+ad.defjvp(spence_p, lambda g, x: mul(g, div(log(x), sub(_c(x, 1), x))))
 
 
 for _p in list(globals().values()):

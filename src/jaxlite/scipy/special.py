@@ -25,7 +25,7 @@ from ..transforms.autodiff import custom_jvp
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
-    "entr", "erf", "erfc", "erfinv", "expit", "factorial", "gamma", "gammainc", "gammaincc",
+    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
     "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
     "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
@@ -430,6 +430,44 @@ def log_softmax(x, /, *, axis=None):
     """``x - logsumexp(x, axis, keepdims=True)`` (``jax.scipy.special.log_softmax``);
     ``axis=None`` normalises over every axis."""
     return _nn_log_softmax(x, axis=axis)
+
+
+# ---- exponential integrals and relatives -------------------------------------------------
+
+def erfcx(x):
+    """The scaled complementary error function ``exp(x**2) erfc(x)``, finite where
+    ``erfc`` underflows (``jax.scipy.special.erfcx``)."""
+    (x,) = _inexact("erfcx", x)
+    return _sp.erfcx_p.bind(x)
+
+
+def dawsn(x):
+    """Dawson's integral ``exp(-x**2) integral_0^x exp(t**2) dt``
+    (``jax.scipy.special.dawsn``)."""
+    (x,) = _inexact("dawsn", x)
+    return _sp.dawsn_p.bind(x)
+
+
+def exp1(x):
+    """The exponential integral ``E1(x) = integral_x^inf exp(-t)/t dt``: +inf at 0, NaN
+    for x < 0 and at +inf, as JAX (``jax.scipy.special.exp1``)."""
+    (x,) = _inexact("exp1", x)
+    return _sp.exp1_p.bind(x)
+
+
+def expi(x):
+    """The exponential integral ``Ei(x)``: NaN at 0 and at +-inf, as JAX
+    (``jax.scipy.special.expi``)."""
+    (x,) = _inexact("expi", x)
+    return _sp.expi_p.bind(x)
+
+
+def spence(x):
+    """Spence's function ``integral_1^x log(t)/(1 - t) dt`` for x >= 0; NaN below 0 and
+    at +inf (``jax.scipy.special.spence``).  Its derivative is ``log(x)/(1 - x)`` (JAX's
+    is NaN: see README's known differences)."""
+    (x,) = _inexact("spence", x)
+    return _sp.spence_p.bind(x)
 
 
 # ---- combinatorics and transforms ----------------------------------------------------------
