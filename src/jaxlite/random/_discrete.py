@@ -115,6 +115,10 @@ def poisson(key, lam, shape=None, dtype=None):
     Raises:
       ValueError: a non-integer dtype, ``lam`` not broadcastable to ``shape``, a batch of
       keys.
+
+    Example::
+
+        jax.random.poisson(jax.random.key(0), 3.0, (4,))            # int32[4]
     """
     raw, _ = unpack_key(key, "poisson")
     dt = _dtype_arg(dtype, dtypes.default_int_dtype(), "poisson",
@@ -286,6 +290,10 @@ def binomial(key, n, p, shape=None, dtype=None):
     Raises:
       ValueError: a non-float dtype, shapes that do not broadcast to ``shape``, a batch of
       keys.  TypeError: a list argument.
+
+    Example::
+
+        jax.random.binomial(jax.random.key(0), 10, 0.3, (4,))       # float32[4]
     """
     raw, _ = unpack_key(key, "binomial")
     for name, x in (("n", n), ("p", p)):
@@ -318,6 +326,10 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
     Raises:
       ValueError: a 0-d ``p``, shapes that do not broadcast.  TypeError: list arguments.
+
+    Example::
+
+        jax.random.multinomial(jax.random.key(0), 10.0, jnp.array([0.2, 0.3, 0.5]))
     """
     raw, _ = unpack_key(key, "multinomial")
     for x in (n, p):

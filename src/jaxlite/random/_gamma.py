@@ -207,6 +207,10 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     Raises:
       ValueError: ``alpha.ndim == 0``, a non-float dtype, a batch shape that ``alpha``'s
       does not broadcast to, a batch of keys.
+
+    Example::
+
+        jax.random.dirichlet(jax.random.key(0), jnp.array([1.0, 2.0, 3.0]))  # sums to 1
     """
     from .. import nn
     raw, _ = unpack_key(key, "dirichlet")

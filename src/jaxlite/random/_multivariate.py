@@ -39,6 +39,10 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
       ValueError: an unknown method, a non-float dtype, ``mean.ndim < 1``, ``cov.ndim < 2``,
       ``cov`` not ``(..., n, n)``, batch shapes that do not broadcast to ``shape``, a batch
       of keys.
+
+    Example::
+
+        jax.random.multivariate_normal(jax.random.key(0), jnp.zeros(2), jnp.eye(2), (5,))
     """
     raw, _ = unpack_key(key, "multivariate_normal")
     mean, cov = _array(mean), _array(cov)
@@ -92,6 +96,10 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     Raises:
       TypeError: ``n``/``m`` not integers (or traced).  ValueError: a negative dimension,
       a non-float dtype, a batch of keys.
+
+    Example::
+
+        q = jax.random.orthogonal(jax.random.key(0), 3)     # q @ q.T is the identity
     """
     raw, _ = unpack_key(key, "orthogonal")
     shape = _shape(shape, "orthogonal")
