@@ -149,11 +149,20 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
 
     Returns ``s`` (shape ``(..., min(m, n))``, real, descending) when ``compute_uv`` is
     False, else ``(u, s, vh)`` with ``x == u @ diag(s) @ vh`` (``u``: ``(..., m, m)`` or
-    ``(..., m, k)`` when not ``full_matrices``).  Raises TypeError for non-float input and
-    ValueError for rank < 2.
+    ``(..., m, k)`` when not ``full_matrices``).  ``subset_by_index`` may only name all
+    singular values (a partial SVD raises NotImplementedError, as JAX on the CPU).  Raises
+    TypeError for non-float input and ValueError for rank < 2.
     """
+    x = _as_array(x)
     if subset_by_index is not None:
-        raise NotImplementedError("svd subset_by_index is not supported")
+        lo, hi = (int(i) for i in subset_by_index)
+        whole = x.ndim >= 2 and (lo, hi) == (0, min(x.shape[-2:]))
+        if full_matrices and not whole:
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        if not whole:
+            # as JAX: the CPU kernels have no partial SVD
+            raise NotImplementedError(f"subset_by_index not implemented for CPU and GPU "
+                                      f"(got {subset_by_index} for shape {x.shape})")
     out = _l.svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return out[0] if not compute_uv else tuple(out)
 
