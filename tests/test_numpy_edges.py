@@ -388,3 +388,27 @@ def test_var_integer_dtype_x64(rjnp, x64):
     _check(lambda: jnp.var(_XI, axis=0, dtype="int16"),
            lambda: rjnp.var(_XI, axis=0, dtype="int16"))
     _check(lambda: jnp.mean(_XI, dtype="int64"), lambda: rjnp.mean(_XI, dtype="int64"))
+
+
+# ---- quantile: q's dtype ----------------------------------------------------------------------
+
+def test_quantile_q_dtype(rjnp):
+    # an integer or bool q is refused (TypeError: JAX promotes only a); the linear
+    # interpolation runs in q's dtype and the result has a's inexact dtype
+    u8 = np.array([1, 2, 4], np.uint8)
+    a32 = np.array([1, 2, 4], np.float32)
+    q16 = np.array([0.3], np.float16)
+    for name in ("quantile", "nanquantile", "percentile"):
+        f, g = getattr(jnp, name), getattr(rjnp, name)
+        for a, q in ((u8, 300), (u8, 1), (u8, np.array([1, 0], np.int32)), (u8, True),
+                     (a32, q16), (u8, q16), (a32.astype(np.float16), np.float32(0.3)),
+                     (a32, 0.3)):
+            _check(lambda: f(a, q), lambda: g(a, q))
+        for method in ("lower", "nearest", "midpoint"):
+            _check(lambda: f(a32, q16, method=method), lambda: g(a32, q16, method=method))
+
+
+def test_quantile_q_dtype_x64(rjnp, x64):
+    a16 = np.array([1, 2, 4], np.float16)
+    for q in (0.3, np.array([0.3]), np.float32(0.3)):
+        _check(lambda: jnp.quantile(a16, q), lambda: rjnp.quantile(a16, q))

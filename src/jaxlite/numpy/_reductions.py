@@ -883,7 +883,13 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     if method not in _METHODS:
         raise ValueError(f"{name}: unknown method {method!r}; choose one of "
                          f"{', '.join(_METHODS)}")
-    a, q = promote_dtypes_inexact(ensure_array(a), q)
+    qdt = dtypes.dtype_and_weak(q)[0]
+    if not dtypes.is_inexact(qdt):
+        # JAX promotes only ``a``; an integer or bool q fails in its floor/arithmetic
+        raise TypeError(f"jnp.{name}: q must be floating point (a fraction in [0, 1]), got "
+                        f"dtype {np.dtype(qdt).name}; write e.g. 0.5, not an integer")
+    # as JAX: the result has a's inexact dtype; positions and weights are computed in q's
+    (a,) = promote_dtypes_inexact(ensure_array(a))
     a, q = ensure_array(a), ensure_array(q)
     if a.dtype.kind == "c":
         raise ValueError("quantile: complex inputs have no ordering, so they have no "
@@ -906,7 +912,7 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
         # and IndexError for the one 0-d index of a full reduction (0-d q, no keepdims)
         final = kept_shape if keepdims else out_shape
         if nan_skip and _count(out_shape, range(len(out_shape))) == 0:
-            return _strong(_full(q.shape + final, 0, q))
+            return _strong(_full(q.shape + final, 0, a))
         if nan_skip and not q.ndim and not keepdims and not out_shape:
             raise IndexError(f"jnp.{name} of an empty array (shape {a.shape}, axis {axis}): "
                              f"index 0 is out of bounds for its size-0 axis")
@@ -940,7 +946,10 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     lo_v = lax.gather_indexed(x, index, [rows, convert(lo_c, it)], mode="clip")
     hi_v = lax.gather_indexed(x, index, [rows, convert(hi_c, it)], mode="clip")
     if method == "linear":
-        res = lax.add(lax.mul(lo_v, w_lo), lax.mul(hi_v, w_hi))
+        # as JAX: the interpolation runs in q's dtype, then the result is in a's dtype
+        qd, w_lo, w_hi = w_lo.dtype, _strong(w_lo), _strong(w_hi)
+        res = lax.add(lax.mul(convert(lo_v, qd), w_lo), lax.mul(convert(hi_v, qd), w_hi))
+        res = convert(res, x.dtype)
     elif method == "lower":
         res = lo_v
     elif method == "higher":
