@@ -52,6 +52,20 @@ for _f in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"):
                                 np.maximum(POS, 1.0), LOC, POS)
     CASES[("pareto", _f)] = (np.abs(X) + 0.5, POS, np.float32(0.0), POS[::-1])
 CASES[("pareto", "ppf")] = (Q, POS, LOC, POS[::-1])
+for _f in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"):
+    CASES[("gumbel_r", _f)] = (X / 4, LOC, POS)
+    CASES[("gumbel_l", _f)] = (X / 4, LOC, POS)
+CASES[("gumbel_r", "ppf")] = (Q, LOC, POS)
+CASES[("gumbel_l", "ppf")] = (Q, LOC, POS)
+CASES.update({
+    ("nbinom", "logpmf"): (K, POS, Q.clip(0.05, 1)), ("nbinom", "pmf"): (K, POS, UNIT.clip(0.05, 1)),
+    ("betabinom", "logpmf"): (K, np.full(N, 6.0, np.float32), POS, POS[::-1]),
+    ("betabinom", "pmf"): (K, np.round(POS * 3), POS, POS[::-1]),
+    ("gennorm", "logpdf"): (X / 4, POS), ("gennorm", "pdf"): (X / 4, POS),
+    ("gennorm", "cdf"): (X / 4, POS),
+    ("vonmises", "logpdf"): (X / 4, POS), ("vonmises", "pdf"): (X / 4, POS),
+    ("wrapcauchy", "logpdf"): (np.abs(X) / 4, UNIT), ("wrapcauchy", "pdf"): (np.abs(X) / 4, UNIT),
+})
 CASES = {k: v for k, v in CASES.items() if k[1] != "isf" or k[0] in ("norm", "cauchy",
                                                                       "logistic")}
 CASES = {k: v for k, v in CASES.items()
@@ -92,7 +106,8 @@ def test_every_jax_function_exists(rjax):
     import jax.scipy.stats as jst
     for dist in ("norm", "uniform", "multivariate_normal", "bernoulli", "binom", "poisson",
                  "gamma", "beta", "t", "cauchy", "laplace", "logistic", "expon", "dirichlet",
-                 "chi2", "truncnorm", "geom", "pareto"):
+                 "chi2", "truncnorm", "geom", "pareto", "gumbel_l", "gumbel_r", "nbinom",
+                 "betabinom", "multinomial", "gennorm", "vonmises", "wrapcauchy"):
         want = {n for n in dir(getattr(jst, dist)) if not n.startswith("_")} - {"entropy"}
         have = {n for n in dir(getattr(lst, dist)) if not n.startswith("_")}
         assert want <= have, (dist, want - have)
@@ -142,6 +157,20 @@ def test_multivariate_normal_forms_and_grad(rjax):
     g = jaxlite.grad(lambda m: mvn.logpdf(x, m, cov).sum())(mean)
     w = rjax.grad(lambda m: jmvn.logpdf(x, m, cov).sum())(mean)
     assert_like_jax(g, w, rtol=1e-4)
+
+
+def test_multinomial(rjax):
+    import jax.scipy.stats as jst
+    p = np.array([0.2, 0.5, 0.3], np.float32)
+    for x in ([1, 2, 0], [3, 0, 0], [1, 1, 2], [[1, 2, 0], [0, 0, 0]]):
+        x = np.array(x, np.int32)
+        assert_like_jax(lst.multinomial.logpmf(x, 3, p), jst.multinomial.logpmf(x, 3, p),
+                        rtol=1e-5)
+    x = np.array([1, 2, 0], np.int32)
+    assert_like_jax(lst.multinomial.pmf(x, np.int32(3), p),
+                    jst.multinomial.pmf(x, np.int32(3), p), rtol=1e-5)
+    with pytest.raises(ValueError, match="integer"):
+        lst.multinomial.logpmf(x.astype(np.float32), 3, p)
 
 
 def test_dirichlet(rjax):

@@ -6,6 +6,7 @@ differentiate, batch and jit.  Arguments are array-likes that promote to a commo
 dtype (integers to the default float) and broadcast; values outside a distribution's
 support give JAX's answers (-inf log densities, 0/1 probabilities, NaN quantiles).
 """
-from . import (bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma,  # noqa: F401
-               geom, laplace, logistic, multivariate_normal, norm, pareto, poisson, t,
-               truncnorm, uniform)
+from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # noqa: F401
+               expon, gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic,
+               multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
+               truncnorm, uniform, vonmises, wrapcauchy)
