@@ -219,7 +219,7 @@ def test_eig_like_jax(rjnp):
 def test_vectors_signs_exactly_like_jax(rjnp):
     # the same LAPACK (SciPy's, which JAX's CPU kernels call) gives the same signs and
     # phases, not merely the same vectors up to sign
-    for k in range(4):
+    for _ in range(4):
         a = rnd(4, 4)
         s = a + a.T
         c = rnd(3, 3, dtype=np.complex64)

@@ -315,15 +315,6 @@ def _full(shape, value, dtype):
     return _jnp().full(shape, value, dtype)
 
 
-def _square(name, a, what=None):
-    """``a`` as an inexact array, checked to be a stack of square matrices."""
-    a = _inexact(name, a)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Argument to {what or name} must have shape [..., n, n], got "
-                         f"{a.shape}.")
-    return a
-
-
 def _mT(x):
     return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
@@ -833,8 +824,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
 def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
     """Rank of each matrix (``jax.numpy.linalg.matrix_rank``): the number of singular
     values above ``rtol`` (default: the largest singular value times ``max(m, n) * eps``),
-    the default integer dtype, shape ``M.shape[:-2]``; for 0-D/1-D input, 1 unless every entry is zero.
-    ``tol`` is the old name of ``rtol``.  Raises ValueError when both are given."""
+    in the default integer dtype, shape ``M.shape[:-2]``; for 0-D/1-D input, 1 unless
+    every entry is zero.  ``tol`` is the old name of ``rtol``.  Raises ValueError when both are given."""
     if tol is not None:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of tol or rtol may be specified.")

@@ -710,9 +710,7 @@ def _eigh_impl(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
     _lapack_dtype("eigh", x)
     (xx,) = upcast_half(x)
     if xx.size == 0:
-        n = x.shape[-1]
         return [np.zeros(x.shape, x.dtype), np.zeros(x.shape[:-1], _real_of(x.dtype))]
-    n = x.shape[-1]
     evd = _lapack.get_lapack_funcs("heevd" if xx.dtype.kind == "c" else "syevd", (xx,))
     # LAPACK's output as it is (NaN input included), NaN where it reports a failure
     w, v = _per_matrix(lambda a: _nan_unless_ok(*evd(a, compute_v=1, lower=int(lower))),
