@@ -222,3 +222,15 @@ def test_vmap_and_jit_match_eager():
         np.testing.assert_allclose(np.asarray(jaxlite.vmap(f)(x, s)), eager, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(jaxlite.vmap(f, in_axes=(0, None))(x, s[0])),
                                    np.asarray(f(x, s[0])), rtol=1e-6)
+
+
+def test_sem(rjax):
+    import jax.scipy.stats as jst
+    x = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 5.0, NAN], [0.5, 7.0, -1.0, 2.0]],
+                 np.float32)
+    for kw in ({}, {"axis": None}, {"axis": 1, "ddof": 0}, {"nan_policy": "omit"},
+               {"axis": 1, "keepdims": True, "nan_policy": "omit"}):
+        assert_like_jax(lst.sem(x, **kw), jst.sem(x, **kw), rtol=1e-6)
+    assert_like_jax(lst.sem(np.arange(5)), jst.sem(np.arange(5)), rtol=1e-6)
+    with pytest.raises(ValueError):
+        lst.sem(x, nan_policy="raise")

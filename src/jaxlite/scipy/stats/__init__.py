@@ -10,3 +10,4 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # no
                expon, gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic,
                multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
                truncnorm, uniform, vonmises, wrapcauchy)
+from ._sem import sem  # noqa: F401
