@@ -327,7 +327,9 @@ def funm(A, func, disp: bool = True):
             if p > 1:
                 s = s + T[i, i + 1:j] @ F[i + 1:j, j] - F[i, i + 1:j] @ T[i + 1:j, j]
             den = T[j, j] - T[i, i]
-            F = F.at[i, j].set(jnp.where(den == 0, s, s / jnp.where(den == 0, 1, den)))
+            # Parlett's recurrence: each entry needs the ones before it (sequential)
+            F = F.at[i, j].set(  # noqa: JL005
+                jnp.where(den == 0, s, s / jnp.where(den == 0, 1, den)))
     out = Z @ F @ jnp.conj(Z.T)
     if x.dtype.kind == "f":
         out = out.real.astype(x.dtype) if jnp.allclose(out.imag, 0, atol=1e-5) else out
@@ -350,7 +352,8 @@ def sqrtm(A, blocksize: int = 1):
         for i in range(j - 1, -1, -1):
             s = T[i, j] - R[i, i + 1:j] @ R[i + 1:j, j] if j - i > 1 else T[i, j]
             den = R[i, i] + R[j, j]
-            R = R.at[i, j].set(s / jnp.where(den == 0, 1, den))
+            # the triangular recurrence is sequential: each entry needs the ones before it
+            R = R.at[i, j].set(s / jnp.where(den == 0, 1, den))  # noqa: JL005
     return Z @ R @ jnp.conj(Z.T)
 
 
@@ -394,14 +397,14 @@ def block_diag(*arrs):
             raise ValueError("Arguments to jax.scipy.linalg.block_diag must have at most 2 "
                              "dimensions, got " + str(b))
     dt = jnp.result_type(*blocks)
-    rows = sum(b.shape[0] for b in blocks)
     cols = sum(b.shape[1] for b in blocks)
-    out = jnp.zeros((rows, cols), dt)
-    r = c = 0
+    rows, c = [], 0
     for b in blocks:
-        out = out.at[r:r + b.shape[0], c:c + b.shape[1]].set(b.astype(dt))
-        r, c = r + b.shape[0], c + b.shape[1]
-    return out
+        rows.append(jnp.concatenate([jnp.zeros((b.shape[0], c), dt), b.astype(dt),
+                                     jnp.zeros((b.shape[0], cols - c - b.shape[1]), dt)],
+                                    axis=1))
+        c += b.shape[1]
+    return jnp.concatenate(rows, axis=0)
 
 
 def toeplitz(c, r=None):
@@ -495,6 +498,244 @@ def dft(n: int, scale=None, *, dtype=None):
         m = m / np.sqrt(n)
     dt = dtype if dtype is not None else (np.complex128 if _x64() else np.complex64)
     return jnp.asarray(m, dtype=dt)
+
+
+def convolution_matrix(a, n: int, mode: str = "full"):
+    """The matrix ``C`` with ``C @ v == convolve(a, v, mode)`` for ``v`` of length ``n``
+    (``jax.scipy.linalg.convolution_matrix``); ``a``'s dtype. Raises ValueError for a
+    non-1-d ``a``, ``n < 1`` or an unknown mode."""
+    check_arraylike("convolution_matrix", a)
+    aa = ensure_array(a)
+    n = operator.index(n)
+    if aa.ndim != 1:
+        raise ValueError("convolution_matrix expects a one-dimensional argument.")
+    if n < 1:
+        raise ValueError(f"n must be a positive integer; got {n}")
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"mode must be one of 'full', 'same', 'valid'; got {mode!r}")
+    m = aa.shape[0]
+    rows = np.arange(m + n - 1)[:, None] - np.arange(n)[None, :]
+    inside = (rows >= 0) & (rows < m)
+    full = jnp.where(inside, aa[np.clip(rows, 0, m - 1)], jnp.zeros((), aa.dtype))
+    if mode == "same":
+        start = (m - 1) // 2
+        return full[start:start + max(m, n)]
+    if mode == "valid":
+        return full[min(m, n) - 1:max(m, n)]
+    return full
+
+
+def fiedler(a):
+    """The symmetric Fiedler matrix ``|a_i - a_j|`` of a 1-d ``a``
+    (``jax.scipy.linalg.fiedler``), ``a``'s dtype."""
+    check_arraylike("fiedler", a)
+    aa = ensure_array(a)
+    if aa.ndim != 1:
+        raise ValueError("Input 'a' must be a 1D array.")
+    return jnp.abs(aa[:, None] - aa[None, :])
+
+
+def fiedler_companion(a):
+    """Fiedler's pentadiagonal companion matrix of the polynomial with coefficients ``a``
+    (highest first, normalised by ``a[0]``) (``jax.scipy.linalg.fiedler_companion``).
+    Raises ValueError for fewer than 2 coefficients or a leading zero."""
+    check_arraylike("fiedler_companion", a)
+    (aa,) = promote_dtypes_inexact(ensure_array(a))
+    aa = ensure_array(aa)
+    if aa.ndim != 1:
+        raise ValueError("Input 'a' must be a 1-D array.")
+    if aa.shape[0] < 2:
+        raise ValueError("Input 'a' must have at least two elements.")
+    if aa.shape[0] == 2:
+        return (-aa[1] / aa[0]).reshape(1, 1)
+    aa = aa / aa[0]
+    n = aa.shape[0] - 1
+    # the pattern: -a1, -a2, 1 in row 0; in each further even row 2i, -a_{2i+1} and
+    # -a_{2i+2} at columns 2i - 1 and 2i + 1 and a 1 at column 2i + 2; in odd rows a 1
+    # at column 0 (row 1) or two columns to the left of the row (rows 3, 5, ...)
+    ones = [(1, 0)] + [(r, r - 2) for r in range(3, n, 2)] + \
+        [(r, r + 2) for r in range(0, n - 2, 2)]
+    coef = [(0, 0, 1), (0, 1, 2)]
+    for r in range(2, n, 2):
+        coef.append((r, r - 1, r + 1))
+        if r + 1 < n:
+            coef.append((r, r + 1, r + 2))
+    c = jnp.zeros((n, n), aa.dtype)
+    ri, ci = (np.array(v, dtype=int) for v in zip(*ones)) if ones else ([], [])
+    c = c.at[ri, ci].set(1)
+    rows, cols, ks = (np.array(v, dtype=int) for v in zip(*coef))
+    return c.at[rows, cols].set(-aa[ks])
+
+
+def hadamard(n: int, dtype=int):
+    """The ``n x n`` Hadamard matrix of Sylvester's construction
+    (``jax.scipy.linalg.hadamard``); ``n`` a power of 2 (ValueError otherwise)."""
+    n = operator.index(n)
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"n must be a positive power of 2; got {n}.")
+    h = np.ones((1, 1), dtype=np.int64)
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return jnp.asarray(h, dtype=dtype)
+
+
+def helmert(n: int, full: bool = False):
+    """The Helmert matrix of order ``n`` (``jax.scipy.linalg.helmert``): ``(n-1) x n``
+    orthonormal contrasts, with the normalised ones row first when ``full``."""
+    n = operator.index(n)
+    h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
+    d = np.arange(n) * np.arange(1, n + 1)
+    h[0] = 1
+    d[0] = n
+    h = h / np.sqrt(d)[:, None]
+    return jnp.asarray(h if full else h[1:], dtype=_default_float())
+
+
+def invhilbert(n: int):
+    """The inverse of the ``n x n`` Hilbert matrix (``jax.scipy.linalg.invhilbert``),
+    from its exact integer entries, as floats."""
+    n = operator.index(n)
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            s = i + j
+            out[i, j] = ((-1) ** s * (s + 1) * math.comb(n + i, n - j - 1)
+                         * math.comb(n + j, n - i - 1) * math.comb(s, i) ** 2)
+    return jnp.asarray(out, dtype=_default_float())
+
+
+def invpascal(n: int, kind=None):
+    """The inverse of ``pascal(n, kind)`` (``jax.scipy.linalg.invpascal``), as floats."""
+    n = operator.index(n)
+    kind = "symmetric" if kind is None else kind
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be 'symmetric', 'lower', or 'upper'; got {kind}")
+    low = np.array([[(-1) ** (i - j) * math.comb(i, j) if j <= i else 0 for j in range(n)]
+                    for i in range(n)], dtype=np.float64).reshape(n, n)
+    if kind == "lower":
+        out = low
+    elif kind == "upper":
+        out = low.T
+    else:
+        out = low.T @ low
+    return jnp.asarray(out, dtype=_default_float())
+
+
+def leslie(f, s):
+    """The Leslie matrix of fecundities ``f`` (length n) and survival rates ``s`` (length
+    n - 1) (``jax.scipy.linalg.leslie``): ``f`` in the first row, ``s`` on the
+    subdiagonal. Raises ValueError for other lengths."""
+    check_arraylike("leslie", f, s)
+    ff, ss = (ensure_array(x) for x in promote_dtypes_inexact(f, s))
+    if ff.ndim != 1 or ss.ndim != 1 or ss.shape[0] != ff.shape[0] - 1:
+        raise ValueError("Incorrect lengths for f and s.  The length of s must be one less "
+                         "than the length of f.")
+    n = ff.shape[0]
+    out = jnp.zeros((n, n), ff.dtype).at[0].set(ff)
+    return out.at[np.arange(1, n), np.arange(n - 1)].set(ss)
+
+
+def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
+    """The ``X`` with ``A X + X B = C`` (``jax.scipy.linalg.solve_sylvester``), by one
+    linear solve of the Kronecker form ``(I (x) A + B^T (x) I) vec(X) = vec(C)``. Raises
+    ValueError for shapes that do not fit or an unknown method."""
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"Unrecognized method {method}.")
+    a, b, c = _inexact("solve_sylvester", A, B, C)
+    n, m = a.shape[-1], b.shape[-1]
+    if a.shape != (n, n) or b.shape != (m, m) or c.shape != (n, m):
+        raise ValueError(f"solve_sylvester: shapes {tuple(a.shape)}, {tuple(b.shape)}, "
+                         f"{tuple(c.shape)} do not fit A X + X B = C")
+    K = jnp.kron(jnp.eye(m, dtype=a.dtype), a) + jnp.kron(b.T, jnp.eye(n, dtype=a.dtype))
+    x = jnp.linalg.solve(K, c.T.reshape(-1))
+    return x.reshape(m, n).T
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
+                     select_range=None, tol=None, key=None):
+    """Eigenvalues (ascending) and, unless ``eigvals_only``, eigenvectors of the symmetric
+    tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``
+    (``jax.scipy.linalg.eigh_tridiagonal``). Only ``select='a'`` is supported
+    (NotImplementedError otherwise)."""
+    if select != "a":
+        raise NotImplementedError("eigh_tridiagonal only supports select='a'")
+    dd, ee = _inexact("eigh_tridiagonal", d, e)
+    n = dd.shape[0]
+    if ee.shape != (max(n - 1, 0),):
+        raise ValueError(f"e must have length n - 1 = {n - 1}; got shape {tuple(ee.shape)}")
+    t = jnp.diag(dd) + jnp.diag(ee, 1) + jnp.diag(jnp.conj(ee), -1)
+    w, v = jnp.linalg.eigh(t)
+    return w if eigvals_only else (w, v)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
+    """The Frechet derivative of ``expm`` at ``A`` in the direction ``E``
+    (``jax.scipy.linalg.expm_frechet``), as the upper-right block of
+    ``expm([[A, E], [0, A]])``; with ``compute_expm`` also ``expm(A)``:
+    ``(expm(A), L)``. Raises ValueError for non-square or mismatched shapes."""
+    a, e = _inexact("expm_frechet", A, E)
+    _square("expm_frechet", a)
+    if a.shape != e.shape:
+        raise ValueError(f"expected A and E to be the same shape; got {tuple(a.shape)} and "
+                         f"{tuple(e.shape)}")
+    n = a.shape[-1]
+    z = jnp.zeros_like(a)
+    big = jnp.concatenate([jnp.concatenate([a, e], axis=-1),
+                           jnp.concatenate([z, a], axis=-1)], axis=-2)
+    x = expm(big)
+    L = x[..., :n, n:]
+    return (x[..., :n, :n], L) if compute_expm else L
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False):
+    """``c`` multiplied by the economic ``Q`` of ``a = Q R`` (``jax.scipy.linalg.qr_multiply``):
+    ``(c @ Q, R)`` for ``mode='right'``, ``(Q @ c, R)`` for 'left' (conjugated Q with
+    ``conjugate``); with ``pivoting`` also the permutation."""
+    if mode not in ("left", "right"):
+        raise ValueError(f"mode must be either 'left' or 'right'; got {mode!r}")
+    aa, cc = _inexact("qr_multiply", a, c)
+    out = lax_linalg.qr(aa, pivoting=pivoting, full_matrices=False)
+    q, r = out[0], out[1]
+    if conjugate:
+        q = jnp.conj(q)
+    res = cc @ q if mode == "right" else q @ cc
+    return (res, r, out[2]) if pivoting else (res, r)
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """The complex Schur form ``(T, Z)`` from a real one (``jax.scipy.linalg.rsf2csf``):
+    each 2x2 diagonal block of ``T`` is split by a Givens rotation, applied to ``Z`` too.
+    Raises ValueError for non-square or mismatched input."""
+    t, z = _inexact("rsf2csf", T, Z)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or z.shape != t.shape:
+        raise ValueError(f"rsf2csf: T and Z must be square and of the same shape; got "
+                         f"{tuple(t.shape)} and {tuple(z.shape)}")
+    cdt = jnp.result_type(t.dtype, np.complex64)
+    t, z = t.astype(cdt), z.astype(cdt)
+    n = t.shape[0]
+    eps = float(np.finfo(np.dtype(cdt)).eps)
+    for m in range(n - 1, 0, -1):
+        sub = t[m, m - 1]
+        split = jnp.abs(sub) > eps * (jnp.abs(t[m - 1, m - 1]) + jnp.abs(t[m, m]))
+        a_, b_, c_, d_ = t[m - 1, m - 1], t[m - 1, m], sub, t[m, m]
+        half = (a_ - d_) / 2
+        root = jnp.sqrt(half * half + b_ * c_)
+        mu0 = (a_ + d_) / 2 + root - d_
+        r = jnp.sqrt(jnp.abs(mu0) ** 2 + jnp.abs(sub) ** 2)
+        r = jnp.where(r == 0, 1, r)
+        cs, sn = mu0 / r, sub / r
+        cs = jnp.where(split, cs, 1)
+        sn = jnp.where(split, sn, 0)
+        G = jnp.stack([jnp.stack([jnp.conj(cs), sn]), jnp.stack([-sn, cs])])
+        # one rotation per 2x2 block, each acting on the result of the previous ones
+        t = t.at[m - 1:m + 1, m - 1:].set(G @ t[m - 1:m + 1, m - 1:])  # noqa: JL005
+        t = t.at[:m + 1, m - 1:m + 1].set(  # noqa: JL005
+            t[:m + 1, m - 1:m + 1] @ jnp.conj(G.T))
+        z = z.at[:, m - 1:m + 1].set(z[:, m - 1:m + 1] @ jnp.conj(G.T))  # noqa: JL005
+        t = t.at[m, m - 1].set(jnp.where(split, 0, t[m, m - 1]))  # noqa: JL005
+    return t, z
 
 
 def _default_float():

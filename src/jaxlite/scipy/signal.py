@@ -179,7 +179,8 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
         A = jnp.stack([t, jnp.ones_like(t)], axis=1)
         flat = seg.reshape(-1, m).T
         coef = jnp.linalg.lstsq(A, flat)[0]
-        pieces.append((flat - A @ coef).T.reshape(seg.shape))
+        # one piece per breakpoint segment (a handful), joined once below
+        pieces.append((flat - A @ coef).T.reshape(seg.shape))  # noqa: JL005
     return jnp.moveaxis(jnp.concatenate(pieces, axis=-1), -1, axis)
 
 
