@@ -176,6 +176,8 @@ CASES = {
     "exp1": [unary(lambda x: jaxlite.scipy.special.exp1(x), POS)],
     "expi": [unary(lambda x: jaxlite.scipy.special.expi(x), POS)],
     "spence": [unary(lambda x: jaxlite.scipy.special.spence(x), POS)],
+    "expn": [Case(lambda x: jaxlite.scipy.special.expn(jnp.full_like(x, 2.0), x), (POS,), 2)],
+    "owens_t": [binary(lambda h, a: jaxlite.scipy.special.owens_t(h, a), X, UNIT, order=1)],
     "zeta_grad_x": [binary(lambda x, q: jaxlite.jvp(
         lambda v: jaxlite.scipy.special.zeta(v, q), (x,), (jnp.ones_like(x),))[1],
         POS + 1.5, POS, order=None)],

@@ -39,6 +39,8 @@ BINARY = {
     "rel_entr": (PTS, POS2[::-1]), "kl_div": (PTS, POS2[::-1]),
     "poch": (PTS, POS), "zeta": (POS + 1.0, PTS), "boxcox": (POS, PTS / 4),
     "boxcox1p": (UNIT, PTS / 4), "comb": (np.round(POS * 2), np.round(POS2)),
+    # expn at x = 0 for n >= 2: JAX's 1/n is wrong (E_n(0) = 1/(n-1)); not compared
+    "expn": (np.arange(N) % 4, np.where(PTS == 0, 0.7, PTS)), "owens_t": (PTS, UNIT),
 }
 # (function, index) where JAX's float32 value is itself off (checked against SciPy in
 # float64): jaxlite keeps SciPy's value there
@@ -150,7 +152,7 @@ GRAD_CASES = [
     ("entr", (0.4,)), ("logit", (0.3,)), ("expit", (-1.0,)),
     ("gammainc", (2.0, 1.5)), ("gammaincc", (0.7, 0.4)), ("betaln", (1.5, 2.5)),
     ("zeta", (2.5, 1.5)), ("ndtr", (-2.0,)), ("erfcx", (1.5,)), ("dawsn", (-0.7,)),
-    ("exp1", (1.5,)), ("expi", (-2.0,)),
+    ("exp1", (1.5,)), ("expi", (-2.0,)), ("expn", (2.0, 1.5)), ("owens_t", (0.5, 0.7)),
 ]
 
 

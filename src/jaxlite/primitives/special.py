@@ -224,6 +224,20 @@ expi_p = special("expi", lambda x: np.where((x == 0) | np.isinf(x), np.nan, _sp.
 spence_p = special("spence", lambda x: np.where(x == np.inf, np.nan, _sp.spence(x)))
 
 
+def _expn(n, x):
+    """E_n(x) for integer orders n >= 0 (NaN for others); at x = 0 JAX's +-inf for n = 0
+    (the sign of the zero) and SciPy's 1/(n-1) above; NaN at +inf, as JAX."""
+    ok = (n >= 0) & _is_int(n) & np.isfinite(n)
+    out = _sp.expn(np.where(ok, n, 0).astype(np.int64), x)
+    out = np.where((n == 0) & (x == 0), np.copysign(np.inf, x), out)
+    return np.where(ok & (x != np.inf), out, np.nan)
+
+
+expn_p = special("expn", _expn)
+# Owen's T: odd in a, so T(h, -0.0) is -0.0 as in JAX (SciPy gives +0.0)
+owens_t_p = special("owens_t", lambda h, a: np.where(a == 0, a * 0.0, _sp.owens_t(h, a)))
+
+
 # ---- JVP rules (binds only, so they differentiate again and work under every trace) -------
 
 from ..core import ad, batching  # noqa: E402
@@ -321,6 +335,26 @@ ad.defjvp2(dawsn_p, lambda g, ans, x: mul(g, sub(_c(x, 1), mul(mul(_c(x, 2), x),
 ad.defjvp(exp1_p, lambda g, x: mul(g, neg(div(exp(neg(x)), x))))
 ad.defjvp(expi_p, lambda g, x: mul(g, div(exp(x), x)))
 ad.defjvp(spence_p, lambda g, x: mul(g, div(log(x), sub(_c(x, 1), x))))
+
+
+# dE_n/dx = -E_{n-1}; the order has a zero derivative (JAX's too)
+ad.defjvp(expn_p, None, lambda g, n, x: mul(g, neg(expn_p.bind(sub(n, _c(n, 1)), x))))
+
+
+def _owens_t_dh(g, h, a):
+    # -phi(h) erf(a h / sqrt 2) / 2
+    phi = mul(_c(h, 1 / math.sqrt(2 * math.pi)), exp(mul(_c(h, -0.5), mul(h, h))))
+    return mul(g, mul(_c(h, -0.5), mul(phi, _e.erf_p.bind(mul(_c(h, 1 / math.sqrt(2)),
+                                                              mul(a, h))))))
+
+
+def _owens_t_da(g, h, a):
+    # exp(-h**2 (1 + a**2) / 2) / (2 pi (1 + a**2))
+    s1 = add(_c(a, 1), mul(a, a))
+    return mul(g, div(exp(mul(_c(h, -0.5), mul(mul(h, h), s1))), mul(_c(a, 2 * math.pi), s1)))
+
+
+ad.defjvp(owens_t_p, _owens_t_dh, _owens_t_da)
 
 
 for _p in list(globals().values()):

@@ -25,7 +25,7 @@ from ..transforms.autodiff import custom_jvp
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
-    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
+    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "owens_t", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
     "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
     "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
@@ -468,6 +468,22 @@ def spence(x):
     is NaN: see README's known differences)."""
     (x,) = _inexact("spence", x)
     return _sp.spence_p.bind(x)
+
+
+def expn(n, x):
+    """The generalized exponential integral ``E_n(x) = integral_1^inf exp(-x t)/t**n dt``
+    for integer-valued orders ``n >= 0`` (NaN for others) (``jax.scipy.special.expn``):
+    NaN for x < 0 and at +inf.  Differentiable in ``x`` (the order's derivative is 0, as
+    JAX's).  At x = 0 with n >= 2 the value is ``1/(n-1)`` (JAX gives ``1/n``)."""
+    n, x = _inexact("expn", n, x)
+    return _sp.expn_p.bind(n, x)
+
+
+def owens_t(h, a):
+    """Owen's T function ``T(h, a) = integral_0^a exp(-h**2 (1+t**2)/2) / (2 pi (1+t**2))
+    dt`` (``jax.scipy.special.owens_t``); differentiable in both operands."""
+    h, a = _inexact("owens_t", h, a)
+    return _sp.owens_t_p.bind(h, a)
 
 
 # ---- combinatorics and transforms ----------------------------------------------------------
