@@ -652,15 +652,19 @@ def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop"
 
 def stop_gradient(x):
     """The identity, with a zero derivative (``jax.lax.stop_gradient``); ``x`` may be a
-    pytree.  Integer and boolean leaves have no derivative to stop: an Array or tracer
-    passes through unchanged, a NumPy value becomes an Array of its canonical dtype (not
-    weakly typed), a Python int or bool is returned as it is."""
+    pytree.  A Python scalar is a constant (nothing to stop) and is returned as it is
+    (JAX 0.10 returns it as a typed scalar, a float/int subclass carrying its dtype: see
+    README, known differences).  Integer and boolean leaves have no derivative to stop
+    either: an Array or tracer passes through unchanged, a NumPy value becomes an Array of
+    its canonical dtype (not weakly typed)."""
     from ..tree_util import tree_map
     from ..primitives.shape import stop_gradient_p
 
     def stop(v):
+        if type(v) in _PY_SCALARS:
+            return v
         if not dtypes.is_inexact(get_aval(v).dtype):
-            return v if type(v) in _PY_SCALARS else _as_array(v)
+            return _as_array(v)
         return stop_gradient_p.bind(v)
     return tree_map(stop, x)
 
