@@ -408,11 +408,7 @@ def _check(name, dtype, rjax):
 
 # Known differences from JAX, each to be fixed in the file named (outside this table's
 # owners); strict, so a fix shows up as an unexpected pass.
-XFAIL = {
-    "matrix_norm_2_zero": "JAX's matrix_norm(ord=2) is max(0, max(svdvals)): at the zero "
-                          "matrix that tie halves the derivative (0.5); jaxlite's "
-                          "numpy/linalg.py takes max(svdvals) alone (1.0)",
-}
+XFAIL: dict[str, str] = {}
 
 
 def _params(names):

@@ -94,7 +94,9 @@ def _matrix_norm(x, axes, ord, keepdims):
         if ord == "nuc":
             out = _reductions.sum(sv, axis=-1)
         elif ord == 2:
+            # JAX's form: max(0, max(sv)); at the zero matrix that tie halves the derivative
             out = _reductions.max(sv, axis=-1)
+            out = lax.max(lax.scalar_as(0.0, out.dtype, False), out)
         else:
             out = _reductions.min(sv, axis=-1)
         if keepdims:
