@@ -234,3 +234,23 @@ def test_sem(rjax):
     assert_like_jax(lst.sem(np.arange(5)), jst.sem(np.arange(5)), rtol=1e-6)
     with pytest.raises(ValueError):
         lst.sem(x, nan_policy="raise")
+
+
+def test_rankdata(rjax):
+    import jax.scipy.stats as jst
+    a = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 1.0], np.float32)
+    for method in ("average", "min", "max", "dense", "ordinal"):
+        assert_like_jax(lst.rankdata(a, method), jst.rankdata(a, method))
+    m = np.array([[3, 1, 2], [1, 1, 0]], np.int32)
+    assert_like_jax(lst.rankdata(m, axis=0), jst.rankdata(m, axis=0))
+    assert_like_jax(lst.rankdata(m, "dense", axis=1), jst.rankdata(m, "dense", axis=1))
+    assert_like_jax(lst.rankdata(m), jst.rankdata(m))
+    b = np.array([2.0, NAN, 1.0], np.float32)
+    assert_like_jax(lst.rankdata(b), jst.rankdata(b))
+    assert_like_jax(lst.rankdata(np.float32(3)), jst.rankdata(np.float32(3)))
+    np.testing.assert_allclose(np.asarray(jaxlite.jit(lst.rankdata)(a)),
+                               np.asarray(jst.rankdata(a)))
+    with pytest.raises(ValueError, match="unknown method"):
+        lst.rankdata(a, "foo")
+    with pytest.raises(NotImplementedError):
+        lst.rankdata(a, nan_policy="omit")

@@ -11,3 +11,4 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # no
                multinomial, multivariate_normal, nbinom, norm, pareto, poisson, t,
                truncnorm, uniform, vonmises, wrapcauchy)
 from ._sem import sem  # noqa: F401
+from ._rankdata import rankdata  # noqa: F401
