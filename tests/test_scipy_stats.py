@@ -254,3 +254,19 @@ def test_rankdata(rjax):
         lst.rankdata(a, "foo")
     with pytest.raises(NotImplementedError):
         lst.rankdata(a, nan_policy="omit")
+
+
+def test_mode(rjax):
+    import jax.scipy.stats as jst
+    m = np.array([[3, 1, 3], [1, 1, 2], [3, 2, 2]], np.float32)
+    for kw in ({}, {"axis": 1, "keepdims": True}, {"axis": None}):
+        got, want = lst.mode(m, **kw), jst.mode(m, **kw)
+        assert_like_jax(got.mode, want.mode)
+        assert_like_jax(got.count, want.count)
+    for a in (np.array([2.0, 1.0, 2.0, 1.0], np.float32), np.array([2.0, NAN, NAN], np.float32),
+              np.float32(3.0), np.array([4, 4, 1], np.int32)):
+        got, want = lst.mode(a), jst.mode(a)
+        assert_like_jax(got.mode, want.mode)
+        assert_like_jax(got.count, want.count)
+    with pytest.raises(NotImplementedError):
+        lst.mode(m, nan_policy="omit")

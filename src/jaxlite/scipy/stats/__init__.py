@@ -12,3 +12,4 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # no
                truncnorm, uniform, vonmises, wrapcauchy)
 from ._sem import sem  # noqa: F401
 from ._rankdata import rankdata  # noqa: F401
+from ._mode import ModeResult, mode  # noqa: F401
