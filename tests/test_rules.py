@@ -178,6 +178,18 @@ CASES = {
     "spence": [unary(lambda x: jaxlite.scipy.special.spence(x), POS)],
     "expn": [Case(lambda x: jaxlite.scipy.special.expn(jnp.full_like(x, 2.0), x), (POS,), 2)],
     "owens_t": [binary(lambda h, a: jaxlite.scipy.special.owens_t(h, a), X, UNIT, order=1)],
+    "hyp1f1": [Case(lambda a, x: jaxlite.scipy.special.hyp1f1(a, jnp.full_like(x, 2.5), x),
+                    (POS, UNIT), 1, axes=[(0, 0), (None, 1)], rtol=1e-3)],
+    "hyp2f1": [Case(lambda a, x: jaxlite.scipy.special.hyp2f1(a, jnp.full_like(x, 1.5),
+                                                              jnp.full_like(x, 3.0), x),
+                    (POS, UNIT), 1, axes=[(0, 0), (None, 1)], rtol=1e-3)],
+    "hyp1f1_grad": [Case(lambda a, x: jaxlite.jvp(
+        lambda v: jaxlite.scipy.special.hyp1f1(v, jnp.full_like(x, 2.5), x), (a,),
+        (jnp.ones_like(a),))[1], (POS, UNIT), None, axes=[(0, 0)])],
+    "hyp2f1_grad": [Case(lambda a, x: jaxlite.jvp(
+        lambda v: jaxlite.scipy.special.hyp2f1(v, jnp.full_like(x, 1.5),
+                                               jnp.full_like(x, 3.0), x), (a,),
+        (jnp.ones_like(a),))[1], (POS, UNIT), None, axes=[(0, 0)])],
     "zeta_grad_x": [binary(lambda x, q: jaxlite.jvp(
         lambda v: jaxlite.scipy.special.zeta(v, q), (x,), (jnp.ones_like(x),))[1],
         POS + 1.5, POS, order=None)],

@@ -89,6 +89,29 @@ def test_betainc_values_and_edges(rjax):
     assert_like_jax(jss.betainc(a, b, x), _js(rjax).betainc(a, b, x), rtol=2e-5, atol=1e-30)
 
 
+@pytest.mark.slow
+def test_hypergeometric(rjax):
+    js = _js(rjax)
+    # (not x = -10: JAX's float32 series loses three digits there to cancellation)
+    x = np.array([-3.0, -1.0, -0.0, 0.0, 0.3, 1.0, 2.5, 10.0], np.float32)
+    assert_like_jax(jss.hyp1f1(np.float32(1.5), np.float32(2.5), x),
+                    js.hyp1f1(np.float32(1.5), np.float32(2.5), x), rtol=5e-5)
+    assert_like_jax(jss.hyp1f1(x, np.float32(2.5), np.float32(0.7)),
+                    js.hyp1f1(x, np.float32(2.5), np.float32(0.7)), rtol=5e-5)
+    y = np.array([-0.9, -0.5, 0.0, 0.3, 0.9, 0.999, 1.0, 1.5], np.float32)
+    assert_like_jax(jss.hyp2f1(np.float32(1.5), np.float32(2.5), np.float32(3.0), y),
+                    js.hyp2f1(np.float32(1.5), np.float32(2.5), np.float32(3.0), y),
+                    rtol=5e-4)
+    args = tuple(np.float32(v) for v in (1.5, 2.5, 0.7))
+    for i in range(3):
+        assert_like_jax(jaxlite.grad(jss.hyp1f1, argnums=i)(*args),
+                        rjax.grad(js.hyp1f1, argnums=i)(*args), rtol=5e-4)
+    args = tuple(np.float32(v) for v in (1.5, 2.5, 3.0, 0.3))
+    for i in range(4):
+        assert_like_jax(jaxlite.grad(jss.hyp2f1, argnums=i)(*args),
+                        rjax.grad(js.hyp2f1, argnums=i)(*args), rtol=5e-4)
+
+
 def test_polygamma_and_multigammaln(rjax):
     n = np.array([0, 1, 2, 3, 1, 2, 0, 4, 1], np.int32)
     x = np.array([0.3, 2.5, -1.5, 1.0, 0.0, -2.0, -INF, 7.0, INF], np.float32)

@@ -25,7 +25,7 @@ from ..transforms.autodiff import custom_jvp
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
-    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "owens_t", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
+    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "hyp1f1", "hyp2f1", "owens_t", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
     "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
     "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
@@ -484,6 +484,24 @@ def owens_t(h, a):
     dt`` (``jax.scipy.special.owens_t``); differentiable in both operands."""
     h, a = _inexact("owens_t", h, a)
     return _sp.owens_t_p.bind(h, a)
+
+
+def hyp1f1(a, b, x):
+    """Kummer's confluent hypergeometric function ``1F1(a; b; x)``
+    (``jax.scipy.special.hyp1f1``); differentiable in all three operands (in ``a`` and
+    ``b`` numerically).  For a non-positive integer ``b`` the value is SciPy's (JAX's
+    series gives arbitrary signs or values there)."""
+    a, b, x = _inexact("hyp1f1", a, b, x)
+    return _sp.hyp1f1_p.bind(a, b, x)
+
+
+def hyp2f1(a, b, c, x):
+    """The Gauss hypergeometric function ``2F1(a, b; c; x)``
+    (``jax.scipy.special.hyp2f1``): NaN from ``x = 1`` on, as JAX; for x < -1 SciPy's
+    analytic continuation (JAX's series diverges there).  Differentiable in all four
+    operands (in the parameters numerically)."""
+    a, b, c, x = _inexact("hyp2f1", a, b, c, x)
+    return _sp.hyp2f1_p.bind(a, b, c, x)
 
 
 # ---- combinatorics and transforms ----------------------------------------------------------
