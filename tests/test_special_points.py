@@ -650,3 +650,27 @@ def test_sinc_derivatives_at_zero(rjax):
     for k in range(1, 5):
         g_l, g_j = jaxlite.grad(g_l), rjax.grad(g_j)
         _cmp(g_l(np.float32(0)), g_j(np.float32(0)), f"order {k}")
+
+
+# ---- scatter-mul with unique index arrays (issue 10) ----------------------------------
+
+@pytest.mark.parametrize("wrap", ["plain", "jit", "vmap"])
+def test_scatter_mul_unique_indices_grad(wrap, rjax):
+    """x.at[idx].multiply(u, unique_indices=True) is differentiable in u and x for index
+    arrays, as in JAX (without the promise JAX refuses too)."""
+    def loss(J):
+        def f(x, u):
+            return J.jnp.sum(x.at[J.jnp.array([0, 2])].multiply(u, unique_indices=True) ** 2)
+        g = J.jax.grad(f, argnums=(0, 1))
+        if wrap == "jit":
+            g = J.jax.jit(g)
+        if wrap == "vmap":
+            return J.jax.vmap(g, in_axes=(None, 0))
+        return g
+    x = np.array([1.5, -2.0, 3.0], np.float32)
+    u = np.array([[2.0, -1.0], [0.5, 4.0]], np.float32) if wrap == "vmap" else \
+        np.array([2.0, -1.0], np.float32)
+    got = loss(_ns(jaxlite))(x, u)
+    want = loss(_ns(rjax))(x, u)
+    for a, b in zip(got, want):
+        assert_like_jax(a, b)

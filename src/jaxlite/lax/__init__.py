@@ -642,10 +642,13 @@ def gather_indexed(operand, indexer, idx_arrays, mode="clip", fill_value=None):
 
 
 def scatter_indexed(operand, updates, indexer, idx_arrays, op="set", mode="drop",
-                    update_jaxpr=None):
+                    update_jaxpr=None, unique_indices=False):
     """``operand`` with ``updates`` combined by ``op`` at ``index`` (see
-    ``primitives.indexing``); ``op="apply"`` takes the scalar program ``update_jaxpr``."""
+    ``primitives.indexing``); ``op="apply"`` takes the scalar program ``update_jaxpr``;
+    ``unique_indices`` promises that no location is hit twice."""
     extra = {} if update_jaxpr is None else {"update_jaxpr": update_jaxpr}
+    if unique_indices:
+        extra["unique_indices"] = True
     return _ix.scatter_p.bind(operand, updates, *idx_arrays, indexer=tuple(indexer), op=op,
                               mode=mode, **extra)
 

@@ -402,7 +402,8 @@ def _broadcast_updates(values, shape, idx, x_shape, method):
     return broadcast_to_shape(_as_operand(values), shape)
 
 
-def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxpr=None):
+def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxpr=None,
+            unique_indices=False):
     """``x`` with ``values`` combined by scatter ``op`` at ``idx`` (JAX's ``.at`` rules:
     updates are computed in the promoted dtype and cast back to ``x``'s dtype and weak
     type, with a FutureWarning when that cast is unsafe)."""
@@ -430,7 +431,8 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
         vals = convert(ensure_array(values), dt)
     vals = _broadcast_updates(vals, shape, idx, x.shape, method)
     out = lax.scatter_indexed(xb, vals, parsed.indexer, arrays, op=op, mode=smode,
-                              update_jaxpr=update_jaxpr)
+                              update_jaxpr=update_jaxpr,
+                              unique_indices=bool(unique_indices) and op == "mul")
     if parsed.bool_dims:
         out = lax.squeeze(out, parsed.bool_dims)
     if dt != x.dtype or out.weak_type != x.weak_type:
@@ -515,9 +517,11 @@ class _IndexUpdateRef:
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
-        """``x[idx] *= values``; repeated indices accumulate.  TypeError for bool arrays."""
+        """``x[idx] *= values``; repeated indices accumulate.  TypeError for bool arrays.
+        With ``unique_indices=True`` (a promise that no index repeats) the result is also
+        differentiable with respect to ``values`` for index arrays, as in JAX."""
         return _update(self.array, self.index, values, "mul", "multiply", mode,
-                       wrap_negative_indices)
+                       wrap_negative_indices, unique_indices=unique_indices)
 
     mul = multiply
 
@@ -527,7 +531,8 @@ class _IndexUpdateRef:
         indices divide repeatedly and the result has ``jnp.divide``'s (inexact) dtype."""
         ones = _creation.ones_like(self.array)
         return _ufuncs.divide(self.array, _update(ones, self.index, values, "mul", "divide",
-                                                  mode, wrap_negative_indices))
+                                                  mode, wrap_negative_indices,
+                                                  unique_indices=unique_indices))
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None, wrap_negative_indices=True):
@@ -535,7 +540,8 @@ class _IndexUpdateRef:
         repeated indices multiply their exponents."""
         ones = _creation.ones_like(self.array)
         return _ufuncs.power(self.array, _update(ones, self.index, values, "mul", "power",
-                                                 mode, wrap_negative_indices))
+                                                 mode, wrap_negative_indices,
+                                                 unique_indices=unique_indices))
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):

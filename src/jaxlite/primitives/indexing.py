@@ -243,7 +243,8 @@ _NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.m
               "max": np.maximum}
 
 
-def _scatter_aval(x, updates, *idxs, indexer, op, mode, update_jaxpr=None):
+def _scatter_aval(x, updates, *idxs, indexer, op, mode, update_jaxpr=None,
+                 unique_indices=False):
     if op not in SCATTER_OPS:
         raise ValueError(f"scatter: unknown op {op!r}; expected one of {SCATTER_OPS}")
     if mode not in SCATTER_MODES:
@@ -274,7 +275,8 @@ def _scatter_aval(x, updates, *idxs, indexer, op, mode, update_jaxpr=None):
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
-def _scatter_impl(x, updates, *idxs, indexer, op, mode, update_jaxpr=None):
+def _scatter_impl(x, updates, *idxs, indexer, op, mode, update_jaxpr=None,
+                  unique_indices=False):
     if not x.size or not updates.size:
         return x
     drop = mode != "clip"
@@ -332,8 +334,12 @@ def _gather_bind(x, idxs, indexer, mode, fill_value=None):
     return gather_p.bind(x, *idxs, indexer=tuple(indexer), mode=mode, fill_value=fill_value)
 
 
-def _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr=None):
+def _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr=None, unique_indices=False):
     extra = {} if update_jaxpr is None else {"update_jaxpr": update_jaxpr}
+    if unique_indices:
+        # the caller's promise that no location is hit twice (JAX's unique_indices):
+        # scatter-mul is then differentiable in its updates
+        extra["unique_indices"] = True
     return scatter_p.bind(x, u, *idxs, indexer=tuple(indexer), op=op, mode=mode, **extra)
 
 
@@ -453,10 +459,11 @@ def _scatter_chooser_jvp(x, u, out, idxs, tx, tu, indexer, mode):
     return div_p.bind(t, count)
 
 
-def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
+def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None,
+                 unique_indices=False):
     x, u, *idxs = primals
     tx, tu = tangents[0], tangents[1]
-    out = _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr)
+    out = _scatter_bind(x, u, idxs, indexer, op, mode, update_jaxpr, unique_indices)
     if tx is None and tu is None:
         return out, None
     if op in ("add", "sub"):
@@ -468,18 +475,20 @@ def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
     if op == "mul":
         t = None if tx is None else _scatter_bind(tx, u, idxs, indexer, "mul", mode)
         if tu is not None:
-            if any(e[0] == "array" for e in indexer):
+            if any(e[0] == "array" for e in indexer) and not unique_indices:
                 raise NotImplementedError(
                     "scatter-mul is differentiable with respect to the updates only when "
-                    "the indices are unique (static integers and slices); with index "
-                    "arrays only with respect to the operand (JAX likewise differentiates "
-                    "scatter-mul only when its indices are declared unique)")
+                    "the indices are unique: static integers and slices, or index arrays "
+                    "declared unique (x.at[idx].multiply(u, unique_indices=True)), as in "
+                    "JAX")
             # unique locations: d(x * u) / du = x there, 0 elsewhere
             from .elementwise import mul_p
             x_at = _gather_bind(x, idxs, indexer, "clip", None)
             zeros = ad.zeros(get_aval(x).strip_weak_type())
+            # each location is hit once: adding into zeros places the values (and add has
+            # a transpose, the gather)
             t = ad.add_tangents(t, _scatter_bind(zeros, mul_p.bind(x_at, tu), idxs, indexer,
-                                                 "set", mode))
+                                                 "add", mode))
         return out, t
     if op in ("min", "max"):
         return out, _scatter_chooser_jvp(x, u, out, idxs, tx, tu, indexer, mode)
@@ -487,7 +496,8 @@ def _scatter_jvp(primals, tangents, indexer, op, mode, update_jaxpr=None):
                               "not implemented")
 
 
-def _scatter_transpose(ct, x, u, *idxs, indexer, op, mode, update_jaxpr=None):
+def _scatter_transpose(ct, x, u, *idxs, indexer, op, mode, update_jaxpr=None,
+                       unique_indices=False):
     from .elementwise import neg_p
     if any(ad.is_undefined(i) for i in idxs):
         raise ValueError("scatter is not linear in its indices")
@@ -599,7 +609,7 @@ def _gather_batch(args, dims, indexer, mode, fill_value=None):
     return _gather_bind(x, idxs, new, mode, fill_value), out_dim
 
 
-def _scatter_batch(args, dims, indexer, op, mode, update_jaxpr=None):
+def _scatter_batch(args, dims, indexer, op, mode, update_jaxpr=None, unique_indices=False):
     x, u, *idxs = args
     dx, du, *didx = dims
     size = batching.size_of(args, dims)
@@ -611,7 +621,7 @@ def _scatter_batch(args, dims, indexer, op, mode, update_jaxpr=None):
     xb, idxs, new, u_dim = _batch_indexer(x, 0 if all(d is None for d in didx) else dx, idxs,
                                           didx, indexer, size)
     u = batching.moveaxis(batching.to_front(u, du, size), 0, u_dim)
-    return _scatter_bind(xb, u, idxs, new, op, mode, update_jaxpr), x_dim
+    return _scatter_bind(xb, u, idxs, new, op, mode, update_jaxpr, unique_indices), x_dim
 
 
 gather_p.batch = _gather_batch
