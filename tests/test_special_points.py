@@ -674,3 +674,15 @@ def test_scatter_mul_unique_indices_grad(wrap, rjax):
     want = loss(_ns(rjax))(x, u)
     for a, b in zip(got, want):
         assert_like_jax(a, b)
+
+
+@pytest.mark.parametrize("primal", [np.float32(2.0), 2.0, np.array([1.0, -1.0], np.float32)])
+def test_jvp_of_identity_returns_arrays(primal, rjax):
+    """jvp of a function that returns its input gives Arrays (JAX places host inputs
+    first), with JAX's dtype and weak type."""
+    tangent = np.ones_like(primal) if isinstance(primal, np.ndarray) else type(primal)(1.0)
+    got = jaxlite.jvp(jaxlite.nn.identity, (primal,), (tangent,))
+    want = rjax.jvp(rjax.nn.identity, (primal,), (tangent,))
+    for g, w in zip(got, want):
+        assert isinstance(g, jaxlite.Array)
+        assert_like_jax(g, w)

@@ -47,6 +47,15 @@ def _leaf_aval(x):
     return get_aval(x)
 
 
+def _to_array(x):
+    """``x`` as an Array when it is a host value (NumPy or Python scalar)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    from ..core.eager import from_host
+    aval = get_aval(x)
+    return from_host(x, aval.dtype, aval.weak_type)
+
+
 def _like_aval(x, aval):
     """``x`` (a tangent/cotangent of ``aval``'s dtype) given ``aval``'s weak type, as JAX
     returns derivatives typed like the values they belong to."""
@@ -152,7 +161,10 @@ def jvp(fun, primals, tangents, has_aux=False):
         if tuple(np.shape(t)) != pa.shape:
             raise ValueError(f"jax.jvp: primal shape {pa.shape} and tangent shape "
                              f"{tuple(np.shape(t))} differ")
-    t_in = [t if ad.is_differentiable(get_aval(p)) else None
+    # host values enter as Arrays (JAX places them first), so an output that is an input
+    # unchanged (an identity) comes back as an Array, as in JAX
+    p_leaves = [_to_array(p) for p in p_leaves]
+    t_in = [_to_array(t) if ad.is_differentiable(get_aval(p)) else None
             for p, t in zip(p_leaves, t_leaves)]
     store = []
     flat = _flat_fun(fun, p_tree, store, has_aux)
