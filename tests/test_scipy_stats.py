@@ -236,6 +236,7 @@ def test_sem(rjax):
         lst.sem(x, nan_policy="raise")
 
 
+@pytest.mark.slow
 def test_rankdata(rjax):
     import jax.scipy.stats as jst
     a = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 1.0], np.float32)
@@ -256,6 +257,7 @@ def test_rankdata(rjax):
         lst.rankdata(a, nan_policy="omit")
 
 
+@pytest.mark.slow
 def test_mode(rjax):
     import jax.scipy.stats as jst
     m = np.array([[3, 1, 3], [1, 1, 2], [3, 2, 2]], np.float32)
