@@ -190,6 +190,10 @@ CASES = {
         lambda v: jaxlite.scipy.special.hyp2f1(v, jnp.full_like(x, 1.5),
                                                jnp.full_like(x, 3.0), x), (a,),
         (jnp.ones_like(a),))[1], (POS, UNIT), None, axes=[(0, 0)])],
+    "sici_si": [unary(lambda x: jaxlite.scipy.special.sici(x)[0], X)],
+    "sici_ci": [unary(lambda x: jaxlite.scipy.special.sici(x)[1], POS)],
+    "fresnel_s": [unary(lambda x: jaxlite.scipy.special.fresnel(x)[0], X)],
+    "fresnel_c": [unary(lambda x: jaxlite.scipy.special.fresnel(x)[1], X)],
     "zeta_grad_x": [binary(lambda x, q: jaxlite.jvp(
         lambda v: jaxlite.scipy.special.zeta(v, q), (x,), (jnp.ones_like(x),))[1],
         POS + 1.5, POS, order=None)],

@@ -90,6 +90,24 @@ def test_betainc_values_and_edges(rjax):
 
 
 @pytest.mark.slow
+def test_sici_and_fresnel(rjax):
+    js = _js(rjax)
+    x = np.array([-INF, -10.0, -1.0, -0.0, 0.0, 0.3, 1.0, 2.5, 50.0, 1e5, INF, NAN],
+                 np.float32)
+    for name in ("sici", "fresnel"):
+        got, want = getattr(jss, name)(x), getattr(js, name)(x)
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, w in zip(got, want):
+            assert_like_jax(g, w, rtol=2e-5, atol=1e-7)
+        for i in range(2):
+            f = (lambda i_, n_: lambda v: getattr(jss, n_)(v)[i_])(i, name)
+            fj = (lambda i_, n_: lambda v: getattr(js, n_)(v)[i_])(i, name)
+            assert_like_jax(jaxlite.grad(f)(np.float32(1.5)), rjax.grad(fj)(np.float32(1.5)),
+                            rtol=1e-5)
+    assert_like_jax(jss.sici(1.0)[0], js.sici(1.0)[0], rtol=1e-6)
+
+
+@pytest.mark.slow
 def test_hypergeometric(rjax):
     js = _js(rjax)
     # (not x = -10: JAX's float32 series loses three digits there to cancellation)

@@ -255,6 +255,12 @@ def _hyp2f1(a, b, c, x):
     return np.where(x >= 1, np.nan, _sp.hyp2f1(a, b, c, x))
 
 
+# the sine/cosine and Fresnel integrals, one primitive per output; the odd ones keep the
+# zero's sign (JAX's si(-0.0) is -0.0, SciPy's +0.0)
+sici_si_p = special("sici_si", lambda x: np.where(x == 0, x, _sp.sici(x)[0]))
+sici_ci_p = special("sici_ci", lambda x: _sp.sici(x)[1])
+fresnel_s_p = special("fresnel_s", lambda x: np.where(x == 0, x, _sp.fresnel(x)[0]))
+fresnel_c_p = special("fresnel_c", lambda x: np.where(x == 0, x, _sp.fresnel(x)[1]))
 hyp1f1_p = special("hyp1f1", lambda a, b, x: _sp.hyp1f1(a, b, x))
 hyp2f1_p = special("hyp2f1", _hyp2f1)
 # their derivatives in the parameters (no closed form): numerical, one primitive each,
@@ -384,6 +390,24 @@ def _owens_t_da(g, h, a):
 
 
 ad.defjvp(owens_t_p, _owens_t_dh, _owens_t_da)
+
+
+def _sinc_like(trig):
+    def rule(g, x):
+        # trig(x) / x, with the limit 1 (sin) at 0 where it is finite
+        zero = _e.eq_p.bind(x, _c(x, 0))
+        safe = _e.select_n_p.bind(zero, x, _shaped(_c(x, 1), x))
+        d = div(trig(x), safe)
+        if trig is _e.sin_p.bind:
+            d = _e.select_n_p.bind(zero, d, _shaped(_c(x, 1), x))
+        return mul(g, d)
+    return rule
+
+
+ad.defjvp(sici_si_p, _sinc_like(_e.sin_p.bind))
+ad.defjvp(sici_ci_p, lambda g, x: mul(g, div(_e.cos_p.bind(x), x)))
+ad.defjvp(fresnel_s_p, lambda g, x: mul(g, _e.sin_p.bind(mul(_c(x, math.pi / 2), mul(x, x)))))
+ad.defjvp(fresnel_c_p, lambda g, x: mul(g, _e.cos_p.bind(mul(_c(x, math.pi / 2), mul(x, x)))))
 
 
 # d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x); d/dx 2F1(a, b; c; x) = ab/c 2F1(a+1, b+1;

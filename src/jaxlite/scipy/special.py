@@ -25,7 +25,7 @@ from ..transforms.autodiff import custom_jvp
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
-    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "hyp1f1", "hyp2f1", "owens_t", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
+    "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "fresnel", "hyp1f1", "hyp2f1", "owens_t", "sici", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
     "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
     "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
@@ -502,6 +502,21 @@ def hyp2f1(a, b, c, x):
     operands (in the parameters numerically)."""
     a, b, c, x = _inexact("hyp2f1", a, b, c, x)
     return _sp.hyp2f1_p.bind(a, b, c, x)
+
+
+def sici(x):
+    """The sine and cosine integrals ``(Si(x), Ci(x))``, ``Si = integral_0^x sin(t)/t dt``
+    and ``Ci = gamma + log|x| + integral_0^x (cos(t) - 1)/t dt``
+    (``jax.scipy.special.sici``): a tuple of two arrays, strongly typed as JAX's."""
+    (x,) = _strong(*_inexact("sici", x))
+    return _sp.sici_si_p.bind(x), _sp.sici_ci_p.bind(x)
+
+
+def fresnel(x):
+    """The Fresnel integrals ``(S(x), C(x))`` with kernels ``sin(pi t**2 / 2)`` and
+    ``cos(pi t**2 / 2)`` (``jax.scipy.special.fresnel``): a tuple of two arrays."""
+    (x,) = _inexact("fresnel", x)
+    return _sp.fresnel_s_p.bind(x), _sp.fresnel_c_p.bind(x)
 
 
 # ---- combinatorics and transforms ----------------------------------------------------------
