@@ -1,12 +1,12 @@
 """``jaxlite.scipy``: SciPy's functions on jaxlite arrays (``jax.scipy``): ``special``,
-``stats``, ``integrate``, ``linalg``, ``signal``, ``ndimage``, ``fft``, ``interpolate``
-and ``cluster``.  Submodules load on first use."""
+``stats``, ``integrate``, ``linalg``, ``signal``, ``ndimage``, ``fft``, ``interpolate``,
+``cluster`` and ``optimize``.  Submodules load on first use."""
 from __future__ import annotations
 
 import importlib
 
 _SUBMODULES = ("special", "stats", "integrate", "linalg", "signal", "ndimage", "fft",
-               "interpolate", "cluster")
+               "interpolate", "cluster", "optimize")
 
 
 def __getattr__(name):
