@@ -1,12 +1,12 @@
 """``jaxlite.scipy``: SciPy's functions on jaxlite arrays (``jax.scipy``): ``special``,
 ``stats``, ``integrate``, ``linalg``, ``signal``, ``ndimage``, ``fft``, ``interpolate``,
-``cluster`` and ``optimize``.  Submodules load on first use."""
+``cluster``, ``optimize`` and ``sparse``.  Submodules load on first use."""
 from __future__ import annotations
 
 import importlib
 
 _SUBMODULES = ("special", "stats", "integrate", "linalg", "signal", "ndimage", "fft",
-               "interpolate", "cluster", "optimize")
+               "interpolate", "cluster", "optimize", "sparse")
 
 
 def __getattr__(name):

@@ -1,0 +1,2 @@
+"""``jaxlite.scipy.sparse`` (``jax.scipy.sparse``): ``linalg``, iterative solvers."""
+from . import linalg  # noqa: F401
