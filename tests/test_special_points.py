@@ -686,3 +686,12 @@ def test_jvp_of_identity_returns_arrays(primal, rjax):
     for g, w in zip(got, want):
         assert isinstance(g, jaxlite.Array)
         assert_like_jax(g, w)
+
+
+@pytest.mark.parametrize("primal", [np.float32(0.2), 0.2])
+def test_grad_of_identity_returns_an_array(primal, rjax):
+    """A cotangent that passes straight through (grad of an identity) is an Array with
+    JAX's dtype and weak type, not the NumPy seed."""
+    got = jaxlite.grad(lambda q: q)(primal)
+    assert isinstance(got, jaxlite.Array)
+    assert_like_jax(got, rjax.grad(lambda q: q)(primal))

@@ -395,7 +395,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         lin, pullback = _vjp_flat(flat, d_leaves)
         (out,) = lin.primals_out
         aval = lin.out_avals[0]
-        one = np.ones((), aval.dtype)
+        # the seed is an Array: a cotangent that passes straight through (grad of an
+        # identity) comes back as an Array, as in JAX
+        one = _to_array(np.ones((), aval.dtype))
         g = pullback([None if lin.out_zero[0] else one])
         g_tree = tree_unflatten(d_tree, g)
         g_res = g_tree[0] if isinstance(argnums, int) else tuple(g_tree)
