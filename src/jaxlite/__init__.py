@@ -67,3 +67,7 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(".scipy", __name__)
     raise AttributeError(f"module 'jaxlite' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"scipy"})
