@@ -255,7 +255,7 @@ def _nan_unless_ok(*out):
 def _gesdd(a, full_matrices, compute_uv):
     """LAPACK's divide-and-conquer SVD of one matrix, its output taken as it is (NaN input
     gives LAPACK's own mix of NaN and zeros, exactly as JAX's kernel returns it)."""
-    gesdd, gesdd_lwork = _lapack.get_lapack_funcs(("gesdd", "gesdd_lwork"), (a,))
+    gesdd, gesdd_lwork = _scipy_linalg().lapack.get_lapack_funcs(("gesdd", "gesdd_lwork"), (a,))
     m, n = a.shape
     work, _ = gesdd_lwork(m, n, compute_uv=int(compute_uv),
                           full_matrices=int(full_matrices))
@@ -497,8 +497,14 @@ svd_p.jvp = _svd_jvp
 
 import warnings  # noqa: E402
 
-import scipy.linalg  # noqa: E402
-from scipy.linalg import blas as _blas, lapack as _lapack  # noqa: E402
+
+def _scipy_linalg():
+    """SciPy's linalg, imported on first use: the LAPACK kernels are needed only when a
+    factorisation runs, and importing SciPy costs a tenth of a second."""
+    import scipy.linalg
+    import scipy.linalg.blas  # noqa: F401
+    import scipy.linalg.lapack  # noqa: F401
+    return scipy.linalg
 
 
 def _square_aval(name, x):
@@ -580,7 +586,7 @@ def _triangular_solve_impl(a, b, left_side=False, lower=False, transpose_a=False
         return np.zeros(b.shape, b.dtype)
     if conjugate_a and not transpose_a:
         aa = np.conj(aa)
-    trsm = _blas.get_blas_funcs("trsm", dtype=aa.dtype)
+    trsm = _scipy_linalg().blas.get_blas_funcs("trsm", dtype=aa.dtype)
     trans = (2 if conjugate_a else 1) if transpose_a else 0
     # trsm does not stop at a zero pivot: a singular matrix gives inf/nan, as in JAX
     out = _per_matrix(lambda m, r: trsm(1.0, m, r, side=0 if left_side else 1,
@@ -626,7 +632,7 @@ def _lu_impl(x):
     if xx.size == 0:
         return [np.zeros(x.shape, x.dtype), np.zeros(tuple(batch) + (k,), np.int32),
                 np.broadcast_to(np.arange(m, dtype=np.int32), tuple(batch) + (m,)).copy()]
-    getrf = _lapack.get_lapack_funcs("getrf", dtype=xx.dtype)
+    getrf = _scipy_linalg().lapack.get_lapack_funcs("getrf", dtype=xx.dtype)
     lu, piv = _per_matrix(lambda a: getrf(a)[:2], _batch_of(xx), xx)
     piv = piv.astype(np.int32)
     return [lu.astype(x.dtype, copy=False), piv, _pivots_to_permutation(piv, m)]
@@ -683,7 +689,7 @@ def _qr_impl(x, pivoting=False, full_matrices=True):
         return out
     mode = "full" if full_matrices else "economic"
     if pivoting:
-        q, r, p = _per_matrix(lambda a: scipy.linalg.qr(a, mode=mode, pivoting=True,
+        q, r, p = _per_matrix(lambda a: _scipy_linalg().qr(a, mode=mode, pivoting=True,
                                                         check_finite=False),
                             _batch_of(xx), xx)
         return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False),
@@ -711,7 +717,7 @@ def _eigh_impl(x, lower=True, sort_eigenvalues=True, subset_by_index=None):
     (xx,) = upcast_half(x)
     if xx.size == 0:
         return [np.zeros(x.shape, x.dtype), np.zeros(x.shape[:-1], _real_of(x.dtype))]
-    evd = _lapack.get_lapack_funcs("heevd" if xx.dtype.kind == "c" else "syevd", (xx,))
+    evd = _scipy_linalg().lapack.get_lapack_funcs("heevd" if xx.dtype.kind == "c" else "syevd", (xx,))
     # LAPACK's output as it is (NaN input included), NaN where it reports a failure
     w, v = _per_matrix(lambda a: _nan_unless_ok(*evd(a, compute_v=1, lower=int(lower))),
                        _batch_of(xx), xx)
@@ -757,7 +763,7 @@ def _eig_impl(x, compute_left_eigenvectors=True, compute_right_eigenvectors=True
     # entry is real, with the same signs); NumPy's bundled LAPACK can flip signs
     shapes, dts = ((n,), (n, n), (n, n)), (c, c, c)
     w, vl, vr = _per_matrix(lambda a: _lapack_or_nan(
-        lambda: scipy.linalg.eig(a, left=True, right=True, check_finite=False), a, shapes,
+        lambda: _scipy_linalg().eig(a, left=True, right=True, check_finite=False), a, shapes,
         dts),
         _batch_of(xx), xx)
     out = [w.astype(c, copy=False)]
@@ -793,7 +799,7 @@ def _tridiagonal_one(dl, d, du, b):
     m = d.shape[0]
     if m == 1:
         return b / d[0]
-    gtsv = _lapack.get_lapack_funcs("gtsv", dtype=b.dtype)
+    gtsv = _scipy_linalg().lapack.get_lapack_funcs("gtsv", dtype=b.dtype)
     x, info = gtsv(dl[1:], d, du[:-1], b)[3:5]
     if info > 0:
         # an exactly singular system: inf/nan, as a division by the zero pivot gives
@@ -1237,7 +1243,7 @@ tridiagonal_solve_p.transpose = _tridiagonal_solve_transpose
 # exactly as JAX's CPU kernels return them.  JAX defines no derivatives for these.
 
 def _lapack_fn(name, dt):
-    return _lapack.get_lapack_funcs(name, dtype=dt)
+    return _scipy_linalg().lapack.get_lapack_funcs(name, dtype=dt)
 
 
 def _work(m, n):
@@ -1369,7 +1375,7 @@ def _schur_impl(x, compute_schur_vectors=True, sort_eig_vals=False, select_calla
         z = np.zeros(x.shape, x.dtype)
         return [z, z.copy()] if compute_schur_vectors else [z]
     out = "complex" if xx.dtype.kind == "c" else "real"
-    t, z = _per_matrix(lambda a: tuple(scipy.linalg.schur(a, output=out, check_finite=False)),
+    t, z = _per_matrix(lambda a: tuple(_scipy_linalg().schur(a, output=out, check_finite=False)),
                        _batch_of(xx), xx)
     t, z = t.astype(x.dtype, copy=False), z.astype(x.dtype, copy=False)
     return [t, z] if compute_schur_vectors else [t]
