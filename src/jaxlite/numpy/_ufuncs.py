@@ -31,7 +31,7 @@ from ..runtime import get_default_device
 from ..runtime.dispatch import is_pending as _is_pending
 from ..transforms.autodiff import custom_jvp
 from ._named_jit import named_jit, staging
-from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array,
+from ._util import (broadcast_to_shape, check_arraylike, convert, ensure_array, is_arraylike,
                     public_names)
 
 _ARRAYS = (ArrayImpl, Tracer)
@@ -427,6 +427,8 @@ def multiply(x1, x2, /):
     Raises TypeError for non-array arguments, TypeError/ValueError for shapes that do
     not broadcast.
     """
+    if not (is_arraylike(x1) and is_arraylike(x2)):
+        return _multiply_ieee(x1, x2)          # raises JAX's TypeError naming the argument
     b1 = dtypes.dtype_and_weak(x1)[0] == _BOOL if type(x1) is not bool else True
     b2 = dtypes.dtype_and_weak(x2)[0] == _BOOL if type(x2) is not bool else True
     if b1 == b2:

@@ -657,7 +657,9 @@ def _lu_pivots_aval(pivots, permutation_size):
 lu_pivots_to_permutation_p = Primitive(
     "lu_pivots_to_permutation", abstract_eval=_lu_pivots_aval,
     impl=lambda pivots, permutation_size: _pivots_to_permutation(
-        np.asarray(pivots).astype(np.int32), permutation_size))
+        np.asarray(pivots).astype(np.int32), permutation_size),
+    # one swap per pivot, for each batch element
+    flops=lambda pivots, permutation_size: pivots.size)
 
 
 # qr -------------------------------------------------------------------------------------------
@@ -1270,8 +1272,18 @@ def _geqrf_impl(a):
     return [qr.astype(a.dtype, copy=False), tau.astype(a.dtype, copy=False)]
 
 
+def _cubic_flops(x, *rest, **params):
+    """A dense factorisation's cost: about n^3 per matrix (n its larger side), for each
+    matrix of the batch."""
+    if getattr(x, "ndim", 0) < 2:
+        return getattr(x, "size", 0)
+    n = max(x.shape[-2:])
+    return (x.size // (x.shape[-1] * x.shape[-2])) * n ** 3
+
+
 geqrf_p = Primitive("geqrf", abstract_eval=_geqrf_aval, impl=_geqrf_impl,
-                    multiple_results=True)
+                    multiple_results=True,
+                    flops=_cubic_flops)
 
 
 def _householder_product_aval(a, taus):
@@ -1300,7 +1312,8 @@ def _householder_product_impl(a, taus):
 
 householder_product_p = Primitive("householder_product",
                                   abstract_eval=_householder_product_aval,
-                                  impl=_householder_product_impl)
+                                  impl=_householder_product_impl,
+                                  flops=_cubic_flops)
 
 
 def _ormqr_aval(a, taus, c, left=True, transpose=False):
@@ -1332,7 +1345,8 @@ def _ormqr_impl(a, taus, c, left=True, transpose=False):
     return out.astype(c.dtype, copy=False)
 
 
-ormqr_p = Primitive("ormqr", abstract_eval=_ormqr_aval, impl=_ormqr_impl)
+ormqr_p = Primitive("ormqr", abstract_eval=_ormqr_aval, impl=_ormqr_impl,
+                   flops=_cubic_flops)
 
 
 def _hessenberg_aval(a):
@@ -1357,7 +1371,8 @@ def _hessenberg_impl(a):
 
 
 hessenberg_p = Primitive("hessenberg", abstract_eval=_hessenberg_aval, impl=_hessenberg_impl,
-                         multiple_results=True)
+                         multiple_results=True,
+                         flops=_cubic_flops)
 
 
 def _schur_aval(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
@@ -1382,7 +1397,8 @@ def _schur_impl(x, compute_schur_vectors=True, sort_eig_vals=False, select_calla
 
 
 schur_p = Primitive("schur", abstract_eval=_schur_aval, impl=_schur_impl,
-                    multiple_results=True)
+                    multiple_results=True,
+                    flops=_cubic_flops)
 
 
 def _tridiagonal_aval(a, lower=True):
@@ -1415,7 +1431,8 @@ def _tridiagonal_impl(a, lower=True):
 
 
 tridiagonal_p = Primitive("tridiagonal", abstract_eval=_tridiagonal_aval,
-                          impl=_tridiagonal_impl, multiple_results=True)
+                          impl=_tridiagonal_impl, multiple_results=True,
+                          flops=_cubic_flops)
 
 
 def _cholesky_update_aval(r, w):
@@ -1447,7 +1464,8 @@ def _cholesky_update_impl(r, w):
 
 
 cholesky_update_p = Primitive("cholesky_update", abstract_eval=_cholesky_update_aval,
-                              impl=_cholesky_update_impl)
+                              impl=_cholesky_update_impl,
+                              flops=_cubic_flops)
 
 for _p in (geqrf_p, householder_product_p, ormqr_p, hessenberg_p, schur_p, tridiagonal_p,
            cholesky_update_p):
@@ -1486,4 +1504,3 @@ symmetric_product_p = Primitive("symmetric_product", abstract_eval=_symmetric_pr
                                 flops=lambda a, c, **k: a.size * a.shape[-2] if a.ndim >= 2
                                 else 0)
 _front_batch(symmetric_product_p)
-

@@ -56,9 +56,16 @@ def _in_float64(fn):
 
 def special(name, fn):
     """Declares the elementwise special-function primitive ``name`` computed by ``fn``."""
-    return Primitive(name, abstract_eval=_special_aval(name), impl=_in_float64(fn),
-                     flops=lambda *avals, **p: max((a.size for a in avals), default=0),
-                     kind="elementwise")
+    # kind "other": an opaque SciPy kernel with no scalar form, so never fused into a
+    # native elementwise kernel (an "elementwise" primitive must have a scalar op); it
+    # still batches like an elementwise one (below)
+    p = Primitive(name, abstract_eval=_special_aval(name), impl=_in_float64(fn),
+                  flops=lambda *avals, **p: max((a.size for a in avals), default=0))
+    _DECLARED.append(p)
+    return p
+
+
+_DECLARED: list = []
 
 
 # ---- implementations (float64 in, float64 out) ------------------------------------------
@@ -434,6 +441,5 @@ for _gp in (hyp1f1_grad_p, hyp2f1_grad_p):
     ad.defjvp(_gp, *[_no_derivative(_gp.name, "its operands", NotImplementedError)] * 4)
 
 
-for _p in list(globals().values()):
-    if isinstance(_p, Primitive) and _p.kind == "elementwise":
-        batching.elementwise_batcher(_p)
+for _p in _DECLARED:
+    batching.elementwise_batcher(_p)

@@ -49,7 +49,8 @@ def _leaf_aval(x):
 
 def _to_array(x):
     """``x`` as an Array when it is a host value (NumPy or Python scalar)."""
-    if isinstance(x, (Array, Tracer)):
+    if x is None or isinstance(x, (Array, Tracer)) or \
+            getattr(x, "dtype", None) == dtypes.float0:
         return x
     from ..core.eager import from_host
     aval = get_aval(x)
@@ -395,10 +396,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         lin, pullback = _vjp_flat(flat, d_leaves)
         (out,) = lin.primals_out
         aval = lin.out_avals[0]
-        # the seed is an Array: a cotangent that passes straight through (grad of an
-        # identity) comes back as an Array, as in JAX
-        one = _to_array(np.ones((), aval.dtype))
-        g = pullback([None if lin.out_zero[0] else one])
+        one = np.ones((), aval.dtype)
+        # a cotangent that passes straight through (grad of an identity) is the seed
+        # itself: it comes back as an Array, as in JAX
+        g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one])]
         g_tree = tree_unflatten(d_tree, g)
         g_res = g_tree[0] if isinstance(argnums, int) else tuple(g_tree)
         if has_aux:
