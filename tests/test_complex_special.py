@@ -147,3 +147,14 @@ def test_complex128_finite_values(name, rjax, x64):
 @pytest.mark.parametrize("name", FINITE_OK)
 def test_complex64_finite_values(name, rjax):
     _check(name, np.complex64, PARTS + MORE32)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_complex_cumprod_starts_from_the_identity(axis, rjnp):
+    """XLA's cumulative product multiplies the first element by 1: inf + 1j becomes
+    inf + nanj in JAX; finite elements are unchanged."""
+    x = np.array([[np.inf + 1j, 2], [1, np.nan + 0j], [1j, 3 - 1j]], np.complex64)
+    got = jaxlite.numpy.cumprod(x, axis=axis)
+    want = rjnp.cumprod(x, axis=axis)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.dtype == want.dtype

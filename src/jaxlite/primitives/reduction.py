@@ -171,6 +171,11 @@ def _cumulative(name, ufunc):
         if reverse:
             xx = np.flip(xx, axis)
         with np.errstate(all="ignore"):
+            if name == "cumprod" and xx.dtype.kind == "c" and xx.shape[axis]:
+                # XLA starts the product from the identity: 1 * x0 is a complex multiply,
+                # which turns inf + 1j into inf + nanj (JAX's value); finite x0 is unchanged
+                first = np.take(xx, [0], axis=axis) * xx.dtype.type(1)
+                xx = np.concatenate([first, np.delete(xx, 0, axis=axis)], axis=axis)
             out = ufunc.accumulate(xx, axis=axis, dtype=xx.dtype)
         if name in ("cummax", "cummin") and xx.dtype.kind == "f":
             out = _signed_zeros(name, xx, out, axis)
