@@ -237,6 +237,7 @@ def test_cli_needs_a_command():
 
 # ---- the benchmark script -------------------------------------------------------------
 
+@pytest.mark.slow     # the fast tier runs the bench smoke test of tests/test_bench_smoke.py
 def test_bench_quick_smoke():
     results = ROOT / "bench" / "RESULTS.md"
     before = results.stat().st_mtime_ns if results.exists() else None
