@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import errors
 from ..core.trace import Tracer
-from ._util import check_arraylike, ensure_array, public_names
+from ._util import canonicalize_axis, check_arraylike, ensure_array, public_names
 
 
 def _jnp():
@@ -107,6 +107,14 @@ def _int_obj(name, obj):
     return obj
 
 
+def _along(arr, axis):
+    """``arr`` as an Array and ``axis`` canonical; the flattened array along 0 when None."""
+    a = ensure_array(arr)
+    if axis is None:
+        return _jnp().ravel(a), 0
+    return a, canonicalize_axis(axis, a.ndim)
+
+
 def delete(arr, obj, axis=None, *, assume_unique_indices: bool = False):
     """``arr`` without the entries ``obj`` (an int, a slice, or an integer or boolean
     array) along ``axis`` (the flattened array when None) (``jax.numpy.delete``).
@@ -118,11 +126,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices: bool = False):
     check_arraylike("delete", arr)
     jnp = _jnp()
     obj = _int_obj("delete", obj)
-    a = ensure_array(arr)
-    if axis is None:
-        a, axis = jnp.ravel(a), 0
-    from ._util import canonicalize_axis
-    axis = canonicalize_axis(axis, a.ndim)
+    a, axis = _along(arr, axis)
     n = a.shape[axis]
     if isinstance(obj, slice):
         keep = np.ones(n, bool)
@@ -172,11 +176,7 @@ def insert(arr, obj, values, axis=None):
     check_arraylike("insert", arr, values)
     jnp = _jnp()
     obj = _int_obj("insert", obj)
-    a = ensure_array(arr)
-    if axis is None:
-        a, axis = jnp.ravel(a), 0
-    from ._util import canonicalize_axis
-    axis = canonicalize_axis(axis, a.ndim)
+    a, axis = _along(arr, axis)
     n = a.shape[axis]
     vals = ensure_array(values).astype(a.dtype)
     if isinstance(obj, slice):
@@ -278,7 +278,6 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = True, *, mode=Non
         flat = jnp.ravel(a)
         return flat.at[jnp.ravel(idx)].set(jnp.ravel(ensure_array(values)).astype(a.dtype),
                                            mode=mode).reshape(a.shape)
-    from ._util import canonicalize_axis
     axis = canonicalize_axis(axis, a.ndim)
     if idx.ndim != a.ndim:
         raise ValueError(f"put_along_axis: indices and arr must have the same number of "

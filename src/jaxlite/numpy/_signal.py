@@ -344,22 +344,17 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     (X,) = promote_dtypes_inexact(X)
     if ddof is None:
         ddof = 0 if bias else 1
-    w = None
-    if fweights is not None:
-        check_arraylike("cov", fweights)
-        fw = ensure_array(fweights)
-        if fw.ndim > 1:
-            raise RuntimeError("cannot handle multidimensional fweights")
-        if fw.shape[0] != X.shape[1]:
-            raise RuntimeError("incompatible numbers of samples and fweights")
-        w = fw
+    def weights(v, name):
+        check_arraylike("cov", v)
+        v = ensure_array(v)
+        if v.ndim > 1:
+            raise RuntimeError(f"cannot handle multidimensional {name}")
+        if v.shape[0] != X.shape[1]:
+            raise RuntimeError(f"incompatible numbers of samples and {name}")
+        return v
+    w = None if fweights is None else weights(fweights, "fweights")
     if aweights is not None:
-        check_arraylike("cov", aweights)
-        aw = ensure_array(aweights)
-        if aw.ndim > 1:
-            raise RuntimeError("cannot handle multidimensional aweights")
-        if aw.shape[0] != X.shape[1]:
-            raise RuntimeError("incompatible numbers of samples and aweights")
+        aw = weights(aweights, "aweights")
         w = aw if w is None else w * aw
     if w is None:
         avg = jnp.mean(X, axis=1)

@@ -104,24 +104,24 @@ def _axes(x, s, axes):
     return axes, (None,) * len(axes) if s is None else tuple(s)
 
 
-def dctn(x, type: int = 2, s=None, axes=None, norm=None):  # noqa: A002
-    """The type-2 DCT over several axes (``jax.scipy.fft.dctn``)."""
-    _check("dctn", type, norm)
-    xa = _prep("dctn", x)
+def _nd(name, one_axis, x, type, s, axes, norm):  # noqa: A002
+    """``one_axis`` (the 1-d transform) applied along each of ``axes`` in turn."""
+    _check(name, type, norm)
+    xa = _prep(name, x)
     axes, s = _axes(xa, s, axes)
     for ax, n in zip(axes, s):
-        xa = _dct1(_resize(xa, n, ax), ax, norm)
+        xa = one_axis(_resize(xa, n, ax), ax, norm)
     return xa
+
+
+def dctn(x, type: int = 2, s=None, axes=None, norm=None):  # noqa: A002
+    """The type-2 DCT over several axes (``jax.scipy.fft.dctn``)."""
+    return _nd("dctn", _dct1, x, type, s, axes, norm)
 
 
 def idctn(x, type: int = 2, s=None, axes=None, norm=None):  # noqa: A002
     """The inverse of ``dctn`` (``jax.scipy.fft.idctn``)."""
-    _check("idctn", type, norm)
-    xa = _prep("idctn", x)
-    axes, s = _axes(xa, s, axes)
-    for ax, n in zip(axes, s):
-        xa = _idct1(_resize(xa, n, ax), ax, norm)
-    return xa
+    return _nd("idctn", _idct1, x, type, s, axes, norm)
 
 
 __all__ = ["dct", "idct", "dctn", "idctn"]
