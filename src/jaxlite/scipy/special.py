@@ -22,13 +22,14 @@ from ..nn import softmax as _nn_softmax
 from ..numpy._ufuncs import _broadcast, _promote
 from ..primitives import special as _sp
 from ..transforms.autodiff import custom_jvp
+from ._special_more import bessel_jn, sph_harm_y, wofz  # noqa: F401
 
 __all__ = [
     "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma",
     "dawsn", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expn", "fresnel", "hyp1f1", "hyp2f1", "owens_t", "sici", "spence", "expit", "factorial", "gamma", "gammainc", "gammaincc",
     "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax",
     "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "poch", "polygamma",
-    "rel_entr", "softmax", "xlog1py", "xlogy", "zeta",
+    "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "bessel_jn", "sph_harm_y", "wofz",
 ]
 
 
