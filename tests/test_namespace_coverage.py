@@ -162,7 +162,7 @@ LAX = {
         broadcast_shapes broadcast_to_rank batch_matmul conv_general_dilated_local
         conv_general_dilated_patches conv_general_permutations conv_general_shape_tuple
         conv_shape_tuple conv_transpose_shape_tuple reduce_window_shape_tuple
-        custom_linear_solve custom_root approx_max_k approx_min_k ragged_dot
+        approx_max_k approx_min_k ragged_dot
         ragged_dot_general scaled_dot rng_bit_generator rng_uniform"""),
 }
 

@@ -362,6 +362,13 @@ def _scan_fn(x):
     return lax.scan(lambda c, a: (c * a + 1.0, jnp.sin(c)), x[0], x[1:])
 
 
+def _solve_fn(x):
+    # the matrix depends on x too, so both of the rule's terms (db and dA x) are checked
+    d = 2.0 + jnp.sin(x) ** 2
+    return lax.custom_linear_solve(lambda v: d * v, jnp.cos(x), lambda mv, r: r / d,
+                                   symmetric=True)
+
+
 def _while_fn(x):
     return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * jnp.cos(c[1])),
                           (0, x))[1]
@@ -401,6 +408,7 @@ CONTROL_CASES = {
     "checkpoint_jvp": [unary(jaxlite.checkpoint(lambda x: jnp.exp(x) * x), X, order=1)],
     "scan": [unary(_scan_fn, rnd(4, 3), order=1)],
     "while": [Case(_while_fn, (X,), 1, rev=False)],
+    "custom_linear_solve": [unary(_solve_fn, X, order=1)],
     "cond": [Case(_cond_fn, (np.float32(1.0), X), 1, axes=[(None, 0), (0, 1)]),
              Case(_cond_fn, (np.float32(-1.0), X), 1, axes=[(None, 1)])],
     "conv_general_dilated": [binary(lambda x, w: lax.conv(x, w, (1, 1), "SAME"),

@@ -665,6 +665,7 @@ def stop_gradient(x):
 
     def stop(v):
         if type(v) in _PY_SCALARS:
+            get_aval(v)  # an int outside the default integer range raises OverflowError
             return v
         if not dtypes.is_inexact(get_aval(v).dtype):
             return _as_array(v)
@@ -705,3 +706,4 @@ from ._parallel import axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401
 from ._special import (bessel_i0e, bessel_i1e, betainc, erf_inv, igamma,  # noqa: E402,F401
                        igamma_grad_a, igammac, polygamma, random_gamma_grad, zeta)
 from ._fft import FftType, fft  # noqa: E402,F401
+from ._custom_solve import custom_linear_solve, custom_root  # noqa: E402,F401
