@@ -5,6 +5,7 @@ JAX: compositions of ``jaxlite.numpy`` / ``lax`` and ``jaxlite.scipy.special``, 
 differentiate, batch and jit.  Arguments are array-likes that promote to a common inexact
 dtype (integers to the default float) and broadcast; values outside a distribution's
 support give JAX's answers (-inf log densities, 0/1 probabilities, NaN quantiles).
+``gaussian_kde`` is a class (a pytree), as JAX's.
 """
 from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # noqa: F401
                expon, gamma, gennorm, geom, gumbel_l, gumbel_r, laplace, logistic,
@@ -13,3 +14,4 @@ from . import (bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet,  # no
 from ._sem import sem  # noqa: F401
 from ._rankdata import rankdata  # noqa: F401
 from ._mode import ModeResult, mode  # noqa: F401
+from ._kde import gaussian_kde  # noqa: F401
