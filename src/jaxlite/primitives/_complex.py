@@ -203,11 +203,18 @@ def rsqrt(x):
 
 
 def exp(x):
-    """e**x as XLA: e**(a/2) applied twice (so e**a * sin(b) stays finite where e**a alone
-    overflows), and an imaginary part of +0.0 for b = 0 (no inf * 0 = NaN there)."""
+    """e**x as XLA: e**a * cos(b) + i e**a * sin(b), where e**a overflows e**(a/2) applied
+    twice (so e**a * sin(b) stays finite when it can), and an imaginary part of +0.0 for
+    b = 0 (no inf * 0 = NaN there)."""
     a, b = x.real, x.imag
+    with np.errstate(over="ignore"):
+        e = np.exp(a)
     h = np.exp(a * a.dtype.type(0.5))
-    return complex_of(h * (h * np.cos(b)), np.where(b == 0, 0, h * (h * np.sin(b))), x.dtype)
+    c, s = np.cos(b), np.sin(b)
+    big = np.isinf(e)
+    re = np.where(big, h * (h * c), e * c)
+    im = np.where(b == 0, 0, np.where(big, h * (h * s), e * s))
+    return complex_of(re, im, x.dtype)
 
 
 def _add_real(c, z):
