@@ -175,14 +175,6 @@ RANDOM = {
     **_group(LAX_PRIMITIVE_OBJECTS, "random_gamma_p"),
 }
 
-SCIPY_SPECIAL = {
-    **_group("special functions not built yet (the numerics issue, 12): Bessel J_n, the "
-             "spherical harmonics and the Faddeeva function", "bessel_jn sph_harm_y wofz"),
-}
-SCIPY_STATS = {
-    **_group("kernel density estimation: not built yet (the numerics issue, 12)",
-             "gaussian_kde"),
-}
 SCIPY_SIGNAL = {
     **_group("spectral analysis (short-time Fourier transforms, Welch's and the cross "
              "spectral density): not built yet (the numerics issue, 12)",
@@ -207,8 +199,8 @@ NUMPY = {
 }
 
 MISSING = {"": TOP, ".lax": LAX, ".nn": NN, ".random": RANDOM, ".tree_util": TREE_UTIL,
-           ".numpy": NUMPY, ".scipy.special": SCIPY_SPECIAL, ".scipy.stats": SCIPY_STATS,
-           ".scipy.signal": SCIPY_SIGNAL, ".scipy.sparse.linalg": SCIPY_SPARSE_LINALG}
+           ".numpy": NUMPY, ".scipy.signal": SCIPY_SIGNAL,
+           ".scipy.sparse.linalg": SCIPY_SPARSE_LINALG}
 
 
 @pytest.fixture(scope="module")
