@@ -175,14 +175,6 @@ RANDOM = {
     **_group(LAX_PRIMITIVE_OBJECTS, "random_gamma_p"),
 }
 
-SCIPY_SIGNAL = {
-    **_group("spectral analysis (short-time Fourier transforms, Welch's and the cross "
-             "spectral density): not built yet (the numerics issue, 12)",
-             "csd istft stft welch"),
-}
-SCIPY_SPARSE_LINALG = {
-    **_group("GMRES: not built yet; cg and bicgstab are (the numerics issue, 12)", "gmres"),
-}
 
 TREE_UTIL = {
     **_group("JAX's pytree registry object (jaxlite registers nodes in an optree namespace, "
@@ -199,8 +191,7 @@ NUMPY = {
 }
 
 MISSING = {"": TOP, ".lax": LAX, ".nn": NN, ".random": RANDOM, ".tree_util": TREE_UTIL,
-           ".numpy": NUMPY, ".scipy.signal": SCIPY_SIGNAL,
-           ".scipy.sparse.linalg": SCIPY_SPARSE_LINALG}
+           ".numpy": NUMPY}
 
 
 @pytest.fixture(scope="module")

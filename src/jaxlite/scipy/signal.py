@@ -1,6 +1,7 @@
 """``jaxlite.scipy.signal`` (``jax.scipy.signal``): N-dimensional convolution and
 correlation (direct, through ``lax.conv_general_dilated``, or by FFT), their 2-d forms,
-and ``detrend``.
+``detrend``, and the spectral analysis of ``_spectral`` (``stft``, ``istft``, ``welch``,
+``csd``).
 
 Layer: scipy (compositions of lax and jaxlite.numpy, so grad, vmap and jit follow).
 """
@@ -13,6 +14,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from ._spectral import csd, istft, stft, welch
 
 _MODES = ["full", "same", "valid"]
 
@@ -184,4 +186,5 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
     return jnp.moveaxis(jnp.concatenate(pieces, axis=-1), -1, axis)
 
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend"]
+__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend",
+           "stft", "istft", "csd", "welch"]
