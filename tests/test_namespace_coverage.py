@@ -175,9 +175,6 @@ RANDOM = {
     **_group(LAX_PRIMITIVE_OBJECTS, "random_gamma_p"),
 }
 
-SCIPY_SPARSE_LINALG = {
-    **_group("GMRES: not built yet; cg and bicgstab are (the numerics issue, 12)", "gmres"),
-}
 
 TREE_UTIL = {
     **_group("JAX's pytree registry object (jaxlite registers nodes in an optree namespace, "
@@ -194,7 +191,7 @@ NUMPY = {
 }
 
 MISSING = {"": TOP, ".lax": LAX, ".nn": NN, ".random": RANDOM, ".tree_util": TREE_UTIL,
-           ".numpy": NUMPY, ".scipy.sparse.linalg": SCIPY_SPARSE_LINALG}
+           ".numpy": NUMPY}
 
 
 @pytest.fixture(scope="module")
