@@ -25,6 +25,14 @@ W2 = np.random.default_rng(2).uniform(0.5, 2.0, 9).astype(np.float32)
 FIELDS = ("neff", "dataset", "weights", "covariance", "inv_cov")
 
 
+def _half_slow(cases):
+    """Every other case of an oracle table runs only in the slow tier (make test-slow):
+    real JAX compiles each case afresh, which is most of this file's time."""
+    return [c if i % 2 == 0 else pytest.param(*(c if isinstance(c, tuple) else (c,)),
+                                               marks=pytest.mark.slow)
+            for i, c in enumerate(cases)]
+
+
 @pytest.fixture(scope="module")
 def rst(rjax):
     import jax.scipy.stats as rst
@@ -62,7 +70,7 @@ CONSTRUCT = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONSTRUCT))
+@pytest.mark.parametrize("name", _half_slow(sorted(CONSTRUCT)))
 def test_constructor_like_jax(rst, rjax, name):
     data, kw = CONSTRUCT[name]
     got, want = jst.gaussian_kde(data, **kw), rst.gaussian_kde(data, **kw)
@@ -138,7 +146,7 @@ POINTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(POINTS))
+@pytest.mark.parametrize("name", _half_slow(sorted(POINTS)))
 def test_evaluate_logpdf_like_jax(rst, name):
     data, w, pts = POINTS[name]
     got, want = jst.gaussian_kde(data, weights=w), rst.gaussian_kde(data, weights=w)
@@ -215,10 +223,10 @@ def test_integrals_errors(rst):
                 call()
 
 
-@pytest.mark.parametrize("data, w, shape", [
+@pytest.mark.parametrize("data, w, shape", _half_slow([
     (D1, None, ()), (D1, W1, (4,)), (D2, W2, (3,)), (D2, None, (2, 2)), (D3, None, (5,)),
     (D1, None, (0,)),
-])
+]))
 def test_resample_same_draws_as_jax(rst, rjax, data, w, shape):
     got = jst.gaussian_kde(data, weights=w).resample(jrandom.key(3), shape)
     want = rst.gaussian_kde(data, weights=w).resample(rjax.random.key(3), shape)

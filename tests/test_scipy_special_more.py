@@ -18,6 +18,14 @@ from oracle import assert_like_jax
 INF, NAN = np.inf, np.nan
 
 
+def _half_slow(cases):
+    """Every other case of an oracle table runs only in the slow tier (make test-slow):
+    real JAX compiles each case afresh, which is most of this file's time."""
+    return [c if i % 2 == 0 else pytest.param(*(c if isinstance(c, tuple) else (c,)),
+                                               marks=pytest.mark.slow)
+            for i, c in enumerate(cases)]
+
+
 @pytest.fixture(scope="module")
 def js(rjax):
     import jax.scipy.special as js
@@ -72,12 +80,12 @@ def test_bessel_jn_edges():
     assert np.isnan(got[:, 4]).all()
 
 
-@pytest.mark.parametrize("z, kw", [
+@pytest.mark.parametrize("z, kw", _half_slow([
     (30.0, dict(v=3)), (np.float32(30.0), dict(v=0)), (np.array(30.0), dict(v=2)),
     (30.0, dict(v=-1)), (30.0, dict(v=60)), (np.zeros((0, 2), np.float32), dict(v=2)),
     (1.0, dict(v=2, n_iter=0)), (1.0, dict(v=2, n_iter=1)), (1.0, dict(v=2, n_iter=2.5)),
     (30, dict(v=1)), ([30.0, 40.0], dict(v=1)), (np.float64(30.0), dict(v=1)),
-])
+]))
 def test_bessel_jn_shapes_and_dtypes(js, z, kw):
     assert_like_jax(jss.bessel_jn(z, **kw), js.bessel_jn(z, **kw), rtol=2e-5, atol=2e-6)
 
@@ -161,7 +169,7 @@ T6 = np.array([0.3, 1.0, 2.0, 0.0, np.pi, 1.2], np.float32)
 P6 = np.array([0.1, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
 
 
-@pytest.mark.parametrize("args, kw", [
+@pytest.mark.parametrize("args, kw", _half_slow([
     ((N6, M6, T6, P6), {}),                                   # |m| > n, poles
     ((N6, M6, T6, P6), dict(n_max=2)),                        # clipped degrees
     ((N6, M6, T6, P6), dict(n_max=5)),
@@ -176,7 +184,7 @@ P6 = np.array([0.1, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
     ((np.array([1, 2]), np.array([1, 1]), T6[:2], np.array([1, 2])), {}),
     ((np.array([1, 2]), np.array([1, -1]), np.array([NAN, INF], np.float32), P6[:2]), {}),
     ((np.array([1, 2]), np.array([1, -2]), T6[:2].astype(np.float16), P6[:2]), {}),
-])
+]))
 def test_sph_harm_y_edges_like_jax(js, args, kw):
     # a float16 theta keeps the Legendre table in float16 (both round differently there)
     tol = 2e-3 if np.asarray(args[2]).dtype == np.float16 else 2e-5
@@ -255,13 +263,15 @@ def test_wofz_float64_against_jax_and_scipy(js, x64):
     np.testing.assert_allclose(np.asarray(jss.wofz(zz)), sp.wofz(zz), rtol=1e-12)
 
 
-@pytest.mark.parametrize("z", [1.0, 1j, 2, True, np.float32(0.5), np.float64(0.5),
-                               np.float16(0.5), np.array([1, 2], np.int32),
-                               np.zeros((2, 0), np.float32)])
+@pytest.mark.parametrize("z", _half_slow([1.0, 1j, 2, True, np.float32(0.5),
+                                           np.float64(0.5), np.float16(0.5),
+                                           np.array([1, 2], np.int32),
+                                           np.zeros((2, 0), np.float32)]))
 def test_wofz_dtypes(js, z):
     assert_like_jax(jss.wofz(z), js.wofz(z), rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_wofz_dtypes_x64(js, x64):
     for z in (1.0, np.float32(0.5), np.complex64(1 + 1j)):
         assert_like_jax(jss.wofz(z), js.wofz(z), rtol=2e-6, atol=1e-6)

@@ -89,15 +89,14 @@ def bessel_jn(z, *, v, n_iter=50):
             f0, f1, bs = lax.mul(f0, scale), lax.mul(f1, scale), lax.mul(bs, scale)
             s = lax.add(s, e)
     norm = lax.sub(bs, kept[0][0])
-    rows = []
-    for k in range(top + 1):
-        f, sk = kept[k]
-        rel = lax.stop_gradient(jnp.ldexp(jnp.ones(z.shape, dt), lax.sub(sk, s)))
-        out = lax.div(lax.mul(f, rel), norm)
-        exact = _c(dt, 1.0 if k == 0 else 0.0)
-        out = jnp.where(zero, exact, jnp.where(inf, _c(dt, 0.0), out))
-        rows.append(out)
-    return jnp.stack(rows)
+    f = jnp.stack([kept[k][0] for k in range(top + 1)])
+    sk = jnp.stack([kept[k][1] for k in range(top + 1)])
+    # each order back to the final scale (2**(sk - s) <= 1; it underflows to 0 harmlessly)
+    rel = lax.stop_gradient(jnp.ldexp(jnp.ones(f.shape, dt), lax.sub(sk, s[None])))
+    out = lax.div(lax.mul(f, rel), norm[None])
+    exact = jnp.asarray(np.eye(top + 1, 1, dtype=dt).reshape((top + 1,) + (1,) * z.ndim))
+    out = jnp.where(zero[None], exact, out)
+    return jnp.where(inf[None], _c(dt, 0.0), out)
 
 
 def _c(dt, v):
@@ -200,7 +199,7 @@ def _legendre_table(n_max, x):
         rec = lax.sub(lax.mul(al, lax.mul(prev, x[None, :])), lax.mul(bl, prev2))
         row = jnp.where(eye[l][:, None], diag, rec)
         prev2, prev = prev, row
-        rows.append(row)
+        rows.append(row)  # noqa: JL005 (every degree's row is part of the result table)
     return jnp.stack(rows)                                                  # [l, m, i]
 
 
