@@ -6,6 +6,9 @@ Layer: bottom.  Rules (JAX's, see "Type promotion semantics" in JAX's docs):
 - Two dtypes promote to their least upper bound in the lattice
   b1 -> i* -> {u8, i8}; u8 -> {u16, i16} ... i64, u64 -> f* -> {bf16, f16} -> f32 -> f64;
   f* -> c* -> c64 -> c128; f32 -> c64; f64 -> c128, where i*, f*, c* are the weak kinds.
+  The narrow types (float8/float6/float4, int4/int2/int1 and unsigned kin, from ml_dtypes)
+  are leaves above f* and i* respectively: two dtypes with no common upper bound raise
+  TypePromotionError (``float8_e4m3fn`` with ``float16``, ``int4`` with ``int8``).
   With x64 off, uint32 joined with a signed type of at most 32 bits gives int32 (the
   lattice would say int64, which is not available).
 - The scalar types (``jaxlite.numpy.float32`` ...) compare and hash equal to NumPy's, work
@@ -25,9 +28,30 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 _I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
 _U32, _U64 = np.dtype(np.uint32), np.dtype(np.uint64)
 
+# The narrow types (ml_dtypes'): floats of 8 bits or fewer, integers of 1, 2 and 4 bits.
+# Each is a leaf of the promotion lattice (see _build_lattice): it meets only itself,
+# bool, the weak kinds below it and, for the floats, every integer type.
+_NARROW_FLOAT_NAMES = (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
+    "float6_e3m2fn")
+_NARROW_INT_NAMES = ("int4", "uint4", "int2", "uint2", "int1", "uint1")
+_NARROW_FLOATS = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_FLOAT_NAMES)
+_NARROW_INTS = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_INT_NAMES)
+_FLOAT_KIND = frozenset([_BF16]) | _NARROW_FLOATS
+_KIND = {d: ("i" if d.name.startswith("int") else "u") for d in _NARROW_INTS}
+_KIND.update({d: "f" for d in _FLOAT_KIND})
+
 _SUPPORTED = frozenset([np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-    np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)] + [_BF16])
+    np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128)] + [_BF16]
+) | _NARROW_FLOATS | _NARROW_INTS
+
+
+class TypePromotionError(ValueError):
+    """Two dtypes have no implicit promotion (``jax.dtypes.TypePromotionError``, a
+    ValueError): a narrow float or a 1/2/4-bit integer type met a type it does not
+    promote with."""
 
 _NARROW = {
     np.dtype(np.int64): np.dtype(np.int32),
@@ -101,6 +125,20 @@ float64 = _scalar_type("float64", np.float64)
 bfloat16 = _scalar_type("bfloat16", ml_dtypes.bfloat16)
 complex64 = _scalar_type("complex64", np.complex64)
 complex128 = _scalar_type("complex128", np.complex128)
+float8_e3m4 = _scalar_type("float8_e3m4", ml_dtypes.float8_e3m4)
+float8_e4m3 = _scalar_type("float8_e4m3", ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = _scalar_type("float8_e4m3fn", ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = _scalar_type("float8_e5m2", ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = _scalar_type("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = _scalar_type("float4_e2m1fn", ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = _scalar_type("float6_e2m3fn", ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type("float6_e3m2fn", ml_dtypes.float6_e3m2fn)
+int4, uint4 = _scalar_type("int4", ml_dtypes.int4), _scalar_type("uint4", ml_dtypes.uint4)
+int2, uint2 = _scalar_type("int2", ml_dtypes.int2), _scalar_type("uint2", ml_dtypes.uint2)
+int1, uint1 = _scalar_type("int1", ml_dtypes.int1), _scalar_type("uint1", ml_dtypes.uint1)
 
 
 #: The dtype of tangents/cotangents of integer and boolean values (``jax.dtypes.float0``):
@@ -184,7 +222,7 @@ _PY_SCALAR_TYPES = frozenset((bool, int, float, complex))
 
 def _node(dt: np.dtype, weak: bool):
     if weak and dt != _BOOL:
-        return "f*" if dt == _BF16 else _WEAK_NODE[dt.kind]
+        return _WEAK_NODE[kind(dt)]
     return dt
 
 
@@ -200,6 +238,11 @@ def _build_lattice():
         "f*": [bf16, f16, "c*"], bf16: [f32], f16: [f32], f32: [f64, c64], f64: [c128],
         "c*": [c64], c64: [c128], c128: [],
     }
+    # the narrow types are leaves: above the weak kind only, so that they meet bool, Python
+    # scalars and (floats) every integer type, and nothing else
+    up["f*"] += sorted(_NARROW_FLOATS, key=str)
+    up["i*"] += sorted(_NARROW_INTS, key=str)
+    up.update({n: [] for n in _NARROW_FLOATS | _NARROW_INTS})
     upper = {}  # upper[n]: every node reachable from n, n included
 
     def reach(n):
@@ -230,7 +273,23 @@ def _lub(nodes: frozenset, x64: bool):
             if c == _I64 and not x64 and _I64 not in nodes:
                 return _I32  # uint32 with a signed type: int64 is not available
             return c
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")  # unreachable
+    raise _promotion_error(nodes)
+
+
+_WEAK_NAMES = {"i*": "int", "f*": "float", "c*": "complex"}
+
+
+def _promotion_error(nodes) -> TypePromotionError:
+    names = sorted(_WEAK_NAMES.get(n, str(n)) for n in nodes)
+    if any(n in _NARROW_FLOATS for n in nodes):
+        why = ("floating types of 8 bits or fewer promote only with bool, integer types and "
+               "Python int/float, never implicitly to another floating or complex type")
+    else:
+        why = ("1-, 2- and 4-bit integer types promote only with bool and Python int, never "
+               "implicitly to another numeric type")
+    return TypePromotionError(
+        f"Input dtypes {tuple(names)} have no implicit promotion path: {why}. Convert "
+        f"explicitly first, e.g. x.astype('float32') or x.astype('int32').")
 
 
 def _node_dtype(n) -> np.dtype:
@@ -332,43 +391,99 @@ def promote_types(a, b) -> np.dtype:
 
 # ---- dtype classes --------------------------------------------------------------------
 
-def _is_bf16(x) -> bool:
+def kind(dt) -> str:
+    """NumPy's kind letter of ``dt`` ('b', 'i', 'u', 'f', 'c'), ml_dtypes' types
+    classified as JAX does: bfloat16 and the narrow floats 'f', int4/int2/int1 'i',
+    uint4/uint2/uint1 'u' (NumPy itself says 'V' for all of them)."""
+    dt = np.dtype(dt)
+    return _KIND.get(dt, dt.kind)
+
+
+_ML_TYPE_KIND = {d.type: k for d, k in _KIND.items()}
+
+
+def _ml_dtype(x):
+    """The np.dtype of ``x`` when it names one of ml_dtypes' types, else None."""
     if isinstance(x, type) and issubclass(x, np.generic):
-        return x is ml_dtypes.bfloat16
+        return np.dtype(x) if x in _ML_TYPE_KIND else None
     try:
-        return np.dtype(x) == _BF16
-    except TypeError:
-        return False
+        dt = np.dtype(x)
+    except (TypeError, ValueError):
+        return None
+    return dt if dt in _KIND else None
 
 
-_BF16_SUPERS = (np.floating, np.inexact, np.number, np.generic)
+_ML_SUPERS = {"f": (np.floating, np.inexact, np.number, np.generic),
+              "i": (np.signedinteger, np.integer, np.number, np.generic),
+              "u": (np.unsignedinteger, np.integer, np.number, np.generic)}
 
 
 def issubdtype(arg1, arg2) -> bool:
-    """Whether ``arg1`` is a subtype of ``arg2`` in NumPy's hierarchy, bfloat16 counting
-    as a floating type (``jax.numpy.issubdtype``).
+    """Whether ``arg1`` is a subtype of ``arg2`` in NumPy's hierarchy, bfloat16 and the
+    narrow floats counting as floating types and int4/uint4/... as signed/unsigned integer
+    types (``jax.numpy.issubdtype``).
 
     ``issubdtype(jnp.bfloat16, np.floating)`` is True; ``issubdtype(jnp.bfloat16,
-    np.float16)`` is False.
+    np.float16)`` is False; ``issubdtype(jnp.int4, np.signedinteger)`` is True.
     """
     a = arg1.dtype.type if isinstance(arg1, _ScalarMeta) else arg1
     b = arg2.dtype.type if isinstance(arg2, _ScalarMeta) else arg2
-    if _is_bf16(a):
-        return b in _BF16_SUPERS or _is_bf16(b)
+    ml = _ml_dtype(a)
+    if ml is not None:
+        return b in _ML_SUPERS[_KIND[ml]] or _ml_dtype(b) == ml
     return bool(np.issubdtype(a, b))
 
 
 def is_float(dt) -> bool:
-    dt = np.dtype(dt)
-    return dt.kind == "f" or dt == _BF16
+    return kind(dt) == "f"
 
 
 def is_inexact(dt) -> bool:
-    return is_float(dt) or np.dtype(dt).kind == "c"
+    return kind(dt) in "fc"
 
 
 def is_int(dt) -> bool:
-    return np.dtype(dt).kind in "iu"
+    return kind(dt) in "iu"
+
+
+# The types NumPy cannot compute in (or, float16, computes in differently from XLA), and
+# the type their operations run in: float16, bfloat16 and the narrow floats in float32
+# (rounded back to the operand type once, as XLA on CPU); the narrow integers in a byte
+# (converting back keeps the low bits: the wrap-around of the narrow type).
+_COMPUTE = {d: np.dtype(np.float32) for d in [np.dtype(np.float16), _BF16, *_NARROW_FLOATS]}
+_COMPUTE.update({d: np.dtype(np.int8 if _KIND[d] == "i" else np.uint8) for d in _NARROW_INTS})
+UPCAST = frozenset(_COMPUTE)
+"""The dtypes whose implementations compute in ``compute_dtype(dt)``."""
+VIA_FLOAT16 = _NARROW_FLOATS - {np.dtype(ml_dtypes.float8_e8m0fnu)}
+"""Narrow floats whose elementwise results XLA on CPU rounds to float16 before rounding
+to the narrow type (float32 -> float16 -> float8: ``sqrt`` of float8_e3m4 0.96875 is 1.0,
+not 0.96875); float8_e8m0fnu's range needs float32, and it rounds from there."""
+
+
+def compute_dtype(dt) -> np.dtype:
+    """The dtype an operation on ``dt`` operands computes in: float32 for float16,
+    bfloat16 and the narrow floats, int8/uint8 for the narrow integers, ``dt`` itself
+    otherwise.  The result is converted back to the operation's dtype."""
+    dt = np.dtype(dt)
+    return _COMPUTE.get(dt, dt)
+
+
+def is_narrow_int(dt) -> bool:
+    """int4, uint4, int2, uint2, int1, uint1."""
+    return np.dtype(dt) in _NARROW_INTS
+
+
+def itemsize_bits(dtype) -> int:
+    """Bits one element of ``dtype`` takes in JAX's packed layout (``jax.dtypes.
+    itemsize_bits``): 4 for int4 and float4_e2m1fn, 6 for the float6 types, 8 for bool,
+    the item size times 8 otherwise.  (jaxlite stores every narrow element in one byte,
+    as NumPy does.)  Raises TypeError for a non-dtype."""
+    dt = _to_dtype(dtype)
+    if dt in _NARROW_INTS:
+        return ml_dtypes.iinfo(dt).bits
+    if dt in _NARROW_FLOATS:
+        return ml_dtypes.finfo(dt).bits
+    return dt.itemsize * 8
 
 
 def _info_dtype(x) -> np.dtype:
@@ -379,7 +494,8 @@ def _info_dtype(x) -> np.dtype:
 
 
 def finfo(dtype):
-    """Machine limits of a floating dtype, bfloat16 included (``jax.numpy.finfo``).
+    """Machine limits of a floating dtype, bfloat16 and the narrow floats included
+    (``jax.numpy.finfo``).
 
     Accepts a dtype, a scalar type or an array; complex dtypes give their real part's
     limits.  Raises ValueError for integer and bool dtypes.
@@ -393,10 +509,11 @@ def finfo(dtype):
 
 
 def iinfo(int_type):
-    """Machine limits of an integer dtype (``jax.numpy.iinfo``): ``.min``, ``.max``,
-    ``.bits``.  Raises ValueError for float and bool dtypes."""
+    """Machine limits of an integer dtype, int4/uint4/int2/... included
+    (``jax.numpy.iinfo``): ``.min``, ``.max``, ``.bits``.  Raises ValueError for float and
+    bool dtypes."""
     dt = _info_dtype(int_type)
-    if dt.kind not in "iu":
+    if not is_int(dt):
         raise ValueError(f"Invalid integer data type {dt.kind!r}.")
     return ml_dtypes.iinfo(dt)
 
@@ -408,6 +525,10 @@ def short_name(dt) -> str:
         return "bool"
     if dt == _BF16:
         return "bf16"
+    if dt in _NARROW_FLOATS:
+        return "f" + dt.name[len("float"):]          # float8_e4m3fn -> f8_e4m3fn
+    if dt in _NARROW_INTS:
+        return f"{_KIND[dt]}{ml_dtypes.iinfo(dt).bits}"
     return f"{dt.kind if dt.kind != 'V' else 'bf'}{dt.itemsize * 8}"
 
 

@@ -327,7 +327,7 @@ def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: 
     from .. import dtypes
     from .avals import ShapedArray
     arr = np.asarray(val)
-    if arr.dtype.kind in "OUSMmV" and arr.dtype != dtypes._BF16:
+    if dtypes.kind(arr.dtype) in "OUSMmV":
         raise TypeError(f"JAX arrays cannot hold values of dtype {arr.dtype} (got "
                         f"{type(val).__name__}); only numbers and bools are supported.")
     dt = dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)

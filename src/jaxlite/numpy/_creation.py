@@ -176,7 +176,7 @@ class _Typed:
 
 
 def _check_host_dtype(dt, obj):
-    if dt.kind in "OUSMmV" and dt != dtypes._BF16:
+    if dtypes.kind(dt) in "OUSMmV":
         what = "object" if dt.kind == "O" else dt
         raise TypeError(f"{obj!r} has dtype {what}, which arrays cannot hold: only numeric "
                         f"and boolean dtypes are allowed")

@@ -293,15 +293,17 @@ def _view(self, dtype=None, type=None):
         x, old = lax.convert_element_type(x, np.uint8), np.dtype(np.uint8)
     if new == np.bool_:
         return _view(x, np.uint8) != 0
-    if old.itemsize == new.itemsize:
+    # sizes in bits: an int8 holds two int4 (JAX's packed sizes, dtypes.itemsize_bits)
+    old_bits, new_bits = dtypes.itemsize_bits(old), dtypes.itemsize_bits(new)
+    if old_bits == new_bits:
         return lax.bitcast_convert_type(x, new)
     if not x.ndim:
         raise ValueError(f"a 0-d {old.name} array cannot be viewed as {new.name}: the item "
                          f"sizes differ")
-    if old.itemsize > new.itemsize:
+    if old_bits > new_bits:
         out = lax.bitcast_convert_type(x, new)    # adds a trailing axis of the ratio
         return _shape.reshape(out, x.shape[:-1] + (-1,))
-    ratio = new.itemsize // old.itemsize
+    ratio = new_bits // old_bits
     if x.shape[-1] % ratio:
         raise ValueError(f"the last axis of shape {tuple(x.shape)} ({old.name}) does not hold a "
                          f"whole number of {new.name} items")

@@ -192,7 +192,7 @@ class _FastPlan:
         self.consts, self.outs = {}, {}
 
 
-_HALF = (np.dtype(np.float16), np.dtype(dtypes._BF16))
+_HALF = dtypes.UPCAST     # float16, bfloat16, the narrow types
 
 
 def _fast_plan(prim_for, kind, x1, x2):
@@ -385,7 +385,7 @@ def _kind(dt):
     """'b' bool, 'i' signed, 'u' unsigned, 'f' floating (bfloat16 too), 'c' complex."""
     if dt == _BOOL:
         return "b"
-    return "f" if dtypes.is_float(dt) else dt.kind
+    return dtypes.kind(dt)
 
 
 def _dtype_name(dt):

@@ -5,16 +5,14 @@ import numpy as np
 
 from .. import dtypes
 
-_F16S = (np.dtype(np.float16), dtypes._BF16)
+_F16S = dtypes.UPCAST
 
 
 def dtype_class_ok(dt: np.dtype, allowed: str) -> bool:
     """allowed is a string of classes: f float, c complex, i signed, u unsigned, b bool."""
     if dt == np.bool_:
         return "b" in allowed
-    if dtypes.is_float(dt):
-        return "f" in allowed
-    return dt.kind in allowed
+    return dtypes.kind(dt) in allowed
 
 
 _CLASS_NAMES = {"f": "floating", "c": "complexfloating", "i": "signedinteger",
@@ -58,9 +56,10 @@ def broadcast_shapes_elementwise(name: str, avals) -> tuple:
 
 
 def upcast_half(*xs):
-    """float16/bfloat16 inputs computed in float32 (the result is rounded back by the
-    caller's output dtype), as XLA does on CPU."""
-    return [x.astype(np.float32) if x.dtype in _F16S else x for x in xs]
+    """float16/bfloat16/narrow float inputs computed in float32, narrow integers in a byte
+    (``dtypes.compute_dtype``; the result is rounded back by the caller's output dtype),
+    as XLA does on CPU."""
+    return [x.astype(dtypes.compute_dtype(x.dtype)) if x.dtype in _F16S else x for x in xs]
 
 
 def normalize_axes(axes, ndim: int, name: str) -> tuple:

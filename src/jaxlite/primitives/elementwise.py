@@ -29,7 +29,8 @@ ANY = "fciub"
 
 
 def _half(fn):
-    """Runs ``fn`` in float32 for float16/bfloat16 operands (others pass straight through).
+    """Runs ``fn`` in float32 for float16/bfloat16/narrow float operands, in a byte for
+    narrow integers (``dtypes.compute_dtype``; others pass straight through).
 
     NumPy's floating-point warnings need no ``errstate`` here: callers run implementations
     under one (see ``primitives/__init__.py``).
@@ -37,7 +38,10 @@ def _half(fn):
     def impl(*xs, **params):
         for x in xs:
             if x.dtype in _F16S:
-                return fn(*upcast_half(*xs), **params)
+                out = fn(*upcast_half(*xs), **params)
+                if x.dtype in _VIA_F16 and out.dtype == np.float32:
+                    out = out.astype(np.float16)    # XLA's double rounding, see dtypes
+                return out
         return fn(*xs, **params)
     impl.__name__ = getattr(fn, "__name__", "impl")
     impl.__wrapped__ = fn    # eager fast paths call it directly for other dtypes
@@ -54,7 +58,8 @@ def _specialize_half(fn):
     return rule
 
 
-_F16S = (np.dtype(np.float16), _BF16)
+_F16S = dtypes.UPCAST      # float16, bfloat16 and the narrow types (see upcast_half)
+_VIA_F16 = dtypes.VIA_FLOAT16
 
 
 def _elementwise_aval(name, allowed, out_dtype=None, same_dtypes=True):
@@ -334,6 +339,22 @@ def _population_count(x):
     return bits.reshape(x.shape + (-1,)).sum(-1).astype(x.dtype)
 
 
+def _bit_pattern(fn):
+    """``fn`` on the bit patterns of narrow integer operands: each held in a uint8 as its
+    low 1/2/4 bits (sign extension would add set bits: the population count of int4 -8,
+    0b1000, is 1, and int4 -8 shifted right logically by 1 is 4); the result converts back
+    with wrap-around.  Other operands pass straight through."""
+    def impl(*xs, **params):
+        if xs[0].dtype in dtypes.UPCAST:
+            mask = (1 << dtypes.itemsize_bits(xs[0].dtype)) - 1
+            xs = [np.asarray(x).astype(np.int8 if dtypes.kind(x.dtype) == "i" else np.uint8)
+                  for x in xs]
+            xs[0] = (xs[0].view(np.uint8) & np.uint8(mask)).astype(np.uint8)
+        return fn(*xs, **params)
+    impl.__name__ = fn.__name__
+    return impl
+
+
 def _shift_ok(x, y):
     """Shift amounts XLA honours: 0 <= y < bits (negative amounts count as huge)."""
     bits = x.dtype.itemsize * 8
@@ -473,7 +494,8 @@ erf_p = elementwise("erf", _erf, FLOAT)
 erfc_p = elementwise("erfc", _erfc, FLOAT)
 lgamma_p = elementwise("lgamma", _lgamma, FLOAT)
 digamma_p = elementwise("digamma", _digamma, FLOAT)
-population_count_p = elementwise("population_count", _population_count, INTEGRAL)
+population_count_p = elementwise("population_count", _bit_pattern(_population_count),
+                                 INTEGRAL, half=False)
 
 add_p = elementwise("add", np.add, NUM)
 # the sum of two tangents or cotangents, as the differentiation machinery accumulates them
@@ -512,8 +534,8 @@ le_p = elementwise("le", np.less_equal, FLOAT + INTEGRAL + BOOL, out_dtype=_bool
 gt_p = elementwise("gt", np.greater, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
 ge_p = elementwise("ge", np.greater_equal, FLOAT + INTEGRAL + BOOL, out_dtype=_bool_out)
 shift_left_p = elementwise("shift_left", _shift_left, INTEGRAL, half=False)
-shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INTEGRAL,
-                                    half=False)
+shift_right_logical_p = elementwise("shift_right_logical", _bit_pattern(_shift_right_logical),
+                                    INTEGRAL, half=False)
 shift_right_arithmetic_p = elementwise("shift_right_arithmetic", _shift_right_arithmetic,
                                        INTEGRAL, half=False)
 def _make_complex(x, y):
@@ -564,9 +586,9 @@ def _convert_impl(x, new_dtype, weak_type=False):
         return x != 0
     if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
         x = np.real(x)
-    if (x.dtype.kind == "f" or x.dtype == _BF16) and np.dtype(new_dtype).kind in "iu":
+    if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
         # float -> int: NaN goes to 0 and values saturate at the integer range (XLA on CPU).
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)
         with np.errstate(all="ignore"):
             if x.dtype.itemsize < 4:
                 x = x.astype(np.float32)
@@ -584,25 +606,55 @@ convert_element_type_p = Primitive(
 
 
 def _bitcast_aval(x, new_dtype):
+    # sizes in bits (JAX's packed sizes: int4 and float4_e2m1fn are 4 bits, so an int8
+    # holds two of them)
     old, new = np.dtype(x.dtype), np.dtype(new_dtype)
-    if old.itemsize == new.itemsize:
+    ob, nb = dtypes.itemsize_bits(old), dtypes.itemsize_bits(new)
+    if ob == nb:
         return ShapedArray(x.shape, new, False)
-    if old.itemsize > new.itemsize:
-        if old.itemsize % new.itemsize:
-            raise TypeError(f"bitcast_convert_type cannot reinterpret {old.name} as "
-                            f"{new.name}")
-        return ShapedArray(x.shape + (old.itemsize // new.itemsize,), new, False)
-    ratio = new.itemsize // old.itemsize
-    if new.itemsize % old.itemsize or not x.shape or x.shape[-1] != ratio:
-        raise TypeError(f"bitcast_convert_type from {old.name} to the wider {new.name} "
-                        f"needs a last dimension of size {ratio}, got shape {x.shape}")
+    if ob > nb:
+        if ob % nb:
+            raise TypeError(f"bitcast_convert_type cannot reinterpret {old.name} ({ob} "
+                            f"bits) as {new.name} ({nb} bits)")
+        return ShapedArray(x.shape + (ob // nb,), new, False)
+    ratio = nb // ob
+    if nb % ob or not x.shape or x.shape[-1] != ratio:
+        raise TypeError(f"bitcast_convert_type from {old.name} ({ob} bits) to the wider "
+                        f"{new.name} ({nb} bits) needs a last dimension of size {ratio}, "
+                        f"got shape {x.shape}")
     return ShapedArray(x.shape[:-1], new, False)
+
+
+def _bit_patterns(x):
+    """uint64 bit patterns of ``x``'s elements (a narrow type's byte holds its pattern in
+    the low bits, as ml_dtypes stores it)."""
+    x = np.ascontiguousarray(x)
+    if x.dtype.itemsize * 8 != dtypes.itemsize_bits(x.dtype):
+        return x.view(np.uint8).astype(np.uint64)
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+
+
+def _from_bit_patterns(p, new):
+    nb = dtypes.itemsize_bits(new)
+    if new.itemsize * 8 != nb:
+        return p.astype(np.uint8).view(new)
+    return p.astype(np.dtype(f"u{new.itemsize}")).view(new)
 
 
 def _bitcast_impl(x, new_dtype):
     new = np.dtype(new_dtype)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
+    ob, nb = dtypes.itemsize_bits(x.dtype), dtypes.itemsize_bits(new)
+    if ob % 8 or nb % 8:      # a narrow type: regroup the bits, lowest first (little end)
+        p = _bit_patterns(x)
+        if ob > nb:
+            shifts = np.arange(ob // nb, dtype=np.uint64) * np.uint64(nb)
+            p = (p[..., None] >> shifts) & np.uint64((1 << nb) - 1)
+        elif ob < nb:
+            shifts = np.arange(nb // ob, dtype=np.uint64) * np.uint64(ob)
+            p = np.bitwise_or.reduce(p << shifts, axis=-1)
+        return _from_bit_patterns(p, new)
     if x.dtype.itemsize == new.itemsize:
         return x.view(new)
     if x.dtype.itemsize > new.itemsize:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
 
+from .. import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import check_dtypes, normalize_axes, upcast_half
@@ -48,15 +49,15 @@ def _reduction(name, np_fn, allowed, identity_ok=True):
 
 
 def _identity(name, dt):
-    if dt.kind == "f" or dt.itemsize == 2 and dt.kind == "V":
+    if dtypes.is_float(dt):
         return -np.inf if name == "reduce_max" else np.inf
     if dt == np.bool_:
         return name == "reduce_min"
-    info = np.iinfo(dt)
+    info = dtypes.iinfo(dt)
     return info.min if name == "reduce_max" else info.max
 
 
-_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+_HALF = dtypes.UPCAST     # float16, bfloat16, the narrow types: computed wider
 
 _WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
 
