@@ -161,7 +161,10 @@ def _batch(args, dims, jaxpr, const_lengths, jaxprs):
 
 
 def _pp_params(params):
-    return {"const_lengths": params["const_lengths"], "jaxprs": params["jaxprs"]}
+    # as JAX prints them (its tuple type is named _LinearSolveTuple); ``jaxpr`` is derived
+    n = params["const_lengths"]
+    counts = ", ".join(f"{k}={v}" for k, v in zip(SolveJaxprs._fields, n))
+    return {"const_lengths": f"_LinearSolveTuple({counts})", "jaxprs": params["jaxprs"]}
 
 
 custom_linear_solve_p = Primitive("custom_linear_solve", abstract_eval=_aval, impl=_impl,
