@@ -171,6 +171,7 @@ P6 = np.array([0.1, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
 
 @pytest.mark.parametrize("args, kw", _half_slow([
     ((N6, M6, T6, P6), {}),                                   # |m| > n, poles
+    ((list(N6), M6, T6, P6), {}),                             # a list n is accepted
     ((N6, M6, T6, P6), dict(n_max=2)),                        # clipped degrees
     ((N6, M6, T6, P6), dict(n_max=5)),
     ((N6, M6, np.float32(0.5), P6), {}),                      # one theta for all
@@ -202,6 +203,8 @@ def test_sph_harm_y_errors(js, rjax):
         (lambda f: f(np.zeros(0, int), np.zeros(0, int), np.zeros(0), np.zeros(0)),
          ValueError, ValueError),
         (lambda f: f([2], [1], [0.5], [0.3]), TypeError, TypeError),
+        (lambda f: f(N6[:2], [1, 1], T6[:2], P6[:2]), TypeError, TypeError),
+        (lambda f: f(N6[:2], M6[:2], T6[None, :2], P6[:2]), ValueError, ValueError),
     ]
     for call, ours, theirs in cases:
         with pytest.raises(theirs):

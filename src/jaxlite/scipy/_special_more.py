@@ -127,13 +127,14 @@ def sph_harm_y(n, m, theta, phi, diff_n=None, n_max=None):
       ``len(n)`` broadcast with ``m`` and ``phi``.
 
     Raises:
-      NotImplementedError for ``diff_n``; TypeError for a scalar ``n``, a list operand, a
-      non-integer ``n`` or a traced ``max(n)`` without ``n_max``.
+      NotImplementedError for ``diff_n``; TypeError for a scalar ``n``, a list ``m``,
+      ``theta`` or ``phi``, a non-integer ``n`` or a traced ``max(n)`` without ``n_max``
+      (ConcretizationTypeError); ValueError for an empty ``n`` or a theta of rank > 1.
     """
     if diff_n is not None:
         raise NotImplementedError(
             "The 'diff_n' argument to jaxlite.scipy.special.sph_harm_y is not supported.")
-    for name, a in (("theta", theta), ("phi", phi)):
+    for name, a in (("m", m), ("theta", theta), ("phi", phi)):
         if isinstance(a, (list, tuple)):
             raise TypeError(f"sph_harm_y: {name} must be an array or scalar, got "
                             f"{type(a).__name__}.")
@@ -209,6 +210,9 @@ def _sph_harm(n, m, theta, phi, n_max):
                         f"{n.dtype} and {m.dtype}.")
     if n.ndim == 0:
         raise TypeError("sph_harm_y: len() of unsized object: n must be one-dimensional.")
+    if theta.ndim != 1:
+        raise ValueError(f"sph_harm_y: theta must be one-dimensional (or a scalar), got "
+                         f"shape {theta.shape}.")
     x = jnp.cos(theta)
     table = _legendre_table(n_max, x)
     size = n_max + 1
