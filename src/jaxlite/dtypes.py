@@ -473,6 +473,25 @@ def is_narrow_int(dt) -> bool:
     return np.dtype(dt) in _NARROW_INTS
 
 
+@functools.lru_cache(maxsize=None)
+def supports_inf(dt) -> bool:
+    """Whether floating ``dt`` represents infinity: float8_e4m3fn, the fnuz types,
+    float8_e8m0fnu, float4 and float6 do not (overflow saturates or gives NaN)."""
+    with np.errstate(all="ignore"):
+        return bool(np.isinf(np.array(np.inf, np.float32).astype(dt).astype(np.float32)))
+
+
+def float_bounds(dt) -> tuple:
+    """(lowest, highest) of floating ``dt`` as Python floats: -inf and inf where ``dt``
+    has them, else its finite extremes (float8_e4m3fn: -448, 448) — the identities of
+    max and min, as JAX takes them."""
+    dt = np.dtype(dt)
+    if supports_inf(dt):
+        return -np.inf, np.inf
+    info = finfo(dt)
+    return float(info.min), float(info.max)
+
+
 def itemsize_bits(dtype) -> int:
     """Bits one element of ``dtype`` takes in JAX's packed layout (``jax.dtypes.
     itemsize_bits``): 4 for int4 and float4_e2m1fn, 6 for the float6 types, 8 for bool,

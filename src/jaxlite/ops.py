@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from . import errors
+from . import dtypes, errors
 from .core.trace import Tracer
 from .numpy import _creation, _reductions
 from .numpy._util import check_arraylike, ensure_array
@@ -27,9 +27,11 @@ def _identity(op, dtype):
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return op == "min"
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
+    if dtypes.is_int(dt):
+        info = dtypes.iinfo(dt)
         return int(info.max if op == "min" else info.min)
+    if dtypes.is_float(dt):
+        return dtypes.float_bounds(dt)[1 if op == "min" else 0]
     return float("inf") if op == "min" else float("-inf")
 
 

@@ -364,8 +364,7 @@ def _as_values(values, x, method):
     dtype; other Python scalars stay weakly typed; sequences become arrays."""
     if isinstance(values, (ArrayImpl, Tracer, np.ndarray, np.generic)):
         if isinstance(values, (np.ndarray, np.generic)) and not dtypes.issubdtype(
-                values.dtype, np.bool_) and np.dtype(values.dtype).kind not in "biufc" \
-                and np.dtype(values.dtype) != dtypes._BF16:
+                values.dtype, np.bool_) and dtypes.kind(values.dtype) not in "biufc":
             raise TypeError(f"x.at[...].{method}: values of dtype {values.dtype} are not a valid "
                             f"JAX array type")
         return values

@@ -198,20 +198,24 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 
 def _min_identity(dt):
     dt = np.dtype(dt)
+    if dtypes.is_float(dt):
+        return dtypes.float_bounds(dt)[1]      # finite for float8_e4m3fn and kin
     if dtypes.is_inexact(dt):
         return np.inf
     if dt == np.bool_:
         return True
-    return int(np.iinfo(dt).max)
+    return int(dtypes.iinfo(dt).max)
 
 
 def _max_identity(dt):
     dt = np.dtype(dt)
+    if dtypes.is_float(dt):
+        return dtypes.float_bounds(dt)[0]
     if dtypes.is_inexact(dt):
         return -np.inf
     if dt == np.bool_:
         return False
-    return int(np.iinfo(dt).min)
+    return int(dtypes.iinfo(dt).min)
 
 
 # ---- complex max/min in XLA's order ------------------------------------------------------

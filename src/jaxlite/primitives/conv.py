@@ -22,7 +22,7 @@ from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import _dtype_name, check_dtypes, upcast_half
 
-_HALF = (np.dtype(np.float16), dtypes._BF16)
+_HALF = dtypes.UPCAST     # float16, bfloat16, the narrow types: computed wider
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -225,8 +225,8 @@ def identity_of(kind: str, dt) -> object:
     if dt == np.bool_:
         return np.bool_(kind == "min")
     if dtypes.is_float(dt):
-        return dt.type(-np.inf if kind == "max" else np.inf)
-    info = np.iinfo(dt)
+        return dt.type(dtypes.float_bounds(dt)[0 if kind == "max" else 1])
+    info = dtypes.iinfo(dt)
     return dt.type(info.min if kind == "max" else info.max)
 
 

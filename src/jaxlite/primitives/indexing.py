@@ -197,7 +197,8 @@ def default_fill_value(dt):
         return np.nan
     if dt == np.bool_:
         return True
-    return np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max
+    info = dtypes.iinfo(dt)      # int4 and kin included
+    return info.min if dtypes.kind(dt) == "i" else info.max
 
 
 # ---- gather ----------------------------------------------------------------------------

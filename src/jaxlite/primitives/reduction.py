@@ -50,7 +50,7 @@ def _reduction(name, np_fn, allowed, identity_ok=True):
 
 def _identity(name, dt):
     if dtypes.is_float(dt):
-        return -np.inf if name == "reduce_max" else np.inf
+        return dtypes.float_bounds(dt)[0 if name == "reduce_max" else 1]
     if dt == np.bool_:
         return name == "reduce_min"
     info = dtypes.iinfo(dt)

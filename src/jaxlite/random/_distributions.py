@@ -471,7 +471,7 @@ def _randint_checked(raw, shape, minval, maxval, dtype):
     maxval = _int_bound(maxval, work)
     if dt.itemsize < 4:
         # narrow types are drawn in int32; maxval may reach one past the type's maximum
-        info = np.iinfo(dt)
+        info = dtypes.iinfo(dt)
         minval = _clip_convert(minval, work)
         maxval = _clip_convert(maxval, work)
         minval = lax.min(lax.max(minval, np.int32(info.min)), np.int32(info.max))
