@@ -32,6 +32,7 @@ from ._histogram import *  # noqa: F401,F403
 from ._polynomial import *  # noqa: F401,F403
 from ._construct import *  # noqa: F401,F403
 from ._io import *  # noqa: F401,F403
+from ..dlpack import numpy_from_dlpack as from_dlpack  # noqa: F401
 from ._functional import (apply_along_axis, apply_over_axes, frompyfunc, ufunc,  # noqa: F401
                           vectorize)
 from . import linalg  # noqa: F401
