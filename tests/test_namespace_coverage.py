@@ -117,9 +117,12 @@ LAX_XLA_TYPES = ("XLA's option and dimension-number types (dot algorithms, accur
                  "tuples and strings; the numerics issue (12) adds the ones its functions need")
 LAX_XLA_OPS = ("XLA-specific operations: ordering tokens, optimisation barriers, "
                "platform-dependent dispatch, composites, dynamic-shape staging")
-LAX_NUMERICS = ("lax numerics breadth not built yet: the numerics issue (12) (XLA-style "
-                "gather/scatter with dimension numbers, reduce with a user computation, "
-                "custom linear solves and roots, ragged/scaled dots, RNG ops, shape helpers)")
+LAX_NUMERICS = ("lax operations not built yet: locally connected convolutions and "
+                "convolution patches, ragged dots with general dimension numbers")
+LAX_XLA_RNG = ("XLA's own random-bit generators (RngBitGenerator, RngUniform): their bits "
+               "are XLA's implementation, not reproducible without it; jax.random's "
+               "threefry keys are implemented bit for bit")
+LAX_FP8 = "scaled (fp8/mxfp) matmuls: XLA/GPU-specific"
 
 LAX = {
     **_group(LAX_PRIMITIVE_OBJECTS, """
@@ -150,20 +153,14 @@ LAX = {
                               "with_sharding_constraint"),
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
-                            "GatherDimensionNumbers GatherScatterMode PrecisionLike "
-                            "RaggedDotDimensionNumbers RandomAlgorithm RoundingMethod "
-                            "ScatterDimensionNumbers Tolerance"),
+                            "PrecisionLike RaggedDotDimensionNumbers RandomAlgorithm "
+                            "RoundingMethod Tolerance"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
-    **_group(LAX_NUMERICS, """
-        gather scatter scatter_add scatter_apply scatter_max scatter_min scatter_mul
-        scatter_sub index_take clz mulhi reduce reduce_precision
-        reciprocal split stack unstack tile full empty collapse dtype broadcast_like
-        broadcast_shapes broadcast_to_rank batch_matmul conv_general_dilated_local
-        conv_general_dilated_patches conv_general_permutations conv_general_shape_tuple
-        conv_shape_tuple conv_transpose_shape_tuple reduce_window_shape_tuple
-        approx_max_k approx_min_k ragged_dot
-        ragged_dot_general scaled_dot rng_bit_generator rng_uniform"""),
+    **_group(LAX_NUMERICS, "conv_general_dilated_local conv_general_dilated_patches "
+                           "ragged_dot_general"),
+    **_group(LAX_XLA_RNG, "rng_bit_generator rng_uniform"),
+    **_group(LAX_FP8, "scaled_dot"),
 }
 
 NN = {

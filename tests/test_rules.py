@@ -44,7 +44,7 @@ LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", 
           "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter", "jit",
           "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp",
-          "fft"}
+          "fft", "reduce_precision"}
 
 ALL = sorted(primitives())
 
@@ -158,6 +158,8 @@ CASES = {
     "digamma": [unary(lax.digamma, POS), unary(lax.digamma, away_from_ints(3, 4))],
     # special functions (primitives/special.py; values and edges: tests/test_scipy_special.py)
     "erf_inv": [unary(lax.erf_inv, UNIT)],
+    # the checker runs in float64: 45 mantissa bits keep finite differences exact enough
+    "reduce_precision": [unary(lambda x: lax.reduce_precision(x, 11, 45), X)],
     "bessel_i0e": [unary(lax.bessel_i0e, X)],
     "bessel_i1e": [unary(lax.bessel_i1e, X)],
     "igamma": [binary(lax.igamma, POS, POS, order=1, rtol=1e-3)],

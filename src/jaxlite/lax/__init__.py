@@ -707,3 +707,13 @@ from ._special import (bessel_i0e, bessel_i1e, betainc, erf_inv, igamma,  # noqa
                        igamma_grad_a, igammac, polygamma, random_gamma_grad, zeta)
 from ._fft import FftType, fft  # noqa: E402,F401
 from ._custom_solve import custom_linear_solve, custom_root  # noqa: E402,F401
+from ._gather_scatter import (GatherDimensionNumbers, GatherScatterMode,  # noqa: E402,F401
+                              ScatterDimensionNumbers, gather, index_take, scatter,
+                              scatter_add, scatter_apply, scatter_max, scatter_min,
+                              scatter_mul, scatter_sub)
+from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
+                    broadcast_like, broadcast_shapes, broadcast_to_rank, clz, collapse,
+                    conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
+                    conv_transpose_shape_tuple, dtype, empty, full, mulhi, ragged_dot,
+                    reciprocal, reduce, reduce_precision, reduce_window_shape_tuple, split,
+                    stack, tile, unstack)
