@@ -347,3 +347,41 @@ def test_conv_permutations_bad_input(rjax):
         rjax.lax.conv_general_permutations(("NHW", "HWIO", "NHWC"))
     with pytest.raises(TypeError):
         jaxlite.lax.conv_general_permutations(("NHW", "HWIO", "NHWC"))
+
+
+# ---- convolution patches, locally connected convolutions --------------------------------
+
+_X = (np.arange(2 * 3 * 6 * 5, dtype=F32).reshape(2, 3, 6, 5) / 10)
+
+
+@pytest.mark.parametrize("args", [
+    ((2, 2), (1, 1), "VALID", None, None, None),
+    ((3, 2), (2, 1), "SAME", None, None, None),
+    ((2, 3), (1, 2), [(1, 0), (2, 1)], (1, 2), (2, 1), None),
+    ((2, 2), (1, 1), "VALID", None, None, ("NHWC", "OIHW", "NHWC")),
+    ((1, 1), (1, 1), "VALID", None, None, None),
+])
+def test_conv_general_dilated_patches(rjax, args):
+    fs, st, pad, ld, rd, dn = args
+    x = _X if dn is None else _X.transpose(0, 2, 3, 1)
+    run_both(lambda m, n: m.lax.conv_general_dilated_patches(x, fs, st, pad, ld, rd, dn), rjax)
+    run_both(lambda m, n: m.lax.conv_general_dilated_patches(x.astype(np.int32), fs, st, pad,
+                                                             ld, rd, dn), rjax)
+
+
+def test_conv_general_dilated_local(rjax):
+    rng = np.random.default_rng(0)
+    rhs = rng.standard_normal((4, 12, 5, 4)).astype(F32)
+    rhs_hwio = rng.standard_normal((5, 4, 12, 4)).astype(F32)
+    xt = _X.transpose(0, 2, 3, 1)
+    run_both(lambda m, n: m.lax.conv_general_dilated_local(_X, rhs, (1, 1), "VALID", (2, 2)),
+             rjax, rtol=1e-4, atol=1e-4)
+    run_both(lambda m, n: m.lax.conv_general_dilated_local(
+        xt, rhs_hwio, (1, 1), "VALID", (2, 2), dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        rjax, rtol=1e-4, atol=1e-4)
+    run_both(lambda m, n: m.grad(lambda x, r: (m.lax.conv_general_dilated_local(
+        x, r, (1, 1), "VALID", (2, 2)) ** 2).sum(), argnums=(0, 1))(_X, rhs),
+        rjax, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError):
+        import jaxlite
+        jaxlite.lax.conv_general_dilated_local(_X, rhs[:, :11], (1, 1), "VALID", (2, 2))

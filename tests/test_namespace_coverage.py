@@ -117,8 +117,8 @@ LAX_XLA_TYPES = ("XLA's option and dimension-number types (dot algorithms, accur
                  "tuples and strings; the numerics issue (12) adds the ones its functions need")
 LAX_XLA_OPS = ("XLA-specific operations: ordering tokens, optimisation barriers, "
                "platform-dependent dispatch, composites, dynamic-shape staging")
-LAX_NUMERICS = ("lax operations not built yet: locally connected convolutions and "
-                "convolution patches, ragged dots with general dimension numbers")
+LAX_NUMERICS = ("ragged dots with general dimension numbers (RaggedDotDimensionNumbers): "
+                "not built yet; ragged_dot, its common case, is")
 LAX_XLA_RNG = ("XLA's own random-bit generators (RngBitGenerator, RngUniform): their bits "
                "are XLA's implementation, not reproducible without it; jax.random's "
                "threefry keys are implemented bit for bit")
@@ -157,8 +157,7 @@ LAX = {
                             "RoundingMethod Tolerance"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
-    **_group(LAX_NUMERICS, "conv_general_dilated_local conv_general_dilated_patches "
-                           "ragged_dot_general"),
+    **_group(LAX_NUMERICS, "ragged_dot_general"),
     **_group(LAX_XLA_RNG, "rng_bit_generator rng_uniform"),
     **_group(LAX_FP8, "scaled_dot"),
 }

@@ -713,6 +713,7 @@ from ._gather_scatter import (GatherDimensionNumbers, GatherScatterMode,  # noqa
                               scatter_mul, scatter_sub)
 from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
                     broadcast_like, broadcast_shapes, broadcast_to_rank, clz, collapse,
+                    conv_general_dilated_local, conv_general_dilated_patches,
                     conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                     conv_transpose_shape_tuple, dtype, empty, full, mulhi, ragged_dot,
                     reciprocal, reduce, reduce_precision, reduce_window_shape_tuple, split,

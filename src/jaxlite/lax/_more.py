@@ -554,3 +554,68 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
         span_w = (w - 1) * d + 1
         out.append(max(0, (span_in + lo + hi - span_w) // s + 1))
     return tuple(out)
+
+
+# ---- convolution patches and locally connected convolutions ----------------------------
+
+def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_strides, padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                                 precision=None, preferred_element_type=None):
+    """The receptive fields of a convolution as features
+    (``jax.lax.conv_general_dilated_patches``): for ``lhs`` with ``C`` features, the
+    result has ``C * prod(filter_shape)`` features (feature-major, then the window
+    positions in row-major order) and the spatial size a convolution with a kernel of
+    ``filter_shape`` would give.  Computed as that convolution with a 0/1 kernel, one group
+    per input feature (so an inf or NaN in a window spreads to its neighbours' features,
+    as in JAX).  Arguments and errors as ``conv_general_dilated``."""
+    lax, jnp = _lax(), _jnp()
+    lhs = jnp.asarray(lhs)
+    aval = get_aval(lhs)
+    filter_shape = tuple(int(f) for f in filter_shape)
+    nsp = aval.ndim - 2
+    if len(filter_shape) != nsp:
+        raise ValueError(f"conv_general_dilated_patches: filter_shape {filter_shape} must have "
+                         f"one entry per spatial dimension of lhs {aval.shape}")
+    dn = lax.conv_dimension_numbers(aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    c = aval.shape[dn.lhs_spec[1]]
+    k = int(np.prod(filter_shape, dtype=np.int64))
+    eye = np.eye(k, dtype=np.dtype(aval.dtype)).reshape((k, 1) + filter_shape)
+    kernel_oihw = np.tile(eye, (c,) + (1,) * (nsp + 1))          # [c*k, 1, *filter]
+    kernel = np.transpose(kernel_oihw, np.argsort(dn.rhs_spec))  # into the rhs layout
+    return lax.conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation,
+                                    rhs_dilation, dn, feature_group_count=c,
+                                    precision=precision,
+                                    preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape: Sequence[int],
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """A locally connected (unshared) convolution (``jax.lax.conv_general_dilated_local``):
+    every output position has its own kernel.  ``rhs`` holds, in the rhs layout of
+    ``dimension_numbers``, out features ``O``, input features ``C * prod(filter_shape)``
+    (ordered as ``conv_general_dilated_patches`` gives them) and the output's spatial
+    sizes.  Returns the output in the out layout.  TypeError/ValueError for shapes that
+    do not agree."""
+    lax, jnp = _lax(), _jnp()
+    lhs, rhs = jnp.asarray(lhs), jnp.asarray(rhs)
+    la, ra = get_aval(lhs), get_aval(rhs)
+    filter_shape = tuple(int(f) for f in filter_shape)
+    dn = lax.conv_dimension_numbers(la.shape, (1, 1) + filter_shape, dimension_numbers)
+    # the patches come out N, C*k, spatial... (the identity layouts), the kernel O, I, spatial
+    patches = conv_general_dilated_patches(
+        lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+        type(dn)(dn.lhs_spec, tuple(range(la.ndim)), tuple(range(la.ndim))),
+        precision=precision)
+    kernel = jnp.transpose(rhs, dn.rhs_spec)
+    pa, ka = get_aval(patches), get_aval(kernel)
+    if ka.shape[1] != pa.shape[1] or ka.shape[2:] != pa.shape[2:]:
+        raise ValueError(f"conv_general_dilated_local: rhs shape {ra.shape} must hold "
+                         f"{pa.shape[1]} input features (C * prod(filter_shape)) and the "
+                         f"output's spatial shape {pa.shape[2:]}")
+    nsp = la.ndim - 2
+    sp = tuple(range(2, 2 + nsp))
+    # out[n, o, s] = sum_i patches[n, i, s] * kernel[o, i, s]: spatial dims batched
+    out = lax.dot_general(patches, kernel, (((1,), (1,)), (sp, sp)), precision=precision)
+    out = jnp.moveaxis(out, (nsp, nsp + 1), (0, 1))                  # N, O, spatial...
+    return jnp.transpose(out, np.argsort(dn.out_spec))
