@@ -74,7 +74,6 @@ INTERNALS = ("JAX's internal modules (its AD/batching/partial-eval interpreters,
              "jaxlite.transforms")
 XLA_ONLY = ("XLA/StableHLO machinery with no counterpart without XLA: the C FFI, StableHLO "
             "export and serialisation, memory kinds (a jaxlite device has one memory)")
-NUMERICS = "DLPack interchange: not implemented (the numerics issue, 12)"
 UNIMPLEMENTED_FLAGS = (
     "context managers of config flags jaxlite does not implement (one that silently did "
     "nothing would mislead): PRNG implementations, leak checking, key-reuse checking, "
@@ -96,7 +95,6 @@ TOP = {
     **_group(REFS, "Ref empty_ref free_ref freeze new_ref ref ds"),
     **_group(INTERNALS, "ad api_util interpreters lib"),
     **_group(XLA_ONLY, "ffi export memory"),
-    **_group(NUMERICS, "dlpack"),
     **_group(UNIMPLEMENTED_FLAGS,
              "allow_f16_reductions array_garbage_collection_guard check_tracer_leaks "
              "checking_leaks debug_key_reuse default_matmul_precision default_prng_impl "
@@ -177,14 +175,7 @@ TREE_UTIL = {
              "jaxlite.tree_util.NAMESPACE)", "default_registry"),
 }
 
-NUMPY = {
-    **_group("narrow float/int dtypes (float8, float6, float4, int4/int2/int1): jaxlite "
-             "arrays hold the standard dtypes and bfloat16 only (the numerics issue, 12)",
-             "float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 "
-             "float8_e4m3b11fnuz float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz "
-             "float8_e8m0fnu int1 int2 int4 uint1 uint2 uint4"),
-    **_group("DLPack interchange: not implemented (the numerics issue, 12)", "from_dlpack"),
-}
+NUMPY: dict = {}
 
 MISSING = {"": TOP, ".lax": LAX, ".nn": NN, ".random": RANDOM, ".tree_util": TREE_UTIL,
            ".numpy": NUMPY}

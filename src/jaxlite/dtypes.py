@@ -454,6 +454,22 @@ _COMPUTE = {d: np.dtype(np.float32) for d in [np.dtype(np.float16), _BF16, *_NAR
 _COMPUTE.update({d: np.dtype(np.int8 if _KIND[d] == "i" else np.uint8) for d in _NARROW_INTS})
 UPCAST = frozenset(_COMPUTE)
 """The dtypes whose implementations compute in ``compute_dtype(dt)``."""
+NO_NAN = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"))
+"""Floating types without NaN: XLA converts every NaN to -0.0 there (ml_dtypes' own cast
+gives -0.0 for NaN but +0.0 for a NaN with its sign bit set, such as x86's default
+NaN from ``sqrt(-1)``): ``xla_nan_sign`` makes NumPy's cast agree."""
+
+
+def xla_nan_sign(x):
+    """``x`` (float32/float16 values about to be cast to a type of ``NO_NAN``) with every
+    NaN positive, so that the cast gives -0.0 for each, as XLA's conversion does."""
+    if not isinstance(x, (np.ndarray, np.generic)) or x.dtype.kind != "f":
+        return x
+    nan = np.isnan(x)
+    return np.where(nan, np.abs(x), x) if nan.any() else x
+
+
 VIA_FLOAT16 = _NARROW_FLOATS - {np.dtype(ml_dtypes.float8_e8m0fnu)}
 """Narrow floats whose elementwise results XLA on CPU rounds to float16 before rounding
 to the narrow type (float32 -> float16 -> float8: ``sqrt`` of float8_e3m4 0.96875 is 1.0,

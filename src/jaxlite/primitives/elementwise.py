@@ -41,6 +41,8 @@ def _half(fn):
                 out = fn(*upcast_half(*xs), **params)
                 if x.dtype in _VIA_F16 and out.dtype == np.float32:
                     out = out.astype(np.float16)    # XLA's double rounding, see dtypes
+                    if x.dtype in _NO_NAN:
+                        out = dtypes.xla_nan_sign(out)
                 return out
         return fn(*xs, **params)
     impl.__name__ = getattr(fn, "__name__", "impl")
@@ -60,6 +62,7 @@ def _specialize_half(fn):
 
 _F16S = dtypes.UPCAST      # float16, bfloat16 and the narrow types (see upcast_half)
 _VIA_F16 = dtypes.VIA_FLOAT16
+_NO_NAN = dtypes.NO_NAN
 
 
 def _elementwise_aval(name, allowed, out_dtype=None, same_dtypes=True):
@@ -596,6 +599,8 @@ def _convert_impl(x, new_dtype, weak_type=False):
             x = np.clip(x, info.min, info.max)
             return np.where(x >= float(info.max), info.max,
                             x.astype(new_dtype)).astype(new_dtype)
+    if new_dtype in _NO_NAN:
+        x = dtypes.xla_nan_sign(x)
     with np.errstate(all="ignore"):
         return x.astype(new_dtype)
 
