@@ -98,7 +98,7 @@ TOP = {
     **_group(UNIMPLEMENTED_FLAGS,
              "allow_f16_reductions array_garbage_collection_guard check_tracer_leaks "
              "checking_leaks debug_key_reuse default_matmul_precision default_prng_impl "
-             "enable_checks enable_custom_prng jax2tf_associative_scan_reductions "
+             "enable_custom_prng jax2tf_associative_scan_reductions "
              "legacy_prng_key no_execution no_tracing numpy_dtype_promotion "
              "numpy_rank_promotion softmax_custom_jvp thread_guard threefry_partitionable"),
     **_group(NOT_BUILT_API, "custom_batching custom_derivatives fwd_and_bwd "

@@ -467,9 +467,8 @@ _UNFUSED = [c for c in CASES if c[0].__name__ in ("reverse_scan", "pytree_scan",
 def test_unfused_bodies_run_native(monkeypatch, f, make_args):
     # fusion off (JAXLITE_FUSION=0): the body's reductions and elementwise ops are single
     # equations, each its own loop nest
-    from jaxlite.compiler import pipeline
-    monkeypatch.setattr(pipeline, "FUSION", False)
-    got, want, text = _both(f, *make_args())
+    with jax.config._override("jaxlite_fusion", False):
+        got, want, text = _both(f, *make_args())
     _assert_same(got, want)
     _assert_native(text)
     assert "reduce_sum" in text and " 0 kernel(s)" in text

@@ -27,13 +27,33 @@ def _env_int(name: str, default: int) -> int:
     return default if v is None or not v.strip() else int(v)
 
 
+def _env_on(name: str) -> bool:
+    """A switch that is on unless the variable says off (0, false, off, no)."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _env_bytes(name: str):
+    """A byte count (``1e8`` accepted), or None when the variable is unset or empty."""
+    v = os.environ.get(name)
+    if not v:
+        return None
+    try:
+        return max(0, int(float(v)))
+    except ValueError:
+        raise ValueError(f"{name} must be a number of bytes, got {v!r}") from None
+
+
 _TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
                          "jax_transfer_guard_device_to_host",
                          "jax_transfer_guard_device_to_device")
 _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
                "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
-               "jaxlite_async")
+               "jaxlite_async", "jax_enable_checks", "jaxlite_fusion")
+# The flags that change what jit compiles for a signature: their values are part of each
+# jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
+# recompiles instead of reusing a program built under the old value.
+_JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
 
@@ -95,12 +115,23 @@ class Config:
             # cost (about bytes moved + flops) runs on the device's worker thread
             "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),
             "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 32_000_000),
+            # the compiler's fusion pass (JAXLITE_FUSION=0 compiles without it); part of
+            # jit's cache key
+            "jaxlite_fusion": _env_on("JAXLITE_FUSION"),
+            # check every program the compiler receives and each pass's output with
+            # check_jaxpr (ir/check.py); JAXLITE_ENABLE_CHECKS, else JAX's variable
+            "jax_enable_checks": _env_bool("JAXLITE_ENABLE_CHECKS",
+                                           _env_bool("JAX_ENABLE_CHECKS", False)),
+            # bytes of free host buffers the recycling pool keeps (runtime/buffer.py);
+            # None: the smaller of 512 MiB and an eighth of RAM
+            "jaxlite_buffer_pool_bytes": _env_bytes("JAXLITE_BUFFER_POOL_BYTES"),
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_frozen", set())
         self.__dict__.update(values)
+        self.__dict__["_jit_key"] = tuple(values[n] for n in _JIT_KEY_FLAGS)
 
     def __getattr__(self, name):
         # only reached for names that are not flags (flags are instance attributes)
@@ -130,6 +161,10 @@ class Config:
             if value is not None and value == 0 or (value is not None and value < -1):
                 raise ValueError(f"jax_num_cpu_devices must be a positive number of devices "
                                  f"(or -1 for the default), got {value}.")
+        if name == "jaxlite_buffer_pool_bytes" and value is not None and (
+                type(value) is not int or value < 0):
+            raise ValueError(f"jaxlite_buffer_pool_bytes takes a number of bytes (an int "
+                             f">= 0) or None, got {value!r}")
         if name == "jaxlite_tier_up_calls" and (type(value) is not int or value < 1):
             raise ValueError(f"jaxlite_tier_up_calls takes a positive int (the call after "
                              f"which a program's native build starts), got {value!r}")
@@ -151,6 +186,8 @@ class Config:
     def _set(self, name, value):
         self._values[name] = value
         self.__dict__[name] = value
+        if name in _JIT_KEY_FLAGS:
+            self.__dict__["_jit_key"] = tuple(self._values[n] for n in _JIT_KEY_FLAGS)
         for fn in self._listeners:
             fn(name, value)
 
@@ -210,6 +247,14 @@ def explain_cache_misses(new_val: bool = True):
     """Context manager turning ``jax_explain_cache_misses`` on (or off) inside its block
     (``jax.explain_cache_misses``): each jit cache miss logs the argument that changed."""
     return config._override("jax_explain_cache_misses", bool(new_val))
+
+
+def enable_checks(new_val: bool = True):
+    """Context manager turning ``jax_enable_checks`` on (or off) inside its block
+    (``jax.enable_checks``): every program jit compiles, and each compiler pass's output, is
+    type-checked with ``jaxlite.ir.check_jaxpr``; an ill-typed one raises JaxprTypeError
+    naming the pass and the equation.  Makes compiling slower, never running."""
+    return config._override("jax_enable_checks", bool(new_val))
 
 
 def disable_jit(disable: bool = True):

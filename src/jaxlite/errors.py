@@ -86,3 +86,10 @@ class KeyReuseError(RuntimeError):
 class JaxRuntimeError(RuntimeError):
     """A failure while a program runs, such as a host callback that raised or returned
     values unlike its declared results (mirrors ``jax.errors.JaxRuntimeError``)."""
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is ill-typed: a variable read before it is defined or defined twice, a
+    malformed literal, or an equation whose recorded output types differ from what its
+    primitive derives (raised by ``jaxlite.ir.check_jaxpr``, ``jax.errors.JaxprTypeError``).
+    """

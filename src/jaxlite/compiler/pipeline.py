@@ -7,13 +7,15 @@ read and written by the program's equations.
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
 from ..backends import get_backend
 from ..backends.base import set_body_optimizer
+from ..config import config
+from ..errors import JaxprTypeError
+from ..ir.check import check_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from ..primitives import kernel as _kernel
 from .passes import cse, dce, fold_constants, fuse, inline_calls
@@ -26,18 +28,22 @@ PASSES = (
     ("fuse", fuse),
 )
 
-# JAXLITE_FUSION=0 (or setting this to False) compiles without the fusion pass; jit's
-# cache does not see this switch: set it before compiling.
-FUSION = os.environ.get("JAXLITE_FUSION", "1").lower() not in ("0", "false", "off", "no")
-
 
 def optimize(closed: ClosedJaxpr, record: bool = False, fusion: bool | None = None):
-    """Runs every pass (``fuse`` only when ``fusion``, default ``FUSION``).  Returns
-    ``(optimised, log)``; ``log`` lists ``(pass_name, program_before, program_after,
-    seconds)`` when ``record`` is True, else is empty.  Passes are pure (IR -> new IR), so
-    the log keeps the programs themselves and prints them only when asked."""
+    """Runs every pass (``fuse`` only when ``fusion``, default config ``jaxlite_fusion``,
+    which ``JAXLITE_FUSION=0`` turns off).  Returns ``(optimised, log)``; ``log`` lists
+    ``(pass_name, program_before, program_after, seconds)`` when ``record`` is True, else
+    is empty.  Passes are pure (IR -> new IR), so the log keeps the programs themselves and
+    prints them only when asked.
+
+    With ``jax_enable_checks`` on, the program received and each pass's output are checked
+    with ``check_jaxpr``; raises JaxprTypeError naming the pass (or the traced program)
+    and the ill-typed equation."""
     log = []
-    fusion = FUSION if fusion is None else fusion
+    fusion = config.jaxlite_fusion if fusion is None else fusion
+    checks = config.jax_enable_checks
+    if checks:
+        _check_program(closed, "the program given to the compiler (before any pass)")
     for name, fn in PASSES:
         if name == "fuse" and not fusion:
             continue
@@ -46,7 +52,16 @@ def optimize(closed: ClosedJaxpr, record: bool = False, fusion: bool | None = No
         closed = fn(closed)
         if record:
             log.append((name, before, closed, time.perf_counter() - t0))
+        if checks:
+            _check_program(closed, f"the output of compiler pass {name!r}")
     return closed, log
+
+
+def _check_program(closed: ClosedJaxpr, what: str) -> None:
+    try:
+        check_jaxpr(closed)
+    except JaxprTypeError as e:
+        raise JaxprTypeError(f"{what} is ill-typed: {e}") from None
 
 
 set_body_optimizer(lambda closed: optimize(closed)[0])   # for backends' loop bodies

@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from .. import monitoring
+from ..config import config
 
 
 class Buffer:
@@ -65,13 +66,8 @@ class Buffer:
 # ---- the recycling pool of host buffers ---------------------------------------------------
 
 def _default_pool_limit() -> int:
-    env = os.environ.get("JAXLITE_BUFFER_POOL_BYTES")
-    if env:
-        try:
-            return max(0, int(float(env)))
-        except ValueError:
-            raise ValueError(f"JAXLITE_BUFFER_POOL_BYTES must be a number of bytes, got "
-                             f"{env!r}") from None
+    if config.jaxlite_buffer_pool_bytes is not None:     # JAXLITE_BUFFER_POOL_BYTES
+        return config.jaxlite_buffer_pool_bytes
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -206,12 +202,21 @@ def clear_buffer_pool() -> int:
 
 def set_buffer_pool_limit(nbytes: int) -> None:
     """Caps the bytes the recycling pool tracks (0 turns recycling off); free buffers over
-    the new cap are released at once.  The default is ``JAXLITE_BUFFER_POOL_BYTES`` or the
-    smaller of 512 MiB and an eighth of RAM."""
+    the new cap are released at once.  The default is config ``jaxlite_buffer_pool_bytes``
+    (``JAXLITE_BUFFER_POOL_BYTES``) or the smaller of 512 MiB and an eighth of RAM;
+    changing that flag applies its value (or the default, for None) here."""
     POOL.limit = max(0, int(nbytes))
     with POOL._lock:
         if POOL._tracked > POOL.limit:
             POOL._evict_locked(POOL._tracked - POOL.limit)
+
+
+def _on_config(name, value):
+    if name == "jaxlite_buffer_pool_bytes":
+        set_buffer_pool_limit(_default_pool_limit())
+
+
+config._on_change(_on_config)
 
 
 # ---- donation ----------------------------------------------------------------------------

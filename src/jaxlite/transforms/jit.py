@@ -2,7 +2,9 @@
 
 Layer: transforms.  The cache key of a call is (pytree structure of the dynamic arguments,
 each leaf's abstract value and committed device, the static arguments' values, the
-config flags that change tracing).  A miss traces the function with tracers into a jaxpr,
+config flags that change tracing or compiled code: ``jax_enable_x64`` and config's
+``_JIT_KEY_FLAGS``, such as ``jaxlite_fusion``).  A miss traces the function with tracers
+into a jaxpr,
 compiles it through the compiler pipeline, and stores the executable only if all of that
 succeeded.  Inside another trace a jitted function stages a single ``jit`` equation
 carrying its program (so transformations compose); the compiler inlines it.
@@ -24,7 +26,7 @@ import numpy as np
 import optree
 
 from .. import monitoring
-from ..config import config
+from ..config import _JIT_KEY_FLAGS, config
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray, aval_of_value
@@ -254,6 +256,19 @@ def _shared_caches(fun, options) -> tuple:
         return hit[1].setdefault(options, fresh)
     except TypeError:          # unhashable options
         return fresh
+
+
+def _on_config(name, value):
+    # the fast paths of __call__ look a program up by the arguments alone: drop them when a
+    # flag of the cache key changes, so the next call looks again under the full key
+    if name in _JIT_KEY_FLAGS:
+        for f in list(_ALL_JITTED):
+            f._fast.clear()
+            f._fast64.clear()
+            f._last = (None, None, None)
+
+
+config._on_change(_on_config)
 
 
 def clear_all_caches() -> None:
@@ -486,7 +501,8 @@ class JitWrapped:
                                     len(args), dyn_args, dyn_kw)
             if out is not _NOT_TRACED:
                 return out
-        key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64)
+        key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64,
+               config._jit_key)
         entry = self._cache.get(key)
         if entry is None:
             names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
@@ -560,7 +576,7 @@ class JitWrapped:
         statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
             self._trace(args, kwargs)
         key = (in_tree, tuple(_abstract_leaf_key(x) for x in leaves), statics, static_kw,
-               config.jax_enable_x64)
+               config.jax_enable_x64, config._jit_key)
         names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
         closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, len(args),
                                                static_pos, [k[0] for k in key[1]])
@@ -621,6 +637,9 @@ def _diff_keys(history, key, names, param_names=()) -> str:
             diffs.append(f"static argument {k} value {v_old!r} -> {v_new!r}")
     if old[4] != key[4]:
         diffs.append(f"jax_enable_x64 {old[4]} -> {key[4]}")
+    for flag, v_old, v_new in zip(_JIT_KEY_FLAGS, old[5], key[5]):
+        if v_old != v_new:
+            diffs.append(f"{flag} {v_old!r} -> {v_new!r}")
     return "; ".join(diffs) or "a new signature"
 
 
