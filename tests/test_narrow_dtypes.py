@@ -100,6 +100,9 @@ def test_dtype_classes(name, rjax, rjnp):
                 np.number, np.generic, np.complexfloating, np.bool_):
         assert jnp.issubdtype(t, sup) == rjnp.issubdtype(rt, sup), sup
     assert jnp.issubdtype(t, t) and not jnp.issubdtype(t, jnp.float16)
+    for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating",
+                 "complex floating", "numeric"):
+        assert jnp.isdtype(t, kind) == rjnp.isdtype(rt, kind), kind
     assert dtypes.itemsize_bits(t) == rjax.dtypes.itemsize_bits(rt)
 
 

@@ -222,9 +222,9 @@ def _np_dtype(x) -> np.dtype:
 
 _KINDS = {
     "bool": lambda d: d == np.bool_,
-    "signed integer": lambda d: d.kind == "i",
-    "unsigned integer": lambda d: d.kind == "u",
-    "integral": lambda d: d.kind in "iu",
+    "signed integer": lambda d: dtypes.kind(d) == "i",      # int4 and kin included
+    "unsigned integer": lambda d: dtypes.kind(d) == "u",
+    "integral": dtypes.is_int,
     "real floating": dtypes.is_float,
     "complex floating": lambda d: d.kind == "c",
     "numeric": lambda d: d != np.bool_,
