@@ -484,11 +484,6 @@ def compute_dtype(dt) -> np.dtype:
     return _COMPUTE.get(dt, dt)
 
 
-def is_narrow_int(dt) -> bool:
-    """int4, uint4, int2, uint2, int1, uint1."""
-    return np.dtype(dt) in _NARROW_INTS
-
-
 @functools.lru_cache(maxsize=None)
 def supports_inf(dt) -> bool:
     """Whether floating ``dt`` represents infinity: float8_e4m3fn, the fnuz types,
