@@ -1188,6 +1188,8 @@ NOT_CALLED = {
                 "unpackbits apply_along_axis apply_over_axes vectorize frompyfunc frombuffer "
                 "fromstring fromiter fromfile load save savez array_repr array_str "
                 "printoptions get_printoptions set_printoptions bincount digitize histogram histogram_bin_edges histogram2d histogramdd polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split()},
+    "numpy.from_dlpack": "DLPack import, compared with JAX by producer, dtype, copy and "
+                         "device: tests/test_dlpack.py",
     **{f"numpy.linalg.{n}": "decompositions and solvers, compared with JAX for values, "
                             "grads, vmap, jit and bad input: tests/test_linalg_factor.py"
        for n in "solve inv det slogdet cholesky eigh eigvalsh qr lstsq pinv matrix_rank cond "
