@@ -58,6 +58,10 @@ import numpy as np
 
 from ..core.eager import host_value
 from ..ir.jaxpr import Literal
+from ..primitives import shape as _shape
+from ..primitives.control_flow import cond_p, scan_p, while_p
+from ..primitives.kernel import MONOIDS, kernel_p
+from ..primitives.linalg import dot_general_p
 from . import _cpu_ops
 from ._cpu_ops import Unsupported, type_name
 
@@ -74,12 +78,14 @@ PREPASS_MAX_BYTES = 1 << 24
 """An equation of a scan body whose results over all steps take more bytes than this stays
 in the step loop (the prepass keeps its results for every step)."""
 
-_INDEXING = {"broadcast_in_dim": "broadcast", "transpose": "transpose", "slice": "slice",
-             "rev": "rev", "iota": "iota", "concatenate": "concatenate",
-             "dynamic_slice": "dynamic_slice", "dynamic_update_slice": "dynamic_update_slice"}
-_REDUCTIONS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min",
-               "reduce_prod": "mul"}     # left unfused (JAXLITE_FUSION=0): monoid loops
-_RENAMES = {"reshape", "squeeze", "copy", "stop_gradient"}   # same elements, same order
+# the shape primitives this generator writes as loop nests: which primitives the backend
+# has code for (keyed by the primitive itself, never its name), and its method writing each.
+# Reductions left unfused (JAXLITE_FUSION=0) are written from their ``reduction`` fact
+# (monoid loops), renames (same elements, same order) from their ``rename`` fact.
+_SHAPE_LOOPS = {_shape.broadcast_in_dim_p: "broadcast", _shape.transpose_p: "transpose",
+                _shape.slice_p: "slice", _shape.rev_p: "rev", _shape.iota_p: "iota",
+                _shape.concatenate_p: "concatenate", _shape.dynamic_slice_p: "dynamic_slice",
+                _shape.dynamic_update_slice_p: "dynamic_update_slice"}
 # the local names NativeKernel's generated source uses (arrays a/o, loads x, temporaries t,
 # loop indices i and j, accumulators acc, float64 scratch arrays w, constants k and id);
 # attributes (np.int8) never match
@@ -248,32 +254,30 @@ class _Gen:
             self.store[v] = ("xs", self.stacked[ref])
 
     def _equation(self, eqn):
-        from ..primitives.kernel import kernel_p
         prim = eqn.primitive
         if prim is kernel_p:
             return self.kernel(eqn)
-        if prim.name == "dot_general":
+        if prim is dot_general_p:
             return self.dot(eqn)
-        if prim.name in _RENAMES and not isinstance(eqn.invars[0], Literal) and (
-                prim.name != "reshape" or eqn.params.get("dimensions") is None) and \
+        if prim.renames(eqn.params) and not isinstance(eqn.invars[0], Literal) and \
                 eqn.invars[0].aval.dtype == eqn.outvars[0].aval.dtype:
             self.store[eqn.outvars[0]] = self.store[eqn.invars[0]]
             return
-        if prim.name == "cond":
+        if prim is cond_p:
             return self.cond(eqn)
-        if prim.name in _REDUCTIONS:
-            return self.reduction(eqn, _REDUCTIONS[prim.name])
-        if prim.name == "scan":
+        if prim.reduction is not None and prim.reduction.monoid in MONOIDS:
+            return self.reduction(eqn, prim.reduction.monoid)
+        if prim is scan_p:
             return self.nested_scan(eqn)
-        if prim.name == "while":
+        if prim is while_p:
             return self.nested_while(eqn)
-        if prim.name in _INDEXING:
+        if prim in _SHAPE_LOOPS:
             if any(not isinstance(v, Literal) and v.aval.dtype not in _cpu_ops.SUPPORTED_DTYPES
                    for v in list(eqn.invars) + list(eqn.outvars)):
                 raise Unsupported(f"{prim.name} of dtype "
                                   f"{[v.aval.dtype.name for v in eqn.invars]}")
-            return getattr(self, _INDEXING[prim.name])(eqn)
-        if prim.kind == "elementwise" and prim.scalar_op and not prim.multiple_results:
+            return getattr(self, _SHAPE_LOOPS[prim])(eqn)
+        if prim.elementwise and prim.scalar_op and not prim.multiple_results:
             return self.elementwise(eqn)
         raise Unsupported(f"{prim.name} in the scan body (no loop code generator)")
 
@@ -962,8 +966,8 @@ class NativeWhile:
                 f"{self.n_dots} dot loop nest(s), {self.n_hoisted} hoisted out of the loop")
 
 
-NATIVE_LOOPS = {"scan": NativeScan, "while": NativeWhile}
-"""Primitive name -> the class compiling such an equation (what cpu.py's hook looks up)."""
+NATIVE_LOOPS = {scan_p: NativeScan, while_p: NativeWhile}
+"""Loop primitive -> the class compiling such an equation (what cpu.py's hook looks up)."""
 
 
 def _compile(source, glb, argtys):

@@ -212,9 +212,10 @@ def native_pays(closed) -> bool:
     fused kernel that stands for two or more array operations (its body's equations plus
     its reductions: fusion saves a pass over memory and a NumPy call each) or iterates
     over at least ``NATIVE_MIN_ELEMENTS`` elements (vectorised maths)."""
+    from ..primitives.control_flow import scan_p, while_p
     from ..primitives.kernel import kernel_p
     for eqn in closed.jaxpr.eqns:
-        if eqn.primitive.name in ("scan", "while"):
+        if eqn.primitive is scan_p or eqn.primitive is while_p:
             return True
         if eqn.primitive is kernel_p:
             k = eqn.params["kernel"]

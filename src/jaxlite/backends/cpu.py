@@ -41,15 +41,13 @@ PARALLEL_MIN_ELEMENTS = 1 << 20
 this, thread start-up (tens of microseconds) and Numba's longer parallel compile (about 3x)
 cost more than the second core gives."""
 
-# equations whose interpreter implementation returns a view of its operand (no copy)
-_VIEW_OPS = frozenset({"transpose", "reshape", "slice", "rev", "squeeze", "expand_dims",
-                       "broadcast_in_dim"})
-# of those, the views a kernel reads through their strides rather than copying them first:
-# a transposed or broadcast view's copy is itself a strided pass (measured on a 2048^2
-# transpose feeding a kernel: 24 ms strided against 29 ms copy + contiguous loop); a
-# reversed or sliced view copies at streaming speed and keeps the kernel's loop
-# contiguous (vectorised: exp of a reversed 2048^2 view 10 ms copied, 36 ms strided)
-_STRIDED_OPS = frozenset({"transpose", "broadcast_in_dim"})
+# A primitive's ``view`` fact: its interpreter implementation returns a view of its operand
+# (no copy).  Of those, a ``strided_view`` is read by a kernel through its strides rather
+# than copied first: a transposed or broadcast view's copy is itself a strided pass
+# (measured on a 2048^2 transpose feeding a kernel: 24 ms strided against 29 ms copy +
+# contiguous loop); a reversed or sliced view copies at streaming speed and keeps the
+# kernel's loop contiguous (vectorised: exp of a reversed 2048^2 view 10 ms copied, 36 ms
+# strided).
 
 # no fast-math flags at all: FMA contraction alone changes a*b + c by many ulps where it
 # cancels, and the interpreter (NumPy) rounds every operation
@@ -74,7 +72,7 @@ class NativeKernel:
                  strided=()):
         # compile=False: source only (the scan loop generator, _cpu_loop.py, inlines it)
         # strided: input positions read through their strides as they come (a transposed
-        # or broadcast view, see _STRIDED_OPS), not copied contiguous first
+        # or broadcast view: a primitive's ``strided_view``), not copied contiguous first
         from ..primitives.kernel import run_reference
         self.kernel = kernel
         self.strided = frozenset(strided)
@@ -380,7 +378,9 @@ class CpuExecutable(Executable):
     backend = "cpu"
 
     def __init__(self, closed: ClosedJaxpr, name: str, parallel: bool | None = None):
+        from ..primitives.control_flow import scan_p, while_p
         from ..primitives.kernel import kernel_p
+        from ..primitives.linalg import dot_general_p
         jaxpr = closed.jaxpr
         self.name = name
         self.in_avals = [v.aval for v in jaxpr.invars]
@@ -434,7 +434,7 @@ class CpuExecutable(Executable):
         outset = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
         live, peak = 0, 0
         self.kernels = []
-        views = {}    # variables a kernel reads through strides (see _STRIDED_OPS)
+        views = {}    # variables a kernel reads through strides (``strided_view`` results)
         for k_, eqn in enumerate(pending):
             in_slots = [sl(v) for v in eqn.invars]
             out_slots = []
@@ -453,21 +453,21 @@ class CpuExecutable(Executable):
                     self.kernels.append(nk)
                 except Unsupported as e:
                     text = f"kernel {eqn.params['kernel'].name}: interpreter fallback ({e})"
-            elif prim.name == "dot_general":
+            elif prim is dot_general_p:
                 kind, text = "blas", "dot_general: NumPy matmul (BLAS)"
-            elif prim.name in ("scan", "while"):
+            elif prim is scan_p or prim is while_p:
                 from ._cpu_loop import NATIVE_LOOPS    # the whole loop as one native step
                 try:
-                    ns = NATIVE_LOOPS[prim.name](eqn)
+                    ns = NATIVE_LOOPS[prim](eqn)
                     fn, kind, text = ns, "native", ns.describe()
                     self.kernels.append(ns)
                 except Unsupported as e:
                     text = f"{prim.name}: interpreter fallback ({e})"
             else:
                 text = f"{prim.name}: interpreter fallback (no native code generator)"
-                if prim.name in _VIEW_OPS:
+                if prim.view:
                     text = f"{prim.name}: interpreter, a view of its operand (no copy)"
-                if prim.name in _STRIDED_OPS:
+                if prim.strided_view:
                     text = text[:-1] + "; kernels read it through its strides)"
                     views.update((v, True) for v in eqn.outvars)
             if fn is None:

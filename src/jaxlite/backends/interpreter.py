@@ -7,8 +7,9 @@ memory tracks the live set).  The source is the executable's text.
 Buffer reuse: an elementwise equation whose operand dies there writes its result into that
 operand's buffer (``ufunc(..., out=buffer)``) when the buffer is one this program allocated
 itself and nothing else can see (see ``_Reuse``), with the result's exact shape and dtype,
-and when the in-place form computes bit-for-bit what the implementation computes.  A
-``copy`` of a dying owned buffer becomes a rename.  The text marks each such equation
+and when the in-place form computes bit-for-bit what the implementation computes (the
+primitive's declared ``inplace`` fact says which ufunc, for which dtypes).  A ``copy`` of a
+dying owned buffer becomes a rename.  The text marks each such equation
 "in place".  A chain of elementwise operations so needs one buffer, not one per operation.
 Such an equation with no dying operand and a large result writes into a buffer of the
 recycling pool (runtime/buffer.py) instead of a fresh allocation ("into a pool buffer").
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..core.eager import host_value
-from ..primitives import elementwise as _ew
 from ..primitives.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
@@ -31,60 +32,27 @@ def _nbytes(aval) -> int:
     return aval.size * aval.dtype.itemsize
 
 
-_F16 = np.dtype(np.float16)
-_HALF = (_F16, np.dtype(_ew._BF16))
-# primitive -> (ufunc computing it in place, dtype kinds it may run in place for, whether
-# float16/bfloat16 may run in place).  Each row is an operation whose implementation is
-# exactly this ufunc for operands of the result's dtype, so ``ufunc(..., out=buf)`` gives
-# the same bits.  Half precision: the implementations compute in float32 and round; NumPy's
-# own half loops do the same for + - * / and negation, but not for exp/sin/cos (checked
-# against the float32 path; tests/test_buffer_reuse.py), so only those run in place there.
-_F, _C, _I, _B = "f", "c", "iu", "b"
-_INPLACE = {
-    _ew.add_p: (np.add, _F + _C + _I, True),
-    _ew.add_any_p: (np.add, _F + _C + _I, True),
-    _ew.sub_p: (np.subtract, _F + _C + _I, True),
-    _ew.mul_p: (np.multiply, _F + _C + _I, True),
-    # integer division has its own impl, and complex division XLA's formula (not NumPy's)
-    _ew.div_p: (np.true_divide, _F, True),
-    _ew.neg_p: (np.negative, _F + _C + _I, True),
-    _ew.and_p: (np.bitwise_and, _I + _B, False),
-    _ew.or_p: (np.bitwise_or, _I + _B, False),
-    _ew.xor_p: (np.bitwise_xor, _I + _B, False),
-    _ew.not_p: (np.invert, _I + _B, False),
-    _ew.max_p: (np.maximum, _I + _B, False),        # float max/min handle signed zeros
-    _ew.min_p: (np.minimum, _I + _B, False),
-    _ew.square_p: (np.square, _F + _I, False),
-    _ew.abs_p: (np.abs, _F, False),
-    _ew.floor_p: (np.floor, _F, False),
-    _ew.ceil_p: (np.ceil, _F, False),
-}
-for _p, _u in [(_ew.exp_p, np.exp), (_ew.exp2_p, np.exp2), (_ew.log_p, np.log),
-               (_ew.log1p_p, np.log1p), (_ew.expm1_p, np.expm1), (_ew.tanh_p, np.tanh),
-               (_ew.sin_p, np.sin), (_ew.cos_p, np.cos), (_ew.tan_p, np.tan),
-               (_ew.asin_p, np.arcsin), (_ew.acos_p, np.arccos), (_ew.atan_p, np.arctan),
-               (_ew.sinh_p, np.sinh), (_ew.cosh_p, np.cosh), (_ew.asinh_p, np.arcsinh),
-               (_ew.acosh_p, np.arccosh), (_ew.atanh_p, np.arctanh), (_ew.sqrt_p, np.sqrt),
-               (_ew.cbrt_p, np.cbrt)]:
-    _INPLACE[_p] = (_u, _F, False)
-
-
-# equations whose implementation returns a NumPy view of its operand (no copy); a result
-# that views an argument is copied only when it leaves the program as an Array (``wrap``)
-_VIEW_OPS = frozenset({"transpose", "reshape", "slice", "rev", "squeeze", "expand_dims",
-                       "broadcast_in_dim"})
+_HALF = (np.dtype(np.float16), np.dtype(dtypes._BF16))
+# Which primitives run in place, with which ufunc, for which dtypes: each primitive's
+# ``inplace`` fact (core/primitive.py ``InPlace``; declared in primitives/elementwise.py).
+# Half precision: the implementations compute in float32 and round; NumPy's own half loops
+# do the same for + - * / and negation, but not for exp/sin/cos (checked against the
+# float32 path; tests/test_buffer_reuse.py), so only those declare ``half``.
+# A primitive's ``view`` fact: its implementation returns a NumPy view of its operand (no
+# copy); a result that views an argument is copied only when it leaves the program as an
+# Array (``wrap``).
 
 
 class _Reuse:
     """Which equations of ``jaxpr`` may write into a dying operand's buffer.
 
-    A variable is *owned* when the equation producing it is an operation of ``_INPLACE``
-    or a ``copy`` with an array result (rank >= 1): their implementations always return a
-    fresh array (a ufunc's new output, or a cast copy of it), never an argument, a
-    constant, a literal, a view or a broadcast; and when every equation using it is one
-    of those too, so that no view of its buffer can exist.  A donated argument whose
-    every use is such an equation is owned too.  Program outputs are never written (they
-    must survive the program).
+    A variable is *owned* when the equation producing it is an operation with an
+    ``inplace`` fact (an in-place ufunc, or ``copy``) and an array result (rank >= 1):
+    their implementations always return a fresh array (a ufunc's new output, or a cast
+    copy of it), never an argument, a constant, a literal, a view or a broadcast; and
+    when every equation using it is one of those too, so that no view of its buffer can
+    exist.  A donated argument whose every use is such an equation is owned too.  Program
+    outputs are never written (they must survive the program).
     """
 
     def __init__(self, jaxpr, last, outs, donated=()):
@@ -110,7 +78,7 @@ class _Reuse:
 
     @staticmethod
     def _fresh_op(e):
-        return (e.primitive in _INPLACE or e.primitive.name == "copy") and \
+        return e.primitive.inplace is not None and \
             not e.primitive.multiple_results and len(e.outvars) == 1
 
     def _fresh(self, e):
@@ -132,8 +100,8 @@ class _Reuse:
     @staticmethod
     def ufunc(e):
         """The ufunc computing ``e`` bit-for-bit in place, or None."""
-        row = _INPLACE.get(e.primitive)
-        if row is None or e.params:
+        row = e.primitive.inplace
+        if row is None or row.ufunc is None or e.params:
             return None
         ufunc, kinds, half_ok = row
         dt = e.outvars[0].aval.dtype
@@ -207,13 +175,13 @@ class InterpretedExecutable(Executable):
             args = ", ".join(nm(v) for v in eqn.invars)
             call = f"{fn}({args})"
             comment = f"  # {eqn.primitive.name}"
-            if eqn.primitive.name in _VIEW_OPS:
+            if eqn.primitive.view:
                 comment += " (a view of its operand: no copy)"
             if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
                 comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
             buf = reuse.buffer(k, eqn)
             ufunc = None
-            if buf is not None and eqn.primitive.name != "copy":
+            if buf is not None and eqn.primitive.inplace.ufunc is not None:
                 ufunc = reuse.ufunc(eqn)
                 buf = buf if ufunc is not None else None
             if buf is not None:
@@ -226,7 +194,7 @@ class InterpretedExecutable(Executable):
                     glb[f"u{k}"] = ufunc
                     lines.append(f"    {outn[0]} = u{k}({args}, out={names[buf]})"
                                  f"{comment}, in place into {names[buf]}")
-            elif reuse._fresh(eqn) and eqn.primitive.name != "copy" and \
+            elif reuse._fresh(eqn) and \
                     _nbytes(eqn.outvars[0].aval) >= POOL.min_bytes and \
                     reuse.ufunc(eqn) is not None:
                 # a large fresh result: into a recycled buffer of the pool (no page faults)

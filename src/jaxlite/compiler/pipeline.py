@@ -17,6 +17,7 @@ from ..config import config
 from ..errors import JaxprTypeError
 from ..ir.check import check_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Literal
+from ..primitives import control_flow as _control_flow
 from ..primitives import kernel as _kernel
 from .passes import cse, dce, fold_constants, fuse, inline_calls
 
@@ -104,22 +105,14 @@ def compile_jaxpr(closed: ClosedJaxpr, backend: str = "interpreter", name: str =
     return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0)
 
 
-_TRANSCENDENTAL = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
-    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "pow",
-    "erf", "erfc", "lgamma", "atan2"})
-# transcendentals XLA expands with extra arithmetic (flops per element on top of the one
-# transcendental): logistic is 1 / (1 + exp(-x)), exp2 is exp(x * log 2)
-_EXTRA_FLOPS = {"logistic": 3, "exp2": 1}
-
-
 def cost_analysis(closed: ClosedJaxpr) -> dict:
     """``{'flops': F, 'bytes accessed': B, 'transcendentals': T}`` of ``closed``.
 
-    Flops come from each primitive's cost rule; a transcendental operation (exp, tanh,
+    Flops come from each primitive's cost rule; a ``transcendental`` primitive (exp, tanh,
     sin, sqrt, pow, ...) counts one transcendental per element and no flop, as XLA's cost
-    analysis does.  Bytes are what each top-level equation reads and writes (an upper
-    bound once kernels are fused).
+    analysis does, plus its declared ``extra_flops`` per element (logistic, exp2).  Bytes
+    are what each top-level equation reads and writes (an upper bound once kernels are
+    fused).
 
     Control flow: a ``scan`` body counts ``length`` times (XLA counts a loop body once;
     the total work is the more useful estimate); a ``while`` body (and its condition)
@@ -149,20 +142,20 @@ def _work(jaxpr) -> tuple:
         if prim is _kernel.kernel_p:
             k = params["kernel"]
             n = int(np.prod(k.shape, dtype=np.int64))
-            t = sum(e.primitive.name in _TRANSCENDENTAL for e in k.body.eqns)
-            extra = sum(_EXTRA_FLOPS.get(e.primitive.name, 0) for e in k.body.eqns)
+            t = sum(e.primitive.transcendental for e in k.body.eqns)
+            extra = sum(e.primitive.extra_flops for e in k.body.eqns)
             flops += n * (max(len(k.body.eqns), 1) - t + extra)
             trans += n * t
-        elif prim.name == "scan":
+        elif prim is _control_flow.scan_p:
             f, t = _work(params["jaxpr"].jaxpr)
             flops += params["length"] * f
             trans += params["length"] * t
-        elif prim.name == "while":
+        elif prim is _control_flow.while_p:
             for body in (params["cond_jaxpr"], params["body_jaxpr"]):
                 f, t = _work(body.jaxpr)
                 flops += f
                 trans += t
-        elif prim.name == "cond":
+        elif prim is _control_flow.cond_p:
             costs = [_work(b.jaxpr) for b in params["branches"]]
             flops += max(c[0] for c in costs)
             trans += max(c[1] for c in costs)
@@ -172,9 +165,9 @@ def _work(jaxpr) -> tuple:
             trans += t
         elif prim.flops is not None:
             f = prim.flops(*[v.aval for v in eqn.invars], **params)
-            if prim.name in _TRANSCENDENTAL:
+            if prim.transcendental:
                 trans += f
-                flops += f * _EXTRA_FLOPS.get(prim.name, 0)
+                flops += f * prim.extra_flops
             else:
                 flops += f
     return flops, trans

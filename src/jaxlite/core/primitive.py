@@ -9,10 +9,28 @@ Layer: core.  A primitive is declared once, with all of its rules:
   as the transformations land; a table test lists which ones each primitive has;
 - ``scalar_op``: the name in the compiler's scalar-op table, for fusable elementwise ops;
 - ``flops``: cost-model rule ``flops(*avals, **params) -> int``.
+
+Facts the compiler passes and backends ask of a primitive (never a table of names), each a
+typed field set where the primitive is declared:
+- ``kind``: its family ("elementwise", "reduction", "view", "control", "call", ...);
+  ``elementwise`` is ``kind == "elementwise"``;
+- ``view``: ``impl`` returns a NumPy view of its single operand (no copy); ``strided_view``:
+  such a view that reorders or repeats the operand's elements (a transpose, a broadcast),
+  which a consumer reads through its strides as cheaply as it would copy it;
+- ``rename``: ``rename(**params) -> bool``, true when the result holds the operand's
+  elements in the same row-major order (a backend may alias the operand's buffer);
+- ``reduction``: a ``Reduction`` (its monoid and the monoid's identity per dtype) for a
+  reduction over ``axes`` with an associative, commutative monoid;
+- ``transcendental`` (cost analysis counts one per element, not a flop) and
+  ``extra_flops`` (flops per element on top of it, as XLA expands the op);
+- ``foldable``: constant folding may run it at compile time (default: pure and neither a
+  call nor control flow);
+- ``inplace``: an ``InPlace`` when the result can be written into an operand's buffer.
 """
 from __future__ import annotations
 
 import functools
+from typing import Callable, NamedTuple
 
 from .eager import apply_primitive
 from .trace import Tracer, _dynamic, find_top_trace, full_lower
@@ -20,12 +38,35 @@ from .trace import Tracer, _dynamic, find_top_trace, full_lower
 _registry: dict[str, "Primitive"] = {}
 
 
+class Reduction(NamedTuple):
+    """A reduction's monoid: ``monoid`` names the binary operation ("add", "mul", "max",
+    "min", "and", "or", "xor"; the scalar op a fused kernel folds with) and
+    ``identity(dtype)`` is its identity element as a NumPy scalar of ``dtype`` (what a
+    reduction over an empty axis returns)."""
+    monoid: str
+    identity: Callable
+
+
+class InPlace(NamedTuple):
+    """How a primitive computes in place: ``ufunc(*operands, out=buffer)`` gives exactly the
+    bits of ``impl`` when every operand has the result's dtype, that dtype's kind is in
+    ``kinds`` and, for float16/bfloat16, when ``half`` is true.  ``ufunc`` None: the result
+    equals the operand (a copy), so it may take over the operand's dying buffer."""
+    ufunc: object
+    kinds: str = "fciub"
+    half: bool = False
+
+
 class Primitive:
-    """A primitive operation with its rules (see module docstring)."""
+    """A primitive operation with its rules and facts (see module docstring)."""
 
     def __init__(self, name: str, *, abstract_eval, impl, multiple_results: bool = False,
                  effectful: bool = False, jvp=None, transpose=None, batch=None,
-                 scalar_op: str | None = None, flops=None, kind: str = "other"):
+                 scalar_op: str | None = None, flops=None, kind: str = "other",
+                 view: bool = False, strided_view: bool = False, rename=None,
+                 reduction: Reduction | None = None, transcendental: bool = False,
+                 extra_flops: int = 0, foldable: bool | None = None,
+                 inplace: InPlace | None = None):
         self.name = name
         self.abstract_eval = abstract_eval
         self.impl = impl
@@ -37,6 +78,15 @@ class Primitive:
         self.scalar_op = scalar_op
         self.flops = flops
         self.kind = kind
+        self.view = view or strided_view
+        self.strided_view = strided_view
+        self.rename = rename
+        self.reduction = reduction
+        self.transcendental = transcendental
+        self.extra_flops = extra_flops
+        self.foldable = (not effectful and kind not in ("call", "control")
+                         if foldable is None else foldable)
+        self.inplace = inplace
         self.specialize = None    # (avals, **params) -> callable or None, see impl_for
         self._aval_cache: dict = {}
         if name in _registry:
@@ -45,6 +95,16 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether the primitive maps operands to a result element by element."""
+        return self.kind == "elementwise"
+
+    def renames(self, params: dict) -> bool:
+        """Whether an equation with ``params`` returns its operand's elements in the same
+        row-major order (see ``rename`` in the module docstring)."""
+        return self.rename is not None and bool(self.rename(**params))
 
     def impl_for(self, avals, params: dict):
         """The implementation as a callable of the operands alone, for a compiled program

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import InPlace, Primitive
 from . import _complex
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
                      upcast_half)
@@ -81,15 +81,15 @@ def _elementwise_flops(*avals, **params):
 
 
 def elementwise(name, impl, allowed, *, out_dtype=None, scalar_op=None, half=True,
-                same_dtypes=True):
-    """Declares an elementwise primitive ``name``."""
+                same_dtypes=True, **facts):
+    """Declares an elementwise primitive ``name`` (``facts``: see core/primitive.py)."""
     raw = impl
     if half:
         impl = _half(impl)
     p = Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
                                                         same_dtypes),
                   impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,
-                  kind="elementwise")
+                  kind="elementwise", **facts)
     if half:
         p.specialize = _specialize_half(raw)
     return p
@@ -426,38 +426,64 @@ def _pow(x, y):
 
 # ---- the table ------------------------------------------------------------------------
 
-neg_p = elementwise("neg", np.negative, NUM)
+neg_p = elementwise("neg", np.negative, NUM,
+                    inplace=InPlace(np.negative, "fciu", half=True))
 sign_p = elementwise("sign", _sign, NUM)
-floor_p = elementwise("floor", np.floor, FLOAT)
-ceil_p = elementwise("ceil", np.ceil, FLOAT)
+floor_p = elementwise("floor", np.floor, FLOAT,
+                      inplace=InPlace(np.floor, "f"))
+ceil_p = elementwise("ceil", np.ceil, FLOAT,
+                     inplace=InPlace(np.ceil, "f"))
 round_p = elementwise("round", _round, FLOAT)
 is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=_bool_out)
-exp_p = elementwise("exp", _exp, INEXACT)
-exp2_p = elementwise("exp2", _complex_aware(np.exp2, _complex.exp2), INEXACT)
-log_p = elementwise("log", _log, INEXACT)
-log1p_p = elementwise("log1p", _log1p, INEXACT)
-expm1_p = elementwise("expm1", _expm1, INEXACT)
-tanh_p = elementwise("tanh", _complex_aware(np.tanh, _complex.tanh), INEXACT)
-logistic_p = elementwise("logistic", _logistic, INEXACT)
-sin_p = elementwise("sin", _complex_aware(np.sin, _complex.sin), INEXACT)
-cos_p = elementwise("cos", _complex_aware(np.cos, _complex.cos), INEXACT)
-tan_p = elementwise("tan", _complex_aware(np.tan, _complex.tan), INEXACT)
-asin_p = elementwise("asin", _complex_aware(np.arcsin, _complex.asin), INEXACT)
-acos_p = elementwise("acos", _complex_aware(np.arccos, _complex.acos), INEXACT)
-atan_p = elementwise("atan", _complex_aware(np.arctan, _complex.atan), INEXACT)
-sinh_p = elementwise("sinh", _complex_aware(np.sinh, _complex.sinh), INEXACT)
-cosh_p = elementwise("cosh", _complex_aware(np.cosh, _complex.cosh), INEXACT)
-asinh_p = elementwise("asinh", _complex_aware(np.arcsinh, _complex.asinh), INEXACT)
-acosh_p = elementwise("acosh", _complex_aware(np.arccosh, _complex.acosh), INEXACT)
-atanh_p = elementwise("atanh", _complex_aware(np.arctanh, _complex.atanh), INEXACT)
-sqrt_p = elementwise("sqrt", _complex_aware(np.sqrt, _complex.sqrt), INEXACT)
-rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT)
-cbrt_p = elementwise("cbrt", np.cbrt, FLOAT)
+exp_p = elementwise("exp", _exp, INEXACT,
+                    transcendental=True, inplace=InPlace(np.exp, "f"))
+exp2_p = elementwise("exp2", _complex_aware(np.exp2, _complex.exp2), INEXACT,
+                     transcendental=True, extra_flops=1, inplace=InPlace(np.exp2, "f"))
+log_p = elementwise("log", _log, INEXACT,
+                    transcendental=True, inplace=InPlace(np.log, "f"))
+log1p_p = elementwise("log1p", _log1p, INEXACT,
+                      transcendental=True, inplace=InPlace(np.log1p, "f"))
+expm1_p = elementwise("expm1", _expm1, INEXACT,
+                      transcendental=True, inplace=InPlace(np.expm1, "f"))
+tanh_p = elementwise("tanh", _complex_aware(np.tanh, _complex.tanh), INEXACT,
+                     transcendental=True, inplace=InPlace(np.tanh, "f"))
+logistic_p = elementwise("logistic", _logistic, INEXACT,
+                         transcendental=True, extra_flops=3)
+sin_p = elementwise("sin", _complex_aware(np.sin, _complex.sin), INEXACT,
+                    transcendental=True, inplace=InPlace(np.sin, "f"))
+cos_p = elementwise("cos", _complex_aware(np.cos, _complex.cos), INEXACT,
+                    transcendental=True, inplace=InPlace(np.cos, "f"))
+tan_p = elementwise("tan", _complex_aware(np.tan, _complex.tan), INEXACT,
+                    transcendental=True, inplace=InPlace(np.tan, "f"))
+asin_p = elementwise("asin", _complex_aware(np.arcsin, _complex.asin), INEXACT,
+                     transcendental=True, inplace=InPlace(np.arcsin, "f"))
+acos_p = elementwise("acos", _complex_aware(np.arccos, _complex.acos), INEXACT,
+                     transcendental=True, inplace=InPlace(np.arccos, "f"))
+atan_p = elementwise("atan", _complex_aware(np.arctan, _complex.atan), INEXACT,
+                     transcendental=True, inplace=InPlace(np.arctan, "f"))
+sinh_p = elementwise("sinh", _complex_aware(np.sinh, _complex.sinh), INEXACT,
+                     transcendental=True, inplace=InPlace(np.sinh, "f"))
+cosh_p = elementwise("cosh", _complex_aware(np.cosh, _complex.cosh), INEXACT,
+                     transcendental=True, inplace=InPlace(np.cosh, "f"))
+asinh_p = elementwise("asinh", _complex_aware(np.arcsinh, _complex.asinh), INEXACT,
+                      transcendental=True, inplace=InPlace(np.arcsinh, "f"))
+acosh_p = elementwise("acosh", _complex_aware(np.arccosh, _complex.acosh), INEXACT,
+                      transcendental=True, inplace=InPlace(np.arccosh, "f"))
+atanh_p = elementwise("atanh", _complex_aware(np.arctanh, _complex.atanh), INEXACT,
+                      transcendental=True, inplace=InPlace(np.arctanh, "f"))
+sqrt_p = elementwise("sqrt", _complex_aware(np.sqrt, _complex.sqrt), INEXACT,
+                     transcendental=True, inplace=InPlace(np.sqrt, "f"))
+rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT,
+                      transcendental=True)
+cbrt_p = elementwise("cbrt", np.cbrt, FLOAT,
+                     transcendental=True, inplace=InPlace(np.cbrt, "f"))
 # signed and inexact only: JAX's abs takes no unsigned integers (TypeError; jnp.abs
 # returns them unchanged itself)
 abs_p = elementwise("abs", _complex_aware(np.abs, _complex.absolute),
-                    FLOAT + COMPLEX + INT, out_dtype=_real_dtype)
-not_p = elementwise("not", np.invert, INTEGRAL + BOOL)
+                    FLOAT + COMPLEX + INT, out_dtype=_real_dtype,
+                    inplace=InPlace(np.abs, "f"))
+not_p = elementwise("not", np.invert, INTEGRAL + BOOL,
+                    inplace=InPlace(np.invert, "iub"))
 real_p = elementwise("real", np.real, COMPLEX, out_dtype=_real_dtype)
 imag_p = elementwise("imag", np.imag, COMPLEX, out_dtype=_real_dtype)
 def _conj(x, input_dtype=None):
@@ -479,7 +505,8 @@ def _conj_aval(x, input_dtype=None):
 
 conj_p = elementwise("conj", _conj, COMPLEX, half=False)
 conj_p.abstract_eval = _conj_aval
-square_p = elementwise("square", np.square, NUM)
+square_p = elementwise("square", np.square, NUM,
+                       inplace=InPlace(np.square, "fiu"))
 integer_pow_p = elementwise("integer_pow", _integer_pow, NUM)
 
 
@@ -493,22 +520,33 @@ def _integer_pow_aval(x, y):
 
 
 integer_pow_p.abstract_eval = _integer_pow_aval
-erf_p = elementwise("erf", _erf, FLOAT)
-erfc_p = elementwise("erfc", _erfc, FLOAT)
-lgamma_p = elementwise("lgamma", _lgamma, FLOAT)
+erf_p = elementwise("erf", _erf, FLOAT,
+                    transcendental=True)
+erfc_p = elementwise("erfc", _erfc, FLOAT,
+                     transcendental=True)
+lgamma_p = elementwise("lgamma", _lgamma, FLOAT,
+                       transcendental=True)
 digamma_p = elementwise("digamma", _digamma, FLOAT)
 population_count_p = elementwise("population_count", _bit_pattern(_population_count),
                                  INTEGRAL, half=False)
 
-add_p = elementwise("add", np.add, NUM)
+add_p = elementwise("add", np.add, NUM,
+                    inplace=InPlace(np.add, "fciu", half=True))
 # the sum of two tangents or cotangents, as the differentiation machinery accumulates them
 # (JAX's ``add_any``): the same arithmetic as add, so compiled as add
-add_any_p = elementwise("add_any", np.add, NUM, scalar_op="add")
-sub_p = elementwise("sub", np.subtract, NUM)
-mul_p = elementwise("mul", np.multiply, NUM)
-div_p = elementwise("div", _div, NUM)
+add_any_p = elementwise("add_any", np.add, NUM, scalar_op="add",
+                        inplace=InPlace(np.add, "fciu", half=True))
+sub_p = elementwise("sub", np.subtract, NUM,
+                    inplace=InPlace(np.subtract, "fciu", half=True))
+mul_p = elementwise("mul", np.multiply, NUM,
+                    inplace=InPlace(np.multiply, "fciu", half=True))
+# in place for floats only: integer division has its own impl, and complex division XLA's
+# formula (not NumPy's)
+div_p = elementwise("div", _div, NUM,
+                    inplace=InPlace(np.true_divide, "f", half=True))
 rem_p = elementwise("rem", _rem, NUM)
-pow_p = elementwise("pow", _pow, INEXACT)
+pow_p = elementwise("pow", _pow, INEXACT,
+                    transcendental=True)
 
 
 def _pow_aval(x, y):
@@ -521,13 +559,20 @@ def _pow_aval(x, y):
 
 
 pow_p.abstract_eval = _pow_aval
-max_p = elementwise("max", _max, ANY)
-min_p = elementwise("min", _min, ANY)
-atan2_p = elementwise("atan2", _atan2, INEXACT)
+# in place for integers only: float max/min handle signed zeros and NaNs as XLA
+max_p = elementwise("max", _max, ANY,
+                    inplace=InPlace(np.maximum, "iub"))
+min_p = elementwise("min", _min, ANY,
+                    inplace=InPlace(np.minimum, "iub"))
+atan2_p = elementwise("atan2", _atan2, INEXACT,
+                      transcendental=True)
 nextafter_p = elementwise("nextafter", _nextafter, FLOAT, half=False)
-and_p = elementwise("and", np.bitwise_and, INTEGRAL + BOOL)
-or_p = elementwise("or", np.bitwise_or, INTEGRAL + BOOL)
-xor_p = elementwise("xor", np.bitwise_xor, INTEGRAL + BOOL)
+and_p = elementwise("and", np.bitwise_and, INTEGRAL + BOOL,
+                    inplace=InPlace(np.bitwise_and, "iub"))
+or_p = elementwise("or", np.bitwise_or, INTEGRAL + BOOL,
+                   inplace=InPlace(np.bitwise_or, "iub"))
+xor_p = elementwise("xor", np.bitwise_xor, INTEGRAL + BOOL,
+                    inplace=InPlace(np.bitwise_xor, "iub"))
 eq_p = elementwise("eq", np.equal, ANY, out_dtype=_bool_out)
 ne_p = elementwise("ne", np.not_equal, ANY, out_dtype=_bool_out)
 # ordered comparisons take no complex operands (TypeError, as JAX); jax.numpy orders complex

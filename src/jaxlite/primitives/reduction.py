@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import Primitive, Reduction
 from ._rules import check_dtypes, normalize_axes, upcast_half
 
 
@@ -34,7 +34,7 @@ def _reduce_flops(x, axes, **sharding):
     return x.size
 
 
-def _reduction(name, np_fn, allowed, identity_ok=True):
+def _reduction(name, np_fn, allowed, monoid, identity_ok=True):
     def impl(x, axes, **sharding):
         axes = tuple(axes)
         if not identity_ok and x.size == 0 and any(x.shape[a] == 0 for a in axes):
@@ -45,7 +45,22 @@ def _reduction(name, np_fn, allowed, identity_ok=True):
             (x,) = upcast_half(x)
         return np_fn(x, axis=axes)
     return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
-                     flops=_reduce_flops, scalar_op=name, kind="reduction")
+                     flops=_reduce_flops, scalar_op=name, kind="reduction",
+                     reduction=Reduction(monoid, _monoid_identity(monoid)))
+
+
+def _monoid_identity(monoid):
+    """``dtype -> scalar``: the identity of ``monoid`` (what reducing nothing gives)."""
+    def identity(dt):
+        dt = np.dtype(dt)
+        if monoid in ("add", "or", "xor"):
+            return dt.type(0)
+        if monoid == "mul":
+            return dt.type(1)
+        if monoid == "and":      # every bit set
+            return dt.type(True) if dt == np.bool_ else ~dt.type(0)
+        return dt.type(_identity("reduce_" + monoid, dt))
+    return identity
 
 
 def _identity(name, dt):
@@ -77,8 +92,8 @@ def _sum(x, axis):
     return np.add.reduce(x, axis=axis, dtype=wide).astype(x.dtype)
 
 
-reduce_sum_p = _reduction("reduce_sum", _sum, "fciu")
-reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, "fciu")
+reduce_sum_p = _reduction("reduce_sum", _sum, "fciu", "add")
+reduce_prod_p = _reduction("reduce_prod", np.multiply.reduce, "fciu", "mul")
 
 
 def _zero_signed(fn, is_min):
@@ -98,11 +113,11 @@ def _zero_signed(fn, is_min):
 
 _max = _zero_signed(np.maximum.reduce, False)
 _min = _zero_signed(np.minimum.reduce, True)
-reduce_max_p = _reduction("reduce_max", _max, "fciub", identity_ok=False)
-reduce_min_p = _reduction("reduce_min", _min, "fciub", identity_ok=False)
-reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub")
-reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub")
-reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub")
+reduce_max_p = _reduction("reduce_max", _max, "fciub", "max", identity_ok=False)
+reduce_min_p = _reduction("reduce_min", _min, "fciub", "min", identity_ok=False)
+reduce_and_p = _reduction("reduce_and", np.bitwise_and.reduce, "iub", "and")
+reduce_or_p = _reduction("reduce_or", np.bitwise_or.reduce, "iub", "or")
+reduce_xor_p = _reduction("reduce_xor", np.bitwise_xor.reduce, "iub", "xor")
 
 
 # argmax / argmin ------------------------------------------------------------------------

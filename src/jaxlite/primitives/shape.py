@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.avals import ShapedArray
-from ..core.primitive import Primitive
+from ..core.primitive import InPlace, Primitive
 from ._rules import check_same_dtypes, normalize_axes
 
 _zero = lambda *a, **k: 0  # noqa: E731  (shape ops do no arithmetic)
+_always = lambda **params: True  # noqa: E731  (a rename whatever the parameters)
 
 
-def _shape_prim(name, aval, impl, kind="shape"):
-    return Primitive(name, abstract_eval=aval, impl=impl, flops=_zero, kind=kind)
+def _shape_prim(name, aval, impl, kind="shape", **facts):
+    return Primitive(name, abstract_eval=aval, impl=impl, flops=_zero, kind=kind, **facts)
 
 
 # broadcast_in_dim ------------------------------------------------------------------------
@@ -53,7 +54,10 @@ def _bid_pp_params(params):
     return shown
 
 
-broadcast_in_dim_p = _shape_prim("broadcast_in_dim", _bid_aval, _bid_impl, kind="broadcast")
+# a broadcast view repeats elements (kernels read it through its strides); folding it would
+# only materialise it
+broadcast_in_dim_p = _shape_prim("broadcast_in_dim", _bid_aval, _bid_impl, kind="broadcast",
+                                 strided_view=True, foldable=False)
 broadcast_in_dim_p.pp_params = _bid_pp_params
 
 
@@ -77,7 +81,9 @@ def _reshape_impl(x, new_sizes, dimensions=None, sharding=None):
     return np.reshape(x, new_sizes)
 
 
-reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view")
+# without ``dimensions`` the elements keep their row-major order
+reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view", view=True,
+                        rename=lambda dimensions=None, **_: dimensions is None)
 
 
 # transpose -----------------------------------------------------------------------------
@@ -91,7 +97,8 @@ def _transpose_aval(x, permutation):
 
 
 transpose_p = _shape_prim("transpose", _transpose_aval,
-                          lambda x, permutation: np.transpose(x, permutation), kind="view")
+                          lambda x, permutation: np.transpose(x, permutation), kind="view",
+                          strided_view=True)
 
 
 # squeeze -------------------------------------------------------------------------------
@@ -109,7 +116,8 @@ def _squeeze_aval(x, dimensions):
 
 
 squeeze_p = _shape_prim("squeeze", _squeeze_aval,
-                        lambda x, dimensions: np.squeeze(x, tuple(dimensions)), kind="view")
+                        lambda x, dimensions: np.squeeze(x, tuple(dimensions)), kind="view",
+                        view=True, rename=_always)
 
 
 # concatenate ---------------------------------------------------------------------------
@@ -198,7 +206,7 @@ def _rev_aval(x, dimensions):
 
 
 rev_p = _shape_prim("rev", _rev_aval, lambda x, dimensions: np.flip(x, tuple(dimensions)),
-                    kind="view")
+                    kind="view", view=True)
 
 
 # slice ---------------------------------------------------------------------------------
@@ -224,7 +232,7 @@ def _slice_impl(x, start_indices, limit_indices, strides=None):
     return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
 
 
-slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view")
+slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True)
 
 
 # dynamic_slice / dynamic_update_slice --------------------------------------------------
@@ -300,14 +308,17 @@ def _iota_impl(*, dtype, shape, dimension, sharding=None):
     return np.broadcast_to(r.reshape(bshape), shape)
 
 
-iota_p = _shape_prim("iota", _iota_aval, _iota_impl, kind="other")
+iota_p = _shape_prim("iota", _iota_aval, _iota_impl, kind="other", foldable=False)
 
 
 def _copy_aval(x):
     return x
 
 
-copy_p = _shape_prim("copy", _copy_aval, lambda x: np.array(x, copy=True), kind="elementwise")
+# always a fresh array: it may take over its operand's dying buffer (a rename); never
+# folded (a constant's copy would only double it)
+copy_p = _shape_prim("copy", _copy_aval, lambda x: np.array(x, copy=True), kind="elementwise",
+                     rename=_always, inplace=InPlace(None), foldable=False)
 copy_p.scalar_op = "copy"
 
 
@@ -630,6 +641,7 @@ batching.vectorized_batcher(copy_p)
 
 # stop_gradient: the identity whose tangent is zero -------------------------------------
 
-stop_gradient_p = _shape_prim("stop_gradient", _copy_aval, lambda x: x, kind="view")
+stop_gradient_p = _shape_prim("stop_gradient", _copy_aval, lambda x: x, kind="view",
+                              view=True, rename=_always)
 stop_gradient_p.jvp = lambda primals, tangents: (stop_gradient_p.bind(*primals), None)
 batching.vectorized_batcher(stop_gradient_p)

@@ -1,7 +1,8 @@
 """Constant folding: an equation whose inputs are all literals or constants is evaluated
-at compile time (with the primitive's reference implementation) when its result is small.
-Generators (iota, broadcasts) are not folded: materialising them would only cost memory;
-loops and branches (kind "control") are not run at compile time."""
+at compile time (with the primitive's reference implementation) when its result is small
+and its primitive is ``foldable`` (a fact of its declaration).  Generators (iota,
+broadcasts) and copies are not: materialising them would only cost memory; nor are loops,
+branches and calls, which are not run at compile time."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,6 @@ from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from ._rewrite import Renamer
 
 MAX_FOLD_ELEMENTS = 1 << 16
-_NEVER = {"iota", "broadcast_in_dim", "copy"}
 
 
 def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -34,8 +34,8 @@ def fold_constants(closed: ClosedJaxpr) -> ClosedJaxpr:
         invars = [rename(v) for v in eqn.invars]
         vals = [value(v) for v in invars]
         p = eqn.primitive
-        foldable = (invars and all(v is not None for v in vals) and not p.effectful
-                    and p.name not in _NEVER and p.kind not in ("call", "control")
+        foldable = (invars and all(v is not None for v in vals) and p.foldable
+                    and not p.effectful
                     and all(o.aval.size <= MAX_FOLD_ELEMENTS for o in eqn.outvars))
         if not foldable:
             eqns.append(eqn.replace(invars=invars))

@@ -4,16 +4,18 @@ reductions over it into fused kernels (one ``kernel_p`` equation each; see
 
 Layer: compiler.  ``fuse(closed) -> closed`` is pure.  What may fuse:
 
-- elementwise primitives (kind "elementwise": arithmetic, comparisons, ``select_n``,
-  ``clamp``, ``integer_pow``, ``convert_element_type``, ...) whose output has the group's
-  iteration space; rank-0 operands are read as broadcast inputs, literals and rank-0
-  constants become literals of the scalar body;
+- elementwise primitives (``elementwise`` with a ``scalar_op``: arithmetic, comparisons,
+  ``select_n``, ``clamp``, ``integer_pow``, ``convert_element_type``, ...) whose output has
+  the group's iteration space; rank-0 operands are read as broadcast inputs, literals and
+  rank-0 constants become literals of the scalar body;
 - ``broadcast_in_dim`` into the iteration space: its operand becomes a kernel input read
   through ``dims`` (the broadcast is never materialised); a group made only of broadcasts
   stays a plain equation;
-- ``stop_gradient`` of a value of the group (the identity);
-- ``reduce_sum/max/min/prod`` whose operand has the iteration space: a "reduce" output
-  (the elementwise chain feeding it is the reduction's prologue).  A reduced value is
+- an identity of a value of the group (``stop_gradient``: a ``view`` that ``renames`` its
+  operand to the same shape);
+- a ``reduction`` whose monoid a kernel folds with (``reduce_sum/max/min/prod``) and whose
+  operand has the iteration space: a "reduce" output (the elementwise chain feeding it is
+  the reduction's prologue).  A reduced value is
   never read inside the kernel that reduces it: a consumer broadcasting it back over the
   same space (softmax's ``x - max(x)``) starts the next kernel.
 
@@ -38,12 +40,22 @@ import heapq
 from ...core.avals import ShapedArray
 from ...core.eager import host_value
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from ...primitives.kernel import Kernel, KernelInput, KernelOutput, kernel_p
+from ...primitives.kernel import MONOIDS, Kernel, KernelInput, KernelOutput, kernel_p
+from ...primitives.shape import broadcast_in_dim_p
 from ._rewrite import has_effects
 
-REDUCE_MONOIDS = {"reduce_sum": "add", "reduce_max": "max", "reduce_min": "min",
-                  "reduce_prod": "mul"}
-_IDENTITY = ("stop_gradient",)
+
+def _monoid(eqn):
+    """The monoid a kernel folds ``eqn`` with when it is a fusable reduction, else None."""
+    r = eqn.primitive.reduction
+    return r.monoid if r is not None and r.monoid in MONOIDS else None
+
+
+def _is_identity(eqn) -> bool:
+    """Whether ``eqn``'s result is its operand unchanged (a same-shape renaming view)."""
+    p = eqn.primitive
+    return (p.view and p.renames(eqn.params) and len(eqn.invars) == 1 and
+            eqn.invars[0].aval.shape == eqn.outvars[0].aval.shape)
 
 
 def _nbytes(aval) -> int:
@@ -55,11 +67,11 @@ def iteration_space(eqn):
     p = eqn.primitive
     if p.effectful or len(eqn.outvars) != 1 or p.multiple_results:
         return None
-    if p.kind == "elementwise" and p.scalar_op:
+    if p.elementwise and p.scalar_op:
         shape = eqn.outvars[0].aval.shape
-    elif p.name == "broadcast_in_dim" or p.name in _IDENTITY:
+    elif p is broadcast_in_dim_p or _is_identity(eqn):
         shape = eqn.outvars[0].aval.shape
-    elif p.name in REDUCE_MONOIDS:
+    elif _monoid(eqn) is not None:
         shape = eqn.invars[0].aval.shape
     else:
         return None
@@ -70,12 +82,12 @@ def iteration_space(eqn):
 
 
 def _is_compute(eqn) -> bool:
-    return eqn.primitive.name not in _IDENTITY and eqn.primitive.name != "broadcast_in_dim"
+    return not _is_identity(eqn) and eqn.primitive is not broadcast_in_dim_p
 
 
 def _map_outvars(eqns):
     """Variables a group produces over its whole iteration space (readable inside it)."""
-    return {e.outvars[0] for e in eqns if e.primitive.name not in REDUCE_MONOIDS}
+    return {e.outvars[0] for e in eqns if _monoid(e) is None}
 
 
 class Group:
@@ -117,7 +129,7 @@ class Group:
         """Memory traffic of the fused kernel: its inputs read once, its outputs (escaping
         values and reductions) written once."""
         outs = sum(_nbytes(e.outvars[0].aval) for e in self.eqns
-                   if e.primitive.name in REDUCE_MONOIDS or e.outvars[0] in self.escaping)
+                   if _monoid(e) is not None or e.outvars[0] in self.escaping)
         return sum(_nbytes(v.aval) for v in self.inputs()) + outs
 
 
@@ -255,7 +267,7 @@ class _Grouper:
                 for gain, _, r in gains:
                     if gain > 0 and self.legal(chosen + [r], k):
                         chosen.append(r)
-            if not chosen and eqn.primitive.name in _IDENTITY:
+            if not chosen and _is_identity(eqn):
                 vd = set()
                 for v in eqn.invars:
                     vd.update(self.var_groups(v))
@@ -292,7 +304,7 @@ class _Grouper:
                 if not isinstance(v, Literal) and v not in self.nmap[root]:
                     self.ins[root].add(v)
                     self.deps[root].update(self.var_groups(v))
-            if eqn.primitive.name not in REDUCE_MONOIDS:
+            if _monoid(eqn) is None:
                 self.nmap[root].add(eqn.outvars[0])
         groups = {}
         for k in self.group_of:
@@ -340,16 +352,16 @@ def build_kernel(eqns, escaping, name: str, scalar_consts=None):
     ident = tuple(range(nd))
     outputs, outvars, body_out = [], [], []
     for e in eqns:
-        name_ = e.primitive.name
         ov = e.outvars[0]
-        if name_ == "broadcast_in_dim":
+        monoid = _monoid(e)
+        if e.primitive is broadcast_in_dim_p:
             env[ov] = read(e.invars[0], e.params["broadcast_dimensions"])
-        elif name_ in _IDENTITY:
+        elif _is_identity(e):
             env[ov] = read(e.invars[0], ident)
-        elif name_ in REDUCE_MONOIDS:
+        elif monoid is not None:
             val = read(e.invars[0], ident)
             axes = tuple(sorted(int(a) % nd for a in e.params["axes"]))
-            outputs.append(KernelOutput("reduce", ov.aval, REDUCE_MONOIDS[name_], axes))
+            outputs.append(KernelOutput("reduce", ov.aval, monoid, axes))
             outvars.append(ov)
             body_out.append(val)
             continue
