@@ -169,11 +169,11 @@ def test_ensure_compile_time_eval_grad_vmap_and_nesting(rjax, rjnp):
         jp = jax.make_jaxpr(lambda x: jnp.sin(x) * 2)(1.0)
     assert "sin" in str(jp)
     from jaxlite.core import trace as _t
-    assert len(_t._dynamic) == 1
+    assert _t.get_state() is _t.BASE_STATE
     with pytest.raises(ValueError):
         with jax.ensure_compile_time_eval():
             raise ValueError("propagates")
-    assert len(_t._dynamic) == 1
+    assert _t.get_state() is _t.BASE_STATE
 
 
 # ---- print_environment_info --------------------------------------------------------------

@@ -7,6 +7,8 @@ contract is in ``primitives``' docstring helpers below.
 """
 from __future__ import annotations
 
+import contextvars
+
 from .trace import Trace, Tracer, get_aval
 
 not_mapped = None
@@ -69,32 +71,35 @@ class BatchTrace(Trace):
         rule = primitive.batch
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-        _axes.append(self.main.payload)
+        token = _axis.set(self.main.payload)
         try:
             out, out_dims = rule(vals, dims, **params)
         finally:
-            _axes.pop()
+            _axis.reset(token)
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
         return BatchTracer(self, out, out_dims)
 
 
-_axes: list = []     # the BatchAxis of each batching rule now running (innermost last)
+# The BatchAxis of the batching rule now running on this thread (None outside any).
+_axis: contextvars.ContextVar = contextvars.ContextVar("jaxlite_batch_axis", default=None)
 
 
 def current_axis():
     """The BatchAxis whose batching rule is running (rules that batch a program with
     ``batch_jaxpr`` keep its name, so collectives inside still find their axis)."""
-    return _axes[-1] if _axes else None
+    return _axis.get()
 
 
 def find_axis(name):
     """The innermost enclosing vmap's main trace whose ``axis_name`` is ``name``; NameError
     ("unbound axis name") when there is none, as JAX."""
-    from .trace import trace_stack
-    for main in reversed(trace_stack):
+    from .trace import current_main
+    main = current_main()        # this thread's stack, innermost first
+    while main is not None:
         if main.trace_type is BatchTrace and main.alive and main.payload.name == name:
             return main
+        main = main.parent
     raise NameError(f"unbound axis name: {name}. No enclosing vmap has axis_name={name!r}.")
 
 

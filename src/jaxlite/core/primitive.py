@@ -33,7 +33,7 @@ import functools
 from typing import Callable, NamedTuple
 
 from .eager import apply_primitive
-from .trace import Tracer, _dynamic, find_top_trace, full_lower
+from .trace import Tracer, find_top_trace, full_lower, get_state
 
 _registry: dict[str, "Primitive"] = {}
 
@@ -132,13 +132,14 @@ class Primitive:
 
     def bind(self, *args, **params):
         """Applies the primitive under the current trace (eager when none)."""
-        if len(_dynamic) == 1:
+        st = get_state()        # this thread's trace state: read once per bind
+        if st.eager:            # no jit staging on this thread: eager unless a tracer
             for a in args:
                 if isinstance(a, Tracer):
                     break
             else:
                 return apply_primitive(self, args, params)
-        trace = find_top_trace(args)
+        trace = find_top_trace(args, st)
         tracers = [trace.full_raise(a) for a in args]
         out = trace.process_primitive(self, tracers, params)
         if self.multiple_results:

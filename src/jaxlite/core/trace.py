@@ -1,15 +1,22 @@
 """Traces and tracers: how ``bind`` decides what a primitive application means.
 
-Layer: core.  There is a stack of *main traces*; level 0 is eager evaluation.  A
-transformation (staging for jit; JVP and batching later) pushes a main trace, wraps its
-inputs in tracers of that trace, and runs the user function.  ``bind`` sends each primitive
-to the highest-level trace among its operands (or the dynamic trace of an enclosing jit),
-lifting lower-level operands into it.  A tracer used after its trace was popped raises
-UnexpectedTracerError.
+Layer: core.  Each thread has its own stack of *main traces*; level 0 is eager evaluation.
+A transformation (staging for jit, JVP, batching) pushes a main trace, wraps its inputs in
+tracers of that trace, and runs the user function.  ``bind`` sends each primitive to the
+highest-level trace among its operands (or the dynamic trace of an enclosing jit), lifting
+lower-level operands into it.  A tracer used after its trace was popped, or in another
+thread than its trace's, raises UnexpectedTracerError.
+
+The stack lives in a context variable holding an immutable ``TraceState``: its ``top`` is
+the innermost main trace, whose ``parent`` links lead down to level 0.  A new thread starts
+at ``BASE_STATE`` (nothing traced), so threads tracing at once never see each other's
+traces; the hot paths read the state once per operation (``get_state() is BASE_STATE``, or
+``get_state().eager`` where only a staging trace matters).
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import operator
 
@@ -20,15 +27,17 @@ from .avals import ShapedArray, aval_of_value, scalar_aval
 
 
 class MainTrace:
-    """One entry of the trace stack: ``level``, the Trace subclass and its shared state."""
+    """One entry of a thread's trace stack: ``level``, the Trace subclass, its shared state
+    (``payload``) and the main trace below it (``parent``; None for level 0)."""
 
-    __slots__ = ("level", "trace_type", "payload", "alive")
+    __slots__ = ("level", "trace_type", "payload", "alive", "parent")
 
-    def __init__(self, level, trace_type, payload):
+    def __init__(self, level, trace_type, payload, parent=None):
         self.level = level
         self.trace_type = trace_type
         self.payload = payload
         self.alive = True
+        self.parent = parent       # the main trace below this one on its thread's stack
 
     def __repr__(self):
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
@@ -230,39 +239,117 @@ class EvalTrace(Trace):
         return apply_primitive(primitive, values, params)
 
 
-trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
-_dynamic: list[MainTrace] = [trace_stack[0]]
+class TraceState:
+    """The trace state of one thread at one moment (immutable): ``top`` is the innermost
+    main trace (its ``parent`` chain is the whole stack, down to level 0), ``dynamic`` the
+    innermost main trace that catches every bind (a jit staging one; level 0 when none),
+    ``eager`` says that ``dynamic`` is level 0, and ``parent`` is the state that was current
+    before this one was entered."""
+
+    __slots__ = ("top", "dynamic", "eager", "parent")
+
+    def __init__(self, top, dynamic, parent):
+        self.top = top
+        self.dynamic = dynamic
+        self.eager = dynamic.level == 0
+        self.parent = parent
+
+    def __repr__(self):
+        return f"TraceState(top={self.top!r}, dynamic={self.dynamic!r})"
+
+
+EVAL_MAIN = MainTrace(0, EvalTrace, None, None)
+# The state of a thread that traces nothing.  Hot paths test ``get_state() is BASE_STATE``:
+# one context-variable read in the common case.
+BASE_STATE = TraceState(EVAL_MAIN, EVAL_MAIN, None)
+
+# Per thread (and per asyncio task): a new thread starts with BASE_STATE, whatever the
+# thread that started it is tracing.
+_state: contextvars.ContextVar = contextvars.ContextVar("jaxlite_trace_state",
+                                                        default=BASE_STATE)
+get_state = _state.get       # bound once: the hot paths call it without attribute lookups
+set_state = _state.set
+
+
+def trace_stack() -> list:
+    """The current thread's main traces, outermost (level 0, eager) first."""
+    out = []
+    m = _state.get().top
+    while m is not None:
+        out.append(m)
+        m = m.parent
+    out.reverse()
+    return out
+
+
+def current_main() -> MainTrace:
+    """The current thread's innermost main trace (level 0 when nothing is traced)."""
+    return _state.get().top
 
 
 @contextlib.contextmanager
 def new_main(trace_type, payload=None, dynamic: bool = False):
-    """Pushes a main trace of ``trace_type``; ``dynamic`` makes it catch every bind."""
-    main = MainTrace(len(trace_stack), trace_type, payload)
-    trace_stack.append(main)
-    if dynamic:
-        _dynamic.append(main)
+    """Pushes a main trace of ``trace_type`` on this thread's stack; ``dynamic`` makes it
+    catch every bind."""
+    prev = _state.get()
+    main = MainTrace(prev.top.level + 1, trace_type, payload, prev.top)
+    set_state(TraceState(main, main if dynamic else prev.dynamic, prev))
     try:
         yield main
     finally:
-        if dynamic:
-            _dynamic.pop()
-        trace_stack.pop()
+        set_state(prev)
         main.alive = False
 
 
-def find_top_trace(args) -> Trace:
-    top = _dynamic[-1]
+@contextlib.contextmanager
+def eval_context():
+    """Makes level 0 (eager evaluation) the dynamic trace of this thread while the block
+    runs: binds without tracer operands run now.  Used by ``ensure_compile_time_eval``."""
+    prev = _state.get()
+    if prev.eager:           # already eager (at top level, or under JVP/vmap only)
+        yield
+        return
+    set_state(TraceState(prev.top, EVAL_MAIN, prev))
+    try:
+        yield
+    finally:
+        set_state(prev)
+
+
+def find_top_trace(args, state=None) -> Trace:
+    """The trace a bind of ``args`` goes to: the highest-level one among the tracer
+    operands and the dynamic trace of ``state`` (this thread's, read here when not given).
+
+    Raises UnexpectedTracerError for a tracer whose trace has finished, or that belongs to
+    a trace of another thread (as JAX does)."""
+    st = _state.get() if state is None else state
+    top = st.dynamic
+    inner = st.top           # this thread's innermost main: its tracers need no check
+    checked = None           # the last other main found on this thread's stack
     for a in args:
         if isinstance(a, Tracer):
             m = a._trace.main
+            if m is not checked and m is not inner:
+                _check_on_stack(a, m, inner)
+                checked = m
             if m.level > top.level:
                 top = m
-            if not m.alive:
-                raise errors.UnexpectedTracerError(
-                    f"a tracer {a.aval.str_short()} outlived its trace "
-                    f"({m.trace_type.__name__}, already finished); it leaked out of a "
-                    f"transformed function.")
     return top.trace_type(top)
+
+
+def _check_on_stack(tracer, main, top):
+    if main.alive:
+        m = top.parent
+        while m is not None:
+            if m is main:
+                return
+            m = m.parent
+        where = "a transformation running in another thread"
+    else:
+        where = f"{main.trace_type.__name__}, already finished"
+    raise errors.UnexpectedTracerError(
+        f"a tracer {tracer.aval.str_short()} outlived its trace ({where}); it leaked out "
+        f"of a transformed function.")
 
 
 def full_lower(x):
@@ -288,4 +375,5 @@ _counter = itertools.count()
 
 
 def is_tracing() -> bool:
-    return len(trace_stack) > 1
+    """Whether the current thread is inside a transformation (jit, grad, vmap, ...)."""
+    return _state.get().top is not EVAL_MAIN

@@ -12,7 +12,7 @@ from .. import dtypes, lax, monitoring
 from ..config import config
 from ..core import eager as _eager
 from ..core.array import ArrayImpl
-from ..core.trace import Tracer, _dynamic
+from ..core.trace import Tracer, get_state as _trace_state
 from ..runtime import Buffer, get_default_device
 from ..runtime import dispatch as _dispatch
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
@@ -93,7 +93,7 @@ def _fast_binop(fn, reflected, rejected=()):
 
     def op(self, other):
         t = type(other)
-        if type(self) is ArrayImpl and len(_dynamic) == 1 and not monitoring._listeners:
+        if type(self) is ArrayImpl and _trace_state().eager and not monitoring._listeners:
             if t is ArrayImpl:
                 key = (self.aval, other.aval)
             elif t in _SCALAR_TYPES and (other or t is int or t is bool):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.array import ArrayImpl
 from ..core.staging import JaxprTrace
-from ..core.trace import Tracer, _dynamic
+from ..core.trace import Tracer, get_state as _trace_state
 
 _LEAF = (ArrayImpl, Tracer, np.ndarray, np.generic, bool, int, float, complex, type(None))
 
@@ -23,7 +23,7 @@ def staging() -> bool:
     """True while a program is being traced (make_jaxpr, jit's tracing); not during the
     special-purpose stagings (linearize's linear program, ``.at[].apply``), which keep
     their equations plain."""
-    return _dynamic[-1].trace_type is JaxprTrace
+    return _trace_state().dynamic.trace_type is JaxprTrace
 
 
 def named_jit(name, static_argnames=()):
@@ -36,7 +36,7 @@ def named_jit(name, static_argnames=()):
 
         @functools.wraps(fun)
         def call(*args, **kwargs):
-            if _dynamic[-1].trace_type is not JaxprTrace:       # staging(), inlined
+            if _trace_state().dynamic.trace_type is not JaxprTrace:   # staging(), inlined
                 return fun(*args, **kwargs)
             if not all(isinstance(a, _LEAF) for a in args) or not all(
                     isinstance(v, _LEAF) for k, v in kwargs.items()

@@ -24,7 +24,7 @@ from ..config import config
 from ..core.array import ArrayImpl
 from ..core.eager import run_impl, value_on
 from ..core.staging import JaxprTrace
-from ..core.trace import Tracer, _dynamic, get_aval
+from ..core.trace import Tracer, get_aval, get_state as _trace_state
 from ..lax._keyaware import key_aware
 from ..primitives import elementwise as _e
 from ..runtime import get_default_device
@@ -228,7 +228,7 @@ def _fast_const(plan, v):
 def _fast_binary(f, prim_for, kind, x1, x2):
     """``f(x1, x2)`` computed eagerly without the full path, or None when it does not
     apply (see above)."""
-    if len(_dynamic) != 1 or monitoring._listeners:
+    if not _trace_state().eager or monitoring._listeners:
         return None
     t1, t2 = type(x1), type(x2)
     if t1 is ArrayImpl:
@@ -1368,7 +1368,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         from ._sorting import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     check_arraylike("where", condition, x, y)
-    if _dynamic[-1].trace_type is JaxprTrace:      # staging(), inlined: eager stays fast
+    if _trace_state().dynamic.trace_type is JaxprTrace:   # staging(), inlined: eager fast
         return _where_staged(condition, x, y)
     return _where(condition, x, y)
 

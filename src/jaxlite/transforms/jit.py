@@ -48,7 +48,8 @@ logger = logging.getLogger("jaxlite")
 _PY_SCALARS = (bool, int, float, complex)
 _ndarray = np.ndarray
 _fp_state = _eager._fp_state
-_trace_stack = _trace.trace_stack
+_get_trace_state = _trace.get_state      # this thread's trace state (a context variable)
+_BASE_STATE = _trace.BASE_STATE            # ... when it traces nothing
 _NO_STATICS: frozenset = frozenset()
 _NOT_TRACED = object()      # _call_traced's answer when the call can run compiled
 
@@ -444,7 +445,7 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if not kwargs and self._plain and len(_trace_stack) == 1 and \
+        if not kwargs and self._plain and _get_trace_state() is _BASE_STATE and \
                 not monitoring._listeners:
             # fastest path: Arrays only, a signature that ran before (see _FastEntry)
             sig = []
@@ -495,7 +496,7 @@ class JitWrapped:
                     names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
                     raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} cannot be "
                                     f"used as an array (jit of {self.__name__}).") from None
-        if len(sigs) != len(leaves) or len(_trace.trace_stack) > 1:
+        if len(sigs) != len(leaves) or _get_trace_state() is not _BASE_STATE:
             # under a transformation (or with traced arguments): one jit equation
             out = self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
                                     len(args), dyn_args, dyn_kw)
@@ -564,7 +565,7 @@ class JitWrapped:
                 return tree_unflatten(out_tree, outs)
             hit = self._cache[key] = (closed, out_tree)
         closed, out_tree = hit
-        if len(_trace._dynamic) == 1 and not any(isinstance(x, Tracer) for x in leaves):
+        if _get_trace_state().eager and not any(isinstance(x, Tracer) for x in leaves):
             return _NOT_TRACED        # concrete operands, nothing closed over: compile
         outs = jit_p.bind(*leaves, jaxpr=closed, name=self.__name__)
         return tree_unflatten(out_tree, outs)

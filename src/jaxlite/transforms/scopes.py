@@ -41,16 +41,8 @@ def ensure_compile_time_eval():
                 assert y > 0             # Python control flow on it is fine
             return x + y                 # y is a constant of the traced program
     """
-    eval_main = _trace.trace_stack[0]
-    _trace._dynamic.append(eval_main)
-    try:
+    with _trace.eval_context():
         yield
-    finally:
-        # pop our own entry: a transformation started inside the block has popped its own
-        for i in range(len(_trace._dynamic) - 1, 0, -1):
-            if _trace._dynamic[i] is eval_main:
-                del _trace._dynamic[i]
-                break
 
 
 _name_stack: contextvars.ContextVar = contextvars.ContextVar("jaxlite_name_stack",
