@@ -35,7 +35,9 @@ _NARROW_FLOAT_NAMES = (
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
     "float6_e3m2fn")
-_NARROW_INT_NAMES = ("int4", "uint4", "int2", "uint2", "int1", "uint1")
+# (int1/uint1 came with a later ml_dtypes than the rest: present when it has them, as in JAX)
+_NARROW_INT_NAMES = tuple(n for n in ("int4", "uint4", "int2", "uint2", "int1", "uint1")
+                          if hasattr(ml_dtypes, n))
 _NARROW_FLOATS = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_FLOAT_NAMES)
 _NARROW_INTS = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in _NARROW_INT_NAMES)
 _FLOAT_KIND = frozenset([_BF16]) | _NARROW_FLOATS
@@ -138,7 +140,9 @@ float6_e2m3fn = _scalar_type("float6_e2m3fn", ml_dtypes.float6_e2m3fn)
 float6_e3m2fn = _scalar_type("float6_e3m2fn", ml_dtypes.float6_e3m2fn)
 int4, uint4 = _scalar_type("int4", ml_dtypes.int4), _scalar_type("uint4", ml_dtypes.uint4)
 int2, uint2 = _scalar_type("int2", ml_dtypes.int2), _scalar_type("uint2", ml_dtypes.uint2)
-int1, uint1 = _scalar_type("int1", ml_dtypes.int1), _scalar_type("uint1", ml_dtypes.uint1)
+if hasattr(ml_dtypes, "int1"):
+    int1 = _scalar_type("int1", ml_dtypes.int1)
+    uint1 = _scalar_type("uint1", ml_dtypes.uint1)
 
 
 #: The dtype of tangents/cotangents of integer and boolean values (``jax.dtypes.float0``):

@@ -16,7 +16,11 @@ from ..dtypes import (bfloat16, bool_, complex64, complex128, finfo, float16, fl
 from ..dtypes import (float8_e3m4, float8_e4m3, float8_e4m3b11fnuz,  # noqa: F401
                       float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
                       float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, int4,
-                      uint4, int2, uint2, int1, uint1)
+                      uint4, int2, uint2)
+try:     # int1/uint1 need an ml_dtypes newer than 0.5.4 (JAX likewise defines them then)
+    from ..dtypes import int1, uint1  # noqa: F401
+except ImportError:
+    pass
 from ._creation import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._reductions import *  # noqa: F401,F403
