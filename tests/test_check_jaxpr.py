@@ -169,6 +169,26 @@ def test_fuzz_programs_pass_every_pass(seed, checks):
             check_jaxpr(optimized)
 
 
+def test_weak_types_inside_kernel_bodies(checks):
+    # the fusion pass types a kernel's scalar body strongly; a weak conversion fused into
+    # it is no error (JAX's checker ignores weak types everywhere; jaxlite compares them
+    # outside kernel bodies, where they reach a jitted result)
+    f = lambda x, n: jnp.sin(x) * (n * 1.5)
+    closed = jax.make_jaxpr(f)(np.float32(1.0), 3)
+    assert closed.jaxpr.invars[1].aval.weak_type
+    fused, _ = pipeline.optimize(closed)
+    assert [e.primitive.name for e in fused.eqns] == ["kernel"]
+    check_jaxpr(fused)
+    out = jax.jit(f)(np.float32(1.0), 3)
+    assert out.dtype == np.float32 and not out.aval.weak_type
+    np.testing.assert_allclose(out, np.sin(np.float32(1.0)) * 4.5, rtol=1e-6)
+    # outside a kernel body, a lost weak type is an error
+    closed.jaxpr.eqns[1].outvars[0].aval = ShapedArray((), np.float32)
+    with pytest.raises(JaxprTypeError, match=r"equation 1 .* recorded as f32\[\], but "
+                                             r"convert_element_type's .* f32\[\] \(weak"):
+        check_jaxpr(closed)
+
+
 def test_fused_kernel_bodies_are_checked(checks):
     closed = jax.make_jaxpr(lambda x: jnp.tanh(x * 2.0 + 1.0).sum())(_X3)
     fused, _ = pipeline.optimize(closed)
@@ -341,8 +361,9 @@ def test_broken_pass_is_named(monkeypatch, bad_pass, msg):
         # the failed compile left nothing in the cache
         assert f._cache_size() == 0
     # checks off: the pipeline does not look (the broken program goes on unchecked)
-    optimized, _ = pipeline.optimize(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(_X3),
-                                     fusion=False)
+    with jax.enable_checks(False):
+        optimized, _ = pipeline.optimize(jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(_X3),
+                                         fusion=False)
     with pytest.raises(JaxprTypeError):
         check_jaxpr(optimized)
 
@@ -358,18 +379,22 @@ def test_ill_typed_input_program_is_named(checks):
 # ---- the flag ----------------------------------------------------------------------------
 
 def test_enable_checks_flag_like_jax(rjax):
-    assert config.jax_enable_checks is False and rjax.config.jax_enable_checks is False
+    # the suite runs with the checks on (conftest.py, as JAX's own tests do); JAX's default
+    # is off, and so is jaxlite's without JAXLITE_ENABLE_CHECKS / JAX_ENABLE_CHECKS
+    assert rjax.config.jax_enable_checks is False
+    assert config.jax_enable_checks is (os.environ.get("JAXLITE_ENABLE_CHECKS") == "1")
+    old = config.jax_enable_checks
     with jax.enable_checks():
         assert config.jax_enable_checks is True
         with jax.enable_checks(False):
             assert config.jax_enable_checks is False
         assert config.jax_enable_checks is True
-    assert config.jax_enable_checks is False
-    config.update("jax_enable_checks", True)
+    assert config.jax_enable_checks is old
+    config.update("jax_enable_checks", not old)
     try:
-        assert config.read("jax_enable_checks") is True
+        assert config.read("jax_enable_checks") is (not old)
     finally:
-        config.update("jax_enable_checks", False)
+        config.update("jax_enable_checks", old)
     with pytest.raises(ValueError, match="jax_enable_checks: new bool config value"):
         config.update("jax_enable_checks", "yes")
     assert issubclass(JaxprTypeError, TypeError)
@@ -400,6 +425,13 @@ def test_environment_variables_reach_config():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["False", "True", "1000000", "1000000"]
+    # unset: fusion on, checks off (JAX's default), the pool's own default
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAXLITE_FUSION", "JAXLITE_ENABLE_CHECKS", "JAX_ENABLE_CHECKS",
+                        "JAXLITE_BUFFER_POOL_BYTES")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[:3] == ["True", "False", "None"] and int(out[3]) > 0
     env["JAXLITE_BUFFER_POOL_BYTES"] = "lots"
     bad = subprocess.run([sys.executable, "-c", "import jaxlite"], env=env,
                          capture_output=True, text=True)
