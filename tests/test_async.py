@@ -296,20 +296,21 @@ def test_memory_stats_exact(no_gc):
 
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
 def test_peak_counts_temporaries_like_sync(no_gc, backend):
-    # the backend is chosen when the program compiles (its first call): one tier throughout
+    # one backend and one tier throughout: the settings are part of jit's cache key, so
+    # every call runs under them
     with flags(jaxlite_backend=backend, jaxlite_tiered=False):
         f = jaxlite.jit(lambda x: jnp.sin(x) * jnp.cos(x) + jnp.exp(x)[::-1])
         x = jnp.asarray(np.linspace(0, 1, 1000, dtype=np.float32))
         f(x)
-    peaks = []
-    for ctx in (sync, eager_async):
-        with ctx():
-            f(x).block_until_ready()
-            DEV.reset_peak_memory()
-            base = DEV.memory_stats()["bytes_in_use"]
-            out = f(x).block_until_ready()
-            peaks.append(DEV.memory_stats()["peak_bytes_in_use"] - base)
-            del out
+        peaks = []
+        for ctx in (sync, eager_async):
+            with ctx():
+                f(x).block_until_ready()
+                DEV.reset_peak_memory()
+                base = DEV.memory_stats()["bytes_in_use"]
+                out = f(x).block_until_ready()
+                peaks.append(DEV.memory_stats()["peak_bytes_in_use"] - base)
+                del out
     assert peaks[0] == peaks[1] > 4000
 
 
