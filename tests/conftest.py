@@ -4,6 +4,10 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# jaxlite's jax_enable_checks on for the whole suite, as JAX's own tests run: every program
+# jit compiles is type-checked before the compiler's passes and after each one
+# (check_jaxpr); JAXLITE_ENABLE_CHECKS=0 runs the suite without.
+os.environ.setdefault("JAXLITE_ENABLE_CHECKS", "1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
