@@ -8,6 +8,10 @@ Flags are read from the environment once at import (``JAX_ENABLE_X64``,
 the instance ``__dict__``), because some are read on every operation.  Listeners
 registered with ``_on_change`` are told of each change (caches use this to drop stale
 entries, the runtime to follow ``jax_default_device`` and the transfer guard).
+
+This is the one module that reads ``JAX_*`` / ``JAXLITE_*`` variables (a test greps for
+others).  Flags that change what jit compiles (``_JIT_KEY_FLAGS``: fusion, tiering) are
+part of every jit cache key through ``config._jit_key``.
 """
 from __future__ import annotations
 
