@@ -111,8 +111,9 @@ LAX_PRIMITIVE_OBJECTS = (
     "JAX's primitive objects is JAX-internal")
 LAX_COLLECTIVES = "collectives and sharding constraints: the sharding issue (14)"
 LAX_XLA_TYPES = ("XLA's option and dimension-number types (dot algorithms, accuracy, "
-                 "gather/scatter modes, RNG kinds): jaxlite's lax takes the plain "
-                 "tuples and strings; the numerics issue (12) adds the ones its functions need")
+                 "RNG kinds): jaxlite's lax takes the plain "
+                 "tuples and strings (GatherDimensionNumbers, ScatterDimensionNumbers and "
+                 "GatherScatterMode exist: lax.gather/scatter take them)")
 LAX_XLA_OPS = ("XLA-specific operations: ordering tokens, optimisation barriers, "
                "platform-dependent dispatch, composites, dynamic-shape staging")
 LAX_NUMERICS = ("ragged dots with general dimension numbers (RaggedDotDimensionNumbers): "
@@ -161,7 +162,8 @@ LAX = {
 }
 
 NN = {
-    **_group("scaled (fp8/mxfp) matmuls: XLA/GPU-specific, and jaxlite has no fp8 dtypes",
+    **_group("block-scaled (fp8/mxfp) matmuls: XLA/GPU-specific kernels (jaxlite has the "
+             "fp8 dtypes, not these scaled-dot kernels)",
              "get_scaled_dot_general_config scaled_dot_general scaled_matmul"),
 }
 
