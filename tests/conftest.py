@@ -111,7 +111,7 @@ _FILES_SAMPLED_IN_FAST_TIER = {
     "test_narrow_dtypes.py": 2, "test_scipy_spectral.py": 2,
     "test_scipy_special_more.py": 2, "test_scipy_kde.py": 2, "test_lax_more.py": 2,
     "test_scipy_sparse.py": 2, "test_custom_linear_solve.py": 2, "test_dispatch.py": 2,
-    "test_nn.py": 2, "test_array.py": 2,
+    "test_nn.py": 2, "test_array.py": 2, "test_rules.py": 2,
 }
 
 
