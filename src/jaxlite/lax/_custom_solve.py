@@ -19,19 +19,9 @@ from ..ir.jaxpr import hoist_consts
 from ..primitives.elementwise import convert_element_type_p, neg_p
 from ..primitives.linear_solve import SolveJaxprs, bind_linear_solve
 from ..tree_util import tree_flatten, tree_unflatten
+from ._control import _avals_of
 
 __all__ = ["custom_linear_solve", "custom_root"]
-
-
-def _avals(leaves, what):
-    out = []
-    for x in leaves:
-        try:
-            out.append(get_aval(x))
-        except TypeError:
-            raise TypeError(f"{what}: value {x!r} of type {type(x).__name__} is not a valid "
-                            f"JAX type") from None
-    return out
 
 
 def _check_shapes(fun_name, expected_name, actual, expected_avals):
@@ -128,7 +118,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     if transpose_solve is None and symmetric:
         transpose_solve = solve
     b_leaves, b_tree = tree_flatten(b)
-    b_avals = _avals(b_leaves, "custom_linear_solve b")
+    b_avals = _avals_of(b_leaves, "custom_linear_solve b")
     mv_j, mv_c, _ = _trace(matvec, "matvec", "b", b_tree, b_avals)
     s_j, s_c, out_tree = _trace(lambda x: solve(matvec, x), "solve", "b", b_tree, b_avals,
                                 has_aux)
@@ -176,7 +166,7 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """
     from ..transforms.autodiff import custom_jvp, linearize
     g_leaves, g_tree = tree_flatten(initial_guess)
-    g_avals = _avals(g_leaves, "custom_root initial_guess")
+    g_avals = _avals_of(g_leaves, "custom_root initial_guess")
     f_j, f_c, _ = _trace(f, "f", "initial_guess", g_tree, g_avals, root=True)
     s_j, s_c, sol_tree = _trace(lambda x: solve(f, x), "solve", "initial_guess", g_tree,
                                 g_avals, has_aux, root=True)
