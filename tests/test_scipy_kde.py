@@ -15,6 +15,7 @@ import jaxlite.numpy as jnp
 import jaxlite.random as jrandom
 import jaxlite.scipy.stats as jst
 
+from _tiers import half_slow
 from oracle import assert_like_jax
 
 D1 = np.array([0.1, 0.5, 1.3, 2.2, -0.4, 0.9, 1.7], np.float32)
@@ -23,14 +24,6 @@ D3 = np.random.default_rng(1).normal(size=(3, 11)).astype(np.float32)
 W1 = np.arange(1, 8).astype(np.float32)
 W2 = np.random.default_rng(2).uniform(0.5, 2.0, 9).astype(np.float32)
 FIELDS = ("neff", "dataset", "weights", "covariance", "inv_cov")
-
-
-def _half_slow(cases):
-    """Every other case of an oracle table runs only in the slow tier (make test-slow):
-    real JAX compiles each case afresh, which is most of this file's time."""
-    return [c if i % 2 == 0 else pytest.param(*(c if isinstance(c, tuple) else (c,)),
-                                               marks=pytest.mark.slow)
-            for i, c in enumerate(cases)]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +63,7 @@ CONSTRUCT = {
 }
 
 
-@pytest.mark.parametrize("name", _half_slow(sorted(CONSTRUCT)))
+@pytest.mark.parametrize("name", half_slow(sorted(CONSTRUCT)))
 def test_constructor_like_jax(rst, rjax, name):
     data, kw = CONSTRUCT[name]
     got, want = jst.gaussian_kde(data, **kw), rst.gaussian_kde(data, **kw)
@@ -146,7 +139,7 @@ POINTS = {
 }
 
 
-@pytest.mark.parametrize("name", _half_slow(sorted(POINTS)))
+@pytest.mark.parametrize("name", half_slow(sorted(POINTS)))
 def test_evaluate_logpdf_like_jax(rst, name):
     data, w, pts = POINTS[name]
     got, want = jst.gaussian_kde(data, weights=w), rst.gaussian_kde(data, weights=w)
@@ -223,7 +216,7 @@ def test_integrals_errors(rst):
                 call()
 
 
-@pytest.mark.parametrize("data, w, shape", _half_slow([
+@pytest.mark.parametrize("data, w, shape", half_slow([
     (D1, None, ()), (D1, W1, (4,)), (D2, W2, (3,)), (D2, None, (2, 2)), (D3, None, (5,)),
     (D1, None, (0,)),
 ]))

@@ -13,17 +13,10 @@ import jaxlite
 import jaxlite.numpy as jnp
 import jaxlite.scipy.special as jss
 
+from _tiers import half_slow
 from oracle import assert_like_jax
 
 INF, NAN = np.inf, np.nan
-
-
-def _half_slow(cases):
-    """Every other case of an oracle table runs only in the slow tier (make test-slow):
-    real JAX compiles each case afresh, which is most of this file's time."""
-    return [c if i % 2 == 0 else pytest.param(*(c if isinstance(c, tuple) else (c,)),
-                                               marks=pytest.mark.slow)
-            for i, c in enumerate(cases)]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +73,7 @@ def test_bessel_jn_edges():
     assert np.isnan(got[:, 4]).all()
 
 
-@pytest.mark.parametrize("z, kw", _half_slow([
+@pytest.mark.parametrize("z, kw", half_slow([
     (30.0, dict(v=3)), (np.float32(30.0), dict(v=0)), (np.array(30.0), dict(v=2)),
     (30.0, dict(v=-1)), (30.0, dict(v=60)), (np.zeros((0, 2), np.float32), dict(v=2)),
     (1.0, dict(v=2, n_iter=0)), (1.0, dict(v=2, n_iter=1)), (1.0, dict(v=2, n_iter=2.5)),
@@ -169,7 +162,7 @@ T6 = np.array([0.3, 1.0, 2.0, 0.0, np.pi, 1.2], np.float32)
 P6 = np.array([0.1, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
 
 
-@pytest.mark.parametrize("args, kw", _half_slow([
+@pytest.mark.parametrize("args, kw", half_slow([
     ((N6, M6, T6, P6), {}),                                   # |m| > n, poles
     ((list(N6), M6, T6, P6), {}),                             # a list n is accepted
     ((N6, M6, T6, P6), dict(n_max=2)),                        # clipped degrees
@@ -266,7 +259,7 @@ def test_wofz_float64_against_jax_and_scipy(js, x64):
     np.testing.assert_allclose(np.asarray(jss.wofz(zz)), sp.wofz(zz), rtol=1e-12)
 
 
-@pytest.mark.parametrize("z", _half_slow([1.0, 1j, 2, True, np.float32(0.5),
+@pytest.mark.parametrize("z", half_slow([1.0, 1j, 2, True, np.float32(0.5),
                                            np.float64(0.5), np.float16(0.5),
                                            np.array([1, 2], np.int32),
                                            np.zeros((2, 0), np.float32)]))
