@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.trace import Tracer, get_aval
+from ..primitives.conv import _window_out
 from ..primitives.precision import reduce_precision_p
 
 
@@ -476,8 +477,7 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     if len(pads) != len(sp_in):
         raise TypeError(f"conv_shape_tuple: {len(pads)} padding pairs for {len(sp_in)} "
                         f"spatial dimensions")
-    out = [max(0, (n + lo + hi - w) // s + 1) for n, w, s, (lo, hi)
-           in zip(sp_in, sp_win, strides, pads)]
+    out = [_window_out(n, p, w, s, 1) for n, w, s, p in zip(sp_in, sp_win, strides, pads)]
     return (lhs_shape[0] // int(batch_group_count), rhs_shape[0]) + tuple(out)
 
 

@@ -42,12 +42,12 @@ def _dilate(n: int, d: int) -> int:
 
 def _window_out(n: int, pad, window: int, stride: int, dilation: int, base: int = 1) -> int:
     """Positions of a (dilated) window over a dimension of size n after base dilation and
-    padding, with stride."""
+    padding, with stride: ``(padded - window) // stride + 1``, at least 0 (0 when the
+    window does not fit, for a positive stride).  The stride is not checked here: the
+    primitives check theirs first, ``lax.conv_shape_tuple`` passes the caller's as given."""
     padded = _dilate(n, base) + pad[0] + pad[1]
     k = _dilate(window, dilation)
-    if padded < k:
-        return 0
-    return (padded - k) // stride + 1
+    return max(0, (padded - k) // stride + 1)
 
 
 def _check_positive(name, what, values, exc=TypeError):
