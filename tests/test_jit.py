@@ -382,3 +382,14 @@ def test_jit_device_and_like_functions_follow_devices():
     out = subprocess.run([sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["True", "True", "True"]
+
+
+def test_function_named_like_a_keyword_compiles():
+    # the interpreter names its generated function after the jitted one: ``or`` (the
+    # name of lax's bitwise_or case in tests/test_rules.py) was a SyntaxError there
+    def f(x):
+        return x + 1
+    for name in ("or", "lambda", "1st", "<lambda>", ""):
+        f.__name__ = name
+        out = jax.jit(f)(jnp.ones(2, jnp.int32))
+        assert out.dtype == np.int32 and out.tolist() == [2, 2]

@@ -16,6 +16,7 @@ recycling pool (runtime/buffer.py) instead of a fresh allocation ("into a pool b
 """
 from __future__ import annotations
 
+import keyword
 
 import numpy as np
 
@@ -261,8 +262,12 @@ class InterpretedExecutable(Executable):
 
 
 def _ident(name: str) -> str:
+    """``name`` made a Python identifier for the generated function (a jitted function
+    may be called ``or``, ``lambda`` or ``<lambda>``)."""
     s = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "f"
-    return s if not s[0].isdigit() else "f_" + s
+    if s[0].isdigit():
+        s = "f_" + s
+    return s + "_" if keyword.iskeyword(s) else s
 
 
 register_backend("interpreter", InterpretedExecutable)
