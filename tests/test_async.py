@@ -92,16 +92,16 @@ def test_jit_results_identical_sync_and_async(backend):
     b = rng.standard_normal((64, 16)).astype(np.float32)
     with flags(jaxlite_backend=backend, jaxlite_tiered=False):
         f = jaxlite.jit(_f)
-    x, y = jnp.asarray(a), jnp.asarray(b)
-    with sync():
-        want = jaxlite.tree_util.tree_map(describe, f(x, y))
-    with eager_async():
-        for _ in range(3):          # first call (compile) and the fast path
-            with gate():
-                out = f(x, y)
-                leaves = jaxlite.tree_util.tree_leaves(out)
-                assert all(type(v._buf) is PendingBuffer for v in leaves)
-            assert jaxlite.tree_util.tree_map(describe, out) == want
+        x, y = jnp.asarray(a), jnp.asarray(b)
+        with sync():
+            want = jaxlite.tree_util.tree_map(describe, f(x, y))
+        with eager_async():
+            for _ in range(3):          # first call (compile) and the fast path
+                with gate():
+                    out = f(x, y)
+                    leaves = jaxlite.tree_util.tree_leaves(out)
+                    assert all(type(v._buf) is PendingBuffer for v in leaves)
+                assert jaxlite.tree_util.tree_map(describe, out) == want
 
 
 def test_jit_matches_jax(rjax, rjnp):
@@ -338,21 +338,21 @@ def test_many_threads_of_accounting_stay_exact(no_gc):
 def test_big_call_returns_before_it_finishes():
     with flags(jaxlite_backend="interpreter"):
         f = jaxlite.jit(lambda x: jnp.tanh(x) * 0.5 + jnp.exp(-x * x) * jnp.sin(x))
-    x = jnp.asarray(np.linspace(-3, 3, 10_000_000, dtype=np.float32))
-    with sync():
-        want = np.asarray(f(x))
-    f(x).block_until_ready()
-    calls, totals = [], []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        y = f(x)
-        t1 = time.perf_counter()
-        y.block_until_ready()
-        t2 = time.perf_counter()
-        calls.append(t1 - t0)
-        totals.append(t2 - t0)
-    assert min(calls) < 0.2 * sorted(totals)[1], (calls, totals)
-    np.testing.assert_array_equal(np.asarray(y), want)
+        x = jnp.asarray(np.linspace(-3, 3, 10_000_000, dtype=np.float32))
+        with sync():
+            want = np.asarray(f(x))
+        f(x).block_until_ready()
+        calls, totals = [], []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            y = f(x)
+            t1 = time.perf_counter()
+            y.block_until_ready()
+            t2 = time.perf_counter()
+            calls.append(t1 - t0)
+            totals.append(t2 - t0)
+        assert min(calls) < 0.2 * sorted(totals)[1], (calls, totals)
+        np.testing.assert_array_equal(np.asarray(y), want)
 
 
 def test_listener_makes_dispatch_synchronous():

@@ -92,7 +92,7 @@ def test_interpreter_frees_dead_intermediates():
     # cumsum does not fuse: the kernel before it leaves an intermediate to free
     with jax.config._override("jaxlite_backend", "interpreter"):
         f = jax.jit(lambda x: jnp.cumsum(jnp.sin(x) * 2) + 1)
-    src = f.lower(jnp.ones(8)).compile().as_text()
+        src = f.lower(jnp.ones(8)).compile().as_text()
     assert "del v0" in src
 
 

@@ -289,7 +289,7 @@ def test_native_kernel_writes_in_place_only_where_reads_allow(case):
     a kernel reading it only at the index it writes must (its map output, also beside a
     reduction)."""
     from jaxlite import lax
-    from jaxlite.backends.cpu import CpuExecutable
+    from jaxlite.backends.cpu.native import CpuExecutable
     from jaxlite.core.avals import ShapedArray
     from jaxlite.primitives.kernel import Kernel, KernelInput, KernelOutput, run_reference
     m = 64

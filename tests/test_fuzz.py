@@ -100,7 +100,7 @@ def test_compare_classes():
 
 def test_a_wrong_native_op_is_caught(monkeypatch):
     # a deliberately broken scalar-op table entry: the fuzzer must notice
-    from jaxlite.backends import _cpu_ops
+    from jaxlite.backends.cpu import _ops as _cpu_ops
     monkeypatch.setitem(_cpu_ops._INFIX, "xor", "|")
     caught = sum(bool(fp.check_program(fp.make_program(s, 2)))
                  for s in (20255, 20259, 20263, 20270))

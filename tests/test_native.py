@@ -1,4 +1,4 @@
-"""The native CPU backend (backends/cpu.py): hand-built kernels and jitted programs agree
+"""The native CPU backend (backends/cpu/native.py): hand-built kernels and jitted programs agree
 with the interpreter (integers bit for bit, floats within a few ulps), fallbacks are
 listed in the compiled text, W2 fused + native runs (its time against the interpreter is
 printed, not asserted: timings belong to bench/)."""
@@ -10,7 +10,7 @@ import pytest
 import jaxlite as jax
 import jaxlite.lax as lax
 import jaxlite.numpy as jnp
-from jaxlite.backends.cpu import CpuExecutable, NativeKernel
+from jaxlite.backends.cpu.native import CpuExecutable, NativeKernel
 from jaxlite.primitives.kernel import Kernel, KernelInput, KernelOutput, run_reference
 from jaxlite.config import config
 from jaxlite.core.avals import ShapedArray
@@ -206,8 +206,9 @@ def _jit_both(f, *args):
         fc = jax.jit(f)
         got = fc(*args)
     with config._override("jaxlite_backend", "interpreter"):
-        fi = jax.jit(f)     # the reference (the backend is fixed when jit wraps f)
-    return fc, fi, got, fi(*args)
+        fi = jax.jit(f)     # the reference (the CPU backend's executor when it compiles)
+        want = fi(*args)
+    return fc, fi, got, want
 
 
 def test_jitted_softmax_and_mlp_match_interpreter():

@@ -10,8 +10,8 @@ import pytest
 import jaxlite as jax
 import jaxlite.numpy as jnp
 from jaxlite import config
-from jaxlite.backends import _cache
-from jaxlite.backends.cpu import PARALLEL_MIN_ELEMENTS
+from jaxlite.backends.cpu import _cache
+from jaxlite.backends.cpu.native import PARALLEL_MIN_ELEMENTS
 from oracle import assert_like_jax
 
 
@@ -128,7 +128,7 @@ def test_value_is_the_same_before_and_after_tier_up(tmp_path):
             config._override("jaxlite_backend", "cpu"), \
             config._override("jaxlite_tiered", True), \
             config._override("jaxlite_tier_up_calls", 1):
-        from jaxlite.backends import _tiered
+        from jaxlite.backends.cpu import _tiered
         first = float(f(x, x))            # the interpreter
         assert _tiered.wait_all(120)
         later = [float(f(x, x)) for _ in range(2)]

@@ -1,4 +1,4 @@
-"""Native scan loops (backends/_cpu_loop.py): a whole ``lax.scan`` compiled to one native
+"""Native scan loops (backends/cpu/_loop.py): a whole ``lax.scan`` compiled to one native
 function agrees with the interpreter (floats within a dot's rounding, integers bit for bit,
 same dtype, shape and weak type), including reverse scans, several and permuted carries,
 pytrees, constants, literals, empty scans, integer carries, dots of every layout and the
@@ -297,7 +297,7 @@ def test_float16_scan_falls_back_visibly():
 
 
 def test_big_dot_stays_on_blas(monkeypatch):
-    from jaxlite.backends import _cpu_loop
+    from jaxlite.backends.cpu import _loop as _cpu_loop
     monkeypatch.setattr(_cpu_loop, "DOT_MAX_MACS", 100)
     got, want, text = _both(integer_dot, np.arange(16, dtype=np.int32),
                             _ints(-9, 9, 3, 16), _ints(-9, 9, 16, 16))
@@ -370,7 +370,7 @@ def test_random_scan_bodies(data):
 
 _CHILD = """
 import numpy as np, jaxlite as jax, jaxlite.numpy as jnp
-from jaxlite.backends import _cache
+from jaxlite.backends.cpu import _cache
 @jax.jit
 def f(h, xs):
     return jax.lax.scan(lambda h, x: (jnp.tanh(h * 0.5 + x), h), h, xs)

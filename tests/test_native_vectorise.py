@@ -1,5 +1,5 @@
-"""The native CPU backend's hot loops vectorise (backends/cpu.py NativeKernel, with the
-float32 maths of backends/_vecmath.py): LLVM's IR for the W2 kernel (tanh/exp/sin) and
+"""The native CPU backend's hot loops vectorise (backends/cpu/native.py NativeKernel, with the
+float32 maths of backends/cpu/_vecmath.py): LLVM's IR for the W2 kernel (tanh/exp/sin) and
 W3's exp+sum and division kernels holds vector arithmetic and no scalar libm call, and
 the results still match the NumPy reference (within the vecmath error), large sine
 arguments included (the out-of-range flag reruns the kernel exactly); float max/min
@@ -12,7 +12,7 @@ import pytest
 import jaxlite as jax
 import jaxlite.lax as lax
 import jaxlite.numpy as jnp
-from jaxlite.backends.cpu import NativeKernel as _NativeKernel
+from jaxlite.backends.cpu.native import NativeKernel as _NativeKernel
 from jaxlite.config import config
 from jaxlite.core.avals import ShapedArray
 from jaxlite.primitives.kernel import Kernel, KernelInput, KernelOutput, run_reference
@@ -142,7 +142,7 @@ def _fold(fn, x, init):
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("monoid", ["max", "min"])
 def test_float_max_min_reductions_vectorise_with_fmax_semantics(dt, monoid):
-    from jaxlite.backends import _cpu_ops
+    from jaxlite.backends.cpu import _ops as _cpu_ops
     r, c = 12, 523
     x = np.random.default_rng(5).standard_normal((r, c)).astype(dt)
     x[1, 7] = np.nan                        # NaN early, late, alone in a row of infs

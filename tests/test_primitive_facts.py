@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxlite  # noqa: F401  (declares every primitive)
-from jaxlite.backends import _cpu_ops
+from jaxlite.backends.cpu import _ops as _cpu_ops
 from jaxlite.core.avals import ShapedArray
 from jaxlite.core.primitive import InPlace, Reduction, primitives
 from jaxlite.ir.interpret import exact
@@ -286,7 +286,7 @@ def test_transcendentals_are_counted_as_jax_counts_them():
 
 # modules whose tables are keyed by a primitive's declared scalar op (``scalar_op``) or a
 # reduction's declared monoid, never by primitive name: the native backend's scalar code
-_SCALAR_OP_MODULES = {"backends/_cpu_ops.py", "backends/_vecmath.py"}
+_SCALAR_OP_MODULES = {"backends/cpu/_ops.py", "backends/cpu/_vecmath.py"}
 
 
 def _sources():

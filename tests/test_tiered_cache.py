@@ -1,5 +1,5 @@
-"""The native backend's persistent compile cache (backends/_cache.py) and tiered
-compilation (backends/_tiered.py).
+"""The native backend's persistent compile cache (backends/cpu/_cache.py) and tiered
+compilation (backends/cpu/_tiered.py).
 
 Numba compiles are slow: every program here is a tiny kernel, and each test uses its own
 cache directory (``tmp_path``)."""
@@ -18,9 +18,9 @@ import jaxlite as jax
 import jaxlite.numpy as jnp
 from jaxlite.config import config
 
-_cache = pytest.importorskip("jaxlite.backends._cache")
+_cache = pytest.importorskip("jaxlite.backends.cpu._cache")
 numba = pytest.importorskip("numba")
-from jaxlite.backends import _tiered  # noqa: E402
+from jaxlite.backends.cpu import _tiered  # noqa: E402
 
 SCRIPT = textwrap.dedent("""
     import json, logging, sys
@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent("""
                         format="%(name)s %(levelname)s %(message)s")
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
-    from jaxlite.backends import _cache, _tiered
+    from jaxlite.backends.cpu import _cache, _tiered
 
     def f(x, y):
         return jnp.sum(jnp.tanh(x) * 3.0 + y), (x * 7 - y) / 2
@@ -243,7 +243,7 @@ def test_tier_switch_same_results_and_log(tmp_path, caplog):
 
 
 def test_failed_native_build_stays_on_interpreter(tmp_path, monkeypatch, caplog):
-    from jaxlite.backends import cpu
+    from jaxlite.backends.cpu import native as cpu
 
     class Broken:
         def __init__(self, *a, **k):
@@ -376,7 +376,7 @@ def _python(tmp_path, code, **env):
 ONE_CALL = """
     import json, sys
     import jaxlite as jax, jaxlite.numpy as jnp
-    from jaxlite.backends import _tiered
+    from jaxlite.backends.cpu import _tiered
     from jaxlite.config import config
     out = jax.jit(lambda x: jnp.sum(jnp.tanh(x) * 2.0))(jnp.arange(5.0))
     print(json.dumps({"numba": "numba" in sys.modules, "worker": _tiered._WORKER is not None,
@@ -412,7 +412,7 @@ HOT_THEN_EXIT = """
                         format="%(name)s %(levelname)s %(message)s")
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
-    from jaxlite.backends import _cache, _tiered
+    from jaxlite.backends.cpu import _cache, _tiered
     x = jnp.asarray(np.linspace(-1, 1, 9, dtype=np.float32))
     f = jax.jit(lambda x: jnp.max(jnp.exp(x) * 3.0 - x))
     outs = [float(f(x)) for _ in range(3)]
@@ -437,7 +437,7 @@ EXIT_DROPS = """
     import json, threading, time
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
-    from jaxlite.backends import _tiered
+    from jaxlite.backends.cpu import _tiered
     gate = threading.Event()
     _tiered._submit(gate.wait)          # the worker is busy: the builds below queue up
     fs = [jax.jit(lambda x, k=k: x * k + 1.0) for k in range(3)]

@@ -1,11 +1,11 @@
-"""Accuracy of backends/_vecmath.py: ulps against NumPy's float64 functions rounded to
+"""Accuracy of backends/cpu/_vecmath.py: ulps against NumPy's float64 functions rounded to
 float32, over random bit patterns (the whole float32 range), a dense grid and special
 values; the documented MAX_ULP of each function is what is checked."""
 import numpy as np
 import pytest
 from numba import njit
 
-from jaxlite.backends import _vecmath as vm
+from jaxlite.backends.cpu import _vecmath as vm
 
 _REF = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "tanh": np.tanh,
         "logistic": lambda x: 1 / (1 + np.exp(-x)), "sin": np.sin, "cos": np.cos}

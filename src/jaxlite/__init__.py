@@ -18,6 +18,7 @@ from .runtime import (Device, devices, local_devices, device_count,  # noqa: F40
 from .core.array import Array, live_arrays  # noqa: F401
 from .core.trace import Tracer  # noqa: F401
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
+from . import backends as _backends  # noqa: F401  (registers the CPU platform)
 from . import lax, numpy, nn, debug, sharding  # noqa: F401
 from . import random  # noqa: F401
 from . import ops, image  # noqa: F401
@@ -52,7 +53,7 @@ def clear_caches() -> None:
     """
     from .transforms.jit import clear_all_caches
     from .core.primitive import _registry
-    from .backends import _cache
+    from .backends.cpu import _cache
     from .runtime.buffer import clear_buffer_pool
     clear_all_caches()
     for prim in list(_registry.values()):

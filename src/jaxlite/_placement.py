@@ -2,7 +2,8 @@
 between the host and devices explicitly (``jax.device_put`` ...).
 
 Layer: just above core/runtime.  Every copy goes through the transfer guard (as an
-*explicit* transfer) and the transfer counters.  A pytree is checked whole before anything
+*explicit* transfer) and the transfer counters, and through the backends of the devices
+involved (runtime/buffer.py ``native_copy``, core/eager.py ``put_host``).  A pytree is checked whole before anything
 moves, so a refused transfer or a bad leaf leaves every source untouched and creates
 nothing.
 """
@@ -15,8 +16,10 @@ import numpy as np
 from .core.array import ArrayImpl, deleted_error
 from .core.avals import aval_of_value
 from .core.trace import Tracer
-from .runtime import (Buffer, Device, check_default_device, count_transfer,
-                      get_default_device, guard_transfer)
+from .core.eager import put_host
+from .runtime import (Device, check_default_device, count_transfer, get_default_device,
+                      guard_transfer)
+from .runtime.buffer import native_copy, new_buffer
 from .runtime import device as _device_mod
 from .sharding import SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -91,17 +94,18 @@ def _run_plan(p):
     if kind == "alias":
         return ArrayImpl(x._buf, aval, True)
     if kind == "copy":
-        return ArrayImpl(Buffer(x._buf.data.copy(), device), aval, True)
+        return ArrayImpl(new_buffer(native_copy(x._buf, device), device), aval, True)
     if kind == "d2d":
         src = x._buf
+        buf = new_buffer(native_copy(src, device), device)
         count_transfer("device_to_device", True, src.nbytes, src.device, device, aval)
-        return ArrayImpl(Buffer(src.data.copy(), device), aval, True)
+        return ArrayImpl(buf, aval, True)
     # h2d (guarded already)
     dst = device if device is not None else get_default_device()
-    with np.errstate(all="ignore"):
-        data = np.array(x, dtype=aval.dtype, copy=True, order="C")
-    count_transfer("host_to_device", True, data.nbytes, "host", dst, aval)
-    return ArrayImpl(Buffer(data, dst), aval, device is not None)
+    buf = put_host(x, aval.dtype, dst)
+    count_transfer("host_to_device", True, aval.size * aval.dtype.itemsize, "host", dst,
+                   aval)
+    return ArrayImpl(buf, aval, device is not None)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

@@ -57,7 +57,8 @@ _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
 # The flags that change what jit compiles for a signature: their values are part of each
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
 # recompiles instead of reusing a program built under the old value.
-_JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls")
+_JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls",
+                  "jaxlite_backend")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
 

@@ -14,6 +14,8 @@ import numpy as np
 from ..backends import get_backend
 from ..backends.base import set_body_optimizer
 from ..config import config
+from ..runtime import backend as _runtime_backend
+from ..runtime.device import default_backend
 from ..errors import JaxprTypeError
 from ..ir.check import check_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Literal
@@ -69,15 +71,33 @@ set_body_optimizer(lambda closed: optimize(closed)[0])   # for backends' loop bo
 
 
 class CompiledProgram:
-    """An optimised program and its executable (what ``Compiled`` wraps)."""
+    """An optimised program and its executable (what ``Compiled`` wraps).
+
+    ``executable`` was compiled by ``backend`` (the default platform's Backend, or None
+    when an executor was named directly); ``executable_for(device)`` gives the one for a
+    device of another platform, compiled by that device's backend from the same optimised
+    program on first use (the passes do not depend on the platform)."""
 
     def __init__(self, source: ClosedJaxpr, optimized: ClosedJaxpr, executable, pass_log,
-                 compile_seconds: float):
+                 compile_seconds: float, backend=None, name: str = "f"):
         self.source = source
         self.optimized = optimized
         self.executable = executable
         self.pass_log = pass_log
         self.compile_seconds = compile_seconds
+        self.backend = backend
+        self.name = name
+        self._others: dict = {}     # Backend -> its executable of this program
+
+    def executable_for(self, device):
+        """The executable that runs this program on ``device`` (its backend's)."""
+        b = device.backend
+        if b is self.backend:
+            return self.executable
+        ex = self._others.get(b)
+        if ex is None:
+            ex = self._others[b] = b.compile(self.optimized, [device], self.name)
+        return ex
 
     def as_text(self) -> str:
         ex = self.executable
@@ -95,14 +115,28 @@ def _kernels_text(closed: ClosedJaxpr) -> str:
     return "\n# fused kernels\n" + "\n".join(k.pretty() for k in ks) + "\n"
 
 
-def compile_jaxpr(closed: ClosedJaxpr, backend: str = "interpreter", name: str = "f",
-                  record_passes: bool = False, fusion: bool | None = None) -> CompiledProgram:
-    """Optimises ``closed`` and compiles it with ``backend`` (``fusion``: see
-    ``optimize``)."""
+def compile_jaxpr(closed: ClosedJaxpr, backend="interpreter", name: str = "f",
+                  record_passes: bool = False, fusion: bool | None = None,
+                  devices=None) -> CompiledProgram:
+    """Optimises ``closed`` and compiles it (``fusion``: see ``optimize``).
+
+    ``backend``: the name of an executor (``'interpreter'``, the default, or ``'cpu'``:
+    backends/base.py), a Backend (runtime/backend.py), or None for the default
+    platform's Backend (what jit uses).
+    ``devices``: the devices the executable is for (default: the backend's first)."""
     t0 = time.perf_counter()
     optimized, log = optimize(closed, record_passes, fusion)
-    executable = get_backend(backend)(optimized, name)
-    return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0)
+    if isinstance(backend, str):
+        executable = get_backend(backend)(optimized, name)
+        platform = None
+    else:
+        platform = backend if backend is not None else \
+            _runtime_backend.get(default_backend())
+        if devices is None:
+            devices = platform.devices()[:1]
+        executable = platform.compile(optimized, list(devices), name)
+    return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0,
+                           platform, name)
 
 
 def cost_analysis(closed: ClosedJaxpr) -> dict:

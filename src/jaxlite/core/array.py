@@ -209,7 +209,9 @@ class ArrayImpl(Array):
         if monitoring._listeners:
             monitoring.emit("read", array_id=id(self))
         if not dev._host_memory:
-            _transfer.guard("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
+            # another platform's memory: a real copy, through its backend
+            _transfer.guard("device_to_host", explicit, buf.nbytes, dev, "host", self.aval)
+            data = _host_copy(buf)
         _transfer.count("device_to_host", explicit, data.nbytes, dev, "host", self.aval)
         return data
 
@@ -301,15 +303,18 @@ class ArrayImpl(Array):
         return self._rows()
 
     def _rows(self):
-        from ..runtime import Buffer
+        from ..runtime.buffer import host_view, new_buffer
         a = self.aval
         row = ShapedArray(a.shape[1:], a.dtype, a.weak_type)
         buf = self._buf
+        dev = buf.device
         for i in range(a.shape[0]):
-            data = buf.data
-            if data is None:
+            if buf.data is None:
                 raise deleted_error(a)
-            yield ArrayImpl(Buffer(np.array(data[i]), buf.device), row, self._committed)
+            r = np.array(host_view(buf)[i])
+            if not dev._host_memory:
+                r = dev.backend.from_host(r, dev)
+            yield ArrayImpl(new_buffer(r, dev), row, self._committed)
 
     def __hash__(self):
         raise TypeError(f"unhashable type: 'jaxlite.Array' (shape {self.aval.shape})")
@@ -323,11 +328,12 @@ class ArrayImpl(Array):
 
     def __copy__(self):
         """A new array with its own buffer on the same device (same placement)."""
-        from ..runtime import Buffer
+        from ..runtime.buffer import native_copy, new_buffer
         buf = self._buf
         if buf.data is None:
             raise deleted_error(self.aval)
-        return ArrayImpl(Buffer(buf.data.copy(), buf.device), self.aval, self._committed)
+        return ArrayImpl(new_buffer(native_copy(buf, buf.device), buf.device), self.aval,
+                         self._committed)
 
     def __deepcopy__(self, memo):
         return self.__copy__()
@@ -375,6 +381,14 @@ class Shard:
                 f"replica_id={self.replica_id}, data={self.data!r})")
 
 
+def _host_copy(buf) -> np.ndarray:
+    """A read-only host copy of the values of ``buf`` (a buffer of another platform)."""
+    from ..runtime.buffer import host_view
+    v = np.array(host_view(buf), copy=True)
+    v.setflags(write=False)
+    return v
+
+
 def _reconstruct(value, weak_type):
     from .eager import from_host
     return from_host(value, value.dtype, weak_type)
@@ -384,12 +398,12 @@ def live_arrays(platform: str | None = None) -> list:
     """All live (not deleted, not yet garbage-collected) Arrays (``jax.live_arrays``).
 
     Args:
-      platform: None or ``'cpu'``; other platforms have no arrays (an empty list).
+      platform: None (every platform) or a platform name (``'cpu'``); a platform without
+        arrays gives an empty list.
     Returns:
       list of Array, in no particular order.  Found by walking the garbage collector's
       objects, so creating arrays costs nothing extra; a call takes milliseconds.
     """
-    if platform not in (None, "cpu"):
-        return []
     return [o for o in gc.get_objects()
-            if type(o) is ArrayImpl and o._buf.data is not None]
+            if type(o) is ArrayImpl and o._buf.data is not None and
+            (platform is None or o._buf.device.platform == platform)]

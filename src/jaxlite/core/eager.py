@@ -14,6 +14,7 @@ import numpy as np
 from .. import monitoring
 from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
+from ..runtime.buffer import DeviceBuffer, host_view, native_operand
 from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
@@ -89,9 +90,13 @@ def _incompatible_devices(args, what, names):
 
 
 def value_on(x, device):
-    """NumPy value of operand ``x`` for a computation on ``device``, transferring if needed.
+    """The value of operand ``x`` for a computation on ``device``: a native value of the
+    device's backend (a NumPy array for host memory), transferring if needed; a Python or
+    NumPy scalar becomes a NumPy scalar of its canonical dtype (a constant of the
+    computation, not a transfer).
 
-    Raises RuntimeError if ``x`` was deleted or the transfer guard forbids the move.
+    Raises RuntimeError if ``x`` was deleted or the transfer guard forbids the move, and
+    TypeError for a value that is no array.
     """
     if type(x) is ArrayImpl:
         buf = x._buf
@@ -100,6 +105,7 @@ def value_on(x, device):
         if buf.device is not device:
             # an uncommitted operand follows the committed ones: an implicit transfer
             check_transfer("device_to_device", False, buf.nbytes, buf.device, device, x.aval)
+            return native_operand(buf, device)
         return buf.data
     if type(x) in _SCALARS:
         return get_aval(x).dtype.type(x)   # a NumPy scalar of the canonical dtype
@@ -107,22 +113,65 @@ def value_on(x, device):
         aval = get_aval(x)
         if x.ndim:  # scalars are constants of the program, not transfers
             check_transfer("host_to_device", False, x.nbytes, "host", device, aval)
+            if not device._host_memory:
+                return device.backend.from_host(np.asarray(x, aval.dtype, order="C"),
+                                                device)
         return np.asarray(x, aval.dtype)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
-def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
-    """Wraps a NumPy result as an Array of ``aval`` on ``device``.
+def backend_operands(args, device, temps: list) -> list:
+    """``value_on`` for every operand of a computation on ``device`` (memory that is not
+    host memory).  A value copied onto the device for it (an implicit transfer) is held
+    in a counted DeviceBuffer appended to ``temps``: the caller deletes those when the
+    computation is done, so the backend frees every temporary it allocated and
+    ``memory_stats`` counts them while they live."""
+    vals = []
+    for a in args:
+        v = value_on(a, device)
+        if not (type(a) is ArrayImpl and a._buf.device is device) and \
+                not isinstance(v, (np.ndarray, np.generic)):
+            temps.append(DeviceBuffer(v, device))
+        vals.append(v)
+    return vals
 
-    Casts when the NumPy implementation returned another dtype, and copies a result that
-    views one of ``inputs`` so that every Array owns (and accounts) its own buffer.
+
+def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
+    """Wraps a computation's result as an Array of ``aval`` on ``device``: the one place
+    where a result becomes counted storage (every eager operation, fast path, jit call
+    and dispatched job ends here).
+
+    ``val`` is a native value of the device's backend.  On host memory it is a NumPy
+    array (or scalar): cast when the implementation returned another dtype, and copied
+    when it is a view into one of ``inputs``, so that every Array's bytes are its own to
+    account.  (An owning array that *is* an input stays shared: buffers are read-only,
+    and a donated input returned as the output is the point of donation.)  On another
+    platform the value is taken as the backend made it (copied with the backend's
+    ``copy`` when it is one of ``inputs``, so that each native value is freed once).
+    The bytes are charged to ``device`` by the buffer (runtime/buffer.py).
+
+    Raises AssertionError when a host result has another shape than ``aval`` (a broken
+    implementation).
     """
+    if type(val) is np.ndarray and val.base is None and val.dtype is aval.dtype and \
+            val.shape == aval.shape and device._host_memory:
+        return ArrayImpl(Buffer(val, device), aval, committed)
+    return _wrap_other(val, aval, device, committed, inputs)
+
+
+def _wrap_other(val, aval, device, committed, inputs) -> ArrayImpl:
+    if not device._host_memory:
+        for v in inputs:
+            if v is val:
+                val = device.backend.copy(val, device, device)
+                break
+        return ArrayImpl(DeviceBuffer(val, device), aval, committed)
     if type(val) is not np.ndarray or val.dtype != aval.dtype:
         val = np.asarray(val, dtype=aval.dtype)
     if val.shape != aval.shape:
         raise AssertionError(f"implementation returned shape {val.shape}, expected {aval}")
-    if val.base is not None:   # a view: copy it if it views an operand
-        for v in inputs:
+    if val.base is not None:
+        for v in inputs:     # a view of an operand: copy it
             if type(v) is np.ndarray and np.may_share_memory(val, v):
                 val = val.copy()
                 break
@@ -143,6 +192,8 @@ def apply_primitive(prim, args, params):
         avals.append(a.aval if type(a) is ArrayImpl else get_aval(a))
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
+    if not device._host_memory:
+        return _apply_on_backend(prim, args, params, out_aval, device, committed)
     vals = []
     pending = False
     for a in args:   # value_on, with its common case (an Array on ``device``) inlined
@@ -184,20 +235,35 @@ def apply_primitive(prim, args, params):
             if _fp_checks is not None:
                 check_fp(prim.name, res)
             return res
+        res = wrap(out, out_aval, device, committed, vals)
         if _fp_checks is not None:     # checked as stored (after the cast to its dtype)
-            res = wrap(out, out_aval, device, committed, vals)
             check_fp(prim.name, (res,))
-            return res
-        if type(out) is np.ndarray and out.base is None and out.dtype is out_aval.dtype \
-                and out.shape == out_aval.shape:
-            for v in vals:     # a fresh array (not an operand returned as it is)
-                if v is out:
-                    break
-            else:
-                return ArrayImpl(Buffer(out, device), out_aval, committed)
-        return wrap(out, out_aval, device, committed, vals)
+        return res
     finally:
         fp_ignore_end(token)
+
+
+def _apply_on_backend(prim, args, params, out_aval, device, committed):
+    """``apply_primitive`` on a device whose memory is not host memory: the operands as
+    the backend's native values, the primitive run by the backend's ``execute``, the
+    results wrapped (synchronously: no asynchronous dispatch for such devices)."""
+    temps = []
+    vals = backend_operands(args, device, temps)
+    if monitoring._listeners:
+        monitoring.emit("eager_op", primitive=prim.name, device=str(device),
+                        arg_ids=[id(a) for a in args])
+    try:
+        out = device.backend.execute(prim, vals, params, device, out_aval)
+        if prim.multiple_results:
+            res = [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
+        else:
+            res = [wrap(out, out_aval, device, committed, vals)]
+    finally:
+        for t in temps:     # after wrapping: a result that is an operand gets copied
+            t.delete()
+    if _fp_checks is not None:
+        check_fp(prim.name, res)
+    return res if prim.multiple_results else res[0]
 
 
 _INF = float("inf")
@@ -302,15 +368,7 @@ def run_impl(impl, vals, out_aval, device, committed: bool) -> ArrayImpl:
     else:
         token = fp_ignore_begin()
     try:
-        out = impl(*vals)
-    finally:
-        fp_ignore_end(token)
-    if type(out) is np.ndarray and out.base is None and out.dtype == out_aval.dtype \
-            and out.shape == out_aval.shape:
-        return ArrayImpl(Buffer(out, device), out_aval, committed)   # a fresh array
-    token = fp_ignore_begin()   # wrap may cast
-    try:
-        return wrap(out, out_aval, device, committed, vals)
+        return wrap(impl(*vals), out_aval, device, committed, vals)   # (wrap may cast)
     finally:
         fp_ignore_end(token)
 
@@ -334,18 +392,29 @@ def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: 
     device = device if device is not None else get_default_device()
     aval = ShapedArray(arr.shape, dt, weak_type)
     check_transfer("host_to_device", explicit, arr.size * dt.itemsize, "host", device, aval)
+    return ArrayImpl(put_host(arr, dt, device), aval, committed)
+
+
+def put_host(arr, dtype, device):
+    """A new counted buffer on ``device`` holding a copy of host data ``arr`` cast to
+    ``dtype`` (floating-point warnings of the cast ignored, as JAX); through the device's
+    backend (``from_host``) unless its memory is host memory.  Counts no transfer."""
     with np.errstate(all="ignore"):
-        data = np.array(arr, dtype=dt, copy=True, order="C")
-    return ArrayImpl(Buffer(data, device), aval, committed)
+        data = np.array(arr, dtype=dtype, copy=True, order="C")
+    if device._host_memory:
+        return Buffer(data, device)
+    return DeviceBuffer(device.backend.from_host(data, device), device)
 
 
 def host_value(x):
     """NumPy value of a concrete operand without counting a transfer (for compiled-code
-    constants and implementations that need the raw buffer)."""
+    constants and implementations that need the raw buffer; an array of another platform
+    is read through its backend's ``to_host``)."""
     if type(x) is ArrayImpl:
-        if x._buf.data is None:
+        buf = x._buf
+        if buf.data is None:
             raise deleted_error(x.aval)
-        return x._buf.data
+        return host_view(buf)
     return x
 
 

@@ -18,6 +18,8 @@ from ..runtime import dispatch as _dispatch
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
 
+_wrap = _eager.wrap
+
 
 # array-like without asking isinstance (an ABC check on ArrayImpl costs more than ``x + 1``)
 _ARRAYLIKE_TYPES = frozenset({ArrayImpl, bool, int, float, complex})
@@ -133,17 +135,10 @@ def _fast_binop(fn, reflected, rejected=()):
                             token = fp_state.set(pair[1])
                         else:
                             token = _eager.fp_ignore_begin()
-                        try:
-                            out = impl(a, b)
+                        try:   # (wrap may cast)
+                            return _wrap(impl(a, b), out_aval, device, committed, (a, b))
                         finally:
                             fp_state.reset(token)
-                        if type(out) is _ndarray and out.dtype is out_aval.dtype:
-                            return ArrayImpl(Buffer(out, device), out_aval, committed)
-                        token = _eager.fp_ignore_begin()
-                        try:
-                            return _eager.wrap(out, out_aval, device, committed, (a, b))
-                        finally:
-                            _eager.fp_ignore_end(token)
         if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
             if t in rejected:
                 raise _reject(fn, self, other)

@@ -257,8 +257,10 @@ def _fast_binary(f, prim_for, kind, x1, x2):
     buf = arr._buf
     device = buf.device
     committed = arr._committed
-    if _is_pending(buf) or (t1 is t2 and _is_pending(x2._buf)):
-        return None     # the full path passes a pending operand on (runtime/dispatch.py)
+    if _is_pending(buf) or (t1 is t2 and _is_pending(x2._buf)) or not device._host_memory:
+        # the full path passes a pending operand on (runtime/dispatch.py), and runs
+        # another platform's arrays through its backend
+        return None
     if t1 is t2:
         buf2 = x2._buf
         v1, v2 = buf.data, buf2.data

@@ -1,6 +1,9 @@
 """Device buffers: the storage under an Array, with exact memory accounting.
 
-A Buffer owns one read-only NumPy array on one device.  Creating it adds its bytes to the
+A Buffer owns one read-only NumPy array on one device whose memory is host memory (the
+CPU); a ``DeviceBuffer`` owns one native value of another platform's backend (whatever
+object its allocator returns).  Both are made by ``new_buffer``, the one place that turns
+a backend's result into counted storage.  Creating it adds its bytes to the
 device's ``bytes_in_use``; ``delete()`` or garbage collection (whichever comes first)
 subtracts them, exactly once.  A Buffer built with ``counted=False`` is a view of memory
 accounted elsewhere and counts nothing.
@@ -61,6 +64,74 @@ class Buffer:
     def __del__(self):
         if self.data is not None:
             self.device._bytes_in_use -= self.nbytes   # Device._free, inlined
+
+
+class DeviceBuffer(Buffer):
+    """Storage of a native value ``data`` of a platform whose memory is not host memory
+    (runtime/backend.py): its bytes (the backend's ``nbytes``) are charged to ``device``
+    when it is created and given back, and the backend's ``free`` called, exactly once
+    when it is deleted or collected.  The eager fast paths, which handle host NumPy
+    arrays, recognise a Buffer by its exact type and leave this one to the full path."""
+
+    __slots__ = ()
+
+    def __init__(self, data, device, counted: bool = True):
+        self.data = data
+        self.device = device
+        n = self.nbytes = int(device.backend.nbytes(data)) if counted else 0
+        device._alloc(n)
+        if monitoring._listeners:
+            monitoring.emit("alloc", nbytes=n, device=device, buffer=weakref.ref(self))
+
+    def delete(self) -> None:
+        data = self.data
+        if data is not None:
+            self.data = None
+            self.device._free(self.nbytes)
+            self.device.backend.free(data, self.device)
+
+    def __del__(self):
+        self.delete()
+
+
+def new_buffer(native, device):
+    """The counted storage of ``native`` (a value ``device``'s backend produced) on
+    ``device``: a Buffer of a host NumPy array, or a DeviceBuffer."""
+    if device._host_memory:
+        return Buffer(native, device)
+    return DeviceBuffer(native, device)
+
+
+def host_view(buf) -> np.ndarray:
+    """The values of live buffer ``buf`` as a host NumPy array (a view, for host memory;
+    the backend's ``to_host`` otherwise).  Counts nothing."""
+    if type(buf) is DeviceBuffer:
+        return buf.device.backend.to_host(buf.data, buf.device)
+    return buf.data
+
+
+def native_copy(buf, dst):
+    """A native value of ``dst``'s backend holding a copy of live buffer ``buf``'s values
+    (``buf`` may be on any device, ``dst`` itself included); counts nothing.  Between two
+    devices of one backend the backend's ``copy``; across backends through the host."""
+    src = buf.device
+    if src.backend is dst.backend and src.backend is not None:
+        if dst._host_memory:
+            return buf.data.copy()
+        return dst.backend.copy(buf.data, src, dst)
+    host = host_view(buf)
+    if dst._host_memory:
+        return np.array(host, copy=True, order="C")
+    return dst.backend.from_host(np.asarray(host, order="C"), dst)   # (0-d stays 0-d)
+
+
+def native_operand(buf, dst):
+    """``buf``'s values as an operand of a computation on ``dst``: the buffer's own data
+    when it lives there or when both are host memory (host memory is shared; nothing is
+    copied), else ``native_copy``.  Counts nothing (callers count the transfer)."""
+    if buf.device is dst or (dst._host_memory and buf.device._host_memory):
+        return buf.data
+    return native_copy(buf, dst)
 
 
 # ---- the recycling pool of host buffers ---------------------------------------------------

@@ -1,10 +1,12 @@
 """Devices and their memory accounting (``jax.Device``, ``jax.devices`` ...).
 
-A CPU device owns host memory; each keeps exact counts of the bytes its live buffers hold
-(``memory_stats``).  Several CPU devices exist when ``jax_num_cpu_devices`` (or the
-``JAX_NUM_CPU_DEVICES`` environment variable, or
-``XLA_FLAGS=--xla_force_host_platform_device_count=N``) asks, as in JAX; the devices are
-created on first use, after which the count is fixed.
+Each device belongs to one platform's Backend (runtime/backend.py; ``device.backend``),
+which creates it; every device keeps exact counts of the bytes its live buffers hold
+(``memory_stats``).  ``devices(platform)``, ``local_devices`` and ``default_backend`` come
+from the registered backends.  The CPU platform (backends/cpu/) makes several devices
+when ``jax_num_cpu_devices`` (or ``JAX_NUM_CPU_DEVICES``, or
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``) asks, as in JAX; a platform's
+devices are created on first use, after which their number is fixed.
 
 The device uncommitted data goes to (``get_default_device``) is, in order: the innermost
 ``default_device`` block of this thread, the ``jax_default_device`` flag, the first device.
@@ -17,25 +19,43 @@ import threading
 import warnings
 
 from ..config import config
+from . import backend as _backend
 from . import buffer as _buffer
 
 
 class Device:
-    """One device: ``id``, ``platform``, ``device_kind``, ``process_index`` and memory stats.
+    """One device: ``id``, ``platform``, ``device_kind``, ``process_index``, its
+    ``backend`` and memory stats.
 
     Mirrors ``jax.Device``.  Devices are singletons compared by identity: ``jax.devices()``
     returns the same objects every time, so ``x.device is jaxlite.devices()[0]`` holds.
-    ``repr`` is ``CpuDevice(id=0)``, ``str`` is ``cpu:0`` (as JAX prints them).
+    ``repr`` is ``CpuDevice(id=0)`` (the class name), ``str`` is ``cpu:0`` (as JAX prints
+    them).
+
+    Args:
+      id: the device's number within its platform (0, 1, ...).
+      backend: the platform's Backend (runtime/backend.py) that created it; ``platform``
+        and whether its memory is host memory come from it.
+      device_kind: a description of the hardware (default: the platform's name).
     """
 
     platform = "cpu"
     device_kind = "cpu"
-    # Memory the host reads directly: reading values to the host copies nothing, so the
-    # device-to-host transfer guard does not apply (as for JAX's CPU devices).
+    # Memory the host reads directly (the backend's ``host_memory``): reading values to
+    # the host copies nothing, so the device-to-host transfer guard does not apply (as for
+    # JAX's CPU devices), and the eager hot paths run NumPy code on its buffers.
     _host_memory = True
+    backend = None
 
-    def __init__(self, id: int):
+    def __init__(self, id: int, backend=None, device_kind: str | None = None):
         self.id = id
+        if backend is not None:
+            self.backend = backend
+            self.platform = backend.platform
+            self._host_memory = bool(backend.host_memory)
+            self.device_kind = device_kind or backend.platform
+        elif device_kind is not None:
+            self.device_kind = device_kind
         self.process_index = 0
         self.host_id = 0
         self.task_id = 0
@@ -77,8 +97,9 @@ class Device:
             "peak_bytes_in_use": self._peak,
             "num_allocs": self._num_allocs,
             "largest_alloc_size": self._largest,
-            "bytes_limit": _host_memory(),
-            "pool_bytes": _buffer.POOL.stats()["free_bytes"],
+            "bytes_limit": (_host_memory() if self._host_memory else
+                            int(getattr(self.backend, "bytes_limit", 0))),
+            "pool_bytes": _buffer.POOL.stats()["free_bytes"] if self._host_memory else 0,
         }
 
     def reset_peak_memory(self) -> None:
@@ -131,13 +152,13 @@ class Device:
         return self
 
     def __repr__(self):
-        return f"CpuDevice(id={self.id})"
+        return f"{type(self).__name__}(id={self.id})"
 
     def __str__(self):
         return f"{self.platform}:{self.id}"
 
     def __reduce__(self):
-        return (_device_by_id, (self.id,))
+        return (_device_by_id, (self.id, self.platform))
 
 
 class CpuDevice(Device):
@@ -157,52 +178,55 @@ def _xla_flags_cpu_count() -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _num_cpu_devices() -> int:
+def num_cpu_devices() -> int:
+    """How many CPU devices the configuration asks for (``jax_num_cpu_devices``, else
+    ``XLA_FLAGS``' host device count, else 1); read by the CPU backend when it creates its
+    devices."""
     n = config.jax_num_cpu_devices
     if n is None or n < 0:
         n = _xla_flags_cpu_count() or 1
     return n
 
 
-_cpu_devices: list | None = None
-_first: Device | None = None
+_first: Device | None = None     # the default platform's first device, once known
 
 
-def _cpu() -> list:
-    global _cpu_devices, _first
-    if _cpu_devices is None:
-        _cpu_devices = [CpuDevice(i) for i in range(_num_cpu_devices())]
-        _first = _cpu_devices[0]
-        config._freeze("jax_num_cpu_devices")
-    return _cpu_devices
+def _device_by_id(i: int, platform: str = "cpu") -> Device:
+    return devices(platform)[i]
 
 
-def _device_by_id(i: int) -> Device:
-    return _cpu()[i]
+def _platform_backend(backend):
+    """The registered Backend for ``backend`` (None: the default platform; a name such as
+    ``'cpu'``; an object with a ``platform``).  Raises RuntimeError when absent."""
+    if backend is None:
+        name = default_backend()
+    elif isinstance(backend, str):
+        name = backend
+    else:
+        name = getattr(backend, "platform", str(backend))
+    b = _backend.get(name)
+    if b is None:
+        have = ", ".join(repr(p.platform) for p in _backend.registered()) or "none"
+        if name == "gpu" and any(_backend.get(p) for p in ("cuda", "rocm")):
+            return _backend.get("cuda") or _backend.get("rocm")
+        raise RuntimeError(f"Unknown backend {name!r}: this installation has the platforms "
+                           f"{have}.")
+    return b
 
 
 def devices(backend: str | None = None) -> list:
     """Devices of ``backend`` (default: the default backend), as ``jax.devices``.
 
     Args:
-      backend: None or ``'cpu'`` (the only backend present).
+      backend: None, a platform name (``'cpu'``, or one a registered Backend provides), or
+        an object with a ``platform`` attribute.
     Returns:
       list of Device, ordered by id (``[CpuDevice(id=0), ...]``).
     Raises:
-      RuntimeError: the backend is not present on this machine (``'gpu'``, ``'tpu'``,
-        ``'cuda'`` ...), with JAX's message.
+      RuntimeError: no backend of that platform is registered (``'gpu'``, ``'tpu'``,
+        ``'cuda'`` ... on a machine without them), naming the platforms there are.
     """
-    if backend is None or backend == "cpu":
-        return list(_cpu())
-    name = backend if isinstance(backend, str) else getattr(backend, "platform", str(backend))
-    if name == "cpu":
-        return list(_cpu())
-    if name == "gpu":
-        raise RuntimeError(
-            "Unknown backend: 'gpu' was asked for, but this installation has only the "
-            "'cpu' platform.")
-    raise RuntimeError(f"Unknown backend {name!r}: this installation has only the 'cpu' "
-                       f"platform.")
+    return list(_platform_backend(backend).devices())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None,
@@ -227,8 +251,24 @@ def local_device_count(backend: str | None = None) -> int:
 
 
 def default_backend() -> str:
-    """Name of the default backend: ``'cpu'`` (``jax.default_backend``)."""
-    return "cpu"
+    """Name of the default platform (``jax.default_backend``): the first platform named in
+    ``jax_platforms`` (``JAX_PLATFORMS``) that is registered, else the registered backend
+    of highest priority (``'cpu'`` on a plain installation).
+
+    Raises RuntimeError when no backend is registered (only before jaxlite is imported)."""
+    regs = _backend.registered()
+    if not regs:
+        raise RuntimeError("no platform is registered: import jaxlite first")
+    wanted = config.jax_platforms
+    if wanted:
+        for p in str(wanted).split(","):
+            if _backend.get(p.strip()) is not None:
+                return p.strip()
+    best = regs[0]
+    for b in regs[1:]:
+        if b.priority > best.priority:
+            best = b
+    return best.platform
 
 
 def process_index(backend: str | None = None) -> int:
@@ -267,10 +307,23 @@ def get_default_device() -> Device:
     if d is None:
         d = _config_default
         if d is None:
-            return _first if _first is not None else _cpu()[0]
+            return _first if _first is not None else _first_device()
     if type(d) is str:
         return devices(d)[0]
     return d
+
+
+def _first_device() -> Device:
+    global _first
+    d = devices()[0]
+    _first = d
+    return d
+
+
+def _forget_default() -> None:
+    """Called when the registry changes: the default device is looked up again."""
+    global _first
+    _first = None
 
 
 def check_default_device(device):

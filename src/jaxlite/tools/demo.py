@@ -367,7 +367,7 @@ def run(args) -> int:
               f"(see 'pending' above)")
     if jaxlite.config.jaxlite_backend == "cpu":
         # hot programs finish their native build, so the next demo run loads them
-        from ..backends import _tiered
+        from ..backends.cpu import _tiered
         print(_INDENT + _tiered.summary(timeout=300))
     pitfalls = [p for s, _, p in sections if s == "3.5"]
     if pitfalls:   # end with what `jaxlite doctor` says about the chapter's pitfalls

@@ -36,7 +36,7 @@ from ..core.staging import trace_to_jaxpr
 from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
-from ..runtime import Buffer, devices, get_default_device
+from ..runtime import devices, get_default_device
 from ..runtime import buffer as _buffer
 from ..runtime import dispatch as _dispatch
 from ..compiler.pipeline import cost_analysis
@@ -165,6 +165,8 @@ class _FastEntry:
         device = self.device
         if device is None:
             device = get_default_device()
+            if not device._host_memory:
+                return None     # another platform's memory: the full path
         if self.cost >= _dispatch._min_cost:
             # big work: on the device's worker (pending arguments passed as futures)
             vals = []
@@ -204,22 +206,9 @@ class _FastEntry:
         try:
             outs = ex.run(vals)
             if self.single:
-                o = outs[0]
-                a = self.out_aval
-                # ``wrap``, with its common case inlined
-                if type(o) is not _ndarray or o.dtype is not a.dtype:
-                    o = np.asarray(o, dtype=a.dtype)
-                if o.base is None and o.shape == a.shape:
-                    return ArrayImpl(Buffer(o, device), a, self.committed)
-                return wrap(o, a, device, self.committed, vals)
-            res = []
-            for o, a in zip(outs, ex.out_avals):
-                if type(o) is not _ndarray or o.dtype is not a.dtype:
-                    o = np.asarray(o, dtype=a.dtype)
-                if o.base is None and o.shape == a.shape:
-                    res.append(ArrayImpl(Buffer(o, device), a, self.committed))
-                else:
-                    res.append(wrap(o, a, device, self.committed, vals))
+                return wrap(outs[0], self.out_aval, device, self.committed, vals)
+            committed = self.committed
+            res = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
         except BaseException:
             if tmp:     # the temporaries were never all allocated: no peak from them
                 device._charge_failed(tmp, *before)
@@ -310,14 +299,12 @@ class JitWrapped:
             raise ValueError("jit: an argument cannot be both static and donated")
         self._plain = not (self.static_argnums or self.static_argnames or self.donate_argnums
                            or self.donate_argnames)
-        self._backend = config.jaxlite_backend  # the compiler backend, fixed per jit
         # cache: signature -> _CacheEntry; history: signatures compiled so far, for
         # explaining misses; fast/fast64: argument keys -> _FastEntry (see __call__), with
         # jax_enable_x64 off and on.  Shared with other wrappers of fun (_shared_caches).
         self._cache, self._history, self._fast, self._fast64 = _shared_caches(fun, (
             self.static_argnums, self.static_argnames, self.donate_argnums,
-            self.donate_argnames, bool(keep_unused), device, backend, bool(inline),
-            self._backend))
+            self.donate_argnames, bool(keep_unused), device, backend, bool(inline)))
         self._last: tuple = (None, None, None)    # (x64, keys, _FastEntry) of the last hit
         _ALL_JITTED.add(self)      # for clear_all_caches, once its caches exist
         if device is not None or backend not in (None, "cpu"):
@@ -525,7 +512,8 @@ class JitWrapped:
         """Registers a signature that just ran for the fast path of ``__call__``."""
         committed = {d for _, d in key[1] if d is not None}
         fast = self._fast64 if key[4] else self._fast
-        if len(committed) <= 1 and len(fast) < 4096:
+        if len(committed) <= 1 and len(fast) < 4096 and \
+                all(d._host_memory for d in committed):
             fast[key[1]] = _FastEntry(entry, committed.pop() if committed else None)
 
     def _donated(self, args, kwargs, leaves):
@@ -713,7 +701,10 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
             placement(leaves, what, names_fn())  # raises again, naming the arguments
             raise
     program = compiled._program
-    ex = program.executable
+    ex = program.executable if device.backend is program.backend else \
+        program.executable_for(device)
+    if not device._host_memory:
+        return _run_on_backend(ex, leaves, device, committed, donate, compiled)
     if not donate and not monitoring._listeners and \
             _program_cost(program) >= _dispatch._min_cost:
         # big work: on the device's worker; pending arguments on this device are passed
@@ -733,6 +724,25 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         outs = device._run_charged(ex.temp_bytes, run)
     finally:
         fp_ignore_end(token)
+    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
+        from .fp_checks import check_jit_outputs
+        check_jit_outputs(compiled, leaves, outs)
+    return outs
+
+
+def _run_on_backend(ex, leaves, device, committed, donate, compiled):
+    """``_run_compiled`` on a device whose memory is not host memory: the arguments as
+    the backend's native values, the backend's executable run synchronously, its outputs
+    wrapped.  Donation is accepted and ignored there (the arguments stay valid, as JAX
+    does where a platform cannot alias)."""
+    temps = []
+    vals = _eager.backend_operands(leaves, device, temps)
+    try:
+        outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
+        outs = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
+    finally:
+        for t in temps:     # after wrapping: an output that is an operand gets copied
+            t.delete()
     if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
         from .fp_checks import check_jit_outputs
         check_jit_outputs(compiled, leaves, outs)

@@ -233,7 +233,7 @@ class Lowered:
 
     def compile(self, compiler_options=None) -> "Compiled":
         """Optimises and compiles the program (``Lowered.compile``)."""
-        program = compile_jaxpr(self.closed_jaxpr, backend=self._wrapped._backend,
+        program = compile_jaxpr(self.closed_jaxpr, backend=None,
                                 name=self._wrapped.__name__, record_passes=True)
         return Compiled(self, program)
 

@@ -46,7 +46,7 @@ import weakref
 
 import numpy as np
 
-from .base import Executable
+from ..base import Executable
 
 logger = logging.getLogger("jaxlite")
 
@@ -140,7 +140,7 @@ atexit.register(_at_exit)
 
 
 def _log(msg, *args):
-    from ..config import config
+    from ...config import config
     if config.jax_log_compiles:
         logger.warning(msg, *args)
     else:
@@ -150,7 +150,7 @@ def _log(msg, *args):
 # ---- the "built before" marker: a cheap persistent-cache check ---------------------------
 
 def _kernel_texts(jaxpr, out: list) -> None:
-    from ..primitives.kernel import kernel_p
+    from ...primitives.kernel import kernel_p
     for eqn in jaxpr.eqns:
         if eqn.primitive is kernel_p:
             out.append(eqn.params["kernel"].pretty())
@@ -164,8 +164,8 @@ def program_key(closed) -> str:
     """A hash of an optimised program (its text, its fused kernels, its constants) and the
     jaxlite/Python versions: the name of its "native code built before" marker."""
     import sys
-    from .. import __version__
-    from ..core.eager import host_value
+    from ... import __version__
+    from ...core.eager import host_value
     h = hashlib.sha256()
     texts: list = []
     _kernel_texts(closed.jaxpr, texts)
@@ -212,8 +212,8 @@ def native_pays(closed) -> bool:
     fused kernel that stands for two or more array operations (its body's equations plus
     its reductions: fusion saves a pass over memory and a NumPy call each) or iterates
     over at least ``NATIVE_MIN_ELEMENTS`` elements (vectorised maths)."""
-    from ..primitives.control_flow import scan_p, while_p
-    from ..primitives.kernel import kernel_p
+    from ...primitives.control_flow import scan_p, while_p
+    from ...primitives.kernel import kernel_p
     for eqn in closed.jaxpr.eqns:
         if eqn.primitive is scan_p or eqn.primitive is while_p:
             return True
@@ -238,8 +238,8 @@ class TieredExecutable(Executable):
     backend = "cpu"
 
     def __init__(self, closed, name: str):
-        from ..config import config
-        from .interpreter import InterpretedExecutable
+        from ...config import config
+        from ..interpreter import InterpretedExecutable
         self.name = name
         interp = InterpretedExecutable(closed, name)
         self.interpreter = interp
@@ -297,7 +297,7 @@ class TieredExecutable(Executable):
 
     def _build(self, closed):
         from . import _cache
-        from .cpu import CpuExecutable
+        from .native import CpuExecutable
         before = _cache.stats()
         t0 = time.perf_counter()
         try:
@@ -384,10 +384,10 @@ def summary(timeout: float | None = None) -> str:
 
 def compile_cpu(closed, name: str) -> Executable:
     """The "cpu" backend: tiered (see the module docstring) or native at once."""
-    from ..config import config
+    from ...config import config
     if config.jaxlite_tiered:
         return TieredExecutable(closed, name)
-    from .cpu import CpuExecutable
+    from .native import CpuExecutable
     ex = CpuExecutable(closed, name)
     _mark_built(_marker_path(closed))
     return ex

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.eager import host_value
-from ..ir.interpret import exact
-from ..ir.jaxpr import ClosedJaxpr, Literal
-from ..runtime.buffer import POOL, pool_empty
-from . import _cpu_ops
-from ._cpu_ops import Unsupported, type_name
-from .base import Executable, register_backend
+from ...core.eager import host_value
+from ...ir.interpret import exact
+from ...ir.jaxpr import ClosedJaxpr, Literal
+from ...runtime.buffer import POOL, pool_empty
+from . import _ops as _cpu_ops
+from ._ops import Unsupported, type_name
+from ..base import Executable
 
 PARALLEL_MIN_ELEMENTS = 1 << 20
 """Kernels with at least this many iterations run their outer loop on every core.  Below
@@ -70,10 +70,10 @@ class NativeKernel:
 
     def __init__(self, kernel, parallel: bool | None = None, compile: bool = True,
                  strided=()):
-        # compile=False: source only (the scan loop generator, _cpu_loop.py, inlines it)
+        # compile=False: source only (the scan loop generator, _loop.py, inlines it)
         # strided: input positions read through their strides as they come (a transposed
         # or broadcast view: a primitive's ``strided_view``), not copied contiguous first
-        from ..primitives.kernel import run_reference
+        from ...primitives.kernel import run_reference
         self.kernel = kernel
         self.strided = frozenset(strided)
         self._reference = run_reference
@@ -378,9 +378,9 @@ class CpuExecutable(Executable):
     backend = "cpu"
 
     def __init__(self, closed: ClosedJaxpr, name: str, parallel: bool | None = None):
-        from ..primitives.control_flow import scan_p, while_p
-        from ..primitives.kernel import kernel_p
-        from ..primitives.linalg import dot_general_p
+        from ...primitives.control_flow import scan_p, while_p
+        from ...primitives.kernel import kernel_p
+        from ...primitives.linalg import dot_general_p
         jaxpr = closed.jaxpr
         self.name = name
         self.in_avals = [v.aval for v in jaxpr.invars]
@@ -456,7 +456,7 @@ class CpuExecutable(Executable):
             elif prim is dot_general_p:
                 kind, text = "blas", "dot_general: NumPy matmul (BLAS)"
             elif prim is scan_p or prim is while_p:
-                from ._cpu_loop import NATIVE_LOOPS    # the whole loop as one native step
+                from ._loop import NATIVE_LOOPS    # the whole loop as one native step
                 try:
                     ns = NATIVE_LOOPS[prim](eqn)
                     fn, kind, text = ns, "native", ns.describe()
@@ -596,7 +596,7 @@ class CpuExecutable(Executable):
         glb = {"_nd": np.ndarray, "_asarray": np.asarray}
         for i, c in enumerate(self._init):
             glb[f"s{i}"] = c
-        from .interpreter import _ident
+        from ..interpreter import _ident
         params = [f"s{self._fixed + i}" for i in range(nargs)]
         fname = _ident(self.name)
         lines = [f"def {fname}({', '.join(params)}):"]
@@ -664,12 +664,5 @@ class CpuExecutable(Executable):
                      f"{self.run_source}")
         return "\n".join(lines)
 
-
-def _compile(closed: ClosedJaxpr, name: str):
-    from ._tiered import compile_cpu     # tiered unless config jaxlite_tiered is off
-    return compile_cpu(closed, name)
-
-
-register_backend("cpu", _compile)
 
 __all__ = ["CpuExecutable", "NativeKernel", "PARALLEL_MIN_ELEMENTS"]

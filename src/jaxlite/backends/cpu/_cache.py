@@ -1,6 +1,6 @@
 """The persistent compile cache of the native CPU backend.
 
-Layer: backends (used by cpu.py's ``NativeKernel``).
+Layer: backends (used by native.py's ``NativeKernel``).
 
 Each generated kernel is written as a small Python module in the cache directory, named by
 a hash of everything its machine code depends on: the kernel's source (which encodes the
@@ -63,7 +63,7 @@ def clear_memory() -> None:
 
 def cache_dir() -> str | None:
     """The cache directory in use, or None when the persistent cache is off."""
-    from ..config import config
+    from ...config import config
     d = config.jax_compilation_cache_dir
     if d is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
@@ -81,8 +81,8 @@ def _env_key() -> str:
         import llvmlite
         import llvmlite.binding as ll
         import numba
-        from .. import __version__
-        from . import _cpu_ops, _vecmath
+        from ... import __version__
+        from . import _ops as _cpu_ops, _vecmath
         h = hashlib.sha256()
         parts = ["cpu", __version__, numba.__version__, llvmlite.__version__,
                  np.__version__, sys.version, sys.platform]
@@ -112,7 +112,7 @@ def _const_line(name, value) -> str:
 def module_text(source: str, glb: dict, signature: str, parallel: bool, opts: dict,
                 name: str) -> tuple:
     """``(key, text)`` of the cache module for one generated kernel."""
-    from ._cpu_ops import GLOBALS
+    from ._ops import GLOBALS
     consts = sorted(k for k in glb if k not in GLOBALS and k not in ("prange", "kern")
                     and not k.startswith("__"))
     lines = [_const_line(k, glb[k]) for k in consts]
@@ -129,7 +129,7 @@ def module_text(source: str, glb: dict, signature: str, parallel: bool, opts: di
     header = ("# jaxlite native kernel (generated; safe to delete)\n"
               f"# signature {signature}, parallel={bool(parallel)}\n"
               "import numpy as _np\nfrom numba import prange\n"
-              "from jaxlite.backends._cpu_ops import GLOBALS as _G\n"
+              "from jaxlite.backends.cpu._ops import GLOBALS as _G\n"
               "globals().update(_G)\n")
     return key, header + body
 

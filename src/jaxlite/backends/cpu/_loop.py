@@ -1,7 +1,7 @@
 """Native loops for the CPU backend: one ``scan`` or ``while`` equation becomes one Numba
 function.
 
-Layer: backends (cpu.py's ``CpuExecutable`` builds a ``NativeScan`` / ``NativeWhile`` for
+Layer: backends (native.py's ``CpuExecutable`` builds a ``NativeScan`` / ``NativeWhile`` for
 each such equation, see ``NATIVE_LOOPS``; ``Unsupported`` keeps the equation on the
 interpreter, visibly).  The body (and a while's condition) is optimised by the compile
 pipeline (fusion included, so its elementwise chains become kernels; the compiler registers
@@ -9,7 +9,7 @@ its passes with ``base.set_body_optimizer``, so this module does not import it),
 inside a native step loop (``for step in range(length)``; ``while True`` with the
 condition and a ``break`` for a while):
 
-- ``kernel`` equations: ``NativeKernel``'s own loop nest (cpu.py, generated with
+- ``kernel`` equations: ``NativeKernel``'s own loop nest (native.py, generated with
   ``compile=False``), its local names prefixed so that several kernels share one function;
 - ``dot_general``: a loop nest over static shapes.  The output's last axis is the innermost
   loop and the contraction runs just outside it (``out[j] += a[k] * b[k, j]``: contiguous,
@@ -56,14 +56,14 @@ import re
 
 import numpy as np
 
-from ..core.eager import host_value
-from ..ir.jaxpr import Literal
-from ..primitives import shape as _shape
-from ..primitives.control_flow import cond_p, scan_p, while_p
-from ..primitives.kernel import MONOIDS, kernel_p
-from ..primitives.linalg import dot_general_p
-from . import _cpu_ops
-from ._cpu_ops import Unsupported, type_name
+from ...core.eager import host_value
+from ...ir.jaxpr import Literal
+from ...primitives import shape as _shape
+from ...primitives.control_flow import cond_p, scan_p, while_p
+from ...primitives.kernel import MONOIDS, kernel_p
+from ...primitives.linalg import dot_general_p
+from . import _ops as _cpu_ops
+from ._ops import Unsupported, type_name
 
 DOT_MAX_MACS = 1 << 20
 """A ``dot_general`` with more multiply-adds than this per step is not written as a loop
@@ -93,7 +93,7 @@ _KERNEL_LOCAL = re.compile(r"(?<![\w.])((?:acc|id|a|o|x|t|i|j|k|w)\d+)\b")
 
 
 def _optimise(closed):
-    from .base import optimize_body      # the compiler's passes, registered by the compiler
+    from ..base import optimize_body      # the compiler's passes, registered by the compiler
     return optimize_body(closed)
 
 
@@ -282,7 +282,7 @@ class _Gen:
         raise Unsupported(f"{prim.name} in the scan body (no loop code generator)")
 
     def kernel(self, eqn):
-        from .cpu import NativeKernel
+        from .native import NativeKernel
         k = eqn.params["kernel"]
         nk = NativeKernel(k, parallel=False, compile=False)
         if nk.size == 0:
@@ -967,12 +967,12 @@ class NativeWhile:
 
 
 NATIVE_LOOPS = {scan_p: NativeScan, while_p: NativeWhile}
-"""Loop primitive -> the class compiling such an equation (what cpu.py's hook looks up)."""
+"""Loop primitive -> the class compiling such an equation (what native.py's hook looks up)."""
 
 
 def _compile(source, glb, argtys):
     from numba import njit, types
-    from .cpu import _NUMBA_OPTS
+    from .native import _NUMBA_OPTS
     try:
         exec(compile(source, "<jaxlite scan loop>", "exec"), glb)
     except SyntaxError as e:      # a bug of the generator: say so, fall back

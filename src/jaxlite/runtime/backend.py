@@ -1,0 +1,171 @@
+"""The Backend contract: what a platform provides, and the registry of platforms.
+
+Layer: runtime.  Each platform (``'cpu'``, a GPU, a test's simulated device) registers one
+``Backend`` object with ``register``; its devices hold it (``device.backend``), and every
+layer above reaches the platform through the device it works on:
+
+- the allocator: ``from_host``, ``to_host``, ``copy`` (between two of its devices),
+  ``allocate`` and ``free``.  A backend's buffers are its own objects (*native* values:
+  host NumPy arrays for the CPU, anything for another platform); the runtime wraps each
+  in a ``Buffer`` that charges its bytes (``nbytes``) to the device's ``memory_stats``
+  when it is created and gives them back when it is freed, so every byte a live Array
+  holds is reported, whatever the platform;
+- ``execute(prim, vals, params, device, out_aval)``: eager execution of one primitive on
+  native values;
+- ``compile(program, devices, name)``: an executable whose ``run`` takes and returns
+  native values (the program is the compiler's optimised ClosedJaxpr; the runtime never
+  looks inside it);
+- what it supports: ``dtypes`` (None: every dtype) and ``native_primitives`` (the
+  primitives it has native code for; the others it runs another way, e.g. through their
+  NumPy reference implementation).
+
+``host_memory = True`` declares that the native values are host NumPy arrays the host
+reads directly (the CPU): reading them to the host copies nothing, the device-to-host
+transfer guard does not apply, and the eager hot paths run a primitive's reference
+implementation on them without a call into the backend (``execute`` of such a backend
+must be exactly that).  Any other backend is reached through its methods only.
+
+Registering is the whole of adding a platform: ``jaxlite.devices('name')``,
+``jaxlite.local_devices``, ``device_put`` onto its devices, eager operations, ``jit``,
+``grad`` and ``vmap`` on its arrays then work.  ``default_backend()`` is the first platform
+of ``jax_platforms`` that is registered, else the registered one of highest ``priority``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Backend:
+    """One platform's implementation (subclass it; mirrors the role of an XLA client).
+
+    Class attributes:
+      platform: the platform's name (``'cpu'``); ``Device.platform`` of its devices.
+      host_memory: True when native values are host NumPy arrays (see module docstring).
+      priority: higher wins ``default_backend()`` (the CPU has 0).
+      dtypes: frozenset of NumPy dtypes it can hold, or None for all.
+      native_primitives: frozenset of primitive names it has native code for.
+
+    Raises NotImplementedError for any method a subclass does not provide.
+    """
+
+    platform = "?"
+    host_memory = False
+    priority = -1
+    dtypes = None
+    native_primitives = frozenset()
+
+    def __init__(self):
+        self._devices = None
+
+    # ---- devices --------------------------------------------------------------------------
+    def make_devices(self) -> list:
+        """Creates this platform's Device objects (called once, on first use); each must
+        be a ``runtime.device.Device`` whose ``backend`` is ``self``."""
+        raise NotImplementedError
+
+    def devices(self) -> list:
+        """This platform's devices, ordered by id (created on the first call)."""
+        devs = self._devices
+        if devs is None:
+            devs = self._devices = list(self.make_devices())
+            for d in devs:
+                if d.backend is not self:
+                    raise ValueError(f"{type(self).__name__}.make_devices returned {d!r}, "
+                                     f"whose backend is not this backend")
+        return devs
+
+    # ---- allocator --------------------------------------------------------------------------
+    def nbytes(self, native) -> int:
+        """Bytes ``native`` occupies on its device (charged to ``memory_stats``)."""
+        return native.nbytes
+
+    def from_host(self, array: np.ndarray, device):
+        """A native copy of the C-contiguous host array ``array`` on ``device``."""
+        raise NotImplementedError
+
+    def to_host(self, native, device) -> np.ndarray:
+        """The values of ``native`` (on ``device``) as a host NumPy array; may be a view
+        the caller must not write to."""
+        raise NotImplementedError
+
+    def copy(self, native, src, dst):
+        """A native copy of ``native`` (on device ``src``) on device ``dst``, both of this
+        platform (``src is dst`` for a copy on one device)."""
+        raise NotImplementedError
+
+    def allocate(self, shape: tuple, dtype, device):
+        """A native buffer of ``shape``/``dtype`` on ``device`` with arbitrary contents."""
+        raise NotImplementedError
+
+    def free(self, native, device) -> None:
+        """Called once when the Buffer holding ``native`` is deleted or collected (after
+        its bytes left the device's accounting).  Default: nothing to do."""
+
+    # ---- execution --------------------------------------------------------------------------
+    def execute(self, prim, vals: list, params: dict, device, out_aval):
+        """Runs primitive ``prim`` on native values ``vals`` with ``params`` on ``device``;
+        returns a native value of abstract value ``out_aval`` (shape, dtype; for a
+        multiple-results primitive ``out_aval`` is a list and so is the result).  The
+        operands live on ``device``; a Python or NumPy scalar operand arrives as a NumPy
+        scalar of its canonical dtype, a 0-d NumPy array as itself (constants of the
+        operation).  Primitives carrying programs (scan, while, cond, jit ...) have their
+        NumPy reference implementation (``prim.impl``) like every other."""
+        raise NotImplementedError
+
+    def compile(self, program, devices: list, name: str):
+        """An executable for the optimised ClosedJaxpr ``program`` on ``devices``: it has
+        ``run(native_values) -> native_values`` (operands as for ``execute``),
+        ``in_avals``, ``out_avals``,
+        ``temp_bytes`` (bytes of temporaries, charged while it runs), ``as_text()`` and
+        ``backend`` (a name for printing)."""
+        raise NotImplementedError
+
+    def supports_dtype(self, dtype) -> bool:
+        """Whether this platform can hold arrays of ``dtype``."""
+        return self.dtypes is None or np.dtype(dtype) in self.dtypes
+
+    def __repr__(self):
+        return f"<{type(self).__name__} platform={self.platform!r}>"
+
+
+_BACKENDS: dict = {}   # platform name -> Backend, in registration order
+
+
+def register(backend: Backend) -> Backend:
+    """Makes ``backend`` (a Backend instance) the implementation of its platform.
+
+    Raises:
+      TypeError: ``backend`` is not a Backend.
+      ValueError: its platform is registered already, or its devices were created.
+    """
+    if not isinstance(backend, Backend):
+        raise TypeError(f"register takes a jaxlite.runtime.backend.Backend instance; got "
+                        f"{backend!r} of type {type(backend).__name__}")
+    if backend.platform in _BACKENDS:
+        raise ValueError(f"a backend for platform {backend.platform!r} is registered "
+                         f"already ({_BACKENDS[backend.platform]!r})")
+    _BACKENDS[backend.platform] = backend
+    from . import device as _device
+    _device._forget_default()
+    return backend
+
+
+def unregister(platform: str) -> None:
+    """Removes ``platform`` from the registry (tests that define a platform of their own
+    clean up with it).  Its devices and arrays keep working; ``devices(platform)`` raises
+    afterwards.  Raises ValueError for the default platform of the process."""
+    from . import device as _device
+    if platform == _device.default_backend():
+        raise ValueError(f"the default platform {platform!r} cannot be unregistered")
+    _BACKENDS.pop(platform, None)
+    _device._forget_default()
+
+
+def get(platform: str) -> Backend | None:
+    """The Backend registered for ``platform``, or None."""
+    return _BACKENDS.get(platform)
+
+
+def registered() -> list:
+    """Every registered Backend, in registration order."""
+    return list(_BACKENDS.values())
