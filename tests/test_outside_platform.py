@@ -153,7 +153,7 @@ def test_devices_and_default(accel):
     assert jaxlite.device_count("testaccel") == 2
     assert jaxlite.default_backend() == "cpu"          # priority below the CPU's
     assert jaxlite.devices()[0].platform == "cpu"
-    with pytest.raises(RuntimeError, match="testaccel"):
+    with pytest.raises(RuntimeError, match="Platforms present are: cpu,testaccel"):
         jaxlite.devices("tpu")                         # the message lists what there is
     with pytest.raises(ValueError, match="registered already"):
         rb.register(Accel())
@@ -266,6 +266,21 @@ def test_transfer_guard_on_implicit_moves(dev):
     y = x + u
     assert y.device is dev and jaxlite.transfer_stats() == {
         ("cpu:0", "testaccel:0"): {"count": 1, "bytes": 16}}
+
+
+def test_a_dtype_the_platform_lacks_is_refused(accel, dev):
+    accel.dtypes = frozenset(np.dtype(t) for t in ("float32", "int32", "bool"))
+    try:
+        before = used(dev), jaxlite.transfer_stats()
+        with pytest.raises(TypeError, match="cannot hold arrays of dtype float16"):
+            jaxlite.device_put(np.ones(3, np.float16), dev)
+        with pytest.raises(TypeError, match="testaccel"):
+            jaxlite.device_put(jnp.ones(3, jnp.int8), dev)
+        assert (used(dev), jaxlite.transfer_stats()) == before    # nothing half-done
+        x = jaxlite.device_put(np.ones(3, np.float32), dev)
+        assert x.dtype == np.float32 and x.device is dev
+    finally:
+        accel.dtypes = None
 
 
 def test_committed_to_two_platforms_is_an_error(dev):

@@ -19,3 +19,5 @@ def test_readme_python_snippets_run(tmp_path):
                          timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "CpuDevice(id=0)" in run.stdout
+    # the platform defined in "How it is built": its arrays and their counted bytes
+    assert "demo [1. 3. 5.] 24" in run.stdout

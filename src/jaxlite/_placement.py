@@ -19,7 +19,7 @@ from .core.trace import Tracer
 from .core.eager import put_host
 from .runtime import (Device, check_default_device, count_transfer, get_default_device,
                       guard_transfer)
-from .runtime.buffer import native_copy, new_buffer
+from .runtime.buffer import check_dtype, native_copy, new_buffer
 from .runtime import device as _device_mod
 from .sharding import SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -79,6 +79,10 @@ def _plan(x, device, may_alias):
 
 def _guard_plan(p):
     kind, x, device, aval = p
+    if kind in ("copy", "d2d", "h2d"):     # a dtype the platform lacks: refused up front
+        dst = device if device is not None else get_default_device()
+        if not dst._host_memory:
+            check_dtype(dst, aval.dtype)
     if kind == "d2d":
         guard_transfer("device_to_device", True, x._buf.nbytes, x._buf.device, device, aval)
     elif kind == "h2d":

@@ -14,7 +14,7 @@ import numpy as np
 from .. import monitoring
 from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
-from ..runtime.buffer import DeviceBuffer, host_view, native_operand
+from ..runtime.buffer import DeviceBuffer, check_dtype, host_view, native_operand
 from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
@@ -398,7 +398,10 @@ def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: 
 def put_host(arr, dtype, device):
     """A new counted buffer on ``device`` holding a copy of host data ``arr`` cast to
     ``dtype`` (floating-point warnings of the cast ignored, as JAX); through the device's
-    backend (``from_host``) unless its memory is host memory.  Counts no transfer."""
+    backend (``from_host``) unless its memory is host memory.  Counts no transfer.
+    Raises TypeError for a dtype the device's platform does not hold."""
+    if not device._host_memory:
+        check_dtype(device, dtype)
     with np.errstate(all="ignore"):
         data = np.array(arr, dtype=dtype, copy=True, order="C")
     if device._host_memory:

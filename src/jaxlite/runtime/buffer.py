@@ -122,7 +122,18 @@ def native_copy(buf, dst):
     host = host_view(buf)
     if dst._host_memory:
         return np.array(host, copy=True, order="C")
+    check_dtype(dst, host.dtype)
     return dst.backend.from_host(np.asarray(host, order="C"), dst)   # (0-d stays 0-d)
+
+
+def check_dtype(device, dtype) -> None:
+    """Raises TypeError, naming the device and the dtype, when ``device``'s platform
+    cannot hold arrays of ``dtype`` (its backend's ``dtypes``)."""
+    backend = device.backend
+    if backend is not None and not backend.supports_dtype(dtype):
+        raise TypeError(f"device {device} (platform {device.platform!r}) cannot hold arrays "
+                        f"of dtype {np.dtype(dtype).name}; its dtypes are "
+                        f"{sorted(np.dtype(d).name for d in backend.dtypes)}.")
 
 
 def native_operand(buf, dst):

@@ -206,11 +206,12 @@ def _platform_backend(backend):
         name = getattr(backend, "platform", str(backend))
     b = _backend.get(name)
     if b is None:
-        have = ", ".join(repr(p.platform) for p in _backend.registered()) or "none"
         if name == "gpu" and any(_backend.get(p) for p in ("cuda", "rocm")):
             return _backend.get("cuda") or _backend.get("rocm")
-        raise RuntimeError(f"Unknown backend {name!r}: this installation has the platforms "
-                           f"{have}.")
+        have = ",".join(p.platform for p in _backend.registered()) or "none"
+        raise RuntimeError(f"Unknown backend: {name!r} requested, but no platforms that are "
+                           f"instances of {name} are present. Platforms present are: "
+                           f"{have}")
     return b
 
 
