@@ -21,6 +21,7 @@ from .trace import get_aval
 
 
 _SCALARS = (bool, int, float, complex)
+_ndarray = np.ndarray
 
 # Every eager op and jit call runs its NumPy code with floating-point errors ignored (JAX
 # computes inf/nan without warnings).  ``np.errstate(all="ignore")`` costs about a
@@ -153,8 +154,8 @@ def wrap(val, aval, device, committed: bool, inputs=()) -> ArrayImpl:
     Raises AssertionError when a host result has another shape than ``aval`` (a broken
     implementation).
     """
-    if type(val) is np.ndarray and val.base is None and val.dtype is aval.dtype and \
-            val.shape == aval.shape and device._host_memory:
+    if type(val) is _ndarray and device._host_memory and val.base is None and \
+            val.dtype is aval.dtype and val.shape == aval.shape:
         return ArrayImpl(Buffer(val, device), aval, committed)
     return _wrap_other(val, aval, device, committed, inputs)
 

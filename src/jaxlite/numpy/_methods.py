@@ -14,6 +14,7 @@ from ..core import eager as _eager
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_state as _trace_state
 from ..runtime import Buffer, get_default_device
+from ..runtime import device as _device
 from ..runtime import dispatch as _dispatch
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
@@ -124,7 +125,11 @@ def _fast_binop(fn, reflected, rejected=()):
                         if v2 is None or buf2.device is not device:
                             v = None
                         committed = committed or other._committed
-                    if v is not None and (committed or device is get_default_device()):
+                    # (get_default_device's common case inlined: no block, no flag)
+                    if v is not None and (committed or (
+                            device is _device._first and _device._config_default is None
+                            and _device._state.default_device is None) or
+                            device is get_default_device()):
                         impl, c, c_first, out_aval = e
                         if c is not None:
                             a, b = (c, v) if c_first else (v, c)
