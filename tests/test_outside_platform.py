@@ -375,3 +375,19 @@ def test_compiled_program_is_the_platforms(accel, dev):
     cx = jnp.arange(3.0)                                # the same program on the CPU
     assert float(f(cx, cx)) == 8.0 and f(cx, cx).device.platform == "cpu"
     assert accel.counts["compile"] == n + 1
+
+
+def test_cpu_backend_declares_what_it_supports():
+    cpu = jaxlite.devices("cpu")[0].backend
+    assert cpu.platform == "cpu" and cpu.host_memory and cpu.dtypes is None
+    assert cpu.supports_dtype(np.float16) and cpu.supports_dtype(jnp.bfloat16)
+    native = cpu.native_primitives
+    assert {"add", "exp", "tanh", "reduce_sum", "reduce_max", "dot_general", "scan",
+            "while"} <= native
+    assert not {"sort", "cholesky", "fft", "pure_callback"} & native
+    assert native <= set(jaxlite.core.primitives())      # names of real primitives
+    assert cpu.executor in ("cpu", "interpreter")
+    with jaxlite.config._override("jaxlite_backend", "interpreter"):
+        assert cpu.executor == "interpreter"              # the flag sets the backend's own
+        text = jaxlite.jit(lambda v: v + 1).lower(jnp.ones(2)).compile().as_text()
+        assert "backend=interpreter" in text

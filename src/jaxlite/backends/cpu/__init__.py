@@ -76,9 +76,11 @@ class CpuBackend(_backend.Backend):
         to the interpreter for that kernel, see native.py), reductions, ``dot_general``
         (BLAS), ``scan`` and ``while`` (native loops)."""
         if self._native is None:
-            from ...core.primitive import registry
-            names = {"dot_general", "scan", "while"}
-            for name, prim in registry().items():
+            from ...core.primitive import primitives
+            from ...primitives.control_flow import scan_p, while_p
+            from ...primitives.linalg import dot_general_p
+            names = {dot_general_p.name, scan_p.name, while_p.name}
+            for name, prim in primitives().items():
                 if (prim.elementwise and prim.scalar_op) or prim.reduction is not None:
                     names.add(name)
             self._native = frozenset(names)
