@@ -14,7 +14,6 @@ from ..core import eager as _eager
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_state as _trace_state
 from ..runtime import Buffer, get_default_device
-from ..runtime import device as _device
 from ..runtime import dispatch as _dispatch
 from . import _indexing, _linalg, _reductions, _shape, _ufuncs
 from ._util import is_arraylike
@@ -125,11 +124,7 @@ def _fast_binop(fn, reflected, rejected=()):
                         if v2 is None or buf2.device is not device:
                             v = None
                         committed = committed or other._committed
-                    # (get_default_device's common case inlined: no block, no flag)
-                    if v is not None and (committed or (
-                            device is _device._first and _device._config_default is None
-                            and _device._state.default_device is None) or
-                            device is get_default_device()):
+                    if v is not None and (committed or device is get_default_device()):
                         impl, c, c_first, out_aval = e
                         if c is not None:
                             a, b = (c, v) if c_first else (v, c)
@@ -140,10 +135,20 @@ def _fast_binop(fn, reflected, rejected=()):
                             token = fp_state.set(pair[1])
                         else:
                             token = _eager.fp_ignore_begin()
-                        try:   # (wrap may cast)
-                            return _wrap(impl(a, b), out_aval, device, committed, (a, b))
+                        try:
+                            out = impl(a, b)
                         finally:
                             fp_state.reset(token)
+                        if type(out) is _ndarray and out.dtype is out_aval.dtype:
+                            # a fresh ufunc result of the exact dtype needs none of wrap's
+                            # work: wrap's own first case, written here because W8 (x + 1)
+                            # is 6% slower for the call (measured 2026-12-03)
+                            return ArrayImpl(Buffer(out, device), out_aval, committed)
+                        token = _eager.fp_ignore_begin()   # wrap may cast
+                        try:
+                            return _wrap(out, out_aval, device, committed, (a, b))
+                        finally:
+                            _eager.fp_ignore_end(token)
         if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
             if t in rejected:
                 raise _reject(fn, self, other)
