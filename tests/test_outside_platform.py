@@ -271,14 +271,23 @@ def test_transfer_guard_on_implicit_moves(dev):
 def test_a_dtype_the_platform_lacks_is_refused(accel, dev):
     accel.dtypes = frozenset(np.dtype(t) for t in ("float32", "int32", "bool"))
     try:
-        before = used(dev), jaxlite.transfer_stats()
+        x = jaxlite.device_put(np.ones(3, np.float32), dev)
+        pos = x > 0
+        u8 = jnp.ones(3, jnp.uint8)                  # uncommitted, on the CPU
+        gc.collect()
+        jaxlite.transfer_stats(reset=True)
+        u0 = used(dev)
         with pytest.raises(TypeError, match="cannot hold arrays of dtype float16"):
             jaxlite.device_put(np.ones(3, np.float16), dev)
         with pytest.raises(TypeError, match="testaccel"):
             jaxlite.device_put(jnp.ones(3, jnp.int8), dev)
-        assert (used(dev), jaxlite.transfer_stats()) == before    # nothing half-done
-        x = jaxlite.device_put(np.ones(3, np.float32), dev)
-        assert x.dtype == np.float32 and x.device is dev
+        with pytest.raises(TypeError, match="uint8"):
+            jnp.where(pos, u8, u8)                   # an implicit move of a lacking dtype
+        with jaxlite.default_device(dev), pytest.raises(TypeError, match="int8"):
+            jnp.asarray(np.ones(3, np.int8))
+        gc.collect()
+        assert (used(dev), jaxlite.transfer_stats()) == (u0, {})    # nothing half-done
+        assert float(jnp.where(pos, x, -x).sum()) == 3.0             # supported dtypes run
     finally:
         accel.dtypes = None
 

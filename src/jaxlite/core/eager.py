@@ -105,6 +105,8 @@ def value_on(x, device):
             raise deleted_error(x.aval)
         if buf.device is not device:
             # an uncommitted operand follows the committed ones: an implicit transfer
+            if not device._host_memory:
+                check_dtype(device, x.aval.dtype)     # before anything is counted
             check_transfer("device_to_device", False, buf.nbytes, buf.device, device, x.aval)
             return native_operand(buf, device)
         return buf.data
@@ -113,6 +115,8 @@ def value_on(x, device):
     if isinstance(x, (np.ndarray, np.generic)):
         aval = get_aval(x)
         if x.ndim:  # scalars are constants of the program, not transfers
+            if not device._host_memory:
+                check_dtype(device, aval.dtype)     # before anything is counted
             check_transfer("host_to_device", False, x.nbytes, "host", device, aval)
             if not device._host_memory:
                 return device.backend.from_host(np.asarray(x, aval.dtype, order="C"),
@@ -392,6 +396,8 @@ def from_host(val, dtype=None, weak_type: bool = False, device=None, committed: 
     dt = dtypes.canonicalize_dtype(arr.dtype if dtype is None else dtype)
     device = device if device is not None else get_default_device()
     aval = ShapedArray(arr.shape, dt, weak_type)
+    if not device._host_memory:
+        check_dtype(device, dt)     # before anything is counted
     check_transfer("host_to_device", explicit, arr.size * dt.itemsize, "host", device, aval)
     return ArrayImpl(put_host(arr, dt, device), aval, committed)
 
