@@ -400,3 +400,21 @@ def test_cpu_backend_declares_what_it_supports():
         assert cpu.executor == "interpreter"              # the flag sets the backend's own
         text = jaxlite.jit(lambda v: v + 1).lower(jnp.ones(2)).compile().as_text()
         assert "backend=interpreter" in text
+
+
+def test_backend_contract_defaults_and_missing_methods(accel, dev):
+    class Partial(rb.Backend):
+        platform = "partial"
+
+        def make_devices(self):
+            return []
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()                       # from_host, to_host, execute, compile missing
+    # copy and allocate default to going through the host (to_host, then from_host)
+    src = accel.from_host(np.arange(4, dtype=np.int32), dev)
+    n = accel.counts["from_host"]
+    c = rb.Backend.copy(accel, src, dev, accel.devices()[1])
+    assert c.device_id == 1 and c.array.tolist() == [0, 1, 2, 3] and c.array is not src.array
+    m = rb.Backend.allocate(accel, (2, 3), np.float16, dev)
+    assert m.array.shape == (2, 3) and m.array.dtype == np.float16
+    assert accel.counts["from_host"] == n + 2

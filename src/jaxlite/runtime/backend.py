@@ -32,10 +32,12 @@ of ``jax_platforms`` that is registered, else the registered one of highest ``pr
 """
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 
-class Backend:
+class Backend(abc.ABC):
     """One platform's implementation (subclass it; mirrors the role of an XLA client).
 
     Class attributes:
@@ -45,7 +47,9 @@ class Backend:
       dtypes: frozenset of NumPy dtypes it can hold, or None for all.
       native_primitives: frozenset of primitive names it has native code for.
 
-    Raises NotImplementedError for any method a subclass does not provide.
+    A subclass must provide ``make_devices``, ``from_host``, ``to_host``, ``execute`` and
+    ``compile`` (instantiating one that lacks any raises TypeError naming it); ``copy``
+    and ``allocate`` default to going through the host, ``free`` to nothing.
     """
 
     platform = "?"
@@ -58,10 +62,10 @@ class Backend:
         self._devices = None
 
     # ---- devices --------------------------------------------------------------------------
+    @abc.abstractmethod
     def make_devices(self) -> list:
         """Creates this platform's Device objects (called once, on first use); each must
         be a ``runtime.device.Device`` whose ``backend`` is ``self``."""
-        raise NotImplementedError
 
     def devices(self) -> list:
         """This platform's devices, ordered by id (created on the first call)."""
@@ -79,29 +83,32 @@ class Backend:
         """Bytes ``native`` occupies on its device (charged to ``memory_stats``)."""
         return native.nbytes
 
+    @abc.abstractmethod
     def from_host(self, array: np.ndarray, device):
         """A native copy of the C-contiguous host array ``array`` on ``device``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def to_host(self, native, device) -> np.ndarray:
         """The values of ``native`` (on ``device``) as a host NumPy array; may be a view
         the caller must not write to."""
-        raise NotImplementedError
 
     def copy(self, native, src, dst):
         """A native copy of ``native`` (on device ``src``) on device ``dst``, both of this
-        platform (``src is dst`` for a copy on one device)."""
-        raise NotImplementedError
+        platform (``src is dst`` for a copy on one device).  Default: through the host
+        (``to_host`` then ``from_host``); a platform with a direct copy overrides it."""
+        return self.from_host(np.asarray(self.to_host(native, src), order="C"), dst)
 
     def allocate(self, shape: tuple, dtype, device):
-        """A native buffer of ``shape``/``dtype`` on ``device`` with arbitrary contents."""
-        raise NotImplementedError
+        """A native buffer of ``shape``/``dtype`` on ``device`` with arbitrary contents.
+        Default: ``from_host`` of an uninitialised host array."""
+        return self.from_host(np.empty(shape, dtype), device)
 
     def free(self, native, device) -> None:
         """Called once when the Buffer holding ``native`` is deleted or collected (after
         its bytes left the device's accounting).  Default: nothing to do."""
 
     # ---- execution --------------------------------------------------------------------------
+    @abc.abstractmethod
     def execute(self, prim, vals: list, params: dict, device, out_aval):
         """Runs primitive ``prim`` on native values ``vals`` with ``params`` on ``device``;
         returns a native value of abstract value ``out_aval`` (shape, dtype; for a
@@ -110,15 +117,14 @@ class Backend:
         scalar of its canonical dtype, a 0-d NumPy array as itself (constants of the
         operation).  Primitives carrying programs (scan, while, cond, jit ...) have their
         NumPy reference implementation (``prim.impl``) like every other."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def compile(self, program, devices: list, name: str):
         """An executable for the optimised ClosedJaxpr ``program`` on ``devices``: it has
         ``run(native_values) -> native_values`` (operands as for ``execute``),
         ``in_avals``, ``out_avals``,
         ``temp_bytes`` (bytes of temporaries, charged while it runs), ``as_text()`` and
         ``backend`` (a name for printing)."""
-        raise NotImplementedError
 
     def supports_dtype(self, dtype) -> bool:
         """Whether this platform can hold arrays of ``dtype``."""
