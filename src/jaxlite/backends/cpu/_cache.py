@@ -2,14 +2,16 @@
 
 Layer: backends (used by native.py's ``NativeKernel``).
 
-Each generated kernel is written as a small Python module in the cache directory, named by
-a hash of everything its machine code depends on: the kernel's source (which encodes the
-optimised program), the constants it reads, the Numba options and argument types, the
-backend, the versions of jaxlite/Numba/llvmlite/NumPy/Python, the text of the code
-generator's scalar-op and vector-maths modules, and the CPU (name and features).  The
-module is imported and its ``kern`` compiled by Numba with ``cache=True``, so Numba keeps
-the machine code beside it (``__pycache__``); another process importing the same module
-file loads that machine code instead of compiling.
+Each generated kernel is an entry in the cache directory, named by a hash of everything its
+machine code depends on: the kernel's source (which encodes the optimised program), the
+constants it reads, the Numba options and argument types, the backend, the versions of
+jaxlite/Numba/llvmlite/NumPy/Python, the text of the code generator's scalar-op and
+vector-maths modules, and the CPU (name and features).  An entry is four files: the kernel
+as a small Python module (``jaxlite_kc_<key>.py``), Numba's index and data files of its
+compiled machine code (``__pycache__/jaxlite_kc_<key>.kern-<line>.pyXY.nbi`` and
+``.1.nbc``, Numba's own format), and a manifest (``jaxlite_kc_<key>.manifest``, JSON) that
+records the key, the signature and each file's size and sha256.  Another process finds the
+entry and loads the machine code instead of compiling.
 
 Directory: config ``jax_compilation_cache_dir`` (``JAXLITE_CACHE_DIR``, else JAX's
 ``JAX_COMPILATION_CACHE_DIR``); when unset, ``$XDG_CACHE_HOME/jaxlite`` or
@@ -17,17 +19,33 @@ Directory: config ``jax_compilation_cache_dir`` (``JAXLITE_CACHE_DIR``, else JAX
 folder; ``native/programs/`` holds one empty marker per program whose native code was
 built (_tiered.py: such a program starts loading it after its first call).
 
-Safety: module files are written to a temporary file and linked into place only if absent
-(so a file Numba already stamped is never touched by a racing writer); Numba writes its
-own files the same way.  An entry whose module text is not the expected one, that does not
-import, or whose Numba cache does not load, is discarded and rebuilt with a warning naming
-the file.  ``stats()`` counts kernels compiled and loaded in this process.
+Safety: Numba's data files are pickles, so loading one runs code.  The cache directory,
+``native/``, ``native/__pycache__/`` and every file of an entry must belong to the user
+(``os.getuid()``) and be writable by nobody else; jaxlite creates its directories with mode
+0o700 and its files 0o600.  Otherwise the cache is not used at all in this process
+(kernels compile in memory) and one RuntimeWarning names the path, its owner or mode and
+the fix.  Before anything is unpickled, an entry's files are read (never through a
+symlink, only regular files) and checked against the manifest: sizes, sha256, key,
+signature, the module's text; Numba then unpickles exactly the bytes that were checked
+(it never opens the files itself).  A mismatch (a swapped, truncated or edited file, a
+directory, fifo or symlink in a file's place), or an entry Numba cannot load, is discarded
+with a warning naming it and rebuilt: the new files, then the manifest last, are written
+to temporary files and renamed into place under a lock (``native/.lock``), so the next
+process loads the rebuilt entry.  ``stats()`` counts kernels compiled and loaded in this
+process.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import glob
 import hashlib
+import io
+import json
 import os
+import pickle
+import shutil
+import stat
 import sys
 import threading
 import types
@@ -41,6 +59,12 @@ _LOCK = threading.Lock()
 _KEY_LOCKS: dict = {}
 _MEMO: dict = {}          # key -> compiled dispatcher (this process)
 _ENV_KEY = None
+_UNTRUSTED: dict = {}     # cache directory -> why this process does not use it
+_FORMAT = "jaxlite native kernel entry 1"
+_MAX_MANIFEST = 1 << 16
+_MAX_FILE = 1 << 28
+_O_SAFE = (getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+           | getattr(os, "O_CLOEXEC", 0))
 
 
 def stats() -> dict:
@@ -134,43 +158,406 @@ def module_text(source: str, glb: dict, signature: str, parallel: bool, opts: di
     return key, header + body
 
 
-def _write_if_absent(path: str, text: str) -> None:
+# ---- files: private, checked, written atomically -----------------------------------------
+
+class _Bad(Exception):
+    """An entry's file is not what its manifest records (or is no regular file): the entry
+    is discarded and rebuilt."""
+
+
+class _Untrusted(Exception):
+    """A directory or file of the cache that is not the user's own or that others may
+    write: the cache is not used."""
+
+
+def _trust_problem(st, path: str) -> str | None:
+    """Why ``path`` (its ``os.stat`` result ``st``) may not be trusted, or None."""
+    if not hasattr(os, "getuid"):       # pragma: no cover - no POSIX owners (Windows)
+        return None
+    uid = os.getuid()
+    if st.st_uid != uid:
+        return f"{path} belongs to uid {st.st_uid}, not to you (uid {uid})"
+    if st.st_mode & 0o022:
+        return (f"{path} has mode {oct(stat.S_IMODE(st.st_mode))}: group or others may "
+                "write it")
+    return None
+
+
+def _refuse(base: str, why: str) -> None:
+    """Stops using the cache at ``base`` in this process; warns once."""
+    with _LOCK:
+        first = base not in _UNTRUSTED
+        _UNTRUSTED.setdefault(base, why)
+    if first:
+        warnings.warn(
+            f"jaxlite: not using the persistent compile cache {base}: {why}. Its files "
+            "are machine code and pickles this process would load, so they must be yours "
+            "and writable by you alone; native kernels are compiled in memory instead. "
+            f"To use it: chown -R $USER {base} && chmod -R go-w {base}, or set "
+            "JAXLITE_CACHE_DIR to a directory of your own", RuntimeWarning, stacklevel=4)
+
+
+def _private_dir(path: str, create: bool) -> None:
+    """Checks (creating it with mode 0o700 if asked) a directory of the cache.  Raises
+    _Untrusted, or OSError when it is no directory or cannot be made."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+    why = _trust_problem(st, path)
+    if why:
+        raise _Untrusted(why)
+
+
+def _read_private(path: str, size: int | None = None, limit: int = _MAX_FILE) -> bytes:
+    """The bytes of the regular file ``path`` (not through a symlink; a fifo does not
+    block), which must be the user's own and writable by nobody else.  Raises
+    FileNotFoundError, _Untrusted, or _Bad (a symlink, directory, fifo, a size other than
+    ``size``, unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_SAFE)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _Bad(f"{path} is a symbolic link") from None
+        raise _Bad(f"{path} cannot be opened ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        why = _trust_problem(st, path)
+        if why:
+            raise _Untrusted(why)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise _Bad(f"{path} is {kind}")
+        if size is not None and st.st_size != size:
+            raise _Bad(f"{path} has {st.st_size} bytes, not the {size} recorded")
+        if st.st_size > limit:
+            raise _Bad(f"{path} is too large ({st.st_size} bytes)")
+        chunks, n = [], 0
+        while n <= limit:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+        return b"".join(chunks)
+    except OSError as e:
+        raise _Bad(f"{path} cannot be read ({e.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    """Removes whatever is at ``path`` (a directory with its contents; a symlink itself)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _new_file(path: str, data: bytes) -> str:
+    """Writes ``data`` to a fresh private temporary file beside ``path``; its name."""
     tmp = f"{path}.tmp.{uuid.uuid4().hex[:12]}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_SAFE, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Puts ``data`` at ``path`` atomically (temporary file, then rename), replacing what is
+    there, even a directory."""
+    tmp = _new_file(path, data)
+    try:
+        try:
+            os.replace(tmp, path)
+        except OSError:             # a directory (or worse) in the file's place
+            _remove(path)
+            os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            _remove(tmp)
+
+
+def _write_if_absent(path: str, text: str) -> bool:
+    """Writes ``text`` at ``path`` unless something is there already (atomically: a
+    temporary file linked into place); whether it wrote."""
+    tmp = _new_file(path, text.encode("utf-8"))
     try:
         try:
             os.link(tmp, path)      # atomic, never replaces a file another process wrote
+            return True
         except FileExistsError:
-            pass
-        except OSError:             # no hard links here: replace (still atomic)
+            return False
+        except OSError:             # no hard links here
+            if os.path.lexists(path):
+                return False
             os.replace(tmp, path)
+            return True
     finally:
-        try:
+        if os.path.lexists(tmp):
             os.unlink(tmp)
-        except OSError:
-            pass
 
 
-def _discard(path: str, modname: str, why: str) -> None:
-    warnings.warn(f"jaxlite: discarding the corrupt or stale compile cache entry {path} "
-                  f"({why}); rebuilding it", RuntimeWarning, stacklevel=3)
-    _count("discarded")
-    files = [path] + glob.glob(os.path.join(os.path.dirname(path), "__pycache__",
-                                            modname + ".*"))
-    for f in files:
+@contextlib.contextmanager
+def _dir_lock(d: str):
+    """Holds ``d/.lock`` exclusively (writers and discarders of entries take it)."""
+    try:
+        import fcntl
+    except ImportError:             # pragma: no cover - no flock: manifests still decide
+        yield
+        return
+    path = os.path.join(d, ".lock")
+    fd = None
+    for _ in (0, 1):
         try:
-            os.unlink(f)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _O_SAFE, 0o600)
         except OSError:
-            pass
+            _remove(path)           # a directory or a symlink in its place
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            break
+        os.close(fd)
+        fd = None
+        _remove(path)
+    if fd is None:
+        raise OSError(f"cannot lock {path}")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
-def _load_module(path: str, modname: str, text: str):
-    """Checks the module file's text, then executes it as module ``modname``."""
-    with open(path, encoding="utf-8") as f:
-        got = f.read()
-    if got != text:
-        raise ValueError("its text is not the kernel's generated module")
+# ---- entries ------------------------------------------------------------------------------
+
+class _Entry:
+    """Names and expected contents of one kernel's entry in the directory ``d``."""
+
+    def __init__(self, d, key, text, signature, parallel, lineno):
+        self.d, self.key, self.text = d, key, text
+        self.signature, self.parallel = signature, bool(parallel)
+        self.modname = f"jaxlite_kc_{key}"
+        self.path = os.path.join(d, self.modname + ".py")
+        self.manifest = os.path.join(d, self.modname + ".manifest")
+        self.pycache = os.path.join(d, "__pycache__")
+        # Numba's own names for the index and data files of ``kern`` in this module
+        abi = getattr(sys, "abiflags", "")
+        self.base = (f"{self.modname}.kern-{lineno}.py{sys.version_info[0]}"
+                     f"{sys.version_info[1]}{abi}")
+        self.files = {self.modname + ".py": self.path,
+                      f"__pycache__/{self.base}.nbi": os.path.join(self.pycache,
+                                                                  self.base + ".nbi"),
+                      f"__pycache__/{self.base}.1.nbc": os.path.join(self.pycache,
+                                                                    self.base + ".1.nbc")}
+
+    def read(self):
+        """``(manifest bytes, {file name: checked bytes})``, or None when there is no
+        entry.  Raises _Bad or _Untrusted; unpickles nothing."""
+        try:
+            raw = _read_private(self.manifest, limit=_MAX_MANIFEST)
+        except FileNotFoundError:
+            return None
+        try:
+            return raw, self._check(raw)
+        except _Bad as e:
+            e.seen = raw
+            raise
+
+    def _check(self, raw: bytes) -> dict:
+        try:
+            m = json.loads(raw.decode("utf-8"))
+        except ValueError:      # (UnicodeDecodeError too)
+            raise _Bad(f"its manifest {self.manifest} is not JSON") from None
+        if not isinstance(m, dict) or m.get("format") != _FORMAT or m.get("key") != self.key:
+            raise _Bad(f"its manifest {self.manifest} is not this entry's")
+        if m.get("signature") != self.signature or m.get("parallel") != self.parallel:
+            raise _Bad(f"its manifest records the signature {m.get('signature')!r} "
+                       f"(parallel={m.get('parallel')!r}), not the kernel's "
+                       f"{self.signature!r} (parallel={self.parallel})")
+        files = m.get("files")
+        if not isinstance(files, dict) or set(files) != set(self.files):
+            raise _Bad(f"its manifest {self.manifest} lists other files")
+        try:
+            st = os.lstat(self.pycache)
+        except FileNotFoundError:
+            raise _Bad(f"{self.pycache} is missing") from None
+        if not stat.S_ISDIR(st.st_mode):        # a symlink or a file: not Numba's folder
+            raise _Bad(f"{self.pycache} is not a directory")
+        why = _trust_problem(st, self.pycache)
+        if why:
+            raise _Untrusted(why)
+        blobs = {}
+        for rel, path in self.files.items():
+            rec = files[rel]
+            if not (isinstance(rec, dict) and isinstance(rec.get("size"), int)
+                    and isinstance(rec.get("sha256"), str)):
+                raise _Bad(f"its manifest {self.manifest} is not this entry's")
+            try:
+                data = _read_private(path, size=rec["size"])
+            except FileNotFoundError:
+                raise _Bad(f"{path} is missing") from None
+            if hashlib.sha256(data).hexdigest() != rec["sha256"]:
+                raise _Bad(f"{path} is not the file its manifest records (sha256)")
+            blobs[os.path.basename(path)] = data
+        if blobs[self.modname + ".py"] != self.text.encode("utf-8"):
+            raise _Bad("its module text is not the kernel's generated module")
+        return blobs
+
+    def write(self, index: bytes, data: bytes) -> None:
+        """Persists the entry: its files, then its manifest (unless another process wrote
+        one meanwhile).  Raises OSError, _Untrusted."""
+        contents = dict(zip(self.files, (self.text.encode("utf-8"), index, data)))
+        with _dir_lock(self.d):
+            if os.path.lexists(self.manifest):
+                return                      # another process wrote the entry first
+            try:
+                st = os.lstat(self.pycache)
+            except FileNotFoundError:
+                os.mkdir(self.pycache, 0o700)
+            else:
+                if not stat.S_ISDIR(st.st_mode):
+                    _remove(self.pycache)
+                    os.mkdir(self.pycache, 0o700)
+                else:
+                    why = _trust_problem(st, self.pycache)
+                    if why:
+                        raise _Untrusted(why)
+            for rel, b in contents.items():
+                _replace(self.files[rel], b)
+            manifest = {"format": _FORMAT, "key": self.key, "signature": self.signature,
+                        "parallel": self.parallel,
+                        "files": {rel: {"size": len(b),
+                                        "sha256": hashlib.sha256(b).hexdigest()}
+                                  for rel, b in contents.items()}}
+            _replace(self.manifest, json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+    def discard(self, seen, why: str) -> bool:
+        """Removes the entry whose manifest read ``seen`` (None: none readable), with a
+        warning; False (nothing removed) when another process replaced the manifest
+        meanwhile (read it again)."""
+        with _dir_lock(self.d):
+            try:
+                now = _read_private(self.manifest, limit=_MAX_MANIFEST)
+            except (OSError, _Bad, _Untrusted):
+                now = None
+            if now is not None and now != seen:
+                return False
+            warnings.warn(f"jaxlite: discarding the corrupt or stale compile cache entry "
+                          f"{self.path} ({why}); rebuilding it", RuntimeWarning,
+                          stacklevel=4)
+            _count("discarded")
+            _remove(self.manifest)          # first: the entry is gone
+            for f in (glob.glob(os.path.join(glob.escape(self.d), self.modname + ".*"))
+                      + glob.glob(os.path.join(glob.escape(self.pycache),
+                                               self.modname + ".*"))):
+                _remove(f)
+        return True
+
+
+_NUMBA_CLASSES = None
+
+
+def _numba_classes():
+    """``EntryCache``: a Numba cache whose index and data files are the bytes already
+    checked against the manifest (Numba opens no file), and whose saves are kept in
+    memory for ``_Entry.write``.  Made on first use (Numba is imported lazily)."""
+    global _NUMBA_CLASSES
+    if _NUMBA_CLASSES is not None:
+        return _NUMBA_CLASSES
+    from numba.core import caching, compiler
+
+    class EntryFile(caching.IndexDataCacheFile):
+        def __init__(self, cache_path, filename_base, source_stamp, blobs):
+            super().__init__(cache_path, filename_base, source_stamp)
+            self.blobs = blobs
+            self.written: dict = {}
+
+        def _load_index(self):
+            if not self.blobs:
+                return {}
+            f = io.BytesIO(self.blobs[self._index_name])
+            version = pickle.load(f)
+            if version != self._version:
+                raise ValueError(f"an index of Numba {version!r}")
+            stamp, overloads = pickle.loads(f.read())
+            if stamp != self._source_stamp:
+                raise ValueError("an index of another module text")
+            return overloads
+
+        def _load_data(self, name):
+            return pickle.loads(self.blobs[name])
+
+        def _save_index(self, overloads):
+            buf = io.BytesIO()
+            pickle.dump(self._version, buf, protocol=-1)
+            buf.write(self._dump((self._source_stamp, overloads)))
+            self.written[self._index_name] = buf.getvalue()
+
+        def _save_data(self, name, data):
+            self.written[name] = self._dump(data)
+
+    class EntryCache(caching.Cache):
+        def __init__(self, py_func, cache_path, filename_base, source_stamp, blobs):
+            # no locator: the paths are the entry's, whatever NUMBA_CACHE_DIR says
+            self._name = repr(py_func)
+            self._py_func = py_func
+            self._cache_path = cache_path
+            self._cache_file = EntryFile(cache_path, filename_base, source_stamp, blobs)
+            self.load_error = None
+            self.hit = False
+            self.enable()
+
+        def load_overload(self, sig, target_context):
+            target_context.refresh()
+            if not self._cache_file.blobs:
+                return None
+            try:
+                data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+                if data is None:
+                    raise ValueError("its index holds no code for this signature and CPU")
+                cres = compiler.CompileResult._rebuild(target_context, *data)
+            except Exception as e:     # compile instead; the caller discards the entry
+                self.load_error = e
+                self._cache_file.blobs = {}
+                return None
+            self.hit = True
+            return cres
+
+        def save_overload(self, sig, cres):
+            if any(not x.can_cache for x in cres.lifted) or cres.library.has_dynamic_globals:
+                return
+            self._cache_file.save(self._index_key(sig, cres.codegen), cres._reduce())
+
+        def saved(self, entry):
+            """``(index, data)`` bytes of the compiled kernel, or None."""
+            w = self._cache_file.written
+            index, data = w.get(entry.base + ".nbi"), w.get(entry.base + ".1.nbc")
+            return None if index is None or data is None else (index, data)
+
+    _NUMBA_CLASSES = EntryCache
+    return EntryCache
+
+
+def _exec_module(path: str, modname: str, text: str):
+    """Runs the generated text (never the file's) as module ``modname``."""
     mod = types.ModuleType(modname)
     mod.__file__ = path
     code = compile(text, path, "exec")
@@ -183,19 +570,30 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
                    name: str):
     """The Numba dispatcher of one generated kernel, through the persistent cache.
 
-    Returns None when the cache is off or the directory cannot be written (the caller
-    compiles in memory).  Raises whatever Numba raises for a kernel it cannot compile.
+    Returns None when the cache is off, its directory cannot be written, or it is not the
+    user's own (the caller compiles in memory).  Raises whatever Numba raises for a kernel
+    it cannot compile.
     """
     d = cache_dir()
     if d is None:
         return None
+    base = os.path.dirname(d)
+    if base in _UNTRUSTED:
+        return None
     try:
-        os.makedirs(d, exist_ok=True)
+        _private_dir(base, create=True)
+        _private_dir(d, create=True)
+        pycache = os.path.join(d, "__pycache__")
+        if os.path.isdir(pycache) and not os.path.islink(pycache):
+            _private_dir(pycache, create=False)
+    except _Untrusted as e:
+        _refuse(base, str(e))
+        return None
     except OSError:
         return None
     if not os.access(d, os.W_OK):
         return None
-    from numba import njit, types as nbt
+    from numba import types as nbt
     sig = nbt.int64(*argtys)
     try:
         key, text = module_text(source, glb, str(sig), parallel, opts, name)
@@ -213,48 +611,56 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
             _count("memory")
             return disp
         modname = f"jaxlite_kc_{key}"
-        path = os.path.join(d, modname + ".py")
-        copts = dict(opts, cache=True)
-        for attempt in (0, 1):
-            if not os.path.exists(path):
-                _write_if_absent(path, text)
-            try:
-                mod = _load_module(path, modname, text)
-            except FileNotFoundError:
-                continue        # removed by another process meanwhile: write again
-            except Exception as e:
-                if attempt:
-                    raise
-                _discard(path, modname, f"{type(e).__name__}: {e}")
-                continue
-            try:
-                disp = njit(sig, parallel=parallel, **copts)(mod.kern)
-            except Exception as e:
-                if attempt or not _is_cache_error(e, path, modname):
-                    raise
-                _discard(path, modname, f"Numba could not load its cache: "
-                                        f"{type(e).__name__}: {e}")
-                continue
-            break
-        else:                    # pragma: no cover - the entry vanished twice
-            raise RuntimeError(f"compile cache entry {path} keeps disappearing")
-        hits = sum(getattr(disp, "_cache_hits", {}).values())
-        _count("loaded" if hits else "compiled")
+        mod = _exec_module(os.path.join(d, modname + ".py"), modname, text)
+        entry = _Entry(d, key, text, str(sig), parallel, mod.kern.__code__.co_firstlineno)
+        stamp = hashlib.sha256(text.encode("utf-8")).digest()   # Numba's: the source hash
+        EntryCache = _numba_classes()
+        try:
+            disp = _load_or_compile(entry, mod.kern, sig, parallel, opts, stamp, EntryCache)
+        except _Untrusted as e:
+            _refuse(base, str(e))
+            return None
+        except OSError:             # the directory cannot be read or locked: memory only
+            return None
+        if disp is None:            # pragma: no cover - rewritten under us three times
+            return None
         with _LOCK:
             _MEMO[key] = disp
         return disp
 
 
-def _is_cache_error(e: Exception, path: str, modname: str) -> bool:
-    """Whether Numba's failure ``e`` on the module at ``path`` came from its cache.
-
-    Numba's typing/lowering errors are the kernel's.  So is any error when the module has
-    no cache files yet: nothing was loaded, Numba compiled and failed (some of its passes
-    raise plain ValueErrors, e.g. parfors rejecting a reduction variable).  Anything else
-    (unpickling, truncated index or object files, ...) is taken for a damaged cache."""
-    from numba.core import errors
-    if isinstance(e, (errors.TypingError, errors.LoweringError,
-                      errors.UnsupportedError, errors.NumbaError)):
-        return False
-    return bool(glob.glob(os.path.join(os.path.dirname(path), "__pycache__",
-                                       modname + ".*")))
+def _load_or_compile(entry, kern, sig, parallel, opts, stamp, EntryCache):
+    """The dispatcher of ``kern``: its entry's machine code when the entry checks out,
+    else compiled now and persisted.  None when the entry kept changing under us."""
+    from numba import njit
+    from numba.core import typeinfer
+    for _ in range(3):
+        try:
+            found = entry.read()
+        except _Bad as e:
+            entry.discard(getattr(e, "seen", None), str(e))
+            continue                        # look again: gone, or another process's
+        seen, blobs = found if found is not None else (None, {})
+        cache = EntryCache(kern, entry.pycache, entry.base, stamp, blobs)
+        disp = njit(parallel=parallel, **dict(opts, cache=False))(kern)
+        disp._cache = cache                 # Numba's cache of this function: the entry
+        with typeinfer.register_dispatcher(disp):
+            disp.compile(sig)
+        disp.disable_compile()
+        if cache.hit:
+            _count("loaded")
+            return disp
+        _count("compiled")
+        if cache.load_error is not None:
+            entry.discard(seen, f"Numba could not load it: "
+                                f"{type(cache.load_error).__name__}: {cache.load_error}")
+        saved = cache.saved(entry)
+        try:
+            if saved is not None:
+                entry.write(*saved)         # unless another process wrote it meanwhile
+        except _Untrusted as e:
+            _refuse(os.path.dirname(entry.d), str(e))
+        except OSError:                     # a full or read-only disk: this process only
+            pass
+        return disp
+    return None
