@@ -455,7 +455,8 @@ def test_failed_allocation_keeps_its_type_and_leaves_no_phantom_peak(async_on):
             config._override("jaxlite_async", async_on):
         f = jaxlite.jit(lambda v: (v[:, None] * jnp.ones((1, 10**6))).sum())
         dev.reset_peak_memory()
-        with pytest.raises(MemoryError, match="3.64 TiB"):
+        # (JAX's error type, raised at the call: issue 13 item 2, see test_oom.py)
+        with pytest.raises(jaxlite.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
             f(x).block_until_ready()
     stats = dev.memory_stats()
     assert stats["peak_bytes_in_use"] < 10**9

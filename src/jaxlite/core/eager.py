@@ -14,7 +14,8 @@ import numpy as np
 from .. import monitoring
 from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
-from ..runtime.buffer import DeviceBuffer, check_dtype, host_view, native_operand
+from ..runtime.buffer import (HOST_BYTES, DeviceBuffer, check_dtype, host_view,
+                              memory_error, native_operand, out_of_memory)
 from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
@@ -176,6 +177,8 @@ def _wrap_other(val, aval, device, committed, inputs) -> ArrayImpl:
     if val.shape != aval.shape:
         raise AssertionError(f"implementation returned shape {val.shape}, expected {aval}")
     if val.base is not None:
+        if val.nbytes > HOST_BYTES > 0:   # a broadcast view no device could hold
+            raise out_of_memory(val.nbytes, val.shape, val.dtype, device)
         for v in inputs:     # a view of an operand: copy it
             if type(v) is np.ndarray and np.may_share_memory(val, v):
                 val = val.copy()
@@ -244,6 +247,8 @@ def apply_primitive(prim, args, params):
         if _fp_checks is not None:     # checked as stored (after the cast to its dtype)
             check_fp(prim.name, (res,))
         return res
+    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED, nothing counted
+        raise memory_error(e, device, prim.name, out_aval) from e
     finally:
         fp_ignore_end(token)
 
@@ -263,6 +268,8 @@ def _apply_on_backend(prim, args, params, out_aval, device, committed):
             res = [wrap(v, a, device, committed, vals) for v, a in zip(out, out_aval)]
         else:
             res = [wrap(out, out_aval, device, committed, vals)]
+    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
+        raise memory_error(e, device, prim.name, out_aval) from e
     finally:
         for t in temps:     # after wrapping: a result that is an operand gets copied
             t.delete()
@@ -374,6 +381,8 @@ def run_impl(impl, vals, out_aval, device, committed: bool) -> ArrayImpl:
         token = fp_ignore_begin()
     try:
         return wrap(impl(*vals), out_aval, device, committed, vals)   # (wrap may cast)
+    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
+        raise memory_error(e, device, getattr(impl, "__name__", ""), out_aval) from e
     finally:
         fp_ignore_end(token)
 
@@ -406,11 +415,18 @@ def put_host(arr, dtype, device):
     """A new counted buffer on ``device`` holding a copy of host data ``arr`` cast to
     ``dtype`` (floating-point warnings of the cast ignored, as JAX); through the device's
     backend (``from_host``) unless its memory is host memory.  Counts no transfer.
-    Raises TypeError for a dtype the device's platform does not hold."""
+    Raises TypeError for a dtype the device's platform does not hold; when the copy cannot
+    be allocated, JaxRuntimeError (RESOURCE_EXHAUSTED), or NumPy's MemoryError when it is
+    the cast to ``dtype`` on the host that fails (as JAX)."""
     if not device._host_memory:
         check_dtype(device, dtype)
-    with np.errstate(all="ignore"):
-        data = np.array(arr, dtype=dtype, copy=True, order="C")
+    try:
+        with np.errstate(all="ignore"):
+            data = np.array(arr, dtype=dtype, copy=True, order="C")
+    except MemoryError as e:
+        if np.asarray(arr).dtype != dtype:
+            raise    # the cast on the host failed: NumPy's MemoryError, as in JAX
+        raise memory_error(e, device, "a transfer to the device") from e   # the device's copy
     if device._host_memory:
         return Buffer(data, device)
     return DeviceBuffer(device.backend.from_host(data, device), device)

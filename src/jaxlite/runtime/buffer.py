@@ -94,6 +94,84 @@ class DeviceBuffer(Buffer):
         self.delete()
 
 
+# ---- allocations that cannot be satisfied ------------------------------------------------
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+HOST_BYTES = _physical_memory()
+"""The host's RAM in bytes (0: unknown), the capacity of a device with host memory."""
+
+
+def bytes_limit(device) -> int:
+    """The most bytes ``device`` can hold (``memory_stats()['bytes_limit']``): the host's
+    RAM for host memory, the backend's ``bytes_limit`` otherwise; 0 when unknown."""
+    if device._host_memory:
+        return HOST_BYTES
+    return int(getattr(device.backend, "bytes_limit", 0) or 0)
+
+
+def out_of_memory(nbytes, shape=None, dtype=None, device=None, what: str = ""):
+    """The ``JaxRuntimeError`` for an allocation of ``nbytes`` (of an array of ``shape``
+    and ``dtype`` on ``device``, for the operation ``what``) that cannot be satisfied; its
+    text starts with ``RESOURCE_EXHAUSTED`` and names the bytes, as JAX's does."""
+    from ..errors import JaxRuntimeError
+    size = "an unknown number of" if nbytes is None else str(int(nbytes))
+    of = ""
+    if shape is not None:
+        of = f" for an array of shape {tuple(shape)}"
+        if dtype is not None:
+            of += f" and dtype {np.dtype(dtype).name}"
+    where = f" on {device}" if device is not None else ""
+    limit = bytes_limit(device) if device is not None else 0
+    cap = f" (the device holds at most {limit} bytes)" if limit else ""
+    op = f" in {what}" if what else ""
+    return JaxRuntimeError(
+        f"RESOURCE_EXHAUSTED: Out of memory allocating {size} bytes{of}{where}{op}{cap}. "
+        f"Use smaller arrays, or process the data in pieces (e.g. with jaxlite.lax.map or "
+        f"a loop over slices).")
+
+
+def memory_error(err: BaseException, device=None, what: str = "", aval=None):
+    """``out_of_memory`` for a MemoryError ``err`` an allocation raised (NumPy's names
+    the shape and dtype it tried; else ``aval``, the result being computed, if given)."""
+    shape = getattr(err, "shape", None)
+    dtype = getattr(err, "dtype", None)
+    if shape is None and aval is not None:
+        shape, dtype = aval.shape, aval.dtype
+    nbytes = None
+    if shape is not None and dtype is not None:
+        try:
+            nbytes = np.dtype(dtype).itemsize
+            for d in shape:
+                nbytes *= int(d)
+        except TypeError:
+            shape = dtype = nbytes = None
+    e = out_of_memory(nbytes, shape, dtype, device, what)
+    e.__cause__ = err
+    return e
+
+
+def check_fits(avals, device, what: str = "") -> None:
+    """Raises ``out_of_memory`` (JaxRuntimeError) when one of ``avals`` (the results of
+    an operation about to be dispatched to ``device``) has more bytes than the device can
+    hold: such an allocation can never be satisfied, so it fails at the call that asks
+    for it, not later where the result is read."""
+    limit = bytes_limit(device)
+    if not limit:
+        return
+    for a in avals:
+        n = a.dtype.itemsize
+        for d in a.shape:
+            n *= d
+        if n > limit:
+            raise out_of_memory(n, a.shape, a.dtype, device, what)
+
+
 def new_buffer(native, device):
     """The counted storage of ``native`` (a value ``device``'s backend produced) on
     ``device``: a Buffer of a host NumPy array, or a DeviceBuffer."""

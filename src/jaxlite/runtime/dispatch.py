@@ -42,6 +42,7 @@ import weakref
 import numpy as np
 
 from ..config import config
+from . import buffer as _buffer
 
 _INF = float("inf")
 _min_cost = _INF          # refreshed from the config flags (see _on_config)
@@ -109,6 +110,8 @@ class _Job:
 
     def failure(self) -> BaseException:
         e = self.error
+        if isinstance(e, MemoryError):   # an allocation failed: JAX's RESOURCE_EXHAUSTED
+            return _buffer.memory_error(e, what=f"{self.what} (dispatched asynchronously)")
         msg = f"{self.what} (dispatched asynchronously) failed: {type(e).__name__}: {e}"
         err = None
         # the error's own type, or the nearest base class that takes a message (NumPy's
@@ -237,8 +240,19 @@ def submit(device, fn, args, what: str, owners) -> None:
       owners: the Arrays whose ``_buf`` are ``PendingBuffer``s of this job, index by
         index; each gets its Buffer when the job is done.
     The owners' PendingBuffers come from ``new_job``.
+
+    Raises JaxRuntimeError (``RESOURCE_EXHAUSTED``) here, before anything is queued or
+    counted, when a result has more bytes than the device can hold; the owners are then
+    marked failed with that error.
     """
     job = owners[0]._buf._job if owners else _Job(fn, args, what)
+    try:
+        _buffer.check_fits([o.aval for o in owners], device, what)
+    except Exception as e:
+        job.error = e
+        job.fn = job.args = None
+        job.event.set()
+        raise
     job.fn, job.args, job.what = fn, args, what
     job.owners = [weakref.ref(o) for o in owners]
     job.pending = [weakref.ref(o._buf) for o in owners]

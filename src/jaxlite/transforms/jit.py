@@ -209,10 +209,13 @@ class _FastEntry:
                 return wrap(outs[0], self.out_aval, device, self.committed, vals)
             committed = self.committed
             res = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-        except BaseException:
+        except BaseException as e:
             if tmp:     # the temporaries were never all allocated: no peak from them
                 device._charge_failed(tmp, *before)
                 tmp = 0
+            if isinstance(e, MemoryError):   # JAX's RESOURCE_EXHAUSTED, nothing counted
+                raise _buffer.memory_error(e, device, f"jit of {ex.name}"
+                                           if hasattr(ex, "name") else "jit") from e
             raise
         finally:
             fp_ignore_end(token)
@@ -722,6 +725,8 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
     try:
         outs = device._run_charged(ex.temp_bytes, run)
+    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
+        raise _buffer.memory_error(e, device, what) from e
     finally:
         fp_ignore_end(token)
     if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
@@ -740,6 +745,8 @@ def _run_on_backend(ex, leaves, device, committed, donate, compiled):
     try:
         outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
         outs = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
+    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
+        raise _buffer.memory_error(e, device, f"jit of {compiled._fun_name}") from e
     finally:
         for t in temps:     # after wrapping: an output that is an operand gets copied
             t.delete()
@@ -766,7 +773,14 @@ def _program_cost(program) -> float:
 
 def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
     """Queues ``program`` on ``device``'s worker; returns its output Arrays at once (each
-    pending until the worker has computed it; see runtime/dispatch.py)."""
+    pending until the worker has computed it; see runtime/dispatch.py).  Raises
+    JaxRuntimeError (RESOURCE_EXHAUSTED) at once when its outputs (``_dispatch.submit``)
+    or its temporaries have more bytes than the device can hold."""
+    tmp = program.executable.temp_bytes
+    if tmp and tmp > _buffer.bytes_limit(device) > 0:
+        what = f"jit of {getattr(program.executable, 'name', 'a program')}"
+        _buffer.check_fits(out_avals, device, what)      # the outputs named first
+        raise _buffer.out_of_memory(tmp, device=device, what=f"the temporaries of {what}")
     bufs = _dispatch.new_job(device, len(out_avals), "")
     outs = [ArrayImpl(b, a, committed) for b, a in zip(bufs, out_avals)]
 
