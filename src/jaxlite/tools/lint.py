@@ -22,7 +22,10 @@ in a file without imports the usual names (``jax``, ``jnp``, ``lax``, ``jit``) a
 ``# noqa`` on a finding's line (any line of the flagged expression) silences it; ``# noqa:
 JL001,JL005`` silences only those codes.  Columns are 1-based (as flake8 and ruff print them).
 Exit status: 0 when nothing is found, 1 when something is (a syntax error is the finding
-JL000), 2 for usage errors: a path that does not exist or cannot be read, an unknown code.
+JL000), 2 for usage errors: a path that does not exist, cannot be read or is not a regular
+file or directory (a named pipe, a device: told apart with ``os.stat``, never opened), an
+unknown code.  Below a directory, a ``*.py`` that is not a regular file is skipped with a
+note on stderr.
 
 Layer: tools.  Reads source text only; never imports or runs the checked files.
 """
@@ -32,9 +35,12 @@ import ast
 import dataclasses
 import json
 import re
+import stat
 import sys
 import tokenize
 from pathlib import Path
+
+from . import _paths
 
 HELP = "check Python files for the chapter's JAX pitfalls (static, no code is run)"
 
@@ -743,36 +749,68 @@ def lint_source(source: str, path: str = "<string>", select=None, ignore=None) -
     return sorted(out)
 
 
-def iter_python_files(paths):
+def iter_python_files(paths, notes=None):
     """Yields the files to lint: each file given, and every ``*.py`` under each directory
     (recursively, skipping hidden directories and ``__pycache__``), sorted.
 
+    Only regular files are yielded; what a path is, is asked with ``os.stat``, never by
+    opening it (opening a named pipe waits for a writer).  Below a directory, a ``*.py``
+    that is not a regular file (a named pipe, a device, a dangling symlink) is skipped
+    with a message appended to ``notes`` (a list; None: the message is dropped).
+
     Raises:
-      FileNotFoundError: a path does not exist.
+      FileNotFoundError: a path given does not exist.
+      ValueError: a path given is a named pipe, a device or a socket (message names it).
+      OSError: a path given cannot be examined.
     """
     for p in map(Path, paths):
-        if p.is_dir():
+        st = _paths.stat_or_error(p)
+        if stat.S_ISDIR(st.st_mode):
             for f in sorted(p.rglob("*.py")):
                 rel = f.relative_to(p).parts[:-1]
                 if any(part.startswith(".") or part == "__pycache__" for part in rel):
                     continue
+                try:
+                    fst = _paths.stat_or_error(f)
+                except OSError as e:
+                    if notes is not None:
+                        notes.append(f"skipped {f}: {e}")
+                    continue
+                if stat.S_ISDIR(fst.st_mode):
+                    continue   # a directory named *.py: rglob walks into it
+                if not stat.S_ISREG(fst.st_mode):
+                    if notes is not None:
+                        notes.append(f"skipped {f}: it is {_paths.kind(fst)}, "
+                                     f"not a regular file")
+                    continue
                 yield f
-        elif p.exists():
+        elif stat.S_ISREG(st.st_mode):
             yield p
         else:
-            raise FileNotFoundError(f"no such file or directory: {p}")
+            raise ValueError(f"{p} is {_paths.kind(st)}, not a regular file; give Python "
+                             f"files or directories")
 
 
-def lint_paths(paths, select=None, ignore=None):
+def lint_paths(paths, select=None, ignore=None, notes=None):
     """Lints files and directories.  Returns ``(findings, errors)``: the findings of every
-    readable file, and one message per path that does not exist or cannot be read."""
+    readable file, and one message per path given that does not exist, is not a regular
+    file or directory (a named pipe, a device), or cannot be read.  Files below a
+    directory that are not regular files are skipped with a message appended to
+    ``notes`` (a list; default None: written to ``sys.stderr``); they are not errors."""
     findings, errors = [], []
     for p in paths:
+        skipped = []
         try:
-            files = list(iter_python_files([p]))
-        except FileNotFoundError as e:
+            files = list(iter_python_files([p], skipped))
+        except (OSError, ValueError) as e:
             errors.append(str(e))
             continue
+        finally:
+            if notes is not None:
+                notes += skipped
+            else:
+                for n in skipped:
+                    print(f"jaxlite lint: {n}", file=sys.stderr)
         for f in files:
             try:
                 with tokenize.open(f) as fh:  # honours a `# -*- coding` line
@@ -803,19 +841,27 @@ def add_arguments(parser) -> None:
                         help="report only these codes (comma-separated, may be repeated)")
     parser.add_argument("--ignore", action="append", metavar="CODES",
                         help="do not report these codes (comma-separated, may be repeated)")
-    parser.epilog = "codes: " + "; ".join(f"{c} {d}" for c, (d, _) in CODES.items())
+    parser.epilog = ("codes: " + "; ".join(f"{c} {d}" for c, (d, _) in CODES.items())
+                     + ".  Exit status: 0 clean, 1 findings, 2 usage errors (a path that "
+                     "does not exist, is not a regular file or directory (a named pipe, a "
+                     "device) or cannot be read; an unknown code); below a directory, a "
+                     "*.py that is not a regular file is skipped with a note.")
 
 
 def run(args) -> int:
     """Lints ``args.paths``; prints the findings.  Returns 0 (clean), 1 (findings) or 2
-    (a path missing or unreadable, or an unknown code in --select/--ignore)."""
+    (a path missing, unreadable or not a regular file or directory, or an unknown code in
+    --select/--ignore).  Skipped files below a directory are noted on stderr."""
     select, ignore = _codes_arg(args.select), _codes_arg(args.ignore)
     unknown = sorted((select | ignore) - set(CODES))
     if unknown:
         print(f"jaxlite lint: unknown code(s) {', '.join(unknown)}; known: "
               f"{', '.join(CODES)}", file=sys.stderr)
         return 2
-    findings, errors = lint_paths(args.paths, select or None, ignore or None)
+    notes = []
+    findings, errors = lint_paths(args.paths, select or None, ignore or None, notes)
+    for n in notes:
+        print(f"jaxlite lint: {n}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps([f.as_dict() for f in findings], indent=2))
     else:
