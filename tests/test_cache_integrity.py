@@ -9,6 +9,7 @@ not the user's own, or that group/others may write, is not used at all (one warn
 
 Each test uses its own cache directory (``tmp_path``); results are compared with real JAX.
 """
+import hashlib
 import json
 import os
 import pickle
@@ -145,7 +146,6 @@ class _Evil:
 def _plant(path, data, manifest):
     """Writes ``data`` at ``path`` and, where there is a manifest, records its hash there
     (what someone allowed to write into the cache could do)."""
-    import hashlib
     path.write_bytes(data)
     if manifest.exists():
         m = json.loads(manifest.read_text())
@@ -186,7 +186,8 @@ def test_swapped_compiled_files_of_another_signature(native_cfg):
     _rerun_loads(["fma", "add1"])
 
 
-@pytest.mark.parametrize("kind", ["py", "nbi", "nbc", "manifest"])
+# (a truncated module file: test_tiered_cache.py's corrupt module test)
+@pytest.mark.parametrize("kind", ["nbi", "nbc", "manifest"])
 def test_truncated_file_is_never_unpickled_and_rebuilt(native_cfg, kind, monkeypatch):
     e = _compile_entry(native_cfg, "add1")
     data = e[kind].read_bytes()
@@ -225,6 +226,21 @@ def test_tampered_data_file_is_never_unpickled(native_cfg, tmp_path):
         _run("mul2")
     assert not marker.exists()
     _rerun_loads(["mul2"])
+
+
+def test_entry_numba_cannot_load_is_rebuilt(native_cfg):
+    # files that match their manifest (written by this user) but do not unpickle
+    e = _compile_entry(native_cfg, "add1")
+    _plant(e["nbc"], b"\x80\x04not a pickle", e["manifest"])
+    _cache.clear_memory()
+    s0 = _cache.stats()
+    with pytest.warns(RuntimeWarning, match="could not load"):
+        _run("add1")
+    assert _delta(s0)["discarded"] == 1 and _delta(s0)["compiled"] == 1
+    m = json.loads(e["manifest"].read_text())
+    rec = m["files"]["__pycache__/" + e["nbc"].name]
+    assert rec["sha256"] == hashlib.sha256(e["nbc"].read_bytes()).hexdigest()
+    _rerun_loads(["add1"])
 
 
 def test_wrong_signature_in_the_manifest_is_rebuilt(native_cfg):
