@@ -13,6 +13,11 @@ import pytest
 import jaxlite
 import jaxlite.numpy as jnp
 
+# the heap of earlier modules is frozen for this one, so its gc.collect() calls (byte counts
+# must not include dead arrays) scan only what this module made: ~3 s each otherwise, late
+# in a full run
+pytestmark = pytest.mark.usefixtures("_heap_frozen")
+
 DEV = jaxlite.devices()[0]
 
 
