@@ -37,8 +37,9 @@ _HALF = (np.dtype(np.float16), np.dtype(dtypes._BF16))
 # Which primitives run in place, with which ufunc, for which dtypes: each primitive's
 # ``inplace`` fact (core/primitive.py ``InPlace``; declared in primitives/elementwise.py).
 # Half precision: the implementations compute in float32 and round; NumPy's own half loops
-# do the same for + - * / and negation, but not for exp/sin/cos (checked against the
-# float32 path; tests/test_buffer_reuse.py), so only those declare ``half``.
+# do the same for - / and negation, but not for exp/sin/cos, nor for + and * of two NaNs
+# (they keep the second operand's, the float32 path the first), so only those three
+# declare ``half`` (checked against the float32 path; tests/test_buffer_reuse.py).
 # A primitive's ``view`` fact: its implementation returns a NumPy view of its operand (no
 # copy); a result that views an argument is copied only when it leaves the program as an
 # Array (``wrap``).

@@ -530,16 +530,19 @@ digamma_p = elementwise("digamma", _digamma, FLOAT)
 population_count_p = elementwise("population_count", _bit_pattern(_population_count),
                                  INTEGRAL, half=False)
 
+# add and mul not in place for float16/bfloat16: NumPy's and ml_dtypes' half loops pick the
+# second operand's NaN of two (NaN + -NaN is -NaN), the float32 path of the implementation
+# (and XLA) the first
 add_p = elementwise("add", np.add, NUM,
-                    inplace=InPlace(np.add, "fciu", half=True))
+                    inplace=InPlace(np.add, "fciu", half=False))
 # the sum of two tangents or cotangents, as the differentiation machinery accumulates them
 # (JAX's ``add_any``): the same arithmetic as add, so compiled as add
 add_any_p = elementwise("add_any", np.add, NUM, scalar_op="add",
-                        inplace=InPlace(np.add, "fciu", half=True))
+                        inplace=InPlace(np.add, "fciu", half=False))
 sub_p = elementwise("sub", np.subtract, NUM,
                     inplace=InPlace(np.subtract, "fciu", half=True))
 mul_p = elementwise("mul", np.multiply, NUM,
-                    inplace=InPlace(np.multiply, "fciu", half=True))
+                    inplace=InPlace(np.multiply, "fciu", half=False))
 # in place for floats only: integer division has its own impl, and complex division XLA's
 # formula (not NumPy's)
 div_p = elementwise("div", _div, NUM,
