@@ -93,27 +93,31 @@ _SAMPLED_IN_FAST_TIER = {
     "test_scipy_linalg": 3,
     "test_scipy_signal": 3,
     "test_scipy_misc": 3,
+    "test_guard_outcomes_match_jax": 2,
 }
 
 
 # Whole files of oracle comparisons that keep one test in N in the fast tier (on top of
 # the tables above); make test-slow runs the rest.  Measured on the 2-core machine: the
-# fast tier took 12.9 min of the 10 allowed before these.
+# fast tier took 12.9 min of the 10 allowed before these; the twelve biggest went from one
+# in 2 to one in 3 when the suite grew past 7,600 tests (2026-12-03).
 _FILES_SAMPLED_IN_FAST_TIER = {
-    "test_special_points.py": 2, "test_ufuncs.py": 2, "test_random.py": 2,
-    "test_shape.py": 2, "test_indexing.py": 2, "test_lax_edges.py": 2, "test_conv.py": 2,
-    "test_numpy_edges.py": 2, "test_linalg_factor.py": 2, "test_reductions.py": 2,
-    "test_sorting.py": 2, "test_grad_vs_jax.py": 2, "test_creation.py": 2,
+    "test_special_points.py": 3, "test_ufuncs.py": 3, "test_random.py": 3,
+    "test_shape.py": 3, "test_indexing.py": 3, "test_lax_edges.py": 3, "test_conv.py": 3,
+    "test_numpy_edges.py": 2, "test_linalg_factor.py": 3, "test_reductions.py": 2,
+    "test_sorting.py": 3, "test_grad_vs_jax.py": 2, "test_creation.py": 2,
     "test_scipy_special.py": 2, "test_linalg.py": 2, "test_control_flow.py": 2,
     "test_compositions.py": 2, "test_fidelity.py": 2, "test_scipy_stats.py": 2,
     "test_random_distributions.py": 2,
     # the numerics and lax breadth of 2026-12-03 (2m46s of pytest together on this machine)
-    "test_narrow_dtypes.py": 2, "test_scipy_spectral.py": 2,
-    "test_scipy_special_more.py": 2, "test_scipy_kde.py": 2, "test_lax_more.py": 2,
+    "test_narrow_dtypes.py": 3, "test_scipy_spectral.py": 3,
+    "test_scipy_special_more.py": 2, "test_scipy_kde.py": 2, "test_lax_more.py": 3,
     "test_scipy_sparse.py": 2, "test_custom_linear_solve.py": 2, "test_dispatch.py": 2,
     "test_nn.py": 2, "test_array.py": 2, "test_rules.py": 2,
     # the platform defined in a test file runs the primitive table (38 s in all)
     "test_outside_platform.py": 2,
+    # float32 cumulative sums against JAX (2026-12-03, issue 13)
+    "test_cumulative_accuracy.py": 2,
 }
 
 
