@@ -250,7 +250,8 @@ def test_squeeze_dimension_checks(rjax):
 
 @pytest.mark.parametrize("other", [(1, 2), [1, 2], (1,), [], (), {1: 2}, {1}, None, "ab",
                                    b"ab", object(), 1, 1.5, True, 1j, np.float32(1),
-                                   np.array([1.0, 2.0])], ids=repr)
+                                   np.array([1.0, 2.0])],
+                         ids=lambda o: "object()" if type(o) is object else repr(o))
 @pytest.mark.parametrize("op", ["eq", "ne", "req", "lt", "add"])
 def test_operators_with_other_objects_like_jax(rjax, other, op):
     """Containers raise TypeError under == / != (JAX; Python's fallback would say False);
