@@ -69,6 +69,20 @@ def no_gc(_heap_frozen):
         gc.enable()
 
 
+@pytest.fixture
+def native_cfg(tmp_path):
+    """The native cpu backend, no tiering, a private persistent-cache directory, nothing
+    remembered in memory; yields the cache's ``native/`` folder."""
+    from jaxlite.backends.cpu import _cache
+    from jaxlite.config import config
+    _cache.clear_memory()
+    with config._override("jax_compilation_cache_dir", str(tmp_path / "c")), \
+            config._override("jaxlite_backend", "cpu"), \
+            config._override("jaxlite_tiered", False):
+        yield tmp_path / "c" / "native"
+    _cache.clear_memory()
+
+
 # ---- test tiers ------------------------------------------------------------------------
 # The big oracle tables run in full under `make test-slow` (CI runs both tiers); `make test`
 # keeps a fixed 1-in-N sample of their cases (chosen by a hash of the test id, so the same

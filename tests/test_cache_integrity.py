@@ -68,17 +68,6 @@ def _run(name):
     return out
 
 
-@pytest.fixture
-def native_cfg(tmp_path):
-    """cpu backend, no tiering, a private cache directory, nothing remembered in memory."""
-    _cache.clear_memory()
-    with config._override("jax_compilation_cache_dir", str(tmp_path / "c")), \
-            config._override("jaxlite_backend", "cpu"), \
-            config._override("jaxlite_tiered", False):
-        yield tmp_path / "c" / "native"
-    _cache.clear_memory()
-
-
 def _entries(d):
     """``{module stem: {"py", "nbi", "nbc", "manifest": path}}`` of the cache in ``d``."""
     out = {}

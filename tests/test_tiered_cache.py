@@ -103,17 +103,6 @@ def test_concurrent_processes_writing_the_same_entry(tmp_path):
     assert r["stats"]["compiled"] == 0 and r["stats"]["loaded"] >= 1
 
 
-@pytest.fixture
-def native_cfg(tmp_path):
-    """cpu backend, no tiering, a private cache directory, nothing remembered in memory."""
-    _cache.clear_memory()
-    with config._override("jax_compilation_cache_dir", str(tmp_path / "c")), \
-            config._override("jaxlite_backend", "cpu"), \
-            config._override("jaxlite_tiered", False):
-        yield tmp_path / "c" / "native"
-    _cache.clear_memory()
-
-
 def _prog(k):
     return lambda a: jnp.max((a * k + 3) // 5 - a)
 

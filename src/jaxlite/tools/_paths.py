@@ -11,22 +11,17 @@ import os
 import stat
 
 
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
+          (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
 def kind(st: os.stat_result) -> str:
     """What ``st`` (from ``os.stat``) describes, in words: ``"a regular file"``,
     ``"a directory"``, ``"a named pipe (FIFO)"``, ``"a character device"``, ...."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
+    for test, name in _KINDS:
+        if test(st.st_mode):
+            return name
     return "not a regular file"
 
 
