@@ -26,10 +26,8 @@ demo: $(STAMP)
 # the fast tier (a fixed sample of the big oracle tables); test-slow runs the rest of them
 # and the differential harness on all of its inputs; test-all runs both (as CI does).  Each
 # test runs under a time limit, so a test that waits forever fails instead of hanging.
-# make test shares test files out among TEST_WORKERS processes (pytest-xdist; a file's
-# tests stay in one process, in order); TEST_WORKERS=0 runs everything in this process.
-# test-slow runs in one process (one order-dependent failure seen under two workers,
-# test_numpy_breadth's mgrid case, not reproduced since).
+# Test files are shared out among TEST_WORKERS processes (pytest-xdist; a file's tests stay
+# in one process, in order); TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
@@ -37,7 +35,7 @@ test: $(TEST_STAMP)
 	$(PYTEST) -m "not slow" --timeout=300 tests
 
 test-slow: $(TEST_STAMP)
-	$(BIN)/python -m pytest -m slow --timeout=900 tests
+	$(PYTEST) -m slow --timeout=900 tests
 	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 tests/test_differential.py
 
 test-all: test test-slow
