@@ -259,13 +259,12 @@ def _remove(path: str) -> None:
         st = os.lstat(path)
     except OSError:
         return
-    try:
+    # best effort: another process may have removed it first
+    with contextlib.suppress(OSError):
         if stat.S_ISDIR(st.st_mode):
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
-    except OSError:
-        pass
 
 
 def _new_file(path: str, data: bytes) -> str:
@@ -660,10 +659,11 @@ def _load_or_compile(entry, kern, sig, parallel, opts, stamp, EntryCache):
         saved = cache.saved(entry)
         try:
             if saved is not None:
-                entry.write(*saved)         # unless another process wrote it meanwhile
+                # unless another process wrote it meanwhile; a full or read-only disk
+                # (OSError) keeps the kernel in this process only
+                with contextlib.suppress(OSError):
+                    entry.write(*saved)
         except _Untrusted as e:
             _refuse(os.path.dirname(entry.d), str(e))
-        except OSError:                     # a full or read-only disk: this process only
-            pass
         return disp
     return None
