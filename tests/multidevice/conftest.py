@@ -1,0 +1,36 @@
+"""Tests over several CPU devices: jaxlite and real JAX (the oracle) both with 8.
+
+The device count of a process is fixed when its first device is made, so these tests run
+in a pytest process of their own started with ``JAX_NUM_CPU_DEVICES=8`` (``make test``
+does).  Collected in a process with another device count (a plain ``pytest tests``), they
+are skipped with that reason.
+"""
+from __future__ import annotations
+
+import pytest
+
+import jaxlite
+
+N_DEVICES = 8
+
+
+def _have_devices() -> bool:
+    return len(jaxlite.devices()) == N_DEVICES
+
+
+def pytest_collection_modifyitems(config, items):
+    if _have_devices():
+        return
+    skip = pytest.mark.skip(reason=f"needs {N_DEVICES} CPU devices: run with "
+                                   f"JAX_NUM_CPU_DEVICES={N_DEVICES} (make test does)")
+    for item in items:
+        if "multidevice" in str(item.fspath):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def rjax8():
+    """Real JAX with the same 8 CPU devices (the oracle)."""
+    jax = pytest.importorskip("jax")
+    assert len(jax.devices()) == N_DEVICES, "real JAX must see JAX_NUM_CPU_DEVICES=8"
+    return jax
