@@ -87,7 +87,7 @@ NOT_BUILT_API = ("transformation APIs not built yet: custom_vmap (jax.custom_bat
                  "top-level), fwd_and_bwd, make_user_context (jit cache contexts)")
 
 TOP = {
-    **_group(SHARDING, "Shard shard_map smap reshard pmap "
+    **_group(SHARDING, "Shard smap reshard "
                        "auto_pcast remove_size_one_mesh_axis_from_type "
                        "make_array_from_callback make_array_from_single_device_arrays"),
     **_group(MULTI_PROCESS, "distributed make_array_from_process_local_data process_indices "

@@ -28,6 +28,7 @@ from .transforms import (jvp, linearize, vjp, grad, value_and_grad, jacfwd,  # n
                          jacrev, hessian, custom_jvp, custom_vjp, checkpoint, remat,
                          closure_convert, vmap)
 from .transforms.stages import ShapeDtypeStruct  # noqa: F401
+from .transforms.shard_map import shard_map, pmap  # noqa: F401
 from .transforms.derivatives import jacobian, linear_transpose, custom_gradient  # noqa: F401
 from .transforms.scopes import ensure_compile_time_eval, named_call, named_scope  # noqa
 from ._introspect import typeof, print_environment_info  # noqa: F401

@@ -15,6 +15,7 @@ import numpy as np
 
 from .core.array import ArrayImpl, deleted_error
 from .core.avals import aval_of_value
+from .core.sharded import ShardedArray, check_shardable, from_global, shard_indices
 from .core.trace import Tracer
 from .core.eager import put_host
 from .runtime import (Device, check_default_device, count_transfer, get_default_device,
@@ -37,14 +38,35 @@ def _target_device(device):
         return device
     if isinstance(device, SingleDeviceSharding):
         return device._device
+    if _is_named(device):
+        return device
+    if _is_pspec(device):
+        from .sharding import NamedSharding, get_mesh
+        mesh = get_mesh()
+        if mesh is None or getattr(mesh, "empty", False):
+            raise ValueError(f"jaxlite.device_put got the PartitionSpec {device} but no mesh "
+                             f"is set: use jaxlite.set_mesh(mesh) around the call, or pass "
+                             f"NamedSharding(mesh, {device}).")
+        return NamedSharding(mesh, device)
     raise DeviceArgumentError(
         f"jaxlite.device_put only accepts None, a Device (e.g. jaxlite.devices()[0]), a "
         f"SingleDeviceSharding, or a pytree of these; got {device!r} of type "
         f"{type(device).__name__}.")
 
 
+def _is_named(device) -> bool:
+    from .sharding import NamedSharding
+    return isinstance(device, NamedSharding)
+
+
+def _is_pspec(device) -> bool:
+    from .sharding import PartitionSpec
+    return isinstance(device, PartitionSpec)
+
+
 def _is_device_spec(device) -> bool:
-    return device is None or isinstance(device, (Device, SingleDeviceSharding))
+    return device is None or isinstance(device, (Device, SingleDeviceSharding)) or \
+        _is_named(device) or _is_pspec(device)
 
 
 def _plan(x, device, may_alias):
@@ -56,6 +78,14 @@ def _plan(x, device, may_alias):
     """
     if isinstance(x, Tracer):
         return ("keep", x, None, None)
+    if _is_named(device):
+        return _plan_shard(x, device, may_alias)
+    if type(x) is ShardedArray:
+        if x.is_deleted():
+            raise deleted_error(x.aval)
+        if device is None:
+            return ("keep", x, None, x.aval)
+        return ("gather", x, device, x.aval)
     if type(x) is ArrayImpl:
         if x._buf.data is None:
             raise deleted_error(x.aval)
@@ -77,8 +107,56 @@ def _plan(x, device, may_alias):
     return ("h2d", x, device, aval)
 
 
+def _plan_shard(x, sharding, may_alias):
+    """The plan of placing leaf ``x`` with a NamedSharding: checks the leaf and that the
+    sharding can hold it (rank, divisibility); moves nothing."""
+    if type(x) is ShardedArray:
+        if x.is_deleted():
+            raise deleted_error(x.aval)
+        aval = x.aval
+        if x.sharding == sharding and may_alias is not False:
+            return ("keep", x, None, aval)
+    elif type(x) is ArrayImpl:
+        if x._buf.data is None:
+            raise deleted_error(x.aval)
+        aval = x.aval
+    else:
+        kind, x, _, aval = _plan(x, None, may_alias)
+    check_shardable(sharding, aval, "device_put args")
+    return ("shard", x, sharding, aval)
+
+
+def _shard_moves(p):
+    """``[(src, dst, nbytes)]``: the copies a 'shard' or 'gather' plan makes, one per
+    destination shard ('host' as the source of host data)."""
+    kind, x, dst, aval = p
+    if kind == "gather":
+        return [(b.device, dst, b.nbytes) for (d, idx, rid), b in
+                zip(shard_indices(x.sharding, aval.shape), x._shards)
+                if rid == 0 and b.device is not dst]
+    itemsize = aval.dtype.itemsize
+    moves = []
+    for dev, idx, _ in shard_indices(dst, aval.shape):
+        n = itemsize
+        for s, size in zip(idx, aval.shape):
+            n *= len(range(*s.indices(size)))
+        if type(x) is ArrayImpl:
+            if x._buf.device is not dev:
+                moves.append((x._buf.device, dev, n))
+        elif type(x) is ShardedArray:
+            moves.append((x._shards[0].device, dev, n))
+        else:
+            moves.append(("host", dev, n))
+    return moves
+
+
 def _guard_plan(p):
     kind, x, device, aval = p
+    if kind in ("shard", "gather"):
+        for src, dst, n in _shard_moves(p):
+            guard_transfer("host_to_device" if src == "host" else "device_to_device",
+                           True, n, src, dst, aval)
+        return
     if kind in ("copy", "d2d", "h2d"):     # a dtype the platform lacks: refused up front
         dst = device if device is not None else get_default_device()
         if not dst._host_memory:
@@ -95,6 +173,21 @@ def _run_plan(p):
     kind, x, device, aval = p
     if kind == "keep":
         return x
+    if kind in ("shard", "gather"):
+        moves = _shard_moves(p)
+        if kind == "gather":
+            out = ArrayImpl(new_buffer(np.array(x._buf.data, copy=True), device), aval, True)
+        else:
+            if type(x) in (ArrayImpl, ShardedArray):
+                value = x._buf.data         # read-only: the shards may view it
+            else:
+                with np.errstate(all="ignore"):
+                    value = np.array(x, dtype=aval.dtype, copy=True, order="C")
+            out = from_global(value, aval, device)
+        for src, dst, n in moves:
+            count_transfer("host_to_device" if src == "host" else "device_to_device",
+                           True, n, src, dst, aval)
+        return out
     if kind == "alias":
         return ArrayImpl(x._buf, aval, True)
     if kind == "copy":

@@ -197,7 +197,12 @@ def apply_primitive(prim, args, params):
     """
     avals = []
     for a in args:
-        avals.append(a.aval if type(a) is ArrayImpl else get_aval(a))
+        if type(a) is ArrayImpl:
+            avals.append(a.aval)
+        elif type(a) is _ShardedArray:    # operands on several devices
+            return _apply_sharded(prim, args, params)
+        else:
+            avals.append(get_aval(a))
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
     if not device._host_memory:
@@ -446,3 +451,5 @@ def host_value(x):
 
 config._on_change(_update_fp_checks)
 _update_fp_checks()
+
+from .sharded import ShardedArray as _ShardedArray, apply_sharded as _apply_sharded  # noqa: E402

@@ -29,6 +29,8 @@ from .. import monitoring
 from ..config import _JIT_KEY_FLAGS, config
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
+from ..core.sharded import ShardedArray
+from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
 from ..core.eager import fp_ignore_begin, fp_ignore_end, placement, value_on, wrap
@@ -68,6 +70,9 @@ def _leaf_key(x):
         return k
     if t in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic) + _PY_SCALARS):
         return (aval_of_value(x), None)
+    if t is ShardedArray:
+        x._check_alive()
+        return (x.aval, x.sharding)
     raise TypeError(f"Argument {x!r} of type {type(x).__name__} cannot be used as an array")
 
 
@@ -276,7 +281,7 @@ class JitWrapped:
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused=False, device=None, backend=None,
-                 inline=False):
+                 inline=False, in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise TypeError(f"jit needs a callable as its function argument; {fun!r} is not "
                             f"callable")
@@ -317,6 +322,11 @@ class JitWrapped:
         if backend not in (None, "cpu"):
             devices(backend)  # raises RuntimeError for a platform that is not present
         self._device = device          # the computation runs there and commits its result
+        # (in_shardings, out_shardings) when either is given: calls place by them
+        self._shardings = None if in_shardings is None and out_shardings is None else \
+            (in_shardings, out_shardings)
+        if self._shardings is not None:
+            self._plain = False
         self.__name__ = getattr(fun, "__name__", "fun")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -503,9 +513,12 @@ class JitWrapped:
             monitoring.emit("jit_call", fun=self.__name__, fun_id=id(self), key=key,
                             code=getattr(self.fun, "__code__", None),
                             arg_ids=[id(x) for x in leaves])
-        outs = _run_compiled(entry.compiled, leaves, lambda: self._arg_names(
-            dyn_args, dyn_kw, static_pos, len(args)),
-            self._donated(args, kwargs, leaves) if not self._plain else None)
+        names_fn = lambda: self._arg_names(dyn_args, dyn_kw, static_pos, len(args))  # noqa
+        if self._shardings is not None or any(type(k[1]) is NamedSharding for k in key[1]):
+            outs = _run_sharded(entry, leaves, names_fn, self._shardings)
+            return tree_unflatten(entry.out_tree, outs)
+        outs = _run_compiled(entry.compiled, leaves, names_fn,
+                             self._donated(args, kwargs, leaves) if not self._plain else None)
         if self._plain and not kwargs and self._device is None and \
                 len(leaves) == len(args) and all(type(x) is ArrayImpl for x in args):
             self._add_fast(key, entry)
@@ -663,9 +676,10 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  keep_unused=keep_unused, device=device, backend=backend,
-                                 inline=inline)
+                                 inline=inline, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                      keep_unused, device, backend, inline)
+                      keep_unused, device, backend, inline, in_shardings, out_shardings)
 
 
 def eval_shape(fun, *args, **kwargs):
@@ -733,6 +747,132 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
         from .fp_checks import check_jit_outputs
         check_jit_outputs(compiled, leaves, outs)
     return outs
+
+
+def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
+    """One sharding (or None) per flat leaf from ``shardings``, a pytree prefix of the
+    arguments (``tree_of``: the pytree); a single sharding applies to every leaf.
+    ValueError when it is no prefix (naming ``what``)."""
+    from ..sharding import Sharding
+    if shardings is None or isinstance(shardings, Sharding):
+        return [shardings] * n
+    try:
+        return list(optree.tree_flatten(tree_of, none_is_leaf=False,
+                                        namespace=NAMESPACE)[1].flatten_up_to(shardings))
+    except (ValueError, TypeError):
+        pass
+    out: list = []
+
+    def walk(sh, t):
+        if sh is None or isinstance(sh, Sharding):
+            out.extend([sh] * len(_flatten(t)[0]))
+            return
+        if isinstance(sh, (tuple, list)) and isinstance(t, (tuple, list)) and \
+                len(sh) == len(t):
+            for a, b in zip(sh, t):
+                walk(a, b)
+            return
+        if isinstance(sh, dict) and isinstance(t, dict) and set(sh) == set(t):
+            for k in t:
+                walk(sh[k], t[k])
+            return
+        raise ValueError(f"jit {what} must be a sharding or a pytree prefix of the "
+                         f"{'arguments' if what == 'in_shardings' else 'outputs'}: got "
+                         f"{shardings!r}")
+    walk(shardings, tree_of)
+    return out
+
+
+def _run_sharded(entry, leaves, names_fn, shardings):
+    """A call whose arguments include Arrays sharded over several devices, or that gives
+    ``in_shardings``/``out_shardings``: the program runs on the arguments' global values
+    and each output is placed by ``out_shardings``, else by the sharding propagation of
+    its program (the primitives' sharding rules), else replicated over the mesh.
+
+    Raises ValueError for arguments on different meshes, or a committed argument whose
+    sharding differs from its ``in_shardings`` entry (naming both)."""
+    from ..core.sharded import from_global, mesh_devices_check
+    from ..core.eager import host_value
+    from ..sharding import NamedSharding, SingleDeviceSharding
+    what = f"jit of {entry.compiled._fun_name}"
+    in_sh, out_sh = shardings if shardings is not None else (None, None)
+    if in_sh is not None:
+        names = names_fn()
+        args_tree = entry.compiled._lowered.in_tree.unflatten(list(range(len(leaves))))[0]
+        wanted = _prefix_shardings(in_sh, args_tree, len(leaves), "in_shardings")
+        placed = []
+        for k, (x, w) in enumerate(zip(leaves, wanted)):
+            if w is not None:
+                have = x.sharding if type(x) in (ArrayImpl, ShardedArray) and \
+                    x._committed else None
+                if have is not None and not _same_sharding(have, w, x.aval.ndim):
+                    raise ValueError(
+                        f"Received incompatible devices for jitted computation. Got "
+                        f"argument {names[k]} of {what} with shape {x.aval.str_short()} and "
+                        f"sharding {have}, but its in_shardings entry is {w}. Move it with "
+                        f"jaxlite.device_put(x, {w}) first.")
+                if have is None:
+                    from .._placement import device_put
+                    x = device_put(x, w)
+            placed.append(x)
+        leaves = placed
+    sharded = [x for x in leaves if type(x) is ShardedArray]
+    sharding0 = mesh_devices_check(leaves, what) if sharded else None
+    vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
+            for x in leaves]
+    outs = _run_compiled(entry.compiled, vals, names_fn)
+    out_avals = [o.aval for o in outs]
+    if out_sh is not None:
+        targets = _prefix_shardings(out_sh, entry.out_tree.unflatten(
+            list(range(len(outs)))), len(outs), "out_shardings")
+    else:
+        targets = [None] * len(outs)
+    if any(t is None for t in targets) and sharding0 is not None:
+        guessed = _propagated_shardings(entry.compiled._lowered.closed_jaxpr, leaves,
+                                        sharding0)
+        targets = [g if t is None else t for t, g in zip(targets, guessed)]
+    result = []
+    for o, a, t in zip(outs, out_avals, targets):
+        if t is None:
+            result.append(o)
+        elif isinstance(t, SingleDeviceSharding):
+            from .._placement import device_put
+            result.append(device_put(o, t))
+        elif isinstance(t, NamedSharding):
+            from ..core.sharded import check_shardable
+            check_shardable(t, a, f"the outputs of {what}")
+            o.block_until_ready()
+            result.append(from_global(host_value(o), a, t))
+        else:
+            raise TypeError(f"{what}: out_shardings entries must be Shardings, got {t!r}")
+    return result
+
+
+def _propagated_shardings(closed, leaves, sharding0) -> list:
+    """The output shardings of program ``closed`` over ``leaves`` (some sharded over
+    ``sharding0``'s mesh), from the sharding propagation pass (each primitive's sharding
+    rule); every output replicated over the mesh where no pass is available."""
+    from ..core.sharded import spec_tuple, to_pspec
+    mesh = sharding0.mesh
+    in_specs = [spec_tuple(x.sharding, x.aval.ndim) if type(x) is ShardedArray else
+                ((),) * np.ndim(x) if not isinstance(x, ArrayImpl) else ((),) * x.aval.ndim
+                for x in leaves]
+    try:
+        from ..compiler.passes.sharding_propagation import propagate
+    except ImportError:
+        propagate = None
+    if propagate is None:
+        specs = [((),) * v.aval.ndim for v in closed.jaxpr.outvars]
+    else:
+        specs, _ = propagate(closed, in_specs, dict(mesh.shape))
+    return [NamedSharding(mesh, to_pspec(sp)) for sp in specs]
+
+
+def _same_sharding(a, b, ndim: int) -> bool:
+    try:
+        return a == b or a.is_equivalent_to(b, ndim)
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def _run_on_backend(ex, leaves, device, committed, donate, compiled):

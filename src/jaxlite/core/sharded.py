@@ -1,0 +1,315 @@
+"""Arrays spread over several devices: one buffer per device that holds a shard.
+
+Layer: core (beside array.py).  A ``ShardedArray`` is an Array whose ``sharding`` (a
+``NamedSharding``, jaxlite/sharding.py) says which index of the global array each device
+holds; it keeps one counted Buffer per device of the sharding, in the sharding's device
+order, so each device's ``memory_stats`` holds exactly its shards' bytes (``nbytes / n``
+per device along a sharded dimension, ``nbytes`` where replicated).
+
+Only devices whose memory is host memory (the CPU platform) hold shards.  A shard along
+dimension 0 is a view of one host array (no copy); a replicated shard shares the host
+array too: the accounting says what each device holds, not how the host stores it.
+
+Reading the whole array (``np.asarray``, printing, a computation without a sharding rule)
+assembles the global value once from the shards and keeps it (the array is immutable).
+Operations on sharded arrays (``apply_sharded``) compute on the global value and place the
+result by the primitive's sharding rule (replicated where it has none): values are always
+the global computation's; only the placement of the result follows the rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime.buffer import Buffer
+from .array import ArrayImpl, Shard, deleted_error
+
+
+class ShardedArray(ArrayImpl):
+    """An Array held as shards on several devices (``jax.Array`` with a NamedSharding).
+
+    Args:
+      aval: the global abstract value (shape, dtype, weak type).
+      sharding: a ``NamedSharding`` (or any sharding with ``_device_assignment`` and
+        ``devices_indices_map``).
+      bufs: one counted Buffer per device of ``sharding._device_assignment``, in that
+        order, each holding that device's index of the global array.
+      global_value: the global host array the buffers are views of, if there is one.
+    """
+
+    __slots__ = ("_shards", "_sharding", "_gbuf")
+
+    def __init__(self, aval, sharding, bufs, global_value=None):
+        self.aval = aval
+        self._sharding = sharding
+        self._shards = tuple(bufs)
+        self._committed = True
+        self._key = None
+        self._gbuf = None if global_value is None else _view_buffer(global_value,
+                                                                    bufs[0].device)
+
+    # ---- the global value --------------------------------------------------------------
+    @property
+    def _buf(self):
+        """The global value as one uncounted buffer on the first device (assembled from
+        the shards on first use).  Code written for one device reads values through it."""
+        g = self._gbuf
+        if g is None:
+            for b in self._shards:
+                if b.data is None:
+                    raise deleted_error(self.aval)
+            value = np.empty(self.aval.shape, self.aval.dtype)
+            for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
+                                          self._shards):
+                if rid == 0:
+                    value[idx] = b.data
+            g = self._gbuf = _view_buffer(value, self._shards[0].device)
+        return g
+
+    # ---- placement ---------------------------------------------------------------------
+    @property
+    def sharding(self):
+        return self._sharding
+
+    @property
+    def device(self):
+        """The device when the array lives on one; otherwise its sharding (as JAX)."""
+        devs = self._sharding._device_assignment
+        return devs[0] if len(devs) == 1 else self._sharding
+
+    def devices(self) -> set:
+        return set(self._sharding._device_assignment)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._sharding.is_fully_replicated
+
+    @property
+    def addressable_shards(self) -> list:
+        """One ``Shard`` per device (``device``, ``index`` into the global array,
+        ``replica_id``, ``data``: a one-device Array sharing the device's buffer)."""
+        from .avals import ShapedArray
+        out = []
+        for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
+                                      self._shards):
+            if b.data is None:
+                raise deleted_error(self.aval)
+            aval = ShapedArray(b.data.shape, self.aval.dtype, self.aval.weak_type)
+            out.append(Shard(dev, idx, rid, ArrayImpl(b, aval, True)))
+        return out
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int):
+        """The one-device Array of addressable shard ``index``."""
+        return self.addressable_shards[index].data
+
+    # ---- lifetime ----------------------------------------------------------------------
+    def block_until_ready(self):
+        if any(b.data is None for b in self._shards):
+            raise deleted_error(self.aval)
+        return self
+
+    def copy_to_host_async(self) -> None:
+        self.block_until_ready()
+
+    def delete(self) -> None:
+        """Frees every shard (``jax.Array.delete``)."""
+        for b in self._shards:
+            b.delete()
+        self._gbuf = _dead_buffer(self._shards[0].device)
+
+    def is_deleted(self) -> bool:
+        return any(b.data is None for b in self._shards)
+
+    def _check_alive(self):
+        if self.is_deleted():
+            raise deleted_error(self.aval)
+
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes of one shard (as JAX reports for a sharded array)."""
+        return self._shards[0].nbytes
+
+    def __reduce__(self):
+        from .array import _reconstruct
+        return (_reconstruct, (np.array(self._host_value()), self.aval.weak_type))
+
+
+def _view_buffer(value: np.ndarray, device) -> Buffer:
+    """An uncounted Buffer of ``value`` (a view of memory the shards account for)."""
+    b = Buffer.__new__(Buffer)
+    value.setflags(write=False)
+    b.data, b.device, b.nbytes = value, device, 0
+    return b
+
+
+def _dead_buffer(device) -> Buffer:
+    b = Buffer.__new__(Buffer)
+    b.data, b.device, b.nbytes = None, device, 0
+    return b
+
+
+def shard_indices(sharding, shape) -> list:
+    """``[(device, index, replica_id)]`` in the sharding's device order: the tuple of
+    slices each device holds, and which copy of that index it is (0 for the first device
+    holding it, 1 for the next, ...)."""
+    idx_map = sharding.devices_indices_map(tuple(shape))
+    seen: dict = {}
+    out = []
+    for dev in sharding._device_assignment:
+        idx = idx_map[dev]
+        key = tuple((s.start, s.stop, s.step) for s in idx)
+        rid = seen.get(key, 0)
+        seen[key] = rid + 1
+        out.append((dev, idx, rid))
+    return out
+
+
+def check_shardable(sharding, aval, what: str = "array") -> None:
+    """Raises ValueError when ``sharding`` cannot hold an array of ``aval``: a spec longer
+    than the rank, or a dimension its mesh axes do not divide (naming both); checked
+    before anything is placed."""
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return
+    shape = aval.shape
+    if len(spec) > len(shape):
+        raise ValueError(
+            f"One of {what} is incompatible with its sharding annotation {sharding}: "
+            f"Sharding {sharding} is only valid for values of rank at least {len(spec)}, "
+            f"but was applied to a value of rank {len(shape)}")
+    sizes = sharding.mesh.shape
+    for d, entry in enumerate(spec):
+        names = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+        n = 1
+        for a in names:
+            n *= sizes[a]
+        if n > 1 and shape[d] % n:
+            from ..sharding import IndivisibleError
+            tiling = [1] * len(shape)
+            tiling[d] = n
+            raise IndivisibleError(
+                f"Sharding {sharding} implies that array axis {d} is partitioned {n} "
+                f"times, but the dimension size is {shape[d]} (full shape: {tuple(shape)}, "
+                f"per-dimension tiling factors: {tiling} should evenly divide the shape)")
+
+
+def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:
+    """A ShardedArray of the global host array ``value`` (owned: read-only from now on,
+    of ``aval``'s dtype and shape): each device's buffer is a view of its index (a copy
+    where the view is not contiguous).  Counts no transfer."""
+    value.setflags(write=False)
+    bufs = []
+    for dev, idx, _ in shard_indices(sharding, aval.shape):
+        piece = value[idx]
+        if not piece.flags.c_contiguous:
+            piece = np.ascontiguousarray(piece)
+        bufs.append(Buffer(piece, dev))
+    return ShardedArray(aval, sharding, bufs, value)
+
+
+def is_sharded(x) -> bool:
+    return type(x) is ShardedArray
+
+
+def spec_tuple(sharding, ndim: int) -> tuple:
+    """The sharding's spec as one tuple of mesh axis names per dimension."""
+    spec = tuple(getattr(sharding, "spec", ())) + (None,) * ndim
+    return tuple(() if e is None else (e if isinstance(e, tuple) else (e,))
+                 for e in spec[:ndim])
+
+
+def to_pspec(spec: tuple):
+    """A PartitionSpec from one tuple of axis names per dimension (trailing unsharded
+    dimensions dropped, as JAX prints propagated specs)."""
+    from ..sharding import PartitionSpec
+    entries = [None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in spec]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
+
+
+def output_shardings(prim, args, avals, out_avals, params, sharding0) -> list:
+    """The shardings of ``prim``'s results over sharded operands: from the primitive's
+    sharding rule when it has one; otherwise an elementwise primitive keeps the common
+    sharding of its same-shaped operands; anything else is replicated over the mesh."""
+    from ..sharding import NamedSharding
+    mesh = sharding0.mesh
+    axis_sizes = dict(mesh.shape)
+    in_specs = [spec_tuple(a.sharding, av.ndim) if type(a) is ShardedArray else
+                ((),) * av.ndim for a, av in zip(args, avals)]
+    rule = getattr(prim, "sharding", None)
+    specs = None
+    if rule is not None:
+        try:
+            specs = list(rule(in_specs, list(avals), axis_sizes, **params).outputs)
+        except NotImplementedError:
+            specs = None
+    if specs is None:
+        specs = [((),) * o.ndim for o in out_avals]
+        if prim.kind == "elementwise" and len(out_avals) == 1:
+            shaped = [s for a, av, s in zip(args, avals, in_specs)
+                      if type(a) is ShardedArray and av.shape == out_avals[0].shape]
+            if shaped and all(s == shaped[0] for s in shaped):
+                specs = [shaped[0]]
+    return [NamedSharding(mesh, to_pspec(s)) for s in specs]
+
+
+def _own(val, aval, inputs) -> np.ndarray:
+    """``val`` as an ndarray of ``aval``'s dtype that shares no memory with ``inputs``."""
+    if type(val) is not np.ndarray or val.dtype != aval.dtype:
+        val = np.asarray(val, dtype=aval.dtype)
+    if val.shape != aval.shape:
+        raise AssertionError(f"implementation returned shape {val.shape}, expected {aval}")
+    if val.base is not None or any(val is v for v in inputs):
+        val = np.array(val, copy=True)
+    return val
+
+
+def mesh_devices_check(args, what: str):
+    """The sharding of the first sharded operand; raises ValueError when sharded operands
+    live on different device sets, or a committed one-device operand is elsewhere."""
+    sharded = [(i, a) for i, a in enumerate(args) if type(a) is ShardedArray]
+    i0, a0 = sharded[0]
+    devs0 = a0.sharding._device_assignment
+    for i, a in sharded[1:]:
+        if a.sharding._device_assignment != devs0:
+            raise ValueError(
+                f"Received incompatible devices for {what}: argument {i0} of shape "
+                f"{a0.aval.str_short()} is sharded over devices "
+                f"{[d.id for d in devs0]} (mesh {a0.sharding.mesh.shape}), argument {i} "
+                f"of shape {a.aval.str_short()} over devices "
+                f"{[d.id for d in a.sharding._device_assignment]} (mesh "
+                f"{a.sharding.mesh.shape}). Use jaxlite.device_put to put them on one mesh.")
+    for i, a in enumerate(args):
+        if type(a) is ArrayImpl and a._committed and len(devs0) > 1:
+            raise ValueError(
+                f"Received incompatible devices for {what}: argument {i} of shape "
+                f"{a.aval.str_short()} is committed to {a._buf.device!r}, argument {i0} of "
+                f"shape {a0.aval.str_short()} is sharded over devices "
+                f"{[d.id for d in devs0]}. Use jaxlite.device_put to put them on one mesh.")
+    return a0.sharding
+
+
+def apply_sharded(prim, args, params):
+    """Runs ``prim`` eagerly where an operand is a ShardedArray: the global values are
+    computed on the host and the results placed by ``output_shardings``.
+
+    Raises ValueError for operands on different meshes (see ``mesh_devices_check``)."""
+    from .eager import fp_ignore_begin, fp_ignore_end, value_on
+    from .trace import get_aval
+    sharding0 = mesh_devices_check(args, prim.name)
+    dev0 = sharding0._device_assignment[0]
+    avals = [get_aval(a) for a in args]
+    out = prim.abstract_eval_cached(tuple(avals), params)
+    out_avals = list(out) if prim.multiple_results else [out]
+    vals = [a._buf.data if type(a) is ShardedArray else value_on(a, dev0) for a in args]
+    token = fp_ignore_begin()
+    try:
+        res = prim.impl(*vals, **params)
+    finally:
+        fp_ignore_end(token)
+    res = list(res) if prim.multiple_results else [res]
+    shardings = output_shardings(prim, args, avals, out_avals, params, sharding0)
+    outs = [from_global(_own(v, a, vals), a, s)
+            for v, a, s in zip(res, out_avals, shardings)]
+    return outs if prim.multiple_results else outs[0]

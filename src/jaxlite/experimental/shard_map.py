@@ -1,0 +1,8 @@
+"""``jaxlite.experimental.shard_map``: the old spelling of ``jaxlite.shard_map``
+(``jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs, check_rep=True)``),
+deprecated as in JAX."""
+from __future__ import annotations
+
+from ..transforms.shard_map import experimental_shard_map as shard_map
+
+__all__ = ["shard_map"]
