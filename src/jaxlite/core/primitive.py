@@ -25,7 +25,12 @@ typed field set where the primitive is declared:
   ``extra_flops`` (flops per element on top of it, as XLA expands the op);
 - ``foldable``: constant folding may run it at compile time (default: pure and neither a
   call nor control flow);
-- ``inplace``: an ``InPlace`` when the result can be written into an operand's buffer.
+- ``inplace``: an ``InPlace`` when the result can be written into an operand's buffer;
+- ``sharding``: ``sharding(in_specs, in_avals, axis_sizes, **params) -> ShardingRule``,
+  how the primitive runs on the shards of operands sharded over a device mesh (the spec
+  each operand needs, the results' specs, the all-reductions of partial results; see
+  ``core.sharding_rules``); None: the sharding propagation pass gathers every operand and
+  replicates the results (its fallback).
 """
 from __future__ import annotations
 
@@ -66,7 +71,7 @@ class Primitive:
                  view: bool = False, strided_view: bool = False, rename=None,
                  reduction: Reduction | None = None, transcendental: bool = False,
                  extra_flops: int = 0, foldable: bool | None = None,
-                 inplace: InPlace | None = None):
+                 inplace: InPlace | None = None, sharding=None):
         self.name = name
         self.abstract_eval = abstract_eval
         self.impl = impl
@@ -87,6 +92,7 @@ class Primitive:
         self.foldable = (not effectful and kind not in ("call", "control")
                          if foldable is None else foldable)
         self.inplace = inplace
+        self.sharding = sharding
         self.specialize = None    # (avals, **params) -> callable or None, see impl_for
         self._aval_cache: dict = {}
         if name in _registry:

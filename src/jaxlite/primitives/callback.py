@@ -173,3 +173,10 @@ def _io_batch(args, dims, callback, result_avals, ordered=False):
 
 pure_callback_p.batch = _pure_batch
 io_callback_p.batch = _io_batch
+
+
+# sharding: a host callback receives whole arrays and returns whole results
+from ..core import sharding_rules as _sr  # noqa: E402
+
+for _p in (pure_callback_p, io_callback_p):
+    _p.sharding = _sr.replicate_rule(_p, "a callback receives whole arrays: replicated")

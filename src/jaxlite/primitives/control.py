@@ -360,3 +360,20 @@ custom_vjp_call_p = Primitive("custom_vjp_call", abstract_eval=_call_aval, impl=
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 custom_vjp_call_p.batch = _custom_vjp_call_batch
 custom_vjp_call_p.pp_params = _custom_call_pp_params
+
+
+# ---- sharding rules: a call's program is walked with its operands' specs
+# (compiler.passes.sharding_propagation); a debug callback sees whole arrays --------------
+
+from ..core import sharding_rules as _sr  # noqa: E402
+
+
+def _call_sharding(in_specs, in_avals, axis_sizes, **params):
+    from ..compiler.passes.sharding_propagation import call_rule
+    return call_rule(in_specs, in_avals, axis_sizes, **params)
+
+
+for _p in (jit_p, custom_jvp_call_p, custom_vjp_call_p, remat_p):
+    _p.sharding = _call_sharding
+debug_callback_p.sharding = _sr.replicate_rule(
+    debug_callback_p, "a callback receives whole arrays: replicated")

@@ -708,3 +708,26 @@ def _cond_batch(args, dims, branches):
 
 
 cond_p.batch = _cond_batch
+
+
+# ---- sharding rules: the bodies are walked with the operands' specs, the loop carries
+# settle on specs the body keeps (compiler.passes.sharding_propagation) -------------------
+
+def _cond_sharding(*args, **params):
+    from ..compiler.passes.sharding_propagation import cond_rule
+    return cond_rule(*args, **params)
+
+
+def _scan_sharding(*args, **params):
+    from ..compiler.passes.sharding_propagation import scan_rule
+    return scan_rule(*args, **params)
+
+
+def _while_sharding(*args, **params):
+    from ..compiler.passes.sharding_propagation import while_rule
+    return while_rule(*args, **params)
+
+
+cond_p.sharding = _cond_sharding
+scan_p.sharding = _scan_sharding
+while_p.sharding = _while_sharding

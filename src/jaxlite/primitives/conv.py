@@ -300,6 +300,52 @@ reduce_window_max_p = _reduce_window_primitive("max")
 reduce_window_min_p = _reduce_window_primitive("min")
 
 
+# ---- sharding rules ----------------------------------------------------------------------
+# conv: the lhs batch dimension and the rhs output-feature dimension keep their sharding
+# (they map to the result's batch and feature dimensions; without grouping each output
+# element reads one batch entry and one filter); the spatial and input-feature dimensions,
+# whose windows cross shard boundaries, are gathered.  reduce_window: a dimension whose
+# window is one element (no stride, padding or dilation) keeps its sharding, the others
+# are gathered.
+
+from ..core import sharding_rules as _sr  # noqa: E402
+
+
+def _conv_sharding(in_specs, in_avals, axis_sizes, *, dimension_numbers,
+                   feature_group_count, batch_group_count, **params):
+    ls, rs, os_ = dimension_numbers
+    lhs, rhs = in_avals
+    claim = _sr._Claim(len(os_))
+    if batch_group_count == 1:
+        claim.offer(os_[0], tuple(in_specs[0][ls[0]]))
+    if feature_group_count == 1:
+        claim.offer(os_[1], tuple(in_specs[1][rs[0]]))
+    out = claim.result()
+    lop, rop = [()] * lhs.ndim, [()] * rhs.ndim
+    lop[ls[0]], rop[rs[0]] = out[os_[0]], out[os_[1]]
+    ops = [tuple(lop), tuple(rop)]
+    notes = _sr._reshard_notes(in_specs, ops, "conv needs its spatial and input-feature "
+                                              "dimensions whole")
+    return _sr.ShardingRule(ops, [out], (), _sr._describe(notes))
+
+
+def _rw_sharding(in_specs, in_avals, axis_sizes, *, window_dimensions, window_strides,
+                 padding, base_dilation, window_dilation):
+    whole = [d for d in range(in_avals[0].ndim)
+             if (window_dimensions[d], window_strides[d], tuple(padding[d]), base_dilation[d],
+                 window_dilation[d]) != (1, 1, (0, 0), 1, 1)]
+    s = tuple(in_specs[0])
+    op = _sr.gather_dims(s, whole)
+    note = None if op == s else (f"operand 0 {_sr.fmt(s)} -> {_sr.fmt(op)}: a window "
+                                 f"crosses shard boundaries")
+    return _sr.ShardingRule([op], [op], (), note)
+
+
+conv_general_dilated_p.sharding = _conv_sharding
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _p.sharding = _rw_sharding
+
+
 # ---- transformation rules ---------------------------------------------------------------
 
 from ..core import ad, batching  # noqa: E402

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.avals import ShapedArray
+from ..core import sharding_rules as _sr
 from ..core.primitive import InPlace, Primitive
 from . import _complex
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
@@ -89,7 +90,7 @@ def elementwise(name, impl, allowed, *, out_dtype=None, scalar_op=None, half=Tru
     p = Primitive(name, abstract_eval=_elementwise_aval(name, allowed, out_dtype,
                                                         same_dtypes),
                   impl=impl, scalar_op=scalar_op or name, flops=_elementwise_flops,
-                  kind="elementwise", **facts)
+                  kind="elementwise", sharding=_sr.elementwise, **facts)
     if half:
         p.specialize = _specialize_half(raw)
     return p
@@ -612,7 +613,8 @@ def _select_n_aval(which, *cases):
 
 
 select_n_p = Primitive("select_n", abstract_eval=_select_n_aval, impl=_select_n,
-                       scalar_op="select_n", flops=_elementwise_flops, kind="elementwise")
+                       scalar_op="select_n", flops=_elementwise_flops, kind="elementwise",
+                       sharding=_sr.elementwise)
 
 
 def _clamp_aval(lo, x, hi):
@@ -625,7 +627,7 @@ def _clamp_aval(lo, x, hi):
 
 
 clamp_p = Primitive("clamp", abstract_eval=_clamp_aval, impl=_clamp, scalar_op="clamp",
-                    flops=_elementwise_flops, kind="elementwise")
+                    flops=_elementwise_flops, kind="elementwise", sharding=_sr.elementwise)
 
 
 def _convert_aval(x, new_dtype, weak_type=False):
@@ -655,7 +657,8 @@ def _convert_impl(x, new_dtype, weak_type=False):
 
 convert_element_type_p = Primitive(
     "convert_element_type", abstract_eval=_convert_aval, impl=_convert_impl,
-    scalar_op="convert", flops=lambda *a, **k: 0, kind="elementwise")
+    scalar_op="convert", flops=lambda *a, **k: 0, kind="elementwise",
+    sharding=_sr.elementwise)
 
 
 def _bitcast_aval(x, new_dtype):
@@ -715,9 +718,24 @@ def _bitcast_impl(x, new_dtype):
     return x.view(new).reshape(x.shape[:-1])
 
 
+def _bitcast_sharding(in_specs, in_avals, axis_sizes, *, new_dtype):
+    # the leading dimensions map one to one; a dimension the bit widths add or remove
+    # (the last) is whole
+    x = in_avals[0]
+    old_nd, new_nd = x.ndim, _bitcast_aval(x, new_dtype).ndim
+    s = tuple(in_specs[0])
+    if new_nd == old_nd:
+        return _sr.ShardingRule([s], [s])
+    keep = min(old_nd, new_nd)
+    ops = [s[:keep] + _sr.replicated(old_nd - keep)]
+    note = None if ops[0] == s else (f"operand 0 {_sr.fmt(s)} -> {_sr.fmt(ops[0])}: the "
+                                     f"dimension a bitcast packs or unpacks is whole")
+    return _sr.ShardingRule(ops, [s[:keep] + _sr.replicated(new_nd - keep)], (), note)
+
+
 bitcast_convert_type_p = Primitive(
     "bitcast_convert_type", abstract_eval=_bitcast_aval, impl=_bitcast_impl,
-    scalar_op="bitcast", flops=lambda *a, **k: 0, kind="other")
+    scalar_op="bitcast", flops=lambda *a, **k: 0, kind="other", sharding=_bitcast_sharding)
 
 
 # ---- transformation rules ---------------------------------------------------------------

@@ -129,8 +129,13 @@ def _fft_flops(x, fft_type, fft_lengths):
     return int(batch * per)
 
 
+from ..core import sharding_rules as _sr  # noqa: E402
+
+# the transformed (trailing) axes are computed whole, the leading ones keep their sharding
 fft_p = Primitive("fft", abstract_eval=_fft_aval, impl=_fft_impl, flops=_fft_flops,
                   kind="other")
+fft_p.sharding = _sr.batched_core(fft_p, lambda x, fft_type, fft_lengths: len(fft_lengths),
+                                  "an FFT needs its transformed axes whole")
 
 
 # ---- transformation rules -----------------------------------------------------------------

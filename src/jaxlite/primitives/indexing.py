@@ -627,3 +627,93 @@ def _scatter_batch(args, dims, indexer, op, mode, update_jaxpr=None, unique_indi
 
 gather_p.batch = _gather_batch
 scatter_p.batch = _scatter_batch
+
+
+# ---- sharding rules ----------------------------------------------------------------------
+# A dimension the indexer takes whole (a full slice) maps to one result dimension and keeps
+# its sharding; an indexed or cut dimension is gathered (an index may point anywhere in
+# it).  gather: the index arrays' sharding carries over to the advanced result dimensions
+# they make (each device gathers for its own indices).  scatter: the updates share the
+# operand's kept sharding; their advanced dimensions and the index arrays are whole (every
+# device applies every update to its part of the operand).
+
+from ..core import sharding_rules as _sr  # noqa: E402
+
+
+def _index_layout(shape, indexer, idx_shapes):
+    """``(kept, adv_dims, bshape)``: the pairs (operand dimension, result dimension) of the
+    full-slice entries, the result dimensions of the broadcast index arrays, and their
+    broadcast shape."""
+    entries, advanced_first = expand_indexer(shape, indexer)
+    adv = [tuple(idx_shapes[e[1]]) for e in entries if e[0] == "array"]
+    bshape = tuple(np.broadcast_shapes(*adv)) if adv else ()
+    slots, adv_at, dim = [], None, 0        # result dims before the advanced block
+    for e in entries:
+        if e[0] == "none":
+            slots.append(None)
+            continue
+        if e[0] == "slice":
+            full = tuple(e[1:]) == (0, shape[dim], 1)
+            slots.append(dim if full else None)
+        elif adv and adv_at is None:
+            adv_at = len(slots)
+        dim += 1
+    at = 0 if advanced_first else (adv_at if adv else len(slots))
+    kept, out = [], 0
+    for i, d in enumerate(slots):
+        pos = i + (len(bshape) if adv and i >= at else 0)
+        if d is not None:
+            kept.append((d, pos))
+    adv_dims = list(range(at, at + len(bshape))) if adv else []
+    return kept, adv_dims, bshape
+
+
+def _gather_sharding(in_specs, in_avals, axis_sizes, *, indexer, mode, fill_value=None):
+    x = in_avals[0]
+    idx_avals = in_avals[1:]
+    kept, adv_dims, bshape = _index_layout(x.shape, indexer, [a.shape for a in idx_avals])
+    out_nd = len(indexed_shape(x.shape, indexer, [a.shape for a in idx_avals]))
+    claim = _sr._Claim(out_nd)
+    for d, pos in kept:
+        claim.offer(pos, tuple(in_specs[0][d]))
+    nb = len(bshape)
+    for s, a in zip(in_specs[1:], idx_avals):
+        off = nb - a.ndim
+        for k in range(a.ndim):
+            if a.shape[k] == bshape[off + k]:
+                claim.offer(adv_dims[off + k], tuple(s[k]))
+    out = claim.result()
+    xop = [()] * x.ndim
+    for d, pos in kept:
+        xop[d] = out[pos]
+    ops = [tuple(xop)]
+    for a in idx_avals:
+        off = nb - a.ndim
+        ops.append(tuple(out[adv_dims[off + k]] if a.shape[k] == bshape[off + k] else ()
+                         for k in range(a.ndim)))
+    notes = _sr._reshard_notes(in_specs, ops, "gather needs an indexed or cut dimension "
+                                              "whole")
+    return _sr.ShardingRule(ops, [out], (), _sr._describe(notes))
+
+
+def _scatter_sharding(in_specs, in_avals, axis_sizes, *, indexer, **params):
+    x, u = in_avals[0], in_avals[1]
+    idx_avals = in_avals[2:]
+    kept, _, _ = _index_layout(x.shape, indexer, [a.shape for a in idx_avals])
+    claim = _sr._Claim(x.ndim)
+    for d, pos in kept:
+        claim.offer(d, tuple(in_specs[0][d]))
+    for d, pos in kept:
+        claim.offer(d, tuple(in_specs[1][pos]))
+    xop = claim.result()
+    uop = [()] * u.ndim
+    for d, pos in kept:
+        uop[pos] = xop[d]
+    ops = [xop, tuple(uop)] + [_sr.replicated(a.ndim) for a in idx_avals]
+    notes = _sr._reshard_notes(in_specs, ops, "scatter needs an indexed or cut dimension, "
+                                              "and the updates' indexed part, whole")
+    return _sr.ShardingRule(ops, [xop], (), _sr._describe(notes))
+
+
+gather_p.sharding = _gather_sharding
+scatter_p.sharding = _scatter_sharding

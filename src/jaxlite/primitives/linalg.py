@@ -1505,3 +1505,20 @@ symmetric_product_p = Primitive("symmetric_product", abstract_eval=_symmetric_pr
                                 flops=lambda a, c, **k: a.size * a.shape[-2] if a.ndim >= 2
                                 else 0)
 _front_batch(symmetric_product_p)
+
+
+# ---- sharding rules ----------------------------------------------------------------------
+# dot_general: batch dimensions keep their sharding, contracting ones sharded alike on both
+# sides give partial sums (an all-reduce), free ones keep theirs (core.sharding_rules).
+# The factorizations and solves compute their trailing matrix (or vector) dimensions whole
+# and keep the sharding of the leading batch dimensions, which lead every result too.
+
+from ..core import sharding_rules as _sr  # noqa: E402
+
+dot_general_p.sharding = _sr.dot_general
+for _p in (svd_p, cholesky_p, triangular_solve_p, lu_p, qr_p, eigh_p, eig_p, geqrf_p,
+           householder_product_p, ormqr_p, hessenberg_p, schur_p, tridiagonal_p,
+           cholesky_update_p, symmetric_product_p):
+    _p.sharding = _sr.batched_core(_p, 2)
+for _p in (tridiagonal_solve_p, lu_pivots_to_permutation_p):
+    _p.sharding = _sr.batched_core(_p, 1)

@@ -173,3 +173,12 @@ custom_linear_solve_p.jvp = _jvp
 custom_linear_solve_p.transpose = _transpose
 custom_linear_solve_p.batch = _batch
 custom_linear_solve_p.pp_params = _pp_params
+
+
+# sharding: the solve program (which takes every operand) is walked with their specs
+def _solve_sharding(in_specs, in_avals, axis_sizes, *, jaxpr, **params):
+    from ..compiler.passes.sharding_propagation import call_rule
+    return call_rule(in_specs, in_avals, axis_sizes, jaxpr=jaxpr)
+
+
+custom_linear_solve_p.sharding = _solve_sharding

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ad, batching
+from ..core import sharding_rules as _sr
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import check_dtypes
@@ -60,7 +61,7 @@ def _impl(x, *, exponent_bits, mantissa_bits):
 
 
 reduce_precision_p = Primitive("reduce_precision", abstract_eval=_aval, impl=_impl,
-                               flops=lambda x, **p: x.size)
+                               flops=lambda x, **p: x.size, sharding=_sr.unary_same)
 ad.deflinear(reduce_precision_p,
              lambda ct, x, **p: [reduce_precision_p.bind(ct, **p)])
 batching.elementwise_batcher(reduce_precision_p)

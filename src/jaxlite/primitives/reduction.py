@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.avals import ShapedArray
+from ..core import sharding_rules as _sr
 from ..core.primitive import Primitive, Reduction
 from ._rules import check_dtypes, normalize_axes, upcast_half
 
@@ -46,7 +47,8 @@ def _reduction(name, np_fn, allowed, monoid, identity_ok=True):
         return np_fn(x, axis=axes)
     return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
                      flops=_reduce_flops, scalar_op=name, kind="reduction",
-                     reduction=Reduction(monoid, _monoid_identity(monoid)))
+                     reduction=Reduction(monoid, _monoid_identity(monoid)),
+                     sharding=_sr.reduction(monoid))
 
 
 def _monoid_identity(monoid):
@@ -154,10 +156,22 @@ def _argmin_impl(x, axes, index_dtype):
     return np.argmin(xx, axis=axes[0]).astype(index_dtype)
 
 
+def _arg_sharding(in_specs, in_avals, axis_sizes, *, axes, index_dtype):
+    # the position of an extremum is not a reduction of the shards' positions (they count
+    # from each shard's start): the reduced dimension is gathered first
+    s = tuple(in_specs[0])
+    axes = {int(a) % len(s) for a in axes}
+    op = _sr.gather_dims(s, axes)
+    note = None if op == s else (f"operand 0 {_sr.fmt(s)} -> {_sr.fmt(op)}: an index of an "
+                                 f"extremum needs its reduced dimension whole")
+    return _sr.ShardingRule([op], [tuple(e for d, e in enumerate(op) if d not in axes)], (),
+                            note)
+
+
 argmax_p = Primitive("argmax", abstract_eval=_arg_aval("argmax"), impl=_argmax_impl,
-                     flops=lambda x, **k: x.size, kind="reduction")
+                     flops=lambda x, **k: x.size, kind="reduction", sharding=_arg_sharding)
 argmin_p = Primitive("argmin", abstract_eval=_arg_aval("argmin"), impl=_argmin_impl,
-                     flops=lambda x, **k: x.size, kind="reduction")
+                     flops=lambda x, **k: x.size, kind="reduction", sharding=_arg_sharding)
 
 
 # cumulative ---------------------------------------------------------------------------
@@ -249,7 +263,12 @@ def _cumulative(name, ufunc):
             out = _signed_zeros(name, xx, out, axis)
         return np.flip(out, axis) if reverse else out
     return Primitive(name, abstract_eval=_cum_aval(name), impl=impl,
-                     flops=lambda x, **k: x.size, kind="scan")
+                     flops=lambda x, **k: x.size, kind="scan", sharding=_CUM_SHARDING)
+
+
+# a running total crosses shard boundaries: the scanned axis is gathered
+_CUM_SHARDING = _sr.whole_along(lambda avals, axis, reverse=False: (axis,),
+                                "a cumulative op needs its axis whole")
 
 
 cumsum_p = _cumulative("cumsum", np.add)
@@ -295,7 +314,9 @@ def _sort_impl(*xs, dimension, is_stable, num_keys):
 
 
 sort_p = Primitive("sort", abstract_eval=_sort_aval, impl=_sort_impl, multiple_results=True,
-                   flops=lambda *xs, **k: xs[0].size, kind="other")
+                   flops=lambda *xs, **k: xs[0].size, kind="other",
+                   sharding=_sr.whole_along(lambda avals, dimension, **_: (dimension,),
+                                            "sort needs its dimension whole", multi=True))
 
 
 # ---- transformation rules ---------------------------------------------------------------

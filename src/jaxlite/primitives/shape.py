@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.avals import ShapedArray
+from ..core import sharding_rules as _sr
 from ..core.primitive import InPlace, Primitive
 from ._rules import check_same_dtypes, normalize_axes
 
@@ -57,7 +58,8 @@ def _bid_pp_params(params):
 # a broadcast view repeats elements (kernels read it through its strides); folding it would
 # only materialise it
 broadcast_in_dim_p = _shape_prim("broadcast_in_dim", _bid_aval, _bid_impl, kind="broadcast",
-                                 strided_view=True, foldable=False)
+                                 strided_view=True, foldable=False,
+                                 sharding=_sr.broadcast_in_dim)
 broadcast_in_dim_p.pp_params = _bid_pp_params
 
 
@@ -83,7 +85,8 @@ def _reshape_impl(x, new_sizes, dimensions=None, sharding=None):
 
 # without ``dimensions`` the elements keep their row-major order
 reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view", view=True,
-                        rename=lambda dimensions=None, **_: dimensions is None)
+                        rename=lambda dimensions=None, **_: dimensions is None,
+                        sharding=_sr.reshape)
 
 
 # transpose -----------------------------------------------------------------------------
@@ -98,7 +101,7 @@ def _transpose_aval(x, permutation):
 
 transpose_p = _shape_prim("transpose", _transpose_aval,
                           lambda x, permutation: np.transpose(x, permutation), kind="view",
-                          strided_view=True)
+                          strided_view=True, sharding=_sr.transpose)
 
 
 # squeeze -------------------------------------------------------------------------------
@@ -117,7 +120,7 @@ def _squeeze_aval(x, dimensions):
 
 squeeze_p = _shape_prim("squeeze", _squeeze_aval,
                         lambda x, dimensions: np.squeeze(x, tuple(dimensions)), kind="view",
-                        view=True, rename=_always)
+                        view=True, rename=_always, sharding=_sr.squeeze)
 
 
 # concatenate ---------------------------------------------------------------------------
@@ -144,8 +147,10 @@ def _concat_aval(*xs, dimension):
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
 
 
-concatenate_p = _shape_prim("concatenate", _concat_aval,
-                            lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p = _shape_prim(
+    "concatenate", _concat_aval, lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    sharding=_sr.whole_along(lambda avals, dimension: (dimension,),
+                             "concatenate needs its joined dimension whole"))
 
 
 # pad -----------------------------------------------------------------------------------
@@ -187,7 +192,10 @@ def _pad_impl(x, padding_value, padding_config):
     return out
 
 
-pad_p = _shape_prim("pad", _pad_aval, _pad_impl)
+pad_p = _shape_prim("pad", _pad_aval, _pad_impl, sharding=_sr.whole_along(
+    lambda avals, padding_config: [d for d, c in enumerate(padding_config)
+                                   if tuple(c) != (0, 0, 0)],
+    "pad needs a padded dimension whole"))
 
 
 # rev -----------------------------------------------------------------------------------
@@ -206,7 +214,9 @@ def _rev_aval(x, dimensions):
 
 
 rev_p = _shape_prim("rev", _rev_aval, lambda x, dimensions: np.flip(x, tuple(dimensions)),
-                    kind="view", view=True)
+                    kind="view", view=True, sharding=_sr.whole_along(
+                        lambda avals, dimensions: dimensions,
+                        "rev needs a reversed dimension whole"))
 
 
 # slice ---------------------------------------------------------------------------------
@@ -232,7 +242,16 @@ def _slice_impl(x, start_indices, limit_indices, strides=None):
     return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
 
 
-slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True)
+def _sliced_dims(avals, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * len(start_indices)
+    return [d for d, (n, s, l, st) in enumerate(zip(avals[0].shape, start_indices,
+                                                   limit_indices, strides))
+            if (s, l, st) != (0, n, 1)]
+
+
+slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True,
+                      sharding=_sr.whole_along(_sliced_dims,
+                                               "slice needs a cut dimension whole"))
 
 
 # dynamic_slice / dynamic_update_slice --------------------------------------------------
@@ -265,7 +284,12 @@ def _dyn_slice_impl(x, *idxs, slice_sizes):
     return x[tuple(slice(s, s + n) for s, n in zip(st, slice_sizes))]
 
 
-dynamic_slice_p = _shape_prim("dynamic_slice", _dyn_slice_aval, _dyn_slice_impl)
+dynamic_slice_p = _shape_prim("dynamic_slice", _dyn_slice_aval, _dyn_slice_impl,
+                              sharding=_sr.whole_along(
+                                  lambda avals, slice_sizes: [
+                                      d for d, (n, k) in enumerate(zip(avals[0].shape,
+                                                                       slice_sizes)) if n != k],
+                                  "dynamic_slice needs a cut dimension whole"))
 
 
 def _dus_aval(x, update, *idxs):
@@ -284,7 +308,11 @@ def _dus_impl(x, update, *idxs):
     return out
 
 
-dynamic_update_slice_p = _shape_prim("dynamic_update_slice", _dus_aval, _dus_impl)
+dynamic_update_slice_p = _shape_prim(
+    "dynamic_update_slice", _dus_aval, _dus_impl, sharding=_sr.whole_along(
+        lambda avals: [d for d, (n, k) in enumerate(zip(avals[0].shape, avals[1].shape))
+                       if n != k],
+        "dynamic_update_slice needs a dimension the update does not cover whole"))
 
 
 # iota ----------------------------------------------------------------------------------
@@ -308,7 +336,8 @@ def _iota_impl(*, dtype, shape, dimension, sharding=None):
     return np.broadcast_to(r.reshape(bshape), shape)
 
 
-iota_p = _shape_prim("iota", _iota_aval, _iota_impl, kind="other", foldable=False)
+iota_p = _shape_prim("iota", _iota_aval, _iota_impl, kind="other", foldable=False,
+                     sharding=_sr.creation)
 
 
 def _copy_aval(x):
@@ -318,7 +347,8 @@ def _copy_aval(x):
 # always a fresh array: it may take over its operand's dying buffer (a rename); never
 # folded (a constant's copy would only double it)
 copy_p = _shape_prim("copy", _copy_aval, lambda x: np.array(x, copy=True), kind="elementwise",
-                     rename=_always, inplace=InPlace(None), foldable=False)
+                     rename=_always, inplace=InPlace(None), foldable=False,
+                     sharding=_sr.elementwise)
 copy_p.scalar_op = "copy"
 
 
@@ -642,6 +672,6 @@ batching.vectorized_batcher(copy_p)
 # stop_gradient: the identity whose tangent is zero -------------------------------------
 
 stop_gradient_p = _shape_prim("stop_gradient", _copy_aval, lambda x: x, kind="view",
-                              view=True, rename=_always)
+                              view=True, rename=_always, sharding=_sr.unary_same)
 stop_gradient_p.jvp = lambda primals, tangents: (stop_gradient_p.bind(*primals), None)
 batching.vectorized_batcher(stop_gradient_p)

@@ -28,6 +28,7 @@ class _LazySciPySpecial:
 
 _sp = _LazySciPySpecial()
 
+from ..core import sharding_rules as _sr
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import broadcast_shapes_elementwise, check_dtypes, check_same_dtypes
@@ -58,9 +59,10 @@ def special(name, fn):
     """Declares the elementwise special-function primitive ``name`` computed by ``fn``."""
     # kind "other": an opaque SciPy kernel with no scalar form, so never fused into a
     # native elementwise kernel (an "elementwise" primitive must have a scalar op); it
-    # still batches like an elementwise one (below)
+    # still batches and shards like an elementwise one
     p = Primitive(name, abstract_eval=_special_aval(name), impl=_in_float64(fn),
-                  flops=lambda *avals, **p: max((a.size for a in avals), default=0))
+                  flops=lambda *avals, **p: max((a.size for a in avals), default=0),
+                  sharding=_sr.elementwise)
     _DECLARED.append(p)
     return p
 
