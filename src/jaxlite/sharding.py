@@ -116,14 +116,13 @@ def _unconstrained():
 def _canonical_entry(entry):
     """One spec entry in canonical form: lists become tuples, ``()`` and ``(None,)``
     become None, a one-name tuple becomes the name; a nested tuple is refused."""
-    if isinstance(entry, list):
-        entry = tuple(entry)
-    if isinstance(entry, tuple):
+    if isinstance(entry, (tuple, list)):
         for e in entry:
             if isinstance(e, (tuple, list)):
                 raise ValueError(
                     f"A tuple inside PartitionSpec cannot contain a nested tuple. Got "
                     f"partition: {entry} and the nested tuple: {e}")
+        entry = tuple(entry)
         if len(entry) == 0:
             return None
         if len(entry) == 1:
@@ -277,9 +276,11 @@ class P(_Immutable):
                                 f"{self} has {what} in `{op}` of PartitionSpec.")
 
     def index(self, value) -> int:
+        """Position of the entry ``value`` (canonicalised first); ValueError if absent."""
         return self._partitions.index(_canonical_entry(value))
 
     def count(self, value) -> int:
+        """How many entries equal ``value`` (canonicalised first)."""
         return self._partitions.count(_canonical_entry(value))
 
     def update(self, partitions=None, unreduced=None, reduced=None) -> "P":
@@ -491,6 +492,7 @@ class Mesh(_MeshBase, contextlib.ContextDecorator):
                             abstract_device=device)
 
     def update(self, devices=None, axis_names=None, axis_types=None) -> "Mesh":
+        """A mesh with the given parts replaced."""
         return Mesh(self.devices if devices is None else devices,
                     self.axis_names if axis_names is None else axis_names,
                     self.axis_types if axis_types is None else axis_types)
@@ -849,11 +851,9 @@ class Sharding:
     def is_equivalent_to(self, other, ndim: int) -> bool:
         """Whether ``self`` and ``other`` place the same blocks of an array of rank ``ndim``
         on the same devices, with the same memory kind and device order."""
-        if self.memory_kind != other.memory_kind:
-            return False
-        if tuple(self._device_assignment) != tuple(other._device_assignment):
-            return False
-        return self._tiling(ndim) == other._tiling(ndim)
+        same_blocks = self._tiling(ndim) == other._tiling(ndim)
+        return (same_blocks and self.memory_kind == other.memory_kind
+                and tuple(self._device_assignment) == tuple(other._device_assignment))
 
 
 class SingleDeviceSharding(Sharding):
@@ -1048,9 +1048,12 @@ class NamedSharding(Sharding):
                 f"{len(aval_shape)}.{extra}")
 
     def _tiling(self, ndim: int) -> tuple:
-        self.check_compatible_aval((0,) * ndim)
-        names = self._spec._normalized(ndim)
         sizes = self._mesh.shape
+        names = [_entry_names(e) for e in self._spec.partitions]
+        # as JAX, entries past the rank are allowed when they split nothing
+        if any(math.prod(sizes[n] for n in dim) != 1 for dim in names[ndim:]):
+            self.check_compatible_aval((0,) * ndim)
+        names = tuple(names[:ndim]) + ((),) * (ndim - len(names))
         counts = tuple(math.prod(sizes[n] for n in dim) for dim in names)
         if isinstance(self._mesh, AbstractMesh):
             return counts, ()
@@ -1068,7 +1071,7 @@ class NamedSharding(Sharding):
 
     def devices_indices_map(self, global_shape) -> dict:
         self._concrete("_device_assignment")
-        if self._spec.unreduced or self._spec.reduced:
+        if self._spec.unreduced:
             self.shard_shape(global_shape)
             raise NotImplementedError("device_indices_map doesn't work with unreduced.")
         return super().devices_indices_map(global_shape)
@@ -1095,6 +1098,7 @@ class NamedSharding(Sharding):
         return NamedSharding(mesh, spec, memory_kind=memory_kind)
 
     def with_memory_kind(self, kind: str) -> "NamedSharding":
+        """The same sharding in memory ``kind`` (only ``'device'`` exists)."""
         return self.update(memory_kind=kind)
 
     def __eq__(self, other):
