@@ -718,3 +718,18 @@ def test_sharding_module_names(rjax8):
     assert want <= have, sorted(want - have)
     for name in ["NamedSharding", "P", "make_mesh", "set_mesh"]:
         assert hasattr(rjax8, name) and getattr(jaxlite, name) is getattr(jls, name)
+
+
+def test_current_mesh_is_per_thread(rjax8):
+    import threading
+    ma, mb = _meshes(rjax8, (4, 2), ("x", "y"))
+    seen = {}
+
+    def other():
+        seen["jl"] = str(jls.get_mesh()), str(jls.get_abstract_mesh())
+        seen["jx"] = str(rjax8.sharding.get_mesh()), str(rjax8.sharding.get_abstract_mesh())
+    with jaxlite.set_mesh(ma), rjax8.set_mesh(mb):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert seen["jl"] == seen["jx"]
