@@ -119,25 +119,26 @@ def _with_note(rule: ShardingRule, notes) -> ShardingRule:
 
 class _Claim:
     """Builds one spec from candidate entries per dimension, in priority order, keeping
-    each mesh axis on one dimension: an entry refines the chosen one when that one is a
-    prefix of it (cutting a shard further needs no communication); entries that disagree
-    otherwise leave the dimension whole (as GSPMD does for ``a + b`` over ``P('x')`` and
-    ``P('y')``)."""
+    each mesh axis on one dimension: an entry naming an axis that another dimension holds
+    already is passed over; an entry refines the chosen one when that one is a prefix of it
+    (cutting a shard further needs no communication); entries that disagree otherwise leave
+    the dimension whole (as GSPMD does for ``a + b`` over ``P('x')`` and ``P('y')``)."""
 
     def __init__(self, ndim):
         self.spec = [()] * ndim
         self.conflict = [False] * ndim
 
     def offer(self, d, entry) -> None:
+        entry = tuple(entry)
         if not entry or self.conflict[d]:
             return
+        taken = {a for i, e in enumerate(self.spec) if i != d for a in e}
+        if taken.intersection(entry):
+            return              # an axis another dimension holds already: not a candidate
         cur = self.spec[d]
         if entry[:len(cur)] == cur:
-            extra = entry[len(cur):]
-            taken = {a for i, e in enumerate(self.spec) if i != d for a in e}
-            if not taken.intersection(extra):
-                self.spec[d] = tuple(entry)
-        elif cur[:len(entry)] != tuple(entry):
+            self.spec[d] = entry
+        elif cur[:len(entry)] != entry:
             self.conflict[d] = True
             self.spec[d] = ()
 
