@@ -88,8 +88,7 @@ NOT_BUILT_API = ("transformation APIs not built yet: custom_vmap (jax.custom_bat
 
 TOP = {
     **_group(SHARDING, "Shard smap reshard "
-                       "auto_pcast remove_size_one_mesh_axis_from_type "
-                       "make_array_from_callback make_array_from_single_device_arrays"),
+                       "auto_pcast remove_size_one_mesh_axis_from_type"),
     **_group(MULTI_PROCESS, "distributed make_array_from_process_local_data process_indices "
                             "host_count host_id host_ids"),
     **_group(REFS, "Ref empty_ref free_ref freeze new_ref ref ds"),

@@ -36,6 +36,10 @@ def typeof(x):
     if isinstance(x, (list, tuple, dict, str, bytes, type(None))) or \
             (isinstance(x, np.ndarray) and x.dtype.kind in "OUSV"):
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    from .core.sharded import ShardedArray
+    if type(x) is ShardedArray:
+        from ._sharded_api import sharded_typeof
+        return sharded_typeof(x)    # float32[8@x,4]: the Explicit mesh axes it uses
     try:
         return get_aval(x)
     except TypeError:

@@ -144,10 +144,30 @@ def _shard_moves(p):
             if x._buf.device is not dev:
                 moves.append((x._buf.device, dev, n))
         elif type(x) is ShardedArray:
-            moves.append((x._shards[0].device, dev, n))
+            src = _holder(x, idx, dev)
+            if src is not dev:
+                moves.append((src, dev, n))
         else:
             moves.append(("host", dev, n))
     return moves
+
+
+def _holder(x, idx, dst):
+    """The device that a reshard of ``x`` copies the block ``idx`` for ``dst`` from:
+    ``dst`` itself when its shard of ``x`` already holds the whole block, else the first
+    device (in ``x``'s device order) whose shard holds the block's first element."""
+    shape = x.aval.shape
+    want = [s.indices(n)[:2] for s, n in zip(idx, shape)]
+    first = None
+    for dev, have, _ in shard_indices(x.sharding, shape):
+        have = [s.indices(n)[:2] for s, n in zip(have, shape)]
+        if dev is dst and all(h0 <= w0 and w1 <= h1
+                              for (w0, w1), (h0, h1) in zip(want, have)):
+            return dev
+        if first is None and all(h0 <= w0 < max(h1, h0 + 1)
+                                 for (w0, _), (h0, h1) in zip(want, have)):
+            first = dev
+    return first if first is not None else x._shards[0].device
 
 
 def _guard_plan(p):
@@ -265,7 +285,7 @@ def device_get(x):
       RuntimeError: an Array was deleted.
     """
     def get(leaf):
-        if type(leaf) is ArrayImpl:
+        if isinstance(leaf, ArrayImpl):         # a ShardedArray too: its global value
             return leaf._host_value(explicit=True)
         return leaf
     return tree_map(get, x)

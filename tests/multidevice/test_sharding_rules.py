@@ -135,6 +135,37 @@ CASES = [
                                          a.T)[0], [(A, ("x", None))]),
     ("fori", M8, lambda m, a: m.lax.fori_loop(0, 3, lambda i, c: c * 2, a),
      [(A, ("x", None))]),
+    ("while", M8, lambda m, a: m.lax.while_loop(lambda c: c[0] < 3,
+                                                lambda c: (c[0] + 1, c[1] * 2), (0, a)),
+     [(A, ("x", None))]),
+    ("checkpoint", M42, lambda m, a: m.checkpoint(lambda v: m.numpy.sin(v) * 2)(a),
+     [(A, ("x", "y"))]),
+    ("custom_jvp_relu", M42, lambda m, a: m.nn.relu(a), [(A, (None, "y"))]),
+    # composites
+    ("softmax_sharded_axis", M8,
+     lambda m, a: (lambda e: e / e.sum(1, keepdims=True))(
+         m.numpy.exp(a - a.max(1, keepdims=True))), [(A, (None, "x"))]),
+    ("mlp_megatron", M42, lambda m, x, w1, w2: m.numpy.maximum(x @ w1, 0) @ w2,
+     [(A, ("x", None)), (A, (None, "y")), (A, ("y", None))]),
+    ("mean_then_sub", M42, lambda m, a: a - a.mean(0), [(A, ("x", "y"))]),
+    ("einsum_two_contracting", M222, lambda m, a, b: m.numpy.einsum("ijk,jkl->il", a, b),
+     [(C, ("a", "b", "c")), (C, ("b", "c", None))]),
+    ("dot_batch_two_axes", M42, lambda m, a, b: m.numpy.einsum("bij,bjk->bik", a, b),
+     [(C, ("x", None, None)), (C, ("y", None, None))]),
+    # more primitives
+    ("argmin1", M42, lambda m, a: m.numpy.argmin(a, 1), [(A, ("x", "y"))]),
+    ("all0", M42, lambda m, a: (a > 0).all(0), [(A, ("x", "y"))]),
+    ("sort_two_operands", M8, lambda m, a, b: m.lax.sort((a, b), dimension=1, num_keys=1),
+     [(A, ("x", None)), (A, ())]),
+    ("bitcast", M42, lambda m, a: m.lax.bitcast_convert_type(a, np.int32),
+     [(A, ("x", "y"))]),
+    ("reduce_window_max", M8, lambda m, a: m.lax.reduce_window(
+        a, -np.inf, m.lax.max, (1, 2), (1, 2), "VALID"), [(A, ("x", None))]),
+    ("conv_batch", M8, lambda m, x, w: m.lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+     [(_rng.standard_normal((8, 2, 6, 6)).astype(np.float32), ("x",)),
+      (_rng.standard_normal((4, 2, 3, 3)).astype(np.float32), ())]),
+    ("select_scalar_pred", M42, lambda m, a, b: m.lax.select(
+        m.numpy.bool_(True) | (a.sum() > 0), a, b), [(A, ("x", None)), (A, (None, "y"))]),
     # batched linear algebra, FFT
     ("cholesky_batch", M8, lambda m, a: m.numpy.linalg.cholesky(a), [(SPD, ("x", None))]),
     ("fft_batch", M8, lambda m, a: m.numpy.fft.fft(a, axis=1), [(A, ("x", None))]),
@@ -148,6 +179,11 @@ DIFFERENCES = {
     "erf_alone": ((("x",), ()), ((), ()), "JAX's result of a lone erf (chlo.erf, expanded "
                   "after sharding propagation) comes back replicated; erf + a keeps the "
                   "sharding in JAX too (case erf_then_add), and jaxlite keeps it in both"),
+    "select_scalar_pred": ((("x",), ("y",)), (("x",), ()),
+                           "GSPMD keeps the first case's sharding for a select whose "
+                           "predicate is a broadcast scalar, where it merges the operands of "
+                           "an add (case add_merge); jaxlite merges for every elementwise op "
+                           "(the cases are only sliced further, no communication)"),
     "rev_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
     "pad_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
     "concat_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
@@ -464,6 +500,67 @@ NUMERIC = [
 ]
 
 
+def _params_of(name, f, *args):
+    """The params of the first ``name`` equation of jaxlite's trace of ``f`` (calls walked
+    into), so that the table states the public call, not the primitive's parameters."""
+    def find(jaxpr):
+        for e in jaxpr.eqns:
+            if e.primitive.name == name:
+                return e.params
+            if "jaxpr" in e.params and hasattr(e.params["jaxpr"], "jaxpr"):
+                got = find(e.params["jaxpr"].jaxpr)
+                if got is not None:
+                    return got
+        return None
+    return find(jaxlite.make_jaxpr(f)(*args).jaxpr)
+
+
+_LHS = _rng.standard_normal((8, 2, 6, 6)).astype(np.float32)
+_RHS = _rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+_TRI = np.tril(SPD)
+_CPLX = (A + 1j * A[::-1]).astype(np.complex64)
+lax = jaxlite.lax
+NUMERIC += [
+    ("conv_general_dilated", [_LHS, _RHS],
+     _params_of("conv_general_dilated", lambda x, w: lax.conv_general_dilated(
+         x, w, (1, 1), "SAME"), _LHS, _RHS), [(("x",), ("y",), (), ()), (("y",), (), (), ())],
+     AX42),
+    ("reduce_window_max", [A],
+     _params_of("reduce_window_max", lambda a: lax.reduce_window(
+         a, -np.inf, lax.max, (1, 2), (1, 2), "VALID"), A), [(("x",), ("y",))], AX42),
+    ("reduce_window_sum", [A],
+     _params_of("reduce_window_sum", lambda a: lax.reduce_window(
+         a, 0.0, lax.add, (2, 1), (1, 1), "SAME"), A), [(("x",), ("y",))], AX42),
+    ("fft", [_CPLX], _params_of("fft", lambda a: jaxlite.numpy.fft.fft(a, axis=1), _CPLX),
+     [(("x",), ("y",))], AX42),
+    ("svd", [SPD], _params_of("svd", lambda a: jaxlite.numpy.linalg.svd(a), SPD),
+     [(("x",), ("y",), ())], AX42),
+    ("triangular_solve", [_TRI, SPD],
+     _params_of("triangular_solve", lambda a, b: lax.linalg.triangular_solve(
+         a, b, left_side=True, lower=True), _TRI, SPD), [(("x",), (), ()), (("y",), (), ())],
+     AX42),
+    ("dynamic_slice", [A, np.int32(3), np.int32(2)], {"slice_sizes": (8, 4)},
+     [(("x",), ("y",)), (), ()], AX42),
+    ("dynamic_update_slice", [A, B, np.int32(0), np.int32(3)], {},
+     [(("x",), ("y",)), ((), ()), (), ()], AX42),
+    ("argmin", [A], {"axes": (1,), "index_dtype": np.int32}, [(("x",), ("y",))], AX42),
+    ("reduce_xor", [A > 0], {"axes": (0,)}, [(("x",), ("y",))], AX42),
+    ("reduce_and", [A > -1], {"axes": (0, 1)}, [(("x",), ("y",))], AX42),
+    ("bitcast_convert_type", [A], {"new_dtype": np.dtype(np.int32)}, [(("x",), ("y",))],
+     AX42),
+    ("bitcast_convert_type", [A], {"new_dtype": np.dtype(np.uint8)}, [(("x",), ("y",))],
+     AX42),
+    ("clamp", [np.float32(0), A, np.float32(0.5)], {}, [(), (("x",), ("y",)), ()], AX42),
+    ("squeeze", [A[:, None, :]], {"dimensions": (1,)}, [(("x",), (), ("y",))], AX42),
+    ("iota", [], {"dtype": np.dtype(np.int32), "shape": (8, 4), "dimension": 0,
+                  "sharding": None}, [], AX42),
+    ("cumsum", [A], {"axis": 1, "reverse": True}, [(("x",), ())], AX42),
+    ("concatenate", [A, A, A], {"dimension": 0}, [(("x",), ()), ((), ("y",)), (("y",), ())],
+     AX42),
+    ("erf_inv", [A / 4], {}, [(("x",), ("y",))], AX42),
+]
+
+
 @pytest.mark.parametrize("name,args,params,specs,axes", NUMERIC,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(NUMERIC)])
 def test_rule_is_numerically_exact(name, args, params, specs, axes):
@@ -477,3 +574,34 @@ def test_reductions_are_declared():
                           {"dimension_numbers": _dims([1], [0])},
                           [((), ("x",)), ((), ())], AX42)
     assert r.reduce == (("add", ("x",)),) and r.operands[1] == (("x",), ())
+
+
+def test_checker_catches_wrong_rules(monkeypatch):
+    # a cumulative sum kept sharded along its axis, a sum without its all-reduce, and an
+    # argmax over a sharded dimension reduced with "max": each gives wrong shards
+    keep = lambda in_specs, in_avals, axis_sizes, **p: sr.ShardingRule(  # noqa: E731
+        [tuple(in_specs[0])], [tuple(in_specs[0])])
+    monkeypatch.setattr(_p("cumsum"), "sharding", keep)
+    with pytest.raises(AssertionError):
+        check_numerically(_p("cumsum"), [A], {"axis": 0}, [(("x",), ())], AX42)
+    no_reduce = lambda in_specs, in_avals, axis_sizes, axes, **p: sr.ShardingRule(  # noqa
+        [tuple(in_specs[0])], [tuple(in_specs[0][1:])])
+    monkeypatch.setattr(_p("reduce_sum"), "sharding", no_reduce)
+    with pytest.raises(AssertionError):
+        check_numerically(_p("reduce_sum"), [A], {"axes": (0,), "out_sharding": None},
+                          [(("x",), ())], AX42)
+    arg_max = lambda in_specs, in_avals, axis_sizes, axes, **p: sr.ShardingRule(  # noqa
+        [tuple(in_specs[0])], [tuple(in_specs[0][1:])], (("max", ("x",)),))
+    monkeypatch.setattr(_p("argmax"), "sharding", arg_max)
+    with pytest.raises(AssertionError):
+        check_numerically(_p("argmax"), [A], {"axes": (0,), "index_dtype": np.int32},
+                          [(("x",), ())], AX42)
+
+
+def test_propagation_refuses_a_rule_giving_a_bad_spec(monkeypatch):
+    bad = lambda in_specs, in_avals, axis_sizes, **p: sr.ShardingRule(  # noqa: E731
+        [tuple(in_specs[0])], [(("x",), ("x",))])
+    monkeypatch.setattr(_p("sin"), "sharding", bad)
+    closed = jaxlite.make_jaxpr(lambda a: jaxlite.numpy.sin(a))(A)
+    with pytest.raises(AssertionError, match="sharding rule of sin is wrong"):
+        propagate(closed, [(("x",), ())], {"x": 8})

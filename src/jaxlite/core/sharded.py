@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import monitoring
+from ..runtime import transfer as _transfer
 from ..runtime.buffer import Buffer
+from ..runtime.dispatch import PendingBuffer as _PendingBuffer
 from .array import ArrayImpl, Shard, deleted_error
 
 
@@ -41,7 +44,7 @@ class ShardedArray(ArrayImpl):
     def __init__(self, aval, sharding, bufs, global_value=None):
         self.aval = aval
         self._sharding = sharding
-        self._shards = tuple(bufs)
+        self._shards = tuple(b.result() if type(b) is _PendingBuffer else b for b in bufs)
         self._committed = True
         self._key = None
         self._gbuf = None if global_value is None else _view_buffer(global_value,
@@ -52,11 +55,11 @@ class ShardedArray(ArrayImpl):
     def _buf(self):
         """The global value as one uncounted buffer on the first device (assembled from
         the shards on first use).  Code written for one device reads values through it."""
+        for b in self._shards:      # a shard may share its buffer with another Array
+            if b.data is None:
+                raise deleted_error(self.aval)
         g = self._gbuf
         if g is None:
-            for b in self._shards:
-                if b.data is None:
-                    raise deleted_error(self.aval)
             value = np.empty(self.aval.shape, self.aval.dtype)
             for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
                                           self._shards):
@@ -64,6 +67,19 @@ class ShardedArray(ArrayImpl):
                     value[idx] = b.data
             g = self._gbuf = _view_buffer(value, self._shards[0].device)
         return g
+
+    def _host_value(self, explicit: bool = False) -> np.ndarray:
+        """The global value, read-only, counted as one device-to-host transfer per
+        distinct shard (replica 0 of each block)."""
+        value = self._buf.data          # raises RuntimeError when deleted
+        if monitoring._listeners:
+            monitoring.emit("read", array_id=id(self))
+        for (dev, _, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
+                                    self._shards):
+            if rid == 0:
+                _transfer.count("device_to_host", explicit, b.nbytes, dev, "host",
+                                self.aval)
+        return value
 
     # ---- placement ---------------------------------------------------------------------
     @property
@@ -116,7 +132,7 @@ class ShardedArray(ArrayImpl):
         """Frees every shard (``jax.Array.delete``)."""
         for b in self._shards:
             b.delete()
-        self._gbuf = _dead_buffer(self._shards[0].device)
+        self._gbuf = None
 
     def is_deleted(self) -> bool:
         return any(b.data is None for b in self._shards)
@@ -126,10 +142,22 @@ class ShardedArray(ArrayImpl):
             raise deleted_error(self.aval)
 
     def on_device_size_in_bytes(self) -> int:
-        """Bytes of one shard (as JAX reports for a sharded array)."""
-        return self._shards[0].nbytes
+        """Bytes of all the shards together, replicas included (as JAX reports it: a
+        float32[8,4] array is 128 bytes split 8 ways, 1024 bytes replicated on 8 devices).
+        Raises RuntimeError once deleted."""
+        self._check_alive()
+        return sum(b.nbytes for b in self._shards)
+
+    def __copy__(self):
+        """A new sharded array with the same sharding and buffers of its own."""
+        self._check_alive()
+        return from_global(np.array(self._buf.data, copy=True), self.aval, self._sharding)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
 
     def __reduce__(self):
+        # as JAX: the values travel, and land on the default device, uncommitted
         from .array import _reconstruct
         return (_reconstruct, (np.array(self._host_value()), self.aval.weak_type))
 
@@ -139,12 +167,6 @@ def _view_buffer(value: np.ndarray, device) -> Buffer:
     b = Buffer.__new__(Buffer)
     value.setflags(write=False)
     b.data, b.device, b.nbytes = value, device, 0
-    return b
-
-
-def _dead_buffer(device) -> Buffer:
-    b = Buffer.__new__(Buffer)
-    b.data, b.device, b.nbytes = None, device, 0
     return b
 
 
@@ -280,6 +302,14 @@ def mesh_devices_check(args, what: str):
                 f"of shape {a.aval.str_short()} over devices "
                 f"{[d.id for d in a.sharding._device_assignment]} (mesh "
                 f"{a.sharding.mesh.shape}). Use jaxlite.device_put to put them on one mesh.")
+        m0, m = a0.sharding.mesh, a.sharding.mesh
+        if m is not m0 and (m0.explicit_axes or m.explicit_axes):
+            # as JAX: with Explicit axes the mesh is part of the type; Auto meshes over
+            # the same devices mix
+            raise ValueError(
+                f"Mesh for all inputs should be equal. Got one mesh: {m0.abstract_mesh} "
+                f"(argument {i0} of {what}) and another mesh: {m.abstract_mesh} (argument "
+                f"{i}). Use jaxlite.device_put to put them on one mesh.")
     for i, a in enumerate(args):
         if type(a) is ArrayImpl and a._committed and len(devs0) > 1:
             raise ValueError(
