@@ -43,13 +43,16 @@ class BatchTracer(Tracer):
 
 
 class BatchAxis:
-    """What a vmap maps over: ``size`` and ``name`` (kept for collectives)."""
+    """What a vmap maps over: ``size`` and ``name`` (kept for collectives).  ``spmd``: the
+    axis is a mesh axis of a ``shard_map`` that checks replication (check_vma), whose
+    devices share the values that are not mapped along it (see ``spmd_cotangent``)."""
 
-    __slots__ = ("size", "name")
+    __slots__ = ("size", "name", "spmd")
 
-    def __init__(self, size, name=None):
+    def __init__(self, size, name=None, spmd=False):
         self.size = size
         self.name = name
+        self.spmd = spmd
 
 
 class BatchTrace(Trace):
@@ -101,6 +104,44 @@ def find_axis(name):
             return main
         main = main.parent
     raise NameError(f"unbound axis name: {name}. No enclosing vmap has axis_name={name!r}.")
+
+
+def batched_along(x, name) -> bool:
+    """Whether ``x`` varies along the enclosing vmap (or shard_map mesh axis) named
+    ``name``: its batching tracer at that level has a mapped axis."""
+    while isinstance(x, BatchTracer):
+        if x._trace.main.payload.name == name:
+            return x.bdim is not None
+        x = x.val
+    return False
+
+
+# Mesh axes of shard_maps (with check_vma) open in any thread: while none is, the
+# cotangent rule below costs one integer test.
+spmd_levels = 0
+
+
+def spmd_cotangent(primal, ct):
+    """The cotangent of ``primal`` as a shard_map with check_vma defines it: a value the
+    devices along a mesh axis share (``primal`` not mapped along it) has ONE cotangent,
+    the sum of every device's contribution, so a ``ct`` that varies along such an axis is
+    summed over it (``psum``), as JAX transposes its implicit broadcast (pvary) to a psum.
+    Plain vmap axes are left alone (per-example gradients)."""
+    if not spmd_levels or ct is None:
+        return ct
+    from .trace import current_main
+    names = []
+    main = current_main()
+    while main is not None:
+        if main.trace_type is BatchTrace and main.alive and main.payload.spmd:
+            a = main.payload.name
+            if batched_along(ct, a) and not batched_along(primal, a):
+                names.append(a)
+        main = main.parent
+    if not names:
+        return ct
+    from ..primitives.collectives import bind_collective, psum_p
+    return bind_collective(psum_p, ct, names[::-1])
 
 
 # ---- helpers for rules ----------------------------------------------------------------

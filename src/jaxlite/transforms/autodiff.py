@@ -13,7 +13,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes, errors
-from ..core import ad
+from ..core import ad, batching
 from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import EvalTrace, Tracer, find_top_trace, get_aval
@@ -231,9 +231,11 @@ def _vjp_flat(flat, p_leaves):
                 for a, m in zip(lin.in_avals, lin.in_mask) if m]
         got = iter(ad.backward_pass(lin.jaxpr, lin.consts, args, cts))
         out = []
-        for a, m in zip(lin.in_avals, lin.in_mask):
+        for p, a, m in zip(p_leaves, lin.in_avals, lin.in_mask):
             if m:
                 c = next(got)
+                if batching.spmd_levels:     # inside a shard_map: shared primals sum
+                    c = batching.spmd_cotangent(p, c)
                 out.append(_like_aval(_zero_tangent(a) if c is None else c, a))
             else:
                 out.append(ad.float0_zeros(a))

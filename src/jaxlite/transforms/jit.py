@@ -136,11 +136,12 @@ def _check_donated(fun, sig, nums, names):
 class _CacheEntry:
     """One compiled signature: the executable stage and the output pytree structure."""
 
-    __slots__ = ("compiled", "out_tree")
+    __slots__ = ("compiled", "out_tree", "placements")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
+        self.placements = None      # sharded calls: (leaf shardings) -> output shardings
 
 
 class _FastEntry:
@@ -828,8 +829,13 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     else:
         targets = [None] * len(outs)
     if any(t is None for t in targets) and sharding0 is not None:
-        guessed = _propagated_shardings(entry.compiled._lowered.closed_jaxpr, leaves,
-                                        sharding0)
+        pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves)
+        if entry.placements is None:
+            entry.placements = {}
+        guessed = entry.placements.get(pkey)
+        if guessed is None:
+            guessed = entry.placements[pkey] = _propagated_shardings(
+                entry.compiled._lowered.closed_jaxpr, leaves, sharding0)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     result = []
     for o, a, t in zip(outs, out_avals, targets):
