@@ -381,6 +381,10 @@ def _local_params(prim, params, rule, avals, out_avals, axis_sizes):
         local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
         p["limit_indices"] = tuple(m if e else l for m, e, l in
                                    zip(local, rule.operands[0], params["limit_indices"]))
+    elif prim.name == "dynamic_slice":
+        local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
+        p["slice_sizes"] = tuple(m if e else k for m, e, k in
+                                 zip(local, rule.operands[0], params["slice_sizes"]))
     elif prim.name in ("gather", "scatter"):
         local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
         ix, d = [], 0
@@ -605,3 +609,62 @@ def test_propagation_refuses_a_rule_giving_a_bad_spec(monkeypatch):
     closed = jaxlite.make_jaxpr(lambda a: jaxlite.numpy.sin(a))(A)
     with pytest.raises(AssertionError, match="sharding rule of sin is wrong"):
         propagate(closed, [(("x",), ())], {"x": 8})
+
+
+def _factorizations(n, k, rng):
+    """A random shape of ``k`` dimensions (some of size 1) with ``n`` elements."""
+    dims = [1] * k
+    m = n
+    while m > 1:
+        dims[rng.integers(k)] *= 2
+        m //= 2
+    return tuple(dims)
+
+
+def _random_spec(shape, axis_sizes, rng):
+    free = list(axis_sizes)
+    rng.shuffle(free)
+    spec = [[] for _ in shape]
+    for a in free:
+        d = int(rng.integers(len(shape) + 1))
+        if d < len(shape) and shape[d] % (sr.axes_size(spec[d], axis_sizes)
+                                          * axis_sizes[a]) == 0:
+            spec[d].append(a)
+    return tuple(tuple(e) for e in spec)
+
+
+def test_reshape_rule_on_random_shapes():
+    rng = np.random.default_rng(1)
+    x = np.arange(64, dtype=np.float32)
+    kept = 0
+    for _ in range(150):
+        src = _factorizations(64, int(rng.integers(1, 5)), rng)
+        dst = _factorizations(64, int(rng.integers(1, 5)), rng)
+        spec = _random_spec(src, AX222, rng)
+        r = check_numerically(_p("reshape"), [x.reshape(src)],
+                              {"new_sizes": dst, "dimensions": None}, [spec], AX222)
+        kept += any(r.outputs[0])
+        # a gathered dimension is only ever one the rule had to gather
+        assert all(not o or o == s for o, s in zip(r.operands[0], spec))
+    assert kept > 50            # the rule keeps sharding in most cases, not just replicates
+
+
+def test_dot_elementwise_reduction_rules_on_random_specs():
+    rng = np.random.default_rng(2)
+    x = _rng.standard_normal((4, 8, 8)).astype(np.float32)
+    y = _rng.standard_normal((4, 8, 8)).astype(np.float32)
+    dims = [_dims([2], [1], [0], [0]), _dims([1, 2], [1, 2]), _dims([2], [2], [0], [0]),
+            _dims([1], [2]), _dims([], [], [0], [0])]
+    reduced = 0
+    for _ in range(40):
+        sx, sy = _random_spec(x.shape, AX222, rng), _random_spec(y.shape, AX222, rng)
+        r = check_numerically(_p("dot_general"), [x, y],
+                              {"dimension_numbers": dims[int(rng.integers(len(dims)))]},
+                              [sx, sy], AX222)
+        reduced += bool(r.reduce)
+        check_numerically(_p("sub"), [x, y], {}, [sx, sy], AX222)
+        axes = tuple(sorted(set(int(a) for a in rng.integers(0, 3, 2))))
+        check_numerically(_p("reduce_sum"), [x], {"axes": axes, "out_sharding": None},
+                          [sx], AX222)
+        check_numerically(_p("reduce_min"), [x], {"axes": axes}, [sx], AX222)
+    assert reduced > 5
