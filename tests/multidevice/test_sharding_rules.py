@@ -314,6 +314,11 @@ def test_bad_input_spec_raises_value_error(spec, shape, msg):
         propagate(closed, [spec], {"x": 2})
 
 
+def test_input_spec_entries_may_be_none_or_a_name():
+    closed = jaxlite.make_jaxpr(lambda a: a + 1)(A)
+    assert propagate(closed, [("x", None)], {"x": 8})[0] == [(("x",), ())]
+
+
 def test_spec_of():
     P = jaxlite.sharding.PartitionSpec
     assert spec_of(None, 2) == ((), ())
@@ -562,6 +567,22 @@ NUMERIC += [
     ("concatenate", [A, A, A], {"dimension": 0}, [(("x",), ()), ((), ("y",)), (("y",), ())],
      AX42),
     ("erf_inv", [A / 4], {}, [(("x",), ("y",))], AX42),
+    # gathers: rows by an index array, a new axis, an int, advanced dimensions first, a
+    # sharded 2-d index array, fill mode
+    ("gather", [A, I8], {"indexer": (("array", 0), ("slice", 0, 8, 1)), "mode": "clip"},
+     [(("x",), ("y",)), (("x",),)], AX42),
+    ("gather", [C8, I8[:4]], {"indexer": (("slice", 0, 8, 1), ("none",), ("int", 2),
+                                          ("array", 0)), "mode": "promise_in_bounds"},
+     [(("a",), ("b",), ("c",)), ((),)], AX222),
+    ("gather", [C8, I8[:4], I8[:4].reshape(4)], {"indexer": (
+        ("array", 0), ("slice", 0, 4, 1), ("array", 1)), "mode": "fill"},
+     [(("a",), ("b",), ("c",)), (("c",),), ((),)], AX222),
+    ("gather", [A, np.tile(I8, (8, 1)) + 1], {"indexer": (("slice", 0, 8, 1), ("array", 0)),
+                                              "mode": "fill", "fill_value": None},
+     [((), ("y",)), (("x",), ("y",))], AX42),
+    ("scatter", [C8, np.ones((8, 4, 4), np.float32), I8[:4]],
+     {"indexer": (("slice", 0, 8, 1), ("slice", 0, 4, 1), ("array", 0)), "op": "max",
+      "mode": "clip"}, [(("a",), ("b",), ("c",)), (("b",), (), ("c",)), (("a",),)], AX222),
 ]
 
 

@@ -71,12 +71,14 @@ def used_axes(spec) -> set:
 
 
 def check_spec(spec, shape, axis_sizes, what: str = "spec") -> tuple:
-    """``spec`` as a tuple of tuples, checked against ``shape`` and the mesh.
+    """``spec`` as a tuple of tuples, checked against ``shape`` and the mesh (an entry may
+    also be None, for whole, or one axis name).
 
     Raises ValueError naming the spec and the shape when it has the wrong length, names an
     axis the mesh lacks or twice, or cuts a dimension into pieces that do not divide it."""
     try:
-        spec = tuple(tuple(e) for e in spec)
+        spec = tuple(() if e is None else (e,) if isinstance(e, str) else tuple(e)
+                     for e in spec)
     except TypeError:
         raise ValueError(f"{what} {spec!r} is not a tuple of tuples of mesh axis "
                          f"names") from None
@@ -107,17 +109,14 @@ def fmt(spec) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _describe(changes) -> str:
+def describe(changes) -> str | None:
+    """The notes ``changes`` as one note (None when there are none)."""
     return "; ".join(changes) if changes else None
-
-
-def _with_note(rule: ShardingRule, notes) -> ShardingRule:
-    return rule._replace(note=_describe(notes))
 
 
 # ---- merging the specs of operands that share a shape ------------------------------------
 
-class _Claim:
+class Claim:
     """Builds one spec from candidate entries per dimension, in priority order, keeping
     each mesh axis on one dimension: an entry naming an axis that another dimension holds
     already is passed over; an entry refines the chosen one when that one is a prefix of it
@@ -149,14 +148,15 @@ class _Claim:
 def merge(specs, ndim) -> tuple:
     """One spec for operands of one shape: operand order is priority (the first operand's
     sharding of a dimension wins a mesh axis two dimensions both want)."""
-    c = _Claim(ndim)
+    c = Claim(ndim)
     for s in specs:
         for d, e in enumerate(s):
             c.offer(d, e)
     return c.result()
 
 
-def _reshard_notes(in_specs, operands, why: str):
+def reshard_notes(in_specs, operands, why: str) -> list:
+    """One note per operand whose spec the rule changes: ``operand i (from) -> (to): why``."""
     notes = []
     for i, (a, b) in enumerate(zip(in_specs, operands)):
         if tuple(a) != tuple(b):
@@ -204,8 +204,8 @@ def elementwise(in_specs, in_avals, axis_sizes, **params) -> ShardingRule:
     full = [s for s, a in zip(in_specs, in_avals) if a.ndim == ndim]
     common = merge(full, ndim)
     ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
-    notes = _reshard_notes(in_specs, ops, "operands of an elementwise op share one sharding")
-    return ShardingRule(ops, [common], (), _describe(notes))
+    notes = reshard_notes(in_specs, ops, "operands of an elementwise op share one sharding")
+    return ShardingRule(ops, [common], (), describe(notes))
 
 
 def unary_same(in_specs, in_avals, axis_sizes, **params) -> ShardingRule:
@@ -213,8 +213,8 @@ def unary_same(in_specs, in_avals, axis_sizes, **params) -> ShardingRule:
     operands, if any, replicated)."""
     s = tuple(in_specs[0])
     ops = [s] + [replicated(a.ndim) for a in in_avals[1:]]
-    notes = _reshard_notes(in_specs, ops, "a parameter operand is read whole")
-    return ShardingRule(ops, [s], (), _describe(notes))
+    notes = reshard_notes(in_specs, ops, "a parameter operand is read whole")
+    return ShardingRule(ops, [s], (), describe(notes))
 
 
 # ---- reductions --------------------------------------------------------------------------
@@ -251,9 +251,9 @@ def whole_along(dims_of, why: str, multi: bool = False):
         common = gather_dims(merge([s for s, a in zip(in_specs, in_avals) if a.ndim == ndim],
                                    ndim), dims)
         ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
-        notes = _reshard_notes(in_specs, ops, why)
+        notes = reshard_notes(in_specs, ops, why)
         n_out = sum(a.ndim == ndim for a in in_avals) if multi else 1
-        return ShardingRule(ops, [common] * n_out, (), _describe(notes))
+        return ShardingRule(ops, [common] * n_out, (), describe(notes))
     return rule
 
 
@@ -267,7 +267,7 @@ def batched_core(prim, core, why: str = "the core dimensions of a matrix op are 
         outs = out_avals(prim, in_avals, params)
         k = core(in_avals[0], **params) if callable(core) else core
         nb = max(in_avals[0].ndim - k, 0)
-        c = _Claim(nb)
+        c = Claim(nb)
         for s, a in zip(in_specs, in_avals):
             if a.ndim >= nb:
                 for d in range(nb):
@@ -278,8 +278,8 @@ def batched_core(prim, core, why: str = "the core dimensions of a matrix op are 
             return batch[:min(nb, ndim)] + replicated(max(ndim - nb, 0)) if ndim >= nb \
                 else replicated(ndim)
         ops = [spec(a.ndim) for a in in_avals]
-        notes = _reshard_notes(in_specs, ops, why)
-        return ShardingRule(ops, [spec(a.ndim) for a in outs], (), _describe(notes))
+        notes = reshard_notes(in_specs, ops, why)
+        return ShardingRule(ops, [spec(a.ndim) for a in outs], (), describe(notes))
     return rule
 
 
@@ -396,9 +396,9 @@ def reshape(in_specs, in_avals, axis_sizes, *, new_sizes, dimensions=None, **par
             inv[p] = k
         local = [local[inv[d]] for d in range(len(perm))]
     ops = [tuple(local)]
-    notes = _reshard_notes(in_specs, ops, "reshape keeps a sharded dimension only where it "
+    notes = reshard_notes(in_specs, ops, "reshape keeps a sharded dimension only where it "
                                           "maps whole or splits/merges with the shards major")
-    return ShardingRule(ops, [tuple(out)], (), _describe(notes))
+    return ShardingRule(ops, [tuple(out)], (), describe(notes))
 
 
 # ---- dot_general -------------------------------------------------------------------------
@@ -418,7 +418,7 @@ def dot_general(in_specs, in_avals, axis_sizes, *, dimension_numbers, **params):
     keys = ([("b", i) for i in range(len(lb))] + [("lf", d) for d in lf]
             + [("c", i) for i in range(len(lc))] + [("rf", d) for d in rf])
     index = {k: n for n, k in enumerate(keys)}
-    claim = _Claim(len(keys))
+    claim = Claim(len(keys))
     for i in range(len(lb)):
         claim.offer(index["b", i], ls[lb[i]])
         claim.offer(index["b", i], rs[rb[i]])
@@ -446,9 +446,9 @@ def dot_general(in_specs, in_avals, axis_sizes, *, dimension_numbers, **params):
            + [got[index["rf", d]] for d in rf])
     over = tuple(a for i in range(len(lc)) for a in got[index["c", i]])
     ops = [tuple(lops), tuple(rops)]
-    notes = _reshard_notes(in_specs, ops, "dot_general operands resharded to agree on "
+    notes = reshard_notes(in_specs, ops, "dot_general operands resharded to agree on "
                                           "batch/contracting dimensions and mesh axes")
-    return ShardingRule(ops, [tuple(out)], (("add", over),) if over else (), _describe(notes))
+    return ShardingRule(ops, [tuple(out)], (("add", over),) if over else (), describe(notes))
 
 
 # ---- simple shape ops --------------------------------------------------------------------
@@ -466,8 +466,8 @@ def broadcast_in_dim(in_specs, in_avals, axis_sizes, *, shape, broadcast_dimensi
         else:
             s[i] = ()
     ops = [tuple(s)] + [replicated(a.ndim) for a in in_avals[1:]]
-    notes = _reshard_notes(in_specs, ops, "a broadcast size-1 dimension is whole")
-    return ShardingRule(ops, [tuple(out)], (), _describe(notes))
+    notes = reshard_notes(in_specs, ops, "a broadcast size-1 dimension is whole")
+    return ShardingRule(ops, [tuple(out)], (), describe(notes))
 
 
 def transpose(in_specs, in_avals, axis_sizes, *, permutation, **params):

@@ -315,7 +315,7 @@ def _conv_sharding(in_specs, in_avals, axis_sizes, *, dimension_numbers,
                    feature_group_count, batch_group_count, **params):
     ls, rs, os_ = dimension_numbers
     lhs, rhs = in_avals
-    claim = _sr._Claim(len(os_))
+    claim = _sr.Claim(len(os_))
     if batch_group_count == 1:
         claim.offer(os_[0], tuple(in_specs[0][ls[0]]))
     if feature_group_count == 1:
@@ -324,9 +324,9 @@ def _conv_sharding(in_specs, in_avals, axis_sizes, *, dimension_numbers,
     lop, rop = [()] * lhs.ndim, [()] * rhs.ndim
     lop[ls[0]], rop[rs[0]] = out[os_[0]], out[os_[1]]
     ops = [tuple(lop), tuple(rop)]
-    notes = _sr._reshard_notes(in_specs, ops, "conv needs its spatial and input-feature "
+    notes = _sr.reshard_notes(in_specs, ops, "conv needs its spatial and input-feature "
                                               "dimensions whole")
-    return _sr.ShardingRule(ops, [out], (), _sr._describe(notes))
+    return _sr.ShardingRule(ops, [out], (), _sr.describe(notes))
 
 
 def _rw_sharding(in_specs, in_avals, axis_sizes, *, window_dimensions, window_strides,

@@ -659,7 +659,7 @@ def _index_layout(shape, indexer, idx_shapes):
             adv_at = len(slots)
         dim += 1
     at = 0 if advanced_first else (adv_at if adv else len(slots))
-    kept, out = [], 0
+    kept = []
     for i, d in enumerate(slots):
         pos = i + (len(bshape) if adv and i >= at else 0)
         if d is not None:
@@ -673,7 +673,7 @@ def _gather_sharding(in_specs, in_avals, axis_sizes, *, indexer, mode, fill_valu
     idx_avals = in_avals[1:]
     kept, adv_dims, bshape = _index_layout(x.shape, indexer, [a.shape for a in idx_avals])
     out_nd = len(indexed_shape(x.shape, indexer, [a.shape for a in idx_avals]))
-    claim = _sr._Claim(out_nd)
+    claim = _sr.Claim(out_nd)
     for d, pos in kept:
         claim.offer(pos, tuple(in_specs[0][d]))
     nb = len(bshape)
@@ -691,16 +691,16 @@ def _gather_sharding(in_specs, in_avals, axis_sizes, *, indexer, mode, fill_valu
         off = nb - a.ndim
         ops.append(tuple(out[adv_dims[off + k]] if a.shape[k] == bshape[off + k] else ()
                          for k in range(a.ndim)))
-    notes = _sr._reshard_notes(in_specs, ops, "gather needs an indexed or cut dimension "
+    notes = _sr.reshard_notes(in_specs, ops, "gather needs an indexed or cut dimension "
                                               "whole")
-    return _sr.ShardingRule(ops, [out], (), _sr._describe(notes))
+    return _sr.ShardingRule(ops, [out], (), _sr.describe(notes))
 
 
 def _scatter_sharding(in_specs, in_avals, axis_sizes, *, indexer, **params):
     x, u = in_avals[0], in_avals[1]
     idx_avals = in_avals[2:]
     kept, _, _ = _index_layout(x.shape, indexer, [a.shape for a in idx_avals])
-    claim = _sr._Claim(x.ndim)
+    claim = _sr.Claim(x.ndim)
     for d, pos in kept:
         claim.offer(d, tuple(in_specs[0][d]))
     for d, pos in kept:
@@ -710,9 +710,9 @@ def _scatter_sharding(in_specs, in_avals, axis_sizes, *, indexer, **params):
     for d, pos in kept:
         uop[pos] = xop[d]
     ops = [xop, tuple(uop)] + [_sr.replicated(a.ndim) for a in idx_avals]
-    notes = _sr._reshard_notes(in_specs, ops, "scatter needs an indexed or cut dimension, "
+    notes = _sr.reshard_notes(in_specs, ops, "scatter needs an indexed or cut dimension, "
                                               "and the updates' indexed part, whole")
-    return _sr.ShardingRule(ops, [xop], (), _sr._describe(notes))
+    return _sr.ShardingRule(ops, [xop], (), _sr.describe(notes))
 
 
 gather_p.sharding = _gather_sharding
