@@ -21,6 +21,7 @@ or ``vmap`` the expansion is traced inline.
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy as np
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global
 from ..core.trace import Tracer
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 
 
 class _InferType:
@@ -45,45 +46,129 @@ def _entry_axes(entry) -> tuple:
     return tuple(entry) if isinstance(entry, tuple) else (entry,)
 
 
-def _spec_axes(spec, ndim: int, what: str) -> tuple:
+def _spec_axes(spec, ndim: int, what: str, k: int = 0) -> tuple:
     """The spec as one tuple of mesh axis names per dimension; ValueError for a spec
     longer than the rank."""
     entries = tuple(spec)
     if len(entries) > ndim:
-        raise ValueError(f"shard_map {what} has spec {spec} of length {len(entries)}, but "
-                         f"the array has rank {ndim}: a spec may have at most one entry per "
-                         f"dimension.")
+        value = "argument" if what == "in_specs" else "output"
+        hint = " (for a rank-0 value, use P())" if ndim == 0 else ""
+        raise ValueError(f"shard_map was given an {what} entry which is too long for its "
+                         f"value: {what} entry {spec} (for {value} {k}) has length "
+                         f"{len(entries)}, but that {value} has rank {ndim}{hint}. A spec "
+                         f"may have at most one entry per dimension.")
     return tuple(_entry_axes(e) for e in entries) + ((),) * (ndim - len(entries))
 
 
-def _prefix_leaves(specs, tree, what: str) -> list:
-    """One spec per leaf of ``tree``: ``specs`` is a pytree prefix of it (a spec at a node
-    applies to every leaf below).  ValueError naming ``what`` when it is no prefix."""
-    from ..sharding import PartitionSpec
-    from ..tree_util import tree_structure
-    leaves, treedef = tree_flatten(tree)
-    if isinstance(specs, PartitionSpec) or specs is None:
-        return [specs] * len(leaves)
-    # walk specs and tree together: a PartitionSpec (or None) covers a whole subtree
-    out: list = []
+def _shape_of(x, k: int) -> tuple:
+    """The shape of argument leaf ``k``; TypeError for a value that is not an array."""
+    if isinstance(x, Tracer):
+        return tuple(x.aval.shape)
+    if isinstance(x, (ArrayImpl, np.ndarray, np.generic, bool, int, float, complex)):
+        return tuple(np.shape(x))
+    raise TypeError(f"shard_map argument {k} of type {type(x)} is not a valid jaxlite type "
+                    f"(an array or a scalar).")
 
-    def walk(s, t):
-        if isinstance(s, PartitionSpec) or s is None:
-            out.extend([s] * len(tree_flatten(t)[0]))
-            return
-        if isinstance(s, (tuple, list)) and isinstance(t, (tuple, list)) and \
-                len(s) == len(t):
-            for a, b in zip(s, t):
-                walk(a, b)
-            return
-        if isinstance(s, dict) and isinstance(t, dict) and set(s) == set(t):
-            for k in t:
-                walk(s[k], t[k])
-            return
-        raise ValueError(f"shard_map {what} must be a pytree prefix of the arguments: got "
-                         f"{specs!r} for arguments of structure {tree_structure(tree)}")
-    walk(specs, tree)
+
+def _as_pspec(spec_axes: tuple):
+    from ..sharding import PartitionSpec
+    return PartitionSpec(*[None if not e else e[0] if len(e) == 1 else e for e in spec_axes])
+
+
+def _check_devices(dyn, mesh) -> None:
+    """Arguments committed elsewhere than the mesh's devices: ValueError, as JAX."""
+    mesh_devs = list(mesh.devices.flat)
+    ids = sorted(d.id for d in mesh_devs)
+    for k, x in enumerate(dyn):
+        if type(x) is ShardedArray:
+            devs = sorted(d.id for d in x.sharding._device_assignment)
+        elif type(x) is ArrayImpl and x._committed:
+            devs = [x._buf.device.id]
+        else:
+            continue
+        if devs != ids:
+            raise ValueError(f"Received incompatible devices for shard_map: argument {k} "
+                             f"of shape {x.aval.str_short()} is on devices {devs}, the mesh "
+                             f"on devices {ids}.")
+
+
+def _is_spec_leaf(x) -> bool:
+    from ..sharding import PartitionSpec
+    return x is None or isinstance(x, PartitionSpec)
+
+
+def _prefix_leaves(specs, tree, what: str) -> list:
+    """One spec per leaf of ``tree``: ``specs`` is a pytree prefix of it (a spec, or None,
+    at a node applies to every leaf below; containers must be of the same type and
+    length).  ValueError naming ``what`` when it is no prefix."""
+    spec_leaves, spec_def = tree_flatten(specs, is_leaf=_is_spec_leaf)
+    try:
+        subtrees = spec_def.flatten_up_to(tree)
+    except (ValueError, TypeError):
+        raise ValueError(f"shard_map {what} is not a pytree prefix of the "
+                         f"{'arguments' if what == 'in_specs' else 'outputs'}: {what} has "
+                         f"structure {spec_def}, the value {tree_structure(tree)}.") from None
+    out: list = []
+    for s, sub in zip(spec_leaves, subtrees):
+        out.extend([s] * len(tree_flatten(sub)[0]))
     return out
+
+
+def _check_spec_tree(specs, manual, what: str) -> None:
+    """Every leaf of ``specs`` is a PartitionSpec (TypeError) naming only manual mesh axes
+    (ValueError), checked before ``f`` runs, as JAX."""
+    from ..sharding import PartitionSpec
+    leaves = tree_flatten(specs)[0]     # None leaves vanish: a None spec passes as is
+    bad = [x for x in leaves if not isinstance(x, PartitionSpec)]
+    if bad:
+        raise TypeError(f"shard_map {what} must be a pytree of PartitionSpec instances (P() "
+                        f"for a replicated value), but it holds {bad[0]!r} of type "
+                        f"{type(bad[0]).__name__}.")
+    for spec in leaves:
+        for entry in spec:
+            for a in _entry_axes(entry):
+                if a is not None and a not in manual:
+                    raise ValueError(f"shard_map {what} must refer to an axis marked as "
+                                     f"manual ({sorted(manual)}), but {spec} refers to "
+                                     f"{a!r}.")
+
+
+def _type_spec(x, ndim: int) -> tuple:
+    """The spec that is part of ``x``'s type: its sharding's entries over ``Explicit`` mesh
+    axes (nothing for an unsharded value), one tuple of names per dimension."""
+    from ..sharding import AxisType, NamedSharding
+    sh = getattr(x, "sharding", None) if type(x) is ShardedArray else None
+    if not isinstance(sh, NamedSharding):
+        return ((),) * ndim
+    types = dict(zip(sh.mesh.axis_names, sh.mesh.axis_types))
+    return tuple(tuple(a for a in e if types.get(a) is AxisType.Explicit)
+                 for e in sh.spec._normalized(ndim))
+
+
+def _manual_part(x, ndim: int, manual):
+    """``Infer``: the PartitionSpec of ``x``'s type restricted to the manual axes."""
+    from ..sharding import PartitionSpec
+    entries = []
+    for names in _type_spec(x, ndim):
+        kept = []
+        for a in names:
+            if a not in manual:
+                break       # a minor axis kept after a dropped major one would reorder
+            kept.append(a)
+        entries.append(None if not kept else kept[0] if len(kept) == 1 else tuple(kept))
+    return PartitionSpec(*entries)
+
+
+class _ManualContext(threading.local):
+    """While a shard_map body is traced: ``(mesh, manual axes, abstract mesh with those axes
+    Manual)`` per enclosing shard_map, innermost last.  A nested shard_map defaults to that
+    mesh, and (as in JAX) may not be given another one."""
+
+    def __init__(self):
+        self.stack: list = []
+
+
+_context = _ManualContext()
 
 
 def _check_spec(spec_axes, shape, mesh, manual, what: str, argname: str):
@@ -105,9 +190,11 @@ def _check_spec(spec_axes, shape, mesh, manual, what: str, argname: str):
             n *= sizes[a]
         if shape is not None and shape[d] % n:
             raise ValueError(
-                f"shard_map applied to the function with {what} {argname} of shape "
-                f"{tuple(shape)}: dimension {d} of size {shape[d]} is not divisible by "
-                f"{n}, the total size of the mesh axes {axes} it is sharded over.")
+                f"shard_map was given arrays with axis sizes that are not evenly divisible "
+                f"by the mesh axes splitting them: {argname} of shape {tuple(shape)} has "
+                f"{what} {_as_pspec(spec_axes)}, which splits dimension {d} (of size "
+                f"{shape[d]}) over the mesh axes {axes} (of total size {n}) of the mesh "
+                f"{dict(sizes)}.")
 
 
 def _to_stack(x, spec_axes, mesh_axes, sizes):
@@ -165,58 +252,127 @@ class _ShardMapped:
         self.mesh = mesh
         self.in_specs = in_specs
         self.out_specs = out_specs
-        self.axis_names = frozenset(axis_names)
+        self.axis_names = axis_names
         self.check_vma = check_vma
         functools.update_wrapper(self, f, updated=())
         self._jitted = {}
 
-    def _mesh(self):
+    def _setup(self):
+        """``(mesh, manual axes, enclosing manual axes)``, checked as JAX does before it looks
+        at the arguments (the mesh and its context, ``axis_names``, both specs' leaves)."""
+        from ..sharding import AbstractMesh, AxisType, Mesh, get_abstract_mesh, _state
+        outer = _context.stack[-1] if _context.stack else None
         mesh = self.mesh
         if mesh is None:
-            from ..sharding import get_mesh
-            mesh = get_mesh()
-        if mesh is None or getattr(mesh, "empty", False):
-            raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
-                             "jaxlite.set_mesh(mesh).")
-        return mesh
+            if outer is not None:
+                mesh = outer[0]
+            else:
+                mesh = _state().mesh
+                if mesh.empty:
+                    mesh = get_abstract_mesh()
+                if mesh.empty:
+                    raise ValueError("shard_map was given no mesh and the context mesh is "
+                                     "empty: pass mesh=..., or call it under "
+                                     "jaxlite.set_mesh(mesh).")
+        else:
+            ctx = outer[2] if outer is not None else get_abstract_mesh()
+            if isinstance(mesh, (Mesh, AbstractMesh)) and not ctx.empty and \
+                    mesh.abstract_mesh != ctx:
+                raise ValueError(f"shard_map was given the mesh {mesh}, which does not match "
+                                 f"the context mesh {ctx}: under set_mesh, or inside "
+                                 f"another shard_map, the context mesh should match the "
+                                 f"mesh passed to shard_map (or pass no mesh).")
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
+            raise TypeError(f"shard_map's mesh must be a jaxlite.sharding.Mesh or "
+                            f"AbstractMesh, got {mesh!r} of type {type(mesh)}.")
+        if mesh.empty:
+            raise ValueError(f"shard_map requires a non-empty mesh, got {mesh}.")
+        names = self.axis_names
+        if not isinstance(names, (set, frozenset)):
+            raise TypeError(f"shard_map's axis_names must be a set or frozenset of mesh axis "
+                            f"names, got type {type(names)}.")
+        manual = frozenset(names) or frozenset(mesh.axis_names)
+        if not manual <= frozenset(mesh.axis_names):
+            raise ValueError(f"shard_map axis_names={set(manual)} must be a subset of the "
+                             f"mesh's axis names {set(mesh.axis_names)}.")
+        types = dict(zip(mesh.axis_names, mesh.axis_types))
+        if self.in_specs is Infer and not all(types[a] is AxisType.Explicit
+                                              for a in manual):
+            raise TypeError(
+                f"shard_map in_specs must be a pytree of PartitionSpecs: they can be "
+                f"omitted (inferred from the arguments) only when every manual axis is "
+                f"Explicit, but axis_names={set(manual)} are of type "
+                f"{', '.join(str(types[a]) for a in sorted(manual))}.")
+        if self.in_specs is not Infer and self.in_specs is not None:
+            _check_spec_tree(self.in_specs, manual, "in_specs")
+        _check_spec_tree(self.out_specs, manual, "out_specs")
+        outer_manual = outer[1] if outer is not None else frozenset()
+        return mesh, manual, outer_manual
 
     def __call__(self, *args):
-        from ..sharding import NamedSharding, PartitionSpec
-        mesh = self._mesh()
-        mesh_axes = tuple(mesh.axis_names)
-        manual = self.axis_names or frozenset(mesh_axes)
+        from ..sharding import AxisType, NamedSharding, PartitionSpec
+        mesh, manual, outer_manual = self._setup()
         leaves, in_tree = tree_flatten(args)
         if self.in_specs is Infer:
-            specs = [x.sharding.spec if type(x) is ShardedArray else PartitionSpec()
-                     for x in leaves]
+            specs = [_manual_part(x, len(_shape_of(x, k)), manual)
+                     for k, x in enumerate(leaves)]
         else:
             specs = _prefix_leaves(self.in_specs, args, "in_specs")
-        in_axes = []
+        types = dict(zip(mesh.axis_names, mesh.axis_types))
+        typed = not outer_manual and manual == frozenset(mesh.axis_names) and \
+            all(types[a] is AxisType.Explicit for a in manual)
+        in_axes, statics = [], {}
         for k, (x, s) in enumerate(zip(leaves, specs)):
-            shape = np.shape(x) if not isinstance(x, Tracer) else x.aval.shape
-            sa = _spec_axes(PartitionSpec() if s is None else s, len(shape), "in_specs")
+            if s is None:           # passed to f as it is, on every device
+                statics[k] = x
+                in_axes.append(None)
+                continue
+            shape = _shape_of(x, k)
+            sa = _spec_axes(s, len(shape), "in_specs", k)
             _check_spec(sa, shape, mesh, manual, "in_specs", f"argument {k}")
+            if typed and not isinstance(x, Tracer) and \
+                    _type_spec(x, len(shape)) != s._normalized(len(shape)):
+                raise ValueError(
+                    f"shard_map in_specs {s} for argument {k} (shape {tuple(shape)}) does "
+                    f"not match the specs of that input, "
+                    f"{_as_pspec(_type_spec(x, len(shape)))}: over a mesh whose axes are all "
+                    f"Explicit, in_specs must equal the arguments' shardings. Omit in_specs "
+                    f"to take them from the arguments, or device_put the arguments with "
+                    f"NamedSharding(mesh, {s}) first.")
             in_axes.append(sa)
-        traced = any(isinstance(x, Tracer) for x in leaves)
-        key = (in_tree, tuple(in_axes), mesh)
+        if outer_manual & manual:
+            raise ValueError(f"shard_map over the mesh axes {sorted(outer_manual & manual)} "
+                             f"inside a shard_map that is already manual over them: "
+                             f"give the inner one axis_names among "
+                             f"{sorted(set(mesh.axis_names) - outer_manual)}.")
+        dyn = [x for k, x in enumerate(leaves) if k not in statics]
+        traced = any(isinstance(x, Tracer) for x in dyn) or _context.stack
         if traced:
-            outs, out_tree, out_axes = self._expanded(mesh, manual, in_tree, in_axes)(*leaves)
+            outs, out_tree, out_axes = self._expanded(mesh, manual, in_tree, in_axes,
+                                                      statics, outer_manual)(*dyn)
             return tree_unflatten(out_tree, outs)
+        if not isinstance(getattr(mesh, "devices", None), np.ndarray):
+            raise ValueError(f"shard_map called on concrete arguments needs a Mesh of "
+                             f"devices to place its results, got the abstract mesh {mesh}.")
+        _check_devices(dyn, mesh)
         # eager: one jitted expansion per signature; the operands are read as global
         # values, the results placed on the mesh by out_specs
         vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
-                for x in leaves]
-        fn = self._jitted.get(key)
+                for x in dyn]
+        key = (in_tree, tuple(in_axes), mesh, manual)
+        fn = self._jitted.get(key) if not statics else None
         if fn is None:
             from .jit import jit
             store = {}
-            expand = self._expanded(mesh, manual, in_tree, in_axes)
+            expand = self._expanded(mesh, manual, in_tree, in_axes, statics, outer_manual)
 
             def run(*xs):
                 outs, out_tree, out_axes = expand(*xs)
                 store["tree"], store["axes"] = out_tree, out_axes
                 return outs
-            fn = self._jitted[key] = (jit(run), store)
+            fn = (jit(run), store)
+            if not statics:
+                self._jitted[key] = fn
         jitted, store = fn
         outs = jitted(*vals)
         out_tree, out_axes = store["tree"], store["axes"]
@@ -225,26 +381,35 @@ class _ShardMapped:
             placed.append(from_global(o._buf.data, o.aval, NamedSharding(mesh, spec)))
         return tree_unflatten(out_tree, placed)
 
-    def _expanded(self, mesh, manual, in_tree, in_axes):
-        """``fn(*leaves) -> (out leaves, out tree, out spec axes)``: the global computation
-        (shards stacked, the per-device program batched over the manual mesh axes)."""
-        from ..sharding import PartitionSpec
+    def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual):
+        """``fn(*dynamic leaves) -> (out leaves, out tree, out spec axes)``: the global
+        computation (shards stacked, the per-device program batched over the manual mesh
+        axes); ``statics`` maps leaf positions to values passed to ``f`` as they are."""
+        from ..sharding import AxisType, PartitionSpec
         from .vmap import vmap
         mesh_axes = [a for a in mesh.axis_names if a in manual]
         sizes = dict(mesh.shape)
         f, out_specs, check_vma = self.f, self.out_specs, self.check_vma
+        n_leaves = len(in_axes)
+        in_axes = [sa for sa in in_axes if sa is not None]
+        inside = mesh.abstract_mesh.update_axis_types(
+            {a: AxisType.Manual for a in manual | outer_manual})
 
         def fn(*leaves):
             stacks = [_to_stack(x, sa, mesh_axes, sizes) for x, sa in zip(leaves, in_axes)]
             info = {}
 
             def body(*local):
-                outs = f(*tree_unflatten(in_tree, list(local)))
+                it = iter(local)
+                full = [statics[k] if k in statics else next(it) for k in range(n_leaves)]
+                outs = f(*tree_unflatten(in_tree, full))
                 o_leaves, o_tree = tree_flatten(outs)
                 info["tree"] = o_tree
                 info["leaves"] = [_aval_of(o) for o in o_leaves]
                 o_specs = _prefix_leaves(out_specs, outs, "out_specs")
                 for k, (o, sp) in enumerate(zip(o_leaves, o_specs)):
+                    _spec_axes(PartitionSpec() if sp is None else sp, _aval_of(o).ndim,
+                               "out_specs", k)
                     named = set(a for e in (sp or ()) for a in _entry_axes(e))
                     for a in mesh_axes:
                         if check_vma and a not in named and _batched_along(o, a):
@@ -271,14 +436,20 @@ class _ShardMapped:
                     return inner(*xs)
                 return _VmapLevel(call, a, ia, sizes[a], out_present, level, vmap)
             runner = nest(0)
-            outs = runner(*stacks)
+            from ..sharding import use_abstract_mesh
+            _context.stack.append((mesh, manual | outer_manual, inside))
+            try:
+                with use_abstract_mesh(inside):
+                    outs = runner(*stacks)
+            finally:
+                _context.stack.pop()
             o_tree = info["tree"]
             o_specs = _prefix_leaves(out_specs, tree_unflatten(o_tree, info["leaves"]),
                                      "out_specs")
             result, out_axes = [], []
             for k, (o, s) in enumerate(zip(outs, o_specs)):
                 local_nd = info["leaves"][k].ndim
-                sa = _spec_axes(PartitionSpec() if s is None else s, local_nd, "out_specs")
+                sa = _spec_axes(PartitionSpec() if s is None else s, local_nd, "out_specs", k)
                 _check_spec(sa, None, mesh, manual, "out_specs", f"output {k}")
                 # o has one leading axis per manual mesh axis (all mapped out): keep those
                 # the spec names, take device 0's value along the others (the same on
@@ -386,7 +557,7 @@ def experimental_shard_map(f, mesh, in_specs, out_specs, check_rep=True, auto=fr
                      axis_names=names, check_vma=check_rep)
 
 
-_pmap_names = iter(range(1 << 62))
+_PMAP_AXIS = "_internal_pmap_axis_name"   # the mesh axis of a pmap with no axis_name
 
 
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -421,16 +592,13 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         raise TypeError(f"pmap needs a callable as its first argument, got {fun!r}")
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
         else tuple(static_broadcasted_argnums)
-    name = axis_name if axis_name is not None else f"_pmap{next(_pmap_names)}"
+    name = axis_name if axis_name is not None else _PMAP_AXIS
     mapped_cache: dict = {}
 
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
         from ..sharding import Mesh, PartitionSpec
         from ..runtime import local_devices
-        if kwargs:
-            raise TypeError("jaxlite.pmap: pass the mapped function's arguments "
-                            "positionally (keyword arguments are not mapped here)")
         n_args = len(args)
         st = tuple(i % n_args for i in statics if -n_args <= i < n_args)
         static_vals = {i: args[i] for i in st}
@@ -441,7 +609,12 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 raise ValueError(f"pmap: static_broadcasted_argnums entry {i} must be "
                                  f"hashable, got {type(v).__name__}") from None
         dyn = tuple(a for i, a in enumerate(args) if i not in static_vals)
-        if isinstance(in_axes, (list, tuple)) and not isinstance(in_axes, PartitionSpec):
+        if isinstance(in_axes, list):
+            raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the "
+                             f"function (a pytree prefix of the argument tuple), got the "
+                             f"list {in_axes!r}.")
+        if isinstance(in_axes, tuple):
             ia = tuple(in_axes)
             if len(ia) != n_args and len(ia) != len(dyn):
                 raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
@@ -452,8 +625,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 ia = tuple(a for i, a in enumerate(ia) if i not in static_vals)
         else:
             ia = in_axes
-        leaves, tree = tree_flatten(dyn)
-        axes = _axes_leaves(ia, dyn)
+        leaves, tree = tree_flatten((dyn, kwargs))
+        axes = _axes_leaves(ia, dyn) + [0] * len(tree_flatten(kwargs)[0])   # kwargs: axis 0
         n = None
         for x, ax in zip(leaves, axes):
             if ax is None:
@@ -475,6 +648,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 raise ValueError("pmap requires at least one argument with a mapped axis, "
                                  "or axis_size=")
             n = int(axis_size)
+        if n == 0:
+            raise ValueError("pmap over a mapped axis of size 0: it needs one device per "
+                             "slice, and at least one slice.")
         devs = list(devices) if devices is not None else local_devices()
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, "
@@ -491,11 +667,12 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             def body(*local):
                 xs = [x if ax is None else _reshape(x, _aval_of(x).shape[1:])
                       for x, ax in zip(local, axes)]
-                d = list(tree_unflatten(tree, xs))
+                d, kw = tree_unflatten(tree, xs)
+                d = list(d)
                 full = []
                 for i in range(n_args):
                     full.append(static_vals[i] if i in static_vals else d.pop(0))
-                out = fun(*full)
+                out = fun(*full, **kw)
                 o_leaves, o_tree = tree_flatten(out)
                 return tree_unflatten(o_tree, [_reshape(o, (1,) + _aval_of(o).shape)
                                                for o in o_leaves])
@@ -529,7 +706,7 @@ def _axes_leaves(axes, tree) -> list:
     def walk(a, t):
         if a is None or isinstance(a, int):
             out.extend([a] * len(tree_flatten(t)[0]))
-        elif isinstance(a, (tuple, list)) and isinstance(t, (tuple, list)) and \
+        elif isinstance(a, (tuple, list)) and type(a) is type(t) and \
                 len(a) == len(t):
             for x, y in zip(a, t):
                 walk(x, y)
