@@ -172,9 +172,6 @@ CASES = [
 ]
 
 # cases where jaxlite's spec is not JAX's: name -> (jaxlite's spec, JAX's spec, reason)
-_AFTER_GATHER = ("JAX reslices the result back to the operand's sharding after the "
-                 "gathered computation; jaxlite leaves it as the local computation made it "
-                 "(the consumer reshards if it wants)")
 DIFFERENCES = {
     "erf_alone": ((("x",), ()), ((), ()), "JAX's result of a lone erf (chlo.erf, expanded "
                   "after sharding propagation) comes back replicated; erf + a keeps the "
@@ -184,13 +181,40 @@ DIFFERENCES = {
                            "predicate is a broadcast scalar, where it merges the operands of "
                            "an add (case add_merge); jaxlite merges for every elementwise op "
                            "(the cases are only sliced further, no communication)"),
-    "rev_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
-    "pad_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
-    "concat_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
-    "cumsum_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
-    "sort_sharded": (((), ()), (("x",), ()), _AFTER_GATHER),
 }
+# gathered along a dimension for the computation, the result then sliced back to the
+# operand's sharding (as GSPMD leaves it)
+RESLICED = {"rev_sharded", "pad_sharded", "concat_sharded", "cumsum_sharded", "sort_sharded",
+            "slice_half", "slice_stride", "dynamic_slice_sharded", "dynamic_update_sharded",
+            "reduce_window_sharded", "fft_sharded_axis", "sort_xy", "argsort",
+            "conv_spatial", "scatter_rows", "transpose_then_sort", "pad_interior"}
 CASES += [
+    ("slice_half", M42, lambda m, a: a[4:], [(A, ("x", None))]),
+    ("slice_stride", M42, lambda m, a: a[::2], [(A, ("x", None))]),
+    ("dynamic_slice_sharded", M42, lambda m, a: m.lax.dynamic_slice(a, (2, 0), (4, 8)),
+     [(A, ("x", None))]),
+    ("dynamic_update_sharded", M42, lambda m, a: m.lax.dynamic_update_slice(
+        a, m.numpy.zeros((2, 8), np.float32), (2, 0)), [(A, ("x", None))]),
+    ("reduce_window_sharded", M42, lambda m, a: m.lax.reduce_window(
+        a, -np.inf, m.lax.max, (2, 1), (1, 1), "SAME"), [(A, ("x", None))]),
+    ("fft_sharded_axis", M42, lambda m, a: m.numpy.fft.fft(a, axis=0), [(A, ("x", None))]),
+    ("cholesky_core_sharded", M42, lambda m, a: m.numpy.linalg.cholesky(a),
+     [(np.broadcast_to(SPD[:1], (8, 4, 4)).copy(), (None, "x", None))]),
+    ("scan_xs_sharded", M42, lambda m, a: m.lax.scan(lambda c, v: (c, v * 2), 0.0, a)[1],
+     [(A, ("x", None))]),
+    ("cumsum_y", M42, lambda m, a: m.numpy.cumsum(a, 1), [(A, (None, "y"))]),
+    ("sort_xy", M42, lambda m, a: m.numpy.sort(a, 0), [(A, ("x", "y"))]),
+    ("concat_conflict", M42, lambda m, a, b: m.numpy.concatenate([a, b], 0),
+     [(A, ("x", None)), (A, ("y", None))]),
+    ("pad_interior", M42, lambda m, a: m.lax.pad(a, np.float32(0), ((0, 0, 0), (0, 8, 0))),
+     [(A, (None, "y"))]),
+    ("rev_two_axes", M42, lambda m, a: a[::-1], [(A, (("x", "y"), None))]),
+    ("argsort", M42, lambda m, a: m.numpy.argsort(a, 0), [(A, ("x", None))]),
+    ("conv_spatial", M8, lambda m, x, w: m.lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+     [(_rng.standard_normal((2, 2, 8, 8)).astype(np.float32), (None, None, "x")),
+      (_rng.standard_normal((4, 2, 3, 3)).astype(np.float32), ())]),
+    ("scatter_rows", M42, lambda m, a, i: a.at[i].add(1.0), [(A, ("x", None)), (I8, ())]),
+    ("transpose_then_sort", M42, lambda m, a: m.numpy.sort(a.T, 1), [(A, ("x", None))]),
     ("erf_alone", M8, lambda m, a: m.lax.erf(a), [(A, ("x",))]),
     ("rev_sharded", M8, lambda m, a: a[::-1], [(A, ("x", None))]),
     ("pad_sharded", M8, lambda m, a: m.numpy.pad(a, ((0, 8), (0, 0))), [(A, ("x", None))]),
@@ -239,13 +263,13 @@ def test_propagation_matches_jax(jax_all, name, mesh, f, args):
     ours, report = _jaxlite_specs(name, mesh, f, args)
     theirs = _jax_specs(jax_all, mesh, f, args)
     if name in DIFFERENCES:
-        mine, jax_spec, reason = DIFFERENCES[name]
+        mine, jax_spec, _ = DIFFERENCES[name]
         assert ours == [mine], (name, ours)
         assert theirs == [jax_spec], (name, theirs)
-        if reason is _AFTER_GATHER:      # the gather is in the report, with its reason
-            assert any(e.resharded and e.note for e in report), report
     else:
         assert ours == theirs, (name, ours, theirs, report)
+    if name in RESLICED:    # gathered for the computation, then sliced back: both reported
+        assert any(e.resharded and "sliced to" in (e.note or "") for e in report), report
 
 
 def test_difference_count_is_small():
@@ -273,13 +297,13 @@ def test_report_names_reductions_and_reshards():
 
 def test_report_inside_control_flow_has_a_path():
     closed = jaxlite.make_jaxpr(
-        lambda a: jaxlite.lax.cond(True, lambda v: jaxlite.numpy.sort(v, 0),
-                                   lambda v: v, a))(A)
+        lambda a: jaxlite.lax.cond(True, lambda v: v.T @ v, lambda v: v, a))(A)
     outs, report = propagate(closed, [(("x",), ())], {"x": 8})
     assert outs == [((), ())]
-    inner = [e for e in report if e.primitive == "sort"]
-    # jnp.sort is a jit call inside the true branch (branch 1) of the cond
-    assert inner and inner[0].path[:2] == (1, "branch1"), report
+    # the true branch (branch 1) contracts over the sharded dimension: an all-reduce
+    inner = [e for e in report if e.primitive == "dot_general"]
+    assert inner and inner[0].path[-1] == "branch1", report
+    assert inner[0].reduce == (("add", ("x",)),)
     cond = [e for e in report if e.primitive == "cond"][0]
     assert "replicated" in cond.note
 
@@ -402,6 +426,20 @@ def _local_params(prim, params, rule, avals, out_avals, axis_sizes):
     return p
 
 
+def _further(v, local_spec, final_spec, coord, axis_sizes):
+    """Device ``coord``'s block of its local result ``v`` (laid out by ``local_spec``) cut
+    to ``final_spec``, which may only add axes after each dimension's local ones."""
+    idx = []
+    for n, lo, fo in zip(np.shape(v), local_spec, final_spec):
+        assert tuple(fo[:len(lo)]) == tuple(lo), (local_spec, final_spec)
+        k, i = 1, 0
+        for a in fo[len(lo):]:
+            i = i * axis_sizes[a] + coord[a]
+            k *= axis_sizes[a]
+        idx.append(slice(i * (n // k), (i + 1) * (n // k)))
+    return np.asarray(v)[tuple(idx)]
+
+
 def check_numerically(prim, args, params, in_specs, axis_sizes):
     """Runs ``prim``'s rule, then its NumPy implementation per device on the shards the
     rule asks for, combines per the rule's reductions, and compares with the shards of the
@@ -432,6 +470,9 @@ def check_numerically(prim, args, params, in_specs, axis_sizes):
                 acc = [_COMBINE[monoid](x, y) for x, y in
                        zip(acc, local[tuple(d.values())])]
             vals = acc
+        if rule.local_outputs is not None:     # each device takes its block (a slice)
+            vals = [_further(v, lo, fo, c, axis_sizes)
+                    for v, lo, fo in zip(vals, rule.local_outputs, rule.outputs)]
         for k, (v, g, s) in enumerate(zip(vals, glob, rule.outputs)):
             want = _shard(g, s, c, axis_sizes)
             assert v.shape == want.shape, (prim.name, k, v.shape, want.shape)

@@ -44,13 +44,26 @@ class ShardingRule(NamedTuple):
     - ``note``: why an operand was resharded or replicated (for the report), or None;
     - ``inner``: for a primitive that carries programs, ``(path, report entries)`` pairs:
       what the propagation found inside them (``path`` names the program, e.g.
-      ``("body",)``); empty otherwise.
+      ``("body",)``); empty otherwise;
+    - ``reslice``: a rule's hint, per result, of the spec to slice the result back to
+      along dimensions the local computation leaves whole (the operand's sharding of a
+      dimension that had to be gathered: GSPMD leaves a sort's or a cumsum's result
+      sharded like its operand); None: no hint.  The propagation pass
+      (``sharding_propagation.rule_for``) applies it where the mesh axes divide the
+      result's dimension and no other dimension holds them, and then sets
+      ``local_outputs``;
+    - ``local_outputs``: set by ``rule_for`` when ``outputs`` cuts some dimensions finer
+      than the local computation leaves them: the specs of the local results (after
+      ``reduce``); each device then takes its block of them (a slice, no communication).
+      None: the local results already have ``outputs``' specs.
     """
     operands: list
     outputs: list
     reduce: tuple = ()
     note: str | None = None
     inner: tuple = ()
+    reslice: list | None = None
+    local_outputs: list | None = None
 
 
 # ---- spec helpers ------------------------------------------------------------------------
@@ -243,26 +256,31 @@ def whole_along(dims_of, why: str, multi: bool = False):
     one, but which needs some dimensions whole (``dims_of(in_avals, **params)`` names them:
     a cumulative sum's axis, a sort's dimension, a slice's cut dimensions): those are
     gathered, the rest keep a common sharding of the operands of that rank (rank-0
-    operands: whole).  ``multi``: one result per such operand (a sort of several
-    operands), else one result."""
+    operands: whole); the result is then sliced back to the common sharding where it
+    divides (``reslice``, as GSPMD).  ``multi``: one result per such operand (a sort of
+    several operands), else one result."""
     def rule(in_specs, in_avals, axis_sizes, **params):
         ndim = in_avals[0].ndim
         dims = dims_of(in_avals, **params)
-        common = gather_dims(merge([s for s, a in zip(in_specs, in_avals) if a.ndim == ndim],
-                                   ndim), dims)
+        merged = merge([s for s, a in zip(in_specs, in_avals) if a.ndim == ndim], ndim)
+        common = gather_dims(merged, dims)
         ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
         notes = reshard_notes(in_specs, ops, why)
         n_out = sum(a.ndim == ndim for a in in_avals) if multi else 1
-        return ShardingRule(ops, [common] * n_out, (), describe(notes))
+        return ShardingRule(ops, [common] * n_out, (), describe(notes),
+                            reslice=[merged] * n_out if merged != common else None)
     return rule
 
 
 def batched_core(prim, core, why: str = "the core dimensions of a matrix op are "
-                                       "computed whole"):
+                                       "computed whole", reslice: bool = False):
     """Batched linear algebra (and FFT) ``prim``: the first operand has ``core`` trailing core
     dimensions; the leading (batch) dimensions keep their sharding on every operand and
     result (they all lead with the batch dimensions), every other dimension is whole.
-    ``core`` may be a callable ``core(aval, **params) -> int``."""
+    ``core`` may be a callable ``core(aval, **params) -> int``.  ``reslice``: a result of
+    the first operand's rank is sliced back to that operand's sharding of the core
+    dimensions where it divides (an FFT, whose result dimensions are its operand's, as
+    GSPMD leaves it)."""
     def rule(in_specs, in_avals, axis_sizes, **params):
         outs = out_avals(prim, in_avals, params)
         k = core(in_avals[0], **params) if callable(core) else core
@@ -279,7 +297,13 @@ def batched_core(prim, core, why: str = "the core dimensions of a matrix op are 
                 else replicated(ndim)
         ops = [spec(a.ndim) for a in in_avals]
         notes = reshard_notes(in_specs, ops, why)
-        return ShardingRule(ops, [spec(a.ndim) for a in outs], (), describe(notes))
+        hint = None
+        if reslice and ops[0] != tuple(in_specs[0]):
+            first = tuple(in_specs[0])
+            hint = [batch[:nb] + first[nb:] if a.ndim == len(first) else spec(a.ndim)
+                    for a in outs]
+        return ShardingRule(ops, [spec(a.ndim) for a in outs], (), describe(notes),
+                            reslice=hint)
     return rule
 
 

@@ -306,7 +306,8 @@ reduce_window_min_p = _reduce_window_primitive("min")
 # element reads one batch entry and one filter); the spatial and input-feature dimensions,
 # whose windows cross shard boundaries, are gathered.  reduce_window: a dimension whose
 # window is one element (no stride, padding or dilation) keeps its sharding, the others
-# are gathered.
+# are gathered.  Both slice a gathered dimension of the result back to the operand's
+# sharding where it divides (``reslice``, as GSPMD does).
 
 from ..core import sharding_rules as _sr  # noqa: E402
 
@@ -326,7 +327,13 @@ def _conv_sharding(in_specs, in_avals, axis_sizes, *, dimension_numbers,
     ops = [tuple(lop), tuple(rop)]
     notes = _sr.reshard_notes(in_specs, ops, "conv needs its spatial and input-feature "
                                               "dimensions whole")
-    return _sr.ShardingRule(ops, [out], (), _sr.describe(notes))
+    # the result's spatial dimensions are sliced back to the lhs's sharding (as GSPMD)
+    hint = list(out)
+    for i in range(2, len(ls)):
+        hint[os_[i]] = tuple(in_specs[0][ls[i]])
+    hint = tuple(hint)
+    return _sr.ShardingRule(ops, [out], (), _sr.describe(notes),
+                            reslice=[hint] if hint != out else None)
 
 
 def _rw_sharding(in_specs, in_avals, axis_sizes, *, window_dimensions, window_strides,
@@ -338,7 +345,8 @@ def _rw_sharding(in_specs, in_avals, axis_sizes, *, window_dimensions, window_st
     op = _sr.gather_dims(s, whole)
     note = None if op == s else (f"operand 0 {_sr.fmt(s)} -> {_sr.fmt(op)}: a window "
                                  f"crosses shard boundaries")
-    return _sr.ShardingRule([op], [op], (), note)
+    # the result is sliced back to the operand's sharding where it divides (as GSPMD)
+    return _sr.ShardingRule([op], [op], (), note, reslice=[s] if op != s else None)
 
 
 conv_general_dilated_p.sharding = _conv_sharding

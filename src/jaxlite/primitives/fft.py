@@ -131,11 +131,12 @@ def _fft_flops(x, fft_type, fft_lengths):
 
 from ..core import sharding_rules as _sr  # noqa: E402
 
-# the transformed (trailing) axes are computed whole, the leading ones keep their sharding
+# the transformed (trailing) axes are computed whole, the leading ones keep their sharding;
+# the result is sliced back to the operand's sharding where it divides (as GSPMD)
 fft_p = Primitive("fft", abstract_eval=_fft_aval, impl=_fft_impl, flops=_fft_flops,
                   kind="other")
 fft_p.sharding = _sr.batched_core(fft_p, lambda x, fft_type, fft_lengths: len(fft_lengths),
-                                  "an FFT needs its transformed axes whole")
+                                  "an FFT needs its transformed axes whole", reslice=True)
 
 
 # ---- transformation rules -----------------------------------------------------------------

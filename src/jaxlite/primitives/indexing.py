@@ -635,7 +635,8 @@ scatter_p.batch = _scatter_batch
 # it).  gather: the index arrays' sharding carries over to the advanced result dimensions
 # they make (each device gathers for its own indices).  scatter: the updates share the
 # operand's kept sharding; their advanced dimensions and the index arrays are whole (every
-# device applies every update to its part of the operand).
+# device applies every update to its part of the operand); its result is sliced back to
+# the operand's sharding.
 
 from ..core import sharding_rules as _sr  # noqa: E402
 
@@ -712,7 +713,10 @@ def _scatter_sharding(in_specs, in_avals, axis_sizes, *, indexer, **params):
     ops = [xop, tuple(uop)] + [_sr.replicated(a.ndim) for a in idx_avals]
     notes = _sr.reshard_notes(in_specs, ops, "scatter needs an indexed or cut dimension, "
                                               "and the updates' indexed part, whole")
-    return _sr.ShardingRule(ops, [xop], (), _sr.describe(notes))
+    # the result is sliced back to the operand's sharding (as GSPMD)
+    first = tuple(tuple(e) for e in in_specs[0])
+    return _sr.ShardingRule(ops, [xop], (), _sr.describe(notes),
+                            reslice=[first] if first != xop else None)
 
 
 gather_p.sharding = _gather_sharding

@@ -76,7 +76,9 @@ def spec_of(partition_spec, ndim: int) -> tuple:
 def rule_for(prim, in_specs, in_avals, out_avals, axis_sizes, params) -> ShardingRule:
     """The primitive's rule applied (its fallback when it has none), checked: one spec per
     operand and result, each valid for its shape on the mesh (a bad rule raises
-    AssertionError naming the primitive; it never passes a wrong layout on)."""
+    AssertionError naming the primitive; it never passes a wrong layout on).  A rule's
+    ``reslice`` hint is applied here: ``outputs`` are then the results' final specs and
+    ``local_outputs`` the local computation's."""
     in_specs = [tuple(tuple(e) for e in s) for s in in_specs]
     if prim.sharding is None:
         rule = sr.fallback(in_specs, in_avals, out_avals)
@@ -95,7 +97,39 @@ def rule_for(prim, in_specs, in_avals, out_avals, axis_sizes, params) -> Shardin
             except ValueError as e:
                 raise AssertionError(f"sharding rule of {prim.name} is wrong: {e}") from None
     red = tuple((m, tuple(ax)) for m, ax in rule.reduce if ax)
-    return rule._replace(operands=ops, outputs=outs, reduce=red)
+    hint = rule.reslice
+    rule = rule._replace(operands=ops, outputs=outs, reduce=red, reslice=None,
+                         local_outputs=None)
+    if hint is not None:
+        rule = _apply_reslice(rule, hint, out_avals, axis_sizes)
+    return rule
+
+
+def _apply_reslice(rule, hint, out_avals, axis_sizes) -> ShardingRule:
+    """``rule`` with each result cut further along the dimensions where its local spec is
+    whole and ``hint`` shards it, when those mesh axes divide the dimension and no other
+    dimension of that result holds them (a slice of a value each device holds whole)."""
+    final, notes = [], []
+    for k, (local, want, a) in enumerate(zip(rule.outputs, hint, out_avals)):
+        spec = list(local)
+        if want is not None and len(want) == len(spec):
+            for d, axes in enumerate(want):
+                axes = tuple(axes)
+                if spec[d] or not axes:
+                    continue
+                held = {x for i, e in enumerate(spec) if i != d for x in e}
+                if held.intersection(axes) or a.shape[d] % sr.axes_size(axes, axis_sizes):
+                    continue
+                spec[d] = axes
+        spec = tuple(spec)
+        if spec != local:
+            notes.append(f"result {k} {sr.fmt(local)} sliced to {sr.fmt(spec)} (the operand's "
+                         f"sharding, as GSPMD leaves it)")
+        final.append(spec)
+    if final == list(rule.outputs):
+        return rule
+    note = "; ".join(([rule.note] if rule.note else []) + notes)
+    return rule._replace(outputs=final, local_outputs=list(rule.outputs), note=note)
 
 
 def _spec_of_atom(v, specs):
