@@ -134,6 +134,8 @@ def _shard_moves(p):
         return [(b.device, dst, b.nbytes) for (d, idx, rid), b in
                 zip(shard_indices(x.sharding, aval.shape), x._shards)
                 if rid == 0 and b.device is not dst]
+    if type(x) is ShardedArray:
+        return _reshard_moves(x, dst, aval)
     itemsize = aval.dtype.itemsize
     moves = []
     for dev, idx, _ in shard_indices(dst, aval.shape):
@@ -143,31 +145,32 @@ def _shard_moves(p):
         if type(x) is ArrayImpl:
             if x._buf.device is not dev:
                 moves.append((x._buf.device, dev, n))
-        elif type(x) is ShardedArray:
-            src = _holder(x, idx, dev)
-            if src is not dev:
-                moves.append((src, dev, n))
         else:
             moves.append(("host", dev, n))
     return moves
 
 
-def _holder(x, idx, dst):
-    """The device that a reshard of ``x`` copies the block ``idx`` for ``dst`` from:
-    ``dst`` itself when its shard of ``x`` already holds the whole block, else the first
-    device (in ``x``'s device order) whose shard holds the block's first element."""
-    shape = x.aval.shape
-    want = [s.indices(n)[:2] for s, n in zip(idx, shape)]
-    first = None
-    for dev, have, _ in shard_indices(x.sharding, shape):
-        have = [s.indices(n)[:2] for s, n in zip(have, shape)]
-        if dev is dst and all(h0 <= w0 and w1 <= h1
-                              for (w0, w1), (h0, h1) in zip(want, have)):
-            return dev
-        if first is None and all(h0 <= w0 < max(h1, h0 + 1)
-                                 for (w0, _), (h0, h1) in zip(want, have)):
-            first = dev
-    return first if first is not None else x._shards[0].device
+def _reshard_moves(x, dst, aval) -> list:
+    """``[(src, dst, nbytes)]`` of resharding the ShardedArray ``x`` to ``dst``: each
+    destination device fetches every part of its block that it does not hold yet, from
+    the first device (in ``x``'s device order) holding that part."""
+    shape, itemsize = aval.shape, aval.dtype.itemsize
+    blocks: dict = {}
+    for dev, idx, _ in shard_indices(x.sharding, shape):
+        rng = tuple(s.indices(n)[:2] for s, n in zip(idx, shape))
+        blocks.setdefault(rng, []).append(dev)
+    moves = []
+    for dev, idx, _ in shard_indices(dst, shape):
+        want = [s.indices(n)[:2] for s, n in zip(idx, shape)]
+        for have, holders in blocks.items():
+            if dev in holders:
+                continue
+            n = itemsize
+            for (w0, w1), (h0, h1) in zip(want, have):
+                n *= max(0, min(w1, h1) - max(w0, h0))
+            if n:
+                moves.append((holders[0], dev, n))
+    return moves
 
 
 def _guard_plan(p):

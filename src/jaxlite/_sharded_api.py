@@ -86,7 +86,11 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     devices = tuple(sharding._device_assignment)
     idx_map = sharding.devices_indices_map(shape)
     pieces, srcs = [], []
-    for dev in devices:
+    for k, dev in enumerate(devices):
+        if k and sharding.is_fully_replicated:      # as JAX: one call, for every device
+            pieces.append(pieces[0])
+            srcs.append(srcs[0])
+            continue
         piece = data_callback(idx_map[dev])
         if isinstance(piece, ArrayImpl):
             src = "host" if type(piece) is ShardedArray else piece._buf.device

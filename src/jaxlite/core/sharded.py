@@ -222,7 +222,7 @@ def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:
     value.setflags(write=False)
     bufs = []
     for dev, idx, _ in shard_indices(sharding, aval.shape):
-        piece = value[idx]
+        piece = value[tuple(idx) + (Ellipsis,)]     # an ndarray view, also for rank 0
         if not piece.flags.c_contiguous:
             piece = np.ascontiguousarray(piece)
         bufs.append(Buffer(piece, dev))
