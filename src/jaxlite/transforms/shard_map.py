@@ -527,17 +527,27 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
         the result does not vary along.
       in_specs: a PartitionSpec per argument (a pytree prefix of the arguments; ``P()``
         replicated); default: each argument's own sharding.
-      mesh: the Mesh (default: the one set by ``jaxlite.set_mesh``).
-      axis_names: the mesh axes ``f`` is manual over (default: all).
-      check_vma: check that outputs are invariant along mesh axes their out_spec omits.
+        A ``None`` leaf (or ``in_specs=None``) passes that argument to every device as
+        it is.  Over a mesh whose axes are all Explicit, the specs must equal the
+        arguments' own shardings.
+      mesh: the Mesh (default: the context mesh: ``jaxlite.set_mesh``'s, or inside another
+        shard_map that one's).
+      axis_names: a set of the mesh axes ``f`` is manual over (default: all).
+      check_vma: check that outputs are invariant along mesh axes their out_spec omits
+        (jaxlite checks what each output actually varies along).
     Returns:
-      the mapped function; called eagerly it returns Arrays sharded over the mesh by
-      ``out_specs``.
+      the mapped function; called eagerly it returns Arrays with
+      ``NamedSharding(mesh, out_spec)``.
     Raises:
-      ValueError: no mesh, a spec naming an axis not in the mesh, a dimension its mesh axes
-        do not divide, specs that are no pytree prefix, an output varying along an axis
-        its out_spec omits.
-      NameError: a collective over an axis name that is not a mesh axis.
+      TypeError: spec leaves that are not PartitionSpecs, ``axis_names`` not a set, a mesh
+        that is not a Mesh, in_specs omitted while a manual axis is not Explicit, an
+        argument that is not an array.
+      ValueError: no mesh, a mesh other than the context's, a spec naming an axis that is
+        not manual, a spec longer than its value's rank, a dimension its mesh axes do not
+        divide, specs that are no pytree prefix, Explicit in_specs that differ from the
+        arguments' shardings, arguments committed to other devices, an output varying
+        along an axis its out_spec omits.
+      NameError: a collective over an axis name no enclosing shard_map or vmap binds.
     """
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs,
@@ -577,15 +587,21 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         every device, returned once).
       static_broadcasted_argnums: positional arguments passed as they are (hashable).
       devices: the devices to run on (at least ``n``).
-      axis_size: the mapped size when no argument is mapped.
+      axis_size: accepted; as in JAX 0.10.2, at least one argument must still be mapped.
       backend, donate_argnums: accepted; the CPU platform is the one backend, and buffers
         are not donated.
+    Keyword arguments of the call are mapped along their axis 0.
+
     Returns:
-      the mapped function; its results are Arrays sharded over the devices along the
-      mapped axis.
+      the mapped function; its results are Arrays with a ``NamedSharding`` over a one-axis
+      mesh (Auto) of the devices used, named ``axis_name`` or ``_internal_pmap_axis_name``
+      (as JAX 0.10.2, which also builds pmap on shard_map), split along ``out_axes``.
     Raises:
-      ValueError: mapped sizes that differ, more slices than devices, an in_axes entry out
-        of range, no mapped argument and no ``axis_size``.
+      ValueError: more slices than devices, no mapped argument, an in_axes that is a list
+        or no prefix of the arguments, a static argument that is not hashable, a mapped
+        axis of size 0, a call under ``set_mesh`` or inside another pmap/shard_map (as
+        JAX 0.10.2); ``IndivisibleError`` (a ValueError) for mapped sizes that differ.
+      IndexError: an in_axes entry beyond an argument's rank.
     """
     del backend, donate_argnums
     if not callable(fun):
@@ -633,7 +649,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 continue
             shape = _aval_of(x).shape
             if not -len(shape) <= ax < len(shape):
-                raise ValueError(f"pmap was requested to map its argument along axis {ax}, "
+                raise IndexError(f"pmap was requested to map its argument along axis {ax}, "
                                  f"which implies that its rank should be at least "
                                  f"{ax + 1 if ax >= 0 else -ax}, but is only {len(shape)} "
                                  f"(its shape is {shape})")
@@ -641,13 +657,15 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             if n is None:
                 n = size
             elif size != n:
-                raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
-                                 f"{n} and {size}")
+                from ..sharding import IndivisibleError
+                raise IndivisibleError(f"pmap got inconsistent sizes for the mapped axes of "
+                                       f"its arguments: {n} and {size} (the devices are "
+                                       f"chosen by the first mapped argument; each needs "
+                                       f"one slice)")
         if n is None:
-            if axis_size is None:
-                raise ValueError("pmap requires at least one argument with a mapped axis, "
-                                 "or axis_size=")
-            n = int(axis_size)
+            # (JAX 0.10.2 raises here even when axis_size is given)
+            raise ValueError("pmap requires at least one argument with a mapped axis (an "
+                             "in_axes entry that is not None).")
         if n == 0:
             raise ValueError("pmap over a mapped axis of size 0: it needs one device per "
                              "slice, and at least one slice.")
