@@ -658,3 +658,36 @@ def test_reshard_and_gather_transfers(both, rjax8):
     jaxlite.device_put(x, jaxlite.devices()[0])
     stats = jaxlite.transfer_stats(reset=True)
     assert stats == {(f"cpu:{i}", "cpu:0"): {"count": 1, "bytes": 16} for i in range(1, 8)}
+
+
+def test_host_views_and_refusals(both, rjax8):
+    jm, xm = both()
+    sj, sx = _ns(jm, xm, ("x", "y"))
+    a = _host((8, 4))
+    jl, jx = jaxlite.device_put(a, sj), rjax8.device_put(a, sx)
+    # rows: uncommitted one-device arrays on the first device
+    for rj, rx in zip(jl, jx):
+        assert repr(rj.sharding) == repr(rx.sharding) and rj.committed == rx.committed
+        np.testing.assert_array_equal(np.asarray(rj), np.asarray(rx))
+    assert jl.tolist() == jx.tolist() and len(jl) == len(jx)
+    assert (jl.nbytes, jl.size, jl.itemsize) == (jx.nbytes, jx.size, jx.itemsize)
+    assert copy.deepcopy(jl).sharding == jl.sharding
+    rj, rx = _ns(jm, xm, ())
+    sc_j, sc_x = jaxlite.device_put(np.float32(2.5), rj), rjax8.device_put(np.float32(2.5), rx)
+    assert float(sc_j) == float(sc_x) and f"{sc_j:.3f}" == f"{sc_x:.3f}"
+    assert jl.sum().item() == jx.sum().item()
+    assert jaxlite.block_until_ready({"a": jl})["a"] is jl
+    # no single buffer: JAX refuses a raw pointer and DLPack
+    for fj, fx in [(jl.unsafe_buffer_pointer, jx.unsafe_buffer_pointer),
+                   (lambda: np.from_dlpack(jl), lambda: np.from_dlpack(jx)),
+                   (lambda: jl.addressable_data(8), lambda: jx.addressable_data(8)),
+                   (lambda: hash(jl), lambda: hash(jx))]:
+        _same_err_type(fj, fx)
+    # donate: accepted; on CPU the source stays valid, as JAX
+    tj, tx = _ns(jm, xm, ("y",))
+    jaxlite.device_put(jl, tj, donate=True), rjax8.device_put(jx, tx, donate=True)
+    assert jl.is_deleted() == jx.is_deleted()
+    # a one-device mesh: x.device is the device
+    mj, mx = both((1,), ("a",))
+    oj, ox = _ns(mj, mx, ("a",))
+    assert repr(jaxlite.device_put(a, oj).device) == repr(rjax8.device_put(a, ox).device)

@@ -148,6 +148,30 @@ class ShardedArray(ArrayImpl):
         self._check_alive()
         return sum(b.nbytes for b in self._shards)
 
+    def unsafe_buffer_pointer(self) -> int:
+        """Refused, as JAX: a sharded array has no single buffer (JaxRuntimeError)."""
+        from ..errors import JaxRuntimeError
+        raise JaxRuntimeError("INVALID_ARGUMENT: UnsafeBufferPointer() is supported only "
+                              "for unsharded arrays; use x.addressable_data(i)."
+                              "unsafe_buffer_pointer() for one shard's.")
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Refused, as JAX: DLPack describes memory on one device (BufferError)."""
+        raise BufferError(f"to_dlpack can only pack a dlpack tensor from an array on a "
+                          f"singular device, but an array with a Sharding over "
+                          f"{len(self._shards)} devices was provided; export "
+                          f"x.addressable_data(i) or jaxlite.device_put(x, device).")
+
+    def _rows(self):
+        # as JAX: the rows of a sharded array are uncommitted arrays on its first device
+        from ..runtime.buffer import new_buffer
+        from .avals import ShapedArray
+        a = self.aval
+        row = ShapedArray(a.shape[1:], a.dtype, a.weak_type)
+        dev = self._shards[0].device
+        for i in range(a.shape[0]):
+            yield ArrayImpl(new_buffer(np.array(self._buf.data[i]), dev), row, False)
+
     def __copy__(self):
         """A new sharded array with the same sharding and buffers of its own."""
         self._check_alive()
