@@ -301,6 +301,28 @@ def test_nested_shard_map(rjax8):
     _same_error(*fns, jl_part="context mesh", jx_part="context mesh")
 
 
+def test_device_order_and_spec_orders(rjax8):
+    """A mesh over devices out of order; tuple entries minor-first; a sharded argument
+    whose own spec differs from in_specs (resharded, Auto mesh)."""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    order = [3, 1, 7, 5, 0, 2, 6, 4]
+    res = []
+    for lib in (jaxlite, rjax8):
+        P = lib.P
+        mesh = lib.sharding.Mesh(np.array(lib.devices())[order].reshape(4, 2), ("x", "y"))
+        xs = _put(lib, x, mesh, P("y", "x"))
+        res.append((
+            lib.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P(("y", "x")),
+                          out_specs=P(("y", "x")))(x),
+            lib.shard_map(lambda a: a.T, mesh=mesh, in_specs=P("x", "y"),
+                          out_specs=P("y", "x"))(x),
+            lib.shard_map(lambda a: a + 1, mesh=mesh, in_specs=P(None, ("y", "x")),
+                          out_specs=P(("x", "y")))(x),
+            lib.shard_map(lambda a: a * 3, mesh=mesh, in_specs=P("x", "y"),
+                          out_specs=P("x", "y"))(xs)))
+    _same_tree(*res)
+
+
 # ---- transformations through shard_map ---------------------------------------------------
 
 def _loss_program(lib, mesh):
@@ -552,3 +574,18 @@ def test_memory_per_device(rjax8, shape, names, spec, xshape):
     assert {d.id: d.memory_stats()["bytes_in_use"] for d in devs} == before
     # JAX's CPU devices report no memory_stats: nothing to compare with there
     assert rjax8.devices()[0].memory_stats() is None
+
+
+def test_infer_partial_manual_from_tuple_specs(rjax8):
+    """Infer with axis_names={'x'}: the arguments' specs keep their manual axes; 'x' minor
+    to the non-manual 'y' in one dimension has no shard layout (ValueError in both)."""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    res, fns = [], []
+    for lib in (jaxlite, rjax8):
+        P = lib.P
+        mesh = _mesh(lib, (4, 2), ("x", "y"), "make_mesh")
+        f = lib.shard_map(lambda a: a * 2, mesh=mesh, out_specs=P("x"), axis_names={"x"})
+        res.append((f(_put(lib, x, mesh, P(("x", "y")))), f(_put(lib, x, mesh, P("y", "x")))))
+        fns.append(lambda f=f, lib=lib, mesh=mesh: f(_put(lib, x, mesh, lib.P(("y", "x")))))
+    _same_tree(*res, placed=False)       # (spec: see test_partial_manual)
+    _same_error(*fns, jl_part="cannot infer in_specs", jx_part="Invalid spec")

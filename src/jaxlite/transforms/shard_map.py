@@ -150,11 +150,14 @@ def _manual_part(x, ndim: int, manual):
     from ..sharding import PartitionSpec
     entries = []
     for names in _type_spec(x, ndim):
-        kept = []
-        for a in names:
-            if a not in manual:
-                break       # a minor axis kept after a dropped major one would reorder
-            kept.append(a)
+        kept = [a if a in manual else None for a in names]
+        while kept and kept[-1] is None:
+            kept.pop()
+        if None in kept:    # a manual axis minor to a non-manual one: no shard layout
+            raise ValueError(f"shard_map cannot infer in_specs from the spec "
+                             f"{_as_pspec(_type_spec(x, ndim))}: it splits a dimension over "
+                             f"the manual axes {[a for a in kept if a]} minor to a "
+                             f"non-manual one (axis_names={sorted(manual)}).")
         entries.append(None if not kept else kept[0] if len(kept) == 1 else tuple(kept))
     return PartitionSpec(*entries)
 
