@@ -220,3 +220,40 @@ def test_memory_per_device(rjax8):
     assert {i: after[i] - before[i] for i in after} == {d.id: 5 * 4 for d in devs}
     del out
     assert {d.id: d.memory_stats()["bytes_in_use"] for d in devs} == before
+
+
+def _committed_cases(lib):
+    P, NS = lib.P, lib.sharding.NamedSharding
+    devs = lib.devices()
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    m1 = lib.sharding.Mesh(np.array(devs), ("a",))
+    r4 = lib.pmap(lambda a: a)(x[:4])
+    return {
+        "split as pmap splits": lambda: lib.pmap(lambda a: a * 2)(
+            lib.device_put(x, NS(m1, P("a")))),
+        "replicated, mapped": lambda: lib.pmap(lambda a: a * 2)(
+            lib.device_put(x, NS(m1, P()))),
+        "committed to one device": lambda: lib.pmap(lambda a: a * 2)(
+            lib.device_put(x, devs[3])),
+        "uncommitted": lambda: lib.pmap(lambda a: a * 2)(lib.numpy.asarray(x)),
+        "split along another axis": lambda: lib.pmap(lambda a: a * 2, in_axes=1)(
+            lib.pmap(lambda a: a + 1)(x)),
+        "split, unmapped": lambda: lib.pmap(lambda a, b: a * b, in_axes=(0, None))(
+            x, lib.device_put(x[0], NS(m1, P("a")))),
+        "replicated, unmapped": lambda: lib.pmap(lambda a, b: a * b, in_axes=(0, None))(
+            x, lib.device_put(x[0], NS(m1, P()))),
+        "moved to other devices": lambda: lib.pmap(lambda a: a * 2, devices=devs[4:8])(r4),
+        "moved to reversed devices": lambda: lib.pmap(lambda a: a * 2,
+                                                      devices=devs[3::-1])(r4),
+    }
+
+
+def test_committed_arguments(rjax8):
+    """A committed argument must already be split as pmap splits it (its blocks then
+    move to pmap's devices); otherwise ValueError, as JAX 0.10.2."""
+    jl, jx = _committed_cases(jaxlite), _committed_cases(rjax8)
+    for name in jl:
+        e_jl, e_jx = _err(jl[name]), _err(jx[name])
+        assert type(e_jl).__name__ == type(e_jx).__name__, (name, e_jl, e_jx)
+        if e_jx is None:
+            _same(jl[name](), jx[name]())

@@ -467,6 +467,11 @@ ERROR_CASES = {
     "spec names a non-manual axis": (lambda lib: (lambda a: a, (X,), dict(
         in_specs=lib.P("x", "y"), out_specs=lib.P("x"), axis_names={"x"})),
         "manual", "manual"),
+    "axis used twice": (lambda lib: (lambda a: a, (X,), dict(
+        in_specs=lib.P("x", "x"), out_specs=lib.P("x"))), "more than once", "duplicate"),
+    "out axis used twice": (lambda lib: (lambda a: a, (X,), dict(
+        in_specs=lib.P("x", "y"), out_specs=lib.P("y", "y"))), "more than once",
+        "duplicate"),
     "mesh not a Mesh": (lambda lib: (lambda a: a, (X,), dict(
         mesh=3, in_specs=lib.P("x"), out_specs=lib.P("x"))), "Mesh", "Mesh"),
     "non-array argument": (lambda lib: (lambda a: a, ("s",), dict(

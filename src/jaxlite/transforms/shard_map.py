@@ -124,7 +124,14 @@ def _check_spec_tree(specs, manual, what: str) -> None:
         raise TypeError(f"shard_map {what} must be a pytree of PartitionSpec instances (P() "
                         f"for a replicated value), but it holds {bad[0]!r} of type "
                         f"{type(bad[0]).__name__}.")
+    from ..sharding import DuplicateSpecError
     for spec in leaves:
+        used = [a for entry in spec for a in _entry_axes(entry) if isinstance(a, str)]
+        dup = sorted({a for a in used if used.count(a) > 1})
+        if dup:
+            raise DuplicateSpecError(f"shard_map {what} entry {spec} names the mesh axis "
+                                     f"{dup[0]!r} more than once: a mesh axis may split at "
+                                     f"most one dimension.")
         for entry in spec:
             for a in _entry_axes(entry):
                 if a is not None and a not in manual:
@@ -678,6 +685,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                              f"but only {len(devs)} XLA devices are available "
                              f"(num_replicas={n})")
         mesh = Mesh(np.array(devs[:n], dtype=object), (name,))
+        leaves = _check_pmap_placement(leaves, axes, mesh, name)
         moved = [x if ax is None else _move_front(x, ax % _aval_of(x).ndim)
                  for x, ax in zip(leaves, axes)]
         specs = tuple(PartitionSpec() if ax is None else PartitionSpec(name) for ax in axes)
@@ -715,6 +723,31 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 res.append(o)
         return tree_unflatten(o_tree, res)
     return mapped
+
+
+def _check_pmap_placement(leaves, axes, mesh, name) -> list:
+    """The leaves as pmap hands them on.  A committed argument (sharded, or put on one
+    device) must already be split as pmap splits it: in as many blocks along its mapped
+    axis (whatever devices hold them; they move to pmap's), or replicated when unmapped.
+    ValueError otherwise, as JAX 0.10.2."""
+    from ..sharding import NamedSharding, PartitionSpec
+    out = []
+    for k, (x, ax) in enumerate(zip(leaves, axes)):
+        if not (type(x) is ShardedArray or (type(x) is ArrayImpl and x._committed)):
+            out.append(x)
+            continue
+        nd = x.aval.ndim
+        spec = PartitionSpec() if ax is None else \
+            PartitionSpec(*([None] * (ax % nd) + [name]))
+        want = NamedSharding(mesh, spec)
+        if x.sharding._tiling(nd)[0] == want._tiling(nd)[0]:
+            out.append(ArrayImpl(x._buf, x.aval, False))    # its value, moved by pmap
+        else:
+            raise ValueError(f"pmap argument {k} of shape {x.aval.str_short()} is committed "
+                             f"to {x.sharding}, which does not match the sharding pmap "
+                             f"gives it, {want}: pass an uncommitted array, or device_put "
+                             f"it with that sharding.")
+    return out
 
 
 def _axes_leaves(axes, tree) -> list:
