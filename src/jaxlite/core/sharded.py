@@ -274,6 +274,19 @@ def to_pspec(spec: tuple):
     return PartitionSpec(*entries)
 
 
+def result_pspec(mesh, spec: tuple):
+    """The PartitionSpec JAX gives a computed result of per-dimension axis names ``spec``
+    on ``mesh``: as long as the rank when the mesh has Explicit axes and the result uses
+    none of its Auto axes (the sharding then comes from the result's type); otherwise
+    trailing unsplit dimensions dropped (as the compiler reports it)."""
+    pspec = to_pspec(spec)
+    auto = set(mesh.auto_axes)
+    if mesh.explicit_axes and not any(n in auto for e in spec for n in e):
+        from ..sharding import PartitionSpec
+        pspec = PartitionSpec(*pspec, *[None] * (len(spec) - len(pspec)))
+    return pspec
+
+
 def output_shardings(prim, args, avals, out_avals, params, sharding0) -> list:
     """The shardings of ``prim``'s results over sharded operands: from the primitive's
     sharding rule when it has one; otherwise an elementwise primitive keeps the common
@@ -297,7 +310,7 @@ def output_shardings(prim, args, avals, out_avals, params, sharding0) -> list:
                       if type(a) is ShardedArray and av.shape == out_avals[0].shape]
             if shaped and all(s == shaped[0] for s in shaped):
                 specs = [shaped[0]]
-    return [NamedSharding(mesh, to_pspec(s)) for s in specs]
+    return [NamedSharding(mesh, result_pspec(mesh, s)) for s in specs]
 
 
 def _own(val, aval, inputs) -> np.ndarray:
