@@ -87,7 +87,7 @@ NOT_BUILT_API = ("transformation APIs not built yet: custom_vmap (jax.custom_bat
                  "top-level), fwd_and_bwd, make_user_context (jit cache contexts)")
 
 TOP = {
-    **_group(SHARDING, "Shard smap reshard "
+    **_group(SHARDING, "Shard smap "
                        "auto_pcast remove_size_one_mesh_axis_from_type"),
     **_group(MULTI_PROCESS, "distributed make_array_from_process_local_data process_indices "
                             "host_count host_id host_ids"),
@@ -147,8 +147,7 @@ LAX = {
         stage_p stop_gradient_p sub_p tan_p tanh_p tile_p top_k_p transpose_p unstack_p
         while_p xor_p zeta_p"""),
     **_group(LAX_COLLECTIVES, "all_gather all_to_all axis_size pbroadcast pcast ppermute "
-                              "precv psend pshuffle psum_scatter pswapaxes ragged_all_to_all "
-                              "with_sharding_constraint"),
+                              "precv psend pshuffle psum_scatter pswapaxes ragged_all_to_all"),
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
                             "PrecisionLike RaggedDotDimensionNumbers RandomAlgorithm "

@@ -21,6 +21,7 @@ from . import primitives as _primitives  # noqa: F401  (registers every primitiv
 from . import backends as _backends  # noqa: F401  (registers the CPU platform)
 from . import lax, numpy, nn, debug, sharding  # noqa: F401
 from .sharding import NamedSharding, P, make_mesh, set_mesh  # noqa: F401
+from .sharding import reshard  # noqa: F401
 from . import random  # noqa: F401
 from . import ops, image  # noqa: F401
 from .transforms import jit, make_jaxpr, eval_shape  # noqa: F401

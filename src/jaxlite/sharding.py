@@ -1126,3 +1126,10 @@ def _make_named_sharding(mesh, spec, memory_kind):
 
 
 NamedSharding.__module__ = "jaxlite.sharding"
+
+
+def reshard(xs, out_shardings):
+    """Moves ``xs`` to ``out_shardings`` (``jax.sharding.reshard``); see
+    ``jaxlite._sharding_constraints.reshard`` for the arguments and errors."""
+    from ._sharding_constraints import reshard as _reshard
+    return _reshard(xs, out_shardings)

@@ -614,8 +614,15 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (``jax.lax.dot_general``).
 
     ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, or a pair of
-    ``Precision`` members (ValueError otherwise).
+    ``Precision`` members (ValueError otherwise).  ``out_sharding`` (a NamedSharding, or a
+    PartitionSpec over the mesh of ``set_mesh``; only Explicit mesh axes): the result is
+    resharded there (``jax.sharding.reshard``'s errors).
     """
+    if out_sharding is not None:
+        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        sh = out_sharding_of(out_sharding, "dot_general")
+        return apply_out_sharding(dot_general(lhs, rhs, dimension_numbers, precision,
+                                              preferred_element_type), sh)
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
@@ -626,11 +633,12 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                                  preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix product of rank-1/2 operands (``jax.lax.dot``)."""
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
+    """Vector/matrix product of rank-1/2 operands (``jax.lax.dot``); ``out_sharding`` as
+    ``dot_general``'s."""
     ln = get_aval(lhs).ndim
     return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type)
+                       preferred_element_type, out_sharding=out_sharding)
 
 
 # ---- indexing -------------------------------------------------------------------------
@@ -718,3 +726,4 @@ from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
                     conv_transpose_shape_tuple, dtype, empty, full, mulhi, ragged_dot,
                     reciprocal, reduce, reduce_precision, reduce_window_shape_tuple, split,
                     stack, tile, unstack)
+from .._sharding_constraints import with_sharding_constraint  # noqa: E402,F401

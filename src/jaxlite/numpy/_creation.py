@@ -74,9 +74,22 @@ def _as_array(x):
     return x if isinstance(x, _JAX_TYPES) else ensure_array(x)
 
 
-def _place(out, device, like=None):
+def _out_sharding(out_sharding, who, device):
+    """``(checked NamedSharding, who)`` of an ``out_sharding=`` argument (None: none); see
+    ``jaxlite._sharding_constraints.out_sharding_of`` for its errors."""
+    if out_sharding is None:
+        return None
+    from .._sharding_constraints import out_sharding_of
+    return out_sharding_of(out_sharding, who, device), who
+
+
+def _place(out, device, like=None, sharding=None):
     """``out`` on ``device``; for ``*_like`` without a device, on the device a committed
-    prototype ``like`` is on (as JAX places the result by the prototype's sharding)."""
+    prototype ``like`` is on (as JAX places the result by the prototype's sharding); with
+    ``sharding`` (from ``_out_sharding``) resharded there (a ``reshard`` under jit)."""
+    if sharding is not None:
+        from .._sharding_constraints import apply_out_sharding
+        return apply_out_sharding(out, *sharding)
     if device is None and type(like) is ArrayImpl and like.committed:
         device = like.device
     if device is None or isinstance(out, Tracer):
@@ -285,35 +298,46 @@ def copy(a, order=None):
 
 # ---- constant fills ---------------------------------------------------------------------
 
-def zeros(shape, dtype=None, *, device=None):
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
     """Array of zeros of ``shape`` (``jax.numpy.zeros``).
 
     ``shape`` is an int or a sequence of ints; ``dtype`` defaults to float32 (float64 with
     x64).  Lowers to one ``broadcast_in_dim`` of a scalar.  Raises TypeError for a
     non-integer, traced or negative size.
 
+    With ``out_sharding`` (a NamedSharding, or a PartitionSpec over the mesh of
+    ``set_mesh``; only Explicit mesh axes may be named, as in JAX) the result is sharded
+    so (a ``reshard`` under jit).  ValueError with both ``device`` and ``out_sharding``,
+    for a PartitionSpec without a mesh, an Auto axis, an axis the mesh lacks or one that
+    does not divide its dimension, and (as JAX) for a NamedSharding over several devices
+    outside ``set_mesh``; TypeError for another kind of sharding.
+
     Example::
 
       >>> jnp.zeros((2, 3), jnp.int8).shape
       (2, 3)
     """
+    sh = _out_sharding(out_sharding, "jnp.zeros", device)
     dt = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
-    return _place(_full_scalar(_canonical_shape(shape), 0, dt, False), device)
+    return _place(_full_scalar(_canonical_shape(shape), 0, dt, False), device, None, sh)
 
 
-def ones(shape, dtype=None, *, device=None):
-    """Array of ones of ``shape`` (``jax.numpy.ones``); see ``zeros``."""
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+    """Array of ones of ``shape`` (``jax.numpy.ones``); see ``zeros`` (also for
+    ``out_sharding``)."""
+    sh = _out_sharding(out_sharding, "jnp.ones", device)
     dt = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
-    return _place(_full_scalar(_canonical_shape(shape), 1, dt, False), device)
+    return _place(_full_scalar(_canonical_shape(shape), 1, dt, False), device, None, sh)
 
 
-def empty(shape, dtype=None, *, device=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
     """Same as ``zeros``: jaxlite arrays are always initialised (``jax.numpy.empty``)."""
+    sh = _out_sharding(out_sharding, "jnp.zeros", device)     # JAX's name for it too
     dt = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
-    return _place(_full_scalar(_canonical_shape(shape), 0, dt, False), device)
+    return _place(_full_scalar(_canonical_shape(shape), 0, dt, False), device, None, sh)
 
 
-def full(shape, fill_value, dtype=None, *, device=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """Array of ``shape`` filled with ``fill_value`` (``jax.numpy.full``).
 
     A scalar fill is broadcast by one ``broadcast_in_dim``; with no ``dtype`` the result
@@ -325,7 +349,9 @@ def full(shape, fill_value, dtype=None, *, device=None):
       TypeError: bad ``shape`` (see ``zeros``); a list ``fill_value``; complex fill for a
         real ``dtype``.
       ValueError: an array fill that does not broadcast to ``shape``.
+    ``out_sharding``: see ``zeros``.
     """
+    sh = _out_sharding(out_sharding, "full", device)
     shape = _canonical_shape(shape)
     check_arraylike("full", fill_value)
     dt = _user_dtype(dtype, "full")
@@ -335,7 +361,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
                            fweak if dt is None else False)
     else:
         out = _broadcast_to(asarray(fill_value, dt), shape)
-    return _place(out, device)
+    return _place(out, device, None, sh)
 
 
 def _like_args(name, a, dtype, shape):
@@ -349,17 +375,21 @@ def _like_args(name, a, dtype, shape):
     return (adt if dt is None else dt), weak, tuple(shp)
 
 
-def zeros_like(a, dtype=None, shape=None, *, device=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with ``a``'s shape, dtype and weak type unless ``dtype``/``shape`` are given
-    (``jax.numpy.zeros_like``).  Raises TypeError for a list ``a``."""
+    (``jax.numpy.zeros_like``).  Raises TypeError for a list ``a``.  ``out_sharding``: see
+    ``zeros``."""
+    sh = _out_sharding(out_sharding, "jnp.zeros_like", device)
     dt, weak, shp = _like_args("zeros_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 0, dt, weak), device, a)
+    return _place(_full_scalar(shp, 0, dt, weak), device, a, sh)
 
 
-def ones_like(a, dtype=None, shape=None, *, device=None):
-    """Ones with ``a``'s shape, dtype and weak type (``jax.numpy.ones_like``)."""
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    """Ones with ``a``'s shape, dtype and weak type (``jax.numpy.ones_like``).
+    ``out_sharding``: see ``zeros``."""
+    sh = _out_sharding(out_sharding, "jnp.ones_like", device)
     dt, weak, shp = _like_args("ones_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 1, dt, weak), device, a)
+    return _place(_full_scalar(shp, 1, dt, weak), device, a, sh)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
@@ -368,15 +398,16 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
     return _place(_full_scalar(shp, 0, dt, weak), device, prototype)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """``fill_value`` with ``a``'s shape and dtype (``jax.numpy.full_like``); weakly typed
     only if ``a`` is and no ``dtype`` is given.  An array ``fill_value`` is broadcast to
-    the shape (ValueError if it cannot be)."""
+    the shape (ValueError if it cannot be).  ``out_sharding``: see ``zeros``."""
+    sh = _out_sharding(out_sharding, "full_like", device)
     dt, weak, shp = _like_args("full_like", a, dtype, shape)
     check_arraylike("full_like", fill_value)
     if np.ndim(fill_value) == 0:
-        return _place(_full_scalar(shp, fill_value, dt, weak), device, a)
-    return _place(_broadcast_to(asarray(fill_value, dt), shp), device, a)
+        return _place(_full_scalar(shp, fill_value, dt, weak), device, a, sh)
+    return _place(_broadcast_to(asarray(fill_value, dt), shp), device, a, sh)
 
 
 def _broadcast_to(x, shape):
@@ -406,7 +437,7 @@ def _py(x):
     return x.item()
 
 
-def arange(start, stop=None, step=None, dtype=None, *, device=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Evenly spaced values in ``[start, stop)`` with spacing ``step``
     (``jax.numpy.arange``).
 
@@ -418,12 +449,14 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
       ValueError: non-scalar or complex arguments.
       ZeroDivisionError: ``step == 0``.
       TypeError: bool dtype (``iota`` does not accept it); lists.
+    ``out_sharding``: see ``zeros``.
 
     Example::
 
       >>> jnp.arange(2, 10, 3)
       Array([2, 5, 8], dtype=int32)
     """
+    sh = _out_sharding(out_sharding, "jnp.arange", device)
     dt = _user_dtype(dtype, "arange")
     first = "stop" if stop is None and step is None else "start"
     if start is None:
@@ -452,7 +485,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         out = lax.iota(dt, size)
         if lo != 0:
             out = lax.add(_scalar(lo, dt), out)
-    return _place(out, device)
+    return _place(out, device, None, sh)
 
 
 def _check_iota_dtype(dt):

@@ -49,6 +49,23 @@ def _flatten(x):
     return lax.reshape(x, (x.size,))
 
 
+def _out_sharding(out_sharding, who):
+    """The checked NamedSharding of an ``out_sharding=`` argument, None for None (see
+    ``jaxlite._sharding_constraints.out_sharding_of``: JAX's errors)."""
+    if out_sharding is None:
+        return None
+    from .._sharding_constraints import out_sharding_of
+    return out_sharding_of(out_sharding, who)
+
+
+def _sharded(out, sharding):
+    """``out`` resharded to ``sharding`` (a ``reshard`` under jit); ``out`` for None."""
+    if sharding is None:
+        return out
+    from .._sharding_constraints import apply_out_sharding
+    return apply_out_sharding(out, sharding)
+
+
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot`` (``jax.numpy.dot``): a product with a scalar, a vector dot product,
     matrix-vector / matrix products, and for N-D operands a sum over the last axis of ``a``
@@ -56,19 +73,23 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     b.shape[-1:]``).
 
     Raises TypeError when the contracted sizes differ, naming both shapes.
+    ``out_sharding`` (a NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``;
+    only Explicit mesh axes): the result is resharded there, with JAX's errors
+    (ValueError/TypeError) for a bad one.
 
     >>> import jaxlite.numpy as jnp
     >>> jnp.dot(jnp.ones((2, 3)), jnp.ones(3))
     Array([3., 3.], dtype=float32)
     """
+    sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("dot", a, b)
     if a.ndim == 0 or b.ndim == 0:
         out = _mul(a, b)
-        return out if preferred_element_type is None else convert(out,
-                                                                 _pet(preferred_element_type))
+        return _sharded(out if preferred_element_type is None else
+                        convert(out, _pet(preferred_element_type)), sh)
     cb = 0 if b.ndim == 1 else b.ndim - 2
-    return _dot_general(a, b, ((a.ndim - 1,), (cb,)), ((), ()), precision,
-                        preferred_element_type)
+    return _sharded(_dot_general(a, b, ((a.ndim - 1,), (cb,)), ((), ()), precision,
+                                 preferred_element_type), sh)
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
@@ -77,8 +98,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     the added dimension removed from the result.
 
     Raises ValueError for 0-d operands or batch shapes that do not broadcast, TypeError for
-    mismatched inner sizes (naming both shapes).
+    mismatched inner sizes (naming both shapes).  ``out_sharding``: as ``dot``'s.
     """
+    sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("matmul", a, b)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
@@ -113,7 +135,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         out = lax.squeeze(out, (out.ndim - 2,))
     if b.ndim == 1:
         out = lax.squeeze(out, (out.ndim - 1,))
-    return out
+    return _sharded(out, sh)
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -229,10 +251,13 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
     a pair ``(axes_a, axes_b)`` of ints or equal-length sequences.  Result shape: the
     uncontracted axes of ``a`` then of ``b``.  Raises TypeError for a malformed ``axes``,
     too many axes or mismatched sizes; ValueError for an out-of-range axis.
+    ``out_sharding``: as ``dot``'s.
     """
+    sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("tensordot", a, b)
     ca, cb = _tensordot_axes(axes, a, b)
-    return _dot_general(a, b, (ca, cb), ((), ()), precision, preferred_element_type)
+    return _sharded(_dot_general(a, b, (ca, cb), ((), ()), precision,
+                                 preferred_element_type), sh)
 
 
 def kron(a, b):
@@ -334,8 +359,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     each pairwise step is one ``dot_general``.  Operands are promoted to one dtype.
 
     Raises ValueError for malformed subscripts, a wrong number of operands or mismatched
-    index sizes (opt_einsum's messages, as JAX).
+    index sizes (opt_einsum's messages, as JAX).  ``out_sharding``: as ``dot``'s.
     """
+    sh = _out_sharding(out_sharding, "einsum")
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_to_str((subscripts,) + operands)
     ops = _operands("einsum", *operands) if operands else []
@@ -360,7 +386,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     (result,) = ops
     if pet is not None and result.dtype != pet:
         result = convert(result, pet)
-    return result
+    return _sharded(result, sh)
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

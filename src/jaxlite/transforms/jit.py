@@ -136,12 +136,16 @@ def _check_donated(fun, sig, nums, names):
 class _CacheEntry:
     """One compiled signature: the executable stage and the output pytree structure."""
 
-    __slots__ = ("compiled", "out_tree", "placements")
+    __slots__ = ("compiled", "out_tree", "placements", "constraint_mesh")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
         self.placements = None      # sharded calls: (leaf shardings) -> output shardings
+        # the mesh of the program's first sharding_constraint/reshard (None: it has none):
+        # its outputs are then placed by the propagation even over unsharded arguments
+        from ..primitives.sharding_constraint import constraint_mesh
+        self.constraint_mesh = constraint_mesh(compiled._lowered.closed_jaxpr)
 
 
 class _FastEntry:
@@ -515,7 +519,8 @@ class JitWrapped:
                             code=getattr(self.fun, "__code__", None),
                             arg_ids=[id(x) for x in leaves])
         names_fn = lambda: self._arg_names(dyn_args, dyn_kw, static_pos, len(args))  # noqa
-        if self._shardings is not None or any(type(k[1]) is NamedSharding for k in key[1]):
+        if self._shardings is not None or entry.constraint_mesh is not None or \
+                any(type(k[1]) is NamedSharding for k in key[1]):
             outs = _run_sharded(entry, leaves, names_fn, self._shardings)
             return tree_unflatten(entry.out_tree, outs)
         outs = _run_compiled(entry.compiled, leaves, names_fn,
@@ -753,19 +758,25 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
 def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
     """One sharding (or None) per flat leaf from ``shardings``, a pytree prefix of the
     arguments (``tree_of``: the pytree); a single sharding applies to every leaf.
-    ValueError when it is no prefix (naming ``what``)."""
-    from ..sharding import Sharding
-    if shardings is None or isinstance(shardings, Sharding):
-        return [shardings] * n
+    ValueError when it is no prefix (naming ``what``).  A PartitionSpec means a
+    NamedSharding over the current mesh (``set_mesh``; RuntimeError without one, as JAX);
+    a leaf of another type is a TypeError."""
+    from ..sharding import P, Sharding
+    if shardings is None or isinstance(shardings, (Sharding, P)):
+        return [_named_of(shardings, what)] * n
+    if not isinstance(shardings, (tuple, list, dict)):
+        raise TypeError(f"{what} leaf specifications are expected to be PartitionSpec "
+                        f"instances or None, but got {shardings}")
     try:
-        return list(optree.tree_flatten(tree_of, none_is_leaf=False,
-                                        namespace=NAMESPACE)[1].flatten_up_to(shardings))
+        return [_named_of(s, what) for s in optree.tree_flatten(
+            tree_of, none_is_leaf=False, namespace=NAMESPACE)[1].flatten_up_to(shardings)]
     except (ValueError, TypeError):
         pass
     out: list = []
 
     def walk(sh, t):
-        if sh is None or isinstance(sh, Sharding):
+        if sh is None or isinstance(sh, (Sharding, P)):
+            sh = _named_of(sh, what)
             out.extend([sh] * len(_flatten(t)[0]))
             return
         if isinstance(sh, (tuple, list)) and isinstance(t, (tuple, list)) and \
@@ -784,6 +795,24 @@ def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
     return out
 
 
+def _named_of(s, what: str):
+    """A ``shardings`` leaf as a Sharding (a PartitionSpec over the current mesh) or None."""
+    from ..sharding import P, Sharding, _state
+    if s is None or isinstance(s, Sharding):
+        return s
+    if isinstance(s, P):
+        mesh = _state().mesh
+        if mesh.empty:
+            raise RuntimeError(
+                f"jit requires a non-empty mesh in context if you are passing "
+                f"`PartitionSpec`s to {what}. You can define a context mesh via "
+                f"`jax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to {what} and "
+                f"then the mesh context manager is not required.")
+        return NamedSharding(mesh, s)
+    raise TypeError(f"{what} leaf specifications are expected to be PartitionSpec "
+                    f"instances or None, but got {s}")
+
+
 def _run_sharded(entry, leaves, names_fn, shardings):
     """A call whose arguments include Arrays sharded over several devices, or that gives
     ``in_shardings``/``out_shardings``: the program runs on the arguments' global values
@@ -799,7 +828,10 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     in_sh, out_sh = shardings if shardings is not None else (None, None)
     if in_sh is not None:
         names = names_fn()
-        args_tree = entry.compiled._lowered.in_tree.unflatten(list(range(len(leaves))))[0]
+        args_tree, kw_tree = entry.compiled._lowered.in_tree.unflatten(
+            list(range(len(leaves))))
+        if kw_tree:
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         wanted = _prefix_shardings(in_sh, args_tree, len(leaves), "in_shardings")
         placed = []
         for k, (x, w) in enumerate(zip(leaves, wanted)):
@@ -808,10 +840,11 @@ def _run_sharded(entry, leaves, names_fn, shardings):
                     x._committed else None
                 if have is not None and not _same_sharding(have, w, x.aval.ndim):
                     raise ValueError(
-                        f"Received incompatible devices for jitted computation. Got "
-                        f"argument {names[k]} of {what} with shape {x.aval.str_short()} and "
-                        f"sharding {have}, but its in_shardings entry is {w}. Move it with "
-                        f"jaxlite.device_put(x, {w}) first.")
+                        f"Sharding passed to jit does not match the sharding on the "
+                        f"respective arg. Got jit sharding: {w} and arg sharding: {have} "
+                        f"for argument {names[k]} of {what} with shape "
+                        f"{x.aval.str_short()}. Move it with jaxlite.device_put(x, {w}) "
+                        f"first.")
                 if have is None:
                     from .._placement import device_put
                     x = device_put(x, w)
@@ -819,6 +852,9 @@ def _run_sharded(entry, leaves, names_fn, shardings):
         leaves = placed
     sharded = [x for x in leaves if type(x) is ShardedArray]
     sharding0 = mesh_devices_check(leaves, what) if sharded else None
+    if sharding0 is None and entry.constraint_mesh is not None:
+        from ..sharding import P
+        sharding0 = NamedSharding(entry.constraint_mesh, P())
     vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
             for x in leaves]
     outs = _run_compiled(entry.compiled, vals, names_fn)
@@ -828,6 +864,11 @@ def _run_sharded(entry, leaves, names_fn, shardings):
             list(range(len(outs)))), len(outs), "out_shardings")
     else:
         targets = [None] * len(outs)
+    if sharding0 is None and any(isinstance(t, NamedSharding) for t in targets):
+        # unsharded arguments: the other outputs land on the mesh of out_shardings
+        from ..sharding import P
+        sharding0 = NamedSharding(next(t for t in targets if isinstance(t, NamedSharding))
+                                  .mesh, P())
     if any(t is None for t in targets) and sharding0 is not None:
         pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves)
         if entry.placements is None:
@@ -871,6 +912,10 @@ def _propagated_shardings(closed, leaves, sharding0) -> list:
         specs = [((),) * v.aval.ndim for v in closed.jaxpr.outvars]
     else:
         specs, _ = propagate(closed, in_specs, dict(mesh.shape))
+    if mesh.explicit_axes:      # as JAX: a spec of an Explicit mesh is as long as the rank
+        from ..sharding import P
+        return [NamedSharding(mesh, P(*to_pspec(sp), *[None] * (len(sp) - len(to_pspec(sp)))))
+                for sp in specs]
     return [NamedSharding(mesh, to_pspec(sp)) for sp in specs]
 
 
