@@ -50,7 +50,8 @@ def _target_device(device):
         return NamedSharding(mesh, device)
     raise DeviceArgumentError(
         f"jaxlite.device_put only accepts None, a Device (e.g. jaxlite.devices()[0]), a "
-        f"SingleDeviceSharding, or a pytree of these; got {device!r} of type "
+        f"SingleDeviceSharding, a NamedSharding, a PartitionSpec (under jaxlite.set_mesh), "
+        f"or a pytree of these; got {device!r} of type "
         f"{type(device).__name__}.")
 
 
@@ -236,10 +237,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       x: the data.  NumPy float64/int64 data becomes float32/int32 unless x64 is on;
         Python scalars keep their weak type (``device_put(1.0)`` is
         ``Array(1., dtype=float32, weak_type=True)``).
-      device: None, a Device, a ``SingleDeviceSharding``, or a pytree of these matching
+      device: None, a Device, a ``SingleDeviceSharding``, a ``NamedSharding``, a
+        ``PartitionSpec`` (on the mesh of ``set_mesh``), or a pytree of these matching
         ``x``.  With a device the result is *committed* to it: computations on it run
-        there, and mixing it with data committed elsewhere raises ValueError.  Without one,
-        host data goes to the default device uncommitted and Arrays are returned as they are.
+        there, and mixing it with data committed elsewhere raises ValueError.  With a
+        NamedSharding the result is an Array split over the mesh's devices (one buffer
+        and one counted transfer per device; resharding a sharded Array copies only the
+        blocks a device lacks).  Without one, host data goes to the default device
+        uncommitted and Arrays are returned as they are.
       src: accepted for compatibility; ignored.
       donate: accepted for compatibility; like JAX on CPU, the source stays valid.
       may_alias: False forces a copy even when ``x`` already is on ``device``; otherwise
@@ -252,6 +257,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       OverflowError: a Python int out of the default integer dtype's range.
       RuntimeError: a leaf was deleted, or the transfer guard forbids an explicit transfer
         (level ``'disallow_explicit'``); nothing is transferred then.
+      ValueError: a NamedSharding that cannot hold a leaf (IndivisibleError for a
+        dimension its mesh axes do not divide, a spec longer than the rank), or a
+        PartitionSpec with no mesh set; checked for every leaf before anything moves.
 
     Example::
 
