@@ -74,13 +74,15 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
       dtype: if given, the blocks' dtype must be this one.
     Returns:
       an Array committed to the sharding's devices (a one-device Array for a
-      ``SingleDeviceSharding``).  One host-to-device transfer is counted per device.
+      ``SingleDeviceSharding``).  One host-to-device transfer is counted per device, an
+      implicit one as in JAX (the transfer guard's ``'disallow'`` refuses it).
     Raises:
       TypeError: ``sharding`` is not a Sharding; ``shape`` is not a tuple; a block is not
         array data (a list, a string, None).
       ValueError (IndivisibleError): the sharding does not divide ``shape`` evenly.
       ValueError: a block of the wrong shape, blocks of different dtypes, or a dtype other
         than ``dtype``.
+      RuntimeError: the transfer guard refuses the transfers (nothing is placed).
     """
     shape, block = _check_args(shape, sharding, "make_array_from_callback")
     devices = tuple(sharding._device_assignment)
@@ -122,7 +124,8 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     moves = [(src, dev) for src, dev in zip(srcs, devices) if src is not dev]
     nbytes = math.prod(block) * dt.itemsize
     for src, dev in moves:        # every guard check before anything is placed
-        guard_transfer("host_to_device" if src == "host" else "device_to_device", True,
+        # implicit transfers, as JAX counts them (refused under 'disallow')
+        guard_transfer("host_to_device" if src == "host" else "device_to_device", False,
                        nbytes, src, dev, aval)
     if isinstance(sharding, SingleDeviceSharding):
         out = ArrayImpl(new_buffer(np.array(pieces[0], copy=True), devices[0]), aval, True)
@@ -133,7 +136,7 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
                 value[idx] = piece
         out = from_global(value, aval, sharding)
     for src, dev in moves:
-        count_transfer("host_to_device" if src == "host" else "device_to_device", True,
+        count_transfer("host_to_device" if src == "host" else "device_to_device", False,
                        nbytes, src, dev, aval)
     return out
 

@@ -650,7 +650,10 @@ def test_reshard_and_gather_transfers(both, rjax8):
     jaxlite.device_put(x, jls.NamedSharding(jm, jls.P("x", "y")))    # same: aliased
     assert jaxlite.transfer_stats(reset=True) == {}
     # to P('x'): each device keeps its own half-row block and fetches the other half
+    gc.collect()
+    before = _in_use()
     y = jaxlite.device_put(x, jls.NamedSharding(jm, jls.P("x")))
+    assert [u - b for u, b in zip(_in_use(), before)] == [a.nbytes // 4] * 8
     stats = jaxlite.transfer_stats(reset=True)
     assert sum(v["count"] for v in stats.values()) == 8
     assert all(s != d for s, d in stats)
@@ -713,3 +716,29 @@ def test_jit_mixing_meshes(both, rjax8):
                                               rjax8.device_put(a, zx)))
     assert r_j[0] == "ValueError"
     _same_err_type(lambda: jaxlite.device_put(a, "x"), lambda: rjax8.device_put(a, "x"))
+
+
+@pytest.mark.parametrize("level", ["allow", "disallow", "disallow_explicit"])
+def test_transfer_guard(both, rjax8, level):
+    jm, xm = both()
+    sj, sx = _ns(jm, xm, ("x",))
+    tj, tx = _ns(jm, xm, ("y",))
+    a = _host((8, 4))
+    xj, xx = jaxlite.device_put(a, sj), rjax8.device_put(a, sx)
+    gc.collect()
+    before = _in_use()
+    for fj, fx in [(lambda: jaxlite.device_put(a, sj), lambda: rjax8.device_put(a, sx)),
+                   (lambda: jaxlite.make_array_from_callback((8, 4), sj, lambda i: a[i]),
+                    lambda: rjax8.make_array_from_callback((8, 4), sx, lambda i: a[i])),
+                   (lambda: jaxlite.device_put(xj, tj), lambda: rjax8.device_put(xx, tx)),
+                   (lambda: np.asarray(xj), lambda: np.asarray(xx))]:
+        with jaxlite.transfer_guard(level):
+            r_j = _err(fj)
+        with rjax8.transfer_guard(level):
+            r_x = _err(fx)
+        assert (r_j[0] == "ok") == (r_x[0] == "ok"), (r_j, r_x)
+        if r_j[0] != "ok":
+            assert issubclass(r_j[2], RuntimeError) and issubclass(r_x[2], RuntimeError)
+        del r_j, r_x
+        gc.collect()
+        assert _in_use() == before      # refused or freed: nothing stays behind
