@@ -158,14 +158,39 @@ class Claim:
         return tuple(self.spec)
 
 
-def merge(specs, ndim) -> tuple:
-    """One spec for operands of one shape: operand order is priority (the first operand's
-    sharding of a dimension wins a mesh axis two dimensions both want)."""
-    c = Claim(ndim)
-    for s in specs:
-        for d, e in enumerate(s):
-            c.offer(d, e)
-    return c.result()
+def merge(specs, ndim, axis_sizes=None) -> tuple:
+    """One spec for operands of one shape, as GSPMD merges them.  Per dimension: the finest
+    of the operands' entries when each is a prefix of it (cutting a shard further needs no
+    communication), whole when two disagree otherwise (``P('x')`` and ``P('y')``).  Then a
+    mesh axis that two dimensions want goes to the one cut into more shards (by
+    ``axis_sizes``; without them, by more axes; ties: the earlier operand's, then the
+    earlier dimension); the other dimension stays whole."""
+    specs = [tuple(tuple(e) for e in s) for s in specs]
+    cand, first = [()] * ndim, [len(specs)] * ndim
+    for d in range(ndim):
+        conflict = False
+        for k, s in enumerate(specs):
+            e = s[d]
+            if not e:
+                continue
+            first[d] = min(first[d], k)
+            cur = cand[d]
+            if e[:len(cur)] == cur:
+                cand[d] = e
+            elif cur[:len(e)] != e:
+                conflict = True
+        if conflict:
+            cand[d] = ()
+    def shards(e):
+        return axes_size(e, axis_sizes) if axis_sizes is not None else len(e)
+    order = sorted((d for d in range(ndim) if cand[d]),
+                   key=lambda d: (-shards(cand[d]), first[d], d))
+    out, taken = [()] * ndim, set()
+    for d in order:
+        if not taken.intersection(cand[d]):
+            out[d] = cand[d]
+            taken.update(cand[d])
+    return tuple(out)
 
 
 def reshard_notes(in_specs, operands, why: str) -> list:
@@ -215,7 +240,7 @@ def elementwise(in_specs, in_avals, axis_sizes, **params) -> ShardingRule:
     mesh axes, whole where operands disagree); every operand is resharded to it."""
     ndim = max((a.ndim for a in in_avals), default=0)
     full = [s for s, a in zip(in_specs, in_avals) if a.ndim == ndim]
-    common = merge(full, ndim)
+    common = merge(full, ndim, axis_sizes)
     ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
     notes = reshard_notes(in_specs, ops, "operands of an elementwise op share one sharding")
     return ShardingRule(ops, [common], (), describe(notes))
@@ -262,7 +287,8 @@ def whole_along(dims_of, why: str, multi: bool = False):
     def rule(in_specs, in_avals, axis_sizes, **params):
         ndim = in_avals[0].ndim
         dims = dims_of(in_avals, **params)
-        merged = merge([s for s, a in zip(in_specs, in_avals) if a.ndim == ndim], ndim)
+        merged = merge([s for s, a in zip(in_specs, in_avals) if a.ndim == ndim], ndim,
+                       axis_sizes)
         common = gather_dims(merged, dims)
         ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
         notes = reshard_notes(in_specs, ops, why)
@@ -431,7 +457,9 @@ def dot_general(in_specs, in_avals, axis_sizes, *, dimension_numbers, **params):
     """Batch dimensions keep a common sharding; contracting dimensions sharded alike on
     both sides leave partial sums (all-reduced with "add" over their axes; a side sharded
     where the other is whole is cut to match); free dimensions keep theirs.  Priority on a
-    mesh axis both want: batch, then the lhs dimensions in order, then the rhs ones."""
+    mesh axis two dimensions want (fitted to GSPMD's choices: a sharded result before an
+    all-reduce): the lhs free dimensions, the batch dimensions (whole where the two sides
+    shard one differently), the rhs free dimensions, then the contracting ones."""
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = (tuple(int(d) for d in t) for t in (lc, rc, lb, rb))
     ls, rs = tuple(in_specs[0]), tuple(in_specs[1])
@@ -443,19 +471,15 @@ def dot_general(in_specs, in_avals, axis_sizes, *, dimension_numbers, **params):
             + [("c", i) for i in range(len(lc))] + [("rf", d) for d in rf])
     index = {k: n for n, k in enumerate(keys)}
     claim = Claim(len(keys))
+    for d in lf:
+        claim.offer(index["lf", d], ls[d])
     for i in range(len(lb)):
-        claim.offer(index["b", i], ls[lb[i]])
-        claim.offer(index["b", i], rs[rb[i]])
-    for d in range(ln):
-        if d in lf:
-            claim.offer(index["lf", d], ls[d])
-        elif d in lc:
-            claim.offer(index["c", lc.index(d)], ls[d])
-    for d in range(rn):
-        if d in rf:
-            claim.offer(index["rf", d], rs[d])
-        elif d in rc:
-            claim.offer(index["c", rc.index(d)], rs[d])
+        claim.offer(index["b", i], merge([(ls[lb[i]],), (rs[rb[i]],)], 1)[0])
+    for d in rf:
+        claim.offer(index["rf", d], rs[d])
+    for i in range(len(lc)):
+        claim.offer(index["c", i], ls[lc[i]])
+        claim.offer(index["c", i], rs[rc[i]])
     got = claim.result()
     lops, rops = [()] * ln, [()] * rn
     for i in range(len(lb)):

@@ -228,14 +228,15 @@ def cond_rule(in_specs, in_avals, axis_sizes, *, branches, **params) -> Sharding
     return ShardingRule(list(in_specs), outs, (), note, inner)
 
 
-def _fixed_carry(body_walk, carry0, n_carry, max_iter=4):
+def _fixed_carry(body_walk, carry0, n_carry, axis_sizes, max_iter=4):
     """Carry specs stable under the body: start from the initial values' specs and merge
     in what the body returns until nothing changes (replicated if that does not settle).
     Returns ``(carry_specs, last walk)``."""
     carry = list(carry0)
     for _ in range(max_iter):
         w = body_walk(carry)
-        new = [sr.merge([c, o], len(c)) for c, o in zip(carry, w.out_specs[:n_carry])]
+        new = [sr.merge([c, o], len(c), axis_sizes)
+               for c, o in zip(carry, w.out_specs[:n_carry])]
         if new == carry:
             return carry, w
         carry = new
@@ -254,7 +255,7 @@ def scan_rule(in_specs, in_avals, axis_sizes, *, jaxpr, num_consts, num_carry, l
 
     def body(carry):
         return walk(jaxpr.jaxpr, consts + carry + [s[1:] for s in xs], axis_sizes)
-    carry, w = _fixed_carry(body, init, num_carry)
+    carry, w = _fixed_carry(body, init, num_carry, axis_sizes)
     ops = consts + carry + xs
     ys = [((),) + tuple(s) for s in w.out_specs[num_carry:]]
     notes = [f"operand {i} {sr.fmt(a)} -> {sr.fmt(b)}: "
@@ -279,7 +280,7 @@ def while_rule(in_specs, in_avals, axis_sizes, *, cond_jaxpr, body_jaxpr, cond_n
 
     def body(carry):
         return walk(body_jaxpr.jaxpr, bc + carry, axis_sizes)
-    carry, w = _fixed_carry(body, init, len(init))
+    carry, w = _fixed_carry(body, init, len(init), axis_sizes)
     wc = walk(cond_jaxpr.jaxpr, cc + carry, axis_sizes)
     ops = cc + bc + carry
     notes = [f"operand {i} {sr.fmt(a)} -> {sr.fmt(b)}: the loop carry's spec"
