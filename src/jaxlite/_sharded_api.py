@@ -307,7 +307,8 @@ def visualize_sharding(shape, sharding, *, use_color: bool = True, scale: float 
             lines.append("│" + "│".join(
                 (text[i, j] if k == mid_line else "").center(widths[j])
                 for j in range(len(widths))) + "│")
-        lines.append(rule("├", "┼", "┤") if i + 1 < len(heights) else rule("└", "┴", "┘"))
+        last = i + 1 == len(heights)
+        lines.append(rule("└", "┴", "┘") if last else rule("├", "┼", "┤"))
     builtins.print("\n".join(lines) + "\n")
 
 
