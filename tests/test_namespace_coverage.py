@@ -146,8 +146,7 @@ LAX = {
         sign_p sin_p sinh_p slice_p sort_p split_p sqrt_p square_p squeeze_p stack_p
         stage_p stop_gradient_p sub_p tan_p tanh_p tile_p top_k_p transpose_p unstack_p
         while_p xor_p zeta_p"""),
-    **_group(LAX_COLLECTIVES, "all_gather all_to_all axis_size pbroadcast pcast ppermute "
-                              "precv psend pshuffle psum_scatter pswapaxes ragged_all_to_all"),
+    **_group(LAX_COLLECTIVES, "precv psend ragged_all_to_all"),
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
                             "PrecisionLike RaggedDotDimensionNumbers RandomAlgorithm "

@@ -710,7 +710,9 @@ from ._conv import (ConvDimensionNumbers, conv, conv_dimension_numbers,  # noqa:
                     padtype_to_pads, reduce_window)
 from ._control import (associative_scan, cond, fori_loop, map, scan, switch,  # noqa: E402,A004
                        while_loop)
-from ._parallel import axis_index, pmax, pmean, pmin, psum  # noqa: E402,F401
+from ._parallel import (all_gather, all_to_all, axis_index, axis_size,  # noqa: E402,F401
+                        pbroadcast, pcast, pmax, pmean, pmin, ppermute, pshuffle, psum,
+                        psum_scatter, pswapaxes)
 from ._special import (bessel_i0e, bessel_i1e, betainc, erf_inv, igamma,  # noqa: E402,F401
                        igamma_grad_a, igammac, polygamma, random_gamma_grad, zeta)
 from ._fft import FftType, fft  # noqa: E402,F401

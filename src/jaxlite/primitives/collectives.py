@@ -9,6 +9,8 @@ that name, evaluating one raises JAX's NameError ("unbound axis name").  Several
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..core import ad, batching
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
@@ -34,8 +36,9 @@ def _collective(name, reduce_name):
         (x,), (d,) = args, dims
         axis = batching.current_axis()
         if axis is None or axis.name not in axes:
-            # another axis: each example reduces independently over it
-            return prim.bind(x, axes=axes), d
+            # another axis: each example reduces independently over it (an operand not
+            # mapped by the named vmaps is lifted into them first)
+            return bind_collective(prim, x, axes), d
         if d is None:
             out = elementwise.mul_p.bind(x, _const(x, axis.size)) if reduce_name == "sum" \
                 else x
@@ -78,7 +81,7 @@ pmax_p = _collective("pmax", "max")
 pmin_p = _collective("pmin", "min")
 
 # psum is linear; its transpose sums the cotangents over the same axis
-ad.deflinear(psum_p, lambda ct, x, axes: [psum_p.bind(ct, axes=axes)])
+ad.deflinear(psum_p, lambda ct, x, axes: [bind_collective(psum_p, ct, axes)])
 
 
 def _chooser_jvp(prim):
@@ -97,3 +100,309 @@ def _chooser_jvp(prim):
 
 _chooser_jvp(pmax_p)
 _chooser_jvp(pmin_p)
+
+
+# ---- gathering, scattering and permuting collectives ------------------------------------
+#
+# Each of these names ONE axis (``axis_name``, a single name); ``lax`` splits a tuple of
+# names into one primitive per name.  The batching rule of the vmap named ``axis_name``
+# resolves the collective into ordinary array operations on its mapped dimension (what
+# every example would receive); any other vmap applies the collective per example, with
+# its dimension parameters moved past the mapped dimension.
+
+def lift(x, name):
+    """``x`` as a value of the innermost vmap named ``name`` (unmapped there when it is
+    not already at that vmap's level or above), so that binding a collective on it reaches
+    the batching rule that resolves ``name`` (NameError when no vmap has that name)."""
+    from ..core.trace import Tracer
+    main = batching.find_axis(name)
+    if not (isinstance(x, Tracer) and x._trace.main.level >= main.level):
+        x = batching.BatchTracer(batching.BatchTrace(main), x, None)
+    return x
+
+
+def bind_named(prim, x, **params):
+    """Binds the one-name collective ``prim`` on ``x`` after lifting ``x`` into the vmap
+    named ``params['axis_name']``."""
+    return prim.bind(lift(x, params["axis_name"]), **params)
+
+
+def _resolving(axis_name, axis_size):
+    """The BatchAxis whose rule is running when it is the one named ``axis_name`` (the
+    collective resolves there), else None (the collective applies per example)."""
+    axis = batching.current_axis()
+    if axis is None or axis.name != axis_name:
+        return None
+    if axis.size != axis_size:
+        raise ValueError(f"collective over axis {axis_name!r} was built for an axis of "
+                         f"size {axis_size}, but that vmap has size {axis.size}")
+    return axis
+
+
+def _one_name_impl(name):
+    def impl(x, *, axis_name, **params):
+        raise NameError(f"unbound axis name: {axis_name}. {name} needs an enclosing "
+                        f"vmap(..., axis_name={axis_name!r}).")
+    return impl
+
+
+def _merge(x, dim):
+    """``x`` with dimensions ``dim`` and ``dim + 1`` merged into one (row-major)."""
+    from .shape import reshape_p
+    s = tuple(get_aval(x).shape)
+    return reshape_p.bind(x, new_sizes=s[:dim] + (s[dim] * s[dim + 1],) + s[dim + 2:],
+                          dimensions=None)
+
+
+def _split(x, dim, major):
+    """``x`` with dimension ``dim`` split into ``(major, size // major)`` (row-major)."""
+    from .shape import reshape_p
+    s = tuple(get_aval(x).shape)
+    return reshape_p.bind(x, new_sizes=s[:dim] + (major, s[dim] // major) + s[dim + 1:],
+                          dimensions=None)
+
+
+def _insert_broadcast(x, dim, size):
+    """``x`` (unmapped) with a new dimension of ``size`` at ``dim``, every slice ``x``."""
+    from .shape import broadcast_in_dim_p
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    return broadcast_in_dim_p.bind(
+        x, shape=tuple(shape),
+        broadcast_dimensions=tuple(i for i in range(len(shape)) if i != dim))
+
+
+# all_gather: every example receives the operands of all examples, stacked (or, tiled,
+# concatenated) along ``all_gather_dimension`` in the order of the axis index.
+
+def _all_gather_aval(x, *, axis_name, all_gather_dimension, axis_size, tiled):
+    shape = list(x.shape)
+    nd = len(shape) if tiled else len(shape) + 1
+    if not 0 <= all_gather_dimension < nd:
+        raise ValueError(f"all_gather axis {all_gather_dimension} is out of bounds for "
+                         f"array of dimension {nd}")
+    if tiled:
+        shape[all_gather_dimension] *= axis_size
+    else:
+        shape.insert(all_gather_dimension, axis_size)
+    return x.update(shape=tuple(shape))
+
+
+all_gather_p = Primitive("all_gather", abstract_eval=_all_gather_aval,
+                         impl=_one_name_impl("all_gather"), flops=lambda x, **k: 0,
+                         kind="collective")
+
+
+def _all_gather_batch(args, dims, *, axis_name, all_gather_dimension, axis_size, tiled):
+    (x,), (d,) = args, dims
+    dim = all_gather_dimension
+    params = dict(axis_name=axis_name, axis_size=axis_size, tiled=tiled)
+    if _resolving(axis_name, axis_size) is None:
+        if d is None:
+            return bind_named(all_gather_p, x, all_gather_dimension=dim, **params), None
+        if d <= dim:
+            return bind_named(all_gather_p, x, all_gather_dimension=dim + 1, **params), d
+        return (bind_named(all_gather_p, x, all_gather_dimension=dim, **params),
+                d if tiled else d + 1)
+    # the named axis: the stacked examples, their axis moved to where they are gathered
+    y = _insert_broadcast(x, dim, axis_size) if d is None else batching.moveaxis(x, d, dim)
+    if tiled:
+        y = _merge(y, dim)
+    return y, None
+
+
+all_gather_p.batch = _all_gather_batch
+
+
+# psum_scatter: the sum over the axis, of which example k keeps slice k (tiled: chunk k)
+# of ``scatter_dimension``.
+
+def _psum_scatter_aval(x, *, axis_name, scatter_dimension, axis_size, tiled):
+    from .. import dtypes as _dt
+    if x.dtype == np.bool_ or not (_dt.is_inexact(x.dtype) or
+                                   np.issubdtype(x.dtype, np.integer)):
+        raise TypeError(f"psum_scatter does not accept dtype {x.dtype}. Accepted dtypes "
+                        f"are subtypes of number.")
+    shape = list(x.shape)
+    if not 0 <= scatter_dimension < len(shape):
+        raise IndexError(f"psum_scatter scatter_dimension {scatter_dimension} is out of "
+                         f"range for an operand of shape {tuple(x.shape)}")
+    n = shape[scatter_dimension]
+    if tiled:
+        if n % axis_size:
+            raise ValueError(f"tiled reduce_scatter operand scatter dimension size {n} "
+                             f"must be divisible by shard_count {axis_size}")
+        shape[scatter_dimension] = n // axis_size
+    else:
+        if n != axis_size:
+            raise ValueError(f"reduce_scatter operand scatter dimension size {n} must "
+                             f"match shard count {axis_size}")
+        del shape[scatter_dimension]
+    return x.update(shape=tuple(shape))
+
+
+psum_scatter_p = Primitive("psum_scatter", abstract_eval=_psum_scatter_aval,
+                           impl=_one_name_impl("psum_scatter"),
+                           flops=lambda x, **k: x.size, kind="collective")
+
+
+def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, axis_size, tiled):
+    from . import reduction
+    from .elementwise import mul_p
+    (x,), (d,) = args, dims
+    sd = scatter_dimension
+    params = dict(axis_name=axis_name, axis_size=axis_size, tiled=tiled)
+    if _resolving(axis_name, axis_size) is None:
+        if d is None:
+            return bind_named(psum_scatter_p, x, scatter_dimension=sd, **params), None
+        if d <= sd:
+            return bind_named(psum_scatter_p, x, scatter_dimension=sd + 1, **params), d
+        return (bind_named(psum_scatter_p, x, scatter_dimension=sd, **params),
+                d if tiled else d - 1)
+    _psum_scatter_aval(get_aval(x) if d is None else _unmapped_aval(x, d),
+                       scatter_dimension=sd, **params)
+    if d is None:
+        y = mul_p.bind(x, _const(x, axis_size))
+    else:
+        y = reduction.reduce_sum_p.bind(x, axes=(d,), out_sharding=None)
+    if tiled:
+        y = _split(y, sd, axis_size)
+    return y, sd
+
+
+psum_scatter_p.batch = _psum_scatter_batch
+
+
+def _unmapped_aval(x, d):
+    aval = get_aval(x)
+    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
+
+
+# ppermute: example ``dst`` receives the operand of example ``src`` for each pair of
+# ``perm``; an example that receives nothing gets zeros.
+
+def _ppermute_aval(x, *, axis_name, perm, axis_size):
+    return x
+
+
+ppermute_p = Primitive("ppermute", abstract_eval=_ppermute_aval,
+                       impl=_one_name_impl("ppermute"), flops=lambda x, **k: 0,
+                       kind="collective")
+
+
+def _ppermute_batch(args, dims, *, axis_name, perm, axis_size):
+    from .. import numpy as jnp
+    from .elementwise import select_n_p
+    (x,), (d,) = args, dims
+    params = dict(axis_name=axis_name, perm=perm, axis_size=axis_size)
+    if _resolving(axis_name, axis_size) is None:
+        if d is None:
+            return bind_named(ppermute_p, x, **params), None
+        return bind_named(ppermute_p, x, **params), d
+    src_of = {dst: src for src, dst in perm}
+    full = len(src_of) == axis_size
+    if d is None:
+        if full:
+            return x, None          # every example receives the same value
+        x, d = batching.broadcast_front(x, axis_size), 0
+    idx = np.array([src_of.get(k, 0) for k in range(axis_size)], np.int32)
+    if not np.array_equal(idx, np.arange(axis_size)):
+        x = jnp.take(x, idx, axis=d, mode="promise_in_bounds")
+    if not full:
+        shape = tuple(get_aval(x).shape)
+        from .shape import broadcast_in_dim_p
+        got = np.array([k in src_of for k in range(axis_size)])
+        mask = broadcast_in_dim_p.bind(got, shape=shape, broadcast_dimensions=(d,))
+        x = select_n_p.bind(mask, ad.zeros(get_aval(x)), x)
+    return x, d
+
+
+ppermute_p.batch = _ppermute_batch
+
+
+# all_to_all (the primitive's form is tiled): each example splits ``split_axis`` into
+# ``axis_size`` chunks and sends chunk k to example k, which concatenates the chunks it
+# receives, in the order of their senders, along ``concat_axis``.
+
+def _all_to_all_aval(x, *, axis_name, split_axis, concat_axis, axis_size):
+    shape = list(x.shape)
+    for what, a in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+        if not 0 <= a < len(shape):
+            raise ValueError(f"all_to_all {what} {a} is out of bounds for array of "
+                             f"dimension {len(shape)}")
+    if shape[split_axis] % axis_size:
+        raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has "
+                         f"to be divisible by the size of the named axis {axis_name} "
+                         f"({axis_size})")
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+    return x.update(shape=tuple(shape))
+
+
+all_to_all_p = Primitive("all_to_all", abstract_eval=_all_to_all_aval,
+                         impl=_one_name_impl("all_to_all"), flops=lambda x, **k: 0,
+                         kind="collective")
+
+
+def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size):
+    from .shape import reshape_p, transpose_p
+    (x,), (d,) = args, dims
+    params = dict(axis_name=axis_name, axis_size=axis_size)
+    if _resolving(axis_name, axis_size) is None:
+        if d is None:
+            return bind_named(all_to_all_p, x, split_axis=split_axis,
+                              concat_axis=concat_axis, **params), None
+        return bind_named(all_to_all_p, x, split_axis=split_axis + (d <= split_axis),
+                                 concat_axis=concat_axis + (d <= concat_axis),
+                                 **params), d
+    n = axis_size
+    x = batching.to_front(x, d, n)                  # (sender e, *per-example shape)
+    s = tuple(get_aval(x).shape[1:])
+    out_aval = _all_to_all_aval(get_aval(x).update(shape=s), split_axis=split_axis,
+                                concat_axis=concat_axis, **params)
+    # split the split axis into (receiver k, chunk c); labels name the dimensions
+    x = reshape_p.bind(x, new_sizes=(n,) + s[:split_axis] + (n, s[split_axis] // n) +
+                       s[split_axis + 1:], dimensions=None)
+    labels = ["e"] + [("s", i) for i in range(split_axis)] + ["k", "c"] + \
+        [("s", i) for i in range(split_axis + 1, len(s))]
+    target = ["k"]
+    for i in range(len(s)):
+        part = ["c"] if i == split_axis else [("s", i)]
+        target += (["e"] + part) if i == concat_axis else part
+    x = transpose_p.bind(x, permutation=tuple(labels.index(t) for t in target))
+    x = reshape_p.bind(x, new_sizes=(n,) + tuple(out_aval.shape), dimensions=None)
+    return x, 0
+
+
+all_to_all_p.batch = _all_to_all_batch
+
+
+# all four are linear; their transposes
+def _all_gather_transpose(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+    return [bind_named(psum_scatter_p, ct, axis_name=axis_name,
+                       scatter_dimension=all_gather_dimension, axis_size=axis_size,
+                       tiled=tiled)]
+
+
+def _psum_scatter_transpose(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
+    return [bind_named(all_gather_p, ct, axis_name=axis_name,
+                       all_gather_dimension=scatter_dimension, axis_size=axis_size,
+                       tiled=tiled)]
+
+
+def _ppermute_transpose(ct, x, *, axis_name, perm, axis_size):
+    inverse = tuple((dst, src) for src, dst in perm)
+    return [bind_named(ppermute_p, ct, axis_name=axis_name, perm=inverse,
+                       axis_size=axis_size)]
+
+
+def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis, axis_size):
+    return [bind_named(all_to_all_p, ct, axis_name=axis_name, split_axis=concat_axis,
+                       concat_axis=split_axis, axis_size=axis_size)]
+
+
+ad.deflinear(all_gather_p, _all_gather_transpose)
+ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
+ad.deflinear(ppermute_p, _ppermute_transpose)
+ad.deflinear(all_to_all_p, _all_to_all_transpose)
