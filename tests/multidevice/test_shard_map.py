@@ -19,7 +19,7 @@ import jaxlite
 import jaxlite.numpy as jlnp
 
 MESHES = [((8,), ("x",)), ((4, 2), ("x", "y")), ((2, 2, 2), ("x", "y", "z")),
-          ((2, 4), ("x", "y"))]
+          ((2, 4), ("x", "y")), ((1, 8), ("x", "y")), ((8, 1), ("a", "b")), ((4,), ("x",))]
 BUILDS = ["Mesh", "make_mesh"]
 
 
@@ -412,6 +412,8 @@ def test_experimental_spelling_warns(rjax8):
         want = jold(lambda a: a * 2, _mesh(rjax8, (8,), ("x",), "Mesh"), rjax8.P("x"),
                     rjax8.P("x"))(x)
     _same_array(got, want)
+    import inspect
+    assert str(inspect.signature(old)) == str(inspect.signature(jold))
     # check_rep=False is check_vma=False
     with pytest.warns(DeprecationWarning):
         g = old(lambda a: a, mesh, jaxlite.P("x"), jaxlite.P(), check_rep=False)
@@ -594,3 +596,17 @@ def test_infer_partial_manual_from_tuple_specs(rjax8):
         fns.append(lambda f=f, lib=lib, mesh=mesh: f(_put(lib, x, mesh, lib.P(("y", "x")))))
     _same_tree(*res, placed=False)       # (spec: see test_partial_manual)
     _same_error(*fns, jl_part="cannot infer in_specs", jx_part="Invalid spec")
+
+
+def test_signatures(rjax8):
+    """shard_map and pmap take JAX's parameters, in JAX's order, with JAX's defaults."""
+    import inspect
+    for name in ("shard_map", "pmap"):
+        a = inspect.signature(getattr(jaxlite, name)).parameters
+        b = inspect.signature(getattr(rjax8, name)).parameters
+        assert [(p.name, p.kind) for p in a.values()] == \
+            [(p.name, p.kind) for p in b.values()]
+        for k in a:
+            da, db = a[k].default, b[k].default
+            assert repr(da).replace("jax.sharding.", "") == \
+                repr(db).replace("jax.sharding.", ""), (name, k, da, db)

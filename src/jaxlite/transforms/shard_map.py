@@ -567,14 +567,14 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     return _ShardMapped(f, mesh, in_specs, out_specs, axis_names, check_vma)
 
 
-def experimental_shard_map(f, mesh, in_specs, out_specs, check_rep=True, auto=frozenset()):
-    """The old spelling ``jax.experimental.shard_map.shard_map`` (deprecated, as in JAX):
-    ``shard_map`` with positional mesh/specs and ``check_rep`` for ``check_vma``."""
+def experimental_shard_map(f, mesh, in_specs, out_specs, check_rep=True):
+    """The old spelling ``jax.experimental.shard_map.shard_map`` (deprecated, as in JAX;
+    the same signature): ``shard_map`` over every mesh axis, with positional mesh/specs
+    and ``check_rep`` for ``check_vma``.  Warns DeprecationWarning."""
     warnings.warn("jaxlite.experimental.shard_map is deprecated: use jaxlite.shard_map "
                   "instead.", DeprecationWarning, stacklevel=2)
-    names = frozenset(mesh.axis_names) - frozenset(auto)
     return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                     axis_names=names, check_vma=check_rep)
+                     check_vma=check_rep)
 
 
 _PMAP_AXIS = "_internal_pmap_axis_name"   # the mesh axis of a pmap with no axis_name
