@@ -826,6 +826,10 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     from ..sharding import NamedSharding, SingleDeviceSharding
     what = f"jit of {entry.compiled._fun_name}"
     in_sh, out_sh = shardings if shardings is not None else (None, None)
+    # as JAX: results of arguments sharded on an Explicit mesh (or of a constraint there)
+    # have specs as long as their rank; arguments placed by in_shardings are not typed so
+    typed = any(type(x) is ShardedArray for x in leaves) or \
+        bool(entry.constraint_mesh is not None and entry.constraint_mesh.explicit_axes)
     if in_sh is not None:
         names = names_fn()
         args_tree, kw_tree = entry.compiled._lowered.in_tree.unflatten(
@@ -870,13 +874,14 @@ def _run_sharded(entry, leaves, names_fn, shardings):
         sharding0 = NamedSharding(next(t for t in targets if isinstance(t, NamedSharding))
                                   .mesh, P())
     if any(t is None for t in targets) and sharding0 is not None:
-        pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves)
+        pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves) + \
+            (typed,)
         if entry.placements is None:
             entry.placements = {}
         guessed = entry.placements.get(pkey)
         if guessed is None:
             guessed = entry.placements[pkey] = _propagated_shardings(
-                entry.compiled._lowered.closed_jaxpr, leaves, sharding0)
+                entry.compiled._lowered.closed_jaxpr, leaves, sharding0, typed)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     result = []
     for o, a, t in zip(outs, out_avals, targets):
@@ -895,7 +900,7 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     return result
 
 
-def _propagated_shardings(closed, leaves, sharding0) -> list:
+def _propagated_shardings(closed, leaves, sharding0, typed: bool = False) -> list:
     """The output shardings of program ``closed`` over ``leaves`` (some sharded over
     ``sharding0``'s mesh), from the sharding propagation pass (each primitive's sharding
     rule); every output replicated over the mesh where no pass is available."""
@@ -912,10 +917,9 @@ def _propagated_shardings(closed, leaves, sharding0) -> list:
         specs = [((),) * v.aval.ndim for v in closed.jaxpr.outvars]
     else:
         specs, _ = propagate(closed, in_specs, dict(mesh.shape))
-    if mesh.explicit_axes:      # as JAX: a spec of an Explicit mesh is as long as the rank
-        from ..sharding import P
-        return [NamedSharding(mesh, P(*to_pspec(sp), *[None] * (len(sp) - len(to_pspec(sp)))))
-                for sp in specs]
+    if typed:       # as JAX: on an Explicit mesh a result's spec is as long as its rank
+        from ..core.sharded import result_pspec
+        return [NamedSharding(mesh, result_pspec(mesh, sp)) for sp in specs]
     return [NamedSharding(mesh, to_pspec(sp)) for sp in specs]
 
 
