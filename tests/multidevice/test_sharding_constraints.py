@@ -207,6 +207,7 @@ def test_sharding_constraint_in_jaxpr_and_propagation(libs):
     closed = jaxlite.make_jaxpr(jaxlite.vmap(lambda a: wsc(L, a, L.NS(L.auto, L.P("x")))))(
         L.x)
     assert closed.jaxpr.eqns[0].params["unconstrained_dims"] == frozenset({0})
+    assert closed.jaxpr.eqns[0].params["sharding"].spec == L.P(L.P.UNCONSTRAINED, "x")
     out, _ = propagate(closed, [(("y",), ())], {"x": 4, "y": 2})
     assert out == [(("y",), ("x",))]
 
@@ -305,6 +306,9 @@ CREATE = {
     "tensordot": lambda L, s: L.jnp.tensordot(L.x, L.b, 1, out_sharding=s),
     "dot_general": lambda L, s: L.lax.dot_general(L.x, L.b, (((1,), (0,)), ((), ())),
                                                   out_sharding=s),
+    "array": lambda L, s: L.jnp.array(L.x, out_sharding=s),
+    "array_list": lambda L, s: L.jnp.array([[1, 2], [3, 4], [5, 6], [7, 8]], out_sharding=s),
+    "asarray": lambda L, s: L.jnp.asarray(L.x, out_sharding=s),
 }
 SPECS = {"x": ("x",), "xy_first": (("x", "y"),), "none": ()}
 

@@ -207,7 +207,7 @@ def _stack_elements(obj, dtype):
 
 
 def array(object, dtype=None, copy: bool = True, order="K", ndmin: int = 0, *,
-          device=None):
+          device=None, out_sharding=None):
     """A new array holding ``object`` (``jax.numpy.array``).
 
     Args:
@@ -221,6 +221,11 @@ def array(object, dtype=None, copy: bool = True, order="K", ndmin: int = 0, *,
       copy: Arrays are copied (a ``copy`` op, also under jit) unless False.
       order: only ``"K"`` (or None) is supported.
       ndmin: leading size-1 axes are added up to this rank.
+      device: where to place the result (committed); see ``jaxlite.device_put``.
+      out_sharding: a NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``
+        (only Explicit mesh axes, as JAX): the result is sharded so (a ``reshard`` under
+        jit); the errors are ``zeros``'s.  (JAX 0.10.2 ignores a NamedSharding outside
+        ``set_mesh``, and ``asarray``'s for NumPy input; jaxlite places those too.)
 
     Returns:
       An Array (or tracer under a transformation).
@@ -239,6 +244,8 @@ def array(object, dtype=None, copy: bool = True, order="K", ndmin: int = 0, *,
     """
     if order is not None and order != "K":
         raise NotImplementedError("Only implemented for order='K'")
+    sh = _out_sharding(out_sharding, "jnp.array", device)
+    sh = None if sh is None else (sh[0], None)
     dtype = _user_dtype(dtype, "array")
     if isinstance(object, _JAX_TYPES):
         out = object
@@ -270,23 +277,25 @@ def array(object, dtype=None, copy: bool = True, order="K", ndmin: int = 0, *,
     ndmin = operator.index(ndmin)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
-    return _place(out, device)
+    return _place(out, device, None, sh)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """``a`` as an array (``jax.numpy.asarray``): like ``array`` but an Array of the right
-    dtype is returned as it is (no copy) unless ``copy=True``.  Same errors as ``array``.
+    dtype is returned as it is (no copy) unless ``copy=True``.  Same errors as ``array``;
+    ``out_sharding`` as ``array``'s.
 
     Example::
 
       >>> x = jnp.ones(3); jnp.asarray(x) is x
       True
     """
-    if isinstance(a, _JAX_TYPES) and not copy:
+    if isinstance(a, _JAX_TYPES) and not copy and out_sharding is None:
         dt = _user_dtype(dtype, "asarray")
         if dt is None or (a.dtype == dt and not a.weak_type):
             return _place(a, device)
-    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device)
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+                 out_sharding=out_sharding)
 
 
 def copy(a, order=None):

@@ -9,7 +9,8 @@ operand there at once (``device_put``), so eager ``vmap``/``grad`` place their r
 - derivatives: linear; the tangent gets the same constraint; the cotangent of a
   ``sharding_constraint`` gets the same constraint, that of a ``reshard`` none (JAX reshards
   it back to the primal's sharding, which is part of JAX's types but not of jaxlite's);
-- batching: the new (batch) dimension is left unconstrained (``unconstrained_dims``);
+- batching: the new (batch) dimension is left unconstrained (``unconstrained_dims``, and
+  ``P.UNCONSTRAINED`` in the spec on a mesh with an Auto axis, as JAX);
 - sharding rule (``core.sharding_rules``): the operand is resharded to the constraint and
   the result has it.  Dimensions listed in ``unconstrained_dims`` (or ``P.UNCONSTRAINED``)
   keep the operand's mesh axes (those the constraint uses elsewhere dropped).  For
@@ -150,7 +151,8 @@ def _batch(prim):
         params = dict(params)
         if isinstance(sh, NamedSharding):
             parts = _entries(sh.spec, ndim)
-            parts.insert(d, None)
+            # as JAX: P.UNCONSTRAINED where the mesh allows it (an Auto axis)
+            parts.insert(d, UNCONSTRAINED if AxisType.Auto in sh.mesh.axis_types else None)
             params[key] = NamedSharding(sh.mesh, P(*parts, unreduced=sh.spec.unreduced,
                                                    reduced=sh.spec.reduced))
         free = {u + (u >= d) for u in params.get("unconstrained_dims", ())} | {d}
