@@ -80,21 +80,21 @@ psum_p = _collective("psum", "sum")
 pmax_p = _collective("pmax", "max")
 pmin_p = _collective("pmin", "min")
 
-# psum is linear; its transpose sums the cotangents over the same axis
-ad.deflinear(psum_p, lambda ct, x, axes: [bind_collective(psum_p, ct, axes)])
+# psum is linear (its JVP and transpose are declared with the other linear collectives
+# below); the transpose sums the cotangents over the same axis
 
 
 def _chooser_jvp(prim):
     def rule(primals, tangents, axes):
         from .elementwise import convert_element_type_p, div_p, eq_p, mul_p
         (x,), (t,) = primals, tangents
-        out = prim.bind(x, axes=axes)
+        out = bind_collective(prim, x, axes)
         if t is None:
             return out, None
         hit = convert_element_type_p.bind(eq_p.bind(x, out), new_dtype=get_aval(t).dtype,
                                           weak_type=False)
-        num = psum_p.bind(mul_p.bind(t, hit), axes=axes)
-        return out, div_p.bind(num, psum_p.bind(hit, axes=axes))
+        num = bind_collective(psum_p, mul_p.bind(t, hit), axes)
+        return out, div_p.bind(num, bind_collective(psum_p, hit, axes))
     prim.jvp = rule
 
 
@@ -402,7 +402,20 @@ def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis, axis_siz
                        concat_axis=split_axis, axis_size=axis_size)]
 
 
-ad.deflinear(all_gather_p, _all_gather_transpose)
-ad.deflinear(psum_scatter_p, _psum_scatter_transpose)
-ad.deflinear(ppermute_p, _ppermute_transpose)
-ad.deflinear(all_to_all_p, _all_to_all_transpose)
+def _linear(prim, transpose, bind):
+    """``prim`` is linear: its JVP applies it to the tangent.  Both binds lift their
+    operand into the named vmap (``bind``), since under nested derivatives a primal or a
+    tangent can be a constant that no vmap has seen."""
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = bind(prim, x, **params)
+        return out, (None if t is None else bind(prim, t, **params))
+    prim.jvp = jvp
+    prim.transpose = transpose
+
+
+for _p, _t in [(all_gather_p, _all_gather_transpose), (psum_scatter_p, _psum_scatter_transpose),
+               (ppermute_p, _ppermute_transpose), (all_to_all_p, _all_to_all_transpose)]:
+    _linear(_p, _t, bind_named)
+_linear(psum_p, lambda ct, x, axes: [bind_collective(psum_p, ct, axes)],
+        lambda prim, x, axes: bind_collective(prim, x, axes))
