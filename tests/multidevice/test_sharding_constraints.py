@@ -146,6 +146,24 @@ WSC = {
     "explicit_holds": (lambda L: wsc(L, L.jax.device_put(L.x, L.P("x")), L.P("x")), "expl"),
     "explicit_holds_jit": (lambda L: L.jax.jit(lambda a: wsc(L, a, L.P("x")))(
         L.jax.device_put(L.x, L.P("x"))), "expl"),
+    "jit_nested": (lambda L: L.jax.jit(lambda a: L.jax.jit(lambda b: wsc(
+        L, b * 2, L.NS(L.auto, L.P("x", "y"))))(a) + 1)(L.x), None),
+    "jit_cond": (lambda L: L.jax.jit(lambda a, p: L.lax.cond(
+        p, lambda b: wsc(L, b, L.NS(L.auto, L.P("x", "y"))),
+        lambda b: wsc(L, b * 2, L.NS(L.auto, L.P("x", "y"))), a))(L.x, True), None),
+    "jit_fori": (lambda L: L.jax.jit(lambda a: L.lax.fori_loop(0, 3, lambda i, c: wsc(
+        L, c * 2, L.NS(L.auto, L.P("x", "y"))), a))(L.x), None),
+    "jit_scan_carry": (lambda L: L.jax.jit(lambda a: L.lax.scan(lambda c, r: (wsc(
+        L, c + r, L.NS(L.auto, L.P("y"))), c), L.jnp.zeros(4), a))(L.x), None),
+    "jit_static_donate": (lambda L: L.jax.jit(lambda a, n: wsc(L, a * n, L.NS(
+        L.auto, L.P("x"))), static_argnums=1, donate_argnums=0)(L.jnp.ones((8, 4)), 3), None),
+    "jit_remat_grad": (lambda L: L.jax.jit(L.jax.grad(L.jax.checkpoint(lambda a: (wsc(
+        L, a, L.NS(L.auto, L.P("x", "y"))) ** 2).sum())))(L.x), None),
+    "jit_bfloat16": (lambda L: L.jax.jit(lambda a: wsc(L, a.astype(L.jnp.bfloat16), L.NS(
+        L.auto, L.P("x", "y"))))(L.x), None),
+    "jit_empty": (lambda L: L.jax.jit(lambda a: wsc(L, a, L.NS(L.auto, L.P("x"))))(
+        L.jnp.zeros((0, 4))), None),
+    "eager_empty": (lambda L: wsc(L, L.jnp.zeros((0, 4)), L.NS(L.auto, L.P("x"))), None),
     "mixed_auto_axis_jit": (lambda L: L.jax.jit(lambda a: wsc(L, a, L.P(None, "y")))(
         L.jax.device_put(L.x, L.P("x"))), "mixed"),
 }

@@ -103,6 +103,8 @@ def constrained_spec(prim, sharding, in_spec, shape, axis_sizes, unconstrained_d
                 f"type `Explicit`. The array sharding: {_full_p(have)} did not match the "
                 f"sharding provided: {_full_p(want)}. Please use `jax.sharding.reshard` to "
                 f"shard your input to the sharding you want.")
+    if prim is sharding_constraint_p and not eager and 0 in tuple(shape):
+        return ((),) * ndim     # as JAX under jit: an empty array comes back replicated
     used = {a for d, e in enumerate(want) if d not in free for a in e}
     out = []
     for d in range(ndim):
