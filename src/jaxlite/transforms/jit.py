@@ -669,6 +669,14 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         part of the cache key).
       donate_argnums / donate_argnames: arguments whose buffers the call may reuse; they
         are deleted after the call.
+      in_shardings: None, a Sharding or PartitionSpec (over the mesh of ``set_mesh``), or
+        a pytree prefix of the positional arguments of these (None entries: as the
+        argument is): uncommitted arguments are placed there first; a committed one
+        sharded otherwise is a ValueError; keyword arguments are then refused
+        (ValueError), as in JAX.
+      out_shardings: the same for the outputs: each is placed there; outputs without one
+        are placed by the sharding propagation of the program (sharded arguments,
+        ``with_sharding_constraint``/``reshard`` inside), replicated on the mesh otherwise.
     Returns:
       A callable with ``lower``, ``_cache_size`` and ``clear_cache``.
     Raises:
