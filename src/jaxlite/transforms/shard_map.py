@@ -358,8 +358,15 @@ class _ShardMapped:
         dyn = [x for k, x in enumerate(leaves) if k not in statics]
         traced = any(isinstance(x, Tracer) for x in dyn) or _context.stack
         if traced:
+            # under jit/vmap/grad: the operands and results are constrained to the specs'
+            # shardings (over a concrete mesh, outside other shard_maps), so the program's
+            # results, batched results and cotangents are placed as JAX places them
+            place = not _context.stack and isinstance(getattr(mesh, "devices", None),
+                                                      np.ndarray) and \
+                not _concrete_primals_under_ad()
             outs, out_tree, out_axes = self._expanded(mesh, manual, in_tree, in_axes,
-                                                      statics, outer_manual)(*dyn)
+                                                      statics, outer_manual,
+                                                      place=place)(*dyn)
             return tree_unflatten(out_tree, outs)
         if not isinstance(getattr(mesh, "devices", None), np.ndarray):
             raise ValueError(f"shard_map called on concrete arguments needs a Mesh of "
@@ -391,7 +398,7 @@ class _ShardMapped:
             placed.append(from_global(o._buf.data, o.aval, NamedSharding(mesh, spec)))
         return tree_unflatten(out_tree, placed)
 
-    def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual):
+    def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual, place=False):
         """``fn(*dynamic leaves) -> (out leaves, out tree, out spec axes)``: the global
         computation (shards stacked, the per-device program batched over the manual mesh
         axes); ``statics`` maps leaf positions to values passed to ``f`` as they are."""
@@ -406,6 +413,8 @@ class _ShardMapped:
             {a: AxisType.Manual for a in manual | outer_manual})
 
         def fn(*leaves):
+            if place:
+                leaves = [_constrain(x, mesh, sa) for x, sa in zip(leaves, in_axes)]
             stacks = [_to_stack(x, sa, mesh_axes, sizes) for x, sa in zip(leaves, in_axes)]
             info = {}
 
@@ -468,7 +477,8 @@ class _ShardMapped:
                 for lvl in reversed(range(len(mesh_axes))):
                     if mesh_axes[lvl] not in named:
                         o = _index0(o, lvl)
-                result.append(_from_stack(o, sa, mesh_axes, sizes, local_nd))
+                r = _from_stack(o, sa, mesh_axes, sizes, local_nd)
+                result.append(_constrain(r, mesh, sa) if place else r)
                 out_axes.append(PartitionSpec() if s is None else s)
             return result, o_tree, out_axes
         return fn
@@ -483,6 +493,33 @@ class _VmapLevel:
 
     def __call__(self, *xs):
         return self.fn(*xs)
+
+
+def _concrete_primals_under_ad() -> bool:
+    """Whether a differentiation runs on concrete primal values (grad/jvp outside jit):
+    there, constraining a primal would make it a sharded Array inside the linearization,
+    which does not take sharded constants, so results are left unplaced."""
+    from ..core import ad, staging
+    from ..core.trace import current_main
+    chain, main = [], current_main()
+    while main is not None:
+        chain.append(main)
+        main = main.parent
+    ad_levels = [m.level for m in chain if isinstance(m.trace_type, type) and
+                 issubclass(m.trace_type, ad.JVPTrace)]
+    if not ad_levels:
+        return False
+    low = min(ad_levels)
+    return not any(m.trace_type is staging.JaxprTrace and m.level < low for m in chain)
+
+
+def _constrain(x, mesh, spec_axes):
+    """``x`` (traced) constrained to ``NamedSharding(mesh, spec)``: the value unchanged."""
+    from ..primitives.sharding_constraint import sharding_constraint_p
+    from ..sharding import NamedSharding, get_abstract_mesh
+    return sharding_constraint_p.bind(
+        x, sharding=NamedSharding(mesh, _as_pspec(spec_axes)), layout=None,
+        unconstrained_dims=frozenset(), context_mesh=get_abstract_mesh())
 
 
 def _aval_of(x):
