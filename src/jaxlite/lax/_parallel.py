@@ -227,8 +227,10 @@ def ppermute(x, axis_name, perm):
     """Sends each example's ``x`` along the named axis (``jax.lax.ppermute``): for every
     pair ``(src, dst)`` of ``perm`` the example at position ``dst`` receives the value of
     the one at ``src``; an example that is no destination gets zeros.  ``axis_name`` may
-    be a tuple of names (positions are then row-major over them).  Same shape, dtype and
-    weak type as ``x``; ``x`` may be a pytree.
+    be a tuple of names: a position then counts row-major over their vmaps in nesting
+    order, outermost first, whatever the order of the names (as JAX's shard_map numbers a
+    ppermute's devices in mesh order).  Same shape, dtype and weak type as ``x``; ``x``
+    may be a pytree.
 
     Raises NameError for an unbound name; TypeError when ``perm`` is not a sequence of
     pairs; IndexError for a position outside the axis; ValueError when a source or a
@@ -243,7 +245,11 @@ def ppermute(x, axis_name, perm):
                                                   perm=pairs, axis_size=n), x)
     if not names:
         return tree_map(lambda v: v if pairs else v * 0, x)
-    # several names: gather every sender, then pick this example's source
+    # several names: positions count in the order the vmaps nest, outermost first (JAX's
+    # shard_map numbers a ppermute's devices in mesh order whatever the order of the
+    # names; shard_map nests one vmap per mesh axis in mesh order); gather every sender,
+    # then pick this example's source
+    names = tuple(sorted(names, key=lambda a: batching.find_axis(a).level))
     from . import dynamic_index_in_dim, select
     from .. import numpy as jnp
     src_of = {dst: src for src, dst in pairs}
