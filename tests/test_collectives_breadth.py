@@ -681,3 +681,43 @@ def test_second_order_under_the_named_vmap(rjax, name, how):
         d = J.hessian(f) if how == "hessian" else getattr(J, how)(J.grad(f))
         return V(J, d)
     same(rjax, build, x, rtol=1e-4, atol=1e-5)
+
+
+EDGE_CASES = {
+    "ag_empty": (lambda J: lambda v: J.lax.all_gather(v, "i"), np.zeros((4, 0, 3), np.float32)),
+    "ag_empty_tiled": (lambda J: lambda v: J.lax.all_gather(v, "i", axis=1, tiled=True),
+                       np.zeros((4, 0, 3), np.float32)),
+    "ag_no_examples": (lambda J: lambda v: J.lax.all_gather(v, "i"),
+                       np.zeros((0, 3), np.float32)),
+    "pp_empty": (lambda J: lambda v: J.lax.ppermute(v, "i", RING),
+                 np.zeros((4, 0, 3), np.float32)),
+    "ps_empty": (lambda J: lambda v: J.lax.psum_scatter(v, "i", scatter_dimension=1,
+                                                        tiled=True),
+                 np.zeros((4, 0, 4), np.float32)),
+    "a2a_empty": (lambda J: lambda v: J.lax.all_to_all(v, "i", 1, 0),
+                  np.zeros((4, 0, 4), np.float32)),
+    # weakly typed operands stay weak (as in JAX)
+    "ps_weak": (lambda J: lambda v: J.lax.psum_scatter(J.lax.broadcast(2.0, (4,)), "i"),
+                np.zeros((4, 1), np.float32)),
+    "pp_weak": (lambda J: lambda v: J.lax.ppermute(J.lax.broadcast(2.0, (4,)), "i", RING),
+                np.zeros((4, 1), np.float32)),
+    "pp_weak_mapped": (lambda J: lambda v: J.lax.ppermute(J.lax.axis_index("i") * 1.0, "i",
+                                                          RING), np.zeros((4, 1), np.float32)),
+    "ag_index": (lambda J: lambda v: J.lax.all_gather(J.lax.axis_index("i"), "i"),
+                 np.zeros((4, 1), np.float32)),
+    "ps_index": (lambda J: lambda v: J.lax.psum_scatter(J.numpy.arange(4) + J.lax.axis_index(
+        "i"), "i"), np.zeros((4, 1), np.float32)),
+    "ag_complex": (lambda J: lambda v: J.lax.all_gather(v.astype(np.complex64) * 1j, "i"),
+                   rnd(4, 2)),
+    "ps_complex": (lambda J: lambda v: J.lax.psum_scatter(v.astype(np.complex64) * 1j, "i"),
+                   rnd(4, 4)),
+    "ps_bfloat16": (lambda J: lambda v: J.lax.psum_scatter(v.astype(J.numpy.bfloat16), "i"),
+                    np.ones((4, 4), np.float32)),
+    "ps_jit": (lambda J: J.jit(lambda v: J.lax.psum_scatter(v, "i", tiled=True)), rnd(4, 8)),
+}
+
+
+@pytest.mark.parametrize("name", half_slow(sorted(EDGE_CASES)))
+def test_edges(rjax, name):
+    f, x = EDGE_CASES[name]
+    same(rjax, lambda J: V(J, f(J)), x, rtol=1e-5)

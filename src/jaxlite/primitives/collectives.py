@@ -1,11 +1,14 @@
 """Collectives over a named mapped axis: ``psum``, ``pmax``, ``pmin`` (and, built on them,
-``lax.pmean`` and ``lax.axis_index``).
+``lax.pmean``), ``all_gather``, ``psum_scatter``, ``ppermute`` and ``all_to_all`` (and, in
+``lax``, ``pshuffle``, ``pbroadcast``, ``pswapaxes``).
 
 Layer: primitives.  Inside ``vmap(..., axis_name=name)`` a collective over ``name``
 combines the values of every example of that vmap; the batching trace of that vmap
 resolves it (its rule receives the ``BatchAxis`` being batched).  With no enclosing vmap of
-that name, evaluating one raises JAX's NameError ("unbound axis name").  Several devices
-(pmap/shard_map) will resolve the same primitives later.
+that name, evaluating one raises JAX's NameError ("unbound axis name").  ``shard_map`` and
+``pmap`` run their per-device program as nested vmaps over the mesh axes, so these rules
+are also the collectives' semantics across devices.  A collective's value depends on the
+examples of its axis, not on its operand alone: none is constant-folded (foldable=False).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def _unbound(name):
 
 def _collective(name, reduce_name):
     prim = Primitive(name, abstract_eval=_aval, impl=_unbound(name),
-                     flops=lambda x, **k: x.size, kind="collective")
+                     flops=lambda x, **k: x.size, kind="collective", foldable=False)
 
     def rule(args, dims, axes):
         from . import reduction, elementwise
@@ -191,7 +194,7 @@ def _all_gather_aval(x, *, axis_name, all_gather_dimension, axis_size, tiled):
 
 all_gather_p = Primitive("all_gather", abstract_eval=_all_gather_aval,
                          impl=_one_name_impl("all_gather"), flops=lambda x, **k: 0,
-                         kind="collective")
+                         kind="collective", foldable=False)
 
 
 def _all_gather_batch(args, dims, *, axis_name, all_gather_dimension, axis_size, tiled):
@@ -244,7 +247,7 @@ def _psum_scatter_aval(x, *, axis_name, scatter_dimension, axis_size, tiled):
 
 psum_scatter_p = Primitive("psum_scatter", abstract_eval=_psum_scatter_aval,
                            impl=_one_name_impl("psum_scatter"),
-                           flops=lambda x, **k: x.size, kind="collective")
+                           flops=lambda x, **k: x.size, kind="collective", foldable=False)
 
 
 def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, axis_size, tiled):
@@ -288,7 +291,7 @@ def _ppermute_aval(x, *, axis_name, perm, axis_size):
 
 ppermute_p = Primitive("ppermute", abstract_eval=_ppermute_aval,
                        impl=_one_name_impl("ppermute"), flops=lambda x, **k: 0,
-                       kind="collective")
+                       kind="collective", foldable=False)
 
 
 def _ppermute_batch(args, dims, *, axis_name, perm, axis_size):
@@ -342,7 +345,7 @@ def _all_to_all_aval(x, *, axis_name, split_axis, concat_axis, axis_size):
 
 all_to_all_p = Primitive("all_to_all", abstract_eval=_all_to_all_aval,
                          impl=_one_name_impl("all_to_all"), flops=lambda x, **k: 0,
-                         kind="collective")
+                         kind="collective", foldable=False)
 
 
 def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size):
