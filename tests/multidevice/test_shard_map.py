@@ -617,3 +617,15 @@ def test_signatures(rjax8):
             da, db = a[k].default, b[k].default
             assert repr(da).replace("jax.sharding.", "") == \
                 repr(db).replace("jax.sharding.", ""), (name, k, da, db)
+
+
+def test_output_structure_depends_on_shapes(rjax8):
+    """Eager calls with other shapes get their own output structure and specs."""
+    res = []
+    for lib in (jaxlite, rjax8):
+        mesh = _mesh(lib, (8,), ("x",), "Mesh")
+        f = lib.shard_map(lambda a: (a * 2,) * a.ndim, mesh=mesh, in_specs=lib.P("x"),
+                          out_specs=lib.P("x"))
+        res.append((f(np.ones(8, np.float32)), f(np.ones((8, 2), np.float32)),
+                    f(np.ones(8, np.float32) + 1)))
+    _same_tree(*res)

@@ -376,7 +376,10 @@ class _ShardMapped:
         # values, the results placed on the mesh by out_specs
         vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
                 for x in dyn]
-        key = (in_tree, tuple(in_axes), mesh, manual)
+        # the avals too: the output tree (and so its specs) may depend on the shapes
+        key = (in_tree, tuple(in_axes), mesh, manual,
+               tuple((_aval_of(x).shape, _aval_of(x).dtype, _aval_of(x).weak_type)
+                     for x in vals))
         fn = self._jitted.get(key) if not statics else None
         if fn is None:
             from .jit import jit
