@@ -721,3 +721,20 @@ EDGE_CASES = {
 def test_edges(rjax, name):
     f, x = EDGE_CASES[name]
     same(rjax, lambda J: V(J, f(J)), x, rtol=1e-5)
+
+
+@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError),
+                   reason="jit's traced-call cache (transforms/jit.py, _call_traced) is keyed "
+                          "on the operands' avals alone: a jitted function first traced "
+                          "under a vmap of another axis size reuses that program (pmean "
+                          "divides by the old size; all_gather keeps the old shape). Its "
+                          "key needs core.batching.axis_env()")
+def test_jit_retraces_for_another_axis_size(rjax):
+    jitted = {}
+    for L in (jaxlite, rjax):       # one jitted function per library, called twice
+        jitted[L] = (L.jit(lambda v, L=L: L.lax.pmean(v, "i")),
+                     L.jit(lambda v, L=L: L.lax.all_gather(v, "i")))
+    for n in (4, 2):
+        x = np.arange(float(n), dtype=np.float32)
+        same(rjax, lambda L: V(L, jitted[L][0]), x)
+        same(rjax, lambda L: V(L, jitted[L][1]), x)

@@ -144,6 +144,19 @@ def spmd_cotangent(primal, ct):
     return bind_collective(psum_p, ct, names[::-1])
 
 
+def axis_env() -> tuple:
+    """``((name, size), ...)`` of the enclosing named vmaps, innermost first: what a
+    program traced here may depend on through its collectives (a trace cache keyed on
+    the operands alone would reuse a program built for other axis sizes)."""
+    from .trace import current_main
+    out, main = [], current_main()
+    while main is not None:
+        if main.trace_type is BatchTrace and main.alive and main.payload.name is not None:
+            out.append((main.payload.name, main.payload.size))
+        main = main.parent
+    return tuple(out)
+
+
 # ---- helpers for rules ----------------------------------------------------------------
 
 def moveaxis(x, src: int, dst: int):
