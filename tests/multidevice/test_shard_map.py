@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import jaxlite
-import jaxlite.numpy as jlnp
 
 MESHES = [((8,), ("x",)), ((4, 2), ("x", "y")), ((2, 2, 2), ("x", "y", "z")),
           ((2, 4), ("x", "y")), ((1, 8), ("x", "y")), ((8, 1), ("a", "b")), ((4,), ("x",))]
@@ -629,3 +628,28 @@ def test_output_structure_depends_on_shapes(rjax8):
         res.append((f(np.ones(8, np.float32)), f(np.ones((8, 2), np.float32)),
                     f(np.ones(8, np.float32) + 1)))
     _same_tree(*res)
+
+
+@pytest.mark.parametrize("case", ["all_gather", "ppermute"])
+def test_check_vma_by_actual_variation(rjax8, case):
+    """Listed difference (README): JAX's varying-axes types count an all_gather/ppermute
+    result as varying over its axis, so out_specs omitting it raise there; jaxlite checks
+    what the output actually varies along and returns what JAX returns with
+    check_vma=False."""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    progs = {
+        "all_gather": lambda lib: (lambda a: lib.lax.all_gather(a, "x", tiled=True),
+                                   lib.P("x"), lib.P()),
+        "ppermute": lambda lib: (lambda a: lib.lax.ppermute(a, "x", [(0, 1), (1, 2), (2, 3),
+                                                                  (3, 0)]),
+                                 lib.P(), lib.P()),
+    }
+    got = {}
+    for lib in (jaxlite, rjax8):
+        mesh = _mesh(lib, (4, 2), ("x", "y"), "Mesh")
+        f, i, o = progs[case](lib)
+        got[lib.__name__] = [lib.shard_map(f, mesh=mesh, in_specs=i, out_specs=o,
+                                           check_vma=c) for c in (True, False)]
+    with pytest.raises(ValueError):
+        got["jax"][0](x)
+    _same_array(got["jaxlite"][0](x), got["jax"][1](x))

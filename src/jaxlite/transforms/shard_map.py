@@ -320,7 +320,7 @@ class _ShardMapped:
         return mesh, manual, outer_manual
 
     def __call__(self, *args):
-        from ..sharding import AxisType, NamedSharding, PartitionSpec
+        from ..sharding import AxisType, NamedSharding
         mesh, manual, outer_manual = self._setup()
         leaves, in_tree = tree_flatten(args)
         if self.in_specs is Infer:
