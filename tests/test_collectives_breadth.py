@@ -738,3 +738,38 @@ def test_jit_retraces_for_another_axis_size(rjax):
         x = np.arange(float(n), dtype=np.float32)
         same(rjax, lambda L: V(L, jitted[L][0]), x)
         same(rjax, lambda L: V(L, jitted[L][1]), x)
+
+
+UNMAPPED_PROGRAMS = {
+    "jit_const_all_gather": lambda J: lambda v: J.jit(lambda u: J.lax.all_gather(1.0, "i"))(v),
+    "jit_const_psum": lambda J: lambda v: J.jit(lambda u: u + J.lax.psum(1.0, "i"))(v),
+    "scan_const_psum": lambda J: lambda v: J.lax.scan(
+        lambda c, _: (c + J.lax.psum(1.0, "i"), None), v, None, length=3)[0],
+    "fori_axis_index": lambda J: lambda v: J.lax.fori_loop(
+        0, 2, lambda k, c: c + J.lax.axis_index("i"), v),
+    "cond_ppermute_const": lambda J: lambda v: J.lax.cond(
+        True, lambda u: u * J.lax.ppermute(2.0, "i", [(0, 1), (1, 0)]), lambda u: u, v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNMAPPED_PROGRAMS))
+def test_programs_with_collectives_on_unmapped_operands(rjax, name):
+    """A jit/scan/cond whose operands are all unmapped but whose program has a collective
+    over the vmap's axis: its examples differ, so it is batched, not run once."""
+    f = UNMAPPED_PROGRAMS[name]
+    same(rjax, lambda J: J.vmap(f(J), axis_name="i", in_axes=None, axis_size=2),
+         np.ones(3, np.float32))
+
+
+@pytest.mark.xfail(strict=True, raises=NameError,
+                   reason="a jit or loop whose operands are all raw (no tracer: an unmapped "
+                          "argument of the vmap) runs eagerly, and the collective its "
+                          "program applies to them finds no vmap (transforms/jit.py's "
+                          "concrete-operand path, Primitive.bind's eager path)")
+@pytest.mark.parametrize("name", ["jit", "scan"])
+def test_collective_on_a_raw_unmapped_operand_in_a_program(rjax, name):
+    f = {"jit": lambda J: lambda v: J.jit(lambda u: J.lax.all_gather(u, "i"))(v),
+         "scan": lambda J: lambda v: J.lax.scan(lambda c, _: (J.lax.psum(c, "i"), None), v,
+                                                None, length=2)[0]}[name]
+    same(rjax, lambda J: J.vmap(f(J), axis_name="i", in_axes=None, axis_size=2),
+         np.ones(3, np.float32))

@@ -66,6 +66,12 @@ class BatchTrace(Trace):
     def process_primitive(self, primitive, tracers, params):
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]
+        if all(d is None for d in dims) and primitive.kind != "collective" and vals and \
+                primitive.kind in ("call", "control") and \
+                _uses_axis(params, self.main.payload.name):
+            # a program with a collective over this axis: its examples differ even though
+            # no operand does, so it is batched (one operand made mapped) instead of run
+            vals[0], dims[0] = broadcast_front(vals[0], self.main.payload.size), 0
         if all(d is None for d in dims) and primitive.kind != "collective":
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
@@ -82,6 +88,29 @@ class BatchTrace(Trace):
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
         return BatchTracer(self, out, out_dims)
+
+
+def _uses_axis(params, name) -> bool:
+    """Whether a program among ``params`` (a call's or a control primitive's jaxprs, at
+    any depth) has a collective over axis ``name``."""
+    if name is None:
+        return False
+    from ..ir.jaxpr import ClosedJaxpr, Jaxpr
+    for v in params.values():
+        for p in (v if type(v) is tuple else (v,)):
+            jaxpr = p.jaxpr if isinstance(p, ClosedJaxpr) else p
+            if not isinstance(jaxpr, Jaxpr):
+                continue
+            for eqn in jaxpr.eqns:
+                q = eqn.params
+                if eqn.primitive.kind == "collective":
+                    names = q.get("axes", ()) + (q["axis_name"],) if "axis_name" in q \
+                        else q.get("axes", ())
+                    if name in names:
+                        return True
+                elif _uses_axis(q, name):
+                    return True
+    return False
 
 
 # The BatchAxis of the batching rule now running on this thread (None outside any).
