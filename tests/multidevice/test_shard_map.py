@@ -653,3 +653,55 @@ def test_check_vma_by_actual_variation(rjax8, case):
     with pytest.raises(ValueError):
         got["jax"][0](x)
     _same_array(got["jaxlite"][0](x), got["jax"][1](x))
+
+
+def _random_spec(rng, names, ndim, must=()):
+    """A random spec of rank <= ndim over some of ``names`` (all of ``must``, in random
+    dimensions and orders)."""
+    pool = list(must) + [a for a in names if a not in must and rng.random() < 0.4]
+    rng.shuffle(pool)
+    dims = [[] for _ in range(ndim)]
+    for a in pool:
+        dims[int(rng.integers(ndim))].append(a)
+    entries = [None if not d else d[0] if len(d) == 1 and rng.random() < 0.7 else tuple(d)
+               for d in dims]
+    while entries and entries[-1] is None and rng.random() < 0.5:
+        entries.pop()
+    return entries
+
+
+def _random_case(seed):
+    rng = np.random.default_rng(seed)
+    shape, names = MESHES[int(rng.integers(len(MESHES)))]
+    sizes = dict(zip(names, shape))
+    ndim = int(rng.integers(1, 4))
+    in_e = _random_spec(rng, names, ndim)
+    used = [a for e in in_e if e for a in ((e,) if isinstance(e, str) else e)]
+    out_e = _random_spec(rng, names, ndim, must=used)
+    xshape = []
+    for d in range(ndim):
+        e = in_e[d] if d < len(in_e) else None
+        n = int(np.prod([sizes[a] for a in ((e,) if isinstance(e, str) else e or ())]))
+        xshape.append(n * int(rng.integers(1, 3)))
+    return shape, names, in_e, out_e, tuple(xshape), used
+
+
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s >= 12
+                                  else s for s in range(60)])
+def test_random_specs(rjax8, seed):
+    """Random meshes, in_specs and out_specs (any dimensions and orders that name every
+    axis the result varies along, plus random others): values and placement as JAX."""
+    shape, names, in_e, out_e, xshape, used = _random_case(seed)
+    x = np.arange(int(np.prod(xshape)), dtype=np.float32).reshape(xshape)
+    res = []
+    for lib in (jaxlite, rjax8):
+        mesh = _mesh(lib, shape, names, "Mesh")
+
+        def f(a, lib=lib):
+            out = a * 2
+            for ax in used:
+                out = out + 100 * lib.lax.axis_index(ax)
+            return out
+        res.append(lib.shard_map(f, mesh=mesh, in_specs=lib.P(*in_e),
+                                 out_specs=lib.P(*out_e))(x))
+    _same_array(*res)
