@@ -470,6 +470,14 @@ JIT = {
         L.jax.devices()[3]))(L.x), None),
     "in_P_mesh": (lambda L: L.jax.jit(lambda a: a * 1, in_shardings=L.P("x"))(L.x), "auto"),
     "out_P_mesh": (lambda L: L.jax.jit(lambda a: a * 1, out_shardings=L.P("x"))(L.x), "auto"),
+    "compiled_out": (lambda L: L.jax.jit(lambda a: a * 2, out_shardings=_sh(L, "x")).lower(
+        L.x).compile()(L.x), None),
+    "compiled_in": (lambda L: L.jax.jit(lambda a: a * 2, in_shardings=_sh(L, "x")).lower(
+        L.x).compile()(L.x), None),
+    "compiled_constraint": (lambda L: L.jax.jit(lambda a: wsc(L, a * 2, _sh(L, "y"))).lower(
+        L.x).compile()(L.x), None),
+    "compiled_sharded_arg": (lambda L: (lambda xs: L.jax.jit(lambda a: a * 2).lower(
+        xs).compile()(xs))(L.jax.device_put(L.x, L.NS(L.expl, L.P("x")))), None),
     "explicit_in": (lambda L: L.jax.jit(lambda a: a * 2, in_shardings=L.NS(L.expl, L.P("x")))(
         L.x), None),
 }

@@ -1014,4 +1014,18 @@ def _donate_for_run(compiled, ex, leaves, vals, donate):
     return _buffer.take_donated(leaves, vals, plan[0]) if plan[0] else None
 
 
-Compiled._run_impl = staticmethod(_run_compiled)
+def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
+    """A call of ``jit(f).lower(...).compile()``: as the jitted function's own call, placed
+    by its ``in_shardings``/``out_shardings``, sharded arguments and sharding constraints
+    when it has any (``_run_sharded``), else ``_run_compiled``."""
+    shardings = compiled._lowered._wrapped._shardings
+    entry = compiled.__dict__.get("_sharded_entry")
+    if entry is None:
+        entry = compiled._sharded_entry = _CacheEntry(compiled, compiled._lowered.out_tree)
+    if shardings is not None or entry.constraint_mesh is not None or \
+            any(type(x) is ShardedArray for x in leaves):
+        return _run_sharded(entry, leaves, names_fn, shardings)
+    return _run_compiled(compiled, leaves, names_fn, donate)
+
+
+Compiled._run_impl = staticmethod(_run_staged)
