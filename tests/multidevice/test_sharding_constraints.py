@@ -324,6 +324,7 @@ CREATE = {
     "tensordot": lambda L, s: L.jnp.tensordot(L.x, L.b, 1, out_sharding=s),
     "dot_general": lambda L, s: L.lax.dot_general(L.x, L.b, (((1,), (0,)), ((), ())),
                                                   out_sharding=s),
+    "lax_empty": lambda L, s: L.lax.empty((8, 4), L.jnp.int32, out_sharding=s),
     "array": lambda L, s: L.jnp.array(L.x, out_sharding=s),
     "array_list": lambda L, s: L.jnp.array([[1, 2], [3, 4], [5, 6], [7, 8]], out_sharding=s),
     "asarray": lambda L, s: L.jnp.asarray(L.x, out_sharding=s),
@@ -359,18 +360,16 @@ def test_out_sharding_auto_mesh(libs, name):
              "cannot contain axis names that are of type Auto or Manual")
 
 
-def test_out_sharding_function_names(libs, rjax8):
-    L = libs[0]
+def test_out_sharding_function_names(libs):
     names = {"zeros": "jnp.zeros", "ones_int": "jnp.ones", "full": "full ",
              "empty": "jnp.zeros", "arange": "jnp.arange", "zeros_like": "jnp.zeros_like",
              "ones_like": "jnp.ones_like", "full_like": "full_like", "dot": "dot_general",
-             "einsum": "einsum"}
+             "einsum": "einsum", "lax_empty": "lax.empty"}
     for name, who in names.items():
         for lib in libs:
             with lib.jax.set_mesh(lib.auto), pytest.raises(ValueError) as info:
                 CREATE[name](lib, lib.P("x"))
             assert f"passed to {who}" in str(info.value), (name, str(info.value))
-    del L
 
 
 OUT_ERRORS = {
@@ -401,6 +400,9 @@ OUT_ERRORS = {
     "rank_dot": (lambda L: L.jnp.dot(L.x, L.b, out_sharding=L.P("x", None, "y")), "expl",
                  "(2, P('x', None, 'y'))"),
     "named_outside_set_mesh": (lambda L: L.jnp.zeros((8, 4), out_sharding=L.NS(
+        L.expl, L.P("x"))), None, "Length of device assignment 1 is not equal"),
+    "named_outside_set_mesh_lax_empty": (lambda L: L.lax.empty((8, 4), L.jnp.float32,
+                                                               out_sharding=L.NS(
         L.expl, L.P("x"))), None, "Length of device assignment 1 is not equal"),
     "named_outside_set_mesh_jit": (lambda L: L.jax.jit(lambda: L.jnp.ones(8, out_sharding=L.NS(
         L.expl, L.P("x"))))(), None, "Length of device assignment 1 is not equal"),

@@ -47,8 +47,13 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
 
 
 def empty(shape, dtype, *, out_sharding=None):
-    """An array of ``shape`` and ``dtype`` (``jax.lax.empty``); its contents are zeros."""
-    return full(shape, 0, dtype)
+    """An array of ``shape`` and ``dtype`` (``jax.lax.empty``); its contents are zeros.
+    ``out_sharding``: as ``jnp.zeros``'s (JAX's errors, naming ``lax.empty``)."""
+    if out_sharding is None:
+        return full(shape, 0, dtype)
+    from .._sharding_constraints import apply_out_sharding, out_sharding_of
+    sh = out_sharding_of(out_sharding, "lax.empty")
+    return apply_out_sharding(full(shape, 0, dtype), sh, "lax.empty")
 
 
 def tile(operand, reps: Sequence[int]):
