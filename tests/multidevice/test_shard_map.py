@@ -705,3 +705,24 @@ def test_random_specs(rjax8, seed):
         res.append(lib.shard_map(f, mesh=mesh, in_specs=lib.P(*in_e),
                                  out_specs=lib.P(*out_e))(x))
     _same_array(*res)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="core/staging.py: a traced program does not take a sharded Array "
+                          "as a constant yet (JaxprTrace.pure accepts only one-device Arrays)")
+@pytest.mark.parametrize("case", ["closure", "grad at a sharded argument"])
+def test_sharded_constants_and_primals(rjax8, case):
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    res = []
+    for lib in (jaxlite, rjax8):
+        mesh = _mesh(lib, (4, 2), ("x", "y"), "Mesh")
+        w = _put(lib, x, mesh, lib.P("x"))
+        if case == "closure":       # (inside shard_map JAX refuses to use w at all)
+            sm = lib.shard_map(lambda a: a * 2, mesh=mesh, in_specs=lib.P("x"),
+                               out_specs=lib.P("x"))
+            res.append(lib.jit(lambda a, w=w, sm=sm: sm(a) + w)(x))
+        else:
+            sm = lib.shard_map(lambda a, lib=lib: lib.lax.psum((a * a).sum(), ("x", "y")),
+                               mesh=mesh, in_specs=lib.P("x", "y"), out_specs=lib.P())
+            res.append(lib.grad(sm)(_put(lib, x, mesh, lib.P("x", "y"))))
+    _same_array(*res, placed=False)
