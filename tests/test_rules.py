@@ -44,7 +44,7 @@ LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", 
           "concatenate", "pad", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
           "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter", "jit",
           "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp",
-          "fft", "reduce_precision", "psum", "all_gather", "psum_scatter", "ppermute",
+          "fft", "reduce_precision", "psum", "all_gather", "reduce_scatter", "ppermute",
           "all_to_all"}
 
 ALL = sorted(primitives())
@@ -432,8 +432,9 @@ CONTROL_CASES = {
     "pmin": [unary(jaxlite.vmap(lambda v: v + lax.pmin(v, "i"), axis_name="i"), X, order=1)],
     "all_gather": [unary(jaxlite.vmap(lambda v: v * lax.all_gather(v, "i", axis=0),
                                       axis_name="i"), X)],
-    "psum_scatter": [unary(jaxlite.vmap(lambda v: lax.psum_scatter(v * v, "i", tiled=True),
-                                        axis_name="i"), np.tile(X, (1, 2))[:, :6])],
+    "reduce_scatter": [unary(jaxlite.vmap(lambda v: lax.psum_scatter(v * v, "i",
+                                                                      tiled=True),
+                                          axis_name="i"), np.tile(X, (1, 2))[:, :6])],
     "ppermute": [unary(jaxlite.vmap(lambda v: v * lax.ppermute(v, "i", [(0, 2), (2, 1)]),
                                     axis_name="i"), X)],
     "all_to_all": [unary(jaxlite.vmap(lambda v: v[:3] * lax.all_to_all(v[:3], "i", 0, 0),

@@ -245,7 +245,8 @@ def _psum_scatter_aval(x, *, axis_name, scatter_dimension, axis_size, tiled):
     return x.update(shape=tuple(shape))
 
 
-psum_scatter_p = Primitive("psum_scatter", abstract_eval=_psum_scatter_aval,
+# named "reduce_scatter" as JAX's (what make_jaxpr prints)
+psum_scatter_p = Primitive("reduce_scatter", abstract_eval=_psum_scatter_aval,
                            impl=_one_name_impl("psum_scatter"),
                            flops=lambda x, **k: x.size, kind="collective", foldable=False)
 
