@@ -243,8 +243,9 @@ def ppermute(x, axis_name, perm):
     if len(names) == 1:
         return tree_map(lambda v: _col.bind_named(_col.ppermute_p, v, axis_name=names[0],
                                                   perm=pairs, axis_size=n), x)
-    if not names:
-        return tree_map(lambda v: v if pairs else v * 0, x)
+    if not names:            # one example: it keeps its value if it sends to itself
+        from .. import numpy as jnp
+        return tree_map(lambda v: v if pairs else jnp.zeros_like(v), x)
     # several names: positions count in the order the vmaps nest, outermost first (JAX's
     # shard_map numbers a ppermute's devices in mesh order whatever the order of the
     # names; shard_map nests one vmap per mesh axis in mesh order); gather every sender,
