@@ -240,11 +240,11 @@ def ppermute(x, axis_name, perm):
     _check(names)
     n = _axis_size(names)
     pairs = _check_perm(perm, n)
+    from .. import numpy as jnp
     if len(names) == 1:
         return tree_map(lambda v: _col.bind_named(_col.ppermute_p, v, axis_name=names[0],
                                                   perm=pairs, axis_size=n), x)
     if not names:            # one example: it keeps its value if it sends to itself
-        from .. import numpy as jnp
         return tree_map(lambda v: v if pairs else jnp.zeros_like(v), x)
     # several names: positions count in the order the vmaps nest, outermost first (JAX's
     # shard_map numbers a ppermute's devices in mesh order whatever the order of the
@@ -252,7 +252,6 @@ def ppermute(x, axis_name, perm):
     # then pick this example's source
     names = tuple(sorted(names, key=lambda a: batching.find_axis(a).level))
     from . import dynamic_index_in_dim, select
-    from .. import numpy as jnp
     src_of = {dst: src for src, dst in pairs}
     table = np.array([src_of.get(k, 0) for k in range(n)], np.int32)
     got = np.array([k in src_of for k in range(n)])
