@@ -423,3 +423,45 @@ for _p, _t in [(all_gather_p, _all_gather_transpose), (psum_scatter_p, _psum_sca
     _linear(_p, _t, bind_named)
 _linear(psum_p, lambda ct, x, axes: [bind_collective(psum_p, ct, axes)],
         lambda prim, x, axes: bind_collective(prim, x, axes))
+
+
+# Inside a shard_map that checks replication (check_vma; its mesh axes are BatchAxis with
+# ``spmd`` set), psum differentiates as JAX's does there, where every value is typed
+# varying or invariant along each mesh axis.  psum makes a varying operand invariant; its
+# transpose hands the (invariant) cotangent to every device as it is, not summed again:
+# d/dx_i of psum(x) is 1.  A cotangent that still varies along the axis (the result was
+# used in a varying computation) is summed first, as JAX's implicit broadcast of the
+# result transposes.  An operand that is already invariant is n copies of one value, so
+# its psum is n * x, and so is its tangent.  Plain vmap axes keep the rules above.
+
+def _spmd_axes(axes) -> tuple:
+    if not batching.spmd_levels:
+        return ()
+    return tuple(a for a in axes if batching.find_axis(a).payload.spmd)
+
+
+def _psum_jvp(primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    out = bind_collective(psum_p, x, axes)
+    if t is None:
+        return out, None
+    shared = [a for a in _spmd_axes(axes)
+              if not batching.batched_along(x, a) and not batching.batched_along(t, a)]
+    rest = tuple(a for a in axes if a not in shared)
+    if shared:
+        from .elementwise import mul_p
+        n = 1
+        for a in shared:
+            n *= batching.find_axis(a).payload.size
+        t = mul_p.bind(t, _const(t, n))
+    return out, (bind_collective(psum_p, t, rest) if rest else t)
+
+
+def _psum_transpose(ct, x, axes):
+    spmd = _spmd_axes(axes)
+    over = tuple(a for a in axes if a not in spmd or batching.batched_along(ct, a))
+    return [bind_collective(psum_p, ct, over) if over else ct]
+
+
+psum_p.jvp = _psum_jvp
+psum_p.transpose = _psum_transpose

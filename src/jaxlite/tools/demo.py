@@ -28,15 +28,17 @@ HELP = "run the chapter's example programs and show what happened underneath"
 _SECTION_RE = re.compile(r"section_(\d+)_(\d+)_\w*\.py$")
 # Programs beyond the chapter's sections, run after them when the examples directory has
 # them: (name for --section, file name).
-_EXTRA_PROGRAMS = (("scan", "loop_vs_scan.py"), ("digits", "train_digits.py"))
+_EXTRA_PROGRAMS = (("scan", "loop_vs_scan.py"), ("digits", "train_digits.py"),
+                   ("sharding", "sharded_training.py"))
 _INDENT = "    "
 _LABEL_W = 11
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--section", "-s", action="append", metavar="N.M",
-                        help="run only this section (e.g. 3.3, or scan, digits for the loop vs "
-                             "lax.scan and digits-training programs); may be repeated")
+                        help="run only this section (e.g. 3.3, or scan, digits, sharding for the "
+                             "loop vs lax.scan, digits-training and several-device "
+                             "programs); may be repeated")
     parser.add_argument("--examples", metavar="DIR",
                         help="directory holding section_*.py (default: the repository's "
                              "examples/)")

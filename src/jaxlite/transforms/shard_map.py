@@ -406,7 +406,6 @@ class _ShardMapped:
         computation (shards stacked, the per-device program batched over the manual mesh
         axes); ``statics`` maps leaf positions to values passed to ``f`` as they are."""
         from ..sharding import AxisType, PartitionSpec
-        from .vmap import vmap
         mesh_axes = [a for a in mesh.axis_names if a in manual]
         sizes = dict(mesh.shape)
         f, out_specs, check_vma = self.f, self.out_specs, self.check_vma
@@ -440,30 +439,28 @@ class _ShardMapped:
                                 f"the mesh axis {a!r}, but the output varies along it. "
                                 f"Name {a!r} in that out_spec, reduce over it (lax.psum), "
                                 f"or pass check_vma=False.")
-                return o_leaves
+                return o_leaves, [()] * len(o_leaves)
 
-            # nested vmaps, outermost = first mesh axis: each consumes the leading stacked
-            # axis of the operands sharded along it
+            # one batching level per manual mesh axis, outermost = first: each consumes
+            # the leading stacked axis of the operands sharded along it
             present = [[a for a in mesh_axes if any(a in e for e in sa)] for sa in in_axes]
-            out_present: list = []
 
             def nest(level):
                 if level == len(mesh_axes):
                     return body
                 a = mesh_axes[level]
                 inner = nest(level + 1)
-                ia = [0 if a in p else None for p in present]
-
-                def call(*xs):
-                    return inner(*xs)
-                return _VmapLevel(call, a, ia, sizes[a], out_present, level, vmap)
+                dims = [0 if a in p else None for p in present]
+                return functools.partial(_batch_level, inner, dims, sizes[a], a, check_vma)
             runner = nest(0)
             from ..sharding import use_abstract_mesh
             _context.stack.append((mesh, manual | outer_manual, inside))
+            _spmd_enter(check_vma)
             try:
                 with use_abstract_mesh(inside):
-                    outs = runner(*stacks)
+                    outs, mapped = runner(*stacks)
             finally:
+                _spmd_exit(check_vma)
                 _context.stack.pop()
             o_tree = info["tree"]
             o_specs = _prefix_leaves(out_specs, tree_unflatten(o_tree, info["leaves"]),
@@ -473,13 +470,19 @@ class _ShardMapped:
                 local_nd = info["leaves"][k].ndim
                 sa = _spec_axes(PartitionSpec() if s is None else s, local_nd, "out_specs", k)
                 _check_spec(sa, None, mesh, manual, "out_specs", f"output {k}")
-                # o has one leading axis per manual mesh axis (all mapped out): keep those
-                # the spec names, take device 0's value along the others (the same on
-                # every device when check_vma holds)
+                # o has one leading axis per manual mesh axis it varies along (in mesh
+                # order): keep those the spec names, take device 0's value along the others
+                # (check_vma=False), and repeat it along named axes it does not vary along
                 named = set(a for e in sa for a in e)
-                for lvl in reversed(range(len(mesh_axes))):
-                    if mesh_axes[lvl] not in named:
-                        o = _index0(o, lvl)
+                pos = 0
+                for a, varies in zip(mesh_axes, mapped[k]):
+                    if varies and a in named:
+                        pos += 1
+                    elif varies:
+                        o = _index0(o, pos)
+                    elif a in named:
+                        o = _broadcast_at(o, pos, sizes[a])
+                        pos += 1
                 r = _from_stack(o, sa, mesh_axes, sizes, local_nd)
                 result.append(_constrain(r, mesh, sa) if place else r)
                 out_axes.append(PartitionSpec() if s is None else s)
@@ -487,15 +490,56 @@ class _ShardMapped:
         return fn
 
 
-class _VmapLevel:
-    """One level of the nested vmap over a mesh axis (outputs always mapped at 0)."""
+def _batch_level(inner, dims, size, name, spmd, *xs):
+    """One batching level over mesh axis ``name``: runs ``inner(*xs)`` with ``xs`` mapped
+    along ``dims`` (0 or None); returns ``(outs, mapped)``, each output with this axis in
+    front where it varies along it, and per output a tuple of flags (this level's first)
+    saying along which mesh axes it varies."""
+    from ..core import batching
+    from ..core.trace import full_lower, new_main
+    with new_main(batching.BatchTrace, batching.BatchAxis(size, name, spmd)) as main:
+        trace = batching.BatchTrace(main)
+        ins = [batching.BatchTracer(trace, x, d) if d is not None else x
+               for x, d in zip(xs, dims)]
+        outs, flags = inner(*ins)
+        res, mapped = [], []
+        for o, fl in zip(outs, flags):
+            t = trace.full_raise(o)
+            if t.bdim is None:
+                res.append(t.val)
+                mapped.append((False,) + fl)
+            else:
+                res.append(batching.moveaxis(t.val, t.bdim, 0))
+                mapped.append((True,) + fl)
+    return [full_lower(r) for r in res], mapped
 
-    def __init__(self, inner, name, in_axes, size, out_present, level, vmap):
-        self.fn = vmap(inner, in_axes=tuple(in_axes), out_axes=0, axis_name=name,
-                       axis_size=size)
 
-    def __call__(self, *xs):
-        return self.fn(*xs)
+_spmd_lock = threading.Lock()
+
+
+def _spmd_enter(on: bool) -> None:
+    """Counts an open shard_map with check_vma (its reverse-mode cotangent rule applies;
+    core/batching.py ``spmd_cotangent``)."""
+    if on:
+        from ..core import batching
+        with _spmd_lock:
+            batching.spmd_levels += 1
+
+
+def _spmd_exit(on: bool) -> None:
+    if on:
+        from ..core import batching
+        with _spmd_lock:
+            batching.spmd_levels -= 1
+
+
+def _broadcast_at(o, pos: int, n: int):
+    """``o`` repeated ``n`` times along a new axis at ``pos``."""
+    from ..primitives.shape import broadcast_in_dim_p
+    shape = _aval_of(o).shape
+    return broadcast_in_dim_p.bind(
+        o, shape=shape[:pos] + (n,) + shape[pos:],
+        broadcast_dimensions=tuple(i if i < pos else i + 1 for i in range(len(shape))))
 
 
 def _concrete_primals_under_ad() -> bool:
