@@ -182,6 +182,13 @@ SAMPLES = {
     "broadcast_in_dim": [(dict(shape=(4, 2, 3), broadcast_dimensions=(1, 2)), False)],
     "stop_gradient": [({}, True)],
     "copy": [({}, True)],
+    # sharding annotations: identities (a mesh of the one device of a plain test process)
+    "sharding_constraint": [(dict(sharding=jaxlite.NamedSharding(
+        jaxlite.make_mesh((1,), ("x",)), jaxlite.P("x")), layout=None,
+        unconstrained_dims=frozenset(), context_mesh=None), True)],
+    "reshard": [(dict(dst_sharding=jaxlite.NamedSharding(
+        jaxlite.make_mesh((1,), ("x",)), jaxlite.P("x")), unconstrained_dims=frozenset()),
+        True)],
 }
 
 

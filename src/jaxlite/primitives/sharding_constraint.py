@@ -7,8 +7,11 @@ operand there at once (``device_put``), so eager ``vmap``/``grad`` place their r
 
 - value: the identity (the impl returns its operand; a rename of its buffer when compiled);
 - derivatives: linear; the tangent gets the same constraint; the cotangent of a
-  ``sharding_constraint`` gets the same constraint, that of a ``reshard`` none (JAX reshards
-  it back to the primal's sharding, which is part of JAX's types but not of jaxlite's);
+  ``sharding_constraint`` gets the same constraint, that of a ``reshard`` is resharded back
+  to the sharding of the primal operand, as JAX: the tangent goes through
+  ``reshard_tangent(t, x)`` (``reshard`` of ``t``; ``x`` rides along, not differentiated)
+  whose transpose is ``reshard_like(ct, x)``: ``ct`` with ``x``'s sharding (its rule
+  gives the result ``x``'s spec; eagerly ``ct`` is placed like ``x``);
 - batching: the new (batch) dimension is left unconstrained (``unconstrained_dims``, and
   ``P.UNCONSTRAINED`` in the spec on a mesh with an Auto axis, as JAX);
 - sharding rule (``core.sharding_rules``): the operand is resharded to the constraint and
@@ -31,7 +34,8 @@ from ..core.sharding_rules import ShardingRule, fmt
 from ..core.trace import Tracer, get_state
 from ..sharding import AxisType, NamedSharding, P, UNCONSTRAINED
 
-__all__ = ["sharding_constraint_p", "reshard_p", "constraint_mesh"]
+__all__ = ["sharding_constraint_p", "reshard_p", "reshard_tangent_p", "reshard_like_p",
+           "constraint_mesh"]
 
 
 class _ConstraintPrimitive(Primitive):
@@ -41,7 +45,9 @@ class _ConstraintPrimitive(Primitive):
     def bind(self, *args, **params):
         st = get_state()
         if st.eager and not any(isinstance(a, Tracer) for a in args):
-            return _place_eager(self, args[0], params)
+            if self is reshard_like_p:
+                return _place_like(args[0], args[1])
+            return _place_eager(_as_reshard(self), args[0], params)
         return super().bind(*args, **params)
 
 
@@ -59,6 +65,10 @@ def _always(**params):
 
 def _target(prim, params):
     return params["sharding"] if prim is sharding_constraint_p else params["dst_sharding"]
+
+
+def _as_reshard(prim):
+    return reshard_p if prim is reshard_tangent_p else prim
 
 
 def _entries(spec, ndim: int) -> list:
@@ -131,24 +141,40 @@ def _full_p(spec) -> P:
 
 def _rule(prim):
     def rule(in_specs, in_avals, axis_sizes, **params):
-        spec = constrained_spec(prim, _target(prim, params), in_specs[0], in_avals[0].shape,
-                                axis_sizes, params.get("unconstrained_dims", ()))
+        spec = constrained_spec(_as_reshard(prim), _target(prim, params), in_specs[0],
+                                in_avals[0].shape, axis_sizes,
+                                params.get("unconstrained_dims", ()))
         note = None
         if tuple(in_specs[0]) != spec:
             note = f"{prim.name}: the operand {fmt(in_specs[0])} is resharded to {fmt(spec)}"
-        return ShardingRule([spec], [spec], (), note)
+        return ShardingRule([spec] + list(in_specs[1:]), [spec], (), note)
     return rule
+
+
+def _like_rule(in_specs, in_avals, axis_sizes, **params):
+    ref = tuple(tuple(e) for e in in_specs[1])
+    note = None
+    if tuple(tuple(e) for e in in_specs[0]) != ref:
+        note = f"reshard_like: the operand {fmt(in_specs[0])} is resharded to {fmt(ref)}"
+    return ShardingRule([ref, ref], [ref], (), note)
 
 
 def _batch(prim):
     key = "sharding" if prim is sharding_constraint_p else "dst_sharding"
 
     def rule(args, dims, **params):
-        (x,), (d,) = args, dims
-        if d is None:
-            return prim.bind(x, **params), None
+        from ..core import batching
         from ..core.trace import get_aval
-        ndim = get_aval(x).ndim - 1
+        if prim is reshard_tangent_p:       # both operands mapped at 0
+            size = batching.size_of(args, dims)
+            args = [batching.to_front(a, d, size) for a, d in zip(args, dims)]
+            x, d = args, 0
+        else:
+            (x,), (d,) = args, dims
+            if d is None:
+                return prim.bind(x, **params), None
+            x = [x]
+        ndim = get_aval(x[0]).ndim - 1
         sh = params[key]
         params = dict(params)
         if isinstance(sh, NamedSharding):
@@ -159,8 +185,27 @@ def _batch(prim):
                                                    reduced=sh.spec.reduced))
         free = {u + (u >= d) for u in params.get("unconstrained_dims", ())} | {d}
         params["unconstrained_dims"] = frozenset(free)
-        return prim.bind(x, **params), d
+        return prim.bind(*x, **params), d
     return rule
+
+
+def _batch_like(args, dims, **params):
+    from ..core import batching
+    size = batching.size_of(args, dims)
+    v, ref = [batching.to_front(a, d, size) for a, d in zip(args, dims)]
+    return reshard_like_p.bind(v, ref), 0
+
+
+def _place_like(v, ref):
+    """Eager ``reshard_like``: ``v`` placed as ``ref`` is when ``ref`` is sharded over
+    several devices (``v`` itself otherwise)."""
+    from .._placement import device_put
+    from ..core.sharded import ShardedArray
+    if type(ref) is ShardedArray and type(v) is not ShardedArray or (
+            type(v) is ShardedArray and type(ref) is ShardedArray and
+            v.sharding != ref.sharding):
+        return device_put(v, ref.sharding)
+    return v
 
 
 def _place_eager(prim, x, params):
@@ -216,7 +261,7 @@ def constraint_mesh(closed):
     or Jaxpr; nested programs searched too) with a NamedSharding; None when none has."""
     jaxpr = getattr(closed, "jaxpr", closed)
     for eqn in _walk_eqns(jaxpr):
-        if eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p:
+        if eqn.primitive in (sharding_constraint_p, reshard_p, reshard_tangent_p):
             sh = _target(eqn.primitive, eqn.params)
             if isinstance(sh, NamedSharding) and hasattr(sh.mesh, "_flat"):
                 return sh.mesh
@@ -230,10 +275,66 @@ reshard_p = _ConstraintPrimitive(
     "reshard", abstract_eval=_identity_aval, impl=_identity, kind="view", view=True,
     rename=_always, flops=lambda x, **p: 0)
 
-for _p in (sharding_constraint_p, reshard_p):
+
+def _first_aval(v, ref, **params):
+    return v
+
+
+def _first(v, ref, **params):
+    return v
+
+
+# not views: two operands (the second only says where the first goes)
+reshard_tangent_p = _ConstraintPrimitive(
+    "reshard_tangent", abstract_eval=_first_aval, impl=_first, flops=lambda *a, **p: 0)
+reshard_like_p = _ConstraintPrimitive(
+    "reshard_like", abstract_eval=_first_aval, impl=_first, flops=lambda *a, **p: 0)
+
+for _p in (sharding_constraint_p, reshard_p, reshard_tangent_p):
     _p.sharding = _rule(_p)
     _p.batch = _batch(_p)
+reshard_like_p.sharding = _like_rule
+reshard_like_p.batch = _batch_like
 
 ad.deflinear(sharding_constraint_p,
              lambda ct, x, **p: [sharding_constraint_p.bind(ct, **p)])
-ad.deflinear(reshard_p, lambda ct, x, **p: [ct])
+
+
+def _reshard_jvp(primals, tangents, **params):
+    (x,), (t,) = primals, tangents
+    out = reshard_p.bind(x, **params)
+    if t is None:
+        return out, None
+    return out, reshard_tangent_p.bind(t, x, **params)
+
+
+reshard_p.jvp = _reshard_jvp
+reshard_p.transpose = lambda ct, x, **p: [ct]      # reached only by linear_transpose
+
+
+def _reshard_tangent_jvp(primals, tangents, **params):
+    (t, x), (dt, _) = primals, tangents
+    out = reshard_tangent_p.bind(t, x, **params)
+    return out, None if dt is None else reshard_tangent_p.bind(dt, x, **params)
+
+
+def _reshard_tangent_transpose(ct, t, x, **params):
+    return [None if ct is None else reshard_like_p.bind(ct, x), None]
+
+
+reshard_tangent_p.jvp = _reshard_tangent_jvp
+reshard_tangent_p.transpose = _reshard_tangent_transpose
+
+
+def _reshard_like_jvp(primals, tangents, **params):
+    (v, ref), (dv, _) = primals, tangents
+    out = reshard_like_p.bind(v, ref)
+    return out, None if dv is None else reshard_like_p.bind(dv, ref)
+
+
+def _reshard_like_transpose(ct, v, ref, **params):
+    return [None if ct is None else ct, None]
+
+
+reshard_like_p.jvp = _reshard_like_jvp
+reshard_like_p.transpose = _reshard_like_transpose
