@@ -1239,6 +1239,10 @@ NOT_CALLED = {
                    "grad, vmap, jit, pytrees and errors: tests/test_custom_linear_solve.py"
        for n in ("custom_linear_solve", "custom_root")},
     "top.enable_checks": "the IR checker's context manager: tests/test_check_jaxpr.py",
+    **{n: "sharding annotations need a mesh of several devices: compared with JAX (values, "
+          "dtypes, shardings, errors; eager, jit, vmap, grad) in "
+          "tests/multidevice/test_sharding_constraints.py"
+       for n in ("lax.with_sharding_constraint", "top.reshard")},
 }
 
 
