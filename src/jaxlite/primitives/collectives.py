@@ -460,7 +460,27 @@ def _psum_jvp(primals, tangents, axes):
 def _psum_transpose(ct, x, axes):
     spmd = _spmd_axes(axes)
     over = tuple(a for a in axes if a not in spmd or batching.batched_along(ct, a))
-    return [bind_collective(psum_p, ct, over) if over else ct]
+    out = bind_collective(psum_p, ct, over) if over else ct
+    for a in spmd:      # the operand varied along ``a``: so does its cotangent
+        out = _pvary(out, a)
+    return [out]
+
+
+def _pvary(x, name):
+    """``x`` as a value that varies along the mesh axis ``name`` (JAX's pvary: the same
+    numbers, held once per device), so that a shared value it reaches in the backward pass
+    sums it over the devices (core/batching.py ``spmd_cotangent``)."""
+    import numpy as np
+    from .elementwise import add_p
+    from .shape import broadcast_in_dim_p
+    if batching.batched_along(x, name):
+        return x
+    main = batching.find_axis(name)
+    aval = get_aval(x)
+    zero = batching.BatchTracer(batching.BatchTrace(main),
+                                np.zeros(main.payload.size, aval.dtype), 0)
+    zero = broadcast_in_dim_p.bind(zero, shape=aval.shape, broadcast_dimensions=())
+    return add_p.bind(x, zero)
 
 
 psum_p.jvp = _psum_jvp
