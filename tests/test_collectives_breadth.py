@@ -723,12 +723,6 @@ def test_edges(rjax, name):
     same(rjax, lambda J: V(J, f(J)), x, rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, raises=(AssertionError, ValueError),
-                   reason="jit's traced-call cache (transforms/jit.py, _call_traced) is keyed "
-                          "on the operands' avals alone: a jitted function first traced "
-                          "under a vmap of another axis size reuses that program (pmean "
-                          "divides by the old size; all_gather keeps the old shape). Its "
-                          "key needs core.batching.axis_env()")
 def test_jit_retraces_for_another_axis_size(rjax):
     jitted = {}
     for L in (jaxlite, rjax):       # one jitted function per library, called twice

@@ -1243,6 +1243,16 @@ NOT_CALLED = {
           "dtypes, shardings, errors; eager, jit, vmap, grad) in "
           "tests/multidevice/test_sharding_constraints.py"
        for n in ("lax.with_sharding_constraint", "top.reshard")},
+    **{f"lax.{n}": "collectives over a named axis: compared with JAX under vmap (values, "
+                   "jvp/vjp, nested axes, errors) in tests/test_collectives_breadth.py and "
+                   "under shard_map on 8 devices in tests/multidevice/"
+                   "test_collectives_shard_map.py"
+       for n in ("all_gather", "all_to_all", "axis_size", "pbroadcast", "pcast", "ppermute",
+                 "pshuffle", "psum_scatter", "pswapaxes")},
+    **{f"top.{n}": "several devices: compared with JAX on 8 CPU devices (values, shardings, "
+                   "per-device memory, errors) in tests/multidevice/"
+       for n in ("make_array_from_callback", "make_array_from_single_device_arrays",
+                 "make_mesh", "pmap", "shard_map")},
 }
 
 

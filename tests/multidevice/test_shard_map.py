@@ -707,9 +707,6 @@ def test_random_specs(rjax8, seed):
     _same_array(*res)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="core/staging.py: a traced program does not take a sharded Array "
-                          "as a constant yet (JaxprTrace.pure accepts only one-device Arrays)")
 @pytest.mark.parametrize("case", ["closure", "grad at a sharded argument"])
 def test_sharded_constants_and_primals(rjax8, case):
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)

@@ -53,7 +53,7 @@ class JaxprTrace(Trace):
         if isinstance(val, (np.ndarray, np.generic)) and np.ndim(val) == 0:
             aval = get_aval(val)
             return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
-        if type(val) is ArrayImpl or isinstance(val, (np.ndarray, np.generic)):
+        if isinstance(val, (ArrayImpl, np.ndarray, np.generic)):   # sharded ones too
             builder = self.main.payload
             var = builder.const_var(val)
             return DynamicJaxprTracer(self, var.aval, var)

@@ -27,6 +27,7 @@ import optree
 
 from .. import monitoring
 from ..config import _JIT_KEY_FLAGS, config
+from ..core import batching as _batching
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray
@@ -561,8 +562,10 @@ class JitWrapped:
                      dyn_args, dyn_kw):
         """Inside another trace: stage one ``jit`` equation carrying this program."""
         in_avals = [x.aval if isinstance(x, Tracer) else _leaf_key(x)[0] for x in leaves]
+        # the enclosing named vmaps are part of the key: a collective's program depends
+        # on their sizes (pmean divides by one)
         key = ("traced", in_tree, tuple(in_avals), statics, static_kw,
-               config.jax_enable_x64)
+               config.jax_enable_x64, _batching.axis_env())
         hit = self._cache.get(key)
         if hit is None:
             closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, n_args,
