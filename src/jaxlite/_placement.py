@@ -22,7 +22,7 @@ from .runtime import (Device, check_default_device, count_transfer, get_default_
                       guard_transfer)
 from .runtime.buffer import check_dtype, native_copy, new_buffer
 from .runtime import device as _device_mod
-from .sharding import SingleDeviceSharding
+from .sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -56,12 +56,11 @@ def _target_device(device):
 
 
 def _is_named(device) -> bool:
-    from .sharding import NamedSharding
-    return isinstance(device, NamedSharding)
+    return type(device) is NamedSharding or (
+        device is not None and isinstance(device, NamedSharding))
 
 
 def _is_pspec(device) -> bool:
-    from .sharding import PartitionSpec
     return isinstance(device, PartitionSpec)
 
 
@@ -79,7 +78,7 @@ def _plan(x, device, may_alias):
     """
     if isinstance(x, Tracer):
         return ("keep", x, None, None)
-    if _is_named(device):
+    if device is not None and _is_named(device):
         return _plan_shard(x, device, may_alias)
     if type(x) is ShardedArray:
         if x.is_deleted():
