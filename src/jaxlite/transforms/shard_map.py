@@ -388,7 +388,8 @@ class _ShardMapped:
 
             def run(*xs):
                 outs, out_tree, out_axes = expand(*xs)
-                store["tree"], store["axes"] = out_tree, out_axes
+                # recorded while tracing, once per signature: what the call places by
+                store["tree"], store["axes"] = out_tree, out_axes  # noqa: JL006
                 return outs
             fn = (jit(run), store)
             if not statics:
