@@ -45,6 +45,9 @@ def _collective(name, reduce_name):
         if d is None:
             out = elementwise.mul_p.bind(x, _const(x, axis.size)) if reduce_name == "sum" \
                 else x
+        elif reduce_name == "sum" and axis.size <= _ADD_CHAIN and \
+                get_aval(x).dtype.kind in "fciu":
+            out = _add_chain(x, d, axis.size)
         else:
             red = getattr(reduction, f"reduce_{reduce_name}_p")
             out = red.bind(x, axes=(d,), **({"out_sharding": None} if reduce_name == "sum"
@@ -56,6 +59,30 @@ def _collective(name, reduce_name):
 
     prim.batch = rule
     return prim
+
+
+# psum over at most this many devices adds their values one after another, in the
+# operand's own precision, as an all-reduce does (reduce_sum would accumulate a float32
+# sum over a leading axis in float64: 5x slower for 4 devices' 64 MiB, bench W10)
+_ADD_CHAIN = 8
+
+
+def _add_chain(x, d: int, n: int):
+    """``x`` summed over its axis ``d`` (of size ``n``) as ``x[0] + x[1] + ...``."""
+    from .elementwise import add_p
+    from .shape import reshape_p, slice_p
+    shape = get_aval(x).shape
+    out_shape = shape[:d] + shape[d + 1:]
+
+    def piece(i):
+        start = tuple(i if k == d else 0 for k in range(len(shape)))
+        limit = tuple(i + 1 if k == d else m for k, m in enumerate(shape))
+        v = slice_p.bind(x, start_indices=start, limit_indices=limit, strides=None)
+        return reshape_p.bind(v, new_sizes=out_shape, dimensions=None, sharding=None)
+    out = piece(0)
+    for i in range(1, n):
+        out = add_p.bind(out, piece(i))
+    return out
 
 
 def bind_collective(prim, x, axes):
