@@ -104,3 +104,39 @@ ERRORS = {
 def test_errors_like_jax(name, rjax):
     case, match = ERRORS[name]
     raises_like_jax(case, rjax, match=match)
+
+
+def test_dot_general_batching_at_any_axis_random_dimension_numbers():
+    """vmap of lax.dot_general with the mapped axis anywhere in one operand or both, over
+    random batch/free/contracting layouts and out_axes: equal to stacking the per-example
+    products (the one-mapped rule keeps the mapped axis in place as a free dimension)."""
+    from jaxlite import lax
+    jax = jaxlite
+    rng = np.random.default_rng(0)
+    cases = 0
+    cases = 0
+    for trial in range(100):
+        # random dims: lhs (b.., f.., c..) permuted, rhs (b.., c.., g..) permuted
+        nb, nf, nc, ng = rng.integers(0, 2), rng.integers(0, 3), rng.integers(0, 3), rng.integers(0, 3)
+        bs = list(rng.integers(1, 4, nb)); fs = list(rng.integers(1, 4, nf)); cs = list(rng.integers(1, 4, nc)); gs = list(rng.integers(1, 4, ng))
+        lhs_dims = [("b", i) for i in range(nb)] + [("f", i) for i in range(nf)] + [("c", i) for i in range(nc)]
+        rhs_dims = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + [("g", i) for i in range(ng)]
+        rng.shuffle(lhs_dims); rng.shuffle(rhs_dims)
+        size = {"b": bs, "f": fs, "c": cs, "g": gs}
+        lshape = [size[k][i] for k, i in lhs_dims]; rshape = [size[k][i] for k, i in rhs_dims]
+        lc = tuple(lhs_dims.index(("c", i)) for i in range(nc)); rc = tuple(rhs_dims.index(("c", i)) for i in range(nc))
+        lb = tuple(lhs_dims.index(("b", i)) for i in range(nb)); rb = tuple(rhs_dims.index(("b", i)) for i in range(nb))
+        dn = ((lc, rc), (lb, rb))
+        n = 3
+        for which in ("l", "r", "both"):
+            ax_l = int(rng.integers(0, len(lshape) + 1)); ax_r = int(rng.integers(0, len(rshape) + 1))
+            L = rng.standard_normal(lshape[:ax_l] + [n] + lshape[ax_l:]).astype(np.float32) if which != "r" else rng.standard_normal(lshape).astype(np.float32)
+            R = rng.standard_normal(rshape[:ax_r] + [n] + rshape[ax_r:]).astype(np.float32) if which != "l" else rng.standard_normal(rshape).astype(np.float32)
+            ia = (ax_l if which != "r" else None, ax_r if which != "l" else None)
+            out_ax = int(rng.integers(0, 1 + len(jax.eval_shape(lambda a, b: lax.dot_general(a, b, dn), np.take(L, 0, ia[0]) if ia[0] is not None else L, np.take(R, 0, ia[1]) if ia[1] is not None else R).shape)))
+            got = np.asarray(jax.vmap(lambda a, b: lax.dot_general(a, b, dn), in_axes=ia, out_axes=out_ax)(L, R))
+            want = np.stack([np.asarray(lax.dot_general(np.take(L, k, ia[0]) if ia[0] is not None else L, np.take(R, k, ia[1]) if ia[1] is not None else R, dn)) for k in range(n)], axis=out_ax)
+            assert got.shape == want.shape, (dn, ia, got.shape, want.shape)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            cases += 1
+    assert cases == 300

@@ -158,14 +158,27 @@ def spmd_cotangent(primal, ct):
     Plain vmap axes are left alone (per-example gradients)."""
     if not spmd_levels or ct is None:
         return ct
+    from .staging import JaxprTrace
     from .trace import current_main
     names = []
+    staged = None       # a program being staged inside the shard_map (a loop body ...)
     main = current_main()
     while main is not None:
         if main.trace_type is BatchTrace and main.alive and main.payload.spmd:
+            if staged is not None:
+                raise NotImplementedError(
+                    f"reverse-mode differentiation inside a staged body (lax.scan, "
+                    f"lax.cond, lax.while_loop, fori_loop, checkpoint) inside a shard_map "
+                    f"over mesh axis {main.payload.name!r}: jaxlite cannot tell there which "
+                    f"values are shared by the devices, whose gradients JAX sums over them. "
+                    f"Take the gradient outside that body, or call the shard_map with "
+                    f"check_vma=False (each device's own gradient).")
             a = main.payload.name
             if batched_along(ct, a) and not batched_along(primal, a):
                 names.append(a)
+        elif staged is None and isinstance(main.trace_type, type) and \
+                issubclass(main.trace_type, JaxprTrace):
+            staged = main
         main = main.parent
     if not names:
         return ct

@@ -42,7 +42,16 @@ def psum(x, axis_name, *, axis_index_groups=None):
     names = _names(axis_name)
     _check(names)
     _no_groups("psum", axis_index_groups)
-    return tree_map(lambda v: _col.bind_collective(_col.psum_p, v, names), x)
+    if not names:               # a sum over no axes: the value itself (as JAX)
+        return x
+
+    def one(v):
+        if get_aval(v).dtype == np.bool_:       # a count, as JAX: int32
+            from ..primitives.elementwise import convert_element_type_p
+            v = convert_element_type_p.bind(v, new_dtype=np.dtype(np.int32),
+                                            weak_type=False)
+        return _col.bind_collective(_col.psum_p, v, names)
+    return tree_map(one, x)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):

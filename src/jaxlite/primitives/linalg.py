@@ -366,16 +366,21 @@ def _dot_batch(args, dims, dimension_numbers, **params):
         sh = lambda t: tuple(i + 1 for i in t)  # noqa: E731
         dn = ((sh(lc), sh(rc)), ((0,) + sh(lb), (0,) + sh(rb)))
         return _dot_bind(x, y, dn, **params), 0
+    # one operand mapped: its mapped axis stays where it is, as one more free dimension
+    # (no transposed copy); in the result it comes after the batch dimensions and that
+    # operand's free dimensions before it (the rhs's after all of the lhs's)
     if dx is not None:
-        # x's mapped axis is a free dimension: it lands among x's free dims in the output
-        x = batching.moveaxis(x, dx, get_aval(x).ndim - 1)
-        out = _dot_bind(x, y, dimension_numbers, **params)
-        x_nd = get_aval(x).ndim
-        n_free_x = x_nd - len(lc) - len(lb)       # includes the mapped axis (last of x)
-        return out, len(lb) + n_free_x - 1
-    y = batching.moveaxis(y, dy, get_aval(y).ndim - 1)
-    out = _dot_bind(x, y, dimension_numbers, **params)
-    return out, get_aval(out).ndim - 1
+        sh = lambda t: tuple(i + 1 if i >= dx else i for i in t)  # noqa: E731
+        lc2, lb2 = sh(lc), sh(lb)
+        out = _dot_bind(x, y, ((lc2, rc), (lb2, rb)), **params)
+        before = sum(1 for i in range(dx) if i not in lc2 and i not in lb2)
+        return out, len(lb) + before
+    sh = lambda t: tuple(i + 1 if i >= dy else i for i in t)  # noqa: E731
+    rc2, rb2 = sh(rc), sh(rb)
+    out = _dot_bind(x, y, ((lc, rc2), (lb, rb2)), **params)
+    n_free_x = get_aval(x).ndim - len(lc) - len(lb)
+    before = sum(1 for i in range(dy) if i not in rc2 and i not in rb2)
+    return out, len(lb) + n_free_x + before
 
 
 dot_general_p.batch = _dot_batch

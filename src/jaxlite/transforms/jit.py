@@ -503,6 +503,11 @@ class JitWrapped:
                     raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} cannot be "
                                     f"used as an array (jit of {self.__name__}).") from None
         if len(sigs) != len(leaves) or _get_trace_state() is not _BASE_STATE:
+            if _batching.spmd_levels:
+                # inside a shard_map checking replication: traced inline, so that reverse
+                # mode inside it still sees which values the devices share (a staged
+                # program would hide that: core/batching.py spmd_cotangent)
+                return self.fun(*args, **kwargs)
             # under a transformation (or with traced arguments): one jit equation
             out = self._call_traced(statics, static_kw, static_pos, leaves, in_tree,
                                     len(args), dyn_args, dyn_kw)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global
-from ..core.trace import Tracer
+from ..core.trace import Tracer, is_tracing as _is_tracing
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 
 
@@ -324,6 +324,13 @@ class _ShardMapped:
         mesh, manual, outer_manual = self._setup()
         leaves, in_tree = tree_flatten(args)
         if self.in_specs is Infer:
+            for k, x in enumerate(leaves):
+                if isinstance(x, Tracer):
+                    raise ValueError(
+                        f"shard_map with in_specs omitted takes each argument's spec from "
+                        f"its sharding, but argument {k} ({x.aval.str_short()}) is a traced "
+                        f"value (under jit, grad, vjp, jvp or vmap), whose sharding jaxlite "
+                        f"does not track: pass in_specs.")
             specs = [_manual_part(x, len(_shape_of(x, k)), manual)
                      for k, x in enumerate(leaves)]
         else:
@@ -356,7 +363,10 @@ class _ShardMapped:
                              f"give the inner one axis_names among "
                              f"{sorted(set(mesh.axis_names) - outer_manual)}.")
         dyn = [x for k, x in enumerate(leaves) if k not in statics]
-        traced = any(isinstance(x, Tracer) for x in dyn) or _context.stack
+        # traced also when only f's closure is (a shard_map inside jit/grad/vmap over
+        # arguments that are constants there)
+        traced = any(isinstance(x, Tracer) for x in dyn) or _context.stack or \
+            _is_tracing()
         if traced:
             # under jit/vmap/grad: the operands and results are constrained to the specs'
             # shardings (over a concrete mesh, outside other shard_maps), so the program's
@@ -562,12 +572,17 @@ def _concrete_primals_under_ad() -> bool:
 
 
 def _constrain(x, mesh, spec_axes):
-    """``x`` (traced) constrained to ``NamedSharding(mesh, spec)``: the value unchanged."""
-    from ..primitives.sharding_constraint import sharding_constraint_p
-    from ..sharding import NamedSharding, get_abstract_mesh
-    return sharding_constraint_p.bind(
-        x, sharding=NamedSharding(mesh, _as_pspec(spec_axes)), layout=None,
-        unconstrained_dims=frozenset(), context_mesh=get_abstract_mesh())
+    """``x`` (traced) placed at ``NamedSharding(mesh, spec)``: the value unchanged.  A
+    reshard, not an asserting constraint: the specs define where shard_map's operands and
+    results go, also on a mesh of Explicit axes (where a constraint asserts)."""
+    from ..primitives.sharding_constraint import reshard_p, sharding_constraint_p
+    from ..sharding import AxisType, NamedSharding, get_abstract_mesh
+    sharding = NamedSharding(mesh, _as_pspec(spec_axes))
+    if any(t is AxisType.Explicit for t in mesh.axis_types):
+        return reshard_p.bind(x, dst_sharding=sharding, unconstrained_dims=frozenset())
+    return sharding_constraint_p.bind(x, sharding=sharding, layout=None,
+                                      unconstrained_dims=frozenset(),
+                                      context_mesh=get_abstract_mesh())
 
 
 def _aval_of(x):
@@ -800,6 +815,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         oa = _axes_leaves(out_axes, out)
         res = []
         for o, ax in zip(o_leaves, oa):
+            nd = _aval_of(o).ndim
+            if ax is not None and not -nd <= ax < nd:
+                raise ValueError(f"pmap out_axes: axis {ax} is out of bounds for an output "
+                                 f"of rank {nd} (with the mapped axis)")
             if ax is None:
                 res.append(_index0(o, 0))
             elif ax % _aval_of(o).ndim != 0:
