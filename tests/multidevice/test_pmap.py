@@ -14,31 +14,12 @@ import numpy as np
 import pytest
 
 import jaxlite
+from _oracle import by_id, same_array, same_tree
 
 X = np.arange(24, dtype=np.float32).reshape(4, 6) - 7
 
 
-def _by_id(sharding, shape):
-    return {d.id: idx for d, idx in sharding.devices_indices_map(shape).items()}
-
-
-def _same(a, b, *, placed=True, rtol=1e-6):
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    assert a.aval.weak_type == b.aval.weak_type
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-6)
-    if placed:
-        assert repr(a.sharding) == repr(b.sharding), (a.sharding, b.sharding)
-        assert _by_id(a.sharding, a.shape) == _by_id(b.sharding, b.shape)
-
-
-def _same_tree(a, b, **kw):
-    import jax
-    la, ta = jaxlite.tree_util.tree_flatten(a)
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert str(ta).replace("PyTreeDef", "") == str(tb).replace("PyTreeDef", "")
-    for x, y in zip(la, lb):
-        _same(x, y, **kw)
+_by_id, _same, _same_tree = by_id, same_array, same_tree
 
 
 def _both(rjax, program, *args, **kw):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import jaxlite
+from _oracle import by_id, same_array, same_tree
 
 MESHES = [((8,), ("x",)), ((4, 2), ("x", "y")), ((2, 2, 2), ("x", "y", "z")),
           ((2, 4), ("x", "y")), ((1, 8), ("x", "y")), ((8, 1), ("a", "b")), ((4,), ("x",))]
@@ -33,29 +34,7 @@ def _np(lib):
     return lib.numpy
 
 
-def _by_id(sharding, shape):
-    return {d.id: idx for d, idx in sharding.devices_indices_map(shape).items()}
-
-
-def _same_array(a, b, *, placed=True, rtol=1e-6):
-    """jaxlite's ``a`` is JAX's ``b``: value, dtype, weak type, shape, and (placed) its
-    sharding."""
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    assert a.aval.weak_type == b.aval.weak_type, (a.aval.weak_type, b.aval.weak_type)
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-6)
-    if placed:
-        assert repr(a.sharding) == repr(b.sharding), (a.sharding, b.sharding)
-        assert _by_id(a.sharding, a.shape) == _by_id(b.sharding, b.shape)
-
-
-def _same_tree(a, b, **kw):
-    la, ta = jaxlite.tree_util.tree_flatten(a)
-    import jax
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert str(ta).replace("PyTreeDef", "") == str(tb).replace("PyTreeDef", ""), (ta, tb)
-    for x, y in zip(la, lb):
-        _same_array(x, y, **kw)
+_by_id, _same_array, _same_tree = by_id, same_array, same_tree
 
 
 def _put(lib, x, mesh, spec):
