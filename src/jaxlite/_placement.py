@@ -22,7 +22,7 @@ from .runtime import (Device, check_default_device, count_transfer, get_default_
                       guard_transfer)
 from .runtime.buffer import check_dtype, native_copy, new_buffer
 from .runtime import device as _device_mod
-from .sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+from .sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -77,6 +77,9 @@ def _plan(x, device, may_alias):
     ``'d2d'`` or ``'h2d'``.
     """
     if isinstance(x, Tracer):
+        if device is not None and _is_named(device) and \
+                any(t is AxisType.Explicit for t in device.mesh.axis_types):
+            return ("reshard", x, device, None)     # under jit, as JAX: a reshard
         return ("keep", x, None, None)
     if device is not None and _is_named(device):
         return _plan_shard(x, device, may_alias)
@@ -196,6 +199,9 @@ def _run_plan(p):
     kind, x, device, aval = p
     if kind == "keep":
         return x
+    if kind == "reshard":
+        from ._sharding_constraints import reshard
+        return reshard(x, device)
     if kind in ("shard", "gather"):
         moves = _shard_moves(p)
         if kind == "gather":

@@ -99,3 +99,21 @@ def test_reverse_mode_inside_a_loop_body_inside_shard_map_raises(rjax8):
         out_specs=P("i"), check_vma=False)(w, xs)
     # one element per device: each device's gradient of w is its b, twice over the loop
     np.testing.assert_array_equal(np.asarray(out), 2 * np.arange(8.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("case", ["host to P('i')", "host to P()", "sharded to P()"])
+def test_device_put_under_jit_on_an_explicit_mesh_reshards(rjax8, case):
+    """Inside jit, device_put to a NamedSharding over Explicit axes is a reshard (as JAX):
+    the result is placed there (on Auto axes jaxlite leaves it to propagation)."""
+    res = []
+    for lib in (jaxlite, rjax8):
+        mesh = lib.make_mesh((8,), ("i",))
+        P, NS = lib.sharding.PartitionSpec, lib.sharding.NamedSharding
+        x = np.arange(8.0, dtype=np.float32)
+        if case.startswith("sharded"):
+            x = lib.device_put(x, NS(mesh, P("i")))
+        target = NS(mesh, P("i") if case.endswith("P('i')") else P())
+        res.append(lib.jit(lambda a, t=target, lib=lib: lib.device_put(a, t) * 2)(x))
+    got, want = res
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert repr(got.sharding) == repr(want.sharding), (got.sharding, want.sharding)
