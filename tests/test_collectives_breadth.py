@@ -767,3 +767,19 @@ def test_collective_on_a_raw_unmapped_operand_in_a_program(rjax, name):
                                                 None, length=2)[0]}[name]
     same(rjax, lambda J: J.vmap(f(J), axis_name="i", in_axes=None, axis_size=2),
          np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 9])
+def test_psum_edges_signed_zeros_specials_empty(rjax, n):
+    """psum at the edges, against JAX: -0.0 from every example sums to +0.0 (to -0.0 over
+    one example), NaN and opposite infinities give NaN, an empty operand stays empty."""
+    zeros = np.full((n, 2), -0.0, np.float32)
+    special = np.array([[np.nan, 1.0], [np.inf, -np.inf], [1.0, np.inf]] * 3,
+                       np.float32)[:n]
+    empty = np.zeros((n, 0), np.float32)
+    for x in (zeros, special, empty):
+        got = np.asarray(jaxlite.vmap(lambda v: jaxlite.lax.psum(v, "i"), axis_name="i")(x))
+        want = np.asarray(rjax.vmap(lambda v: rjax.lax.psum(v, "i"), axis_name="i")(x))
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -82,6 +82,10 @@ def _add_chain(x, d: int, n: int):
     out = piece(0)
     for i in range(1, n):
         out = add_p.bind(out, piece(i))
+    if n > 1 and get_aval(x).dtype.kind in "fc":
+        # as XLA's all-reduce, whose sum starts from +0.0: -0.0 from every device sums to
+        # +0.0 (checked against JAX 0.10.2; over one device the value stays as it is)
+        out = add_p.bind(out, _const(out, 0.0))
     return out
 
 
