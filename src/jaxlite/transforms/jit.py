@@ -137,12 +137,13 @@ def _check_donated(fun, sig, nums, names):
 class _CacheEntry:
     """One compiled signature: the executable stage and the output pytree structure."""
 
-    __slots__ = ("compiled", "out_tree", "placements", "constraint_mesh")
+    __slots__ = ("compiled", "out_tree", "placements", "constraint_mesh", "partitions")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
         self.placements = None      # sharded calls: (leaf shardings) -> output shardings
+        self.partitions = None      # sharded calls: (layouts) -> SPMD-partitioned runner
         # the mesh of the program's first sharding_constraint/reshard (None: it has none):
         # its outputs are then placed by the propagation even over unsharded arguments
         from ..primitives.sharding_constraint import constraint_mesh
@@ -599,7 +600,11 @@ class JitWrapped:
         names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
         closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, len(args),
                                                static_pos, [k[0] for k in key[1]])
-        return Lowered(self, closed, in_tree, out_tree, key, names)
+        low = Lowered(self, closed, in_tree, out_tree, key, names)
+        # what a call partitions by (the SPMD program shown by compile().as_text())
+        low._arg_shardings = [x.sharding if type(x) is ShardedArray else None
+                              for x in leaves]
+        return low
 
     def trace(self, *args, **kwargs) -> Traced:
         """Traces for these arguments and returns the Traced stage
@@ -877,28 +882,47 @@ def _run_sharded(entry, leaves, names_fn, shardings):
         sharding0 = NamedSharding(entry.constraint_mesh, P())
     vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
             for x in leaves]
-    outs = _run_compiled(entry.compiled, vals, names_fn)
-    out_avals = [o.aval for o in outs]
+    closed = entry.compiled._lowered.closed_jaxpr
+    out_avals = [v.aval for v in closed.jaxpr.outvars]
+    n_out = len(out_avals)
     if out_sh is not None:
         targets = _prefix_shardings(out_sh, entry.out_tree.unflatten(
-            list(range(len(outs)))), len(outs), "out_shardings")
+            list(range(n_out))), n_out, "out_shardings")
     else:
-        targets = [None] * len(outs)
+        targets = [None] * n_out
     if sharding0 is None and any(isinstance(t, NamedSharding) for t in targets):
         # unsharded arguments: the other outputs land on the mesh of out_shardings
         from ..sharding import P
         sharding0 = NamedSharding(next(t for t in targets if isinstance(t, NamedSharding))
                                   .mesh, P())
+    pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves) + \
+        (typed,)
     if any(t is None for t in targets) and sharding0 is not None:
-        pkey = tuple(x.sharding if type(x) is ShardedArray else None for x in leaves) + \
-            (typed,)
         if entry.placements is None:
             entry.placements = {}
         guessed = entry.placements.get(pkey)
         if guessed is None:
             guessed = entry.placements[pkey] = _propagated_shardings(
-                entry.compiled._lowered.closed_jaxpr, leaves, sharding0, typed)
+                closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
+    runner = None
+    if sharding0 is not None:
+        if entry.partitions is None:
+            entry.partitions = {}
+        tkey = pkey + tuple(targets)
+        runner = entry.partitions.get(tkey)
+        if runner is None:
+            from ..core.sharded import check_shardable
+            for t, a in zip(targets, out_avals):
+                if isinstance(t, NamedSharding):
+                    check_shardable(t, a, f"the outputs of {what}")
+            runner = entry.partitions[tkey] = _spmd_runner(
+                closed, _leaf_specs(leaves, sharding0.mesh), targets, sharding0.mesh,
+                entry.compiled._fun_name) or False
+    if runner:
+        outs = runner(*vals)
+    else:       # no mesh, or a program that must run once (effects, host callbacks)
+        outs = _run_compiled(entry.compiled, vals, names_fn)
     result = []
     for o, a, t in zip(outs, out_avals, targets):
         if t is None:
@@ -916,26 +940,116 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     return result
 
 
-def _propagated_shardings(closed, leaves, sharding0, typed: bool = False) -> list:
-    """The output shardings of program ``closed`` over ``leaves`` (some sharded over
-    ``sharding0``'s mesh), from the sharding propagation pass (each primitive's sharding
-    rule); every output replicated over the mesh where no pass is available."""
-    from ..core.sharded import spec_tuple, to_pspec
-    mesh = sharding0.mesh
-    in_specs = [spec_tuple(x.sharding, x.aval.ndim) if type(x) is ShardedArray else
-                ((),) * np.ndim(x) if not isinstance(x, ArrayImpl) else ((),) * x.aval.ndim
-                for x in leaves]
-    try:
-        from ..compiler.passes.sharding_propagation import propagate
-    except ImportError:
-        propagate = None
-    if propagate is None:
-        specs = [((),) * v.aval.ndim for v in closed.jaxpr.outvars]
-    else:
-        specs, _ = propagate(closed, in_specs, dict(mesh.shape))
+def _partition_for(closed, in_specs, targets, mesh):
+    """The SPMD partition (``compiler/passes/spmd_partition.py``) of ``closed`` over
+    ``mesh`` for arguments laid out by ``in_specs`` and outputs by ``targets`` (those on
+    ``mesh``; any other output replicated, placed by the caller); None when the program
+    must run once (an effect or a host callback in it)."""
+    from ..compiler.passes.spmd_partition import partition, partitionable
+    from ..core.sharded import spec_tuple
+    if partitionable(closed) is not None:
+        return None
+    out_specs = [spec_tuple(t, v.aval.ndim) if isinstance(t, NamedSharding) and
+                 t.mesh == mesh else ((),) * v.aval.ndim
+                 for t, v in zip(targets, closed.jaxpr.outvars)]
+    return partition(closed, in_specs, out_specs, dict(mesh.shape))
+
+
+def _spmd_runner(closed, in_specs, targets, mesh, name):
+    """A jitted function of the arguments' global values that runs ``closed`` as the
+    partitioner's per-device program (``_partition_for``) over ``mesh``: each device's
+    shards from its input shards plus explicit collectives, batched over the mesh axes as
+    ``shard_map`` runs its body.  None when the program must run once."""
+    from ..core.sharded import to_pspec
+    from ..tree_util import tree_flatten
+    from .shard_map import _ShardMapped
+    part = _partition_for(closed, in_specs, targets, mesh)
+    if part is None:
+        return None
+    sm = _ShardMapped(part.per_device, mesh, None, [to_pspec(s) for s in part.out_specs],
+                      frozenset(), False)
+    in_tree = tree_flatten(tuple(range(len(in_specs))))[1]
+    expand = sm._expanded(mesh, frozenset(mesh.axis_names), in_tree, list(in_specs), {},
+                          frozenset())
+
+    def spmd(*xs):
+        return expand(*xs)[0]
+    spmd.__name__ = f"spmd_{name}"
+    staged = []
+
+    def runner(*vals):
+        # compiled once and run as a plain program (its own sharding constraints, from
+        # equations run whole, must not send it back through _run_sharded)
+        if not staged:
+            staged.append(jit(spmd).lower(*vals).compile())
+        return _run_compiled(staged[0], list(vals), lambda: None)
+    runner._partition = part
+    return runner
+
+
+def _lowered_partition(compiled):
+    """The SPMD partition a call of ``compiled`` (``jit(f).lower(args).compile()``) runs,
+    from the arguments' shardings recorded at lowering, ``in_shardings``/``out_shardings``
+    and the program's sharding constraints; None for a program on one device."""
+    from ..primitives.sharding_constraint import constraint_mesh
+    low = compiled._lowered
+    closed = low.closed_jaxpr
+    avals = closed.in_avals
+    shs = list(getattr(low, "_arg_shardings", None) or [None] * len(avals))
+    typed = any(isinstance(s, NamedSharding) for s in shs)
+    in_sh, out_sh = low._wrapped._shardings or (None, None)
+    if in_sh is not None:
+        args_tree, _ = low.in_tree.unflatten(list(range(len(avals))))
+        wanted = _prefix_shardings(in_sh, args_tree, len(avals), "in_shardings")
+        shs = [w if isinstance(w, NamedSharding) else s for s, w in zip(shs, wanted)]
+    n_out = len(closed.jaxpr.outvars)
+    targets = [None] * n_out
+    if out_sh is not None:
+        targets = _prefix_shardings(out_sh, low.out_tree.unflatten(list(range(n_out))),
+                                    n_out, "out_shardings")
+    cm = constraint_mesh(closed)
+    named = [s for s in shs + targets if isinstance(s, NamedSharding)]
+    mesh = named[0].mesh if named else cm
+    if mesh is None:
+        return None
+    typed = typed or bool(cm is not None and cm.explicit_axes)
+    from ..core.sharded import spec_tuple
+    in_specs = []
+    for s, a in zip(shs, avals):
+        sp = spec_tuple(s, a.ndim) if isinstance(s, NamedSharding) else ((),) * a.ndim
+        in_specs.append(sp if all(x in mesh.shape for e in sp for x in e)
+                        else ((),) * a.ndim)
+    if any(t is None for t in targets):
+        guessed = _propagated_shardings(closed, in_specs, mesh, typed)
+        targets = [g if t is None else t for t, g in zip(targets, guessed)]
+    return _partition_for(closed, in_specs, targets, mesh)
+
+
+def _leaf_specs(leaves, mesh) -> list:
+    """The spec (a tuple of mesh-axis tuples per dimension) of each argument of a sharded
+    call: a sharded Array's own over ``mesh``'s axes; anything else replicated (the
+    partitioned program reads every argument as its global value)."""
+    from ..core.sharded import spec_tuple
+    out = []
+    for x in leaves:
+        sh = getattr(x, "sharding", None) if type(x) is ShardedArray else None
+        nd = x.aval.ndim if isinstance(x, ArrayImpl) else np.ndim(x)
+        sp = spec_tuple(sh, nd) if sh is not None else ((),) * nd
+        if any(a not in mesh.shape for e in sp for a in e):
+            sp = ((),) * nd
+        out.append(sp)
+    return out
+
+
+def _propagated_shardings(closed, in_specs, mesh, typed: bool = False) -> list:
+    """The output shardings of program ``closed`` over arguments laid out by ``in_specs``
+    on ``mesh``, from the sharding propagation pass (each primitive's sharding rule)."""
+    from ..compiler.passes.sharding_propagation import propagate
+    specs, _ = propagate(closed, in_specs, dict(mesh.shape))
     if typed:       # as JAX: on an Explicit mesh a result's spec is as long as its rank
         from ..core.sharded import result_pspec
         return [NamedSharding(mesh, result_pspec(mesh, sp)) for sp in specs]
+    from ..core.sharded import to_pspec
     return [NamedSharding(mesh, to_pspec(sp)) for sp in specs]
 
 
@@ -1037,3 +1151,4 @@ def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
 
 
 Compiled._run_impl = staticmethod(_run_staged)
+Compiled._partition_impl = staticmethod(_lowered_partition)

@@ -246,6 +246,14 @@ class Compiled:
     arguments of that signature."""
 
     _run_impl = None  # installed by transforms.jit (it owns placement and wrapping)
+    _partition_impl = None  # installed by transforms.jit: the SPMD partition of a call
+
+    def _partition(self):
+        """The SPMD partition a call over sharded arguments runs (None on one device)."""
+        if "_spmd" not in self.__dict__:
+            impl = Compiled._partition_impl
+            self._spmd = impl(self) if impl is not None else None
+        return self._spmd
 
     def __init__(self, lowered: Lowered, program):
         self._lowered = lowered
@@ -253,8 +261,12 @@ class Compiled:
         self._fun_name = lowered._wrapped.__name__
 
     def as_text(self) -> str:
-        """The optimised program and the executable's source."""
-        return self._program.as_text()
+        """The optimised program and the executable's source; for a call over sharded
+        arguments (or with in/out shardings or sharding constraints) then the program
+        every device runs on its shards, with every collective and its bytes."""
+        text = self._program.as_text()
+        part = self._partition()
+        return text if part is None else text + "\n" + part.as_text()
 
     def pass_log(self) -> str:
         """Every compiler pass with the program before and after it."""
@@ -265,8 +277,15 @@ class Compiled:
         return "\n".join(out)
 
     def cost_analysis(self) -> dict:
-        """``{'flops', 'bytes accessed', 'transcendentals'}`` of the optimised program."""
-        return cost_analysis(self._program.optimized)
+        """``{'flops', 'bytes accessed', 'transcendentals'}`` of the optimised program;
+        over sharded arguments also ``'collectives'`` (how many the per-device program
+        has) and ``'collective bytes'`` (the bytes each device contributes to them)."""
+        out = cost_analysis(self._program.optimized)
+        part = self._partition()
+        if part is not None:
+            out = dict(out)
+            out.update(part.summary())
+        return out
 
     def memory_analysis(self) -> dict:
         return {"temp_size_in_bytes": self._program.executable.temp_bytes}
