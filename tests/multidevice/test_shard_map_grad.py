@@ -81,3 +81,30 @@ def test_pmax_gradient_goes_to_the_device_holding_the_maximum(rjax8):
     got = np.asarray(run(jaxlite))
     np.testing.assert_array_equal(got, [0, 0, 0, 0, 0, 0, 1, 1])
     assert got.dtype == np.float32
+
+
+@pytest.mark.parametrize("axis_type", ["Explicit", "Auto"])
+def test_eager_grad_of_shard_map_is_placed_as_jax(rjax8, axis_type):
+    """grad of a shard_map outside jit: each cotangent lives where its primal's in_spec
+    puts it (x's rows over the devices, the replicated w's gradient on every device)."""
+    from _oracle import by_id
+
+    def run(lib):
+        P = lib.sharding.PartitionSpec
+        t = getattr(lib.sharding.AxisType, axis_type)
+        mesh = lib.make_mesh((8,), ("b",), axis_types=(t,))
+        x = lib.device_put(X8.reshape(4, 2).repeat(2, 0),
+                           lib.sharding.NamedSharding(mesh, P("b")))
+        w = lib.device_put(np.array([1.0, -2.0], np.float32),
+                           lib.sharding.NamedSharding(mesh, P()))
+        f = lib.shard_map(lambda x, w: lib.lax.psum((x * w).sum(), "b"), mesh=mesh,
+                          in_specs=(P("b"), P()), out_specs=P())
+        with lib.set_mesh(mesh):
+            return lib.grad(f, argnums=(0, 1))(x, w)
+    want, got = run(rjax8), run(jaxlite)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        assert g.dtype == w.dtype
+        assert by_id(g.sharding, g.shape) == by_id(w.sharding, w.shape)
+        if axis_type == "Explicit":      # Auto: jaxlite's specs are padded to the rank
+            assert repr(g.sharding) == repr(w.sharding), (g.sharding, w.sharding)

@@ -372,8 +372,7 @@ class _ShardMapped:
             # shardings (over a concrete mesh, outside other shard_maps), so the program's
             # results, batched results and cotangents are placed as JAX places them
             place = not _context.stack and isinstance(getattr(mesh, "devices", None),
-                                                      np.ndarray) and \
-                not _concrete_primals_under_ad()
+                                                      np.ndarray)
             outs, out_tree, out_axes = self._expanded(mesh, manual, in_tree, in_axes,
                                                       statics, outer_manual,
                                                       place=place)(*dyn)
@@ -551,24 +550,6 @@ def _broadcast_at(o, pos: int, n: int):
     return broadcast_in_dim_p.bind(
         o, shape=shape[:pos] + (n,) + shape[pos:],
         broadcast_dimensions=tuple(i if i < pos else i + 1 for i in range(len(shape))))
-
-
-def _concrete_primals_under_ad() -> bool:
-    """Whether a differentiation runs on concrete primal values (grad/jvp outside jit):
-    there, constraining a primal would make it a sharded Array inside the linearization,
-    which does not take sharded constants, so results are left unplaced."""
-    from ..core import ad, staging
-    from ..core.trace import current_main
-    chain, main = [], current_main()
-    while main is not None:
-        chain.append(main)
-        main = main.parent
-    ad_levels = [m.level for m in chain if isinstance(m.trace_type, type) and
-                 issubclass(m.trace_type, ad.JVPTrace)]
-    if not ad_levels:
-        return False
-    low = min(ad_levels)
-    return not any(m.trace_type is staging.JaxprTrace and m.level < low for m in chain)
 
 
 def _constrain(x, mesh, spec_axes):
