@@ -755,13 +755,11 @@ def test_programs_with_collectives_on_unmapped_operands(rjax, name):
          np.ones(3, np.float32))
 
 
-@pytest.mark.xfail(strict=True, raises=NameError,
-                   reason="a jit or loop whose operands are all raw (no tracer: an unmapped "
-                          "argument of the vmap) runs eagerly, and the collective its "
-                          "program applies to them finds no vmap (transforms/jit.py's "
-                          "concrete-operand path, Primitive.bind's eager path)")
 @pytest.mark.parametrize("name", ["jit", "scan"])
 def test_collective_on_a_raw_unmapped_operand_in_a_program(rjax, name):
+    """A jit or loop whose operands are all raw (unmapped arguments of the vmap) but
+    whose program applies a collective over the vmap's axis is batched over it (it
+    raised NameError: it ran eagerly, outside the vmap)."""
     f = {"jit": lambda J: lambda v: J.jit(lambda u: J.lax.all_gather(u, "i"))(v),
          "scan": lambda J: lambda v: J.lax.scan(lambda c, _: (J.lax.psum(c, "i"), None), v,
                                                 None, length=2)[0]}[name]

@@ -186,6 +186,33 @@ def spmd_cotangent(primal, ct):
     return bind_collective(psum_p, ct, names[::-1])
 
 
+def _has_collective(params) -> bool:
+    from ..ir.jaxpr import ClosedJaxpr, Jaxpr
+    todo = [v for v in params.values()]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (tuple, list)):
+            todo.extend(v)
+        elif isinstance(v, (ClosedJaxpr, Jaxpr)):
+            for eqn in getattr(v, "jaxpr", v).eqns:
+                if eqn.primitive.kind == "collective":
+                    return True
+                todo.extend(eqn.params.values())
+    return False
+
+
+def lift_for_collectives(args, params):
+    """``args`` (raw values: unmapped operands of the enclosing vmaps) lifted into the
+    innermost named vmap when the programs in ``params`` apply a collective (the examples
+    of that vmap then differ: the program is batched over it, not run once); None when no
+    named vmap encloses this or no collective is in the programs."""
+    env = axis_env()
+    if not env or not _has_collective(params):
+        return None
+    main = find_axis(env[0][0])
+    return [BatchTracer(BatchTrace(main), a, None) for a in args]
+
+
 def axis_env() -> tuple:
     """``((name, size), ...)`` of the enclosing named vmaps, innermost first: what a
     program traced here may depend on through its collectives (a trace cache keyed on

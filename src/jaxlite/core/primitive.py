@@ -144,13 +144,24 @@ class Primitive:
                 if isinstance(a, Tracer):
                     break
             else:
-                return apply_primitive(self, args, params)
+                if self.kind not in _PROGRAM_KINDS:
+                    return apply_primitive(self, args, params)
+                from .batching import lift_for_collectives
+                lifted = lift_for_collectives(args, params)
+                if lifted is None:
+                    return apply_primitive(self, args, params)
+                args = lifted
         trace = find_top_trace(args, st)
         tracers = [trace.full_raise(a) for a in args]
         out = trace.process_primitive(self, tracers, params)
         if self.multiple_results:
             return [full_lower(o) for o in out]
         return full_lower(out)
+
+
+# kinds of primitives that run programs: on raw operands inside a named vmap whose axis
+# their program's collectives name, they are batched, not run once (batching.py)
+_PROGRAM_KINDS = ("call", "control")
 
 
 def primitives() -> dict:

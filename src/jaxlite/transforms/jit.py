@@ -584,8 +584,10 @@ class JitWrapped:
                 return tree_unflatten(out_tree, outs)
             hit = self._cache[key] = (closed, out_tree)
         closed, out_tree = hit
-        if _get_trace_state().eager and not any(isinstance(x, Tracer) for x in leaves):
+        if _get_trace_state().eager and not any(isinstance(x, Tracer) for x in leaves) \
+                and not (key[-1] and _batching._has_collective({"jaxpr": closed})):
             return _NOT_TRACED        # concrete operands, nothing closed over: compile
+        # (a collective over an enclosing vmap's axis: jit_p's bind batches it over that)
         outs = jit_p.bind(*leaves, jaxpr=closed, name=self.__name__)
         return tree_unflatten(out_tree, outs)
 
