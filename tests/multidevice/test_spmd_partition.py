@@ -91,6 +91,9 @@ def test_reductions_and_gathers(mesh):
     # sum over both sharded dimensions: one all-reduce over (x, y); max over 'y'; cumsum
     # needs its dimension whole: one all-gather over 'x'
     assert kinds == {"all-reduce add": 1, "all-reduce max": 1, "all-gather": 1}, kinds
+    # the gather is explained: the rule's reason, printed with the equation
+    assert re.search(r"^# why: equation \d+ \(cumsum\): .*needs its axis whole", c.as_text(),
+                     re.M), c.as_text()
     s, m, cs = jaxlite.jit(f)(xa)
     np.testing.assert_allclose(float(s), a.sum(), rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(m), a.max(axis=1))

@@ -139,7 +139,8 @@ class Partition:
     ``in_specs``/``out_specs``: one spec per input/output (tuples of tuples of mesh axis
     names); ``per_device(*shards)``: one device's output shards from its input shards
     (run it under ``shard_map`` with those specs); ``collectives``: the ``CollectiveOp``s
-    of the last run or trace; ``replicated``: notes on equations run whole."""
+    of the last run or trace; ``notes``: why the rules resharded operands;
+    ``replicated``: notes on equations run whole."""
 
     def __init__(self, closed, in_specs, out_specs, axis_sizes):
         self.closed = inline_calls(closed)
@@ -148,6 +149,7 @@ class Partition:
         self.out_specs = [tuple(tuple(e) for e in s) for s in out_specs]
         self.collectives: list = []
         self.replicated: list = []
+        self.notes: list = []
         self._jaxpr = None
 
     # ---- communication -------------------------------------------------------------
@@ -225,7 +227,7 @@ class Partition:
     def per_device(self, *shards):
         """One device's output shards (a list) from its input shards (``in_specs``)."""
         from ...primitives.collectives import bind_named  # noqa: F401  (import cycle check)
-        self.collectives, self.replicated = [], []
+        self.collectives, self.replicated, self.notes = [], [], []
         jaxpr, axis_sizes = self.closed.jaxpr, self.axis_sizes
         env, held = {}, {}
 
@@ -285,6 +287,9 @@ class Partition:
             res = prim.bind(*ops, **params)
             res = list(res) if prim.multiple_results else [res]
             return res, [sr.replicated(len(a.shape)) for a in out_avals]
+        if rule.note and (any(tuple(s) != tuple(r) for s, r in zip(specs, rule.operands))
+                          or rule.local_outputs is not None):
+            self.notes.append(f"{where}: {rule.note}")
         ops = [self._reshard(x, s, r, where) for x, s, r in zip(vals, specs, rule.operands)]
         res = prim.bind(*ops, **lparams)
         res = list(res) if prim.multiple_results else [res]
@@ -312,8 +317,8 @@ class Partition:
                                              self.local_in_avals())
             finally:
                 _staging.on = False
-            self._traced = (list(self.collectives), list(self.replicated))
-        self.collectives, self.replicated = map(list, self._traced)
+            self._traced = (list(self.collectives), list(self.replicated), list(self.notes))
+        self.collectives, self.replicated, self.notes = map(list, self._traced)
         return self._jaxpr
 
     def summary(self) -> dict:
@@ -324,7 +329,8 @@ class Partition:
                 "collective bytes": float(sum(c.bytes for c in self.collectives))}
 
     def as_text(self) -> str:
-        """The per-device program, then one line per collective with its bytes."""
+        """The per-device program, then one line per collective with its bytes, and why
+        operands were resharded or equations run whole."""
         closed = self.per_device_jaxpr()
         mesh = ", ".join(f"{a}={n}" for a, n in self.axis_sizes.items())
         lines = [f"# SPMD partitioned over mesh ({mesh}): the program every device runs "
@@ -337,6 +343,8 @@ class Partition:
         for c in self.collectives:
             lines.append(f"#   {c.kind} over {c.axes}: {c.dtype}{list(c.shape)} "
                          f"({c.bytes} bytes) for {c.where}")
+        for note in self.notes:
+            lines.append(f"# why: {note}")
         for note in self.replicated:
             lines.append(f"# replicated: {note}")
         return "\n".join(lines)
