@@ -528,7 +528,8 @@ class JitWrapped:
         names_fn = lambda: self._arg_names(dyn_args, dyn_kw, static_pos, len(args))  # noqa
         if self._shardings is not None or entry.constraint_mesh is not None or \
                 any(type(k[1]) is NamedSharding for k in key[1]):
-            outs = _run_sharded(entry, leaves, names_fn, self._shardings)
+            outs = _run_sharded(entry, leaves, names_fn, self._shardings,
+                                self._donated(args, kwargs, leaves))
             return tree_unflatten(entry.out_tree, outs)
         outs = _run_compiled(entry.compiled, leaves, names_fn,
                              self._donated(args, kwargs, leaves) if not self._plain else None)
@@ -556,11 +557,14 @@ class JitWrapped:
         trees += [kwargs[n] for n in self.donate_argnames if n in kwargs]
         trees += [args[pnames.index(n)] for n in self.donate_argnames
                   if n in pnames and pnames.index(n) < len(args)]
-        ids = {id(x) for t in trees for x in tree_flatten(t)[0] if type(x) is ArrayImpl}
+        ids = {id(x) for t in trees for x in tree_flatten(t)[0]
+               if type(x) in (ArrayImpl, ShardedArray)}
         pos, seen = [], set()
         for k, x in enumerate(leaves):
-            if id(x) in ids and id(x._buf) not in seen:
-                seen.add(id(x._buf))
+            # a sharded Array's _buf is a fresh global view: the array itself identifies it
+            buf = id(x) if type(x) is ShardedArray else id(getattr(x, "_buf", x))
+            if id(x) in ids and buf not in seen:
+                seen.add(buf)
                 pos.append(k)
         return tuple(pos)
 
@@ -836,11 +840,14 @@ def _named_of(s, what: str):
                     f"instances or None, but got {s}")
 
 
-def _run_sharded(entry, leaves, names_fn, shardings):
+def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     """A call whose arguments include Arrays sharded over several devices, or that gives
     ``in_shardings``/``out_shardings``: the program runs on the arguments' global values
     and each output is placed by ``out_shardings``, else by the sharding propagation of
     its program (the primitives' sharding rules), else replicated over the mesh.
+
+    Donated sharded arguments (``donate``: their flat positions) are deleted once the
+    results exist, as JAX deletes them whatever their outputs' sizes.
 
     Raises ValueError for arguments on different meshes, or a committed argument whose
     sharding differs from its ``in_shardings`` entry (naming both)."""
@@ -848,6 +855,7 @@ def _run_sharded(entry, leaves, names_fn, shardings):
     from ..core.eager import host_value
     from ..sharding import NamedSharding, SingleDeviceSharding
     what = f"jit of {entry.compiled._fun_name}"
+    given = leaves
     in_sh, out_sh = shardings if shardings is not None else (None, None)
     # as JAX: results of arguments sharded on an Explicit mesh (or of a constraint there)
     # have specs as long as their rank; arguments placed by in_shardings are not typed so
@@ -939,6 +947,9 @@ def _run_sharded(entry, leaves, names_fn, shardings):
             result.append(from_global(host_value(o), a, t))
         else:
             raise TypeError(f"{what}: out_shardings entries must be Shardings, got {t!r}")
+    for k in donate or ():
+        if type(given[k]) is ShardedArray:
+            given[k].delete()
     return result
 
 
