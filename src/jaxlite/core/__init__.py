@@ -4,3 +4,4 @@ from .trace import (Trace, Tracer, MainTrace, EvalTrace, new_main, find_top_trac
                     get_aval, trace_stack, is_tracing)
 from .primitive import Primitive, primitives
 from .array import Array, ArrayImpl, live_arrays
+from .sharding_types import ShardingTypeError

@@ -357,6 +357,48 @@ def mesh_devices_check(args, what: str):
     return a0.sharding
 
 
+def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
+    """Raises ShardingTypeError (``core.sharding_types``) where JAX's typing rule of Explicit
+    sharding refuses ``prim`` on ``args`` eagerly: a ShardedArray over ``mesh``'s Explicit
+    axes is typed by its spec, any other operand carries no mesh.  Returns the results'
+    types (``Ty``, or None where no typing rule decides one)."""
+    from ..sharding import _state
+    from .batching import BatchTrace
+    from .sharding_types import Ty, check_eqn, project
+    from .trace import trace_stack
+    names = set(mesh.axis_names)
+    if any(m.trace_type is BatchTrace and getattr(m.payload, "name", None) in names
+           for m in trace_stack()):
+        # inside shard_map's expansion (a batching level per mesh axis): the per-device
+        # program runs over Manual axes, which JAX does not type
+        return None
+    explicit = frozenset(mesh.explicit_axes)
+    cur = _state().mesh
+    ctx = bool(not cur.empty and cur.explicit_axes)
+    tys = [Ty(project(spec_tuple(a.sharding, av.ndim), explicit), True)
+           if type(a) is ShardedArray and a.sharding.mesh.explicit_axes
+           else Ty(((),) * av.ndim, ctx) for a, av in zip(args, avals)]
+    return check_eqn(prim, tys, avals, out_avals, params, dict(mesh.shape), explicit,
+                     mesh_context=ctx)
+
+
+def typed_sharding(mesh, ty, aval):
+    """The NamedSharding JAX gives a result of sharding type ``ty`` on ``mesh`` when every
+    axis of ``mesh`` is Explicit (the type then says the whole layout), else None (a mixed
+    mesh, an unknown type, or a spec its dimensions cannot hold)."""
+    if ty is None or mesh.auto_axes or mesh.manual_axes or len(ty.spec) != aval.ndim:
+        return None
+    sizes = mesh.shape
+    for n, e in zip(aval.shape, ty.spec):
+        k = 1
+        for a in e:
+            k *= sizes[a]
+        if n % k:
+            return None
+    from ..sharding import NamedSharding
+    return NamedSharding(mesh, result_pspec(mesh, ty.spec))
+
+
 def apply_sharded(prim, args, params):
     """Runs ``prim`` eagerly where an operand is a ShardedArray: the global values are
     computed on the host and the results placed by ``output_shardings``.
@@ -369,6 +411,9 @@ def apply_sharded(prim, args, params):
     avals = [get_aval(a) for a in args]
     out = prim.abstract_eval_cached(tuple(avals), params)
     out_avals = list(out) if prim.multiple_results else [out]
+    typed = None
+    if sharding0.mesh.explicit_axes:
+        typed = check_explicit_eager(prim, args, avals, out_avals, params, sharding0.mesh)
     vals = [a._buf.data if type(a) is ShardedArray else value_on(a, dev0) for a in args]
     token = fp_ignore_begin()
     try:
@@ -377,6 +422,9 @@ def apply_sharded(prim, args, params):
         fp_ignore_end(token)
     res = list(res) if prim.multiple_results else [res]
     shardings = output_shardings(prim, args, avals, out_avals, params, sharding0)
+    if typed is not None:
+        shardings = [typed_sharding(sharding0.mesh, t, a) or s
+                     for t, a, s in zip(typed, out_avals, shardings)]
     outs = [from_global(_own(v, a, vals), a, s)
             for v, a, s in zip(res, out_avals, shardings)]
     return outs if prim.multiple_results else outs[0]
