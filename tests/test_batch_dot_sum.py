@@ -31,9 +31,9 @@ def folded(closed):
     return dce(fold_batch_dot_sums(closed))
 
 
-def _chain(t, d, order, squeeze):
-    """``t`` summed over ``d`` as the adds of its slices: ``order`` is the slices'
-    order, grouped as a left chain for the first half and a balanced tree after."""
+def _chain(t, d, order, squeeze, lax=lax):
+    """``t`` summed over ``d`` as the adds of its slices (``lax``: jaxlite's or JAX's):
+    ``order`` is the slices' order, grouped pairwise (odd counts: the first two first)."""
     def piece(i):
         if squeeze:
             return lax.index_in_dim(t, i, d, keepdims=False)
@@ -85,8 +85,10 @@ def cases(draw):
                 order=order, dtype=dtype, seed=seed)
 
 
-def build(c):
-    """(function, lhs, rhs, NumPy float64 reference) of case ``c``."""
+def build(c, lib=jax):
+    """(function, lhs, rhs, NumPy float64 reference) of case ``c``; the function is
+    written with ``lib`` (jaxlite, or JAX for the oracle)."""
+    lax, jnp = lib.lax, lib.numpy
     lr, rr = c["lroles"], c["rroles"]
     lb = tuple(lr.index(("b", i)) for i in range(c["nb"]))
     rb = tuple(rr.index(("b", i)) for i in range(c["nb"]))
@@ -103,7 +105,7 @@ def build(c):
             d = lax.transpose(d, perm)
         if c["mode"] == "reduce_sum":
             return jnp.sum(d, axis=tuple(pos), dtype=d.dtype)
-        return _chain(d, pos[0], c["order"], c["mode"] == "chain_squeeze")
+        return _chain(d, pos[0], c["order"], c["mode"] == "chain_squeeze", lax)
 
     rng = np.random.default_rng(c["seed"])
     # small integers: every float sum is exact, so the results agree bit for bit
@@ -132,8 +134,8 @@ def build(c):
 
 
 @settings(max_examples=150, deadline=None)
-@given(cases())
-def test_fold_agrees_with_the_unrewritten_program(c):
+@given(c=cases())
+def test_fold_agrees_with_the_unrewritten_program(rjax, c):
     with jax.config._override("jax_enable_x64", True):
         f, a, b, ref = build(c)
         closed = jax.make_jaxpr(f)(a, b)
@@ -152,8 +154,13 @@ def test_fold_agrees_with_the_unrewritten_program(c):
         assert new.out_avals[0].weak_type == closed.out_avals[0].weak_type
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got, ref.astype(c["dtype"]))
-        # and through the whole pipeline and the default backend
+        # and through the whole pipeline and the default backend, and as JAX computes it
         np.testing.assert_array_equal(np.asarray(jax.jit(f)(a, b)), want)
+        with rjax.enable_x64(True):
+            fj = build(c, rjax)[0]
+            wj = np.asarray(rjax.jit(fj)(a, b))
+        assert wj.dtype == got.dtype and wj.shape == got.shape
+        np.testing.assert_array_equal(got, wj)
 
 
 def _vmap_psum(dn, in_axes):
@@ -259,14 +266,17 @@ def test_special_values_and_signed_zeros():
     b = np.array([[[1.0, 0.0]], [[np.nan, -0.0]]], np.float32)
     c = np.array([[[-0.0, 1.0]], [[-0.0, 1.0]]], np.float32)
     f = _vmap_psum((((0,), (0,)), ((), ())), (0, 0))
-    for x, y in ((a, b), (a, c), (c, c), (-c, c)):
-        closed = jax.make_jaxpr(f)(x, y)
-        new = folded(closed)
-        assert "add" in names(new) and names(new).count("dot_general") == 1
-        (got,) = run(new, x, y)
-        (old,) = run(closed, x, y)
-        np.testing.assert_array_equal(got, old)
-        assert (np.signbit(got) == np.signbit(old)).all()
+    g = lambda x, y: jnp.sum(lax.dot_general(x, y, (((1,), (1,)), ((0,), (0,)))), 0)  # noqa
+    for x, y in ((a, b), (a, c), (c, c), (-c, c), (c, -c)):
+        for fun in (f, g):
+            closed = jax.make_jaxpr(fun)(x, y)
+            new = folded(closed)
+            assert names(new).count("dot_general") == 1
+            assert not {"reduce_sum", "slice"} & set(names(new))
+            (got,) = run(new, x, y)
+            (old,) = run(closed, x, y)
+            np.testing.assert_array_equal(got, old)
+            assert (np.signbit(got) == np.signbit(old)).all()
 
 
 def test_zero_sizes():
