@@ -965,6 +965,11 @@ def _partition_for(closed, in_specs, targets, mesh):
     out_specs = [spec_tuple(t, v.aval.ndim) if isinstance(t, NamedSharding) and
                  t.mesh == mesh else ((),) * v.aval.ndim
                  for t, v in zip(targets, closed.jaxpr.outvars)]
+    # the compiler's rewrites that change what communicates run first: a sum over a
+    # batched product's batch dimension (shard_map's data-parallel gradient, expanded)
+    # becomes one product contracting over it, partitioned as ONE all-reduce
+    from ..compiler.passes import cse, dce, fold_batch_dot_sums, inline_calls
+    closed = dce(fold_batch_dot_sums(cse(inline_calls(closed))))
     return partition(closed, in_specs, out_specs, dict(mesh.shape))
 
 
