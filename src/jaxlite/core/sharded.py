@@ -18,6 +18,8 @@ the global computation's; only the placement of the result follows the rules.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import monitoring
@@ -375,11 +377,37 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
     explicit = frozenset(mesh.explicit_axes)
     cur = _state().mesh
     ctx = bool(not cur.empty and cur.explicit_axes)
-    tys = [Ty(project(spec_tuple(a.sharding, av.ndim), explicit), True)
+    tys = [None if _tag_of(a) == "untyped" else
+           Ty(project(spec_tuple(a.sharding, av.ndim), explicit), True)
            if type(a) is ShardedArray and a.sharding.mesh.explicit_axes
            else Ty(((),) * av.ndim, ctx) for a, av in zip(args, avals)]
     return check_eqn(prim, tys, avals, out_avals, params, dict(mesh.shape), explicit,
-                     mesh_context=ctx)
+                     mesh_context=ctx,
+                     of_broadcast=bool(args) and _tag_of(args[0]) == "broadcast")
+
+
+# Eager results whose sharding type the checker could not decide ("untyped": their
+# placement came from the sharding rules, which JAX's type may not share, so later ops
+# do not check against it) and results of a broadcast_in_dim that added dimensions
+# ("broadcast": a reshape of them is how jaxlite builds ops such as tile).  Keyed by id,
+# each entry dropped with its array (Arrays are unhashable).
+_TAGS: dict = {}
+
+
+def _tag(arr, tag) -> None:
+    key = id(arr)
+
+    def drop(ref, key=key):
+        if _TAGS.get(key, (None,))[0] is ref:
+            del _TAGS[key]
+    _TAGS[key] = (weakref.ref(arr, drop), tag)
+
+
+def _tag_of(arr):
+    entry = _TAGS.get(id(arr))
+    if entry is None or entry[0]() is not arr:
+        return None
+    return entry[1]
 
 
 def typed_sharding(mesh, ty, aval):
@@ -427,4 +455,10 @@ def apply_sharded(prim, args, params):
                      for t, a, s in zip(typed, out_avals, shardings)]
     outs = [from_global(_own(v, a, vals), a, s)
             for v, a, s in zip(res, out_avals, shardings)]
+    if sharding0.mesh.explicit_axes:
+        for k, o in enumerate(outs):
+            if typed is None or typed[k] is None:
+                _tag(o, "untyped")
+            elif prim.name == "broadcast_in_dim" and o.aval.ndim > avals[0].ndim:
+                _tag(o, "broadcast")
     return outs if prim.multiple_results else outs[0]

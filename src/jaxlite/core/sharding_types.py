@@ -168,6 +168,9 @@ def _select_n(prim, tys, avals, out_avals, params, ctx):
     predicate must have it too."""
     cases = [(t, a) for t, a in zip(tys[1:], avals[1:]) if t.meshed]
     if not cases:
+        if avals[0].ndim and tys[0].meshed:
+            # JAX's jnp.where broadcasts constant cases to the predicate's sharding
+            return [Ty(tys[0].spec, True)]
         return [Ty(_whole(out_avals[0].ndim), _meshed(tys))]
     first = cases[0][0].spec
     for t, a in cases[1:]:
@@ -269,21 +272,78 @@ def _sort(prim, tys, avals, out_avals, params, ctx):
                   f"to leave dimension {d} whole")
         if t.spec != meshed[0][0].spec:
             _fail(f"sort: the operands {_operands_str(tys, avals)} must have one sharding")
-    return [Ty(t.spec, t.meshed) for t in tys]
+    if not meshed:
+        return [Ty(t.spec, False) for t in tys]
+    # JAX's callers build the extra operands (argsort's iota) with the keys' sharding
+    return [Ty(meshed[0][0].spec, True) for _ in tys]
 
 
 def _core_unsharded(prim, tys, avals, out_avals, params, ctx):
-    """lu, qr, svd: the two trailing (matrix) dimensions must be whole; results keep the
-    batch dimensions' sharding."""
+    """Matrix decompositions (lu, qr, svd, cholesky, eigh ...): the two trailing (matrix)
+    dimensions of every operand must be whole and the leading (batch) ones sharded alike;
+    results keep the batch dimensions' sharding."""
+    batches = []
+    for k, (t, a) in enumerate(zip(tys, avals)):
+        nb = a.ndim - 2
+        if any(t.spec[nb:]):
+            _fail(f"{prim.name}: operand {k} {_ty_str(a, t.spec)} is sharded along its "
+                  f"matrix dimensions ({_spec_str(t.spec)}); they must be whole (only the "
+                  f"leading batch dimensions may be sharded)")
+        batches.append(t.spec[:nb])
+    for b in batches[1:]:
+        if b != batches[0]:
+            _fail(f"{prim.name}: the operands {_operands_str(tys, avals)} must have one "
+                  f"batch sharding")
     t, a = tys[0], avals[0]
     nb = a.ndim - 2
-    if any(t.spec[nb:]):
-        _fail(f"{prim.name}: the operand {_ty_str(a, t.spec)} is sharded along its matrix "
-              f"dimensions ({_spec_str(t.spec)}); they must be whole (only the leading "
-              f"batch dimensions may be sharded)")
     batch = t.spec[:nb]
     return [Ty(batch[:min(nb, o.ndim)] + _whole(max(o.ndim - nb, 0)) if o.ndim >= nb
                else _whole(o.ndim), t.meshed) for o in out_avals]
+
+
+def _fft(prim, tys, avals, out_avals, params, ctx):
+    """The result keeps the operand's spec (also along the transformed dimensions, as
+    JAX); unknown where a result dimension is not divisible by it (JAX fails there)."""
+    t, o = tys[0], out_avals[0]
+    if any(n % _size(e, ctx) for n, e in zip(o.shape, t.spec)):
+        return None
+    return [Ty(t.spec, t.meshed)]
+
+
+def _triangular_solve(prim, tys, avals, out_avals, params, ctx):
+    """``a`` (the triangular matrix) and ``b`` share their batch sharding; neither may be
+    sharded along the dimension the solve contracts."""
+    (ta, tb), (aa, ab) = tys, avals
+    left, trans = bool(params["left_side"]), bool(params["transpose_a"])
+    ba, sa = ta.spec[:-2], ta.spec[-2:]
+    bb, sb = tb.spec[:-2], tb.spec[-2:]
+    if ba != bb:
+        _fail(f"triangular_solve: the operands {_operands_str(tys, avals)} must have one "
+              f"batch sharding")
+    if sa[left ^ trans]:
+        _fail(f"triangular_solve: the matrix {_ty_str(aa, ta.spec)} is sharded over mesh "
+              f"axes {sa[left ^ trans]} along the dimension the solve contracts "
+              f"(left_side={left}, transpose_a={trans}); leave it whole")
+    if sb[not left]:
+        _fail(f"triangular_solve: the right-hand side {_ty_str(ab, tb.spec)} is sharded "
+              f"over mesh axes {sb[not left]} along the dimension the solve contracts "
+              f"(left_side={left}); leave it whole")
+    out = (sa[trans], sb[1]) if left else (sb[0], sa[not trans])
+    return [_result(prim, tys, avals, ba + out, out_avals[0], _meshed(tys))]
+
+
+def _conv(prim, tys, avals, out_avals, params, ctx):
+    """Only an unsharded kernel and an input whose feature dimension is whole: the result
+    keeps the input's spec (its spatial dimensions as slices do)."""
+    tl, tr = tys
+    dn = params["dimension_numbers"]
+    feature = dn.lhs_spec[1] if hasattr(dn, "lhs_spec") else dn[0][1]
+    if (tr.meshed and any(tr.spec)) or tl.spec[feature]:
+        _fail(f"conv_general_dilated: {_operands_str(tys, avals)}: the kernel must be "
+              f"unsharded and the input's feature dimension whole for the result's "
+              f"sharding to follow the input's; reshard them")
+    return _varying_shape("conv_general_dilated")(prim, tys[:1], avals[:1], out_avals,
+                                                  params, ctx)
 
 
 # ---- reshape -----------------------------------------------------------------------------
@@ -362,9 +422,27 @@ def _split_axes(axes, sizes, ctx, bad):
     return out
 
 
-def _reshape(prim, tys, avals, out_avals, params, ctx):
+def _reshape_of_broadcast(t, a, params, ctx):
+    """A reshape of a broadcast that added dimensions: jaxlite builds ops JAX has
+    primitives for this way (``tile``, ``repeat``), so JAX's reshape rule does not apply:
+    the sharding is kept where the reshape can keep it without communication; where it
+    cannot, a sharded dimension is merged under a repeated one (``tile`` along a sharded
+    dimension), which JAX's ``tile`` refuses too."""
+    from . import sharding_rules as sr
+    rule = sr.reshape([t.spec], [a], dict(ctx.axis_sizes), **params)
+    if tuple(tuple(e) for e in rule.operands[0]) != tuple(t.spec):
+        _fail(f"reshape: {_ty_str(a, t.spec)} to shape {tuple(params['new_sizes'])} "
+              f"repeats a sharded dimension (a broadcast merged above it, as jnp.tile "
+              f"along a sharded dimension does); reshard the operand to leave that "
+              f"dimension whole first")
+    return [Ty(tuple(tuple(e) for e in rule.outputs[0]), t.meshed)]
+
+
+def _reshape(prim, tys, avals, out_avals, params, ctx, of_broadcast=False):
     if params.get("sharding") is not None:
         return None
+    if of_broadcast and any(tys[0].spec):
+        return _reshape_of_broadcast(tys[0], avals[0], params, ctx)
     t, a = tys[0], avals[0]
     new = tuple(int(n) for n in params["new_sizes"])
     spec, shape = t.spec, tuple(a.shape)
@@ -476,10 +554,13 @@ _RULES = {
     "reduce_window_max": _varying_shape(None),
     "reduce_window_min": _varying_shape(None),
     "sort": _sort,
-    "lu": _core_unsharded,
-    "qr": _core_unsharded,
-    "svd": _core_unsharded,
+    "fft": _fft,
+    "triangular_solve": _triangular_solve,
+    "conv_general_dilated": _conv,
 }
+for _n in ("lu", "qr", "svd", "cholesky", "eigh", "eig", "schur", "hessenberg", "geqrf",
+           "tridiagonal"):
+    _RULES[_n] = _core_unsharded
 for _n in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     _RULES[_n] = _cumulative
 for _n in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
@@ -532,6 +613,7 @@ def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
         return env.get(x)
 
     resharded = {}          # var -> the reshard equation's target spec
+    broadcast = set()       # vars made by a broadcast_in_dim that adds dimensions
     for eqn in jaxpr.eqns:
         tys = [read(x) for x in eqn.invars]
         avals = [x.aval for x in eqn.invars]
@@ -539,7 +621,10 @@ def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
         if _stacks_shards(eqn, resharded, ctx):
             res = [None] * len(outs)
         else:
-            res = _apply(eqn.primitive, tys, avals, outs, eqn.params, ctx)
+            res = _apply(eqn.primitive, tys, avals, outs, eqn.params, ctx,
+                         of_broadcast=bool(eqn.invars) and eqn.invars[0] in broadcast)
+        if eqn.primitive.name == "broadcast_in_dim" and outs[0].ndim > avals[0].ndim:
+            broadcast.add(eqn.outvars[0])
         if eqn.primitive.name == "reshard" and res and res[0] is not None:
             resharded[eqn.outvars[0]] = res[0].spec
         for v, t in zip(eqn.outvars, res):
@@ -630,9 +715,10 @@ for _n in ("sharding_constraint", "reshard", "reshard_tangent", "reshard_like"):
     _PROGRAM_RULES[_n] = _constraint
 
 
-def _apply(prim, tys, avals, out_avals, params, ctx) -> list:
+def _apply(prim, tys, avals, out_avals, params, ctx, of_broadcast: bool = False) -> list:
     """The result types of one equation (None entries: unknown); raises
-    ShardingTypeError where JAX's typing rule does."""
+    ShardingTypeError where JAX's typing rule does.  ``of_broadcast``: the first operand
+    was made by a broadcast_in_dim that added dimensions."""
     n = len(out_avals)
     rule = _PROGRAM_RULES.get(prim.name)
     if rule is None and any(t is None for t in tys):
@@ -641,7 +727,10 @@ def _apply(prim, tys, avals, out_avals, params, ctx) -> list:
         return [Ty(_whole(o.ndim), False) for o in out_avals]
     if rule is None:
         rule = _rule_of(prim)
-    res = None if rule is None else rule(prim, tys, avals, out_avals, params, ctx)
+    if rule is _reshape:
+        res = _reshape(prim, tys, avals, out_avals, params, ctx, of_broadcast)
+    else:
+        res = None if rule is None else rule(prim, tys, avals, out_avals, params, ctx)
     if res is None:
         if all(t is not None and not any(t.spec) for t in tys):
             # no rule here, every operand whole: JAX's rules leave the results whole
@@ -661,8 +750,10 @@ def check_jaxpr(jaxpr, in_tys, axis_sizes, explicit, consts=None,
 
 
 def check_eqn(prim, in_tys, in_avals, out_avals, params, axis_sizes, explicit,
-              mesh_context: bool = False) -> list:
+              mesh_context: bool = False, of_broadcast: bool = False) -> list:
     """``_apply`` of one primitive (an eager op): the result ``Ty``s, or raises
-    ShardingTypeError naming the primitive, the operands' types and the mesh axis."""
+    ShardingTypeError naming the primitive, the operands' types and the mesh axis.
+    ``of_broadcast``: the first operand came from a broadcast_in_dim adding dimensions."""
     ctx = _Ctx(dict(axis_sizes), frozenset(explicit), bool(mesh_context))
-    return _apply(prim, list(in_tys), list(in_avals), list(out_avals), params, ctx)
+    return _apply(prim, list(in_tys), list(in_avals), list(out_avals), params, ctx,
+                  of_broadcast)
