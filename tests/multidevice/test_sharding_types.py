@@ -18,7 +18,7 @@ import jaxlite
 import jaxlite.numpy as jlnp
 import jaxlite.sharding as jls
 from jaxlite.core import ShardingTypeError
-from jaxlite.compiler.passes.sharding_types import check_explicit
+from jaxlite.compiler.passes.sharding_types import check_explicit, typed_out_specs
 
 from _oracle import same_array  # noqa: E402  (tests/multidevice is on sys.path)
 
@@ -426,3 +426,24 @@ def test_eager_partial_slice_of_sharded_dim(rjax8):
     same_array(jl[1:5], r)
     for lib_x in (jx, jl):
         assert _run(lambda: lib_x[3], ())[0] == "ShardingTypeError"
+
+
+def test_typed_out_specs_api():
+    """What jit calls: the propagated specs replaced by the typed ones on an all-Explicit
+    mesh (kept on a mixed one), ShardingTypeError where JAX raises; ``meshed`` says which
+    arguments are on the mesh (whole ones are read as host arrays by default)."""
+    x = jlnp.ones((8, 8))
+    mesh = _mesh(jaxlite)
+    closed = jaxlite.make_jaxpr(lambda a, b: jlnp.concatenate([a, b]) @ b)(x, x)
+    specs = [((), ())]
+    assert typed_out_specs(closed, [(("x",), ()), ((), ())], mesh, specs) == \
+        [(("x",), ())]
+    with pytest.raises(ShardingTypeError, match="concatenate"):
+        typed_out_specs(closed, [(("x",), ()), ((), ())], mesh, specs, meshed=[True, True])
+    mixed = _mesh(jaxlite, ("Explicit", "Auto"))
+    assert typed_out_specs(closed, [(("x",), ()), ((), ())], mixed, specs) == specs
+    auto = _mesh(jaxlite, ("Auto", "Auto"))
+    dot = jaxlite.make_jaxpr(lambda a, b: a @ b)(x, x)
+    with pytest.raises(ShardingTypeError, match="dot_general"):
+        typed_out_specs(dot, [((), ("x",)), (("x",), ())], mesh, specs)
+    assert typed_out_specs(dot, [((), ("x",)), (("x",), ())], auto, specs) == specs

@@ -93,16 +93,18 @@ def check_call(closed_jaxpr, leaves, mesh) -> list:
                           meshed=on)
 
 
-def typed_out_specs(closed_jaxpr, in_specs, mesh, specs) -> list:
+def typed_out_specs(closed_jaxpr, in_specs, mesh, specs, meshed=None) -> list:
     """The result specs of a jit call over arguments laid out by ``in_specs`` (full specs,
     one per input) on ``mesh``, given ``specs`` from the sharding propagation: checked by
     ``check_explicit`` (raises ShardingTypeError where JAX does), and where every mesh
     axis is Explicit each result whose type the checker decides takes that spec (JAX's
-    result sharding is its type there); the others keep ``specs``.  Whole arguments are
-    read as carrying no mesh (see ``check_explicit``'s ``meshed``)."""
+    result sharding is its type there); the others keep ``specs``.  ``meshed``: one bool
+    per argument, True for an Array placed on the mesh (``type(x) is ShardedArray``); by
+    default whole arguments are read as carrying no mesh (see ``check_explicit``)."""
     if not getattr(mesh, "explicit_axes", ()):
         return list(specs)
-    typed = check_explicit(closed_jaxpr, in_specs, dict(mesh.shape), mesh.explicit_axes)
+    typed = check_explicit(closed_jaxpr, in_specs, dict(mesh.shape), mesh.explicit_axes,
+                           meshed=meshed)
     if mesh.auto_axes or mesh.manual_axes:
         return list(specs)
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
