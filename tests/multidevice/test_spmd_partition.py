@@ -299,3 +299,26 @@ def test_donated_sharded_argument_frees_its_device_bytes(mesh):
     np.testing.assert_array_equal(np.asarray(r), np.full((8, 8), 3.0, np.float32))
     with pytest.raises(RuntimeError, match="deleted"):
         np.asarray(x)
+
+
+def test_a_value_is_resharded_once_for_all_its_readers(mesh):
+    a = _rand((8, 4))
+    xa = _put(mesh, a, ("x", None))
+    f = jaxlite.jit(lambda a: a[0] + a[1] + a[5] + a[7])
+    c = f.lower(xa).compile()
+    # four slices need dimension 0 whole: ONE all-gather serves them all
+    assert _collectives(c.as_text()) == {"all-gather": 1}, c.as_text()
+    np.testing.assert_allclose(np.asarray(f(xa)), a[0] + a[1] + a[5] + a[7], rtol=1e-6)
+
+
+def test_jit_of_shard_map_is_not_partitioned_again(mesh):
+    """A jitted shard_map is the per-device program already (manual, as in JAX): its
+    collectives are the body's, and the compiler adds none."""
+    a = _rand((8, 4))
+    xa = _put(mesh, a, ("x", None))
+    f = jaxlite.jit(jaxlite.shard_map(lambda b: jaxlite.lax.psum(b.sum(0), "x"), mesh=mesh,
+                                      in_specs=P("x"), out_specs=P()))
+    c = f.lower(xa).compile()
+    assert "SPMD partitioned" not in c.as_text()
+    assert "collectives" not in c.cost_analysis()
+    np.testing.assert_allclose(np.asarray(f(xa)), a.sum(0), rtol=1e-5)

@@ -916,7 +916,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                 closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     runner = None
-    if sharding0 is not None:
+    if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
         if entry.partitions is None:
             entry.partitions = {}
         tkey = pkey + tuple(targets)
@@ -1005,12 +1005,22 @@ def _spmd_runner(closed, in_specs, targets, mesh, name):
     return runner
 
 
+def _is_manual(wrapped) -> bool:
+    """Whether the jitted function is a ``shard_map``: its program is already the
+    per-device program (its collectives written by the user, expanded over the mesh), so
+    it is not partitioned again (as JAX leaves manual code alone)."""
+    from .shard_map import _ShardMapped
+    return isinstance(getattr(wrapped, "fun", None), _ShardMapped)
+
+
 def _lowered_partition(compiled):
     """The SPMD partition a call of ``compiled`` (``jit(f).lower(args).compile()``) runs,
     from the arguments' shardings recorded at lowering, ``in_shardings``/``out_shardings``
     and the program's sharding constraints; None for a program on one device."""
     from ..primitives.sharding_constraint import constraint_mesh
     low = compiled._lowered
+    if _is_manual(low._wrapped):
+        return None
     closed = low.closed_jaxpr
     avals = closed.in_avals
     shs = list(getattr(low, "_arg_shardings", None) or [None] * len(avals))

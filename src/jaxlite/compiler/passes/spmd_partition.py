@@ -150,6 +150,7 @@ class Partition:
         self.collectives: list = []
         self.replicated: list = []
         self.notes: list = []
+        self._memo: dict = {}
         self._jaxpr = None
 
     # ---- communication -------------------------------------------------------------
@@ -191,6 +192,11 @@ class Partition:
         have, want = tuple(have), tuple(want)
         if have == want:
             return x
+        key = (id(x), have, want)       # one value resharded once (its readers share it)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        src = x
         keep = []
         for d, (h, w) in enumerate(zip(have, want)):
             k = 0
@@ -202,6 +208,7 @@ class Partition:
         for d, (w, k) in enumerate(zip(want, keep)):
             for a in w[k:]:                      # major axis first
                 x = self._cut(x, a, d)
+        self._memo[key] = (src, x)
         return x
 
     def _all_reduce(self, x, monoid, axes, where):
@@ -228,6 +235,7 @@ class Partition:
         """One device's output shards (a list) from its input shards (``in_specs``)."""
         from ...primitives.collectives import bind_named  # noqa: F401  (import cycle check)
         self.collectives, self.replicated, self.notes = [], [], []
+        self._memo = {}
         jaxpr, axis_sizes = self.closed.jaxpr, self.axis_sizes
         env, held = {}, {}
 
