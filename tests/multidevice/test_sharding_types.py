@@ -447,3 +447,73 @@ def test_typed_out_specs_api():
     with pytest.raises(ShardingTypeError, match="dot_general"):
         typed_out_specs(dot, [((), ("x",)), (("x",), ())], mesh, specs)
     assert typed_out_specs(dot, [((), ("x",)), (("x",), ())], auto, specs) == specs
+
+
+# ---- what jaxlite binds itself: transposes, out_sharding=, shard_map --------------------
+
+def _grad_programs(L, np_, P):
+    def mlp(w1, w2, x):
+        return ((L.nn.relu(x @ w1) @ w2) ** 2).mean()
+    return [
+        ("grad_mlp_data_parallel", lambda w1, w2, x: L.grad(mlp, argnums=(0, 1))(w1, w2, x),
+         [(M, ()), (M, ()), ((16, 8), ("x",))]),
+        ("grad_mlp_tensor_parallel", lambda w1, w2, x: L.grad(mlp, argnums=(0, 1))(w1, w2, x),
+         [(M, (None, "y")), (M, ()), ((16, 8), ("x",))]),
+        ("grad_matmul", lambda a, b: L.grad(lambda a, b: (a @ b).sum(), argnums=(0, 1))(a, b),
+         [(M, ("x",)), (M, (None, "y"))]),
+        ("value_and_grad", lambda w, x: L.value_and_grad(lambda w: ((x @ w) ** 2).sum())(w),
+         [(M, ()), ((16, 8), ("x",))]),
+        ("vmap_grad", lambda w, x: L.vmap(L.grad(lambda w, r: (r @ w).sum()),
+                                          in_axes=(None, 0))(w, x),
+         [(M, ()), ((16, 8), ("x",))]),
+        ("matmul_out_sharding", lambda a, b: np_.matmul(a, b, out_sharding=P("x")),
+         [(M, (None, "x")), (M, ("x",))]),
+        ("dot_out_sharding", lambda a, b: np_.dot(a, b, out_sharding=P(None, "y")),
+         [(M, (None, "x")), (M, ("x",))]),
+        ("einsum_out_sharding", lambda a, b: np_.einsum("ij,jk->ik", a, b,
+                                                        out_sharding=P("x")),
+         [(M, (None, "x")), (M, ("x",))]),
+        ("lax_dot_general_out_sharding", lambda a, b: L.lax.dot_general(
+            a, b, (((1,), (0,)), ((), ())), out_sharding=P("x")),
+         [(M, (None, "x")), (M, ("x",))]),
+        ("grad_tensor_parallel_bad", lambda w1, w2, x: L.grad(mlp, argnums=(0, 1))(w1, w2, x),
+         [(M, (None, "y")), (M, ("y",)), ((16, 8), ("x",))]),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+@pytest.mark.parametrize("k", range(10), ids=[p[0] for p in _grad_programs(jaxlite, jlnp,
+                                                                            jaxlite.P)])
+def test_gradients_and_out_sharding(rjax8, k, mode):
+    """Reverse mode (JAX's transposes carry the primal's type, so they never raise) and the
+    products' ``out_sharding=`` (JAX takes it and checks nothing); under set_mesh, as JAX
+    0.10 needs for eager gradients of Explicit-sharded arrays."""
+    import jax
+    outs = []
+    for lib, np_ in ((jaxlite, jlnp), (rjax8, jax.numpy)):
+        name, f, args = _grad_programs(lib, np_, lib.P)[k]
+        mesh = _mesh(lib)
+        arrays = [_put(lib, mesh, shape, spec) for shape, spec in args]
+        with lib.set_mesh(mesh):
+            outs.append(_run(lib.jit(f) if mode == "jit" else f, arrays))
+    (k_jl, r_jl), (k_x, r_x) = outs
+    assert k_jl == k_x, (name, mode, r_jl, r_x)
+    if k_x == "ok":
+        for a, b in zip(jaxlite.tree_util.tree_leaves(r_jl), jax.tree_util.tree_leaves(r_x)):
+            same_array(a, b, placed=False, rtol=1e-5)
+
+
+def test_jit_of_shard_map_is_not_typed(rjax8):
+    """shard_map's per-device program (Manual axes) is not typed: jaxlite expands it into
+    global operations under jit (slices of the stacked shards) that must not raise."""
+    outs = []
+    for lib in (jaxlite, rjax8):
+        mesh = lib.make_mesh((8,), ("i",))
+        P = lib.P
+        xs = lib.device_put(np.arange(8.0, dtype=np.float32),
+                            lib.sharding.NamedSharding(mesh, P("i")))
+        sm = lib.shard_map(lambda b: lib.lax.psum(b.sum(), "i"), mesh=mesh,
+                           in_specs=P("i"), out_specs=P())
+        outs.append((lib.jit(sm)(xs), lib.jit(lib.grad(sm))(xs)))
+    for a, b in zip(outs[0], outs[1]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b))

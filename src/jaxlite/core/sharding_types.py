@@ -504,12 +504,41 @@ def _reshape(prim, tys, avals, out_avals, params, ctx, of_broadcast=False):
 
 # ---- dot_general -------------------------------------------------------------------------
 
-def _dot_general(prim, tys, avals, out_avals, params, ctx):
+def _out_sharding_requested() -> bool:
+    """Whether this eager dot_general runs inside a public product called with
+    ``out_sharding=`` (jaxlite computes the product, then reshards it; JAX's typing rule
+    takes the given sharding and checks nothing)."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod in ("jaxlite.lax", "jaxlite.numpy._linalg") and \
+                f.f_code.co_name in ("dot_general", "dot", "matmul", "tensordot", "einsum",
+                                     "vdot", "inner", "outer"):
+            if f.f_locals.get("out_sharding") is not None:
+                return True
+        f = f.f_back
+    return False
+
+
+def _dot_general(prim, tys, avals, out_avals, params, ctx, out_sharding_given=False):
+    if "out_sharding" in params:
+        # bound by jaxlite itself (a transpose, JVP or batching rule): JAX gives those
+        # products the primal's type (its transpose passes out_sharding) and checks none
+        s = params["out_sharding"]
+        spec = getattr(s, "spec", None)
+        if spec is None or not hasattr(s, "mesh"):
+            return None
+        return [Ty(project(tuple(spec) + (None,) * (out_avals[0].ndim - len(spec)),
+                           ctx.explicit), True)]
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     ls, rs = tys[0].spec, tys[1].spec
     lbs, rbs = tuple(ls[int(d)] for d in lb), tuple(rs[int(d)] for d in rb)
     lcs, rcs = tuple(ls[int(d)] for d in lc), tuple(rs[int(d)] for d in rc)
     ops = _operands_str(tys, avals)
+    ambiguous = any(x and y for x, y in zip(lbs + lcs, rbs + rcs))
+    if ambiguous and (out_sharding_given or _out_sharding_requested()):
+        return None     # the result is resharded to the out_sharding the caller gave
     for x, y in zip(lbs, rbs):
         if x and y and x != y:
             _fail(f"dot_general: the batch dimensions of {ops} are sharded differently "
@@ -612,6 +641,7 @@ def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
             return Ty(_whole(len(x.aval.shape)), ctx.mesh_context)
         return env.get(x)
 
+    only_resharded = _only_resharded(jaxpr)
     resharded = {}          # var -> the reshard equation's target spec
     broadcast = set()       # vars made by a broadcast_in_dim that adds dimensions
     for eqn in jaxpr.eqns:
@@ -622,7 +652,9 @@ def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
             res = [None] * len(outs)
         else:
             res = _apply(eqn.primitive, tys, avals, outs, eqn.params, ctx,
-                         of_broadcast=bool(eqn.invars) and eqn.invars[0] in broadcast)
+                         of_broadcast=bool(eqn.invars) and eqn.invars[0] in broadcast,
+                         resharded_after=eqn.outvars[0] in only_resharded
+                         if eqn.outvars else False)
         if eqn.primitive.name == "broadcast_in_dim" and outs[0].ndim > avals[0].ndim:
             broadcast.add(eqn.outvars[0])
         if eqn.primitive.name == "reshard" and res and res[0] is not None:
@@ -630,6 +662,31 @@ def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
         for v, t in zip(eqn.outvars, res):
             env[v] = t
     return [read(x) for x in jaxpr.outvars]
+
+
+def _only_resharded(jaxpr) -> set:
+    """The variables whose every use is a ``reshard`` equation, directly or through
+    layout-only unary ops (transpose, reshape, convert_element_type, copy) whose results
+    are used so too (and that are not program outputs): how jaxlite lowers the
+    ``out_sharding=`` of a product (compute, then reshard)."""
+    uses: dict = {}
+    for eqn in jaxpr.eqns:
+        for x in eqn.invars:
+            if hasattr(x, "hint"):          # a Var, not a Literal
+                uses.setdefault(x, []).append(eqn)
+    outs = {x for x in jaxpr.outvars if hasattr(x, "hint")}
+    layout = ("transpose", "reshape", "convert_element_type", "copy", "squeeze")
+    found: set = set()
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            us = uses.get(v)
+            if not us or v in outs:
+                continue
+            if all(u.primitive.name == "reshard" or
+                   (u.primitive.name in layout and len(u.invars) == 1 and
+                    u.outvars[0] in found) for u in us):
+                found.add(v)
+    return found
 
 
 def _stacks_shards(eqn, resharded, ctx) -> bool:
@@ -715,10 +772,12 @@ for _n in ("sharding_constraint", "reshard", "reshard_tangent", "reshard_like"):
     _PROGRAM_RULES[_n] = _constraint
 
 
-def _apply(prim, tys, avals, out_avals, params, ctx, of_broadcast: bool = False) -> list:
+def _apply(prim, tys, avals, out_avals, params, ctx, of_broadcast: bool = False,
+           resharded_after: bool = False) -> list:
     """The result types of one equation (None entries: unknown); raises
     ShardingTypeError where JAX's typing rule does.  ``of_broadcast``: the first operand
-    was made by a broadcast_in_dim that added dimensions."""
+    was made by a broadcast_in_dim that added dimensions; ``resharded_after``: every use
+    of the result is a reshard (how jaxlite's ``out_sharding=`` arguments lower)."""
     n = len(out_avals)
     rule = _PROGRAM_RULES.get(prim.name)
     if rule is None and any(t is None for t in tys):
@@ -729,6 +788,8 @@ def _apply(prim, tys, avals, out_avals, params, ctx, of_broadcast: bool = False)
         rule = _rule_of(prim)
     if rule is _reshape:
         res = _reshape(prim, tys, avals, out_avals, params, ctx, of_broadcast)
+    elif rule is _dot_general:
+        res = _dot_general(prim, tys, avals, out_avals, params, ctx, resharded_after)
     else:
         res = None if rule is None else rule(prim, tys, avals, out_avals, params, ctx)
     if res is None:
