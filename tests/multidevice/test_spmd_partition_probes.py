@@ -93,3 +93,21 @@ def test_gather_with_index_ellipsis_slice(rjax8):
         jaxlite.device_put(a, NamedSharding(lm, P(None, "x"))), i)
     np.testing.assert_array_equal(np.asarray(want), a[i, ..., 2:6])
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.xfail(strict=True, reason="a jit closing over a sharded Array folds the "
+                   "constant's reduce_sum with the NumPy impl, which reads x.flags of the "
+                   "ShardedArray: AttributeError 'ShardedArray' object has no attribute "
+                   "'flags' (compiler/passes/fold.py -> primitives/reduction.py _sum); "
+                   "JAX runs it")
+def test_jit_closing_over_a_sharded_array_reduces_it(rjax8):
+    jax = rjax8
+    lm, rm = _auto_meshes(jax)
+    a, b = _rand((8, 8)), _rand((8, 8), 1)
+    rb = jax.device_put(b, jax.sharding.NamedSharding(rm, jax.P("y", None)))
+    lb = jaxlite.device_put(b, NamedSharding(lm, P("y", None)))
+    ra = jax.device_put(a, jax.sharding.NamedSharding(rm, jax.P("x", "y")))
+    la = jaxlite.device_put(a, NamedSharding(lm, P("x", "y")))
+    want = jax.jit(lambda x: x + rb.sum(0))(ra)
+    got = jaxlite.jit(lambda x: x + lb.sum(0))(la)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
