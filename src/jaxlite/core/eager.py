@@ -440,8 +440,8 @@ def put_host(arr, dtype, device):
 def host_value(x):
     """NumPy value of a concrete operand without counting a transfer (for compiled-code
     constants and implementations that need the raw buffer; an array of another platform
-    is read through its backend's ``to_host``)."""
-    if type(x) is ArrayImpl:
+    is read through its backend's ``to_host``; a sharded Array as its global value)."""
+    if type(x) is ArrayImpl or type(x) is _ShardedArray:
         buf = x._buf
         if buf.data is None:
             raise deleted_error(x.aval)

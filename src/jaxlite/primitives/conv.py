@@ -319,7 +319,8 @@ def _conv_sharding(in_specs, in_avals, axis_sizes, *, dimension_numbers,
     claim = _sr.Claim(len(os_))
     if batch_group_count == 1:
         claim.offer(os_[0], tuple(in_specs[0][ls[0]]))
-    if feature_group_count == 1:
+    if feature_group_count == 1 and batch_group_count == 1:
+        # (grouped, a device's block of output features would pair with other groups)
         claim.offer(os_[1], tuple(in_specs[1][rs[0]]))
     out = claim.result()
     lop, rop = [()] * lhs.ndim, [()] * rhs.ndim

@@ -116,12 +116,18 @@ def _local_params(prim, params, rule, in_avals, out_avals, axis_sizes, local_out
                                  zip(local, rule.operands[0], params["slice_sizes"]))
     elif name in ("gather", "scatter"):
         local = local_shape(in_avals[0].shape, rule.operands[0], axis_sizes)
+        indexer = params["indexer"]
+        # an ellipsis stands for the dimensions no other entry consumes
+        fill = len(local) - sum(e[0] not in ("none", "ellipsis") for e in indexer)
         ix, d = [], 0
-        for e in params["indexer"]:
-            if e[0] == "slice" and rule.operands[0][d]:
-                e = ("slice", 0, local[d], 1)
+        for e in indexer:
+            if e[0] == "ellipsis":
+                d += fill
+            elif e[0] != "none":
+                if e[0] == "slice" and rule.operands[0][d]:
+                    e = ("slice", 0, local[d], 1)
+                d += 1
             ix.append(e)
-            d += e[0] not in ("none", "ellipsis")
         p["indexer"] = tuple(ix)
     return p
 
@@ -215,7 +221,7 @@ class Partition:
         from ...primitives import collectives as c, reduction as r
         dtype = np.dtype(get_aval(x).dtype)
         prim = {"add": c.psum_p, "max": c.pmax_p, "min": c.pmin_p}.get(monoid)
-        if prim is not None and (monoid != "add" or dtype.kind in "fciu"):
+        if prim is not None and dtype != np.bool_:
             self._note(f"all-reduce {monoid}", axes, x, where)
             if getattr(_staging, "on", False):
                 return prim.bind(x, axes=tuple(axes))
