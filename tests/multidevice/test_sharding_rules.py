@@ -406,31 +406,13 @@ def _local_shape(shape, spec, axis_sizes):
 
 
 def _local_params(prim, params, rule, avals, out_avals, axis_sizes):
-    """The parameters of the local computation: sizes in them are the shards' (what the
-    partitioner rewrites; here for the shape ops in the table)."""
-    p = dict(params)
-    if prim.name == "reshape":
-        p["new_sizes"] = _local_shape(out_avals[0].shape, rule.outputs[0], axis_sizes)
-    elif prim.name == "broadcast_in_dim":
-        p["shape"] = _local_shape(out_avals[0].shape, rule.outputs[0], axis_sizes)
-    elif prim.name == "slice":
-        local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
-        p["limit_indices"] = tuple(m if e else l for m, e, l in
-                                   zip(local, rule.operands[0], params["limit_indices"]))
-    elif prim.name == "dynamic_slice":
-        local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
-        p["slice_sizes"] = tuple(m if e else k for m, e, k in
-                                 zip(local, rule.operands[0], params["slice_sizes"]))
-    elif prim.name in ("gather", "scatter"):
-        local = _local_shape(avals[0].shape, rule.operands[0], axis_sizes)
-        ix, d = [], 0
-        for e in params["indexer"]:
-            if e[0] == "slice" and rule.operands[0][d]:
-                e = ("slice", 0, local[d], 1)
-            ix.append(e)
-            d += e[0] not in ("none", "ellipsis")
-        p["indexer"] = tuple(ix)
-    return p
+    """The parameters of the local computation: the SPMD partitioner's own rewrite (sizes
+    in them made the shards'), so this checker tests what the partitioner runs."""
+    from jaxlite.compiler.passes.spmd_partition import _local_params as local_params
+    lo = rule.local_outputs if rule.local_outputs is not None else rule.outputs
+    p = local_params(prim, params, rule, avals, out_avals, axis_sizes, lo)
+    # out_sharding/sharding params are dropped locally; the NumPy impls take them as given
+    return {k: (params[k] if k in ("out_sharding", "sharding") else v) for k, v in p.items()}
 
 
 def _further(v, local_spec, final_spec, coord, axis_sizes):
