@@ -1,7 +1,7 @@
 """Probes of the SPMD partitioner (compiler/passes/spmd_partition.py): programs whose jit
 over sharded arrays disagrees with the same jit on one device and with real JAX 0.10.2 on
-the same mesh and shardings.  Each test is a known defect, marked xfail(strict=True) until
-it is fixed (then the marker goes)."""
+the same mesh and shardings.  Each test was a defect found by probing (xfail(strict=True)
+until fixed, now a regression test); open defects carry the marker."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,10 +23,6 @@ def _rand(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-@pytest.mark.xfail(strict=True, reason="conv_general_dilated's sharding rule keeps the "
-                   "rhs output-feature dimension sharded when batch_group_count > 1: each "
-                   "device then pairs its features with the wrong batch groups (silent "
-                   "wrong result)")
 def test_conv_batch_group_count_with_rhs_features_sharded(rjax8):
     jax = rjax8
     lm, rm = _auto_meshes(jax)
@@ -43,11 +39,6 @@ def test_conv_batch_group_count_with_rhs_features_sharded(rjax8):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.xfail(strict=True, reason="a bfloat16 sum over a sharded dimension (reduce_sum, "
-                   "or dot_general contracting a sharded dimension) raises "
-                   "NotImplementedError ('no all-reduction for monoid add of dtype "
-                   "bfloat16': _all_reduce tests dtype.kind in 'fciu', and bfloat16's kind "
-                   "is 'V'); JAX runs it")
 @pytest.mark.parametrize("case", ["sum", "dot"])
 def test_bfloat16_sum_over_sharded_dimension(rjax8, case):
     jax = rjax8
@@ -68,14 +59,10 @@ def test_bfloat16_sum_over_sharded_dimension(rjax8, case):
                                rtol=5e-2, atol=5e-2)
 
 
-_ELLIPSIS_REASON = ("_local_params (spmd_partition.py) counts an ellipsis entry of a "
-                    "gather/scatter indexer as no dimension, so the slice after it is "
-                    "rewritten as if it cut an earlier, sharded dimension ((slice, 2, 6, 1) "
-                    "becomes (slice, 0, 4, 1)); the local shapes still agree, so the wrong "
-                    "columns are read/written (silent wrong result)")
+# gather/scatter local indexers once counted an ellipsis as no dimension: the slice after it
+# was rewritten at an earlier, sharded dimension and the wrong columns were read/written
 
 
-@pytest.mark.xfail(strict=True, reason=_ELLIPSIS_REASON)
 def test_scatter_with_ellipsis_then_slice(rjax8):
     jax = rjax8
     lm, rm = _auto_meshes(jax)
@@ -89,7 +76,6 @@ def test_scatter_with_ellipsis_then_slice(rjax8):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-@pytest.mark.xfail(strict=True, reason=_ELLIPSIS_REASON)
 def test_gather_with_index_ellipsis_slice(rjax8):
     jax = rjax8
     lm, rm = _auto_meshes(jax)
@@ -103,11 +89,6 @@ def test_gather_with_index_ellipsis_slice(rjax8):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-@pytest.mark.xfail(strict=True, reason="a jit closing over a sharded Array folds the "
-                   "constant's reduce_sum with the NumPy impl, which reads x.flags of the "
-                   "ShardedArray: AttributeError 'ShardedArray' object has no attribute "
-                   "'flags' (compiler/passes/fold.py -> primitives/reduction.py _sum); "
-                   "JAX runs it")
 def test_jit_closing_over_a_sharded_array_reduces_it(rjax8):
     jax = rjax8
     lm, rm = _auto_meshes(jax)
