@@ -100,3 +100,40 @@ def test_jit_closing_over_a_sharded_array_reduces_it(rjax8):
     want = jax.jit(lambda x: x + rb.sum(0))(ra)
     got = jaxlite.jit(lambda x: x + lb.sum(0))(la)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def _lowered_pair(jax):
+    lm, rm = _auto_meshes(jax)
+    a, b = _rand((8, 8)), _rand((8, 8), 1)
+    la = jaxlite.device_put(a, NamedSharding(lm, P("x", "y")))
+    lb = jaxlite.device_put(b, NamedSharding(lm, P(None, "x")))
+    ra = jax.device_put(a, jax.sharding.NamedSharding(rm, jax.P("x", "y")))
+    rb = jax.device_put(b, jax.sharding.NamedSharding(rm, jax.P(None, "x")))
+    lc = jaxlite.jit(lambda x, y: x @ y).lower(la, lb).compile()
+    rc = jax.jit(lambda x, y: x @ y).lower(ra, rb).compile()
+    return (a, b), (la, lb, lc), (ra, rb, rc)
+
+
+@pytest.mark.xfail(strict=True, reason="a Compiled (jit(f).lower(sharded args).compile()) "
+                   "called with arguments sharded differently runs (repartitioned, not the "
+                   "program its as_text() shows); JAX raises ValueError 'Computation was "
+                   "compiled for input shardings that disagree with the shardings of "
+                   "arguments passed to it'")
+def test_compiled_called_with_other_shardings_raises(rjax8):
+    _, (la, lb, lc), (ra, rb, rc) = _lowered_pair(rjax8)
+    with pytest.raises(ValueError, match="compiled for input shardings"):
+        rc(rb, ra)
+    with pytest.raises(ValueError, match="compiled for input shardings"):
+        lc(lb, la)
+
+
+@pytest.mark.xfail(strict=True, reason="a Compiled lowered for sharded arguments and called "
+                   "with host (numpy) arguments returns a single-device result; JAX places "
+                   "the arguments by the compiled input shardings and the result has the "
+                   "compiled output sharding (here P('x'))")
+def test_compiled_called_with_host_arguments_keeps_its_shardings(rjax8):
+    from _oracle import by_id
+    (a, b), (_, _, lc), (_, _, rc) = _lowered_pair(rjax8)
+    want, got = rc(a, b), lc(a, b)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    assert by_id(got.sharding, got.shape) == by_id(want.sharding, want.shape)
