@@ -1169,6 +1169,11 @@ def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
     by its ``in_shardings``/``out_shardings``, sharded arguments and sharding constraints
     when it has any (``_run_sharded``), else ``_run_compiled``."""
     shardings = compiled._lowered._wrapped._shardings
+    recorded = getattr(compiled._lowered, "_arg_shardings", None)
+    if shardings is None and recorded is not None and (
+            any(s is not None for s in recorded) or
+            any(type(x) is ShardedArray for x in leaves)):
+        leaves = _check_compiled_shardings(compiled, leaves, recorded, names_fn)
     entry = compiled.__dict__.get("_sharded_entry")
     if entry is None:
         entry = compiled._sharded_entry = _CacheEntry(compiled, compiled._lowered.out_tree)
@@ -1176,6 +1181,39 @@ def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
             any(type(x) is ShardedArray for x in leaves):
         return _run_sharded(entry, leaves, names_fn, shardings)
     return _run_compiled(compiled, leaves, names_fn, donate)
+
+
+def _check_compiled_shardings(compiled, leaves, recorded, names_fn) -> list:
+    """The arguments of a call of ``compiled`` (lowered for arguments whose shardings were
+    ``recorded``), host and uncommitted ones placed by those shardings.
+
+    Raises ValueError (JAX's message, listing every mismatch) for a sharded or committed
+    argument whose sharding differs from the one it was compiled for."""
+    from ..sharding import SingleDeviceSharding
+    from .._placement import device_put
+    out, bad = [], []
+    for k, (x, want) in enumerate(zip(leaves, recorded)):
+        sharded = type(x) is ShardedArray
+        have = x.sharding if sharded or (type(x) is ArrayImpl and x._committed) else None
+        if want is None:
+            if sharded:
+                bad.append((k, x, have, SingleDeviceSharding(get_default_device())))
+        elif have is None:
+            x = device_put(x, want)
+        elif not _same_sharding(have, want, x.aval.ndim):
+            bad.append((k, x, have, want))
+        out.append(x)
+    if bad:
+        names = names_fn() or [f"args[{k}]" for k in range(len(leaves))]
+        lines = [f"Computation was compiled for input shardings that disagree with the "
+                 f"shardings of arguments passed to it. Here are the {len(bad)} mismatches:"]
+        for k, x, have, want in bad:
+            shape = ",".join(str(n) for n in x.aval.shape)
+            lines.append(f"Argument {names[k]} with shape {np.dtype(x.aval.dtype).name}"
+                         f"[{shape}]:\n"
+                         f"  Passed sharding: {have}\n  Required sharding: {want}")
+        raise ValueError("\n".join(lines))
+    return out
 
 
 Compiled._run_impl = staticmethod(_run_staged)
