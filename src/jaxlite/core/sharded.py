@@ -364,7 +364,6 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
     sharding refuses ``prim`` on ``args`` eagerly: a ShardedArray over ``mesh``'s Explicit
     axes is typed by its spec, any other operand carries no mesh.  Returns the results'
     types (``Ty``, or None where no typing rule decides one)."""
-    from ..sharding import _state
     from .batching import BatchTrace
     from .sharding_types import Ty, check_eqn, project
     from .trace import trace_stack
@@ -375,14 +374,13 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
         # program runs over Manual axes, which JAX does not type
         return None
     explicit = frozenset(mesh.explicit_axes)
-    cur = _state().mesh
-    ctx = bool(not cur.empty and cur.explicit_axes)
+    # an operand that is not a ShardedArray carries no mesh, also under set_mesh (JAX's
+    # library functions give their constants their operands' sharding; jaxlite's do not)
     tys = [None if _tag_of(a) == "untyped" else
            Ty(project(spec_tuple(a.sharding, av.ndim), explicit), True)
            if type(a) is ShardedArray and a.sharding.mesh.explicit_axes
-           else Ty(((),) * av.ndim, ctx) for a, av in zip(args, avals)]
+           else Ty(((),) * av.ndim, False) for a, av in zip(args, avals)]
     return check_eqn(prim, tys, avals, out_avals, params, dict(mesh.shape), explicit,
-                     mesh_context=ctx,
                      of_broadcast=bool(args) and _tag_of(args[0]) == "broadcast")
 
 

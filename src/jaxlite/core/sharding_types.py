@@ -346,6 +346,74 @@ def _conv(prim, tys, avals, out_avals, params, ctx):
                                                   params, ctx)
 
 
+def _indexed_dims(prim, t, a, indexer, what):
+    """The operand dimensions an index reads part of (an int, an index array, a partial
+    slice): JAX's gather and scatter rules need them whole.  Raises for a sharded one;
+    returns ``(entries, advanced_first)`` of the expanded indexer."""
+    from ..primitives.indexing import expand_indexer
+    entries, advanced_first = expand_indexer(a.shape, indexer)
+    d = 0
+    for e in entries:
+        if e[0] == "none":
+            continue
+        n = a.shape[d]
+        partial = e[0] in ("int", "array") or (e[0] == "slice" and len(range(*e[1:])) != n)
+        if partial and t.spec[d] and n != 1:
+            how = {"int": "an integer", "array": "an index array"}.get(e[0], "a partial slice")
+            _fail(f"{prim.name}: {what} {_ty_str(a, t.spec)} is indexed along dimension {d} "
+                  f"by {how}, but that dimension is sharded over mesh axes {t.spec[d]}; "
+                  f"reshard it to leave dimension {d} whole (JAX: .at[...].get/set with "
+                  f"out_sharding=)")
+        d += 1
+    return entries, advanced_first
+
+
+def _gather(prim, tys, avals, out_avals, params, ctx):
+    """``x[index]`` with at most one index array (NumPy-style indexing, ``jnp.take``):
+    every dimension the index reads part of must be whole; the others keep their
+    sharding, the index array's dimensions are whole.  Several index arrays (jaxlite's
+    compositions, which JAX builds with batching dimensions) are left unchecked."""
+    indexer = params["indexer"]
+    if sum(e[0] == "array" for e in indexer) > 1 or any(t is None for t in tys):
+        return None
+    t, a = tys[0], avals[0]
+    if any(x.meshed and any(x.spec) for x in tys[1:]):
+        return None                     # a sharded index array: left unchecked
+    entries, advanced_first = _indexed_dims(prim, t, a, indexer, "the operand")
+    out, adv_at, d = [], None, 0
+    n_adv = sum(a_.ndim for a_ in avals[1:])
+    for e in entries:
+        if e[0] == "none":
+            out.append(())
+            continue
+        if e[0] == "slice":
+            out.append(t.spec[d])
+        elif e[0] == "array" and adv_at is None:
+            adv_at = len(out)
+        elif e[0] == "int" and adv_at is None and n_adv:
+            adv_at = len(out)
+        d += 1
+    if n_adv:
+        at = 0 if advanced_first else adv_at
+        out[at:at] = [()] * avals[1].ndim
+    if len(out) != out_avals[0].ndim:
+        return None
+    return [Ty(tuple(out), _meshed(tys))]
+
+
+def _scatter(prim, tys, avals, out_avals, params, ctx):
+    """``x.at[index].op(updates)`` with at most one index array: every dimension of ``x``
+    the index reads part of must be whole; the result keeps ``x``'s sharding."""
+    indexer = params["indexer"]
+    if sum(e[0] == "array" for e in indexer) > 1 or tys[0] is None:
+        return None
+    t = tys[0]
+    if not t.meshed:
+        return [Ty(t.spec, _meshed(tys))]
+    _indexed_dims(prim, t, avals[0], indexer, "the operand")
+    return [Ty(t.spec, True)]
+
+
 # ---- reshape -----------------------------------------------------------------------------
 
 class _NoRule(Exception):
@@ -586,6 +654,8 @@ _RULES = {
     "fft": _fft,
     "triangular_solve": _triangular_solve,
     "conv_general_dilated": _conv,
+    "gather": _gather,
+    "scatter": _scatter,
 }
 for _n in ("lu", "qr", "svd", "cholesky", "eigh", "eig", "schur", "hessenberg", "geqrf",
            "tridiagonal"):

@@ -18,7 +18,7 @@ __all__ = ["check_explicit", "check_call", "typed_out_specs", "ShardingTypeError
 
 
 def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=None,
-                   mesh_context: bool | None = None) -> list:
+                   mesh_context: bool = False) -> list:
     """Checks ``closed_jaxpr`` (a ClosedJaxpr or Jaxpr) against JAX's typing rules of
     Explicit sharding.
 
@@ -36,9 +36,11 @@ def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=
         Explicit axis; a whole one is then read as carrying no mesh, which can only leave
         a check undone (an Explicit ``P()`` array concatenated with a ``P('x')`` one),
         never raise a false error.
-      mesh_context: True when a mesh with Explicit axes is set (``set_mesh``): constants
-        and literals then carry the mesh too (replicated), as in JAX.  None (default):
-        read from the current ``set_mesh``.
+      mesh_context: True: constants and literals carry the mesh (replicated), as in JAX
+        under ``set_mesh``.  Off by default, also under ``set_mesh``: JAX's library
+        functions build their constants with the sharding of their operands, jaxlite's
+        do not, so a typed constant would raise where JAX does not (jnp.where(x > 0, x,
+        0.), argsort's iota).
 
     Returns:
       One entry per program output: its spec over the Explicit axes (a tuple of tuples),
@@ -60,10 +62,6 @@ def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=
     explicit = frozenset(explicit_axes)
     if not explicit:
         return [None] * len(jaxpr.outvars)
-    if mesh_context is None:
-        from ...sharding import _state
-        cur = _state().mesh
-        mesh_context = bool(not cur.empty and cur.explicit_axes)
     tys = []
     for k, (v, s) in enumerate(zip(jaxpr.invars, in_specs)):
         ndim = len(v.aval.shape)
