@@ -156,3 +156,28 @@ def test_narrow_float_sum_over_sharded_dimension_matches_jax(rjax8, case):
                                 for v in (a, b)])
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+@pytest.mark.xfail(strict=True, reason="jit deletes a donated argument the program does not "
+                   "use; JAX 0.10.2 prunes unused arguments (keep_unused=False) before "
+                   "donation, so the array stays alive (deleted only with keep_unused=True)")
+@pytest.mark.parametrize("where", ["sharded", "one_device"])
+def test_donated_unused_argument_stays_alive_as_jax(rjax8, where):
+    jax = rjax8
+    a, b = _rand((8, 8)), _rand((8, 8), 1)
+
+    def run(lib):
+        if where == "sharded":
+            m = lib.make_mesh((2, 4), ("x", "y"),
+                              axis_types=(lib.sharding.AxisType.Auto,) * 2)
+            put = [lib.device_put(v, lib.sharding.NamedSharding(m, lib.sharding.PartitionSpec(
+                "x"))) for v in (a, b)]
+        else:
+            put = [lib.device_put(v, lib.devices()[0]) for v in (a, b)]
+        lib.jit(lambda x, y: x * 2, donate_argnums=1)(*put)
+        kept = lib.jit(lambda x, y: x * 2, donate_argnums=1, keep_unused=True)
+        put2 = [lib.device_put(v, put[0].sharding) for v in (a, b)]
+        kept(*put2)
+        return put[1].is_deleted(), put2[1].is_deleted()
+    assert run(jax) == (False, True)
+    assert run(jaxlite) == run(jax)
