@@ -252,12 +252,6 @@ CASES = [
      [(M, (None, "x")), (M, ("x",))], "dot_general"),
 ]
 
-# under jit the checker sees the arguments' specs only, so a whole (P()) argument on the
-# mesh is read as one that carries no mesh, and the checks that compare operands'
-# shardings (concatenate, select_n, sort, dynamic_update_slice) skip it: JAX raises, jaxlite
-# does not yet (the call site can pass ``meshed``; eager ops check these exactly)
-JIT_WHOLE_ARGUMENT = {"where_cases_differ", "where_pred_differs", "concat_differ",
-                      "stack_differ", "dus_differ", "sort_operands_differ"}
 
 
 def _scipy(np_):
@@ -276,8 +270,6 @@ def _libs(rjax8):
 @pytest.mark.parametrize("mode", ["eager", "jit"])
 @pytest.mark.parametrize("name,f,args,prim", CASES, ids=[c[0] for c in CASES])
 def test_explicit_mesh_matches_jax(rjax8, name, f, args, prim, mode):
-    if mode == "jit" and name in JIT_WHOLE_ARGUMENT:
-        pytest.xfail("jit: a whole argument on the mesh is read as meshless (see above)")
     out = []
     for lib, np_, lax in _libs(rjax8):
         mesh = _mesh(lib)
@@ -330,9 +322,6 @@ def test_auto_and_mixed_meshes(rjax8, name, f, args, prim, mode, types):
         g = (lambda *xs: f(np_, lax, *xs))
         kinds.append(_run(lib.jit(g) if mode == "jit" else g, arrays))
     (k_jl, r_jl), (k_x, r_x) = kinds
-    if mode == "jit" and name in JIT_WHOLE_ARGUMENT and k_x == "ShardingTypeError":
-        assert k_jl == "ok"     # the known gap above
-        return
     if types == ("Auto", "Auto"):
         assert k_x == "ok"
     assert (k_jl == "ShardingTypeError") == (k_x == "ShardingTypeError"), \

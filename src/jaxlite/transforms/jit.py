@@ -913,7 +913,8 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         guessed = entry.placements.get(pkey)
         if guessed is None:
             guessed = entry.placements[pkey] = _propagated_shardings(
-                closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed)
+                closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed,
+                [type(x) is ShardedArray for x in leaves])
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     runner = None
     if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
@@ -1048,7 +1049,8 @@ def _lowered_partition(compiled):
         in_specs.append(sp if all(x in mesh.shape for e in sp for x in e)
                         else ((),) * a.ndim)
     if any(t is None for t in targets):
-        guessed = _propagated_shardings(closed, in_specs, mesh, typed)
+        guessed = _propagated_shardings(closed, in_specs, mesh, typed,
+                                        [isinstance(s, NamedSharding) for s in shs])
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     return _partition_for(closed, in_specs, targets, mesh)
 
@@ -1069,12 +1071,18 @@ def _leaf_specs(leaves, mesh) -> list:
     return out
 
 
-def _propagated_shardings(closed, in_specs, mesh, typed: bool = False) -> list:
+def _propagated_shardings(closed, in_specs, mesh, typed: bool = False,
+                          meshed=None) -> list:
     """The output shardings of program ``closed`` over arguments laid out by ``in_specs``
-    on ``mesh``, from the sharding propagation pass (each primitive's sharding rule)."""
+    on ``mesh``, from the sharding propagation pass (each primitive's sharding rule).
+    On a mesh with Explicit axes (``typed``) the program is first checked by JAX's typing
+    rules (raises ShardingTypeError; ``meshed``: per argument, whether it lives on the
+    mesh, see ``compiler/passes/sharding_types.py``), whose result types then win."""
     from ..compiler.passes.sharding_propagation import propagate
     specs, _ = propagate(closed, in_specs, dict(mesh.shape))
     if typed:       # as JAX: on an Explicit mesh a result's spec is as long as its rank
+        from ..compiler.passes.sharding_types import typed_out_specs
+        specs = typed_out_specs(closed, in_specs, mesh, specs, meshed=meshed)
         from ..core.sharded import result_pspec
         return [NamedSharding(mesh, result_pspec(mesh, sp)) for sp in specs]
     from ..core.sharded import to_pspec
