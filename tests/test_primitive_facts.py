@@ -44,6 +44,8 @@ def test_every_primitive_declares_every_fact_with_its_type(name):
     assert isinstance(p.extra_flops, int) and p.extra_flops >= 0, name
     assert isinstance(p.foldable, bool), name
     assert p.inplace is None or isinstance(p.inplace, InPlace), name
+    assert p.local_params is None or callable(p.local_params), name
+    assert isinstance(p.constraint, bool) and isinstance(p.host_callback, bool), name
     # the cost analysis asks every primitive for its flops
     assert callable(p.flops), f"{name} has no cost rule (flops)"
 
@@ -73,6 +75,11 @@ def test_facts_are_consistent(name):
     if p.reduction is not None:
         assert p.kind == "reduction" and not p.multiple_results, name
         assert "axes" in inspect.signature(p.impl).parameters, name
+    if p.constraint:
+        assert p.sharding is not None and not p.multiple_results, \
+            f"{name}: a constraint says where its operand goes (a sharding rule)"
+    if p.host_callback:
+        assert not p.foldable, f"{name}: constant folding would call the host"
     if p.kind == "view":
         assert p.view, f"{name} is of kind 'view' but does not declare the view fact"
     if p.kind == "broadcast":
@@ -340,3 +347,25 @@ def test_no_name_keyed_primitive_table_under_compiler_or_backends():
                     and node.slice.attr == "name":
                 found.append(f"{rel}:{node.lineno} looks a table up by name")
     assert not found, "\n".join(found)
+
+
+def test_the_partitioners_facts_are_set_where_declared():
+    # the SPMD partitioner runs a program holding a host callback once (not per device),
+    # moves a constraint's operand instead of running it, and rewrites the sizes in the
+    # parameters of the shape primitives for the shards: each from a declared fact
+    assert {n for n, p in PRIMS.items() if p.host_callback} == \
+        {"pure_callback", "io_callback", "debug_callback"}
+    assert {n for n, p in PRIMS.items() if p.constraint} == \
+        {"sharding_constraint", "reshard", "reshard_tangent", "reshard_like"}
+    assert {n for n, p in PRIMS.items() if p.local_params is not None} >= \
+        {"reshape", "broadcast_in_dim", "slice", "dynamic_slice", "gather", "scatter"}
+    # a reshape of f32[8,4] split 2 ways along its rows into f32[4,2,4]: the local one
+    # reshapes f32[4,4] into f32[2,2,4]
+    got = PRIMS["reshape"].local_params({"new_sizes": (4, 2, 4), "dimensions": None},
+                                        [(("x",), ())], [(4, 4)], [(2, 2, 4)])
+    assert got == {"new_sizes": (2, 2, 4), "dimensions": None}
+    # a slice that keeps the sharded rows whole and cuts the columns
+    got = PRIMS["slice"].local_params(
+        {"start_indices": (0, 1), "limit_indices": (8, 3), "strides": None},
+        [(("x",), ())], [(4, 4)], [(4, 2)])
+    assert got["limit_indices"] == (4, 3) and got["start_indices"] == (0, 1)

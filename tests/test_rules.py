@@ -45,7 +45,7 @@ LINEAR = {"neg", "real", "imag", "conj", "add", "add_any", "sub", "mul", "div", 
           "copy", "reduce_sum", "cumsum", "dot_general", "gather", "scatter", "jit",
           "conv_general_dilated", "reduce_window_sum", "custom_lin", "checkpoint_jvp",
           "fft", "reduce_precision", "psum", "all_gather", "reduce_scatter", "ppermute",
-          "all_to_all", "sharding_constraint", "reshard", "reshard_tangent", "reshard_like"}
+          "all_to_all", "shard_slice", "sharding_constraint", "reshard", "reshard_tangent", "reshard_like"}
 
 ALL = sorted(primitives())
 
@@ -442,6 +442,12 @@ CONTROL_CASES = {
                                     axis_name="i"), X)],
     "all_to_all": [unary(jaxlite.vmap(lambda v: v[:3] * lax.all_to_all(v[:3], "i", 0, 0),
                                       axis_name="i"), X)],
+    # the SPMD partitioner's local cut: example k keeps block k of a shared (unbatched)
+    # operand, and block k of its own one
+    "shard_slice": [Case(jaxlite.vmap(
+        lambda v, w: v * _shard_slice(w, "i", 0, 3) + _shard_slice(v[:3], "i", 0, 3),
+        in_axes=(0, None), axis_name="i"), (X, np.tile(X[0], 3)), order=1,
+        axes=[(0, None), (None, 0)])],
 }
 
 
@@ -462,6 +468,13 @@ MESH_CASES = {
     "reshard_like": [unary(jaxlite.jit(lambda x: jaxlite.reshard(x, jaxlite.NamedSharding(
         _MESH1, jaxlite.P("x"))) ** 3), X, rev=False)],
 }
+
+
+def _shard_slice(x, axis_name, dimension, axis_size):
+    from jaxlite.primitives.collectives import bind_named
+    from jaxlite.primitives.shard_slice import shard_slice_p
+    return bind_named(shard_slice_p, x, axis_name=axis_name, dimension=dimension,
+                      axis_size=axis_size)
 
 
 def _need(name):

@@ -30,7 +30,15 @@ typed field set where the primitive is declared:
   how the primitive runs on the shards of operands sharded over a device mesh (the spec
   each operand needs, the results' specs, the all-reductions of partial results; see
   ``core.sharding_rules``); None: the sharding propagation pass gathers every operand and
-  replicates the results (its fallback).
+  replicates the results (its fallback);
+- ``local_params``: ``local_params(params, operand_specs, local_in_shapes,
+  local_out_shapes) -> params``, the parameters of the equation run on one device's
+  shards, for a primitive whose parameters hold sizes of dimensions its sharding rule
+  keeps sharded (a reshape's ``new_sizes``); None: the parameters hold no such sizes;
+- ``constraint``: the primitive only says where its first operand lives (a sharding
+  constraint, a reshard): the SPMD partitioner moves the operand instead of running it;
+- ``host_callback``: the primitive calls back into Python on the host (a callback), so a
+  program holding it must run once, not once per device.
 """
 from __future__ import annotations
 
@@ -71,7 +79,8 @@ class Primitive:
                  view: bool = False, strided_view: bool = False, rename=None,
                  reduction: Reduction | None = None, transcendental: bool = False,
                  extra_flops: int = 0, foldable: bool | None = None,
-                 inplace: InPlace | None = None, sharding=None):
+                 inplace: InPlace | None = None, sharding=None, local_params=None,
+                 constraint: bool = False, host_callback: bool = False):
         self.name = name
         self.abstract_eval = abstract_eval
         self.impl = impl
@@ -93,6 +102,9 @@ class Primitive:
                          if foldable is None else foldable)
         self.inplace = inplace
         self.sharding = sharding
+        self.local_params = local_params
+        self.constraint = constraint
+        self.host_callback = host_callback
         self.specialize = None    # (avals, **params) -> callable or None, see impl_for
         self._aval_cache: dict = {}
         if name in _registry:

@@ -536,3 +536,26 @@ def creation(in_specs, in_avals, axis_sizes, *, shape, **params) -> ShardingRule
     """A result made from nothing (iota, of ``shape``): replicated."""
     return ShardingRule([replicated(a.ndim) for a in in_avals], [replicated(len(shape))],
                         (), None)
+
+
+# ---- parameters of the local computation -------------------------------------------------
+# A primitive's ``local_params`` rule (see core/primitive.py) rewrites the sizes its
+# parameters hold for one device's shards.  The rules below serve the shape primitives.
+
+def sized_by_result(param: str):
+    """A ``local_params`` rule setting ``param`` to the local result's shape (a reshape's
+    ``new_sizes``, a broadcast's ``shape``)."""
+    def rule(params, operand_specs, local_in_shapes, local_out_shapes):
+        return {**params, param: tuple(local_out_shapes[0])}
+    return rule
+
+
+def cut_to_operand(param: str):
+    """A ``local_params`` rule for a slice: ``param`` (one size or limit per dimension of
+    the first operand) becomes the local operand's size along the dimensions kept sharded
+    (the sharding rule shards only dimensions the slice keeps whole)."""
+    def rule(params, operand_specs, local_in_shapes, local_out_shapes):
+        return {**params, param: tuple(m if e else k for m, e, k in
+                                       zip(local_in_shapes[0], operand_specs[0],
+                                           params[param]))}
+    return rule

@@ -72,10 +72,11 @@ def _io_impl(*args, callback, result_avals, ordered=False):
 
 
 pure_callback_p = Primitive("pure_callback", abstract_eval=_callback_aval, impl=_pure_impl,
-                            multiple_results=True, flops=lambda *a, **k: 0, kind="control")
+                            multiple_results=True, flops=lambda *a, **k: 0, kind="control",
+                            host_callback=True)
 io_callback_p = Primitive("io_callback", abstract_eval=_callback_aval, impl=_io_impl,
                           multiple_results=True, effectful=True, flops=lambda *a, **k: 0,
-                          kind="control")
+                          kind="control", host_callback=True)
 
 
 # ---- differentiation: refused, as in JAX --------------------------------------------------

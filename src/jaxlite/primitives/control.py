@@ -45,7 +45,7 @@ def _debug_impl(*args, callback, **_):
 
 debug_callback_p = Primitive("debug_callback", abstract_eval=_debug_aval, impl=_debug_impl,
                              multiple_results=True, effectful=True, flops=lambda *a, **k: 0,
-                             kind="effect")
+                             kind="effect", host_callback=True)
 
 
 # ---- rules of jit: differentiation inlines the program (core.ad.JVPTrace); batching

@@ -719,5 +719,25 @@ def _scatter_sharding(in_specs, in_avals, axis_sizes, *, indexer, **params):
                             reslice=[first] if first != xop else None)
 
 
+def _indexer_local_params(params, operand_specs, local_in_shapes, local_out_shapes):
+    # a slice entry over a dimension kept sharded (the rule keeps only whole slices
+    # sharded) covers the local shard; an ellipsis stands for the dimensions no other
+    # entry consumes
+    local, spec = local_in_shapes[0], operand_specs[0]
+    indexer = params["indexer"]
+    fill = len(local) - sum(e[0] not in ("none", "ellipsis") for e in indexer)
+    ix, d = [], 0
+    for e in indexer:
+        if e[0] == "ellipsis":
+            d += fill
+        elif e[0] != "none":
+            if e[0] == "slice" and spec[d]:
+                e = ("slice", 0, local[d], 1)
+            d += 1
+        ix.append(e)
+    return {**params, "indexer": tuple(ix)}
+
+
 gather_p.sharding = _gather_sharding
 scatter_p.sharding = _scatter_sharding
+gather_p.local_params = scatter_p.local_params = _indexer_local_params

@@ -59,7 +59,8 @@ def _bid_pp_params(params):
 # only materialise it
 broadcast_in_dim_p = _shape_prim("broadcast_in_dim", _bid_aval, _bid_impl, kind="broadcast",
                                  strided_view=True, foldable=False,
-                                 sharding=_sr.broadcast_in_dim)
+                                 sharding=_sr.broadcast_in_dim,
+                                 local_params=_sr.sized_by_result("shape"))
 broadcast_in_dim_p.pp_params = _bid_pp_params
 
 
@@ -86,7 +87,8 @@ def _reshape_impl(x, new_sizes, dimensions=None, sharding=None):
 # without ``dimensions`` the elements keep their row-major order
 reshape_p = _shape_prim("reshape", _reshape_aval, _reshape_impl, kind="view", view=True,
                         rename=lambda dimensions=None, **_: dimensions is None,
-                        sharding=_sr.reshape)
+                        sharding=_sr.reshape,
+                        local_params=_sr.sized_by_result("new_sizes"))
 
 
 # transpose -----------------------------------------------------------------------------
@@ -251,7 +253,8 @@ def _sliced_dims(avals, start_indices, limit_indices, strides=None):
 
 slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True,
                       sharding=_sr.whole_along(_sliced_dims,
-                                               "slice needs a cut dimension whole"))
+                                               "slice needs a cut dimension whole"),
+                      local_params=_sr.cut_to_operand("limit_indices"))
 
 
 # dynamic_slice / dynamic_update_slice --------------------------------------------------
@@ -289,7 +292,8 @@ dynamic_slice_p = _shape_prim("dynamic_slice", _dyn_slice_aval, _dyn_slice_impl,
                                   lambda avals, slice_sizes: [
                                       d for d, (n, k) in enumerate(zip(avals[0].shape,
                                                                        slice_sizes)) if n != k],
-                                  "dynamic_slice needs a cut dimension whole"))
+                                  "dynamic_slice needs a cut dimension whole"),
+                              local_params=_sr.cut_to_operand("slice_sizes"))
 
 
 def _dus_aval(x, update, *idxs):

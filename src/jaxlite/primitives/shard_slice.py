@@ -7,10 +7,17 @@ where a value needs a finer layout than it has: a dimension every device along m
 axis, and its batching rule (the vmap, or the shard_map mesh axis, of that name) is its
 meaning; with no enclosing axis of that name it raises NameError.  It moves no bytes
 between devices, so cost analysis counts it as a local slice.
+
+It is linear.  Its transpose puts each device's cotangent block at its own position in
+a zero array of the operand's shape (device-varying); where the operand was one value
+shared by the devices (inside a replication-checking shard_map), the shared-value rule of
+core/batching.py sums those over the devices, which gives the all-gather of the blocks.
 """
 from __future__ import annotations
 
-from ..core import batching
+import numpy as np
+
+from ..core import ad, batching
 from ..core.primitive import Primitive
 from ..core.trace import get_aval
 
@@ -78,3 +85,28 @@ def _batch(args, dims, *, axis_name, dimension, axis_size):
 
 
 shard_slice_p.batch = _batch
+
+
+def _jvp(primals, tangents, **params):
+    from .collectives import bind_named
+    (x,), (t,) = primals, tangents
+    out = bind_named(shard_slice_p, x, **params)
+    return out, (None if t is None else bind_named(shard_slice_p, t, **params))
+
+
+def _transpose(ct, x, *, axis_name, dimension, axis_size):
+    from .collectives import lift
+    from .shape import dynamic_update_slice_p
+    aval = x.aval if ad.is_undefined(x) else get_aval(x)
+    blk = aval.shape[dimension] // axis_size
+    main = batching.find_axis(axis_name)
+    # this device's start along ``dimension``: its position on the axis times the block
+    start = batching.BatchTracer(batching.BatchTrace(main),
+                                 np.arange(axis_size, dtype=np.int32) * blk, 0)
+    starts = [start if d == dimension else np.int32(0) for d in range(len(aval.shape))]
+    zeros = ad.zeros(aval)
+    return [dynamic_update_slice_p.bind(zeros, lift(ct, axis_name), *starts)]
+
+
+shard_slice_p.jvp = _jvp
+shard_slice_p.transpose = _transpose

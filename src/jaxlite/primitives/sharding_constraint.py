@@ -42,6 +42,9 @@ class _ConstraintPrimitive(Primitive):
     """A primitive whose eager application places its operand (``device_put``) instead of
     running the identity on one device."""
 
+    def __init__(self, name, **kwargs):
+        super().__init__(name, constraint=True, **kwargs)
+
     def bind(self, *args, **params):
         st = get_state()
         if st.eager and not any(isinstance(a, Tracer) for a in args):

@@ -61,7 +61,6 @@ class CollectiveOp(NamedTuple):
 
 _staging = threading.local()      # set while per_device_jaxpr() traces (no mesh bound)
 
-_CONSTRAINTS = ("sharding_constraint", "reshard", "reshard_tangent", "reshard_like")
 _SIZE_FREE_PARAMS = ("out_sharding", "sharding")
 
 
@@ -92,44 +91,21 @@ def partitionable(closed) -> str | None:
     with an effect or a host callback, which must run once, not once per device)."""
     for eqn in _all_eqns(closed.jaxpr):
         p = eqn.primitive
-        if p.effectful or "callback" in p.name:
+        if p.effectful or p.host_callback:
             return f"{p.name} has an effect or calls the host"
     return None
 
 
 def _local_params(prim, params, rule, in_avals, out_avals, axis_sizes, local_outs):
-    """``params`` with the sizes in them made the shards' (for the shape primitives whose
-    parameters hold sizes of dimensions the rule keeps sharded)."""
+    """``params`` for the equation run on local shards: sharding parameters dropped (a
+    shard has no mesh), and the sizes the primitive's ``local_params`` rule names made the
+    shards' (a reshape's ``new_sizes`` where the rule keeps a dimension sharded)."""
     p = {k: (None if k in _SIZE_FREE_PARAMS else v) for k, v in params.items()}
-    name = prim.name
-    if name == "reshape":
-        p["new_sizes"] = local_shape(out_avals[0].shape, local_outs[0], axis_sizes)
-    elif name == "broadcast_in_dim":
-        p["shape"] = local_shape(out_avals[0].shape, local_outs[0], axis_sizes)
-    elif name == "slice":
-        local = local_shape(in_avals[0].shape, rule.operands[0], axis_sizes)
-        p["limit_indices"] = tuple(m if e else lim for m, e, lim in
-                                   zip(local, rule.operands[0], params["limit_indices"]))
-    elif name == "dynamic_slice":
-        local = local_shape(in_avals[0].shape, rule.operands[0], axis_sizes)
-        p["slice_sizes"] = tuple(m if e else k for m, e, k in
-                                 zip(local, rule.operands[0], params["slice_sizes"]))
-    elif name in ("gather", "scatter"):
-        local = local_shape(in_avals[0].shape, rule.operands[0], axis_sizes)
-        indexer = params["indexer"]
-        # an ellipsis stands for the dimensions no other entry consumes
-        fill = len(local) - sum(e[0] not in ("none", "ellipsis") for e in indexer)
-        ix, d = [], 0
-        for e in indexer:
-            if e[0] == "ellipsis":
-                d += fill
-            elif e[0] != "none":
-                if e[0] == "slice" and rule.operands[0][d]:
-                    e = ("slice", 0, local[d], 1)
-                d += 1
-            ix.append(e)
-        p["indexer"] = tuple(ix)
-    return p
+    if prim.local_params is None:
+        return p
+    l_in = [local_shape(a.shape, s, axis_sizes) for a, s in zip(in_avals, rule.operands)]
+    l_out = [local_shape(a.shape, s, axis_sizes) for a, s in zip(out_avals, local_outs)]
+    return prim.local_params(p, rule.operands, l_in, l_out)
 
 
 def _same_avals(got, want) -> bool:
@@ -260,7 +236,7 @@ class Partition:
             out_avals = [v.aval for v in eqn.outvars]
             where = f"equation {k} ({prim.name})"
             rule = rule_for(prim, specs, in_avals, out_avals, axis_sizes, params)
-            if prim.name in _CONSTRAINTS:
+            if prim.constraint:
                 out = self._reshard(vals[0], specs[0], rule.outputs[0], where)
                 env[eqn.outvars[0]], held[eqn.outvars[0]] = out, rule.outputs[0]
                 continue
