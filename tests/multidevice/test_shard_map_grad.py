@@ -108,3 +108,56 @@ def test_eager_grad_of_shard_map_is_placed_as_jax(rjax8, axis_type):
         assert by_id(g.sharding, g.shape) == by_id(w.sharding, w.shape)
         if axis_type == "Explicit":      # Auto: jaxlite's specs are padded to the rank
             assert repr(g.sharding) == repr(w.sharding), (g.sharding, w.sharding)
+
+
+@pytest.mark.parametrize("axis_type", ["Explicit", "Auto"])
+def test_eager_grad_of_jitted_shard_map_as_jax(rjax8, axis_type):
+    """grad (outside jit) of a jit around a shard_map on a mesh with Explicit axes: the
+    differentiation evaluates the jit's program, shard_map's expansion included, which the
+    per-operation sharding type check must not read as user operations (it raised
+    ShardingTypeError on a slice of the stacked devices).  Values, dtype and placement
+    against JAX (the README's snippet)."""
+    from _oracle import by_id
+
+    def run(lib):
+        P = lib.sharding.PartitionSpec
+        t = getattr(lib.sharding.AxisType, axis_type)
+        mesh = lib.make_mesh((8,), ("b",), axis_types=(t,))
+        x = lib.device_put(np.arange(32.0, dtype=np.float32).reshape(16, 2),
+                           lib.sharding.NamedSharding(mesh, P("b")))
+        f = lib.jit(lib.shard_map(lambda v: lib.lax.psum((v * v).sum(0), "b"), mesh=mesh,
+                                  in_specs=P("b"), out_specs=P()))
+        with lib.set_mesh(mesh):
+            return lib.grad(lambda x: (f(x) * np.float32([1.0, -3.0])).sum())(x)
+    want, got = run(rjax8), run(jaxlite)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert by_id(got.sharding, got.shape) == by_id(want.sharding, want.shape)
+
+
+def test_jit_under_grad_is_type_checked_whole_as_jax(rjax8):
+    """Differentiating a jit evaluates its program equation by equation; the program is
+    checked whole first, so a sharding type error JAX's jit raises is still raised (a
+    P() array concatenated with a P('b') one along the sharded dimension), and a program
+    JAX accepts runs."""
+    def run(lib, fn):
+        P, NS = lib.sharding.PartitionSpec, lib.sharding.NamedSharding
+        mesh = lib.make_mesh((8,), ("b",))
+        x = lib.device_put(np.arange(16.0, dtype=np.float32), NS(mesh, P("b")))
+        y = lib.device_put(np.ones(16, np.float32), NS(mesh, P()))
+        with lib.set_mesh(mesh):
+            return lib.grad(lambda x, y: lib.jit(fn(lib))(x, y).sum())(x, y)
+
+    def concat(lib):
+        return lambda x, y: lib.numpy.concatenate([x, y])
+
+    def product(lib):
+        return lambda x, y: x * lib.numpy.sin(y)
+
+    with pytest.raises(Exception) as e:
+        run(rjax8, concat)
+    assert type(e.value).__name__ == "ShardingTypeError"
+    with pytest.raises(jaxlite.core.ShardingTypeError):
+        run(jaxlite, concat)
+    want, got = run(rjax8, product), run(jaxlite, product)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)

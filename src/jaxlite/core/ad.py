@@ -160,8 +160,10 @@ class JVPTrace(Trace):
         if primitive.kind == "call" and primitive.jvp is None:
             # a nested jit: differentiate its program inline
             from ..ir.interpret import eval_jaxpr
+            from .sharded import checked_program
             closed = params["jaxpr"]
-            return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+            with checked_program(closed, primals):
+                return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
         rule = primitive.jvp
         if rule is None:
             # a primitive with only integer/boolean outputs (comparisons, argmax, ...) has

@@ -18,6 +18,8 @@ the global computation's; only the placement of the result follows the rules.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 
 import numpy as np
@@ -367,6 +369,9 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
     from .batching import BatchTrace
     from .sharding_types import Ty, check_eqn, project
     from .trace import trace_stack
+    if getattr(_checked_program, "depth", 0):
+        # an equation of a program checked whole (``checked_program``)
+        return None
     names = set(mesh.axis_names)
     if any(m.trace_type is BatchTrace and getattr(m.payload, "name", None) in names
            for m in trace_stack()):
@@ -382,6 +387,43 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
            else Ty(((),) * av.ndim, False) for a, av in zip(args, avals)]
     return check_eqn(prim, tys, avals, out_avals, params, dict(mesh.shape), explicit,
                      of_broadcast=bool(args) and _tag_of(args[0]) == "broadcast")
+
+
+_checked_program = threading.local()
+
+
+@contextlib.contextmanager
+def checked_program(closed, args):
+    """Context for evaluating the equations of ``closed`` (a ClosedJaxpr staged by jit)
+    one by one on ``args`` (its flat operands; a differentiation evaluates a jit's program
+    this way): the program is first type-checked whole against JAX's rules of Explicit
+    sharding, as jit checks it, with the ShardedArray operands over Explicit axes typed by
+    their specs, and the per-equation eager check is off while its equations run (they
+    include shard_map's expansion, whose slices of the stacked devices are not user
+    operations).  Raises ShardingTypeError where JAX's jit does.  Nested programs are
+    checked as part of the outermost one."""
+    from .sharding_types import Ty, check_jaxpr, project
+    depth = getattr(_checked_program, "depth", 0)
+    mesh = None
+    if not depth:
+        for a in args:
+            if type(a) is ShardedArray and a.sharding.mesh.explicit_axes:
+                mesh = a.sharding.mesh
+                break
+    if mesh is not None:
+        explicit = frozenset(mesh.explicit_axes)
+        tys = []
+        for a, v in zip(args, closed.jaxpr.invars):
+            ndim = len(v.aval.shape)
+            on = type(a) is ShardedArray and a.sharding.mesh is mesh
+            tys.append(Ty(project(spec_tuple(a.sharding, ndim), explicit), True) if on
+                       else Ty(((),) * ndim, False))
+        check_jaxpr(closed, tys, dict(mesh.shape), explicit)
+    _checked_program.depth = depth + 1
+    try:
+        yield
+    finally:
+        _checked_program.depth = depth
 
 
 # Eager results whose sharding type the checker could not decide ("untyped": their
