@@ -158,9 +158,6 @@ def test_narrow_float_sum_over_sharded_dimension_matches_jax(rjax8, case):
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="jit deletes a donated argument the program does not "
-                   "use; JAX 0.10.2 prunes unused arguments (keep_unused=False) before "
-                   "donation, so the array stays alive (deleted only with keep_unused=True)")
 @pytest.mark.parametrize("where", ["sharded", "one_device"])
 def test_donated_unused_argument_stays_alive_as_jax(rjax8, where):
     jax = rjax8

@@ -293,6 +293,7 @@ class JitWrapped:
             raise TypeError(f"jit needs a callable as its function argument; {fun!r} is not "
                             f"callable")
         self.fun = fun
+        self._keep_unused = bool(keep_unused)
         try:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -736,11 +737,29 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     return make
 
 
+def _used_donations(compiled: Compiled, donate):
+    """The donated flat positions whose inputs the program uses (all of them with
+    ``keep_unused=True``): as JAX, jit drops an argument the program does not use before
+    donation, so a donated argument it ignores stays alive."""
+    if not donate or getattr(compiled._lowered._wrapped, "_keep_unused", False):
+        return donate
+    used = compiled.__dict__.get("_used_inputs")
+    if used is None:
+        jaxpr = compiled._lowered.closed_jaxpr.jaxpr
+        seen = {id(v) for e in jaxpr.eqns for v in e.invars}
+        seen |= {id(v) for v in jaxpr.outvars}
+        used = compiled._used_inputs = frozenset(
+            k for k, v in enumerate(jaxpr.invars) if id(v) in seen)
+    kept = tuple(k for k in donate if k in used)
+    return kept or None
+
+
 def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     """Runs a compiled program on concrete leaves: placement, transfers, execution,
     temporaries' accounting, and wrapping the outputs as Arrays.  ``donate``: flat
     positions of donated Array leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
+    donate = _used_donations(compiled, donate)
     device = compiled._lowered._wrapped._device
     if device is not None:          # jit(..., device=d): run on d, commit the results
         committed = True
@@ -855,6 +874,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     from ..core.eager import host_value
     from ..sharding import NamedSharding, SingleDeviceSharding
     what = f"jit of {entry.compiled._fun_name}"
+    donate = _used_donations(entry.compiled, donate)
     given = leaves
     in_sh, out_sh = shardings if shardings is not None else (None, None)
     # as JAX: results of arguments sharded on an Explicit mesh (or of a constraint there)
