@@ -130,11 +130,6 @@ def test_compiled_called_with_host_arguments_keeps_its_shardings(rjax8):
     assert by_id(got.sharding, got.shape) == by_id(want.sharding, want.shape)
 
 
-@pytest.mark.xfail(strict=True, reason="a float16/bfloat16 sum over a sharded dimension "
-                   "rounds each device's partial sum to the narrow type and all-reduces in "
-                   "it; JAX 0.10.2 (XLA) accumulates the partials wide and rounds once, so "
-                   "its sharded result equals its one-device result (jaxlite's differs by "
-                   "ulps, with a larger error)")
 @pytest.mark.parametrize("case", ["bfloat16-sum", "float16-sum", "bfloat16-dot"])
 def test_narrow_float_sum_over_sharded_dimension_matches_jax(rjax8, case):
     jax = rjax8

@@ -108,6 +108,36 @@ def _local_params(prim, params, rule, in_avals, out_avals, axis_sizes, local_out
     return prim.local_params(p, rule.operands, l_in, l_out)
 
 
+_NARROW = ("float16", "bfloat16")
+
+
+def _narrow_partials(prim, rule, ops, lparams, out_avals):
+    """``(operands, params)`` computing ``prim``'s local partial sums in float32 when the
+    rule all-reduces them with "add" and a result is float16/bfloat16 (its float16/bfloat16
+    operands converted exactly to float32, a ``preferred_element_type`` made float32);
+    None otherwise, or where the primitive does not type that way."""
+    from ...primitives.elementwise import convert_element_type_p
+    if not any(m == "add" for m, _ in rule.reduce) or \
+            not any(str(a.dtype) in _NARROW for a in out_avals):
+        return None
+    wide = np.dtype("float32")
+    narrow = [str(get_aval(x).dtype) in _NARROW for x in ops]
+    avals = [get_aval(x).update(dtype=wide, weak_type=False) if n else get_aval(x)
+             for x, n in zip(ops, narrow)]
+    params = dict(lparams)
+    if params.get("preferred_element_type") is not None:
+        params["preferred_element_type"] = wide
+    try:
+        got = prim.abstract_eval(*avals, **params)
+    except Exception:   # noqa: BLE001 - it does not type in float32: keep the narrow sum
+        return None
+    got = list(got) if prim.multiple_results else [got]
+    if any(str(a.dtype) in _NARROW and g.dtype != wide for g, a in zip(got, out_avals)):
+        return None
+    return [convert_element_type_p.bind(x, new_dtype=wide, weak_type=False) if n else x
+            for x, n in zip(ops, narrow)], params
+
+
 def _same_avals(got, want) -> bool:
     if len(got) != len(want):
         return False
@@ -281,10 +311,20 @@ class Partition:
                           or rule.local_outputs is not None):
             self.notes.append(f"{where}: {rule.note}")
         ops = [self._reshard(x, s, r, where) for x, s, r in zip(vals, specs, rule.operands)]
+        narrow = _narrow_partials(prim, rule, ops, lparams, out_avals)
+        if narrow is not None:
+            # partial sums of float16/bfloat16 results: each device sums in float32, the
+            # all-reduce adds float32 partials, the total is rounded once (as XLA does, so
+            # the result equals the one-device one)
+            ops, lparams = narrow
         res = prim.bind(*ops, **lparams)
         res = list(res) if prim.multiple_results else [res]
         for monoid, axes in rule.reduce:
             res = [self._all_reduce(r, monoid, axes, where) for r in res]
+        if narrow is not None:
+            from ...primitives.elementwise import convert_element_type_p
+            res = [convert_element_type_p.bind(r, new_dtype=a.dtype, weak_type=a.weak_type)
+                   if get_aval(r).dtype != a.dtype else r for r, a in zip(res, out_avals)]
         if rule.local_outputs is not None:
             res = [self._reshard(r, lo, o, where)
                    for r, lo, o in zip(res, rule.local_outputs, rule.outputs)]
