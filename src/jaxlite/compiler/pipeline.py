@@ -21,13 +21,15 @@ from ..ir.check import check_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from ..primitives import control_flow as _control_flow
 from ..primitives import kernel as _kernel
-from .passes import cse, dce, fold_batch_dot_sums, fold_constants, fuse, inline_calls
+from .passes import (compose_broadcasts, cse, dce, fold_batch_dot_sums, fold_constants, fuse,
+                     inline_calls)
 
 PASSES = (
     ("inline", inline_calls),
     ("fold", fold_constants),
     ("cse", cse),
     ("batch_dot_sum", fold_batch_dot_sums),
+    ("broadcasts", compose_broadcasts),
     ("dce", dce),
     ("fuse", fuse),
 )

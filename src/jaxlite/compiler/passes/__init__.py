@@ -3,5 +3,6 @@ from .inline import inline_calls
 from .fold import fold_constants
 from .cse import cse
 from .batch_dot_sum import fold_batch_dot_sums
+from .compose_broadcasts import compose_broadcasts
 from .dce import dce
 from .fuse import fuse, fusion_score
