@@ -198,10 +198,29 @@ def _view_buffer(value: np.ndarray, device) -> Buffer:
     return b
 
 
-def shard_indices(sharding, shape) -> list:
-    """``[(device, index, replica_id)]`` in the sharding's device order: the tuple of
+_SHARD_INDICES: dict = {}
+
+
+def shard_indices(sharding, shape) -> tuple:
+    """``((device, index, replica_id), ...)`` in the sharding's device order: the tuple of
     slices each device holds, and which copy of that index it is (0 for the first device
-    holding it, 1 for the next, ...)."""
+    holding it, 1 for the next, ...).  Memoised per (sharding, shape): every sharded
+    result of a jit call is laid out by it."""
+    key = (sharding, tuple(shape))
+    try:
+        return _SHARD_INDICES[key]
+    except KeyError:
+        pass
+    except TypeError:           # an unhashable sharding: computed every time
+        return tuple(_shard_indices(sharding, shape))
+    out = tuple(_shard_indices(sharding, shape))
+    if len(_SHARD_INDICES) >= 1024:
+        _SHARD_INDICES.clear()
+    _SHARD_INDICES[key] = out
+    return out
+
+
+def _shard_indices(sharding, shape) -> list:
     idx_map = sharding.devices_indices_map(tuple(shape))
     seen: dict = {}
     out = []
