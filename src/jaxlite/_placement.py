@@ -80,6 +80,11 @@ def _plan(x, device, may_alias):
         if device is not None and _is_named(device) and \
                 any(t is AxisType.Explicit for t in device.mesh.axis_types):
             return ("reshard", x, device, None)     # under jit, as JAX: a reshard
+        if device is not None and _is_named(device) and hasattr(device.mesh, "_flat") and \
+                all(t is AxisType.Auto for t in device.mesh.axis_types):
+            # under jit on an Auto mesh, as JAX: the value goes to the mesh's devices with
+            # every dimension left to the propagation (an unconstrained constraint)
+            return ("place", x, device, None)
         return ("keep", x, None, None)
     if device is not None and _is_named(device):
         return _plan_shard(x, device, may_alias)
@@ -202,6 +207,12 @@ def _run_plan(p):
     if kind == "reshard":
         from ._sharding_constraints import reshard
         return reshard(x, device)
+    if kind == "place":
+        from ._sharding_constraints import with_sharding_constraint
+        from .sharding import NamedSharding, PartitionSpec, UNCONSTRAINED
+        ndim = np.ndim(x)
+        return with_sharding_constraint(
+            x, NamedSharding(device.mesh, PartitionSpec(*[UNCONSTRAINED] * ndim)))
     if kind in ("shard", "gather"):
         moves = _shard_moves(p)
         if kind == "gather":

@@ -566,3 +566,32 @@ def test_jit_out_shardings_none_entry_lands_on_the_mesh(libs):
     _check_leaf(ours[0], theirs[0], "out 0")
     np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
     assert repr(ours[1].sharding.spec) == "P()" and repr(theirs[1].sharding.spec) == "P('x',)"
+
+
+@pytest.mark.parametrize("case", ["alone", "plus_one", "sum", "replicated_target"])
+@pytest.mark.parametrize("arg", ["host", "sharded"])
+def test_device_put_under_jit_on_an_auto_mesh_as_jax(rjax8, case, arg):
+    """device_put to a NamedSharding of an Auto mesh inside jit places the value on the
+    mesh and leaves its layout to the propagation (an unconstrained constraint), as JAX
+    0.10.2: a host argument's results come out replicated over the mesh (they were on one
+    device), a sharded argument's keep its sharding."""
+    def run(lib):
+        P, NS = lib.sharding.PartitionSpec, lib.sharding.NamedSharding
+        m = lib.make_mesh((8,), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+        target = NS(m, P() if case == "replicated_target" else P("x"))
+        fn = {"alone": lambda a: lib.device_put(a * 2, target),
+              "plus_one": lambda a: lib.device_put(a * 2, target) + 1,
+              "sum": lambda a: lib.device_put(a * 2, target).sum(),
+              "replicated_target": lambda a: lib.device_put(a * 2, target) + 1}[case]
+        x = np.arange(16.0, dtype=np.float32)
+        if arg == "sharded":
+            x = lib.device_put(x, NS(m, P("x")))
+        return lib.jit(fn)(x)
+    want, got = run(rjax8), run(jaxlite)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert type(got.sharding).__name__ == type(want.sharding).__name__ == "NamedSharding"
+    assert repr(got.sharding.spec) == repr(want.sharding.spec), (got.sharding, want.sharding)
+    assert got.sharding.devices_indices_map(got.shape) == \
+        {jaxlite.devices()[d.id]: i for d, i in
+         want.sharding.devices_indices_map(want.shape).items()}
