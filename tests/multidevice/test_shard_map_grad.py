@@ -106,8 +106,7 @@ def test_eager_grad_of_shard_map_is_placed_as_jax(rjax8, axis_type):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
         assert g.dtype == w.dtype
         assert by_id(g.sharding, g.shape) == by_id(w.sharding, w.shape)
-        if axis_type == "Explicit":      # Auto: jaxlite's specs are padded to the rank
-            assert repr(g.sharding) == repr(w.sharding), (g.sharding, w.sharding)
+        assert repr(g.sharding) == repr(w.sharding), (g.sharding, w.sharding)
 
 
 @pytest.mark.parametrize("axis_type", ["Explicit", "Auto"])

@@ -558,9 +558,15 @@ def _constrain(x, mesh, spec_axes):
     results go, also on a mesh of Explicit axes (where a constraint asserts)."""
     from ..primitives.sharding_constraint import reshard_p, sharding_constraint_p
     from ..sharding import AxisType, NamedSharding, get_abstract_mesh
-    sharding = NamedSharding(mesh, _as_pspec(spec_axes))
     if any(t is AxisType.Explicit for t in mesh.axis_types):
+        sharding = NamedSharding(mesh, _as_pspec(spec_axes))
         return reshard_p.bind(x, dst_sharding=sharding, unconstrained_dims=frozenset())
+    # over Auto axes the spec is not part of a type: written as JAX prints it there,
+    # trailing whole dimensions dropped (P('b',), not P('b', None))
+    trimmed = list(spec_axes)
+    while trimmed and not trimmed[-1]:
+        trimmed.pop()
+    sharding = NamedSharding(mesh, _as_pspec(tuple(trimmed)))
     return sharding_constraint_p.bind(x, sharding=sharding, layout=None,
                                       unconstrained_dims=frozenset(),
                                       context_mesh=get_abstract_mesh())
