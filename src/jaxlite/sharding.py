@@ -697,6 +697,8 @@ class set_mesh:
         self.prev_abstract_mesh, self.prev_mesh = st.abstract, st.mesh
         st.abstract = _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
         st.mesh = _EMPTY_MESH if mesh is None else mesh
+        from .core.sharded import mesh_context
+        mesh_context.mesh = None if mesh is None or mesh.empty else mesh
 
     def __enter__(self):
         return None
@@ -704,6 +706,8 @@ class set_mesh:
     def __exit__(self, exc_type, exc_value, traceback):
         st = _state()
         st.abstract, st.mesh = self.prev_abstract_mesh, self.prev_mesh
+        from .core.sharded import mesh_context
+        mesh_context.mesh = None if st.mesh.empty else st.mesh
 
 
 def get_mesh() -> Mesh:

@@ -203,6 +203,8 @@ def apply_primitive(prim, args, params):
             return _apply_sharded(prim, args, params)
         else:
             avals.append(get_aval(a))
+    if _mesh_context.mesh is not None:    # under set_mesh: results live on its mesh
+        return _apply_in_mesh(prim, args, params, _mesh_context.mesh)
     out_aval = prim.abstract_eval_cached(tuple(avals), params)
     device, committed = placement(args, prim.name)
     if not device._host_memory:
@@ -452,4 +454,5 @@ def host_value(x):
 config._on_change(_update_fp_checks)
 _update_fp_checks()
 
-from .sharded import ShardedArray as _ShardedArray, apply_sharded as _apply_sharded  # noqa: E402
+from .sharded import ShardedArray as _ShardedArray, apply_sharded as _apply_sharded  # noqa: E402,I001
+from .sharded import apply_in_mesh as _apply_in_mesh, mesh_context as _mesh_context  # noqa: E402

@@ -31,6 +31,16 @@ from ..runtime.dispatch import PendingBuffer as _PendingBuffer
 from .array import ArrayImpl, Shard, deleted_error
 
 
+class _MeshContext(threading.local):
+    """This thread's concrete mesh of ``set_mesh`` (``mesh``; None when none is set or it
+    has no devices), kept here for the eager path and jit: as in JAX, operations and jit
+    calls over operands on no mesh place their results on it (``apply_in_mesh``)."""
+    mesh = None
+
+
+mesh_context = _MeshContext()
+
+
 class ShardedArray(ArrayImpl):
     """An Array held as shards on several devices (``jax.Array`` with a NamedSharding).
 
@@ -398,11 +408,12 @@ def check_explicit_eager(prim, args, avals, out_avals, params, mesh) -> list:
         # program runs over Manual axes, which JAX does not type
         return None
     explicit = frozenset(mesh.explicit_axes)
-    # an operand that is not a ShardedArray carries no mesh, also under set_mesh (JAX's
-    # library functions give their constants their operands' sharding; jaxlite's do not)
+    # an operand that is not a ShardedArray carries no mesh, nor does a result of such
+    # operands under set_mesh (``on_mesh``; JAX's library functions give their constants
+    # their operands' sharding; jaxlite's do not)
     tys = [None if _tag_of(a) == "untyped" else
            Ty(project(spec_tuple(a.sharding, av.ndim), explicit), True)
-           if type(a) is ShardedArray and a.sharding.mesh.explicit_axes
+           if on_mesh(a) and a.sharding.mesh.explicit_axes
            else Ty(((),) * av.ndim, False) for a, av in zip(args, avals)]
     return check_eqn(prim, tys, avals, out_avals, params, dict(mesh.shape), explicit,
                      of_broadcast=bool(args) and _tag_of(args[0]) == "broadcast")
@@ -426,7 +437,7 @@ def checked_program(closed, args):
     mesh = None
     if not depth:
         for a in args:
-            if type(a) is ShardedArray and a.sharding.mesh.explicit_axes:
+            if on_mesh(a) and a.sharding.mesh.explicit_axes:
                 mesh = a.sharding.mesh
                 break
     if mesh is not None:
@@ -434,7 +445,7 @@ def checked_program(closed, args):
         tys = []
         for a, v in zip(args, closed.jaxpr.invars):
             ndim = len(v.aval.shape)
-            on = type(a) is ShardedArray and a.sharding.mesh is mesh
+            on = on_mesh(a) and a.sharding.mesh is mesh
             tys.append(Ty(project(spec_tuple(a.sharding, ndim), explicit), True) if on
                        else Ty(((),) * ndim, False))
         check_jaxpr(closed, tys, dict(mesh.shape), explicit)
@@ -462,6 +473,14 @@ def _tag(arr, tag) -> None:
     _TAGS[key] = (weakref.ref(arr, drop), tag)
 
 
+def on_mesh(x) -> bool:
+    """Whether ``x`` is typed by its mesh in JAX's Explicit-sharding check: a ShardedArray,
+    except a result under ``set_mesh`` of operands on no mesh (tagged "context"), read as
+    carrying no mesh like the constants jaxlite's library functions make (JAX gives
+    those their operands' sharding; see ``check_explicit_eager``)."""
+    return type(x) is ShardedArray and _tag_of(x) != "context"
+
+
 def _tag_of(arr):
     entry = _TAGS.get(id(arr))
     if entry is None or entry[0]() is not arr:
@@ -486,14 +505,52 @@ def typed_sharding(mesh, ty, aval):
     return NamedSharding(mesh, result_pspec(mesh, ty.spec))
 
 
-def apply_sharded(prim, args, params):
-    """Runs ``prim`` eagerly where an operand is a ShardedArray: the global values are
-    computed on the host and the results placed by ``output_shardings``.
+def context_devices_check(mesh, args, what: str, names=None) -> None:
+    """Under ``set_mesh(mesh)``: raises ValueError (as JAX) for an operand committed to
+    devices other than the mesh's, naming it, its devices and the mesh's."""
+    devs = set(mesh._flat_devices) if hasattr(mesh, "_flat_devices") else \
+        set(mesh.devices.flat)
+    for i, a in enumerate(args):
+        if type(a) is ShardedArray:
+            have = list(a.sharding._device_assignment)
+        elif type(a) is ArrayImpl and a._committed:
+            have = [a._buf.device]
+        else:
+            continue
+        if set(have) != devs:
+            n = names[i] if names else f"argument {i}"
+            raise ValueError(
+                f"Received incompatible devices for {what}: {n} with shape "
+                f"{a.aval.str_short()} lives on device ids {[d.id for d in have]} and the "
+                f"context mesh of set_mesh has device ids "
+                f"{[d.id for d in mesh.devices.flat]}. Move it onto the mesh with "
+                f"jaxlite.device_put(x, NamedSharding(mesh, P(...))) or leave set_mesh.")
 
-    Raises ValueError for operands on different meshes (see ``mesh_devices_check``)."""
+
+def apply_in_mesh(prim, args, params, mesh):
+    """Runs ``prim`` eagerly under ``set_mesh(mesh)`` on operands on no mesh (host values,
+    uncommitted Arrays): as JAX, the results live on the mesh, replicated (``P()`` over
+    Auto axes; over Explicit ones typed, ``P(None, ...)``).  Raises ValueError for an
+    operand committed elsewhere (``context_devices_check``)."""
+    from ..sharding import NamedSharding, PartitionSpec
+    context_devices_check(mesh, args, prim.name)
+    return apply_sharded(prim, args, params, NamedSharding(mesh, PartitionSpec()))
+
+
+def apply_sharded(prim, args, params, sharding0=None):
+    """Runs ``prim`` eagerly where an operand is a ShardedArray (or under ``set_mesh``
+    with ``sharding0``, the mesh replicated): the global values are computed on the host
+    and the results placed by ``output_shardings``.
+
+    Raises ValueError for operands on different meshes (see ``mesh_devices_check``), or
+    off the mesh of ``set_mesh``."""
     from .eager import fp_ignore_begin, fp_ignore_end, value_on
     from .trace import get_aval
-    sharding0 = mesh_devices_check(args, prim.name)
+    context = sharding0 is not None
+    if sharding0 is None:
+        sharding0 = mesh_devices_check(args, prim.name)
+        if mesh_context.mesh is not None:
+            context_devices_check(mesh_context.mesh, args, prim.name)
     dev0 = sharding0._device_assignment[0]
     avals = [get_aval(a) for a in args]
     out = prim.abstract_eval_cached(tuple(avals), params)
@@ -514,7 +571,10 @@ def apply_sharded(prim, args, params):
                      for t, a, s in zip(typed, out_avals, shardings)]
     outs = [from_global(_own(v, a, vals), a, s)
             for v, a, s in zip(res, out_avals, shardings)]
-    if sharding0.mesh.explicit_axes:
+    if context:
+        for o in outs:
+            _tag(o, "context")
+    elif sharding0.mesh.explicit_axes:
         for k, o in enumerate(outs):
             if typed is None or typed[k] is None:
                 _tag(o, "untyped")

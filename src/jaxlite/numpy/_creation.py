@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.array import ArrayImpl
 from ..core.eager import from_host
+from ..core.sharded import mesh_context as _mesh_context
 from ..core.trace import Tracer
 from ._util import (PY_SCALARS, broadcast_shapes, broadcast_to_shape, canonicalize_axis,
                     check_arraylike, ensure_array, int_tuple, public_names, shape_error,
@@ -83,15 +84,29 @@ def _out_sharding(out_sharding, who, device):
     return out_sharding_of(out_sharding, who, device), who
 
 
-def _place(out, device, like=None, sharding=None):
-    """``out`` on ``device``; for ``*_like`` without a device, on the device a committed
-    prototype ``like`` is on (as JAX places the result by the prototype's sharding); with
-    ``sharding`` (from ``_out_sharding``) resharded there (a ``reshard`` under jit)."""
+def _place(out, device, like=None, sharding=None, like_shape=True):
+    """``out`` on ``device``; for ``*_like`` without a device, placed as a committed
+    prototype ``like`` is (as JAX: on its device, or with its sharding over several
+    devices when the result keeps its shape, ``like_shape``); with ``sharding`` (from
+    ``_out_sharding``) resharded there (a ``reshard`` under jit)."""
     if sharding is not None:
         from .._sharding_constraints import apply_out_sharding
         return apply_out_sharding(out, *sharding)
-    if device is None and type(like) is ArrayImpl and like.committed:
-        device = like.device
+    if device is None and isinstance(like, ArrayImpl) and like.committed:
+        if len(like.sharding.device_set) > 1:
+            if not like_shape or isinstance(out, Tracer):
+                return out              # JAX: a new shape lands on the default device
+            device = like.sharding
+        else:
+            device = like.device
+    if device is None and _mesh_context.mesh is not None and type(out) is ArrayImpl and \
+            not out.committed:
+        # a constant made without an operation (a scalar fill) under set_mesh: on its
+        # mesh, as the results of operations there (core/sharded.py apply_in_mesh)
+        from ..core.sharded import result_pspec
+        from ..sharding import NamedSharding
+        device = NamedSharding(_mesh_context.mesh, result_pspec(
+            _mesh_context.mesh, ((),) * out.ndim))
     if device is None or isinstance(out, Tracer):
         return out
     from .._placement import device_put
@@ -277,6 +292,12 @@ def array(object, dtype=None, copy: bool = True, order="K", ndmin: int = 0, *,
     ndmin = operator.index(ndmin)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
+    if device is None and sh is None and _mesh_context.mesh is not None and \
+            not isinstance(object, _JAX_TYPES) and type(out) is ArrayImpl:
+        # host data under set_mesh: replicated over its mesh (JAX's P(), also on Explicit
+        # axes; not a typed result)
+        from ..sharding import NamedSharding, PartitionSpec
+        device = NamedSharding(_mesh_context.mesh, PartitionSpec())
     return _place(out, device, None, sh)
 
 
@@ -293,7 +314,7 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
     if isinstance(a, _JAX_TYPES) and not copy and out_sharding is None:
         dt = _user_dtype(dtype, "asarray")
         if dt is None or (a.dtype == dt and not a.weak_type):
-            return _place(a, device)
+            return a if device is None else _place(a, device)
     return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
                  out_sharding=out_sharding)
 
@@ -384,13 +405,19 @@ def _like_args(name, a, dtype, shape):
     return (adt if dt is None else dt), weak, tuple(shp)
 
 
+def _keeps_shape(a, shape) -> bool:
+    """Whether a ``*_like`` result has its prototype's shape (it then takes the
+    prototype's sharding, as in JAX)."""
+    return tuple(shape) == tuple(np.shape(a))
+
+
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with ``a``'s shape, dtype and weak type unless ``dtype``/``shape`` are given
     (``jax.numpy.zeros_like``).  Raises TypeError for a list ``a``.  ``out_sharding``: see
     ``zeros``."""
     sh = _out_sharding(out_sharding, "jnp.zeros_like", device)
     dt, weak, shp = _like_args("zeros_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 0, dt, weak), device, a, sh)
+    return _place(_full_scalar(shp, 0, dt, weak), device, a, sh, _keeps_shape(a, shp))
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -398,13 +425,14 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     ``out_sharding``: see ``zeros``."""
     sh = _out_sharding(out_sharding, "jnp.ones_like", device)
     dt, weak, shp = _like_args("ones_like", a, dtype, shape)
-    return _place(_full_scalar(shp, 1, dt, weak), device, a, sh)
+    return _place(_full_scalar(shp, 1, dt, weak), device, a, sh, _keeps_shape(a, shp))
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """Same as ``zeros_like`` (``jax.numpy.empty_like``)."""
     dt, weak, shp = _like_args("empty_like", prototype, dtype, shape)
-    return _place(_full_scalar(shp, 0, dt, weak), device, prototype)
+    return _place(_full_scalar(shp, 0, dt, weak), device, prototype, None,
+                  _keeps_shape(prototype, shp))
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -415,8 +443,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     dt, weak, shp = _like_args("full_like", a, dtype, shape)
     check_arraylike("full_like", fill_value)
     if np.ndim(fill_value) == 0:
-        return _place(_full_scalar(shp, fill_value, dt, weak), device, a, sh)
-    return _place(_broadcast_to(asarray(fill_value, dt), shp), device, a, sh)
+        return _place(_full_scalar(shp, fill_value, dt, weak), device, a, sh,
+                      _keeps_shape(a, shp))
+    # (JAX: an array fill gives a result on the default device, whatever ``a``'s sharding)
+    return _place(_broadcast_to(asarray(fill_value, dt), shp), device, a, sh, False)
 
 
 def _broadcast_to(x, shape):

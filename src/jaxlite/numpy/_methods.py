@@ -12,6 +12,7 @@ from .. import dtypes, lax, monitoring
 from ..config import config
 from ..core import eager as _eager
 from ..core.array import ArrayImpl
+from ..core.sharded import mesh_context as _mesh_context
 from ..core.trace import Tracer, get_state as _trace_state
 from ..runtime import Buffer, get_default_device
 from ..runtime import dispatch as _dispatch
@@ -95,7 +96,8 @@ def _fast_binop(fn, reflected, rejected=()):
 
     def op(self, other):
         t = type(other)
-        if type(self) is ArrayImpl and _trace_state().eager and not monitoring._listeners:
+        if type(self) is ArrayImpl and _trace_state().eager and not monitoring._listeners \
+                and _mesh_context.mesh is None:
             if t is ArrayImpl:
                 key = (self.aval, other.aval)
             elif t in _SCALAR_TYPES and (other or t is int or t is bool):

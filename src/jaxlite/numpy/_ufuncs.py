@@ -23,6 +23,7 @@ from .. import dtypes, lax, monitoring
 from ..config import config
 from ..core.array import ArrayImpl
 from ..core.eager import run_impl, value_on
+from ..core.sharded import mesh_context as _mesh_context
 from ..core.staging import JaxprTrace
 from ..core.trace import Tracer, get_aval, get_state as _trace_state
 from ..lax._keyaware import key_aware
@@ -228,7 +229,7 @@ def _fast_const(plan, v):
 def _fast_binary(f, prim_for, kind, x1, x2):
     """``f(x1, x2)`` computed eagerly without the full path, or None when it does not
     apply (see above)."""
-    if not _trace_state().eager or monitoring._listeners:
+    if not _trace_state().eager or monitoring._listeners or _mesh_context.mesh is not None:
         return None
     t1, t2 = type(x1), type(x2)
     if t1 is ArrayImpl:

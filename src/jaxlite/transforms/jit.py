@@ -30,7 +30,7 @@ from ..config import _JIT_KEY_FLAGS, config
 from ..core import batching as _batching
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
-from ..core.sharded import ShardedArray
+from ..core.sharded import ShardedArray, mesh_context as _mesh_context, on_mesh
 from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
@@ -454,7 +454,7 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         if not kwargs and self._plain and _get_trace_state() is _BASE_STATE and \
-                not monitoring._listeners:
+                not monitoring._listeners and _mesh_context.mesh is None:
             # fastest path: Arrays only, a signature that ran before (see _FastEntry)
             sig = []
             for x in args:
@@ -528,6 +528,7 @@ class JitWrapped:
                             arg_ids=[id(x) for x in leaves])
         names_fn = lambda: self._arg_names(dyn_args, dyn_kw, static_pos, len(args))  # noqa
         if self._shardings is not None or entry.constraint_mesh is not None or \
+                _mesh_context.mesh is not None or \
                 any(type(k[1]) is NamedSharding for k in key[1]):
             outs = _run_sharded(entry, leaves, names_fn, self._shardings,
                                 self._donated(args, kwargs, leaves))
@@ -907,6 +908,16 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         leaves = placed
     sharded = [x for x in leaves if type(x) is ShardedArray]
     sharding0 = mesh_devices_check(leaves, what) if sharded else None
+    ctx = _mesh_context.mesh
+    if ctx is not None:
+        # under set_mesh (as JAX): arguments off its devices raise; results of arguments
+        # on no mesh live on it, typed there over Explicit axes
+        from ..core.sharded import context_devices_check
+        from ..sharding import P
+        context_devices_check(ctx, leaves, what, names_fn())
+        if sharding0 is None:
+            sharding0 = NamedSharding(ctx, P())
+        typed = typed or bool(ctx.explicit_axes)
     if sharding0 is None and entry.constraint_mesh is not None:
         from ..sharding import P
         sharding0 = NamedSharding(entry.constraint_mesh, P())
@@ -934,7 +945,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         if guessed is None:
             guessed = entry.placements[pkey] = _propagated_shardings(
                 closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed,
-                [type(x) is ShardedArray for x in leaves])
+                [on_mesh(x) for x in leaves])
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     runner = None
     if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
