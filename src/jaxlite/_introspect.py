@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from .core.trace import get_aval
+from .core.trace import Tracer, get_aval
 
 __all__ = ["typeof", "print_environment_info"]
 
@@ -40,11 +40,38 @@ def typeof(x):
     if type(x) is ShardedArray:
         from ._sharded_api import sharded_typeof
         return sharded_typeof(x)    # float32[8@x,4]: the Explicit mesh axes it uses
+    from .core.staging import DynamicJaxprTracer
+    while isinstance(x, Tracer) and type(x) is not DynamicJaxprTracer and \
+            hasattr(x, "primal"):   # differentiated inside jit: the primal's type
+        x = x.primal
+    if type(x) is DynamicJaxprTracer:
+        typed = _staged_typeof(x)
+        if typed is not None:
+            return typed
     try:
         return get_aval(x)
     except TypeError:
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type") \
             from None
+
+
+def _staged_typeof(x):
+    """``typeof`` of a value being staged by ``jit`` over arguments on a mesh: its
+    abstract value with JAX's sharding type (``float32[8@x,4]`` and ``.sharding``, see
+    ``transforms/stages.py`` ``staged_tys``); None when the trace has no mesh."""
+    from .core.avals import ShardedShapedArray
+    from .sharding import NamedSharding, PartitionSpec
+    from .transforms.stages import staged_tys
+    res = staged_tys([x])
+    if res is None:
+        return None
+    mesh, (ty,) = res
+    aval = x.aval
+    spec = ((),) * aval.ndim if ty is None or len(ty.spec) != aval.ndim else ty.spec
+    entries = [None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in spec]
+    return ShardedShapedArray(aval.shape, aval.dtype, aval.weak_type,
+                              NamedSharding(mesh.abstract_mesh, PartitionSpec(*entries)),
+                              tuple(tuple(e) for e in spec))
 
 
 class KeyAval:

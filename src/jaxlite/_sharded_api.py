@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .core.array import ArrayImpl
-from .core.avals import ShapedArray, aval_of_value
+from .core.avals import ShapedArray, ShardedShapedArray, aval_of_value
 from .core.sharded import ShardedArray, from_global, shard_indices
 from .core.trace import Tracer
 from .runtime import count_transfer, guard_transfer
@@ -326,44 +326,6 @@ def visualize_array_sharding(arr, **kwargs) -> None:
 
 
 # ---- typeof ---------------------------------------------------------------------------------
-
-class ShardedShapedArray(ShapedArray):
-    """``typeof`` of a sharded Array: a ShapedArray that also carries ``sharding``, a
-    NamedSharding over the abstract mesh whose spec keeps the mesh axes of Explicit type
-    (as JAX's).  Prints them after each dimension they split: ``float32[8@x,4]``,
-    ``float32[8@(x,y)]``; with Auto axes only it prints as a plain ShapedArray."""
-
-    __slots__ = ("sharding", "_explicit")
-
-    def __init__(self, shape, dtype, weak_type, sharding, explicit):
-        super().__init__(shape, dtype, weak_type)
-        self.sharding = sharding
-        self._explicit = explicit
-
-    def _type_str(self) -> str:
-        base = super()._type_str()
-        name = base[:base.index("[")]
-        dims = []
-        for d, names in zip(self.shape, self._explicit):
-            if not names:
-                dims.append(str(d))
-            elif len(names) == 1:
-                dims.append(f"{d}@{names[0]}")
-            else:
-                dims.append(f"{d}@({','.join(names)})")
-        return f"{name}[{','.join(dims)}]"
-
-    def __eq__(self, other):
-        if not isinstance(other, ShapedArray):
-            return False
-        return (self.shape == other.shape and self.dtype == other.dtype
-                and self.weak_type == other.weak_type
-                and self._explicit == getattr(other, "_explicit",
-                                              ((),) * len(other.shape)))
-
-    def __hash__(self):
-        return self._hash
-
 
 def sharded_typeof(x: ShardedArray) -> ShardedShapedArray:
     """The abstract value of a sharded Array, with its Explicit-axis sharding."""

@@ -288,15 +288,30 @@ def out_sharding_of(out_sharding, who: str, device=None):
     return _named_out(out_sharding, who)
 
 
+def _staged_over_devices(x, n: int) -> bool:
+    """Whether ``x`` is being staged by a jit whose arguments lie on a mesh of ``n``
+    devices (its program then runs there), or by another transformation (not checked)."""
+    if not isinstance(x, Tracer):
+        return False
+    from .core.staging import DynamicJaxprTracer
+    if type(x) is not DynamicJaxprTracer:
+        return True
+    mt = getattr(x._trace.main.payload, "mesh_types", None)
+    return callable(mt) or (mt is not None and mt[0].size == n)
+
+
 def apply_out_sharding(x, sharding, who: str | None = None):
     """``x`` (an Array or tracer) resharded to ``sharding`` (from ``out_sharding_of``;
     None: ``x`` itself): its spec padded to the rank, checked as ``reshard`` checks it.
-    For array creation (``who`` names the function) outside ``set_mesh`` a sharding over
-    several devices is then refused with JAX's ValueError (JAX cannot place it there)."""
+    For array creation (``who`` names the function) outside ``set_mesh`` and outside
+    ``jit`` a sharding over several devices is then refused with JAX's ValueError (JAX
+    cannot place it there; under ``jit`` the program's devices hold it, as with
+    ``out_sharding=jax.typeof(x).sharding`` of a sharded argument)."""
     if sharding is None:
         return x
     s = _check_fits(sharding, _aval(x).shape)
-    if who is not None and _context_mesh().empty and s.mesh.size != 1:
+    if who is not None and _context_mesh().empty and s.mesh.size != 1 and \
+            not _staged_over_devices(x, s.mesh.size):
         raise ValueError(
             f"Length of device assignment 1 is not equal to the size of the mesh "
             f"{s.mesh.size} of the result of {who} with sharding {s}. Please enter your "

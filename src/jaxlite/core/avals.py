@@ -36,6 +36,14 @@ class ShapedArray:
             n *= d
         return n
 
+    @property
+    def sharding(self):
+        """JAX's sharding type of a value on no mesh: a NamedSharding over the empty
+        AbstractMesh with a whole spec, ``P(None, ...)`` (``jax.typeof(x).sharding``).
+        Values typed on a mesh have a ShardedShapedArray."""
+        from ..sharding import _EMPTY_ABSTRACT_MESH, NamedSharding, PartitionSpec
+        return NamedSharding(_EMPTY_ABSTRACT_MESH, PartitionSpec(*[None] * len(self.shape)))
+
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
@@ -66,6 +74,49 @@ class ShapedArray:
     def __str__(self):
         # JAX's short form (what ``print(jax.typeof(x))`` shows): ``~`` marks a weak type
         return ("~" if self.weak_type else "") + self._type_str()
+
+
+class ShardedShapedArray(ShapedArray):
+    """``typeof`` of a sharded Array: a ShapedArray that also carries ``sharding``, a
+    NamedSharding over the abstract mesh whose spec keeps the mesh axes of Explicit type
+    (as JAX's).  Prints them after each dimension they split: ``float32[8@x,4]``,
+    ``float32[8@(x,y)]``; with Auto axes only it prints as a plain ShapedArray."""
+
+    __slots__ = ("sharding", "_explicit")
+
+    def __init__(self, shape, dtype, weak_type, sharding, explicit):
+        super().__init__(shape, dtype, weak_type)
+        self.sharding = sharding
+        self._explicit = explicit
+
+    def _type_str(self) -> str:
+        base = super()._type_str()
+        name = base[:base.index("[")]
+        dims = []
+        for d, names in zip(self.shape, self._explicit):
+            if not names:
+                dims.append(str(d))
+            elif len(names) == 1:
+                dims.append(f"{d}@{names[0]}")
+            else:
+                dims.append(f"{d}@({','.join(names)})")
+        return f"{name}[{','.join(dims)}]"
+
+    def str_short(self) -> str:
+        """``f32[8@x,4]``: the IR printer's notation with the Explicit mesh axes."""
+        short = dtypes.short_name(self.dtype)
+        return short + self._type_str()[self._type_str().index("["):]
+
+    def __eq__(self, other):
+        if not isinstance(other, ShapedArray):
+            return False
+        return (self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type
+                and self._explicit == getattr(other, "_explicit",
+                                              ((),) * len(other.shape)))
+
+    def __hash__(self):
+        return self._hash
 
 
 _scalar_avals: dict = {}

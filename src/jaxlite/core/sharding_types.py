@@ -697,9 +697,9 @@ def _const_ty(value, aval, ctx) -> Ty:
     return Ty(_whole(len(aval.shape)), ctx.mesh_context)
 
 
-def _walk(jaxpr, in_tys, ctx, consts=None) -> list:
+def _walk(jaxpr, in_tys, ctx, consts=None, env=None) -> list:
     from ..ir.jaxpr import Literal
-    env = {}
+    env = {} if env is None else env
     for k, v in enumerate(jaxpr.constvars):
         val = consts[k] if consts is not None and k < len(consts) else None
         env[v] = _const_ty(val, v.aval, ctx)
@@ -801,6 +801,13 @@ def _scan(prim, tys, avals, out_avals, params, ctx):
     nc, nk = params["num_consts"], params["num_carry"]
     xs = []
     for t in tys[nc + nk:]:
+        if t is not None and t.meshed and t.spec and t.spec[0]:
+            # as JAX: scanning splits dimension 0, which must then be whole
+            entries = ", ".join("None" if not e else repr(e[0]) if len(e) == 1 else
+                                repr(tuple(e)) for e in t.spec)
+            raise ValueError(f"0th dimension of all xs should be replicated. Got "
+                             f"P({entries}): reshard the scanned operand to leave "
+                             f"dimension 0 whole")
         xs.append(None if t is None or t.spec[0] else Ty(t.spec[1:], t.meshed))
     jaxpr, consts = _inner(params["jaxpr"])
     body = _loop_body(jaxpr, tys[:nc], tys[nc:nc + nk], xs, ctx, consts)
@@ -871,13 +878,14 @@ def _apply(prim, tys, avals, out_avals, params, ctx, of_broadcast: bool = False,
 
 
 def check_jaxpr(jaxpr, in_tys, axis_sizes, explicit, consts=None,
-                mesh_context: bool = False) -> list:
+                mesh_context: bool = False, env: dict | None = None) -> list:
     """The result ``Ty`` of each output of ``jaxpr`` (a Jaxpr or ClosedJaxpr) whose inputs
     have ``in_tys`` on a mesh of ``axis_sizes`` whose Explicit axes are ``explicit``; raises
-    ShardingTypeError at the first equation JAX's typing rules refuse."""
+    ShardingTypeError at the first equation JAX's typing rules refuse.  ``env``: a dict
+    that receives the ``Ty`` (or None) of every variable of the top-level program."""
     jaxpr, c = _inner(jaxpr)
     ctx = _Ctx(dict(axis_sizes), frozenset(explicit), bool(mesh_context))
-    return _walk(jaxpr, list(in_tys), ctx, consts if consts is not None else c)
+    return _walk(jaxpr, list(in_tys), ctx, consts if consts is not None else c, env)
 
 
 def check_eqn(prim, in_tys, in_avals, out_avals, params, axis_sizes, explicit,

@@ -32,9 +32,13 @@ class DynamicJaxprTracer(Tracer):
 class JaxprBuilder:
     """Collects equations and constants while a function is traced."""
 
-    def __init__(self):
+    def __init__(self, mesh_types=None):
         self.eqns: list[JaxprEqn] = []
         self.consts: dict[int, tuple] = {}   # id(value) -> (value, constvar)
+        self.invars: list = []
+        # (mesh, in_specs, meshed) when the inputs lie on a mesh: what ``typeof`` of a
+        # tracer types the equations staged so far by (``_introspect.typeof``)
+        self.mesh_types = mesh_types
 
     def const_var(self, val) -> Var:
         hit = self.consts.get(id(val))
@@ -78,16 +82,18 @@ class JaxprTrace(Trace):
         return outs if primitive.multiple_results else outs[0]
 
 
-def trace_to_jaxpr(fun, in_avals) -> ClosedJaxpr:
+def trace_to_jaxpr(fun, in_avals, mesh_types=None) -> ClosedJaxpr:
     """Traces ``fun(*tracers) -> list of outputs`` into a ClosedJaxpr.
 
-    ``fun`` takes and returns flat lists.  Raises TypeError when an output is not a valid
-    JAX type; errors raised by ``fun`` propagate unchanged.
+    ``fun`` takes and returns flat lists.  ``mesh_types``: optional ``(mesh, in_specs,
+    meshed)`` of inputs laid out on a mesh (see ``JaxprBuilder``).  Raises TypeError when
+    an output is not a valid JAX type; errors raised by ``fun`` propagate unchanged.
     """
-    builder = JaxprBuilder()
+    builder = JaxprBuilder(mesh_types)
     with new_main(JaxprTrace, builder, dynamic=True) as main:
         trace = JaxprTrace(main)
         in_tracers = [DynamicJaxprTracer(trace, a, Var(a)) for a in in_avals]
+        builder.invars = [t._var for t in in_tracers]
         outs = fun(*in_tracers)
         out_tracers = [trace.full_raise(o) for o in outs]
     consts = [v for v, _ in builder.consts.values()]

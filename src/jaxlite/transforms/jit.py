@@ -35,7 +35,7 @@ from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
 from ..core.eager import fp_ignore_begin, fp_ignore_end, placement, value_on, wrap
-from ..core.staging import trace_to_jaxpr
+from ..core.staging import DynamicJaxprTracer, trace_to_jaxpr
 from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
@@ -44,7 +44,8 @@ from ..runtime import buffer as _buffer
 from ..runtime import dispatch as _dispatch
 from ..compiler.pipeline import cost_analysis
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
-from .stages import Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped
+from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
+                     traced_mesh_types, typed_avals)
 
 logger = logging.getLogger("jaxlite")
 
@@ -403,18 +404,20 @@ class JitWrapped:
         leaves, in_tree = tree_flatten((dyn_args, dyn_kw))
         return statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree
 
-    def _make_jaxpr(self, statics, static_kw, in_tree, n_args, static_pos, in_avals):
+    def _make_jaxpr(self, statics, static_kw, in_tree, n_args, static_pos, in_avals,
+                    mesh_types=None):
         out_store = []
         flat = self._flat_fun(statics, static_kw, in_tree, n_args, static_pos, out_store)
         t0 = time.perf_counter()
-        closed = trace_to_jaxpr(flat, in_avals)
+        closed = trace_to_jaxpr(flat, in_avals, mesh_types)
         return closed, out_store[0], time.perf_counter() - t0
 
     def _compile(self, key, leaves, statics, static_kw, in_tree, n_args, static_pos, names):
         reason = self._explain(key, names)
         in_avals = [k[0] for k in key[1]]
         closed, out_tree, trace_s = self._make_jaxpr(statics, static_kw, in_tree, n_args,
-                                                     static_pos, in_avals)
+                                                     static_pos, in_avals,
+                                                     _staging_types(leaves))
         lowered = Lowered(self, closed, in_tree, out_tree, key, names)
         compiled = lowered.compile()
         entry = _CacheEntry(compiled, out_tree)
@@ -516,7 +519,7 @@ class JitWrapped:
             if out is not _NOT_TRACED:
                 return out
         key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64,
-               config._jit_key)
+               config._jit_key, _mesh_context.mesh)   # (a trace may read set_mesh's mesh)
         entry = self._cache.get(key)
         if entry is None:
             names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
@@ -580,8 +583,14 @@ class JitWrapped:
                config.jax_enable_x64, _batching.axis_env())
         hit = self._cache.get(key)
         if hit is None:
+            # inside a jit over arguments on a mesh: typeof in this program derives its
+            # arguments' sharding types from the enclosing trace's, when asked
+            outer = next((x for x in leaves if type(x) is DynamicJaxprTracer), None)
+            mesh_types = None
+            if outer is not None and outer._trace.main.payload.mesh_types is not None:
+                mesh_types = functools.partial(traced_mesh_types, leaves)
             closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, n_args,
-                                                   static_pos, in_avals)
+                                                   static_pos, in_avals, mesh_types)
             if any(isinstance(c, Tracer) for c in closed.consts):
                 # the function closes over values of an enclosing transformation: they
                 # become leading operands of this call (and the program is not cached)
@@ -606,9 +615,12 @@ class JitWrapped:
         key = (in_tree, tuple(_abstract_leaf_key(x) for x in leaves), statics, static_kw,
                config.jax_enable_x64, config._jit_key)
         names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
+        mesh_types = _staging_types(leaves)
         closed, out_tree, _ = self._make_jaxpr(statics, static_kw, in_tree, len(args),
-                                               static_pos, [k[0] for k in key[1]])
+                                               static_pos, [k[0] for k in key[1]],
+                                               mesh_types)
         low = Lowered(self, closed, in_tree, out_tree, key, names)
+        low._mesh_types = mesh_types
         # what a call partitions by (the SPMD program shown by compile().as_text())
         low._arg_shardings = [x.sharding if type(x) is ShardedArray else None
                               for x in leaves]
@@ -620,8 +632,9 @@ class JitWrapped:
         return Traced(self.lower(*args, **kwargs))
 
     def eval_shape(self, *args, **kwargs):
-        """Output shapes and dtypes (ShapeDtypeStructs), computing nothing."""
-        return self.lower(*args, **kwargs).out_info
+        """Output shapes and dtypes (ShapeDtypeStructs), computing nothing; over arguments
+        on a mesh with Explicit axes with their sharding types (over the abstract mesh)."""
+        return self.lower(*args, **kwargs)._out_info(concrete=False)
 
     def _cache_size(self) -> int:
         """Number of compiled signatures (``jax.jit(f)._cache_size()``)."""
@@ -672,6 +685,8 @@ def _diff_keys(history, key, names, param_names=()) -> str:
     for flag, v_old, v_new in zip(_JIT_KEY_FLAGS, old[5], key[5]):
         if v_old != v_new:
             diffs.append(f"{flag} {v_old!r} -> {v_new!r}")
+    if old[6:] != key[6:]:
+        diffs.append(f"the mesh of set_mesh {old[6:] and old[6]} -> {key[6:] and key[6]}")
     return "; ".join(diffs) or "a new signature"
 
 
@@ -731,11 +746,42 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
 
     def make(*args, **kwargs):
         lowered = wrapped.lower(*args, **kwargs)
+        # over arguments on a mesh with Explicit axes the variables print with their
+        # sharding types (f32[8@x,4]); this trace is make_jaxpr's own, not a cached one
+        for v, typed in typed_avals(lowered.closed_jaxpr, lowered._mesh_types).items():
+            v.aval = typed
         if return_shape:
             return lowered.closed_jaxpr, lowered.out_info
         return lowered.closed_jaxpr
     make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
     return make
+
+
+def _staging_types(leaves):
+    """``(mesh, in_specs, meshed)`` for tracing a call on ``leaves`` whose arrays lie on a
+    mesh (ShardedArrays, ShapeDtypeStructs with a NamedSharding, or any argument under
+    ``set_mesh``), else None: what ``typeof`` inside the trace types values by (JAX's
+    sharding types; ``core/staging.py`` ``JaxprBuilder``)."""
+    mesh = None
+    for x in leaves:
+        sh = getattr(x, "sharding", None) if type(x) is not ArrayImpl else None
+        if type(sh) is NamedSharding and (type(x) is not ShardedArray or on_mesh(x)):
+            mesh = sh.mesh
+            break
+    if mesh is None:
+        mesh = _mesh_context.mesh
+        if mesh is None:
+            return None
+        return mesh, [None] * len(leaves), [False] * len(leaves)
+    from ..core.sharded import spec_tuple
+    specs, meshed = [], []
+    for x in leaves:
+        sh = getattr(x, "sharding", None) if type(x) is not ArrayImpl else None
+        on = type(sh) is NamedSharding and sh.mesh.abstract_mesh == mesh.abstract_mesh \
+            and (type(x) is not ShardedArray or on_mesh(x))
+        specs.append(spec_tuple(sh, len(x.shape)) if on else None)
+        meshed.append(on)
+    return mesh, specs, meshed
 
 
 def _used_donations(compiled: Compiled, donate):

@@ -18,13 +18,14 @@ from ..tree_util import tree_unflatten
 class ShapeDtypeStruct:
     """Shape and dtype of an array without data (``jax.ShapeDtypeStruct``)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type=False, sharding=None):
         import numpy as np
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding    # a Sharding (what lower/eval_shape lay it out by) or None
 
     @classmethod
     def like(cls, x) -> "ShapeDtypeStruct":
@@ -69,14 +70,93 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (
-            other.shape, other.dtype)
+            other.shape, other.dtype) and self.sharding == other.sharding
 
     def __hash__(self):
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
+        sh = "" if self.sharding is None else f", sharding={self.sharding!r}"
         w = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{w})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sh}{w})"
+
+
+def _resolved_mesh_types(builder):
+    mt = getattr(builder, "mesh_types", None)
+    if callable(mt):        # a nested trace's types, derived on first use
+        mt = builder.mesh_types = mt()
+    return mt
+
+
+def staged_tys(tracers) -> tuple | None:
+    """``(mesh, [Ty or None per tracer])``: JAX's sharding types of values being staged
+    (DynamicJaxprTracers of one trace whose arguments lie on a mesh), from the typing
+    rules of Explicit sharding over the equations staged so far; None when the trace has
+    no mesh.  One walk of the program for all of them.  Raises ShardingTypeError where
+    those equations are ill-typed."""
+    builder = tracers[0]._trace.main.payload
+    mt = _resolved_mesh_types(builder)
+    if mt is None:
+        return None
+    mesh, in_specs, meshed = mt
+    if not mesh.explicit_axes:
+        return mesh, [None] * len(tracers)
+    from ..compiler.passes.sharding_types import check_explicit
+    from ..ir.jaxpr import Jaxpr
+    jaxpr = Jaxpr([cv for _, cv in builder.consts.values()], builder.invars, builder.eqns,
+                  [])
+    env: dict = {}
+    check_explicit(ClosedJaxpr(jaxpr, [v for v, _ in builder.consts.values()]), in_specs,
+                   dict(mesh.shape), mesh.explicit_axes, meshed=meshed, env=env)
+    return mesh, [env.get(t._var) for t in tracers]
+
+
+def traced_mesh_types(leaves):
+    """``(mesh, in_specs, meshed)`` for tracing a nested program (a jit inside a jit) on
+    ``leaves``, from the sharding types of the enclosing trace's values (``staged_tys``),
+    or None when they are on no mesh."""
+    from ..core.staging import DynamicJaxprTracer
+    staged = [x for x in leaves if type(x) is DynamicJaxprTracer]
+    if not staged:
+        return None
+    res = staged_tys(staged)
+    if res is None:
+        return None
+    mesh, tys = res
+    by_id = {id(x): t for x, t in zip(staged, tys)}
+    specs, meshed = [], []
+    for x in leaves:
+        t = by_id.get(id(x))
+        specs.append(None if t is None else t.spec)
+        meshed.append(bool(t is not None and t.meshed))
+    return mesh, specs, meshed
+
+
+def typed_avals(closed: ClosedJaxpr, mesh_types, concrete: bool = True) -> dict:
+    """``{var: ShardedShapedArray}`` for the top-level variables of ``closed`` traced over
+    arguments on a mesh with Explicit axes (``mesh_types``: ``(mesh, in_specs, meshed)``,
+    see ``core/staging.py``): each one's JAX sharding type, where the typing rules decide
+    it (over the mesh itself, or its abstract mesh unless ``concrete``).  Empty otherwise.
+    Raises ShardingTypeError for an ill-typed program."""
+    if mesh_types is None or not mesh_types[0].explicit_axes:
+        return {}
+    from ..compiler.passes.sharding_types import check_explicit
+    from ..core.avals import ShardedShapedArray
+    from ..sharding import NamedSharding, PartitionSpec
+    mesh, in_specs, meshed = mesh_types
+    env: dict = {}
+    check_explicit(closed, in_specs, dict(mesh.shape), mesh.explicit_axes, meshed=meshed,
+                   env=env)
+    out = {}
+    for v, t in env.items():
+        a = getattr(v, "aval", None)
+        if t is None or a is None or len(t.spec) != len(a.shape):
+            continue
+        entries = [None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in t.spec]
+        out[v] = ShardedShapedArray(a.shape, a.dtype, a.weak_type, NamedSharding(
+            mesh if concrete else mesh.abstract_mesh, PartitionSpec(*entries)),
+            tuple(tuple(e) for e in t.spec))
+    return out
 
 
 class Wrapped(abc.ABC):
@@ -201,6 +281,8 @@ class Traced:
 class Lowered:
     """A traced program for one input signature (``jax.stages.Lowered``)."""
 
+    _mesh_types = None      # (mesh, in_specs, meshed) of arguments on a mesh (jit.lower)
+
     def __init__(self, wrapped, closed: ClosedJaxpr, in_tree, out_tree, key, arg_names):
         self._wrapped = wrapped
         self.closed_jaxpr = closed
@@ -211,8 +293,18 @@ class Lowered:
 
     @property
     def out_info(self):
-        return tree_unflatten(self.out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                                              for a in self.closed_jaxpr.out_avals])
+        """Pytree of ShapeDtypeStruct of the outputs; over arguments on a mesh with
+        Explicit axes each carries its sharding type (a NamedSharding over the abstract
+        mesh), as JAX's ``eval_shape``."""
+        return self._out_info(concrete=True)
+
+    def _out_info(self, concrete: bool):
+        outvars = self.closed_jaxpr.jaxpr.outvars
+        typed = typed_avals(self.closed_jaxpr, self._mesh_types, concrete)
+        return tree_unflatten(self.out_tree, [
+            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
+                             getattr(typed.get(v), "sharding", None))
+            for v, a in zip(outvars, self.closed_jaxpr.out_avals)])
 
     @property
     def in_avals(self):

@@ -18,7 +18,7 @@ __all__ = ["check_explicit", "check_call", "typed_out_specs", "ShardingTypeError
 
 
 def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=None,
-                   mesh_context: bool = False) -> list:
+                   mesh_context: bool = False, env: dict | None = None) -> list:
     """Checks ``closed_jaxpr`` (a ClosedJaxpr or Jaxpr) against JAX's typing rules of
     Explicit sharding.
 
@@ -36,6 +36,7 @@ def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=
         Explicit axis; a whole one is then read as carrying no mesh, which can only leave
         a check undone (an Explicit ``P()`` array concatenated with a ``P('x')`` one),
         never raise a false error.
+      env: optional dict that receives each top-level variable's ``Ty`` (or None).
       mesh_context: True: constants and literals carry the mesh (replicated), as in JAX
         under ``set_mesh``.  Off by default, also under ``set_mesh``: JAX's library
         functions build their constants with the sharding of their operands, jaxlite's
@@ -72,7 +73,8 @@ def check_explicit(closed_jaxpr, in_specs, axis_sizes, explicit_axes, *, meshed=
         spec = project(entries, explicit)
         on_mesh = any(spec) if meshed is None else bool(meshed[k])
         tys.append(Ty(spec, on_mesh or bool(mesh_context)))
-    outs = check_jaxpr(closed_jaxpr, tys, axis_sizes, explicit, mesh_context=mesh_context)
+    outs = check_jaxpr(closed_jaxpr, tys, axis_sizes, explicit, mesh_context=mesh_context,
+                       env=env)
     return [None if t is None else t.spec for t in outs]
 
 
