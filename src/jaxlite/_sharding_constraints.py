@@ -118,17 +118,19 @@ def with_sharding_constraint(x, shardings):
       is placed by its sharding (``device_put``; a committed Array); under ``jit`` a
       ``sharding_constraint`` equation, which the sharding propagation and so the placement
       of the jitted function's results follow (a dimension the mesh axes do not divide
-      stays whole there, as in JAX).  On a mesh whose axes are all Explicit it asserts that
-      ``x`` already is sharded so.
+      stays whole there, as in JAX).  Under a current mesh whose axes are all Explicit it
+      asserts that ``x`` already is sharded so.
     Raises:
       ValueError: a None sharding; a spec axis the mesh lacks; a spec longer than a leaf's
-        rank; shardings that are no prefix of ``x``; on a mesh mixing Explicit and Auto
-        axes, a spec naming an Explicit axis.
+        rank; shardings that are no prefix of ``x``; a spec naming an Explicit axis,
+        unless the current mesh (``set_mesh``) has only Explicit axes (the message
+        suggests ``reshard``).
       IndivisibleError (a ValueError): eagerly, a dimension its axes do not divide.
       RuntimeError: a PartitionSpec without a current mesh.
       TypeError: a shardings leaf of another type; eagerly, a PartitionSpec for an Array
         on one device (as JAX).
-      AssertionError: on an all-Explicit mesh, ``x`` sharded otherwise.
+      AssertionError: under a current mesh whose axes are all Explicit, ``x`` sharded
+        otherwise.
     """
     leaves, treedef = tree_flatten(x)
     if isinstance(shardings, (Sharding, P)) or shardings is None:
@@ -142,7 +144,10 @@ def with_sharding_constraint(x, shardings):
         aval = _aval(leaf)
         if isinstance(sh, NamedSharding):
             mesh = sh.mesh
-            if mesh.explicit_axes and not mesh.are_all_axes_explicit:
+            # as JAX: only under a current mesh whose axes are all Explicit is the
+            # constraint an assertion (see primitives/sharding_constraint.py); elsewhere
+            # it may name Auto axes only (an Explicit axis is moved with reshard)
+            if mesh.explicit_axes and not _state().abstract.are_all_axes_explicit:
                 types = dict(zip(mesh.axis_names, mesh.axis_types))
                 if any(types[n] is not AxisType.Auto for e in sh.spec.partitions
                        for n in _entry_names(e)):
@@ -286,6 +291,59 @@ def out_sharding_of(out_sharding, who: str, device=None):
         raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got "
                          f"device={device} and out_sharding={out_sharding}")
     return _named_out(out_sharding, who)
+
+
+def out_sharded(x, out_sharding, who: str, creation: bool = False):
+    """``x`` (an Array or tracer: the result of ``who``) placed by an ``out_sharding=``
+    argument as JAX places it: resharded there (a ``reshard`` under jit), the spec padded
+    to the rank; ``x`` itself for None.  ``creation``: ``who`` makes a new array (a random
+    sampler, an iota), refused outside ``set_mesh`` and ``jit`` as ``jnp.zeros`` is.
+    Raises as ``out_sharding_of`` and ``apply_out_sharding``."""
+    if out_sharding is None:
+        return x
+    return apply_out_sharding(x, out_sharding_of(out_sharding, who),
+                              who if creation else None)
+
+
+def _whole_on(x, mesh):
+    """``x`` resharded whole (``P()``) on ``mesh`` when it is sharded or traced."""
+    from .core.sharded import ShardedArray
+    if type(x) is ShardedArray or isinstance(x, Tracer):
+        return reshard_p.bind(x, dst_sharding=NamedSharding(mesh, P()),
+                              unconstrained_dims=frozenset())
+    return x
+
+
+def with_out_sharding(fn, who: str, creation: bool = True):
+    """``fn`` with JAX's keyword ``out_sharding=`` added (keyword-only, default None): its
+    result placed by ``out_sharded``, the argument checked before ``fn`` runs.  For
+    functions whose values do not depend on the layout: random samplers (``creation``;
+    counter-based bits, as JAX's partitionable threefry), and layout operations
+    (``creation=False``: ``jnp.reshape``, ``repeat``...), whose sharded operands are first
+    made whole on the mesh, so the result's sharding is exactly ``out_sharding`` whatever
+    theirs (JAX types the result by it and moves the data as needed)."""
+    import functools
+    import inspect
+
+    @functools.wraps(fn)
+    def wrapper(*args, out_sharding=None, **kwargs):
+        if out_sharding is None:
+            return fn(*args, **kwargs)
+        sh = out_sharding_of(out_sharding, who)     # bad input raises before any work
+        if not creation:
+            args = [_whole_on(a, sh.mesh) for a in args]
+            kwargs = {k: _whole_on(v, sh.mesh) for k, v in kwargs.items()}
+        return out_sharded(fn(*args, **kwargs), sh, who, creation=creation)
+    try:
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        k = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+        params.insert(k, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                           default=None))
+        wrapper.__signature__ = sig.replace(parameters=params)
+    except (TypeError, ValueError):
+        pass
+    return wrapper
 
 
 def _staged_over_devices(x, n: int) -> bool:

@@ -590,6 +590,17 @@ def _out_sharding_requested() -> bool:
 
 
 def _dot_general(prim, tys, avals, out_avals, params, ctx, out_sharding_given=False):
+    if out_sharding_given:
+        return None     # the result is resharded to the out_sharding the caller gave
+    try:
+        return _dot_general_ty(prim, tys, avals, out_avals, params, ctx)
+    except ShardingTypeError:
+        if _out_sharding_requested():
+            return None     # JAX's rule takes the given sharding and checks nothing
+        raise
+
+
+def _dot_general_ty(prim, tys, avals, out_avals, params, ctx):
     if "out_sharding" in params:
         # bound by jaxlite itself (a transpose, JVP or batching rule): JAX gives those
         # products the primal's type (its transpose passes out_sharding) and checks none
@@ -604,9 +615,6 @@ def _dot_general(prim, tys, avals, out_avals, params, ctx, out_sharding_given=Fa
     lbs, rbs = tuple(ls[int(d)] for d in lb), tuple(rs[int(d)] for d in rb)
     lcs, rcs = tuple(ls[int(d)] for d in lc), tuple(rs[int(d)] for d in rc)
     ops = _operands_str(tys, avals)
-    ambiguous = any(x and y for x, y in zip(lbs + lcs, rbs + rcs))
-    if ambiguous and (out_sharding_given or _out_sharding_requested()):
-        return None     # the result is resharded to the out_sharding the caller gave
     for x, y in zip(lbs, rbs):
         if x and y and x != y:
             _fail(f"dot_general: the batch dimensions of {ops} are sharded differently "

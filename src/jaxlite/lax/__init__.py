@@ -281,9 +281,13 @@ def _convert(x, new_dtype, weak_type):
 
 # ---- shapes ---------------------------------------------------------------------------
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """``operand`` broadcast to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
-    (``jax.lax.broadcast_in_dim``)."""
+    (``jax.lax.broadcast_in_dim``).  ``out_sharding``: the result's sharding (see
+    ``_sharding_constraints.with_out_sharding``)."""
+    if out_sharding is not None:
+        return _with_out_sharding(broadcast_in_dim, out_sharding, "broadcast_in_dim",
+                                  operand, shape, broadcast_dimensions)
     shape = tuple(int(d) for d in shape)
     bd = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(operand)
@@ -293,17 +297,24 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
                                       sharding=None)
 
 
-def broadcast(operand, sizes):
-    """Adds leading dimensions ``sizes`` (``jax.lax.broadcast``)."""
+def broadcast(operand, sizes, *, out_sharding=None):
+    """Adds leading dimensions ``sizes`` (``jax.lax.broadcast``); ``out_sharding`` as
+    ``broadcast_in_dim``'s."""
+    if out_sharding is not None:
+        return _with_out_sharding(broadcast, out_sharding, "broadcast", operand, sizes)
     aval = get_aval(operand)
     sizes = tuple(sizes)
     return broadcast_in_dim(operand, sizes + aval.shape,
                             tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """``operand`` with shape ``new_sizes`` (row-major), optionally transposed by
-    ``dimensions`` first (``jax.lax.reshape``)."""
+    ``dimensions`` first (``jax.lax.reshape``); ``out_sharding`` as
+    ``broadcast_in_dim``'s."""
+    if out_sharding is not None:
+        return _with_out_sharding(reshape, out_sharding, "reshape", operand, new_sizes,
+                                  dimensions)
     new_sizes = tuple(int(d) for d in new_sizes)
     aval = get_aval(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) \
@@ -517,21 +528,37 @@ def iota(dtype, size):
                           dimension=0, sharding=None)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-    """Indices along ``dimension`` broadcast to ``shape`` (``jax.lax.broadcasted_iota``)."""
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """Indices along ``dimension`` broadcast to ``shape`` (``jax.lax.broadcasted_iota``);
+    ``out_sharding``: the result's sharding (ValueError outside ``set_mesh`` and ``jit``
+    for one over several devices, as ``jnp.zeros``)."""
+    if out_sharding is not None:
+        return _with_out_sharding(broadcasted_iota, out_sharding, "broadcasted_iota",
+                                  dtype, shape, dimension, creation=True)
     return _s.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
                           shape=tuple(int(s) for s in shape), dimension=int(dimension),
                           sharding=None)
 
 
+def _with_out_sharding(fn, out_sharding, who, *args, creation=False):
+    from .._sharding_constraints import with_out_sharding
+    return with_out_sharding(fn, who, creation)(*args, out_sharding=out_sharding)
+
+
 # ---- reductions -----------------------------------------------------------------------
 
 def _reducer(p):
-    # only reduce_sum carries out_sharding, as in JAX
-    extra = {"out_sharding": None} if p is _r.reduce_sum_p else {}
-
-    def fn(operand, axes):
-        return p.bind(operand, axes=tuple(int(a) for a in axes), **extra)
+    if p is _r.reduce_sum_p:
+        # only reduce_sum takes out_sharding, as in JAX: the sum resharded there
+        def fn(operand, axes, *, out_sharding=None):
+            r = p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+            if out_sharding is None:
+                return r
+            from .._sharding_constraints import out_sharded
+            return out_sharded(r, out_sharding, "reduce_sum")
+    else:
+        def fn(operand, axes):
+            return p.bind(operand, axes=tuple(int(a) for a in axes))
     fn.__name__ = p.name
     fn.__doc__ = f"``{p.name}`` over ``axes`` (``jax.lax.{p.name}``)."
     return fn

@@ -44,6 +44,19 @@ from . import fft  # noqa: F401
 from ._array_api import ARRAY_API_VERSION as __array_api_version__  # noqa: F401
 from ._array_api import __array_namespace_info__  # noqa: F401
 from . import _methods  # noqa: F401  (installs operators and methods on Array and tracers)
+
+
+def _add_out_sharding():
+    # JAX's ``out_sharding=`` of these layout functions: the result resharded there, its
+    # operands made whole first (``_sharding_constraints.with_out_sharding``); the module's
+    # own code calls the plain functions
+    from .._sharding_constraints import with_out_sharding
+    g = globals()
+    for name in ("reshape", "ravel", "repeat", "broadcast_to", "bincount", "percentile"):
+        g[name] = with_out_sharding(g[name], f"jnp.{name}", creation=False)
+
+
+_add_out_sharding()
 from ._functional import wrap_ufuncs as _wrap_ufuncs
 
 # jnp.add, jnp.multiply, ... are ufunc objects (with .reduce, .at, ...), as in JAX

@@ -492,35 +492,41 @@ class _IndexUpdateRef:
             fill_value=None, out_sharding=None, wrap_negative_indices=True):
         """``x[idx]``; ``mode="fill"`` returns ``fill_value`` for out-of-bounds indices
         (``jax.numpy.ndarray.at[].get``)."""
-        return getitem(self.array, self.index, mode=mode, fill_value=fill_value,
-                       wrap_negative_indices=wrap_negative_indices)
+        return _placed(lambda a: getitem(a, self.index, mode=mode, fill_value=fill_value,
+                                         wrap_negative_indices=wrap_negative_indices),
+                       out_sharding, "at[].get", self.array)
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x[idx] = values`` as a new array; ``values`` broadcast to ``x[idx].shape`` and
         are cast to ``x.dtype`` (ValueError when they do not broadcast)."""
-        return _update(self.array, self.index, values, "set", "set", mode,
-                       wrap_negative_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "set", "set", mode,
+                                           wrap_negative_indices),
+                       out_sharding, "at[].set", self.array, values)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x[idx] += values``; repeated indices accumulate.  TypeError for bool arrays."""
-        return _update(self.array, self.index, values, "add", "add", mode,
-                       wrap_negative_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "add", "add", mode,
+                                           wrap_negative_indices),
+                       out_sharding, "at[].add", self.array, values)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
         """``x[idx] -= values``; repeated indices accumulate.  TypeError for bool arrays."""
-        return _update(self.array, self.index, values, "sub", "subtract", mode,
-                       wrap_negative_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "sub", "subtract", mode,
+                                           wrap_negative_indices),
+                       out_sharding, "at[].subtract", self.array, values)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                  out_sharding=None, wrap_negative_indices=True):
         """``x[idx] *= values``; repeated indices accumulate.  TypeError for bool arrays.
         With ``unique_indices=True`` (a promise that no index repeats) the result is also
         differentiable with respect to ``values`` for index arrays, as in JAX."""
-        return _update(self.array, self.index, values, "mul", "multiply", mode,
-                       wrap_negative_indices, unique_indices=unique_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "mul", "multiply", mode,
+                                           wrap_negative_indices,
+                                           unique_indices=unique_indices),
+                       out_sharding, "at[].multiply", self.array, values)
 
     mul = multiply
 
@@ -528,31 +534,35 @@ class _IndexUpdateRef:
                out_sharding=None, wrap_negative_indices=True):
         """``x[idx] /= values``: ``x / ones.at[idx].multiply(values)`` as in JAX, so repeated
         indices divide repeatedly and the result has ``jnp.divide``'s (inexact) dtype."""
-        ones = _creation.ones_like(self.array)
-        return _ufuncs.divide(self.array, _update(ones, self.index, values, "mul", "divide",
-                                                  mode, wrap_negative_indices,
-                                                  unique_indices=unique_indices))
+        def run(a, v):
+            return _ufuncs.divide(a, _update(_creation.ones_like(a), self.index, v, "mul",
+                                             "divide", mode, wrap_negative_indices,
+                                             unique_indices=unique_indices))
+        return _placed(run, out_sharding, "at[].divide", self.array, values)
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
               out_sharding=None, wrap_negative_indices=True):
         """``x[idx] **= values``: ``x ** ones.at[idx].multiply(values)`` as in JAX, so
         repeated indices multiply their exponents."""
-        ones = _creation.ones_like(self.array)
-        return _ufuncs.power(self.array, _update(ones, self.index, values, "mul", "power",
-                                                 mode, wrap_negative_indices,
-                                                 unique_indices=unique_indices))
+        def run(a, v):
+            return _ufuncs.power(a, _update(_creation.ones_like(a), self.index, v, "mul",
+                                            "power", mode, wrap_negative_indices,
+                                            unique_indices=unique_indices))
+        return _placed(run, out_sharding, "at[].power", self.array, values)
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x[idx] = minimum(x[idx], values)``; repeated indices accumulate."""
-        return _update(self.array, self.index, values, "min", "min", mode,
-                       wrap_negative_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "min", "min", mode,
+                                           wrap_negative_indices),
+                       out_sharding, "at[].min", self.array, values)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
         """``x[idx] = maximum(x[idx], values)``; repeated indices accumulate."""
-        return _update(self.array, self.index, values, "max", "max", mode,
-                       wrap_negative_indices)
+        return _placed(lambda a, v: _update(a, self.index, v, "max", "max", mode,
+                                           wrap_negative_indices),
+                       out_sharding, "at[].max", self.array, values)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):
@@ -564,6 +574,16 @@ class _IndexUpdateRef:
         jaxpr = _trace_scalar_fn(func, np.dtype(x.dtype))
         return _update(x, self.index, np.zeros((), x.dtype), "apply", "apply", mode,
                        wrap_negative_indices, update_jaxpr=jaxpr)
+
+
+def _placed(fn, out_sharding, who, *operands):
+    """``fn(*operands)``; with JAX's ``out_sharding`` the result is resharded there, the
+    operands made whole on its mesh first (``with_out_sharding``), so an index along a
+    sharded dimension is allowed, as in JAX."""
+    if out_sharding is None:
+        return fn(*operands)
+    from .._sharding_constraints import with_out_sharding
+    return with_out_sharding(fn, who, creation=False)(*operands, out_sharding=out_sharding)
 
 
 class IndexUpdateHelper:

@@ -277,10 +277,12 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
                           preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """``jax.numpy.linalg.tensordot``: same as ``jaxlite.numpy.tensordot``."""
     return _linalg.tensordot(x1, x2, axes, precision=precision,
-                             preferred_element_type=preferred_element_type)
+                             preferred_element_type=preferred_element_type,
+                             out_sharding=out_sharding)
 
 
 def outer(x1, x2, /):

@@ -32,6 +32,22 @@ from ._gamma import (ball, beta, chisquare, dirichlet, f, gamma, generalized_nor
 from ._discrete import binomial, multinomial, poisson  # noqa
 from ._multivariate import multivariate_normal, orthogonal  # noqa
 
+
+def _add_out_sharding():
+    # the samplers that take JAX's ``out_sharding=`` (their values do not depend on it)
+    from .._sharding_constraints import with_out_sharding
+    g = globals()
+    for name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+                 "dirichlet", "exponential", "f", "gamma", "generalized_normal",
+                 "geometric", "gumbel", "laplace", "loggamma", "logistic", "lognormal",
+                 "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto",
+                 "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
+                 "triangular", "truncated_normal", "uniform", "wald"):
+        g[name] = with_out_sharding(g[name], f"jax.random.{name}")
+
+
+_add_out_sharding()
+
 __all__ = ["ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
            "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
            "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype",
