@@ -217,25 +217,62 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 def inspect_array_sharding(value, *, callback) -> None:
     """Calls ``callback(sharding)`` with the sharding of each Array in the pytree
-    ``value``, now (``jax.debug.inspect_array_sharding`` outside ``jit``).
+    ``value`` (``jax.debug.inspect_array_sharding``): now for concrete Arrays; inside
+    ``jit`` (also under ``grad``) once per compilation, while tracing, with the sharding
+    the compiler's sharding propagation gives that value over the jit's arguments: a
+    NamedSharding over the arguments' mesh with Auto axes and the spec trimmed (as JAX
+    reports the compiled layout), or a SingleDeviceSharding when they lie on one device
+    (JAX: a replicated GSPMDSharding).
 
     Raises:
       AttributeError: a leaf that is no Array (a NumPy array, a Python scalar), as JAX.
-      NotImplementedError: a traced value (inside ``jit``, ``vmap``...): jaxlite's
-        compiler does not decide shardings of intermediate values (see README).
+      NotImplementedError: a value traced by ``vmap`` or inside ``shard_map``.
     """
     from .tree_util import tree_leaves
     for leaf in tree_leaves(value):
         if isinstance(leaf, Tracer):
-            raise NotImplementedError(
-                "jaxlite.debug.inspect_array_sharding of a traced value (inside jit, vmap, "
-                "grad...) is not supported: jaxlite does not choose shardings for values "
-                "inside a computation. Call it on the concrete inputs or outputs.")
+            callback(_traced_sharding(leaf))
+            continue
         if not isinstance(leaf, ArrayImpl):
             raise AttributeError(f"'{type(leaf).__name__}' object has no attribute "
                                  f"'sharding' (inspect_array_sharding takes a pytree of "
                                  f"Arrays)")
         callback(leaf.sharding)
+
+
+def _traced_sharding(x):
+    """The sharding the compiler's propagation gives traced value ``x`` (see
+    ``inspect_array_sharding``)."""
+    from .core.staging import DynamicJaxprTracer
+    while type(x) is not DynamicJaxprTracer and hasattr(x, "primal"):
+        x = x.primal        # under differentiation: the primal's layout
+    if type(x) is not DynamicJaxprTracer:
+        raise NotImplementedError(
+            f"jaxlite.debug.inspect_array_sharding of a value traced by vmap or inside "
+            f"shard_map ({x.aval.str_short()}) is not supported; inspect it outside the "
+            f"vmap/shard_map, where it is one array.")
+    builder = x._trace.main.payload
+    from .transforms.stages import _resolved_mesh_types
+    mt = _resolved_mesh_types(builder)
+    if mt is None:
+        from .runtime import get_default_device
+        return SingleDeviceSharding(get_default_device())
+    mesh, in_specs, _ = mt
+    from .compiler.passes.sharding_propagation import propagate
+    from .core.sharded import to_pspec
+    from .ir.jaxpr import ClosedJaxpr, Jaxpr
+    from .sharding import AxisType, Mesh
+    specs = [tuple(() if e is None else (e if isinstance(e, tuple) else (e,))
+                   for e in tuple(s) + (None,) * (len(v.aval.shape) - len(tuple(s))))
+             if s is not None else ((),) * len(v.aval.shape)
+             for s, v in zip(in_specs, builder.invars)]
+    jaxpr = Jaxpr([cv for _, cv in builder.consts.values()], builder.invars, builder.eqns,
+                  [x._var])
+    out, _ = propagate(ClosedJaxpr(jaxpr, [v for v, _ in builder.consts.values()]), specs,
+                       dict(mesh.shape))
+    auto = Mesh(mesh.devices, mesh.axis_names,
+                axis_types=(AxisType.Auto,) * len(mesh.axis_names))
+    return NamedSharding(auto, to_pspec(out[0]))
 
 
 def _chunk(slc, size: int) -> tuple:

@@ -505,11 +505,41 @@ def test_inspect_array_sharding(both, rjax8):
         _same_err_type(lambda: jaxlite.debug.inspect_array_sharding(bad, callback=print),
                        lambda: rjax8.debug.inspect_array_sharding(bad, callback=print))
 
-    def f(v):
-        jaxlite.debug.inspect_array_sharding(v, callback=print)
-        return v
-    with pytest.raises(NotImplementedError, match="traced"):
-        jaxlite.jit(f)(jaxlite.device_put(a, sj))
+
+@pytest.mark.parametrize("kind", ["Explicit", "Auto"])
+def test_inspect_array_sharding_inside_jit(rjax8, kind):
+    """Inside jit: the propagated layout of each value, once per compilation (JAX: the
+    compiled one, over a mesh with Auto axes), also under grad."""
+    def run(lib):
+        S, jnp = lib.sharding, lib.numpy
+        m = lib.make_mesh((4,), ("x",), axis_types=(getattr(S.AxisType, kind),))
+        xs = lib.device_put(_host((8, 4)), S.NamedSharding(m, S.PartitionSpec("x")))
+        seen = []
+
+        def note(tag, v):
+            lib.debug.inspect_array_sharding(v, callback=lambda s: seen.append(
+                (tag, repr(s))))
+
+        def f(b):
+            note("arg", b)
+            c = jnp.sin(b) * 2
+            note("c", c)
+            note("sum0", c.sum(0))
+            note("sum1", c.sum(1))
+            note("T", c.T)
+            return c.sum()
+        fj = lib.jit(f)
+        fj(xs)
+        fj(xs)          # cached: no second callback
+        lib.jit(lib.grad(f))(xs)
+        return seen
+    assert run(jaxlite) == run(rjax8)
+
+    def g(v):
+        return jaxlite.vmap(lambda r: (jaxlite.debug.inspect_array_sharding(
+            r, callback=print), r)[1])(v)
+    with pytest.raises(NotImplementedError, match="vmap"):
+        jaxlite.jit(g)(jaxlite.numpy.ones((4, 2)))
 
 
 def _parse_grid(text):
