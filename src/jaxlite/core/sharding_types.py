@@ -780,12 +780,22 @@ def _stacks_shards(eqn, resharded, ctx) -> bool:
     shape = eqn.invars[0].aval.shape
     if not any(spec) or len(spec) != len(shape):
         return False
-    split = []
-    for n, axes in zip(shape, spec):
-        k = _size(axes, ctx)
-        split.extend(ctx.axis_sizes[a] for a in axes)
-        split.append(n // k)
-    return tuple(int(n) for n in eqn.params.get("new_sizes", ())) == tuple(split)
+    want = tuple(int(n) for n in eqn.params.get("new_sizes", ()))
+    # a shard_map manual over some axes stacks only the dimensions its spec names; the
+    # others keep their layout (left free by the reshard): try each choice
+    sharded = [d for d, axes in enumerate(spec) if axes]
+    for mask in range(1, 2 ** len(sharded)):
+        stacked = {d for i, d in enumerate(sharded) if mask >> i & 1}
+        split = []
+        for d, (n, axes) in enumerate(zip(shape, spec)):
+            if d in stacked:
+                split.extend(ctx.axis_sizes[a] for a in axes)
+                split.append(n // _size(axes, ctx))
+            else:
+                split.append(n)
+        if want == tuple(split):
+            return True
+    return False
 
 
 def _calls(prim, tys, avals, out_avals, params, ctx):
@@ -843,6 +853,8 @@ def _constraint(prim, tys, avals, out_avals, params, ctx):
     rule = prim.sharding
     specs = [None if t is None else t.spec for t in tys]
     if prim.name in ("reshard", "sharding_constraint") and specs and specs[0] is None:
+        if params.get("unconstrained_dims"):
+            return None     # free dimensions keep the unknown operand's layout
         specs[0] = _whole(avals[0].ndim)     # the target alone gives the result's type
     if rule is None or any(s is None for s in specs):
         return None

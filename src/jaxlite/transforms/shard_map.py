@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from ..core.array import ArrayImpl
-from ..core.sharded import ShardedArray, from_global
+from ..core.sharded import ShardedArray, from_global, spec_tuple
 from ..core.trace import Tracer, is_tracing as _is_tracing
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 
@@ -406,6 +406,14 @@ class _ShardMapped:
         jitted, store = fn
         outs = jitted(*vals)
         out_tree, out_axes = store["tree"], store["axes"]
+        auto = [a for a in mesh.axis_names if a not in manual | outer_manual]
+        if auto and any(type(x) is ShardedArray and set(auto) & {
+                n for e in spec_tuple(x.sharding, x.aval.ndim) for n in e} for x in dyn):
+            out_axes = _with_auto_axes(jitted, vals, dyn, mesh, auto, out_axes)
+        if auto and mesh.explicit_axes:     # typed results: specs as long as the rank
+            from ..core.sharded import result_pspec
+            out_axes = [result_pspec(mesh, _spec_axes(s, o.aval.ndim, "out_specs"))
+                        for s, o in zip(out_axes, outs)]
         placed = []
         for o, spec in zip(outs, out_axes):
             placed.append(from_global(o._buf.data, o.aval, NamedSharding(mesh, spec)))
@@ -424,9 +432,11 @@ class _ShardMapped:
         inside = mesh.abstract_mesh.update_axis_types(
             {a: AxisType.Manual for a in manual | outer_manual})
 
+        partial = bool(set(mesh.axis_names) - manual - outer_manual)
+
         def fn(*leaves):
             if place:
-                leaves = [_constrain(x, mesh, sa) for x, sa in zip(leaves, in_axes)]
+                leaves = [_constrain(x, mesh, sa, partial) for x, sa in zip(leaves, in_axes)]
             stacks = [_to_stack(x, sa, mesh_axes, sizes) for x, sa in zip(leaves, in_axes)]
             info = {}
 
@@ -494,10 +504,35 @@ class _ShardMapped:
                         o = _broadcast_at(o, pos, sizes[a])
                         pos += 1
                 r = _from_stack(o, sa, mesh_axes, sizes, local_nd)
-                result.append(_constrain(r, mesh, sa) if place else r)
+                result.append(_constrain(r, mesh, sa, partial) if place else r)
                 out_axes.append(PartitionSpec() if s is None else s)
             return result, o_tree, out_axes
         return fn
+
+
+def _with_auto_axes(jitted, vals, dyn, mesh, auto, out_axes) -> list:
+    """The out specs of a partial-manual shard_map called on arguments sharded over its
+    other (auto) mesh axes: each output keeps, besides its out_spec's manual axes, the
+    auto axes the compiler's sharding propagation carries to it through the expanded
+    program, after them in each dimension (``P(('x', 'y'))`` for an output over manual
+    ``x`` whose blocks stay split over ``y``), as JAX lays such results out."""
+    from ..compiler.passes.sharding_propagation import propagate
+    from ..core.sharded import to_pspec
+    closed = jitted.lower(*vals).closed_jaxpr
+    in_specs = [spec_tuple(x.sharding, x.aval.ndim) if type(x) is ShardedArray else
+                ((),) * len(_aval_of(x).shape) for x in dyn]
+    prop, _ = propagate(closed, in_specs, dict(mesh.shape))
+    result = []
+    for spec, got, v in zip(out_axes, prop, closed.jaxpr.outvars):
+        ndim = len(v.aval.shape)
+        mine = _spec_axes(spec, ndim, "out_specs")
+        merged = tuple(tuple(m) + tuple(n for n in g if n in auto and n not in m)
+                       for m, g in zip(mine, got))
+        used = [n for e in merged for n in e]
+        if len(used) != len(set(used)):
+            merged = mine   # an auto axis the out_spec also names elsewhere: as given
+        result.append(to_pspec(merged))
+    return result
 
 
 def _batch_level(inner, dims, size, name, spmd, *xs):
@@ -552,15 +587,19 @@ def _broadcast_at(o, pos: int, n: int):
         broadcast_dimensions=tuple(i if i < pos else i + 1 for i in range(len(shape))))
 
 
-def _constrain(x, mesh, spec_axes):
+def _constrain(x, mesh, spec_axes, partial=False):
     """``x`` (traced) placed at ``NamedSharding(mesh, spec)``: the value unchanged.  A
     reshard, not an asserting constraint: the specs define where shard_map's operands and
-    results go, also on a mesh of Explicit axes (where a constraint asserts)."""
+    results go, also on a mesh of Explicit axes (where a constraint asserts).  ``partial``
+    (a shard_map manual over some of the mesh axes): dimensions the spec leaves whole
+    stay unconstrained, so the other axes' layout carries through (as in JAX)."""
     from ..primitives.sharding_constraint import reshard_p, sharding_constraint_p
     from ..sharding import AxisType, NamedSharding, get_abstract_mesh
+    free = frozenset(d for d, e in enumerate(spec_axes) if not e) if partial else \
+        frozenset()
     if any(t is AxisType.Explicit for t in mesh.axis_types):
         sharding = NamedSharding(mesh, _as_pspec(spec_axes))
-        return reshard_p.bind(x, dst_sharding=sharding, unconstrained_dims=frozenset())
+        return reshard_p.bind(x, dst_sharding=sharding, unconstrained_dims=free)
     # over Auto axes the spec is not part of a type: written as JAX prints it there,
     # trailing whole dimensions dropped (P('b',), not P('b', None))
     trimmed = list(spec_axes)
@@ -568,7 +607,7 @@ def _constrain(x, mesh, spec_axes):
         trimmed.pop()
     sharding = NamedSharding(mesh, _as_pspec(tuple(trimmed)))
     return sharding_constraint_p.bind(x, sharding=sharding, layout=None,
-                                      unconstrained_dims=frozenset(),
+                                      unconstrained_dims=free,
                                       context_mesh=get_abstract_mesh())
 
 
