@@ -164,6 +164,13 @@ ERRORS = {
         np.ones((2, 4))), "context mesh"),
     "pmap under set_mesh": (lambda lib: _under_mesh(lib, lambda: lib.pmap(
         lambda a: a * 2)(np.ones((8, 2)))), "context mesh"),
+    "more slices than devices": (lambda lib: lib.pmap(lambda a: a * 2)(np.ones((9, 2))),
+                                 "only 8 devices"),
+    "a Python scalar alone": (lambda lib: lib.pmap(lambda a: a * 2)(1.0), "mapped axis"),
+    "a list of Python scalars": (lambda lib: lib.pmap(lambda a: a)([1, 2]),
+                                 "mapped axis"),
+    "a Python scalar mapped beside an array": (lambda lib: lib.pmap(lambda a, b: a + b)(
+        X, 1.0), "Python scalar"),
 }
 
 
@@ -189,8 +196,8 @@ def test_more_slices_than_devices(rjax8):
             lib.pmap(lambda a: a * 2)(np.ones((9, 2)))
         with pytest.raises(ValueError):
             lib.pmap(lambda a: a * 2, devices=lib.devices()[4:6])(X)
-    with pytest.raises(ValueError, match="requires 9 logical devices"):
-        jaxlite.pmap(lambda a: a * 2)(np.ones((9, 2)))
+    with pytest.raises(ValueError, match="requires 4 logical devices"):
+        jaxlite.pmap(lambda a: a * 2, devices=jaxlite.devices()[4:6])(X)
 
 
 def test_memory_per_device(rjax8):

@@ -733,10 +733,12 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
       mesh (Auto) of the devices used, named ``axis_name`` or ``_internal_pmap_axis_name``
       (as JAX 0.10.2, which also builds pmap on shard_map), split along ``out_axes``.
     Raises:
-      ValueError: more slices than devices, no mapped argument, an in_axes that is a list
-        or no prefix of the arguments, a static argument that is not hashable, a mapped
-        axis of size 0, a call under ``set_mesh`` or inside another pmap/shard_map (as
-        JAX 0.10.2); ``IndivisibleError`` (a ValueError) for mapped sizes that differ.
+      ValueError: more slices than the given ``devices``, no mapped argument, a mapped
+        Python scalar, an in_axes that is a list or no prefix of the arguments, a static
+        argument that is not hashable, a mapped axis of size 0, a call under
+        ``set_mesh`` or inside another pmap/shard_map (as JAX 0.10.2);
+        ``IndivisibleError`` (a ValueError) for mapped sizes that differ or more slices
+        than the local devices.
       IndexError: an in_axes entry beyond an argument's rank.
     """
     del backend, donate_argnums
@@ -780,9 +782,16 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         leaves, tree = tree_flatten((dyn, kwargs))
         axes = _axes_leaves(ia, dyn) + [0] * len(tree_flatten(kwargs)[0])   # kwargs: axis 0
         n = None
-        for x, ax in zip(leaves, axes):
+        if all(type(x) in (bool, int, float, complex)
+               for x, ax in zip(leaves, axes) if ax is not None):
+            axes = [None] * len(axes)     # Python scalars have no axis: none is mapped
+        for k, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 continue
+            if type(x) in (bool, int, float, complex):
+                raise ValueError(f"pmap argument {k} is the Python scalar {x!r}, which has "
+                                 f"no axis {ax} to map (as JAX, a ValueError): pass it "
+                                 f"with in_axes None, or as an array with a mapped axis.")
             shape = _aval_of(x).shape
             if not -len(shape) <= ax < len(shape):
                 raise IndexError(f"pmap was requested to map its argument along axis {ax}, "
@@ -806,6 +815,13 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             raise ValueError("pmap over a mapped axis of size 0: it needs one device per "
                              "slice, and at least one slice.")
         devs = list(devices) if devices is not None else local_devices()
+        if n > len(devs) and devices is None:
+            from ..sharding import IndivisibleError
+            raise IndivisibleError(
+                f"pmap maps an axis of size {n}, one slice per device, but only "
+                f"{len(devs)} devices are available (as JAX, an IndivisibleError): map at "
+                f"most {len(devs)} slices, e.g. reshape to ({len(devs)}, -1, ...) and "
+                f"loop or vmap inside.")
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, "
                              f"but only {len(devs)} XLA devices are available "
