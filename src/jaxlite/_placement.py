@@ -41,8 +41,8 @@ def _target_device(device):
     if _is_named(device):
         return device
     if _is_pspec(device):
-        from .sharding import NamedSharding, get_mesh
-        mesh = get_mesh()
+        from .sharding import _state
+        mesh = _state().mesh        # the mesh of set_mesh (also read under jit)
         if mesh is None or getattr(mesh, "empty", False):
             raise ValueError(f"jaxlite.device_put got the PartitionSpec {device} but no mesh "
                              f"is set: use jaxlite.set_mesh(mesh) around the call, or pass "
@@ -69,6 +69,33 @@ def _is_device_spec(device) -> bool:
         _is_named(device) or _is_pspec(device)
 
 
+def _check_rank(sharding, ndim: int) -> None:
+    """Raises as JAX when the spec of the NamedSharding ``sharding`` is longer than the
+    rank ``ndim`` of a leaf: AssertionError when it names an Explicit mesh axis past the
+    rank (JAX's sharding type of the result cannot hold it), ValueError otherwise."""
+    parts = sharding.spec.partitions
+    if len(parts) <= ndim:
+        return
+    types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+
+    def explicit(entry):
+        names = () if entry is None or not isinstance(entry, (str, tuple)) else (
+            entry if isinstance(entry, tuple) else (entry,))
+        return tuple(n for n in names if types.get(n) is AxisType.Explicit)
+    if any(explicit(e) for e in parts[ndim:]):
+        shown = PartitionSpec(*[(e if len(e) > 1 else e[0]) if e else None
+                                for e in map(explicit, parts)])
+        raise AssertionError(
+            f"({ndim}, {shown}): device_put's sharding {sharding} names the Explicit mesh "
+            f"axes {[n for e in parts[ndim:] for n in explicit(e)]} past the rank {ndim} "
+            f"of its argument; give a spec of at most {ndim} entries")
+    raise ValueError(
+        f"One of device_put args is incompatible with its sharding annotation {sharding}: "
+        f"Sharding {sharding} is only valid for values of rank at least {len(parts)}, but "
+        f"was applied to a value of rank {ndim}."
+        + (" For scalars the PartitionSpec should be P()" if not ndim else ""))
+
+
 def _plan(x, device, may_alias):
     """What putting leaf ``x`` on ``device`` takes; checks the leaf, moves nothing.
 
@@ -77,6 +104,8 @@ def _plan(x, device, may_alias):
     ``'d2d'`` or ``'h2d'``.
     """
     if isinstance(x, Tracer):
+        if device is not None and _is_named(device):
+            _check_rank(device, x.aval.ndim)
         if device is not None and _is_named(device) and \
                 any(t is AxisType.Explicit for t in device.mesh.axis_types):
             return ("reshard", x, device, None)     # under jit, as JAX: a reshard
@@ -130,6 +159,7 @@ def _plan_shard(x, sharding, may_alias):
         aval = x.aval
     else:
         kind, x, _, aval = _plan(x, None, may_alias)
+    _check_rank(sharding, aval.ndim)
     check_shardable(sharding, aval, "device_put args")
     return ("shard", x, sharding, aval)
 
@@ -245,6 +275,25 @@ def _run_plan(p):
     return ArrayImpl(buf, aval, device is not None)
 
 
+def _per_leaf(device, x) -> list:
+    """One entry of ``device`` per leaf of ``x``: ``device`` is a pytree prefix of ``x``
+    whose leaves (None, Devices, Shardings, PartitionSpecs, freely mixed) each apply to
+    every leaf of the matching subtree of ``x``, as JAX broadcasts it.  Raises
+    DeviceArgumentError (a ValueError) when it is no prefix of ``x``."""
+    specs, spec_tree = tree_flatten(device, is_leaf=_is_device_spec)
+    try:
+        subtrees = spec_tree.flatten_up_to(x)
+    except (ValueError, TypeError):
+        raise DeviceArgumentError(
+            f"jaxlite.device_put: device must be None, a Device, a Sharding, a "
+            f"PartitionSpec or a pytree prefix of x of these; got {device!r} for x of "
+            f"structure {tree_flatten(x)[1]}") from None
+    out: list = []
+    for d, sub in zip(specs, subtrees):
+        out.extend([d] * len(tree_flatten(sub)[0]))
+    return out
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Places ``x`` (an Array, NumPy array, Python scalar, or a pytree of them) on
     ``device`` (``jax.device_put``).
@@ -254,9 +303,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         Python scalars keep their weak type (``device_put(1.0)`` is
         ``Array(1., dtype=float32, weak_type=True)``).
       device: None, a Device, a ``SingleDeviceSharding``, a ``NamedSharding``, a
-        ``PartitionSpec`` (on the mesh of ``set_mesh``), or a pytree of these matching
-        ``x``.  With a device the result is *committed* to it: computations on it run
-        there, and mixing it with data committed elsewhere raises ValueError.  With a
+        ``PartitionSpec`` (on the mesh of ``set_mesh``), or a pytree prefix of ``x`` of
+        these, freely mixed (each applies to every leaf of its subtree of ``x``).  With a
+        device the result is *committed* to it: computations on it run there, and
+        mixing it with data committed elsewhere raises ValueError.  With a
         NamedSharding the result is an Array split over the mesh's devices (one buffer
         and one counted transfer per device; resharding a sharded Array copies only the
         blocks a device lacks).  Without one, host data goes to the default device
@@ -275,7 +325,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         (level ``'disallow_explicit'``); nothing is transferred then.
       ValueError: a NamedSharding that cannot hold a leaf (IndivisibleError for a
         dimension its mesh axes do not divide, a spec longer than the rank), or a
-        PartitionSpec with no mesh set; checked for every leaf before anything moves.
+        PartitionSpec with no mesh set; checked for every leaf before anything moves;
+        ``device`` a pytree that is no prefix of ``x``.
+      AssertionError: a spec naming an Explicit mesh axis past a leaf's rank (as JAX).
 
     Example::
 
@@ -289,13 +341,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if _is_device_spec(device):
         devs = [_target_device(device)] * len(leaves)
     else:
-        try:
-            devs = treedef.flatten_up_to(device)
-        except (ValueError, TypeError):
-            raise DeviceArgumentError(
-                f"jaxlite.device_put: device must be None, a Device, a SingleDeviceSharding "
-                f"or a pytree of these matching x; got {device!r}") from None
-        devs = [_target_device(d) for d in devs]
+        devs = [_target_device(d) for d in _per_leaf(device, x)]
     plans = [_plan(leaf, d, may_alias) for leaf, d in zip(leaves, devs)]
     for p in plans:   # every guard check before any copy: a refusal leaves nothing behind
         _guard_plan(p)

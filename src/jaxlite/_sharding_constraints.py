@@ -98,6 +98,11 @@ def _wsc_sharding(s):
                 "passing `PartitionSpec`s to shardings. You can define a context mesh via "
                 "`jax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to shardings and "
                 "then the mesh context manager is not required.")
+        abstract = _state().abstract
+        if abstract.axis_types != mesh.axis_types and not abstract.manual_axes and \
+                abstract.axis_names == mesh.axis_names:
+            # inside auto_axes: the spec is over the mesh with the region's axis types
+            mesh = mesh.update(axis_types=abstract.axis_types)
         return NamedSharding(mesh, s)
     if isinstance(s, Sharding):
         return s

@@ -3,7 +3,9 @@
 ``jax.sharding``: ``Mesh`` (a named grid of devices), ``PartitionSpec`` (``P``: which mesh
 axes split each array dimension), ``NamedSharding`` (the two together),
 ``SingleDeviceSharding``, ``AbstractMesh``, ``AxisType``, and the thread-local current
-mesh (``set_mesh``/``get_mesh``/``get_abstract_mesh``/``use_abstract_mesh``).
+mesh (``set_mesh``/``get_mesh``/``get_abstract_mesh``/``use_abstract_mesh``), and the
+regions that switch mesh axis types (``auto_axes``; ``explicit_axes`` only where nothing
+switches) with ``ManualAxisType``, shard_map's varying/reduced axes of a value.
 
 As in JAX, ``PartitionSpec``, ``Mesh`` and ``AbstractMesh`` are interned: equal arguments
 give the very same object, and equality is identity (``P('x', None) != P('x')``).
@@ -1137,3 +1139,249 @@ def reshard(xs, out_shardings):
     ``jaxlite._sharding_constraints.reshard`` for the arguments and errors."""
     from ._sharding_constraints import reshard as _reshard
     return _reshard(xs, out_shardings)
+
+
+# ---- switching the axis types of a region: auto_axes / explicit_axes -------------------
+
+class ManualAxisType:
+    """How a value inside ``shard_map`` relates to its Manual mesh axes
+    (``jax.sharding.ManualAxisType``): the axes along which it ``varying`` (differs from
+    device to device), ``unreduced`` (holds partial sums still to be added up) or
+    ``reduced`` (was summed over).  Interned and immutable: equal arguments give the very
+    same object.
+
+    Args (keyword-only): ``varying``, ``unreduced``, ``reduced``: sets of axis names.
+    Raises:
+      ValueError: ``varying`` sharing an axis with ``unreduced`` or ``reduced``.
+    """
+
+    __slots__ = ("varying", "unreduced", "reduced", "__weakref__")
+    _table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def __new__(cls, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        varying, unreduced, reduced = map(frozenset, (varying, unreduced, reduced))
+        for name, other in (("unreduced", unreduced), ("reduced", reduced)):
+            if varying & other:
+                raise ValueError(f"varying and {name} cannot have common mesh axes. Got "
+                                 f"varying={varying} and {name}={other}")
+
+        def make():
+            obj = object.__new__(cls)
+            for k, v in (("varying", varying), ("unreduced", unreduced),
+                         ("reduced", reduced)):
+                object.__setattr__(obj, k, v)
+            return obj
+        return _interned(cls._table, (varying, unreduced, reduced), make)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ManualAxisType is immutable; cannot set {name!r}")
+
+    def __reduce__(self):
+        return (_make_manual_axis_type, (self.varying, self.unreduced, self.reduced))
+
+    def __repr__(self):
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+    def update(self, **kwargs) -> "ManualAxisType":
+        """This type with the given fields (``varying``/``unreduced``/``reduced``)
+        replaced."""
+        fields = {"varying": self.varying, "unreduced": self.unreduced,
+                  "reduced": self.reduced}
+        unknown = set(kwargs) - set(fields)
+        if unknown:
+            raise TypeError(f"ManualAxisType.update: unexpected arguments {sorted(unknown)}")
+        fields.update(kwargs)
+        return ManualAxisType(**fields)
+
+    def to_ct_mat(self) -> "ManualAxisType":
+        """The type of a cotangent of a value of this type: unreduced and reduced swap."""
+        return self.update(unreduced=self.reduced, reduced=self.unreduced)
+
+    @property
+    def empty(self) -> bool:
+        """Whether no axis is varying, unreduced or reduced."""
+        return not (self.varying or self.unreduced or self.reduced)
+
+    @property
+    def vur(self) -> frozenset:
+        """The axes that are varying, unreduced or reduced."""
+        return self.varying | self.unreduced | self.reduced
+
+    def invarying(self, mesh) -> frozenset:
+        """The Manual axes of ``mesh`` along which the value is the same everywhere."""
+        return frozenset(mesh.manual_axes) - self.vur
+
+
+def _make_manual_axis_type(varying, unreduced, reduced):
+    return ManualAxisType(varying=varying, unreduced=unreduced, reduced=reduced)
+
+
+def _region_mesh(axes, axis_type, who: str, shardings=None):
+    """``(mesh, switched axes)`` for running a region of
+    ``who`` with ``axes`` (None: all) switched to ``axis_type``: the mesh of the
+    NamedShardings in ``shardings`` or else the current one (``set_mesh``); None when
+    there is neither.  Raises ValueError for shardings on several meshes or on another
+    mesh than the current one, KeyError for an axis the mesh lacks, NotImplementedError
+    for a Manual axis."""
+    from .tree_util import tree_leaves
+    cur = _state().abstract
+    own = None
+    for s in tree_leaves(shardings):
+        if isinstance(s, NamedSharding):
+            if own is not None and own.abstract_mesh is not s.mesh.abstract_mesh:
+                raise ValueError(f"Shardings passed to {who} should have the same mesh. "
+                                 f"Got one mesh {own.abstract_mesh} and another {s.mesh}")
+            own = s.mesh
+    if own is None and cur.empty:
+        return None
+    if own is not None and not cur.empty and own.abstract_mesh is not cur:
+        raise ValueError(f"Context mesh {cur} must match the mesh passed to shardings "
+                         f"{own.abstract_mesh}. Recommended approach is to use "
+                         f"`jax.set_mesh` context manager.")
+    mesh = own if own is not None else (_state().mesh if not _state().mesh.empty else cur)
+    axes = mesh.axis_names if axes is None else (axes if isinstance(axes, tuple)
+                                                 else (axes,))
+    types = dict(zip(mesh.axis_names, mesh.axis_types))
+    for a in axes:
+        if a not in types:
+            raise KeyError(a)
+        if types[a] is AxisType.Manual:
+            raise NotImplementedError(
+                f"{who}: going from a `Manual` axis ({a!r}) to `{axis_type}` is not "
+                f"allowed (as in JAX).")
+    return mesh, tuple(axes)
+
+
+def _without_axes(spec: "P", drop) -> "P":
+    """``spec`` with the mesh axes ``drop`` removed from every entry."""
+    parts = []
+    for e in spec.partitions:
+        kept = tuple(n for n in _entry_names(e) if n not in drop)
+        parts.append(None if not kept else (kept[0] if len(kept) == 1 else kept))
+    return P(*parts, unreduced=spec.unreduced - set(drop), reduced=spec.reduced - set(drop))
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """Runs ``f`` with mesh ``axes`` (a name, a tuple of names, or None: all) of Auto type
+    (``jax.sharding.auto_axes``): inside it the arguments are not sharded along them (as
+    typed by JAX: each argument is first resharded with those axes dropped from its spec)
+    and ``get_abstract_mesh()`` shows them Auto, so operations that Explicit sharding
+    refuses (an ambiguous reshape, a constraint naming them) can run there; the result is
+    then resharded to ``out_sharding``.  Usable as ``auto_axes(f, out_sharding=...)`` or
+    as a decorator (``@auto_axes``, ``@auto_axes(axes='x', out_sharding=...)``); without
+    ``out_sharding`` here, each call must pass ``out_sharding=`` as a keyword.
+
+    Args:
+      f: the function (positional only).
+      axes: the mesh axes to switch; None for every axis of the mesh.
+      out_sharding: a NamedSharding or PartitionSpec (over the mesh of ``set_mesh``), or
+        a pytree prefix of ``f``'s result of these.
+    Returns:
+      the wrapped function; its results have ``f``'s values, dtypes and shapes, placed by
+      ``out_sharding``.  With no mesh anywhere (no ``set_mesh``, no NamedSharding in
+      ``out_sharding``) it just calls ``f``.
+    Raises (when called):
+      TypeError: no ``out_sharding`` given.
+      ValueError: ``out_sharding`` on another mesh than the current one or on several;
+        those of ``reshard`` (an Auto or Manual axis named in ``out_sharding``...).
+      KeyError: an axis the mesh lacks.
+      NotImplementedError: a Manual axis in ``axes`` (as JAX).
+    """
+    if f is None:
+        return lambda g: _auto_axes(g, axes, out_sharding)
+    return _auto_axes(f, axes, out_sharding)
+
+
+def _auto_axes(fun, axes, out_sharding):
+    import functools
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        target = out_sharding
+        if target is None:
+            if "out_sharding" not in kwargs:
+                raise TypeError("Missing required keyword argument: 'out_sharding'")
+            target = kwargs.pop("out_sharding")
+        info = _region_mesh(axes, AxisType.Auto, "auto_axes", target)
+        if info is None:
+            return fun(*args, **kwargs)
+        mesh, names = info
+        if set(mesh.auto_axes) == set(names):       # nothing to switch
+            return fun(*args, **kwargs)
+        args = _drop_axes(args, mesh, names)
+        inside = mesh.abstract_mesh.update_axis_types(
+            {n: AxisType.Auto for n in names})
+        with use_abstract_mesh(inside):
+            out = fun(*args, **kwargs)
+        return reshard(out, target)
+    return wrapper
+
+
+def _drop_axes(tree, mesh, names):
+    """Each array leaf of ``tree`` sharded over ``mesh`` resharded with the mesh axes
+    ``names`` dropped from its sharding type (others returned as they are)."""
+    from ._introspect import typeof
+    from .tree_util import tree_map
+
+    def drop(x):
+        try:
+            sh = getattr(typeof(x), "sharding", None)
+        except TypeError:
+            return x
+        if not isinstance(sh, NamedSharding) or sh.mesh.abstract_mesh is not \
+                mesh.abstract_mesh or not any(n in names for e in sh.spec.partitions
+                                              for n in _entry_names(e)):
+            return x
+        return reshard(x, NamedSharding(mesh, _without_axes(sh.spec, names)))
+    return tree_map(drop, tree)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """Runs ``f`` with mesh ``axes`` (a name, a tuple of names, or None: all) of Explicit
+    type (``jax.sharding.explicit_axes``), its arguments resharded to ``in_sharding``.
+    Usable as ``explicit_axes(f, in_sharding=...)`` or as a decorator; without
+    ``in_sharding`` here, each call must pass ``in_sharding=`` as a keyword.
+
+    Only the checks JAX makes before switching are implemented: switching axes to
+    Explicit inside a program whose mesh has them Auto needs JAX's typing of a region
+    (jaxlite types a whole program by its mesh), so a call that would switch raises
+    NotImplementedError; where every axis to switch already is Explicit, ``f`` runs on
+    its arguments resharded to ``in_sharding``.
+
+    Raises (when called):
+      TypeError: no ``in_sharding`` given.
+      ValueError: no current mesh (``set_mesh``).
+      KeyError: an axis the mesh lacks.
+      NotImplementedError: an axis to switch is Auto (see above) or Manual.
+    """
+    if f is None:
+        return lambda g: _explicit_axes(g, axes, in_sharding)
+    return _explicit_axes(f, axes, in_sharding)
+
+
+def _explicit_axes(fun, axes, in_sharding):
+    import functools
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        target = in_sharding
+        if target is None:
+            if "in_sharding" not in kwargs:
+                raise TypeError("Missing required keyword argument: 'in_sharding'")
+            target = kwargs.pop("in_sharding")
+        info = _region_mesh(axes, AxisType.Explicit, "explicit_axes")
+        if info is None:
+            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API "
+                             "to enter into a mesh context when using `explicit_axes` API.")
+        mesh, names = info
+        types = dict(zip(mesh.axis_names, mesh.axis_types))
+        auto = [n for n in names if types[n] is not AxisType.Explicit]
+        if auto:
+            raise NotImplementedError(
+                f"explicit_axes: switching the Auto mesh axes {auto} to Explicit inside a "
+                f"program is not implemented in jaxlite (it types a whole program by its "
+                f"mesh's axis types); make the mesh Explicit (make_mesh(..., axis_types="
+                f"(AxisType.Explicit, ...))) and use reshard instead.")
+        return fun(*reshard(args, target), **kwargs)
+    return wrapper

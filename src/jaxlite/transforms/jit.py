@@ -624,6 +624,9 @@ class JitWrapped:
         # what a call partitions by (the SPMD program shown by compile().as_text())
         low._arg_shardings = [x.sharding if type(x) is ShardedArray else None
                               for x in leaves]
+        # the device a call off any mesh runs on (Compiled.input_shardings)
+        committed = [x._buf.device for x in leaves if type(x) is ArrayImpl and x._committed]
+        low._device = self._device or (committed[0] if committed else get_default_device())
         return low
 
     def trace(self, *args, **kwargs) -> Traced:
@@ -1095,10 +1098,23 @@ def _lowered_partition(compiled):
     """The SPMD partition a call of ``compiled`` (``jit(f).lower(args).compile()``) runs,
     from the arguments' shardings recorded at lowering, ``in_shardings``/``out_shardings``
     and the program's sharding constraints; None for a program on one device."""
+    if _is_manual(compiled._lowered._wrapped):
+        return None
+    layout = _lowered_shardings(compiled)
+    if layout is None:
+        return None
+    mesh, _, in_specs, targets = layout
+    return _partition_for(compiled._lowered.closed_jaxpr, in_specs, targets, mesh)
+
+
+def _lowered_shardings(compiled):
+    """``(mesh, arg_shardings, in_specs, out_shardings)`` of a call of ``compiled`` over
+    a mesh: per flat argument its Sharding (recorded at lowering or given by
+    ``in_shardings``; None for one on no mesh) and spec, per flat output its Sharding
+    (``out_shardings``, else the sharding propagation's).  None for a program on one
+    device (no sharded argument, mesh sharding or sharding constraint)."""
     from ..primitives.sharding_constraint import constraint_mesh
     low = compiled._lowered
-    if _is_manual(low._wrapped):
-        return None
     closed = low.closed_jaxpr
     avals = closed.in_avals
     shs = list(getattr(low, "_arg_shardings", None) or [None] * len(avals))
@@ -1129,7 +1145,7 @@ def _lowered_partition(compiled):
         guessed = _propagated_shardings(closed, in_specs, mesh, typed,
                                         [isinstance(s, NamedSharding) for s in shs])
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
-    return _partition_for(closed, in_specs, targets, mesh)
+    return mesh, shs, in_specs, targets
 
 
 def _leaf_specs(leaves, mesh) -> list:

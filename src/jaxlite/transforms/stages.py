@@ -386,6 +386,75 @@ class Compiled:
     def out_info(self):
         return self._lowered.out_info
 
+    def _flat_shardings(self) -> tuple:
+        """``([Sharding or None per argument leaf], [Sharding per output leaf])`` of a
+        call, computed once: over a mesh (sharded arguments, ``in_shardings``/
+        ``out_shardings``, sharding constraints) the arguments' NamedShardings (``P()``
+        for one on no mesh) and the outputs' from ``out_shardings`` or the sharding
+        propagation, as a call places them; else each a SingleDeviceSharding of the
+        device the call runs on.  An argument the program does not use (and
+        ``keep_unused`` is off) has None, as JAX drops it."""
+        if "_shardings_flat" in self.__dict__:
+            return self._shardings_flat
+        from ..compiler.passes import dce
+        from ..runtime import get_default_device
+        from ..sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+        from .jit import _lowered_shardings, _prefix_shardings
+        low = self._lowered
+        layout = _lowered_shardings(self)
+        n_in, n_out = len(low.closed_jaxpr.in_avals), len(low.closed_jaxpr.out_avals)
+        if layout is not None:
+            mesh, ins, _, outs = layout
+            ins = [NamedSharding(mesh, PartitionSpec()) if s is None else s for s in ins]
+        else:
+            one = SingleDeviceSharding(getattr(low, "_device", None) or get_default_device())
+            in_sh, out_sh = low._wrapped._shardings or (None, None)
+            ins = [one] * n_in
+            if in_sh is not None:
+                args_tree, _ = low.in_tree.unflatten(list(range(n_in)))
+                ins = [one if w is None else w for w in
+                       _prefix_shardings(in_sh, args_tree, n_in, "in_shardings")]
+            outs = [one] * n_out
+            if out_sh is not None:
+                outs = [one if w is None else w for w in _prefix_shardings(
+                    out_sh, low.out_tree.unflatten(list(range(n_out))), n_out,
+                    "out_shardings")]
+        if not getattr(low._wrapped, "_keep_unused", False):
+            jaxpr = dce(low.closed_jaxpr).jaxpr
+            used = {id(v) for e in jaxpr.eqns for v in e.invars}
+            used |= {id(v) for v in jaxpr.outvars}
+            ins = [s if id(v) in used else None for s, v in zip(ins, jaxpr.invars)]
+        self._shardings_flat = (ins, outs)
+        return self._shardings_flat
+
+    @property
+    def input_shardings(self):
+        """The argument shardings the executable was compiled for
+        (``jax.stages.Compiled.input_shardings``): a pytree ``(args, kwargs)`` like the
+        dynamic arguments, one Sharding per array leaf.  Arguments sharded over a mesh
+        keep their NamedSharding (or the one ``in_shardings`` gives); other arguments
+        of a call over a mesh are replicated there (``NamedSharding(mesh, P())``); off
+        any mesh each is a SingleDeviceSharding of the device the call runs on (a
+        committed argument's, else the default device).  An argument the program does
+        not use is None (unless ``keep_unused=True``), as JAX prunes it.
+
+        Raises:
+          ValueError / TypeError / RuntimeError: ``in_shardings``/``out_shardings`` that
+            are no prefix of the arguments/outputs, or a PartitionSpec with no mesh set,
+            as a call raises.
+        """
+        return tree_unflatten(self._lowered.in_tree, self._flat_shardings()[0])
+
+    @property
+    def output_shardings(self):
+        """The shardings of the executable's outputs
+        (``jax.stages.Compiled.output_shardings``): a pytree like the function's result,
+        one Sharding per leaf, the shardings a call's results have: over a mesh
+        ``out_shardings`` or else the sharding propagation's NamedShardings (JAX's
+        typing rules on a mesh with Explicit axes); off any mesh a SingleDeviceSharding
+        of the device the call runs on.  Raises as ``input_shardings``."""
+        return tree_unflatten(self._lowered.out_tree, self._flat_shardings()[1])
+
     def _run_flat(self, leaves, names_fn=lambda: None, donate=None):
         return Compiled._run_impl(self, leaves, names_fn, donate)
 
