@@ -322,3 +322,22 @@ def test_jit_of_shard_map_is_not_partitioned_again(mesh):
     assert "SPMD partitioned" not in c.as_text()
     assert "collectives" not in c.cost_analysis()
     np.testing.assert_allclose(np.asarray(f(xa)), a.sum(0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["elementwise", "matmul over replicated weights"])
+def test_cost_analysis_counts_one_device_as_jax(rjax8, case):
+    """A partitioned executable's flops are those of the program one device runs (JAX
+    reports the per-device HLO's), not the whole computation's."""
+    def run(lib):
+        S = lib.sharding
+        m = lib.make_mesh((4,), ("x",), axis_types=(S.AxisType.Explicit,),
+                          devices=lib.devices()[:4])
+        x = lib.device_put(_rand((8, 4)), S.NamedSharding(m, S.PartitionSpec("x")))
+        w = lib.device_put(_rand((4, 16), 1), S.NamedSharding(m, S.PartitionSpec()))
+        if case == "elementwise":
+            c = lib.jit(lambda a: a * 2).lower(x).compile()
+        else:
+            c = lib.jit(lambda a, b: a @ b).lower(x, w).compile()
+        ca = c.cost_analysis()
+        return (ca[0] if isinstance(ca, list) else ca)["flops"]
+    assert run(jaxlite) == run(rjax8)

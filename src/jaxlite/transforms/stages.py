@@ -370,13 +370,14 @@ class Compiled:
 
     def cost_analysis(self) -> dict:
         """``{'flops', 'bytes accessed', 'transcendentals'}`` of the optimised program;
-        over sharded arguments also ``'collectives'`` (how many the per-device program
+        over sharded arguments those of the program each device runs on its shards (as
+        JAX reports a partitioned executable), and also ``'collectives'`` (how many it
         has) and ``'collective bytes'`` (the bytes each device contributes to them)."""
-        out = cost_analysis(self._program.optimized)
         part = self._partition()
-        if part is not None:
-            out = dict(out)
-            out.update(part.summary())
+        if part is None:
+            return cost_analysis(self._program.optimized)
+        out = dict(cost_analysis(part.per_device_jaxpr()))
+        out.update(part.summary())
         return out
 
     def memory_analysis(self) -> dict:
