@@ -122,3 +122,38 @@ def test_like_of_a_sharded_array_keeps_its_sharding(rjax8, kind, name):
     got, want = run(jaxlite), run(rjax8)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:], (got[1:], want[1:])
+
+
+SPELLING = {
+    "P('x', None) * 2": lambda lib, x1, x2, x3: lib.jit(lambda a: a * 2)(x1),
+    "P('x') * 2": lambda lib, x1, x2, x3: lib.jit(lambda a: a * 2)(x2),
+    "first argument's spelling": lambda lib, x1, x2, x3:
+        lib.jit(lambda a, b: (a * 2, b + 1))(x1, x2),
+    "first argument's spelling, swapped": lambda lib, x1, x2, x3:
+        lib.jit(lambda a, b: (a * 2, b + 1))(x2, x1),
+    "sum": lambda lib, x1, x2, x3: lib.jit(lambda a: a.sum(1))(x1),
+    "transpose": lambda lib, x1, x2, x3: lib.jit(lambda a: a.T)(x1),
+    "transpose of P(None, 'x')": lambda lib, x1, x2, x3: lib.jit(lambda a: a.T)(x3),
+    "eager": lambda lib, x1, x2, x3: x1 * 2,
+    "eager, two spellings": lambda lib, x1, x2, x3: x1 + x2,
+    "reshape": lambda lib, x1, x2, x3: lib.jit(lambda a: a.reshape(8, 2, 2))(x1),
+}
+
+
+@pytest.mark.parametrize("kind", ["Auto", "Explicit"])
+@pytest.mark.parametrize("name", sorted(SPELLING))
+def test_results_keep_their_inputs_spec_spelling(rjax8, kind, name):
+    """A result laid out as an argument is keeps that argument's sharding (on Auto meshes
+    ``P('x', None)`` stays so); on Explicit ones the result's type gives its spec."""
+    def run(lib):
+        S = lib.sharding
+        P, NS = S.PartitionSpec, S.NamedSharding
+        m = lib.make_mesh((4,), ("x",), axis_types=(getattr(S.AxisType, kind),))
+        xs = [lib.device_put(H, NS(m, s)) for s in (P("x", None), P("x"), P(None, "x"))]
+        r = SPELLING[name](lib, *xs)
+        return [(np.asarray(t), repr(t.sharding)) for t in lib.tree_util.tree_leaves(r)]
+    got, want = run(jaxlite), run(rjax8)
+    assert len(got) == len(want)
+    for (gv, gs), (wv, ws) in zip(got, want):
+        np.testing.assert_array_equal(gv, wv)
+        assert gs == ws

@@ -320,6 +320,32 @@ def result_pspec(mesh, spec: tuple):
     return pspec
 
 
+def as_input_shardings(shardings, args, out_avals) -> list:
+    """``shardings`` (one per result) with each NamedSharding that lays its result out
+    as an argument's sharding lays that argument out (same mesh, rank and per-dimension
+    axes) replaced by that argument's sharding object, the first such in argument order:
+    as JAX, a result keeps the spelling of its input's spec (``P('x', None)`` stays so
+    rather than becoming ``P('x',)``).  Not over Explicit axes, where the result's type
+    says its spec."""
+    ins = [(a.sharding, a.aval.ndim) for a in args
+           if type(a) is ShardedArray and not a.sharding.mesh.explicit_axes]
+    if not ins:
+        return shardings
+    out = []
+    for sh, av in zip(shardings, out_avals):
+        spec = getattr(sh, "spec", None)
+        if spec is not None:
+            nd = len(av.shape)
+            mine = spec_tuple(sh, nd)
+            for s, k in ins:
+                if k == nd and s.mesh is sh.mesh and s is not sh and \
+                        spec_tuple(s, nd) == mine:
+                    sh = s
+                    break
+        out.append(sh)
+    return out
+
+
 def output_shardings(prim, args, avals, out_avals, params, sharding0) -> list:
     """The shardings of ``prim``'s results over sharded operands: from the primitive's
     sharding rule when it has one; otherwise an elementwise primitive keeps the common
@@ -569,6 +595,7 @@ def apply_sharded(prim, args, params, sharding0=None):
     if typed is not None:
         shardings = [typed_sharding(sharding0.mesh, t, a) or s
                      for t, a, s in zip(typed, out_avals, shardings)]
+    shardings = as_input_shardings(shardings, args, out_avals)
     outs = [from_global(_own(v, a, vals), a, s)
             for v, a, s in zip(res, out_avals, shardings)]
     if context:

@@ -992,9 +992,10 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
             entry.placements = {}
         guessed = entry.placements.get(pkey)
         if guessed is None:
-            guessed = entry.placements[pkey] = _propagated_shardings(
+            from ..core.sharded import as_input_shardings
+            guessed = entry.placements[pkey] = as_input_shardings(_propagated_shardings(
                 closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed,
-                [on_mesh(x) for x in leaves])
+                [on_mesh(x) for x in leaves]), leaves, out_avals)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
     runner = None
     if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
