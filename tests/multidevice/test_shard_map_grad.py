@@ -160,3 +160,34 @@ def test_jit_under_grad_is_type_checked_whole_as_jax(rjax8):
         run(jaxlite, concat)
     want, got = run(rjax8, product), run(jaxlite, product)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_unchecked_output_that_varies_differentiates_as_jax(rjax8, jitted):
+    """check_vma=False with out_specs P() on a per-device loss that misses its psum (an
+    invalid program whose value is device 0's): reverse mode gives JAX's gradients (the
+    mean over the devices: every device gets the cotangent over the axis size), for the
+    replicated and the sharded argument, also under vmap; a valid program (with psum)
+    is unchanged."""
+    def run(lib):
+        S, jnp = lib.sharding, lib.numpy
+        P = S.PartitionSpec
+        m = lib.make_mesh((4,), ("x",), axis_types=(S.AxisType.Auto,),
+                          devices=lib.devices()[:4])
+        b = jnp.arange(8.)
+        out = []
+        with lib.set_mesh(m):
+            for body in (lambda w, v: ((v * w) ** 2).sum(),
+                         lambda w, v: lib.lax.psum(((v * w) ** 2).sum(), "x")):
+                g = lib.shard_map(body, mesh=m, in_specs=(P(), P("x")), out_specs=P(),
+                                  check_vma=False)
+                grad = lib.grad(g, argnums=(0, 1))
+                grad = lib.jit(grad) if jitted else grad
+                gw, gb = grad(2.0, b)
+                out += [float(g(2.0, b)), float(gw), np.asarray(gb)]
+                out.append(np.asarray(lib.vmap(lambda w: lib.grad(g)(w, b))(
+                    jnp.array([1., 2.]))))
+        return out
+    got, want = run(jaxlite), run(rjax8)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)

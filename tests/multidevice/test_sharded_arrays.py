@@ -658,7 +658,8 @@ def test_failed_device_put_leaves_nothing(both):
         jaxlite.device_put(np.ones(6, np.float32), jls.NamedSharding(jm, jls.P("x")))
     with pytest.raises(ValueError):        # unknown axis
         jaxlite.device_put(good, jls.NamedSharding(jm, jls.P("q")))
-    with pytest.raises(ValueError):        # spec longer than the rank
+    # spec longer than the rank: AssertionError on this Explicit mesh, as JAX 0.10.2
+    with pytest.raises(AssertionError):
         jaxlite.device_put(np.ones(8, np.float32), jls.NamedSharding(jm, jls.P("x", "y")))
     with pytest.raises(ValueError):        # one bad leaf of a pytree, after good ones
         jaxlite.device_put([good, good, np.ones(6, np.float32)],

@@ -291,6 +291,8 @@ def test_donated_sharded_arguments_are_deleted_as_jax(rjax8, axis_type, case):
 def test_donated_sharded_argument_frees_its_device_bytes(mesh):
     devs = jaxlite.devices()
     x = _put(mesh, np.ones((8, 8), np.float32), ("x", None))
+    import gc
+    gc.collect()        # arrays earlier tests left to the collector must not go mid-way
     before = [d.memory_stats()["bytes_in_use"] for d in devs]
     r = jaxlite.jit(lambda a: a * 3, donate_argnums=0)(x)
     after = [d.memory_stats()["bytes_in_use"] for d in devs]
@@ -341,3 +343,27 @@ def test_cost_analysis_counts_one_device_as_jax(rjax8, case):
         ca = c.cost_analysis()
         return (ca[0] if isinstance(ca, list) else ca)["flops"]
     assert run(jaxlite) == run(rjax8)
+
+
+@pytest.mark.parametrize("case", ["two axes over a size-4 dimension", "size 6 over 4"])
+def test_indivisible_constraint_is_reported_and_placed_as_jax(rjax8, case):
+    """Under jit a constraint whose axes do not divide its dimension keeps the leading
+    axes that do (GSPMD's choice; none for 6 rows over 4), and the partitioned program
+    says so in a "# why:" line: never a silent replication."""
+    def run(lib):
+        S = lib.sharding
+        NS, Ps = S.NamedSharding, S.PartitionSpec
+        m = lib.make_mesh((4, 2), ("x", "y"), axis_types=(S.AxisType.Auto,) * 2)
+        if case.startswith("two"):
+            x = lib.device_put(_rand((8, 4)), NS(m, Ps("x")))
+            target = NS(m, Ps(None, ("x", "y")))
+        else:
+            x = lib.device_put(_rand((6, 4)), NS(m, Ps()))
+            target = NS(m, Ps("x"))
+        f = lib.jit(lambda a: lib.lax.with_sharding_constraint(a * 2, target))
+        r = f(x)
+        return np.asarray(r), repr(r.sharding), f.lower(x).compile()
+    (gv, gs, c), (wv, ws, _) = run(jaxlite), run(rjax8)
+    np.testing.assert_array_equal(gv, wv)
+    assert gs == ws
+    assert re.search(r"# why: .*not divisible by mesh axes", c.as_text()), c.as_text()

@@ -28,6 +28,8 @@ JAX's), ``reshard[dst_sharding, unconstrained_dims]``.
 """
 from __future__ import annotations
 
+import math
+
 from ..core import ad
 from ..core.primitive import Primitive
 from ..core.sharding_rules import ShardingRule, fmt
@@ -87,9 +89,12 @@ def _names(entry) -> tuple:
 
 
 def constrained_spec(prim, sharding, in_spec, shape, axis_sizes, unconstrained_dims,
-                     eager: bool = False) -> tuple:
+                     eager: bool = False, notes: list | None = None) -> tuple:
     """The result spec (one tuple of mesh axis names per dimension) of ``prim`` with target
-    ``sharding`` on an operand of ``shape`` whose spec is ``in_spec``.
+    ``sharding`` on an operand of ``shape`` whose spec is ``in_spec``.  A constraint under
+    jit on a dimension its axes do not divide keeps the longest leading part of them
+    that divides it (as GSPMD), possibly none; each such case is appended to ``notes``
+    (reported by the partitioner: never a silent replication).
 
     Raises AssertionError for a ``sharding_constraint`` on an all-Explicit mesh whose
     operand spec differs (JAX's message); ValueError when the constraint's mesh is not the
@@ -129,8 +134,16 @@ def constrained_spec(prim, sharding, in_spec, shape, axis_sizes, unconstrained_d
             for a in e:
                 n *= axis_sizes[a]
             if shape[d] % n and prim is sharding_constraint_p and not eager:
-                e = ()      # as JAX under jit: the dimension stays whole (eagerly the
-                            # caller raised IndivisibleError; reshard's caller ValueError)
+                # as JAX under jit: the axes that divide the dimension, or none (eagerly
+                # the caller raised IndivisibleError; reshard's caller ValueError)
+                asked = e
+                while e and shape[d] % math.prod(axis_sizes[a] for a in e):
+                    e = e[:-1]
+                if notes is not None:
+                    notes.append(
+                        f"dimension {d} (size {shape[d]}) is not divisible by mesh axes "
+                        f"{asked} ({n} shards): sharded over {e or 'none of them'} "
+                        f"instead ({'partly ' if e else ''}replicated)")
             if not e and prim is sharding_constraint_p and not eager:
                 e = tuple(a for a in in_spec[d] if types.get(a) is AxisType.Explicit
                           and a not in used)
@@ -144,12 +157,15 @@ def _full_p(spec) -> P:
 
 def _rule(prim):
     def rule(in_specs, in_avals, axis_sizes, **params):
+        notes: list = []
         spec = constrained_spec(_as_reshard(prim), _target(prim, params), in_specs[0],
                                 in_avals[0].shape, axis_sizes,
-                                params.get("unconstrained_dims", ()))
+                                params.get("unconstrained_dims", ()), notes=notes)
         note = None
         if tuple(in_specs[0]) != spec:
             note = f"{prim.name}: the operand {fmt(in_specs[0])} is resharded to {fmt(spec)}"
+        if notes:
+            note = "; ".join(([note] if note else [f"{prim.name}:"]) + notes)
         return ShardingRule([spec] + list(in_specs[1:]), [spec], (), note)
     return rule
 

@@ -499,7 +499,7 @@ class _ShardMapped:
                     if varies and a in named:
                         pos += 1
                     elif varies:
-                        o = _index0(o, pos)
+                        o = _device0_value(o, pos)
                     elif a in named:
                         o = _broadcast_at(o, pos, sizes[a])
                         pos += 1
@@ -626,6 +626,28 @@ def _reshape(x, shape):
 def _transpose(x, perm):
     from ..primitives.shape import transpose_p
     return transpose_p.bind(x, permutation=tuple(perm))
+
+
+def _device0_value(o, axis):
+    """An output of ``check_vma=False`` that varies along a mesh axis its out_spec does
+    not name (stacked along ``axis``): the value is device 0's, and, as JAX, its
+    derivative is the mean over the devices (JAX's transpose gives every device the
+    cotangent divided by the axis size), so gradients equal JAX's also when the output
+    is not in fact replicated (a per-device loss missing its psum)."""
+    from .autodiff import custom_jvp
+
+    @custom_jvp
+    def first(v):
+        return _index0(v, axis)
+
+    @first.defjvp
+    def _(primals, tangents):
+        from ..lax import div, reduce_sum
+        (v,), (t,) = primals, tangents
+        n = _aval_of(v).shape[axis]
+        return _index0(v, axis), div(reduce_sum(t, (axis,)),
+                                     np.asarray(n, _aval_of(t).dtype))
+    return first(o)
 
 
 def _index0(o, axis):

@@ -267,6 +267,8 @@ class Partition:
             where = f"equation {k} ({prim.name})"
             rule = rule_for(prim, specs, in_avals, out_avals, axis_sizes, params)
             if prim.constraint:
+                if rule.note:   # a reshard it asks for, or a dimension it cannot split
+                    self.notes.append(f"{where}: {rule.note}")
                 out = self._reshard(vals[0], specs[0], rule.outputs[0], where)
                 env[eqn.outvars[0]], held[eqn.outvars[0]] = out, rule.outputs[0]
                 continue
