@@ -367,3 +367,22 @@ def test_indivisible_constraint_is_reported_and_placed_as_jax(rjax8, case):
     np.testing.assert_array_equal(gv, wv)
     assert gs == ws
     assert re.search(r"# why: .*not divisible by mesh axes", c.as_text()), c.as_text()
+
+
+def test_in_shardings_on_a_like_mesh_of_other_devices_moves_the_argument(rjax8):
+    """A committed argument laid out as in_shardings asks but on other devices (a mesh of
+    the same axes) moves there, as in JAX; another spec still raises ValueError."""
+    def run(lib):
+        S = lib.sharding
+        NS, Ps = S.NamedSharding, S.PartitionSpec
+        d = lib.devices()
+        m1 = lib.make_mesh((4,), ("x",), devices=d[:4], axis_types=(S.AxisType.Auto,))
+        m2 = lib.make_mesh((4,), ("x",), devices=d[4:], axis_types=(S.AxisType.Auto,))
+        a = lib.device_put(_rand((8, 4)), NS(m1, Ps("x")))
+        r = lib.jit(lambda u: u * 2, in_shardings=NS(m2, Ps("x")))(a)
+        with pytest.raises(ValueError, match="does not match"):
+            lib.jit(lambda u: u * 2, in_shardings=NS(m1, Ps(None, "x")))(a)
+        return np.asarray(r), sorted(x.id for x in r.sharding.device_set), repr(r.sharding)
+    got, want = run(jaxlite), run(rjax8)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:]

@@ -943,6 +943,8 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
             if w is not None:
                 have = x.sharding if type(x) in (ArrayImpl, ShardedArray) and \
                     x._committed else None
+                if have is not None and _same_layout_elsewhere(have, w, x.aval.ndim):
+                    have = None     # as JAX: the same layout on other devices moves there
                 if have is not None and not _same_sharding(have, w, x.aval.ndim):
                     raise ValueError(
                         f"Sharding passed to jit does not match the sharding on the "
@@ -1181,6 +1183,21 @@ def _propagated_shardings(closed, in_specs, mesh, typed: bool = False,
         return [NamedSharding(mesh, result_pspec(mesh, sp)) for sp in specs]
     from ..core.sharded import to_pspec
     return [NamedSharding(mesh, to_pspec(sp)) for sp in specs]
+
+
+def _same_layout_elsewhere(have, want, ndim: int) -> bool:
+    """Whether NamedShardings ``have`` and ``want`` lay an array of rank ``ndim`` out
+    alike (meshes of the same axes, sizes and types, the same spec) over other devices:
+    jit then moves a committed argument to ``want`` instead of refusing it (as JAX)."""
+    if not (isinstance(have, NamedSharding) and isinstance(want, NamedSharding)):
+        return False
+    hm, wm = have.mesh, want.mesh
+    if hm is wm or getattr(hm, "abstract_mesh", None) is not \
+            getattr(wm, "abstract_mesh", None):
+        return False
+    from ..core.sharded import spec_tuple
+    return spec_tuple(have, ndim) == spec_tuple(want, ndim) and \
+        set(have._device_assignment) != set(want._device_assignment)
 
 
 def _same_sharding(a, b, ndim: int) -> bool:
