@@ -394,10 +394,11 @@ def mesh_devices_check(args, what: str):
             raise ValueError(
                 f"Received incompatible devices for {what}: argument {i0} of shape "
                 f"{a0.aval.str_short()} is sharded over devices "
-                f"{[d.id for d in devs0]} (mesh {a0.sharding.mesh.shape}), argument {i} "
-                f"of shape {a.aval.str_short()} over devices "
+                f"{[d.id for d in devs0]} (mesh {dict(a0.sharding.mesh.shape)}), "
+                f"argument {i} of shape {a.aval.str_short()} over devices "
                 f"{[d.id for d in a.sharding._device_assignment]} (mesh "
-                f"{a.sharding.mesh.shape}). Use jaxlite.device_put to put them on one mesh.")
+                f"{dict(a.sharding.mesh.shape)}). Use jaxlite.device_put to put them on "
+                f"one mesh.")
         m0, m = a0.sharding.mesh, a.sharding.mesh
         if m is not m0 and (m0.explicit_axes or m.explicit_axes):
             # as JAX: with Explicit axes the mesh is part of the type; Auto meshes over
