@@ -63,6 +63,16 @@ def show_memory(label, devs, before):
     print(f"  {label:<34} {cells}")
 
 
+def counted(compiled):
+    """``(collectives, bytes per device)`` a compiled program's ``cost_analysis`` counts
+    (jaxlite counts a jitted shard_map body's), or None where it does not (real JAX)."""
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    if "collectives" not in cost:
+        return None
+    return int(cost["collectives"]), int(cost["collective bytes"])
+
+
 def tree_bytes(tree) -> int:
     return sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree))
 
@@ -123,8 +133,13 @@ def data_parallel():
     xb = jax.device_put(x_all[batches[0]], NamedSharding(mesh, P("batch")))
     show_memory(f"one batch {xb.shape} (sharded)", devs, before)
     del xb
+    # what the jitted step's shard_map body communicates, as its compiled program counts
+    # it (one all-reduce per parameter's gradient, and the loss's pmean)
+    cost = counted(step.lower(params, x_all[batches[0]], y_all[batches[0]]).compile())
     print(f"  all-reduce per step: the gradients' sum, {tree_bytes(params0):,d} B "
-          f"(+4 B of loss) from each of {N_DEVICES} devices")
+          f"(+4 B of loss) from each of {N_DEVICES} devices" + (
+              f"; the compiled step counts {cost[0]} all-reduces of {cost[1]:,d} B in all"
+              if cost else ""))
 
     p_ref = params0
     losses, ref_losses = [], []
@@ -174,8 +189,11 @@ def tensor_parallel():
                        in_specs=(P("x", "y"), P("y", None)), out_specs=P("x", None))
     out2 = mk(xk, wk)
     partial = (x.shape[0] // 2) * w.shape[1] * 4
-    print(f"  k sharded over 'y': one psum over 'y' of {partial:,d} B per device; result "
-          f"{out2.sharding.spec}, max error {np.abs(np.asarray(out2) - expected).max():.1e}")
+    cost = counted(jax.jit(mk).lower(xk, wk).compile())
+    print(f"  k sharded over 'y': one psum over 'y' of {partial:,d} B per device"
+          + (f" (the compiled program counts {cost[0]} of {cost[1]:,d} B)" if cost else "")
+          + f"; result {out2.sharding.spec}, max error "
+          f"{np.abs(np.asarray(out2) - expected).max():.1e}")
 
     # the same product as a plain jit on those shards: the compiler partitions it into a
     # per-device program and inserts that psum itself (lower().compile().as_text() shows it)

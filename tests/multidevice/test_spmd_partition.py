@@ -315,14 +315,16 @@ def test_a_value_is_resharded_once_for_all_its_readers(mesh):
 
 def test_jit_of_shard_map_is_not_partitioned_again(mesh):
     """A jitted shard_map is the per-device program already (manual, as in JAX): its
-    collectives are the body's, and the compiler adds none."""
+    collectives are the body's (counted: one all-reduce of one device's float32[4]), and
+    the compiler adds none."""
     a = _rand((8, 4))
     xa = _put(mesh, a, ("x", None))
     f = jaxlite.jit(jaxlite.shard_map(lambda b: jaxlite.lax.psum(b.sum(0), "x"), mesh=mesh,
                                       in_specs=P("x"), out_specs=P()))
     c = f.lower(xa).compile()
     assert "SPMD partitioned" not in c.as_text()
-    assert "collectives" not in c.cost_analysis()
+    ca = c.cost_analysis()
+    assert (ca["collectives"], ca["collective bytes"]) == (1.0, 16.0)
     np.testing.assert_allclose(np.asarray(f(xa)), a.sum(0), rtol=1e-5)
 
 
@@ -386,3 +388,39 @@ def test_in_shardings_on_a_like_mesh_of_other_devices_moves_the_argument(rjax8):
     got, want = run(jaxlite), run(rjax8)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:]
+
+
+def test_jitted_shard_map_counts_its_collectives():
+    """A jitted shard_map reports the collectives its body runs (hand-checked kinds and
+    bytes: one device's operand): one per collective, none for a psum traced only for
+    differentiation, none for a plain vmap's axis_name."""
+    mesh = jaxlite.make_mesh((4,), ("b",), devices=jaxlite.devices()[:4])
+    Ps = jaxlite.sharding.PartitionSpec
+    lax = jaxlite.lax
+    x = np.ones((16, 4), np.float32)
+    cases = {
+        "all-reduce add": lambda v: lax.psum(v, "b"),
+        "all-gather": lambda v: lax.all_gather(v, "b", tiled=True),
+        "reduce-scatter": lambda v: lax.psum_scatter(v, "b", tiled=True),
+        "collective-permute": lambda v: lax.ppermute(v, "b", [(i, (i + 1) % 4)
+                                                              for i in range(4)]),
+        "all-to-all": lambda v: lax.all_to_all(v, "b", 0, 0, tiled=True),
+    }
+    for kind, body in cases.items():
+        c = jaxlite.jit(jaxlite.shard_map(body, mesh=mesh, in_specs=Ps("b"),
+                                          out_specs=Ps("b"), check_vma=False)
+                        ).lower(x).compile()
+        ca = c.cost_analysis()
+        assert (ca["collectives"], ca["collective bytes"]) == (1.0, 4 * 4 * 4), kind
+        assert f"#   {kind} over ('b',): float32[4, 4] (64 bytes)" in c.as_text(), kind
+
+    def local(w, v):    # a data-parallel step: the loss's pmean and the gradient's psum
+        loss, g = jaxlite.value_and_grad(
+            lambda w: lax.pmean(((v @ w) ** 2).mean(), "b"))(w)
+        return w - g, loss
+    step = jaxlite.jit(jaxlite.shard_map(local, mesh=mesh, in_specs=(Ps(), Ps("b")),
+                                         out_specs=(Ps(), Ps())))
+    ca = step.lower(np.ones((4, 2), np.float32), x).compile().cost_analysis()
+    assert (ca["collectives"], ca["collective bytes"]) == (2.0, 4 + 4 * 2 * 4)
+    vm = jaxlite.jit(jaxlite.vmap(lambda v: lax.psum(v, "i"), axis_name="i"))
+    assert "collectives" not in vm.lower(x).compile().cost_analysis()

@@ -80,6 +80,11 @@ class BatchTrace(Trace):
         rule = primitive.batch
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+        if primitive.kind == "collective":
+            # a collective this level resolves: a shard_map body's communication (what
+            # jit's cost_analysis and as_text report; primitives/collectives.py)
+            from ..primitives.collectives import note_manual
+            note_manual(primitive, self.main.payload.name, params, vals, dims)
         token = _axis.set(self.main.payload)
         try:
             out, out_dims = rule(vals, dims, **params)

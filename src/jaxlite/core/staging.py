@@ -36,6 +36,7 @@ class JaxprBuilder:
         self.eqns: list[JaxprEqn] = []
         self.consts: dict[int, tuple] = {}   # id(value) -> (value, constvar)
         self.invars: list = []
+        self.collectives: list = []     # a shard_map body's (primitives/collectives.py)
         # (mesh, in_specs, meshed) when the inputs lie on a mesh: what ``typeof`` of a
         # tracer types the equations staged so far by (``_introspect.typeof``)
         self.mesh_types = mesh_types
@@ -100,4 +101,6 @@ def trace_to_jaxpr(fun, in_avals, mesh_types=None) -> ClosedJaxpr:
     constvars = [cv for _, cv in builder.consts.values()]
     jaxpr = Jaxpr(constvars, [t._var for t in in_tracers], builder.eqns,
                   [t._var for t in out_tracers])
-    return ClosedJaxpr(jaxpr, consts)
+    closed = ClosedJaxpr(jaxpr, consts)
+    closed.collectives = tuple(builder.collectives)
+    return closed

@@ -92,13 +92,16 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A jaxpr with the values of its constvars (``consts``: Arrays or NumPy arrays)."""
+    """A jaxpr with the values of its constvars (``consts``: Arrays or NumPy arrays).
+    ``collectives``: the communications its shard_map bodies make, recorded while it was
+    traced (their equations are expanded over the devices), for reports only."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "collectives")
 
     def __init__(self, jaxpr: Jaxpr, consts):
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self.collectives = ()
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

@@ -12,6 +12,8 @@ examples of its axis, not on its operand alone: none is constant-folded (foldabl
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..core import ad, batching
@@ -87,6 +89,52 @@ def _add_chain(x, d: int, n: int):
         # +0.0 (checked against JAX 0.10.2; over one device the value stays as it is)
         out = add_p.bind(out, _const(out, 0.0))
     return out
+
+
+class CollectiveOp(NamedTuple):
+    """One communication of a program over a mesh: ``kind`` ("all-reduce add",
+    "all-gather", ...), the mesh ``axes``, the local operand ``shape`` and ``dtype``,
+    ``bytes`` (of the buffer each device contributes) and ``where`` (the equation it
+    serves, or the shard_map collective it is).  Made by the SPMD partitioner, and by
+    ``note_manual`` for the collectives a shard_map body calls."""
+    kind: str
+    axes: tuple
+    shape: tuple
+    dtype: str
+    bytes: int
+    where: str
+
+
+_KINDS = {"psum": "all-reduce add", "pmax": "all-reduce max", "pmin": "all-reduce min",
+          "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
+          "ppermute": "collective-permute", "all_to_all": "all-to-all"}
+
+
+def note_manual(prim, name, params, vals, dims) -> None:
+    """Records collective ``prim``, which the vmap level of axis ``name`` is resolving on
+    operands ``vals`` (batched along ``dims``), in the program being staged (the innermost
+    jit trace's builder, ``collectives``) when ``name`` is a Manual axis of the current
+    abstract mesh (a shard_map body) the collective is over: its kind, one device's
+    operand and the bytes it contributes, as the partitioner records its own (so
+    ``cost_analysis`` and ``as_text`` of a jitted shard_map count them).  Recorded where
+    it runs, so a collective traced only for differentiation and transposed away is not.
+    A collective over a plain vmap's ``axis_name`` moves nothing between devices."""
+    from ..core.staging import JaxprTrace
+    from ..core.trace import get_aval, trace_stack
+    from ..sharding import get_abstract_mesh
+    over = params.get("axes", params.get("axis_name"))
+    over = over if isinstance(over, tuple) else (over,)
+    if name not in over or name not in get_abstract_mesh().manual_axes or not vals:
+        return
+    for m in reversed(trace_stack()):
+        if m.trace_type is JaxprTrace:
+            a, d = get_aval(vals[0]), dims[0]
+            shape = a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
+            m.payload.collectives.append(CollectiveOp(
+                _KINDS.get(prim.name, prim.name), (name,), tuple(shape),
+                str(np.dtype(a.dtype)), nbytes, f"{prim.name} in a shard_map body"))
+            return
 
 
 def bind_collective(prim, x, axes):

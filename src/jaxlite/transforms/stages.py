@@ -358,7 +358,16 @@ class Compiled:
         every device runs on its shards, with every collective and its bytes."""
         text = self._program.as_text()
         part = self._partition()
-        return text if part is None else text + "\n" + part.as_text()
+        if part is not None:
+            return text + "\n" + part.as_text()
+        manual = self._lowered.closed_jaxpr.collectives
+        if manual:      # a jitted shard_map: the collectives its body calls
+            lines = [f"# shard_map collectives: {len(manual)}, "
+                     f"{sum(c.bytes for c in manual)} bytes per device"]
+            lines += [f"#   {c.kind} over {c.axes}: {c.dtype}{list(c.shape)} "
+                      f"({c.bytes} bytes) ({c.where})" for c in manual]
+            text += "\n" + "\n".join(lines)
+        return text
 
     def pass_log(self) -> str:
         """Every compiler pass with the program before and after it."""
@@ -372,10 +381,17 @@ class Compiled:
         """``{'flops', 'bytes accessed', 'transcendentals'}`` of the optimised program;
         over sharded arguments those of the program each device runs on its shards (as
         JAX reports a partitioned executable), and also ``'collectives'`` (how many it
-        has) and ``'collective bytes'`` (the bytes each device contributes to them)."""
+        has) and ``'collective bytes'`` (the bytes each device contributes to them), which
+        a jitted ``shard_map`` reports too (the collectives its body calls; its flops are
+        the whole computation's)."""
         part = self._partition()
         if part is None:
-            return cost_analysis(self._program.optimized)
+            out = cost_analysis(self._program.optimized)
+            manual = self._lowered.closed_jaxpr.collectives
+            if manual:      # a jitted shard_map: the collectives its body calls
+                out = dict(out, collectives=float(len(manual)))
+                out["collective bytes"] = float(sum(c.bytes for c in manual))
+            return out
         out = dict(cost_analysis(part.per_device_jaxpr()))
         out.update(part.summary())
         return out

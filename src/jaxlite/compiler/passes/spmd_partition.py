@@ -34,29 +34,17 @@ contributes).
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
 
 import numpy as np
 
 from ...core import sharding_rules as sr
 from ...core.trace import get_aval
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from ...primitives.collectives import CollectiveOp  # one type with shard_map's (noted there)
 from .inline import inline_calls
 from .sharding_propagation import rule_for
 
 __all__ = ["partition", "Partition", "CollectiveOp", "partitionable", "local_shape"]
-
-
-class CollectiveOp(NamedTuple):
-    """One communication of a partitioned program: ``kind`` ("all-reduce add",
-    "all-gather", ...), the mesh ``axes``, the local operand ``shape`` and ``dtype``,
-    ``bytes`` (of the buffer each device contributes) and ``where`` (the equation it serves)."""
-    kind: str
-    axes: tuple
-    shape: tuple
-    dtype: str
-    bytes: int
-    where: str
 
 
 _staging = threading.local()      # set while per_device_jaxpr() traces (no mesh bound)
