@@ -1293,16 +1293,23 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
     return _auto_axes(f, axes, out_sharding)
 
 
+def _region_sharding(given, kwargs: dict, name: str):
+    """The sharding of an ``auto_axes``/``explicit_axes`` region: the one given when it
+    was made, else the call's keyword ``name`` (taken out of ``kwargs``); TypeError when
+    neither is."""
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
 def _auto_axes(fun, axes, out_sharding):
     import functools
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        target = out_sharding
-        if target is None:
-            if "out_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'out_sharding'")
-            target = kwargs.pop("out_sharding")
+        target = _region_sharding(out_sharding, kwargs, "out_sharding")
         info = _region_mesh(axes, AxisType.Auto, "auto_axes", target)
         if info is None:
             return fun(*args, **kwargs)
@@ -1365,11 +1372,7 @@ def _explicit_axes(fun, axes, in_sharding):
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        target = in_sharding
-        if target is None:
-            if "in_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'in_sharding'")
-            target = kwargs.pop("in_sharding")
+        target = _region_sharding(in_sharding, kwargs, "in_sharding")
         info = _region_mesh(axes, AxisType.Explicit, "explicit_axes")
         if info is None:
             raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API "
