@@ -339,15 +339,13 @@ def with_out_sharding(fn, who: str, creation: bool = True):
             args = [_whole_on(a, sh.mesh) for a in args]
             kwargs = {k: _whole_on(v, sh.mesh) for k, v in kwargs.items()}
         return out_sharded(fn(*args, **kwargs), sh, who, creation=creation)
-    try:
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())
-        k = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-        params.insert(k, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
-                                           default=None))
-        wrapper.__signature__ = sig.replace(parameters=params)
-    except (TypeError, ValueError):
-        pass
+    # the signature shows the keyword, as JAX's (``fn`` is always a Python function)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    k = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    params.insert(k, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                       default=None))
+    wrapper.__signature__ = sig.replace(parameters=params)
     return wrapper
 
 
