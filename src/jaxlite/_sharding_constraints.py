@@ -319,6 +319,16 @@ def _whole_on(x, mesh):
     return x
 
 
+def call_with_out_sharding(fn, args, kwargs, out_sharding, who: str, creation: bool):
+    """``fn(*args, **kwargs)`` placed by ``out_sharding`` as ``with_out_sharding``
+    describes (the argument checked first; a layout operation's operands made whole)."""
+    sh = out_sharding_of(out_sharding, who)     # bad input raises before any work
+    if not creation:
+        args = [_whole_on(a, sh.mesh) for a in args]
+        kwargs = {k: _whole_on(v, sh.mesh) for k, v in kwargs.items()}
+    return out_sharded(fn(*args, **kwargs), sh, who, creation=creation)
+
+
 def with_out_sharding(fn, who: str, creation: bool = True):
     """``fn`` with JAX's keyword ``out_sharding=`` added (keyword-only, default None): its
     result placed by ``out_sharded``, the argument checked before ``fn`` runs.  For
@@ -334,11 +344,7 @@ def with_out_sharding(fn, who: str, creation: bool = True):
     def wrapper(*args, out_sharding=None, **kwargs):
         if out_sharding is None:
             return fn(*args, **kwargs)
-        sh = out_sharding_of(out_sharding, who)     # bad input raises before any work
-        if not creation:
-            args = [_whole_on(a, sh.mesh) for a in args]
-            kwargs = {k: _whole_on(v, sh.mesh) for k, v in kwargs.items()}
-        return out_sharded(fn(*args, **kwargs), sh, who, creation=creation)
+        return call_with_out_sharding(fn, args, kwargs, out_sharding, who, creation)
     # the signature shows the keyword, as JAX's (``fn`` is always a Python function)
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())

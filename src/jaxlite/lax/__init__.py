@@ -541,8 +541,8 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
 
 
 def _with_out_sharding(fn, out_sharding, who, *args, creation=False):
-    from .._sharding_constraints import with_out_sharding
-    return with_out_sharding(fn, who, creation)(*args, out_sharding=out_sharding)
+    from .._sharding_constraints import call_with_out_sharding
+    return call_with_out_sharding(fn, args, {}, out_sharding, who, creation)
 
 
 # ---- reductions -----------------------------------------------------------------------
