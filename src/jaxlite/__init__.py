@@ -45,6 +45,7 @@ from .ad_checkpoint import checkpoint_policies  # noqa: F401
 from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
 from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
+from . import distributed  # noqa: F401
 
 
 def clear_caches() -> None:

@@ -14,6 +14,7 @@ import sys
 COMMANDS = {
     "demo": "jaxlite.tools.demo",
     "doctor": "jaxlite.tools.doctor",
+    "launch": "jaxlite.tools.launch",
     "lint": "jaxlite.tools.lint",
 }
 

@@ -130,6 +130,10 @@ class Config:
             # bytes of free host buffers the recycling pool keeps (runtime/buffer.py);
             # None: the smaller of 512 MiB and an eighth of RAM
             "jaxlite_buffer_pool_bytes": _env_bytes("JAXLITE_BUFFER_POOL_BYTES"),
+            # several processes (runtime/mpi.py): seconds a collective waits for the other
+            # processes before it raises CollectiveTimeoutError
+            "jaxlite_collective_timeout": float(os.environ.get("JAXLITE_COLLECTIVE_TIMEOUT")
+                                                or 300.0),
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
         object.__setattr__(self, "_values", values)

@@ -8,6 +8,7 @@ contract is in ``primitives``' docstring helpers below.
 from __future__ import annotations
 
 import contextvars
+from typing import NamedTuple
 
 from .trace import Trace, Tracer, get_aval
 
@@ -47,12 +48,34 @@ class BatchAxis:
     axis is a mesh axis of a ``shard_map`` that checks replication (check_vma), whose
     devices share the values that are not mapped along it (see ``spmd_cotangent``)."""
 
-    __slots__ = ("size", "name", "spmd")
+    __slots__ = ("size", "name", "spmd", "split")
 
-    def __init__(self, size, name=None, spmd=False):
+    def __init__(self, size, name=None, spmd=False, split=None):
         self.size = size
         self.name = name
         self.spmd = spmd
+        # a mesh axis whose devices belong to several processes (jaxlite.distributed):
+        # this process batches only its ``size`` devices along it; ``split`` is the
+        # AxisSplit saying where they sit along the whole axis and which processes hold
+        # the rest (collectives over the axis combine locally, then across them)
+        self.split = split
+
+    @property
+    def global_size(self) -> int:
+        """The size of the whole axis (``lax.axis_size``): ``size``, or over several
+        processes, the devices of all of them along it."""
+        return self.size if self.split is None else self.split.size
+
+
+class AxisSplit(NamedTuple):
+    """A mesh axis over several processes, as one process sees it: the axis has ``size``
+    devices in all; this process's devices along it start at ``offset``; ``ranks`` are
+    the processes that hold the other blocks of the axis (each block as long as this
+    one), in the order of their blocks, and ``where`` names the program for errors."""
+    size: int
+    offset: int
+    ranks: tuple
+    where: str
 
 
 class BatchTrace(Trace):

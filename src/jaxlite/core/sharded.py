@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from .. import monitoring
-from ..runtime import transfer as _transfer
+from ..runtime import mpi as _mpi, transfer as _transfer
 from ..runtime.buffer import Buffer
 from ..runtime.dispatch import PendingBuffer as _PendingBuffer
 from .array import ArrayImpl, Shard, deleted_error
@@ -49,7 +49,9 @@ class ShardedArray(ArrayImpl):
       sharding: a ``NamedSharding`` (or any sharding with ``_device_assignment`` and
         ``devices_indices_map``).
       bufs: one counted Buffer per device of ``sharding._device_assignment``, in that
-        order, each holding that device's index of the global array.
+        order, each holding that device's index of the global array; None for a device
+        of another process (several processes, see jaxlite.distributed): this process
+        holds only its own devices' shards.
       global_value: the global host array the buffers are views of, if there is one.
     """
 
@@ -61,8 +63,8 @@ class ShardedArray(ArrayImpl):
         self._shards = tuple(b.result() if type(b) is _PendingBuffer else b for b in bufs)
         self._committed = True
         self._key = None
-        self._gbuf = None if global_value is None else _view_buffer(global_value,
-                                                                    bufs[0].device)
+        self._gbuf = None if global_value is None else _view_buffer(
+            global_value, next(b for b in self._shards if b is not None).device)
 
     # ---- the global value --------------------------------------------------------------
     @property
@@ -70,17 +72,46 @@ class ShardedArray(ArrayImpl):
         """The global value as one uncounted buffer on the first device (assembled from
         the shards on first use).  Code written for one device reads values through it."""
         for b in self._shards:      # a shard may share its buffer with another Array
-            if b.data is None:
+            if b is not None and b.data is None:
                 raise deleted_error(self.aval)
         g = self._gbuf
         if g is None:
             value = np.empty(self.aval.shape, self.aval.dtype)
+            remote = None in self._shards
+            have = set()
             for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
                                           self._shards):
-                if rid == 0:
+                key = tuple((i.start, i.stop) for i in idx)
+                if b is not None and key not in have:
                     value[idx] = b.data
-            g = self._gbuf = _view_buffer(value, self._shards[0].device)
+                    have.add(key)
+            if remote and not _covers(have, self._sharding, self.aval.shape):
+                raise non_addressable_error(self)
+            g = self._gbuf = _view_buffer(value, self._local_device())
         return g
+
+    def _local_device(self):
+        return next(b for b in self._shards if b is not None).device
+
+    def _readable(self) -> bool:
+        """Whether this process can read the global value (it holds every distinct
+        shard: always with one process)."""
+        if None not in self._shards:
+            return True
+        have = {tuple((i.start, i.stop) for i in idx) for (_, idx, _), b in
+                zip(shard_indices(self._sharding, self.aval.shape), self._shards)
+                if b is not None}
+        return _covers(have, self._sharding, self.aval.shape)
+
+    def __repr__(self):
+        if not self._readable():        # as JAX: no values of other processes' shards
+            return f"Array(shape={self.aval.shape}, dtype={self.aval.dtype.name})"
+        return ArrayImpl.__repr__(self)
+
+    def __str__(self):
+        if not self._readable():
+            return self.__repr__()
+        return ArrayImpl.__str__(self)
 
     def _host_value(self, explicit: bool = False) -> np.ndarray:
         """The global value, read-only, counted as one device-to-host transfer per
@@ -90,7 +121,7 @@ class ShardedArray(ArrayImpl):
             monitoring.emit("read", array_id=id(self))
         for (dev, _, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
                                     self._shards):
-            if rid == 0:
+            if rid == 0 and b is not None:
                 _transfer.count("device_to_host", explicit, b.nbytes, dev, "host",
                                 self.aval)
         return value
@@ -106,6 +137,12 @@ class ShardedArray(ArrayImpl):
         devs = self._sharding._device_assignment
         return devs[0] if len(devs) == 1 else self._sharding
 
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process holds every shard (False over several processes'
+        devices)."""
+        return None not in self._shards
+
     def devices(self) -> set:
         return set(self._sharding._device_assignment)
 
@@ -115,19 +152,31 @@ class ShardedArray(ArrayImpl):
 
     @property
     def addressable_shards(self) -> list:
-        """One ``Shard`` per device (``device``, ``index`` into the global array,
-        ``replica_id``, ``data``: a one-device Array sharing the device's buffer)."""
+        """One ``Shard`` per device of this process (``device``, ``index`` into the global
+        array, ``replica_id``, ``data``: a one-device Array sharing the device's
+        buffer)."""
         from .avals import ShapedArray
         out = []
         for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
                                       self._shards):
+            if b is None:
+                continue
             if b.data is None:
                 raise deleted_error(self.aval)
             aval = ShapedArray(b.data.shape, self.aval.dtype, self.aval.weak_type)
             out.append(Shard(dev, idx, rid, ArrayImpl(b, aval, True)))
         return out
 
-    global_shards = addressable_shards
+    @property
+    def global_shards(self) -> list:
+        """Every device's Shard; over several processes' devices, RuntimeError (a shard's
+        data lives in another process: use addressable_shards)."""
+        if None in self._shards:
+            raise RuntimeError("global_shards of an array over several processes' devices: "
+                               "the other processes' shards live there; use "
+                               "addressable_shards (this process's) or "
+                               "jaxlite.experimental.multihost_utils.process_allgather.")
+        return self.addressable_shards
 
     def addressable_data(self, index: int):
         """The one-device Array of addressable shard ``index``."""
@@ -135,7 +184,7 @@ class ShardedArray(ArrayImpl):
 
     # ---- lifetime ----------------------------------------------------------------------
     def block_until_ready(self):
-        if any(b.data is None for b in self._shards):
+        if any(b is not None and b.data is None for b in self._shards):
             raise deleted_error(self.aval)
         return self
 
@@ -145,11 +194,12 @@ class ShardedArray(ArrayImpl):
     def delete(self) -> None:
         """Frees every shard (``jax.Array.delete``)."""
         for b in self._shards:
-            b.delete()
+            if b is not None:
+                b.delete()
         self._gbuf = None
 
     def is_deleted(self) -> bool:
-        return any(b.data is None for b in self._shards)
+        return any(b is not None and b.data is None for b in self._shards)
 
     def _check_alive(self):
         if self.is_deleted():
@@ -160,7 +210,7 @@ class ShardedArray(ArrayImpl):
         float32[8,4] array is 128 bytes split 8 ways, 1024 bytes replicated on 8 devices).
         Raises RuntimeError once deleted."""
         self._check_alive()
-        return sum(b.nbytes for b in self._shards)
+        return sum(b.nbytes for b in self._shards if b is not None)
 
     def unsafe_buffer_pointer(self) -> int:
         """Refused, as JAX: a sharded array has no single buffer (JaxRuntimeError)."""
@@ -182,7 +232,7 @@ class ShardedArray(ArrayImpl):
         from .avals import ShapedArray
         a = self.aval
         row = ShapedArray(a.shape[1:], a.dtype, a.weak_type)
-        dev = self._shards[0].device
+        dev = self._local_device()
         for i in range(a.shape[0]):
             yield ArrayImpl(new_buffer(np.array(self._buf.data[i]), dev), row, False)
 
@@ -198,6 +248,28 @@ class ShardedArray(ArrayImpl):
         # as JAX: the values travel, and land on the default device, uncommitted
         from .array import _reconstruct
         return (_reconstruct, (np.array(self._host_value()), self.aval.weak_type))
+
+
+def non_addressable_error(x) -> RuntimeError:
+    """Reading the value of an array some of whose shards only other processes hold."""
+    procs = sorted({d.process_index for d in x._sharding._device_assignment})
+    return RuntimeError(
+        f"cannot read the value of this {x.aval.str_short()} array here: it is sharded "
+        f"over the devices of processes {procs} ({x._sharding}) and this process "
+        f"(process {_process_index()}) holds only its own shards. Gather it on every "
+        f"process with jaxlite.experimental.multihost_utils.process_allgather(x, "
+        f"tiled=True), or read this process's pieces from x.addressable_shards.")
+
+
+def _process_index() -> int:
+    w = _mpi._world
+    return 0 if w is None else w.rank
+
+
+def _covers(have: set, sharding, shape) -> bool:
+    """Whether the distinct indices in ``have`` are every distinct index of ``sharding``."""
+    return have >= {tuple((i.start, i.stop) for i in idx)
+                    for _, idx, _ in shard_indices(sharding, shape)}
 
 
 def _view_buffer(value: np.ndarray, device) -> Buffer:
@@ -278,11 +350,17 @@ def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:
     where the view is not contiguous).  Counts no transfer."""
     value.setflags(write=False)
     bufs = []
+    me = _process_index()
     for dev, idx, _ in shard_indices(sharding, aval.shape):
+        if dev.process_index != me:        # another process's device: its own shard
+            bufs.append(None)
+            continue
         piece = value[tuple(idx) + (Ellipsis,)]     # an ndarray view, also for rank 0
         if not piece.flags.c_contiguous:
             piece = np.ascontiguousarray(piece)
         bufs.append(Buffer(piece, dev))
+    if None in bufs:
+        value = None
     return ShardedArray(aval, sharding, bufs, value)
 
 
@@ -609,3 +687,154 @@ def apply_sharded(prim, args, params, sharding0=None):
             elif prim.name == "broadcast_in_dim" and o.aval.ndim > avals[0].ndim:
                 _tag(o, "broadcast")
     return outs if prim.multiple_results else outs[0]
+
+
+# ---- several processes (jaxlite.distributed) ---------------------------------------------
+
+class ProcessBox:
+    """Where this process's devices sit in a mesh spanning several processes.  They must
+    form a box (a contiguous block along every axis, as ``make_mesh`` and a reshape of
+    ``jax.devices()`` give), every process's box of the same sizes: ``local[a]`` devices
+    along axis ``a`` starting at ``offset[a]``; ``ranks[a]`` are the processes holding
+    the blocks along ``a`` that share this process's position on the other axes, in
+    block order; ``coords`` maps each of this process's devices to its mesh position."""
+
+    __slots__ = ("local", "offset", "ranks", "coords")
+
+    def __init__(self, local, offset, ranks, coords):
+        self.local, self.offset, self.ranks, self.coords = local, offset, ranks, coords
+
+
+_BOXES: dict = {}
+
+
+def spans_processes(mesh) -> bool:
+    """Whether ``mesh`` (a concrete Mesh) holds devices of other processes."""
+    w = _mpi._world
+    if w is None:
+        return False
+    devs = getattr(mesh, "devices", None)
+    if not isinstance(devs, np.ndarray):
+        return False
+    return any(d.process_index != w.rank for d in devs.flat)
+
+
+def process_box(mesh) -> ProcessBox:
+    """This process's ``ProcessBox`` in ``mesh`` (memoised per mesh).
+
+    Raises ValueError when the mesh leaves out a process (every process must take part
+    in a program over the mesh), or the processes' devices do not form equal boxes."""
+    box = _BOXES.get(mesh)
+    if box is not None:
+        return box
+    w = _mpi._world
+    names = tuple(mesh.axis_names)
+    devs = mesh.devices
+    procs = np.array([d.process_index for d in devs.flat]).reshape(devs.shape)
+    missing = sorted(set(range(w.size)) - set(procs.ravel().tolist()))
+    if missing:
+        raise ValueError(f"the mesh {dict(mesh.shape)} has no device of processes "
+                         f"{missing}: a mesh over several processes must include devices "
+                         f"of every process (of {w.size}), since each runs the programs "
+                         f"over it; build it from jaxlite.devices() (all processes' "
+                         f"devices), e.g. jaxlite.make_mesh(...).")
+    blocks = {}
+    for p in range(w.size):
+        at = np.argwhere(procs == p)
+        lo, hi = at.min(0), at.max(0) + 1
+        if int(np.prod(hi - lo)) != len(at):
+            raise ValueError(f"the devices of process {p} do not form a block of the mesh "
+                             f"{dict(mesh.shape)} (their positions: {at.tolist()}); order "
+                             f"the mesh's devices by process (as jaxlite.make_mesh does).")
+        blocks[p] = (tuple(lo.tolist()), tuple((hi - lo).tolist()))
+    sizes = {b[1] for b in blocks.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"the processes hold blocks of different sizes of the mesh "
+                         f"{dict(mesh.shape)}: {sorted(sizes)}; give every process the "
+                         f"same number of devices (JAX_NUM_CPU_DEVICES).")
+    lo, size = blocks[w.rank]
+    local, offset, ranks = {}, {}, {}
+    for i, a in enumerate(names):
+        local[a], offset[a] = size[i], lo[i]
+        along = [p for p, (plo, _) in blocks.items()
+                 if all(plo[j] == lo[j] for j in range(len(names)) if j != i)]
+        ranks[a] = tuple(sorted(along, key=lambda p: blocks[p][0][i]))
+    coords = {devs[c]: c for c in np.ndindex(*devs.shape) if procs[c] == w.rank}
+    box = _BOXES[mesh] = ProcessBox(local, offset, ranks, coords)
+    return box
+
+
+def local_stack(x, spec_axes, mesh, box, mesh_axes) -> np.ndarray:
+    """This process's shards of ``x`` laid out by ``spec_axes`` (one tuple of mesh axes
+    per dimension) over ``mesh``, stacked in front: one axis per axis of ``mesh_axes``
+    the spec names (in that order, this process's devices along it), then the shard's
+    shape.  ``x`` is a ShardedArray (moved to that layout first when it has another
+    one), or a value every process holds whole (a host array, a one-device Array)."""
+    from ..sharding import NamedSharding
+    from .trace import get_aval
+    aval = get_aval(x)
+    sharding = NamedSharding(mesh, to_pspec(spec_axes))
+    named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
+    sizes = dict(mesh.shape)
+    block = []
+    for d, e in enumerate(spec_axes):
+        n = 1
+        for a in e:
+            n *= sizes[a]
+        block.append(aval.shape[d] // n)
+    if type(x) is ShardedArray:
+        if not (x.sharding.mesh == mesh and
+                spec_tuple(x.sharding, aval.ndim) == tuple(spec_axes)):
+            if x._readable():
+                x = x._buf.data
+            else:
+                x = _move_across(x, sharding)
+    shape = [box.local[a] for a in named] + block
+    if type(x) is ShardedArray:
+        pieces = {dev: b.data for dev, b in zip(x.sharding._device_assignment, x._shards)
+                  if b is not None}
+        if len(box.coords) == 1:        # one device here: its shard is the stack (a view)
+            return pieces[next(iter(box.coords))].reshape(shape)
+    out = np.empty(shape, aval.dtype)
+    if type(x) is ShardedArray:
+        for dev, c in box.coords.items():
+            out[tuple(c[mesh.axis_names.index(a)] - box.offset[a] for a in named)] = \
+                pieces[dev]
+        return out
+    value = np.asarray(x._buf.data if isinstance(x, ArrayImpl) else x, aval.dtype)
+    for dev, idx, _ in shard_indices(sharding, aval.shape):
+        c = box.coords.get(dev)
+        if c is not None:
+            out[tuple(c[mesh.axis_names.index(a)] - box.offset[a] for a in named)] = \
+                value[tuple(idx)]
+    return out
+
+
+def _move_across(x, sharding):
+    """``x`` laid out by ``sharding`` over processes (a jitted identity: the partitioner's
+    gathers and slices, across processes where they must)."""
+    from ..transforms.jit import jit
+    return jit(lambda v: v, out_shardings=sharding)(x)
+
+
+def from_local_stack(stack, spec_axes, aval, sharding, box, mesh_axes) -> ShardedArray:
+    """The ShardedArray (over ``sharding``'s mesh, spanning processes) whose shards on
+    this process's devices are the blocks of ``stack`` (the layout ``local_stack``
+    makes); the other processes' devices get None (their own shards)."""
+    mesh = sharding.mesh
+    named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
+    stack = np.asarray(stack)
+    if stack.dtype != aval.dtype:
+        stack = stack.astype(aval.dtype)
+    stack.setflags(write=False)
+    bufs = []
+    for dev in sharding._device_assignment:
+        c = box.coords.get(dev)
+        if c is None:
+            bufs.append(None)
+            continue
+        piece = stack[tuple(c[mesh.axis_names.index(a)] - box.offset[a] for a in named)]
+        if not piece.flags.c_contiguous:
+            piece = np.ascontiguousarray(piece)
+        bufs.append(Buffer(piece, dev))
+    return ShardedArray(aval, sharding, bufs)

@@ -18,7 +18,7 @@ def _names(axis_name):
 def _axis_size(names) -> int:
     n = 1
     for name in names:
-        n *= batching.find_axis(name).payload.size
+        n *= batching.find_axis(name).payload.global_size
     return n
 
 
@@ -101,11 +101,14 @@ def axis_index(axis_name):
         for name in reversed(names):
             term = axis_index(name) if stride == 1 else axis_index(name) * stride
             index = term if index is None else term + index
-            stride *= batching.find_axis(name).payload.size
+            stride *= batching.find_axis(name).payload.global_size
         return index
     main = batching.find_axis(axis_name)
     trace = batching.BatchTrace(main)
-    return batching.BatchTracer(trace, np.arange(main.payload.size, dtype=np.int32), 0)
+    split = main.payload.split
+    start = 0 if split is None else split.offset     # this process's first device on it
+    return batching.BatchTracer(
+        trace, np.arange(start, start + main.payload.size, dtype=np.int32), 0)
 
 
 def axis_size(axis_name) -> int:
@@ -154,7 +157,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
     def leaf(v):
         nd = _leaf_ndim(v)
         dim = _canon(axis, nd if tiled else nd + 1, "axis")
-        sizes = [batching.find_axis(n).payload.size for n in names]
+        sizes = [batching.find_axis(n).payload.global_size for n in names]
         for k in range(len(names) - 1, -1, -1):     # the last name varies fastest
             one_tiled = tiled or k < len(names) - 1
             v = _col.bind_named(_col.all_gather_p, v, axis_name=names[k],
@@ -181,7 +184,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
         return x
     _check(names)
     _no_groups("psum_scatter", axis_index_groups)
-    sizes = [batching.find_axis(n).payload.size for n in names]
+    sizes = [batching.find_axis(n).payload.global_size for n in names]
     total = _axis_size(names)
 
     def leaf(v):
@@ -303,7 +306,7 @@ def pbroadcast(x, axis_name, source):
 def _all_to_all_tiled(v, names, split, concat):
     """The tiled all_to_all of one array over ``names`` (positions row-major)."""
     from . import reshape, transpose
-    sizes = [batching.find_axis(n).payload.size for n in names]
+    sizes = [batching.find_axis(n).payload.global_size for n in names]
     if len(names) == 1:
         return _col.bind_named(_col.all_to_all_p, v, axis_name=names[0], split_axis=split,
                                concat_axis=concat, axis_size=sizes[0])

@@ -9,5 +9,6 @@ from . import control_flow  # noqa: F401
 from . import conv  # noqa: F401
 from . import collectives  # noqa: F401
 from . import shard_slice  # noqa: F401  (the SPMD partitioner's local block)
+from . import cross_process  # noqa: F401  (collectives over several processes)
 from . import kernel  # noqa: F401  (fused kernels: made by the compiler's fusion pass)
 from . import fft  # noqa: F401,E402  (opaque kernel: SciPy's FFT)

@@ -45,15 +45,18 @@ def _collective(name, reduce_name):
             # mapped by the named vmaps is lifted into them first)
             return bind_collective(prim, x, axes), d
         if d is None:
-            out = elementwise.mul_p.bind(x, _const(x, axis.size)) if reduce_name == "sum" \
-                else x
-        elif reduce_name == "sum" and axis.size <= _ADD_CHAIN and \
-                get_aval(x).dtype.kind in "fciu":
-            out = _add_chain(x, d, axis.size)
+            out = elementwise.mul_p.bind(x, _const(x, axis.global_size)) \
+                if reduce_name == "sum" else x
         else:
-            red = getattr(reduction, f"reduce_{reduce_name}_p")
-            out = red.bind(x, axes=(d,), **({"out_sharding": None} if reduce_name == "sum"
-                                            else {}))
+            if reduce_name == "sum" and axis.size <= _ADD_CHAIN and \
+                    get_aval(x).dtype.kind in "fciu":
+                out = _add_chain(x, d, axis.size)
+            else:
+                red = getattr(reduction, f"reduce_{reduce_name}_p")
+                out = red.bind(x, axes=(d,), **({"out_sharding": None}
+                                                if reduce_name == "sum" else {}))
+            if axis.split is not None:      # then across the processes along the axis
+                out = _across(axis, out, reduce_name)
         rest = tuple(a for a in axes if a != axis.name)
         if rest:
             out = bind_collective(prim, out, rest)
@@ -67,6 +70,34 @@ def _collective(name, reduce_name):
 # operand's own precision, as an all-reduce does (reduce_sum would accumulate a float32
 # sum over a leading axis in float64: 5x slower for 4 devices' 64 MiB, bench W10)
 _ADD_CHAIN = 8
+
+
+def _across(axis, x, op):
+    """``x`` (this process's devices along ``axis`` already combined) combined over the
+    processes along the axis: one MPI all-reduce (primitives/cross_process.py)."""
+    from .cross_process import all_reduce_p
+    sp = axis.split
+    return all_reduce_p.bind(x, op=op, ranks=sp.ranks, where=f"over mesh axis "
+                             f"{axis.name!r} in {sp.where}")
+
+
+def _gather_across(axis, x, dim):
+    """``x``, batched along ``dim`` over this process's devices of ``axis``, gathered
+    from every process along the axis: ``dim`` grows to the whole axis."""
+    from .cross_process import all_gather_p
+    sp = axis.split
+    return all_gather_p.bind(x, axis=dim, ranks=sp.ranks, where=f"over mesh axis "
+                             f"{axis.name!r} in {sp.where}")
+
+
+def _own_block(axis, x, dim):
+    """This process's devices' part of ``x``'s ``dim``, which runs over the whole axis."""
+    from .shape import slice_p
+    sp = axis.split
+    shape = get_aval(x).shape
+    start = tuple(sp.offset if k == dim else 0 for k in range(len(shape)))
+    limit = tuple(sp.offset + axis.size if k == dim else n for k, n in enumerate(shape))
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=None)
 
 
 def _add_chain(x, d: int, n: int):
@@ -215,9 +246,9 @@ def _resolving(axis_name, axis_size):
     axis = batching.current_axis()
     if axis is None or axis.name != axis_name:
         return None
-    if axis.size != axis_size:
+    if axis.global_size != axis_size:
         raise ValueError(f"collective over axis {axis_name!r} was built for an axis of "
-                         f"size {axis_size}, but that vmap has size {axis.size}")
+                         f"size {axis_size}, but that vmap has size {axis.global_size}")
     return axis
 
 
@@ -280,7 +311,8 @@ def _all_gather_batch(args, dims, *, axis_name, all_gather_dimension, axis_size,
     (x,), (d,) = args, dims
     dim = all_gather_dimension
     params = dict(axis_name=axis_name, axis_size=axis_size, tiled=tiled)
-    if _resolving(axis_name, axis_size) is None:
+    axis = _resolving(axis_name, axis_size)
+    if axis is None:
         if d is None:
             return bind_named(all_gather_p, x, all_gather_dimension=dim, **params), None
         if d <= dim:
@@ -289,6 +321,8 @@ def _all_gather_batch(args, dims, *, axis_name, all_gather_dimension, axis_size,
                 d if tiled else d + 1)
     # the named axis: the stacked examples, their axis moved to where they are gathered
     y = _insert_broadcast(x, dim, axis_size) if d is None else batching.moveaxis(x, d, dim)
+    if d is not None and axis.split is not None:
+        y = _gather_across(axis, y, dim)
     if tiled:
         y = _merge(y, dim)
     return y, None
@@ -336,7 +370,8 @@ def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, axis_size, 
     (x,), (d,) = args, dims
     sd = scatter_dimension
     params = dict(axis_name=axis_name, axis_size=axis_size, tiled=tiled)
-    if _resolving(axis_name, axis_size) is None:
+    axis = _resolving(axis_name, axis_size)
+    if axis is None:
         if d is None:
             return bind_named(psum_scatter_p, x, scatter_dimension=sd, **params), None
         if d <= sd:
@@ -349,8 +384,12 @@ def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, axis_size, 
         y = mul_p.bind(x, _const(x, axis_size))
     else:
         y = reduction.reduce_sum_p.bind(x, axes=(d,), out_sharding=None)
+        if axis.split is not None:
+            y = _across(axis, y, "sum")
     if tiled:
         y = _split(y, sd, axis_size)
+    if axis.split is not None:      # each device keeps its part: here, this process's
+        y = _own_block(axis, y, sd)
     return y, sd
 
 
@@ -379,7 +418,8 @@ def _ppermute_batch(args, dims, *, axis_name, perm, axis_size):
     from .elementwise import select_n_p
     (x,), (d,) = args, dims
     params = dict(axis_name=axis_name, perm=perm, axis_size=axis_size)
-    if _resolving(axis_name, axis_size) is None:
+    axis = _resolving(axis_name, axis_size)
+    if axis is None:
         if d is None:
             return bind_named(ppermute_p, x, **params), None
         return bind_named(ppermute_p, x, **params), d
@@ -389,6 +429,20 @@ def _ppermute_batch(args, dims, *, axis_name, perm, axis_size):
         if full:
             return x, None          # every example receives the same value
         x, d = batching.broadcast_front(x, axis_size), 0
+    elif axis.split is not None:
+        # over several processes: every process's senders, then this process's receivers
+        x, d = _gather_across(axis, batching.moveaxis(x, d, 0), 0), 0
+    if axis.split is not None:
+        out, d = _permuted(x, d, src_of, full, axis_size)
+        return _own_block(axis, out, d), d
+    return _permuted(x, d, src_of, full, axis_size)
+
+
+def _permuted(x, d, src_of, full, axis_size):
+    """``x`` batched along ``d`` over the whole axis, each example replaced by the one its
+    source in ``src_of`` sends (zeros where none does)."""
+    from .. import numpy as jnp
+    from .elementwise import select_n_p
     idx = np.array([src_of.get(k, 0) for k in range(axis_size)], np.int32)
     if not np.array_equal(idx, np.arange(axis_size)):
         x = jnp.take(x, idx, axis=d, mode="promise_in_bounds")
@@ -428,11 +482,14 @@ all_to_all_p = Primitive("all_to_all", abstract_eval=_all_to_all_aval,
                          kind="collective", foldable=False)
 
 
-def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size):
+def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size,
+                      _whole=False):
     from .shape import reshape_p, transpose_p
     (x,), (d,) = args, dims
     params = dict(axis_name=axis_name, axis_size=axis_size)
-    if _resolving(axis_name, axis_size) is None:
+    if _whole:      # x holds every sender of the whole axis in front (several processes)
+        pass
+    elif _resolving(axis_name, axis_size) is None:
         if d is None:
             return bind_named(all_to_all_p, x, split_axis=split_axis,
                               concat_axis=concat_axis, **params), None
@@ -440,6 +497,17 @@ def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_si
                                  concat_axis=concat_axis + (d <= concat_axis),
                                  **params), d
     n = axis_size
+    axis = batching.current_axis()
+    if not _whole and axis.split is not None:
+        # over several processes: every process's senders, then this process's receivers
+        if d is None:
+            x = batching.to_front(x, d, n)
+        else:
+            x = _gather_across(axis, batching.moveaxis(x, d, 0), 0)
+        out, _ = _all_to_all_batch([x], [0], axis_name=axis_name, split_axis=split_axis,
+                                   concat_axis=concat_axis, axis_size=axis_size,
+                                   _whole=True)
+        return _own_block(axis, out, 0), 0
     x = batching.to_front(x, d, n)                  # (sender e, *per-example shape)
     s = tuple(get_aval(x).shape[1:])
     out_aval = _all_to_all_aval(get_aval(x).update(shape=s), split_axis=split_axis,
@@ -531,7 +599,7 @@ def _psum_jvp(primals, tangents, axes):
         from .elementwise import mul_p
         n = 1
         for a in shared:
-            n *= batching.find_axis(a).payload.size
+            n *= batching.find_axis(a).payload.global_size
         t = mul_p.bind(t, _const(t, n))
     return out, (bind_collective(psum_p, t, rest) if rest else t)
 

@@ -192,7 +192,10 @@ _first: Device | None = None     # the default platform's first device, once kno
 
 
 def _device_by_id(i: int, platform: str = "cpu") -> Device:
-    return devices(platform)[i]
+    for d in devices(platform):
+        if d.id == i:
+            return d
+    raise ValueError(f"no {platform} device has id {i}")
 
 
 def _platform_backend(backend):
@@ -237,8 +240,9 @@ def local_devices(process_index: int | None = None, backend: str | None = None,
     Raises RuntimeError for an absent backend, as ``devices``.
     """
     devs = devices(backend)
-    idx = process_index if process_index is not None else (host_id or 0)
-    return [d for d in devs if d.process_index == idx]
+    if process_index is None:
+        process_index = host_id if host_id is not None else globals()["process_index"]()
+    return [d for d in devs if d.process_index == process_index]
 
 
 def device_count(backend: str | None = None) -> int:
@@ -273,13 +277,40 @@ def default_backend() -> str:
 
 
 def process_index(backend: str | None = None) -> int:
-    """Index of this process among all (``jax.process_index``): 0, single process."""
-    return 0
+    """Index of this process among all (``jax.process_index``): its MPI rank once
+    ``jaxlite.distributed.initialize()`` ran, else 0."""
+    from . import mpi
+    w = mpi.world()
+    return 0 if w is None else w.rank
 
 
 def process_count(backend: str | None = None) -> int:
-    """Number of processes (``jax.process_count``): 1."""
-    return 1
+    """Number of processes (``jax.process_count``): the MPI job's size once
+    ``jaxlite.distributed.initialize()`` ran, else 1."""
+    from . import mpi
+    w = mpi.world()
+    return 1 if w is None else w.size
+
+
+# as JAX numbers CPU devices over several processes: process p's k-th device is
+# p * 2048 + k (checked against JAX 0.10.2 with two processes)
+CPU_IDS_PER_PROCESS = 2048
+
+
+def global_cpu_devices(backend, local_count: int) -> list:
+    """The CPU devices of every process of the MPI job (``jax.devices()`` there): this
+    process's ``local_count`` devices, which hold buffers, and the other processes'
+    devices, which only name where their shards live (``process_index`` says whose)."""
+    from . import mpi
+    w = mpi.world()
+    devs = []
+    for p, n in enumerate(w.local_counts):
+        for k in range(n):
+            d = CpuDevice(p * CPU_IDS_PER_PROCESS + k, backend)
+            d.process_index = d.host_id = d.task_id = p
+            d.local_hardware_id = k
+            devs.append(d)
+    return devs
 
 
 class _ThreadState(threading.local):
@@ -316,7 +347,7 @@ def get_default_device() -> Device:
 
 def _first_device() -> Device:
     global _first
-    d = devices()[0]
+    d = local_devices()[0]
     _first = d
     return d
 

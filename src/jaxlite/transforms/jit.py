@@ -972,8 +972,13 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     if sharding0 is None and entry.constraint_mesh is not None:
         from ..sharding import P
         sharding0 = NamedSharding(entry.constraint_mesh, P())
-    vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
-            for x in leaves]
+    from ..core.sharded import spans_processes
+    across = sharding0 is not None and spans_processes(sharding0.mesh)
+    if across and _is_manual(entry.compiled._lowered._wrapped):
+        # a jitted shard_map over several processes: run as the shard_map runs there
+        from ..tree_util import tree_flatten
+        args, kwargs = entry.compiled._lowered.in_tree.unflatten(leaves)
+        return tree_flatten(entry.compiled._lowered._wrapped.fun(*args, **kwargs))[0]
     closed = entry.compiled._lowered.closed_jaxpr
     out_avals = [v.aval for v in closed.jaxpr.outvars]
     n_out = len(out_avals)
@@ -1012,7 +1017,15 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                     check_shardable(t, a, f"the outputs of {what}")
             runner = entry.partitions[tkey] = _spmd_runner(
                 closed, _leaf_specs(leaves, sharding0.mesh), targets, sharding0.mesh,
-                entry.compiled._fun_name) or False
+                entry.compiled._fun_name, across) or False
+    if across:
+        result = _run_across(runner, leaves, out_avals, targets, sharding0.mesh, what)
+        for k in donate or ():
+            if type(given[k]) is ShardedArray:
+                given[k].delete()
+        return result
+    vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
+            for x in leaves]
     if runner:
         outs = runner(*vals)
     else:       # no mesh, or a program that must run once (effects, host callbacks)
@@ -1057,11 +1070,42 @@ def _partition_for(closed, in_specs, targets, mesh):
     return partition(closed, in_specs, out_specs, dict(mesh.shape))
 
 
-def _spmd_runner(closed, in_specs, targets, mesh, name):
+def _run_across(runner, leaves, out_avals, targets, mesh, what) -> list:
+    """A call of a jitted function on arrays over a mesh spanning several processes:
+    each process runs the partitioned program (``runner``, made with ``across``) on its
+    own shards stacked (``local_stack``) and keeps its own shards of the results.
+
+    Raises NotImplementedError for a program that must run once (a host callback or an
+    effect) or a result placed off the mesh."""
+    from ..core.sharded import from_local_stack, local_stack, process_box
+    if not runner:
+        raise NotImplementedError(f"{what}: a program with a host callback or an effect "
+                                  f"(debug.print, io_callback ...) over arrays on a mesh "
+                                  f"spanning several processes; it must run once, but "
+                                  f"each process holds only its shards.")
+    box = process_box(mesh)
+    axes = list(mesh.axis_names)
+    part = runner._partition
+    stacks = [local_stack(x, sp, mesh, box, axes) for x, sp in zip(leaves, part.in_specs)]
+    outs = runner(*stacks)
+    result = []
+    for o, a, t, spec in zip(outs, out_avals, targets, part.out_specs):
+        if not (isinstance(t, NamedSharding) and t.mesh == mesh):
+            raise NotImplementedError(f"{what}: an output placed by {t} off the mesh of its "
+                                      f"arguments, which spans several processes")
+        val = o._buf.data if isinstance(o, ArrayImpl) else np.asarray(o)
+        result.append(from_local_stack(val, spec, a, t, box, axes))
+    return result
+
+
+def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
     """A jitted function of the arguments' global values that runs ``closed`` as the
     partitioner's per-device program (``_partition_for``) over ``mesh``: each device's
     shards from its input shards plus explicit collectives, batched over the mesh axes as
-    ``shard_map`` runs its body.  None when the program must run once."""
+    ``shard_map`` runs its body.  None when the program must run once.
+
+    ``across``: the mesh spans several processes; the function then takes and returns
+    this process's shards stacked (core/sharded.py ``local_stack``)."""
     from ..core.sharded import to_pspec
     from ..tree_util import tree_flatten
     from .shard_map import _ShardMapped
@@ -1071,8 +1115,12 @@ def _spmd_runner(closed, in_specs, targets, mesh, name):
     sm = _ShardMapped(part.per_device, mesh, None, [to_pspec(s) for s in part.out_specs],
                       frozenset(), False)
     in_tree = tree_flatten(tuple(range(len(in_specs))))[1]
+    box = None
+    if across:
+        from ..core.sharded import process_box
+        box = process_box(mesh)
     expand = sm._expanded(mesh, frozenset(mesh.axis_names), in_tree, list(in_specs), {},
-                          frozenset())
+                          frozenset(), box=box, where=f"jit of {name}")
 
     def spmd(*xs):
         return expand(*xs)[0]

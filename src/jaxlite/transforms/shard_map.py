@@ -381,6 +381,10 @@ class _ShardMapped:
             raise ValueError(f"shard_map called on concrete arguments needs a Mesh of "
                              f"devices to place its results, got the abstract mesh {mesh}.")
         _check_devices(dyn, mesh)
+        from ..core.sharded import spans_processes
+        if spans_processes(mesh):
+            return self._call_across(mesh, manual, outer_manual, in_tree, in_axes, statics,
+                                     dyn)
         # eager: one jitted expansion per signature; the operands are read as global
         # values, the results placed on the mesh by out_specs
         vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
@@ -419,13 +423,77 @@ class _ShardMapped:
             placed.append(from_global(o._buf.data, o.aval, NamedSharding(mesh, spec)))
         return tree_unflatten(out_tree, placed)
 
-    def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual, place=False):
+    def _call_across(self, mesh, manual, outer_manual, in_tree, in_axes, statics, dyn):
+        """The eager call over a mesh spanning several processes: this process runs the
+        per-device program for its own devices, on its shards stacked (each argument
+        moved to its in_specs layout first where it has another), its collectives
+        crossing processes (see ``_expanded``'s ``box``); the results hold this
+        process's shards."""
+        from ..core.sharded import from_local_stack, local_stack, process_box
+        from ..sharding import NamedSharding
+        from .jit import jit
+        if outer_manual or manual != frozenset(mesh.axis_names):
+            raise NotImplementedError(
+                f"shard_map over some of the axes of a mesh spanning several processes "
+                f"(axis_names={set(manual)} of {mesh.axis_names}): make every mesh axis "
+                f"manual there.")
+        box = process_box(mesh)
+        mesh_axes = [a for a in mesh.axis_names if a in manual]
+        dyn_axes = [sa for sa in in_axes if sa is not None]
+        stacks = [local_stack(x, sa, mesh, box, mesh_axes) for x, sa in zip(dyn, dyn_axes)]
+        key = ("across", in_tree, tuple(in_axes), mesh,
+               tuple((s.shape, s.dtype, _aval_of(x).weak_type) for s, x in zip(stacks, dyn)))
+        fn = self._jitted.get(key) if not statics else None
+        if fn is None:
+            store = {}
+            expand = self._expanded(mesh, manual, in_tree, in_axes, statics, outer_manual,
+                                    box=box)
+
+            def run(*xs):
+                outs, out_tree, out_axes = expand(*xs)
+                store["tree"], store["axes"] = out_tree, out_axes  # noqa: JL006
+                return outs
+            fn = (jit(run), store)
+            if not statics:
+                self._jitted[key] = fn
+        jitted, store = fn
+        outs = jitted(*stacks)
+        sizes = dict(mesh.shape)
+        placed = []
+        for o, spec in zip(outs, store["axes"]):
+            in_spec = {a for e in spec for a in _entry_axes(e)}
+            named = [a for a in mesh_axes if a in in_spec]     # the stacked axes of o
+            sa = _spec_axes(spec, o.aval.ndim - len(named), "out_specs")
+            block = o.aval.shape[len(named):]
+            shape = tuple(n * int(np.prod([sizes[a] for a in e], dtype=np.int64))
+                          for n, e in zip(block, sa))
+            aval = o.aval.update(shape=shape)
+            placed.append(from_local_stack(o._buf.data, sa, aval, NamedSharding(mesh, spec),
+                                           box, mesh_axes))
+        return tree_unflatten(store["tree"], placed)
+
+    def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual, place=False,
+                  box=None, where=None):
         """``fn(*dynamic leaves) -> (out leaves, out tree, out spec axes)``: the global
         computation (shards stacked, the per-device program batched over the manual mesh
-        axes); ``statics`` maps leaf positions to values passed to ``f`` as they are."""
+        axes); ``statics`` maps leaf positions to values passed to ``f`` as they are.
+
+        Over a mesh spanning several processes, ``box`` is this process's ProcessBox
+        (core/sharded.py): the leaves are then already this process's shards stacked
+        (``local_stack``), the batching runs over this process's devices only (each
+        split axis an ``AxisSplit``, so collectives also cross processes), and the
+        outputs are returned stacked the same way."""
         from ..sharding import AxisType, PartitionSpec
+        from ..core.batching import AxisSplit
         mesh_axes = [a for a in mesh.axis_names if a in manual]
         sizes = dict(mesh.shape)
+        if box is not None:
+            where = where or f"shard_map of {getattr(self.f, '__name__', 'a function')}"
+            splits = {a: AxisSplit(sizes[a], box.offset[a], box.ranks[a], where)
+                      if len(box.ranks[a]) > 1 else None for a in mesh_axes}
+            bsizes = {a: box.local[a] for a in mesh_axes}
+        else:
+            splits, bsizes = {a: None for a in mesh_axes}, sizes
         f, out_specs, check_vma = self.f, self.out_specs, self.check_vma
         n_leaves = len(in_axes)
         in_axes = [sa for sa in in_axes if sa is not None]
@@ -437,7 +505,8 @@ class _ShardMapped:
         def fn(*leaves):
             if place:
                 leaves = [_constrain(x, mesh, sa, partial) for x, sa in zip(leaves, in_axes)]
-            stacks = [_to_stack(x, sa, mesh_axes, sizes) for x, sa in zip(leaves, in_axes)]
+            stacks = list(leaves) if box is not None else \
+                [_to_stack(x, sa, mesh_axes, sizes) for x, sa in zip(leaves, in_axes)]
             info = {}
 
             def body(*local):
@@ -471,7 +540,8 @@ class _ShardMapped:
                 a = mesh_axes[level]
                 inner = nest(level + 1)
                 dims = [0 if a in p else None for p in present]
-                return functools.partial(_batch_level, inner, dims, sizes[a], a, check_vma)
+                return functools.partial(_batch_level, inner, dims, bsizes[a], a, check_vma,
+                                         splits[a])
             runner = nest(0)
             from ..sharding import use_abstract_mesh
             _context.stack.append((mesh, manual | outer_manual, inside))
@@ -499,10 +569,20 @@ class _ShardMapped:
                     if varies and a in named:
                         pos += 1
                     elif varies:
+                        if splits[a] is not None:
+                            raise NotImplementedError(
+                                f"shard_map output {k} varies along the mesh axis {a!r}, "
+                                f"which spans processes, but its out_specs do not name "
+                                f"it (check_vma=False): name {a!r} in out_specs or psum "
+                                f"over it.")
                         o = _device0_value(o, pos)
                     elif a in named:
-                        o = _broadcast_at(o, pos, sizes[a])
+                        o = _broadcast_at(o, pos, bsizes[a])
                         pos += 1
+                if box is not None:             # this process's shards, stacked
+                    result.append(o)
+                    out_axes.append(PartitionSpec() if s is None else s)
+                    continue
                 r = _from_stack(o, sa, mesh_axes, sizes, local_nd)
                 result.append(_constrain(r, mesh, sa, partial) if place else r)
                 out_axes.append(PartitionSpec() if s is None else s)
@@ -535,14 +615,14 @@ def _with_auto_axes(jitted, vals, dyn, mesh, auto, out_axes) -> list:
     return result
 
 
-def _batch_level(inner, dims, size, name, spmd, *xs):
+def _batch_level(inner, dims, size, name, spmd, split, *xs):
     """One batching level over mesh axis ``name``: runs ``inner(*xs)`` with ``xs`` mapped
     along ``dims`` (0 or None); returns ``(outs, mapped)``, each output with this axis in
     front where it varies along it, and per output a tuple of flags (this level's first)
     saying along which mesh axes it varies."""
     from ..core import batching
     from ..core.trace import full_lower, new_main
-    with new_main(batching.BatchTrace, batching.BatchAxis(size, name, spmd)) as main:
+    with new_main(batching.BatchTrace, batching.BatchAxis(size, name, spmd, split)) as main:
         trace = batching.BatchTrace(main)
         ins = [batching.BatchTracer(trace, x, d) if d is not None else x
                for x, d in zip(xs, dims)]

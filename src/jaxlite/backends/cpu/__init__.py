@@ -46,7 +46,12 @@ class CpuBackend(_backend.Backend):
         self._native = None
 
     def make_devices(self) -> list:
-        devs = [CpuDevice(i, self) for i in range(num_cpu_devices())]
+        from ...runtime import mpi
+        from ...runtime.device import global_cpu_devices
+        if mpi.world() is not None:     # several processes: every process's devices
+            devs = global_cpu_devices(self, num_cpu_devices())
+        else:
+            devs = [CpuDevice(i, self) for i in range(num_cpu_devices())]
         config._freeze("jax_num_cpu_devices")
         return devs
 
