@@ -37,6 +37,7 @@ from ._callback import pure_callback  # noqa: F401
 from .dtypes import float0  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from ._sharded_api import (make_array_from_callback,  # noqa: F401
+                           make_array_from_process_local_data,
                            make_array_from_single_device_arrays)
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401

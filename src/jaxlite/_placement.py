@@ -243,6 +243,9 @@ def _run_plan(p):
         ndim = np.ndim(x)
         return with_sharding_constraint(
             x, NamedSharding(device.mesh, PartitionSpec(*[UNCONSTRAINED] * ndim)))
+    if kind == "shard" and type(x) is ShardedArray and not x._readable():
+        from .core.sharded import move_across     # over several processes
+        return move_across(x, device)
     if kind in ("shard", "gather"):
         moves = _shard_moves(p)
         if kind == "gather":

@@ -21,7 +21,8 @@ from .core.avals import ShapedArray, ShardedShapedArray, aval_of_value
 from .core.sharded import ShardedArray, from_global, shard_indices
 from .core.trace import Tracer
 from .runtime import count_transfer, guard_transfer
-from .runtime.buffer import new_buffer
+from .runtime.buffer import Buffer, new_buffer
+from .runtime.device import process_index
 from .runtime.dispatch import PendingBuffer
 from .sharding import NamedSharding, Sharding, SingleDeviceSharding
 
@@ -88,6 +89,10 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     devices = tuple(sharding._device_assignment)
     idx_map = sharding.devices_indices_map(shape)
     pieces, srcs = [], []
+    me = process_index()
+    remote = [d.process_index != me for d in devices]
+    if any(remote):     # several processes: the callback is asked for this one's blocks
+        devices = tuple(d for d, r in zip(devices, remote) if not r)
     for k, dev in enumerate(devices):
         if k and sharding.is_fully_replicated:      # as JAX: one call, for every device
             pieces.append(pieces[0])
@@ -129,6 +134,11 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
                        nbytes, src, dev, aval)
     if isinstance(sharding, SingleDeviceSharding):
         out = ArrayImpl(new_buffer(np.array(pieces[0], copy=True), devices[0]), aval, True)
+    elif any(remote):
+        mine = iter(pieces)
+        bufs = [None if r else Buffer(np.array(next(mine), copy=True), d)
+                for d, r in zip(sharding._device_assignment, remote)]
+        out = ShardedArray(aval, sharding, bufs)
     else:
         value = np.empty(shape, dt)
         for (dev, idx, rid), piece in zip(shard_indices(sharding, shape), pieces):
@@ -180,7 +190,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
                              f"arrays must have one shard each. An argument array had "
                              f"{len(a._shards)} shard(s).")
         a._check_alive()
-    devices = tuple(sharding._device_assignment)
+    me = process_index()
+    devices = tuple(d for d in sharding._device_assignment if d.process_index == me)
     if len(arrays) != len(devices):
         raise ValueError(f"Expected {len(devices)} per-device arrays (this is how many "
                          f"devices are addressable by the sharding), but got {len(arrays)}")
@@ -206,10 +217,86 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
                          f"Sharding contains devices {missing} that are not present in "
                          f"per-device arrays. Per-device arrays contain devices {extra} that "
                          f"are not present in the sharding.")
-    bufs = [by_device[d]._buf for d in devices]
+    bufs = [by_device[d]._buf if d.process_index == me else None
+            for d in sharding._device_assignment]
     bufs = [b.result() if type(b) is PendingBuffer else b for b in bufs]
     if isinstance(sharding, SingleDeviceSharding):
         return ArrayImpl(bufs[0], aval, True)
+    return ShardedArray(aval, sharding, bufs)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """An Array placed by ``sharding`` from the data of this process's devices
+    (``jax.make_array_from_process_local_data``).
+
+    With one process, ``local_data`` is the whole array (``device_put`` onto the
+    sharding).  Over a mesh spanning several processes (jaxlite.distributed), each
+    process passes the part of the global array its own devices hold: along a dimension
+    split over mesh axes that cross processes, this process's consecutive blocks (so two
+    processes each passing 4 rows of a dimension split over 4 devices, 2 per process, make
+    8 rows); along the others, the whole dimension.
+
+    Args:
+      sharding: a NamedSharding.
+      local_data: a NumPy array, scalar or Array (float64 becomes float32 unless x64).
+      global_shape: the global shape; default: inferred as above.
+    Raises:
+      TypeError: ``sharding`` is not a NamedSharding.
+      ValueError: ``global_shape`` differs from the one ``local_data`` implies, or the
+        sharding does not divide it (naming this process and both shapes).
+    """
+    from .core.sharded import process_box, spans_processes, spec_tuple
+    from ._placement import device_put
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"make_array_from_process_local_data takes a NamedSharding, got "
+                        f"{sharding!r}")
+    if isinstance(local_data, ArrayImpl):
+        local_data = np.asarray(local_data)
+    data = np.asarray(local_data, dtype=aval_of_value(local_data).dtype)
+    mesh = sharding.mesh
+    spec = spec_tuple(sharding, data.ndim)
+    if not spans_processes(mesh):
+        if global_shape is not None and tuple(global_shape) != data.shape:
+            raise ValueError(f"make_array_from_process_local_data: global_shape "
+                             f"{tuple(global_shape)} differs from the shape {data.shape} of "
+                             f"the data, which is all of it with one process")
+        return device_put(data, sharding)
+    box = process_box(mesh)
+    sizes = dict(mesh.shape)
+    inferred = tuple(n * math.prod(sizes[a] for a in e) // math.prod(box.local[a] for a in e)
+                     for n, e in zip(data.shape, spec))
+    if global_shape is not None and tuple(global_shape) != inferred:
+        raise ValueError(f"make_array_from_process_local_data: process {process_index()} "
+                         f"passed data of shape {data.shape}, which over {sharding} makes a "
+                         f"global shape {inferred}, not the global_shape "
+                         f"{tuple(global_shape)} given")
+    from .runtime import mpi
+    ranks = tuple(range(mpi.world().size))
+    shapes = mpi.gather_objects((data.shape, str(data.dtype), inferred),
+                                "make_array_from_process_local_data")
+    if len({s[2] for s in shapes}) != 1 or len({s[1] for s in shapes}) != 1:
+        raise ValueError(
+            "make_array_from_process_local_data: the processes' data make different "
+            "global arrays over " + str(sharding) + ": " + "; ".join(
+                f"process {r} passed {s[1]}{list(s[0])} (global shape {s[2]})"
+                for r, s in zip(ranks, shapes)) + ". Every process must pass data of the "
+            "same shape and dtype (its own devices' part).")
+    aval = ShapedArray(inferred, data.dtype)
+    from .core.sharded import check_shardable
+    check_shardable(sharding, aval, "make_array_from_process_local_data")
+    idx_map = sharding.devices_indices_map(inferred)
+    mine = [d for d in sharding._device_assignment if d in box.coords]
+    starts = [min(idx_map[d][k].indices(n)[0] for d in mine)
+              for k, n in enumerate(inferred)]
+    bufs = []
+    for d in sharding._device_assignment:
+        if d not in box.coords:
+            bufs.append(None)
+            continue
+        local = tuple(slice(i.indices(n)[0] - s0, i.indices(n)[1] - s0)
+                      for i, n, s0 in zip(idx_map[d], inferred, starts))
+        piece = np.array(data[local], copy=True, order="C")
+        bufs.append(Buffer(piece, d))
     return ShardedArray(aval, sharding, bufs)
 
 

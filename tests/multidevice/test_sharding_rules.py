@@ -369,6 +369,10 @@ FALLBACK = {
     "checkpoint_jvp": "its program is differentiated when it runs; rarely staged under jit",
     "custom_lin": "appears only inside linearized programs (reverse mode), never partitioned",
     "kernel": "made by the fusion pass, which runs after partitioning",
+    "cross_process_all_reduce": "made when a collective over processes is batched, after "
+                                "partitioning",
+    "cross_process_all_gather": "made when a collective over processes is batched, after "
+                                "partitioning",
 }
 
 

@@ -242,14 +242,16 @@ def lift_for_collectives(args, params):
 
 
 def axis_env() -> tuple:
-    """``((name, size), ...)`` of the enclosing named vmaps, innermost first: what a
+    """``((name, size), ...)`` of the enclosing named vmaps, innermost first (with the
+    AxisSplit third for a mesh axis over several processes): what a
     program traced here may depend on through its collectives (a trace cache keyed on
     the operands alone would reuse a program built for other axis sizes)."""
     from .trace import current_main
     out, main = [], current_main()
     while main is not None:
         if main.trace_type is BatchTrace and main.alive and main.payload.name is not None:
-            out.append((main.payload.name, main.payload.size))
+            p = main.payload
+            out.append((p.name, p.size) if p.split is None else (p.name, p.size, p.split))
         main = main.parent
     return tuple(out)
 

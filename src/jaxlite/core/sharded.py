@@ -656,6 +656,8 @@ def apply_sharded(prim, args, params, sharding0=None):
         sharding0 = mesh_devices_check(args, prim.name)
         if mesh_context.mesh is not None:
             context_devices_check(mesh_context.mesh, args, prim.name)
+    if _mpi._world is not None and spans_processes(sharding0.mesh):
+        return apply_across(prim, args, params)
     dev0 = sharding0._device_assignment[0]
     avals = [get_aval(a) for a in args]
     out = prim.abstract_eval_cached(tuple(avals), params)
@@ -788,7 +790,7 @@ def local_stack(x, spec_axes, mesh, box, mesh_axes) -> np.ndarray:
             if x._readable():
                 x = x._buf.data
             else:
-                x = _move_across(x, sharding)
+                x = move_across(x, sharding)
     shape = [box.local[a] for a in named] + block
     if type(x) is ShardedArray:
         pieces = {dev: b.data for dev, b in zip(x.sharding._device_assignment, x._shards)
@@ -810,11 +812,67 @@ def local_stack(x, spec_axes, mesh, box, mesh_axes) -> np.ndarray:
     return out
 
 
-def _move_across(x, sharding):
+# Set by transforms/jit.py (core does not import the transforms): ``jitted(fun,
+# out_shardings)`` is ``jit(fun, out_shardings=...)``, how work on arrays spanning several
+# processes runs (each process its own shards, the partitioner's collectives across them).
+jitted = None
+_IDENTITY = {}
+_ACROSS: dict = {}
+
+
+def move_across(x, sharding):
     """``x`` laid out by ``sharding`` over processes (a jitted identity: the partitioner's
     gathers and slices, across processes where they must)."""
-    from ..transforms.jit import jit
-    return jit(lambda v: v, out_shardings=sharding)(x)
+    fn = _IDENTITY.get(sharding)
+    if fn is None:
+        fn = _IDENTITY[sharding] = jitted(_identity, sharding)
+    return fn(x)
+
+
+def _identity(v):
+    return v
+
+
+
+
+def apply_across(prim, args, params):
+    """Runs ``prim`` eagerly on operands over a mesh spanning several processes: as a
+    jitted program (one per primitive and parameters), as JAX runs eager operations on
+    such arrays."""
+    import functools
+    try:
+        key = (prim, tuple(sorted(params.items())))
+        hash(key)
+    except TypeError:
+        key = None
+    if _across_state.depth:
+        # the jitted call ran its body eagerly (inside a transformation of a shard_map)
+        raise NotImplementedError(
+            f"{prim.name} on arrays over a mesh spanning several processes, evaluated "
+            f"inside a transformation of a shard_map or pmap (grad, jvp or vmap applied "
+            f"outside it) that is not jitted: take the gradient inside the shard_map body "
+            f"(then psum it), or jit the whole computation (passing such arrays as arguments).")
+    fn = _ACROSS.get(key) if key is not None else None
+    if fn is None:
+        fn = jitted(functools.partial(_bind, prim, params), None)
+        if key is not None:
+            _ACROSS[key] = fn
+    _across_state.depth += 1
+    try:
+        return fn(*args)
+    finally:
+        _across_state.depth -= 1
+
+
+class _AcrossState(threading.local):
+    depth = 0
+
+
+_across_state = _AcrossState()
+
+
+def _bind(prim, params, *args):
+    return prim.bind(*args, **params)
 
 
 def from_local_stack(stack, spec_axes, aval, sharding, box, mesh_axes) -> ShardedArray:

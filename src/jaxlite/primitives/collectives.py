@@ -78,7 +78,7 @@ def _across(axis, x, op):
     from .cross_process import all_reduce_p
     sp = axis.split
     return all_reduce_p.bind(x, op=op, ranks=sp.ranks, where=f"over mesh axis "
-                             f"{axis.name!r} in {sp.where}")
+                             f"{axis.name!r} in {sp.where}, {_user_line()}")
 
 
 def _gather_across(axis, x, dim):
@@ -87,7 +87,21 @@ def _gather_across(axis, x, dim):
     from .cross_process import all_gather_p
     sp = axis.split
     return all_gather_p.bind(x, axis=dim, ranks=sp.ranks, where=f"over mesh axis "
-                             f"{axis.name!r} in {sp.where}")
+                             f"{axis.name!r} in {sp.where}, {_user_line()}")
+
+
+def _user_line() -> str:
+    """``file:line`` of the innermost caller outside jaxlite (the user's code that asked
+    for the collective), for the errors of collectives across processes."""
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(root):
+        f = f.f_back
+    if f is None:
+        return "called from jaxlite"
+    return f"called at {f.f_code.co_filename}:{f.f_lineno}"
 
 
 def _own_block(axis, x, dim):

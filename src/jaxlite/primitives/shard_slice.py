@@ -59,7 +59,8 @@ def _batch(args, dims, *, axis_name, dimension, axis_size):
     from .shape import reshape_p, concatenate_p
     (x,), (d,) = args, dims
     params = dict(axis_name=axis_name, axis_size=axis_size)
-    if _resolving(axis_name, axis_size) is None:      # another axis: per example
+    axis = _resolving(axis_name, axis_size)
+    if axis is None:      # another axis: per example
         if d is None:
             return bind_named(shard_slice_p, x, dimension=dimension, **params), None
         dim = dimension + (d <= dimension)
@@ -71,15 +72,19 @@ def _batch(args, dims, *, axis_name, dimension, axis_size):
         blk = s[dimension] // n
         y = reshape_p.bind(x, new_sizes=s[:dimension] + (n, blk) + s[dimension + 1:],
                            dimensions=None)
+        if axis.split is not None:      # over several processes: this one's devices
+            from .collectives import _own_block
+            y = _own_block(axis, y, dimension)
         return y, dimension
     # each example its own value: example k keeps block k of its own dimension
     x = batching.moveaxis(x, d, 0)
     s = tuple(get_aval(x).shape)
     dim = dimension + 1
     blk = s[dim] // n
+    first = 0 if axis.split is None else axis.split.offset     # this process's first
     parts = []
-    for k in range(n):
-        row = _block(_block(x, 0, k, 1), dim, k, blk)
+    for k in range(axis.size):
+        row = _block(_block(x, 0, k, 1), dim, first + k, blk)
         parts.append(row)
     return concatenate_p.bind(*parts, dimension=0), 0
 
@@ -101,8 +106,11 @@ def _transpose(ct, x, *, axis_name, dimension, axis_size):
     blk = aval.shape[dimension] // axis_size
     main = batching.find_axis(axis_name)
     # this device's start along ``dimension``: its position on the axis times the block
-    start = batching.BatchTracer(batching.BatchTrace(main),
-                                 np.arange(axis_size, dtype=np.int32) * blk, 0)
+    split = main.payload.split
+    first = 0 if split is None else split.offset
+    start = batching.BatchTracer(
+        batching.BatchTrace(main),
+        np.arange(first, first + main.payload.size, dtype=np.int32) * blk, 0)
     starts = [start if d == dimension else np.int32(0) for d in range(len(aval.shape))]
     zeros = ad.zeros(aval)
     return [dynamic_update_slice_p.bind(zeros, lift(ct, axis_name), *starts)]

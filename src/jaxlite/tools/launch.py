@@ -21,7 +21,9 @@ messages pass through unprefixed.
 
 Exit status: mpiexec's (non-zero when a rank failed); 124 when the job exceeded the
 timeout (hydra's own status then is 0 or 255, at random); 1 when mpi4py or mpiexec is
-missing; 2 for usage errors (N or S below 1, SCRIPT missing or not a file).
+missing; 2 for usage errors (N or S below 1, SCRIPT missing or not a file); 130 when
+interrupted; 141 when the reader of its output went away (``... | head``; the job is
+stopped, as a program killed by SIGPIPE).
 
 Layer: tools.
 """
@@ -125,24 +127,40 @@ def timeout_seconds(option: int | None, environ=None) -> int:
     return value
 
 
+class _OutputClosed(Exception):
+    """The launcher's stdout or stderr was closed by its reader (``... | head``)."""
+
+
 class _Sink:
     """Writes bytes to a text stream: to its binary buffer when it has one (the bytes
-    untouched), else decoded (a stream replaced by a ``StringIO``)."""
+    untouched), else decoded (a stream replaced by a ``StringIO``).  Once its reader has
+    gone, raises ``_OutputClosed`` once and then drops what it is given."""
 
     def __init__(self, stream):
         self.stream = stream
         self.buffer = getattr(stream, "buffer", None)
+        self.closed = False
 
     def write(self, data: bytes) -> None:
-        if not data:
+        if not data or self.closed:
             return
-        if self.buffer is not None:
-            self.stream.flush()
-            self.buffer.write(data)
-            self.buffer.flush()
-        else:
-            self.stream.write(data.decode("utf-8", errors="replace"))
-            self.stream.flush()
+        try:
+            if self.buffer is not None:
+                self.stream.flush()
+                self.buffer.write(data)
+                self.buffer.flush()
+            else:
+                self.stream.write(data.decode("utf-8", errors="replace"))
+                self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
+            try:   # so that Python's flush at exit does not complain about it again
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):
+                pass
+            raise _OutputClosed() from None
 
 
 class _Source:
@@ -150,18 +168,19 @@ class _Source:
     line names the rank and the stream), or mpiexec's own stdout or stderr (a pipe).
     Cuts what it reads into whole lines and writes them, each prefixed, to its sink."""
 
-    def __init__(self, fileobj, sinks: dict, *, sink=None, prefix=b""):
+    def __init__(self, fileobj, sinks: dict, *, sink=None):
         self.fileobj = fileobj
         self.sinks = sinks
-        self.sink = sink                   # None until a rank's header line is read
-        self.prefix = prefix
+        self.sink = sink                   # a rank's: None until its header line is read
+        self.own = sink is not None        # mpiexec's own stream
+        self.prefix = b""
         self.buf = b""
-        self.lines_seen = []               # mpiexec's own lines, for the timeout notice
+        self.said_timeout = False          # mpiexec said that MPIEXEC_TIMEOUT fired
 
     def _emit(self, lines: list) -> None:
-        if self.sink is not None:
-            self.sink.write(b"".join(self.prefix + line + b"\n" for line in lines))
-        self.lines_seen.extend(lines if not self.prefix else ())
+        self.sink.write(b"".join(self.prefix + line + b"\n" for line in lines))
+        if self.own and any(mark in line for line in lines for mark in _TIMEOUT_MARKS):
+            self.said_timeout = True
 
     def feed(self, data: bytes) -> None:
         self.buf += data
@@ -182,7 +201,7 @@ class _Source:
             self.buf = b""
 
     def close(self) -> None:
-        if self.buf:                       # a last line without its newline
+        if self.buf and self.sink is not None:   # a last line without its newline
             self._emit([self.buf])
             self.buf = b""
 
@@ -205,7 +224,8 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
     ``timeout`` (seconds); writes each rank's output lines, prefixed ``[rank] ``, to
     ``stdout`` and ``stderr`` (defaults: ``sys.stdout``, ``sys.stderr``).  Returns the exit
     status: mpiexec's, or ``TIMEOUT_STATUS`` (124) when the job exceeded the timeout (the
-    notice saying so is written to ``stderr``), 130 when interrupted."""
+    notice saying so is written to ``stderr``), 130 when interrupted, 141 when ``stdout``
+    or ``stderr`` was closed by its reader (the job is then stopped)."""
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     sinks = {"out": _Sink(stdout), "err": _Sink(stderr)}
@@ -235,19 +255,29 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
         sel.register(listener, selectors.EVENT_READ, None)
         status, killed, seconds = _pump(sel, listener, proc, sinks, timeout)
     except KeyboardInterrupt:
+        _stop(proc)
+        return 130
+    except _OutputClosed:       # as a program killed by SIGPIPE, but without a traceback
+        _stop(proc)
+        return 128 + signal.SIGPIPE
+    except BaseException:
         if proc is not None:
             _stop(proc)
-        return 130
+        raise
     finally:
-        for key in list(sel.get_map().values()):
-            if key.data is not None:
-                key.data.close()
-            key.fileobj.close()
-        sel.close()
-        listener.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-    said = b"\n".join(line for source in own for line in source.lines_seen)
-    timed_out = (killed or any(mark in said for mark in _TIMEOUT_MARKS)
+        try:
+            for key in list(sel.get_map().values()):
+                if key.data is not None:
+                    try:
+                        key.data.close()       # emits a last line without its newline
+                    except _OutputClosed:
+                        pass
+                key.fileobj.close()
+        finally:
+            sel.close()
+            listener.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+    timed_out = (killed or any(source.said_timeout for source in own)
                  or (status != 0 and seconds >= timeout))
     if timed_out:
         sinks["err"].write(f"jaxlite launch: the job exceeded the timeout of {timeout} "
@@ -259,7 +289,7 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
 
 def _stop(proc) -> None:
     """Terminates mpiexec (it stops its ranks), killing it if it lingers."""
-    if proc.poll() is None:
+    if proc is not None and proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(5)
@@ -290,8 +320,7 @@ def _pump(sel, listener, proc, sinks, timeout):
                 continue
             source = key.data
             try:
-                data = (source.fileobj.recv(65536) if isinstance(source.fileobj, socket.socket)
-                        else os.read(source.fileobj.fileno(), 65536))
+                data = os.read(source.fileobj.fileno(), 65536)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:

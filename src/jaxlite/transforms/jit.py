@@ -30,6 +30,7 @@ from ..config import _JIT_KEY_FLAGS, config
 from ..core import batching as _batching
 from ..core import trace as _trace
 from ..core.array import ArrayImpl
+from ..core import sharded as _sharded_core
 from ..core.sharded import ShardedArray, mesh_context as _mesh_context, on_mesh
 from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
@@ -1120,7 +1121,8 @@ def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
         from ..core.sharded import process_box
         box = process_box(mesh)
     expand = sm._expanded(mesh, frozenset(mesh.axis_names), in_tree, list(in_specs), {},
-                          frozenset(), box=box, where=f"jit of {name}")
+                          frozenset(), box=box,
+                          where=f"jit of {name} on ({', '.join(v.aval.str_short() for v in closed.jaxpr.invars)})")
 
     def spmd(*xs):
         return expand(*xs)[0]
@@ -1385,3 +1387,10 @@ def _check_compiled_shardings(compiled, leaves, recorded, names_fn) -> list:
 
 Compiled._run_impl = staticmethod(_run_staged)
 Compiled._partition_impl = staticmethod(_lowered_partition)
+
+
+def _jitted_across(fun, out_shardings):
+    return jit(fun) if out_shardings is None else jit(fun, out_shardings=out_shardings)
+
+
+_sharded_core.jitted = _jitted_across

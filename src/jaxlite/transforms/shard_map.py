@@ -446,8 +446,11 @@ class _ShardMapped:
         fn = self._jitted.get(key) if not statics else None
         if fn is None:
             store = {}
+            args = ", ".join(_aval_of(x).str_short() for x in dyn)
             expand = self._expanded(mesh, manual, in_tree, in_axes, statics, outer_manual,
-                                    box=box)
+                                    box=box, where=f"shard_map of "
+                                    f"{getattr(self.f, '__name__', 'a function')} on "
+                                    f"({args})")
 
             def run(*xs):
                 outs, out_tree, out_axes = expand(*xs)
@@ -932,6 +935,20 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         leaves = _check_pmap_placement(leaves, axes, mesh, name)
         moved = [x if ax is None else _move_front(x, ax % _aval_of(x).ndim)
                  for x, ax in zip(leaves, axes)]
+        local_mesh = None
+        from ..runtime import process_count
+        if devices is None and process_count() > 1:
+            # several processes (as JAX): each maps its own devices' slices; the program
+            # and its collectives run over every process's devices
+            from ..runtime import devices as _all_devices
+            if n != len(devs):
+                raise ValueError(f"pmap over several processes maps one slice per local "
+                                 f"device: this process has {len(devs)} devices, but the "
+                                 f"mapped axis has size {n}")
+            local_mesh = mesh
+            mesh = Mesh(np.array(_all_devices(), dtype=object), (name,))
+            moved = [x if ax is None else _global_from_local(x, mesh, name)
+                     for x, ax in zip(moved, axes)]
         specs = tuple(PartitionSpec() if ax is None else PartitionSpec(name) for ax in axes)
         key = (mesh, tree, tuple(a is None for a in axes), tuple(sorted(static_vals.items(),
                                                                           key=lambda t: t[0])))
@@ -953,6 +970,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                                                out_specs=PartitionSpec(name),
                                                check_vma=False)
         out = sm(*moved)
+        if local_mesh is not None:      # each process gets its own devices' slices
+            o_leaves, o_tree = tree_flatten(out)
+            out = tree_unflatten(o_tree, [_local_part(o, local_mesh, name)
+                                          for o in o_leaves])
         if out_axes == 0:
             return out
         o_leaves, o_tree = tree_flatten(out)
@@ -971,6 +992,25 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 res.append(o)
         return tree_unflatten(o_tree, res)
     return mapped
+
+
+def _global_from_local(x, mesh, name):
+    """A pmap argument's local slices (one per local device, stacked in front) as the
+    array over every process's devices they are part of."""
+    from .._sharded_api import make_array_from_process_local_data
+    from ..sharding import NamedSharding, PartitionSpec
+    return make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec(name)),
+                                              np.asarray(x))
+
+
+def _local_part(o, local_mesh, name):
+    """This process's slices of a pmap result over every process's devices, as an array
+    over its own devices (what JAX's pmap returns there)."""
+    from ..sharding import NamedSharding, PartitionSpec
+    bufs = [b for b in o._shards if b is not None]
+    shape = (len(bufs),) + tuple(o.aval.shape[1:])
+    return ShardedArray(o.aval.update(shape=shape),
+                        NamedSharding(local_mesh, PartitionSpec(name)), bufs)
 
 
 def _check_pmap_placement(leaves, axes, mesh, name) -> list:

@@ -1,0 +1,219 @@
+"""One rank of the multi-process tests (tests/multiprocess/test_*.py start it with
+``mpiexec -n 2 python -m mpi4py ranks.py <scenario> <outdir>``; 2 CPU devices each).
+
+Each scenario records what this rank saw in a dict (NumPy values, strings, error types and
+messages) and pickles it to ``<outdir>/rank<r>.pkl``; the tests assert on both ranks'
+files.  The error scenarios (divergence, hang, death) end the job on purpose.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import time
+import traceback
+
+import numpy as np
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+from jaxlite.experimental import multihost_utils as mh
+from jaxlite.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+OUT: dict = {}
+
+
+def record(name, fn):
+    """Runs ``fn()``; records its value (NumPy-converted leaves) or its error."""
+    try:
+        v = fn()
+        OUT[name] = ("ok", jax.tree_util.tree_map(
+            lambda a: np.asarray(a) if isinstance(a, (jax.Array, np.ndarray, np.generic))
+            else a, v))
+    except Exception as e:        # noqa: BLE001 - the tests assert on the error
+        OUT[name] = ("error", type(e).__name__, str(e), traceback.format_exc())
+
+
+def shards(a):
+    return [(d.id, tuple((s.start, s.stop) for s in idx), np.asarray(x))
+            for d, idx, x in ((s.device, s.index, s.data) for s in a.addressable_shards)]
+
+
+def local_rows(pid, n=4):
+    """This process's rows of the global arange(8 * 3).reshape(8, 3) (float32)."""
+    g = np.arange(24, dtype=np.float32).reshape(8, 3)
+    return g[pid * n:(pid + 1) * n]
+
+
+def api(pid):
+    record("devices", lambda: ([d.id for d in jax.devices()],
+                               [d.process_index for d in jax.devices()],
+                               [d.id for d in jax.local_devices()],
+                               jax.process_index(), jax.process_count(),
+                               jax.device_count(), jax.local_device_count(),
+                               jax.distributed.is_initialized()))
+    mesh = jax.make_mesh((4,), ("x",))
+    row = NamedSharding(mesh, P("x"))
+    a = jax.make_array_from_process_local_data(row, local_rows(pid))
+    record("local_data", lambda: (a.shape, str(a.dtype), a.is_fully_addressable,
+                                  shards(a)))
+    record("read", lambda: np.asarray(a))
+    record("repr", lambda: (repr(a), str(a)))
+    record("allgather_tiled", lambda: mh.process_allgather(a, tiled=True))
+    record("allgather_global_untiled", lambda: mh.process_allgather(a))
+    record("allgather_host", lambda: (mh.process_allgather(np.float32(pid)),
+                                      mh.process_allgather(np.ones((2, 3)) * pid),
+                                      mh.process_allgather(np.ones((2, 3)) * pid,
+                                                           tiled=True)))
+    record("broadcast", lambda: mh.broadcast_one_to_all({"a": np.array([pid, 5]),
+                                                         "b": np.float32(pid + 1)}))
+    record("broadcast_src1", lambda: mh.broadcast_one_to_all(np.array([pid]),
+                                                             is_source=pid == 1))
+    record("sync", lambda: mh.sync_global_devices("step"))
+    record("assert_equal_ok", lambda: mh.assert_equal(np.arange(3)))
+    record("assert_equal_bad", lambda: mh.assert_equal(np.arange(3) + pid, "differ!"))
+    g = np.arange(24, dtype=np.float32).reshape(8, 3)
+    record("callback", lambda: shards(jax.make_array_from_callback(
+        (8, 3), row, lambda idx: g[idx])))
+    record("single_device", lambda: shards(jax.make_array_from_single_device_arrays(
+        (8, 3), row, [jax.device_put(np.full((2, 3), d.id, np.float32), d)
+                      for d in jax.local_devices()])))
+    record("device_put_host", lambda: shards(jax.device_put(g, row)))
+    record("replicate", lambda: np.asarray(jax.device_put(a, NamedSharding(mesh, P()))))
+    # jit over the global array, eager ops on it
+    record("jit_sum", lambda: np.asarray(jax.jit(lambda v: v.sum())(a)))
+    record("jit_scale", lambda: (str(jax.jit(lambda v: v * 2)(a).sharding.spec),
+                                 shards(jax.jit(lambda v: v * 2)(a))))
+    record("eager_add", lambda: shards(a + 1))
+    record("eager_mean", lambda: np.asarray(jnp.mean(a, axis=0)))
+    w = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+    record("jit_matmul", lambda: mh.process_allgather(jax.jit(lambda v, m: v @ m)(a, w),
+                                                      tiled=True))
+    col = jax.make_array_from_process_local_data(NamedSharding(mesh, P(None, "x")),
+                                                 np.ones((3, 2), np.float32) * (pid + 1))
+    record("contract_sharded", lambda: np.asarray(jax.jit(lambda c: c.sum(axis=1))(col)))
+
+    def loss(p, x):
+        return jnp.mean((x @ p) ** 2)
+    record("jit_grad", lambda: np.asarray(jax.jit(jax.grad(loss))(w, a)))
+
+
+def collectives(pid):
+    mesh = jax.make_mesh((4,), ("x",))
+    a = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                               local_rows(pid))
+
+    def sm(body, out=P()):
+        return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=out)
+
+    def get(v):
+        return mh.process_allgather(v, tiled=True)
+    record("psum", lambda: get(sm(lambda v: jax.lax.psum(v, "x"))(a)))
+    record("pmax", lambda: get(sm(lambda v: jax.lax.pmax(v, "x"))(a)))
+    record("pmin", lambda: get(sm(lambda v: jax.lax.pmin(v, "x"))(a)))
+    record("pmean", lambda: get(sm(lambda v: jax.lax.pmean(v, "x"))(a)))
+    record("psum_jit", lambda: get(jax.jit(sm(lambda v: jax.lax.psum(v, "x")))(a)))
+    record("all_gather", lambda: get(sm(lambda v: jax.lax.all_gather(v, "x"))(a)))
+    record("all_gather_tiled", lambda: get(sm(
+        lambda v: jax.lax.all_gather(v, "x", tiled=True))(a)))
+    record("axis_index", lambda: get(sm(lambda v: v * 0 + jax.lax.axis_index("x"),
+                                        P("x"))(a)))
+    record("ppermute", lambda: get(sm(lambda v: jax.lax.ppermute(
+        v, "x", [(i, (i + 1) % 4) for i in range(4)]), P("x"))(a)))
+    record("ppermute_partial", lambda: get(sm(lambda v: jax.lax.ppermute(
+        v, "x", [(0, 3), (2, 1)]), P("x"))(a)))
+    b = jax.make_array_from_process_local_data(
+        NamedSharding(mesh, P("x")),
+        np.arange(32, dtype=np.float32).reshape(8, 4)[pid * 4:(pid + 1) * 4])
+    record("psum_scatter", lambda: get(sm(
+        lambda v: jax.lax.psum_scatter(v, "x", scatter_dimension=1, tiled=True),
+        P("x"))(b)))
+    record("psum_scatter_untiled", lambda: get(sm(
+        lambda v: jax.lax.psum_scatter(v.T, "x"), P("x"))(b)))
+    record("all_to_all", lambda: get(jax.shard_map(
+        lambda v: jax.lax.all_to_all(v, "x", 1, 0, tiled=True), mesh=mesh,
+        in_specs=P("x"), out_specs=P("x"))(b)))
+    # a 2-d mesh: 'a' spans the processes, 'b' each process's own devices
+    m2 = jax.make_mesh((2, 2), ("a", "b"))
+    c = jax.make_array_from_process_local_data(NamedSharding(m2, P("a", "b")),
+                                               local_rows(pid).reshape(2, 6))
+
+    def sm2(body, out=P()):
+        return jax.shard_map(body, mesh=m2, in_specs=P("a", "b"), out_specs=out)
+    record("mesh2_psum_a", lambda: get(sm2(lambda v: jax.lax.psum(v, "a"), P(None, "b"))(c)))
+    record("mesh2_psum_b", lambda: get(sm2(lambda v: jax.lax.psum(v, "b"), P("a"))(c)))
+    record("mesh2_psum_ab", lambda: get(sm2(lambda v: jax.lax.psum(v, ("a", "b")))(c)))
+    record("mesh2_index", lambda: get(sm2(
+        lambda v: v * 0 + jax.lax.axis_index(("a", "b")), P("a", "b"))(c)))
+    record("pmap", lambda: np.asarray(jax.pmap(lambda v: jax.lax.psum(v, "i"),
+                                               axis_name="i")(np.arange(2.0) + 10 * pid)))
+
+    # data parallel: each device's gradient of its rows, averaged over all devices
+    w = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+
+    def step(p, x):
+        g = jax.grad(lambda q: jnp.mean((x @ q) ** 2))(p)
+        return jax.lax.pmean(g, "x")
+    record("dp_grad", lambda: np.asarray(jax.jit(jax.shard_map(
+        step, mesh=mesh, in_specs=(P(), P("x")), out_specs=P()))(w, a)))
+    record("grad_outside_jit", lambda: jax.jit(jax.grad(lambda p, y: jax.shard_map(
+        lambda q, x: jax.lax.psum(jnp.sum(x @ q), "x"), mesh=mesh, in_specs=(P(), P("x")),
+        out_specs=P())(p, y)))(w, a))
+    record("grad_outside", lambda: jax.grad(lambda p: jax.shard_map(
+        lambda q, x: jax.lax.psum(jnp.sum(x @ q), "x"), mesh=mesh, in_specs=(P(), P("x")),
+        out_specs=P())(p, a))(w))
+
+
+def errors(pid):
+    record("initialize_twice", lambda: jax.distributed.initialize())
+    mesh = jax.make_mesh((4,), ("x",))
+    record("wrong_local_shape", lambda: jax.make_array_from_process_local_data(
+        NamedSharding(mesh, P("x")), np.ones(4 + 2 * pid, np.float32)))
+    record("global_shape_mismatch", lambda: jax.make_array_from_process_local_data(
+        NamedSharding(mesh, P("x")), np.ones(4, np.float32), global_shape=(6,)))
+    mine = Mesh(np.array(jax.devices()[:2]), ("x",))     # process 0's devices only
+    record("mesh_missing_process", lambda: jax.jit(lambda v: v * 2)(
+        jax.device_put(np.ones(4, np.float32), NamedSharding(mine, P("x")))))
+    a = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                               np.ones(4, np.float32))
+    # a program that differs per process: every rank must raise, none hang
+    if pid == 0:
+        record("diverge", lambda: np.asarray(jax.jit(lambda v: v.sum())(a)))
+    else:
+        record("diverge", lambda: mh.process_allgather(jax.shard_map(
+            lambda v: jax.lax.all_gather(v, "x"), mesh=mesh, in_specs=P("x"),
+            out_specs=P())(a), tiled=True))
+    record("after_diverge_sync", lambda: mh.sync_global_devices("after"))
+    record("shutdown", lambda: (jax.distributed.shutdown(),
+                                jax.distributed.is_initialized()))
+
+
+def hang(pid):
+    mesh = jax.make_mesh((4,), ("x",))
+    a = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                               np.ones(4, np.float32))
+    if pid == 1:
+        time.sleep(600)             # never arrives: rank 0 must time out and end the job
+    print(np.asarray(jax.jit(lambda v: v.sum())(a)), flush=True)
+
+
+def die(pid):
+    mesh = jax.make_mesh((4,), ("x",))
+    a = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")),
+                                               np.ones(4, np.float32))
+    if pid == 1:
+        raise ValueError("planted failure on rank 1")
+    print(np.asarray(jax.jit(lambda v: v.sum())(a)), flush=True)
+
+
+def main():
+    scenario, outdir = sys.argv[1], sys.argv[2]
+    jax.distributed.initialize()
+    pid = jax.process_index()
+    globals()[scenario](pid)
+    with open(os.path.join(outdir, f"rank{pid}.pkl"), "wb") as f:
+        pickle.dump(OUT, f)
+
+
+if __name__ == "__main__":
+    main()
