@@ -65,8 +65,8 @@ def _group(reason: str, names: str) -> dict:
 
 SHARDING = ("sharding, meshes and SPMD partitioning: the sharding issue (14); jaxlite runs "
             "each program on one device")
-MULTI_PROCESS = ("several processes: the multi-process issue (15); host_count/host_id/"
-                 "host_ids are JAX's deprecated aliases of the process_* functions")
+MULTI_PROCESS = ("several processes: host_count/host_id/host_ids are JAX's deprecated "
+                 "aliases of the process_* functions")
 REFS = ("mutable array references (jax.ref, Pallas-style slices): not implemented; jaxlite "
         "arrays are immutable values")
 INTERNALS = ("JAX's internal modules (its AD/batching/partial-eval interpreters, jaxlib, "
@@ -89,8 +89,7 @@ NOT_BUILT_API = ("transformation APIs not built yet: custom_vmap (jax.custom_bat
 TOP = {
     **_group(SHARDING, "Shard smap "
                        "auto_pcast remove_size_one_mesh_axis_from_type"),
-    **_group(MULTI_PROCESS, "distributed make_array_from_process_local_data process_indices "
-                            "host_count host_id host_ids"),
+    **_group(MULTI_PROCESS, "host_count host_id host_ids"),
     **_group(REFS, "Ref empty_ref free_ref freeze new_ref ref ds"),
     **_group(INTERNALS, "ad api_util interpreters lib"),
     **_group(XLA_ONLY, "ffi export memory"),

@@ -12,6 +12,7 @@ from .config import (config, enable_x64, log_compiles, disable_jit,  # noqa: F40
 from . import dtypes, errors, monitoring, tree_util  # noqa: F401
 from .runtime import (Device, devices, local_devices, device_count,  # noqa: F401
                       local_device_count, default_backend, process_index, process_count,
+                      process_indices,
                       transfer_guard, transfer_guard_host_to_device,
                       transfer_guard_device_to_host, transfer_guard_device_to_device,
                       transfer_stats)

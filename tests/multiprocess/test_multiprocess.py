@@ -287,3 +287,49 @@ def test_a_rank_that_dies_ends_the_job(tmp_path):
     assert rc != 0
     assert "planted failure on rank 1" in out
     assert elapsed < 40, out
+
+
+# ---- the example: data-parallel training over 2 processes x 2 devices ----------------------
+
+def test_data_parallel_example_equals_one_process_with_four_devices(tmp_path):
+    root = os.path.dirname(os.path.dirname(HERE))
+    out = tmp_path / "losses.npy"
+    p = subprocess.run([sys.executable, "-m", "jaxlite", "launch", "-n", "2", "--timeout",
+                        "200", os.path.join(root, "examples", "multiprocess_training.py"),
+                        str(out)], capture_output=True, text=True, timeout=260)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[0] process 0: loss over 20 steps on 4 devices (2 processes)" in p.stdout
+    assert "[1] process 1: loss over 20 steps" in p.stdout
+    two_procs = np.load(out)
+    ref = subprocess.run(
+        [sys.executable, "-c", "import sys, io, contextlib; sys.path.insert(0, 'examples');"
+         "import sharded_training as st\n"
+         "with contextlib.redirect_stdout(io.StringIO()): l = st.data_parallel()\n"
+         "print(repr(l))"], cwd=root, capture_output=True, text=True, timeout=260,
+        env=dict(os.environ, JAX_NUM_CPU_DEVICES="4"))
+    assert ref.returncode == 0, ref.stderr
+    one_proc = np.array(eval(ref.stdout.strip().splitlines()[-1]))
+    assert two_procs.shape == (20,) and one_proc.shape == (20,)
+    np.testing.assert_allclose(two_procs, one_proc, atol=1e-6, rtol=0)
+    assert two_procs[-1] < two_procs[0] - 0.5          # it trains
+
+
+def test_readme_multiprocess_script_runs_as_written(tmp_path):
+    import re
+    root = os.path.dirname(os.path.dirname(HERE))
+    text = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    part = text[text.index("## Several processes"):]
+    script = re.search(r"```text\n(.*?)```", part, re.S).group(1)
+    f = tmp_path / "two.py"
+    f.write_text(script)
+    p = subprocess.run([sys.executable, "-m", "jaxlite", "launch", "-n", "2", "--timeout",
+                        "120", str(f)], capture_output=True, text=True, timeout=180,
+                       env={k: v for k, v in os.environ.items()
+                            if k != "JAX_NUM_CPU_DEVICES"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    for r in range(2):
+        lines = [ln[4:] for ln in p.stdout.splitlines() if ln.startswith(f"[{r}] ")]
+        assert lines[0] == ("[CpuDevice(id=0), CpuDevice(id=1), CpuDevice(id=2048), "
+                            "CpuDevice(id=2049)]")
+        assert lines[1:] == ["(8, 2) False", "[4. 4.]", "[[2. 2.]", " [2. 2.]]",
+                             "(8, 2)"], lines

@@ -292,6 +292,12 @@ def process_count(backend: str | None = None) -> int:
     return 1 if w is None else w.size
 
 
+def process_indices(backend: str | None = None) -> list:
+    """The indices of every process (``jax.process_indices``): ``[0, ...,
+    process_count() - 1]``."""
+    return list(range(process_count(backend)))
+
+
 # as JAX numbers CPU devices over several processes: process p's k-th device is
 # p * 2048 + k (checked against JAX 0.10.2 with two processes)
 CPU_IDS_PER_PROCESS = 2048

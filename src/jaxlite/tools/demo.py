@@ -29,16 +29,18 @@ _SECTION_RE = re.compile(r"section_(\d+)_(\d+)_\w*\.py$")
 # Programs beyond the chapter's sections, run after them when the examples directory has
 # them: (name for --section, file name).
 _EXTRA_PROGRAMS = (("scan", "loop_vs_scan.py"), ("digits", "train_digits.py"),
-                   ("sharding", "sharded_training.py"))
+                   ("sharding", "sharded_training.py"),
+                   ("processes", "multiprocess_training.py"))
 _INDENT = "    "
 _LABEL_W = 11
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--section", "-s", action="append", metavar="N.M",
-                        help="run only this section (e.g. 3.3, or scan, digits, sharding for the "
-                             "loop vs lax.scan, digits-training and several-device "
-                             "programs); may be repeated")
+                        help="run only this section (e.g. 3.3, or scan, digits, sharding, "
+                             "processes for the loop vs lax.scan, digits-training, "
+                             "several-device and several-process programs); may be "
+                             "repeated")
     parser.add_argument("--examples", metavar="DIR",
                         help="directory holding section_*.py (default: the repository's "
                              "examples/)")
