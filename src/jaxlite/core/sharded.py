@@ -820,6 +820,46 @@ _IDENTITY = {}
 _ACROSS: dict = {}
 
 
+def stacker(x, spec_axes, mesh, box, mesh_axes):
+    """``local_stack`` specialised for arguments like ``x``: ``f(y)`` gives ``y``'s stack;
+    an array with ``x``'s sharding (the common case: already laid out by ``spec_axes``)
+    takes its buffers directly (with one device here, a view of that shard)."""
+    from .trace import get_aval
+    aval = get_aval(x)
+
+    def slow(y):
+        return local_stack(y, spec_axes, mesh, box, mesh_axes)
+    if not (type(x) is ShardedArray and x.sharding.mesh == mesh and
+            spec_tuple(x.sharding, aval.ndim) == tuple(spec_axes)):
+        return slow
+    want = x.sharding
+    named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
+    sizes = dict(mesh.shape)
+    block = [n // int(np.prod([sizes[a] for a in e], dtype=np.int64))
+             for n, e in zip(aval.shape, spec_axes)]
+    shape = tuple([box.local[a] for a in named] + block)
+    names = tuple(mesh.axis_names)
+    where = [(k, tuple(box.coords[d][names.index(a)] - box.offset[a] for a in named))
+             for k, d in enumerate(want._device_assignment) if d in box.coords]
+
+    def fast(y):
+        if type(y) is not ShardedArray or not (y._sharding is want or y._sharding == want):
+            return slow(y)
+        if len(where) == 1:
+            data = y._shards[where[0][0]].data
+            if data is None:
+                raise deleted_error(y.aval)
+            return data.reshape(shape)
+        out = np.empty(shape, aval.dtype)
+        for k, pos in where:
+            data = y._shards[k].data
+            if data is None:
+                raise deleted_error(y.aval)
+            out[pos] = data
+        return out
+    return fast
+
+
 def move_across(x, sharding):
     """``x`` laid out by ``sharding`` over processes (a jitted identity: the partitioner's
     gathers and slices, across processes where they must)."""
@@ -873,6 +913,36 @@ _across_state = _AcrossState()
 
 def _bind(prim, params, *args):
     return prim.bind(*args, **params)
+
+
+def placer(spec_axes, aval, sharding, box, mesh_axes):
+    """``from_local_stack`` specialised for one output: ``f(stack)`` gives the
+    ShardedArray (the positions of this process's devices worked out once)."""
+    mesh = sharding.mesh
+    named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
+    names = tuple(mesh.axis_names)
+    where = [None if d not in box.coords else
+             tuple(box.coords[d][names.index(a)] - box.offset[a] for a in named)
+             for d in sharding._device_assignment]
+    devs = sharding._device_assignment
+    dtype = aval.dtype
+
+    def place(stack):
+        stack = np.asarray(stack)
+        if stack.dtype != dtype:
+            stack = stack.astype(dtype)
+        stack.setflags(write=False)
+        bufs = []
+        for d, pos in zip(devs, where):
+            if pos is None:
+                bufs.append(None)
+                continue
+            piece = stack[pos]
+            if not piece.flags.c_contiguous:
+                piece = np.ascontiguousarray(piece)
+            bufs.append(Buffer(piece, d))
+        return ShardedArray(aval, sharding, bufs)
+    return place
 
 
 def from_local_stack(stack, spec_axes, aval, sharding, box, mesh_axes) -> ShardedArray:

@@ -48,7 +48,12 @@ def _collective(name, reduce_name):
             out = elementwise.mul_p.bind(x, _const(x, axis.global_size)) \
                 if reduce_name == "sum" else x
         else:
-            if reduce_name == "sum" and axis.size <= _ADD_CHAIN and \
+            if axis.size == 1:          # one device along it (here): its own value
+                from .shape import reshape_p
+                s = get_aval(x).shape
+                out = reshape_p.bind(x, new_sizes=s[:d] + s[d + 1:], dimensions=None,
+                                     sharding=None)
+            elif reduce_name == "sum" and axis.size <= _ADD_CHAIN and \
                     get_aval(x).dtype.kind in "fciu":
                 out = _add_chain(x, d, axis.size)
             else:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..config import config
 from ..errors import JaxRuntimeError
+from .buffer import pool_empty
 
 
 class CollectiveMismatchError(JaxRuntimeError):
@@ -59,12 +60,13 @@ class World:
         self.local_counts = tuple(local_counts)
         self.seq = 0                 # collectives this process has run (the signature's)
         self._groups = {}            # ranks tuple -> communicator over them
+        self.all = tuple(range(self.size))
 
     def group(self, ranks: tuple):
         """The communicator over ``ranks`` (in that order; rank k of it is ranks[k]),
         created on first use by the processes in it (MPI_Comm_create_group is collective
         over them only)."""
-        if ranks == tuple(range(self.size)):
+        if ranks == self.all:
             return self.comm
         c = self._groups.get(ranks)
         if c is None:
@@ -129,15 +131,18 @@ def timeout() -> float:
     return float(config.jaxlite_collective_timeout)
 
 
-def _wait(req, what: str, ranks) -> None:
+def _wait(req, what, ranks) -> None:
     """Waits for the nonblocking request ``req``; CollectiveTimeoutError after
-    ``timeout()`` seconds (spins for the first ~200 us, then sleeps a little)."""
+    ``timeout()`` seconds.  Spins for the first 5 ms (a sleep costs ~60 us of timer
+    slack, more than a small all-reduce takes), then sleeps a little longer each time."""
     if req.Test():
         return
+    if not isinstance(what, str):       # (description, collective number)
+        what = f"collective #{what[1]}: {what[0]}"
     start = time.perf_counter()
     limit = timeout()
-    spin_until = start + 2e-4
-    pause = 1e-5
+    spin_until = start + 5e-3
+    pause = 5e-5
     while not req.Test():
         now = time.perf_counter()
         if now - start > limit:
@@ -152,17 +157,52 @@ def _wait(req, what: str, ranks) -> None:
             pause = min(pause * 2, 1e-3)
 
 
-def _check(comm, ranks, desc: str) -> None:
-    """The signature exchange (see the module docstring); raises CollectiveMismatchError
-    on every process when they differ."""
+def _signature(desc: str) -> np.ndarray:
+    """This process's signature of its next collective: the hash of ``desc`` and the
+    collective's number (counting from 1)."""
     w = _world
     w.seq += 1
-    h = hashlib.blake2b(f"{w.seq}|{desc}".encode(), digest_size=8).digest()
-    mine = np.frombuffer(h, np.int64).copy()
-    sigs = np.empty(len(ranks), np.int64)
-    _wait(comm.Iallgather(mine, sigs), f"collective #{w.seq}: {desc}", ranks)
+    h = _HASHES.get(desc)
+    if h is None:
+        if len(_HASHES) > 4096:
+            _HASHES.clear()
+        h = _HASHES[desc] = int.from_bytes(
+            hashlib.blake2b(desc.encode(), digest_size=8).digest(), "little", signed=True)
+    return np.array([h, w.seq], np.int64)
+
+
+def _check(comm, ranks, desc: str, inline=None):
+    """The signature exchange (see the module docstring); raises CollectiveMismatchError
+    on every process when they differ.  Every exchange moves the same number of bytes
+    (16 of signature, then ``_INLINE`` of payload), whatever the collective, so that
+    processes running different ones still meet in it.  ``inline``: this process's data
+    when it fits in the payload (bytes, a uint8 array): the rows of every process's are
+    returned (n, len), so a small collective takes one MPI call in all."""
+    n = len(ranks)
+    bufs = _EXCHANGE.get(n)
+    if bufs is None:        # reused: each call copies out what it returns
+        send = np.zeros(16 + _INLINE, np.uint8)
+        bufs = _EXCHANGE[n] = (send, send[:16].view(np.int64),
+                               np.empty((n, 16 + _INLINE), np.uint8))
+    send, sig, recv = bufs
+    sig[:] = _signature(desc)
+    if inline is not None:
+        send[16:16 + len(inline)] = inline
+    _wait(comm.Iallgather(send, recv), (desc, _world.seq), ranks)
+    got = recv[:, :16].tobytes()
+    if got != got[:16] * n:
+        _compare(comm, ranks, desc, np.ascontiguousarray(recv[:, :16]).view(np.int64))
+    if inline is not None:
+        return recv[:, 16:16 + len(inline)].copy()
+    return None
+
+
+def _compare(comm, ranks, desc: str, sigs: np.ndarray) -> None:
+    """Raises CollectiveMismatchError on every process when the gathered signatures
+    ``sigs`` (one row per process) differ."""
     if (sigs == sigs[0]).all():
         return
+    w = _world
     descs = comm.allgather(f"collective #{w.seq}: {desc}")
     lines = "\n".join(f"  process {r}: {d}" for r, d in zip(ranks, descs))
     raise CollectiveMismatchError(
@@ -173,6 +213,11 @@ def _check(comm, ranks, desc: str) -> None:
         f"jax.process_index()).")
 
 
+_HASHES: dict = {}      # description -> its 64-bit hash (the signature's first half)
+_DESCS: dict = {}       # (op, dtype, shape, where) -> an all-reduce's description
+# bytes of data that travel with the signature (a small collective: one MPI call)
+_INLINE = 64
+_EXCHANGE: dict = {}    # processes taking part -> (send, its signature view, receive)
 _MPI_SUM_KINDS = "fciu"
 
 
@@ -186,14 +231,29 @@ def allreduce(x: np.ndarray, op: str, ranks: tuple, where: str) -> np.ndarray:
     (each passes its own ``x``, same shape and dtype); the same new array on each."""
     comm = _world.group(ranks)
     x = np.asarray(x, order="C")
-    desc = f"all-reduce {op} of {x.dtype}{list(x.shape)} ({where})"
+    key = (op, x.dtype, x.shape, where)
+    desc = _DESCS.get(key)
+    if desc is None:
+        desc = _DESCS[key] = f"all-reduce {op} of {x.dtype}{list(x.shape)} ({where})"
+    if x.nbytes <= _INLINE:
+        # small: the data travels with the signature (one all-gather), reduced here in
+        # rank order
+        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8))
+        parts = rows.view(x.dtype).reshape((len(ranks),) + x.shape)
+        if len(ranks) == 2 and op == "sum":
+            return parts[0] + parts[1]
+        return _reduce_rows(parts, op)
     _check(comm, ranks, desc)
     if op == "sum" and _mpi_sums(x.dtype):
         MPI = mpi_module()
-        out = np.empty_like(x)
+        out = pool_empty(x.shape, x.dtype)      # recycled: no page faults per call
         _wait(comm.Iallreduce(x, out, MPI.SUM), desc, ranks)
         return out
-    parts = _gather_raw(comm, x, desc, ranks)
+    return _reduce_rows(_gather_raw(comm, x, desc, ranks), op)
+
+
+def _reduce_rows(parts: np.ndarray, op: str) -> np.ndarray:
+    """``op`` over the leading axis of ``parts`` (one row per process), in rank order."""
     fn = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op]
     out = parts[0].copy()
     for p in parts[1:]:
@@ -204,7 +264,7 @@ def allreduce(x: np.ndarray, op: str, ranks: tuple, where: str) -> np.ndarray:
 def _gather_raw(comm, x, desc, ranks) -> np.ndarray:
     """``x`` of every process stacked in front, in rank order (as bytes, so any dtype)."""
     n = len(ranks)
-    out = np.empty((n,) + x.shape, x.dtype)
+    out = pool_empty((n,) + x.shape, x.dtype)
     send = x.reshape(-1).view(np.uint8)
     recv = out.reshape(-1).view(np.uint8)
     _wait(comm.Iallgather(send, recv), desc, ranks)
@@ -217,6 +277,9 @@ def allgather(x: np.ndarray, ranks: tuple, where: str) -> np.ndarray:
     comm = _world.group(ranks)
     x = np.asarray(x, order="C")
     desc = f"all-gather of {x.dtype}{list(x.shape)} ({where})"
+    if x.nbytes <= _INLINE:
+        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8))
+        return rows.view(x.dtype).reshape((len(ranks),) + x.shape)
     _check(comm, ranks, desc)
     return _gather_raw(comm, x, desc, ranks)
 

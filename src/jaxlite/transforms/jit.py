@@ -484,6 +484,12 @@ class JitWrapped:
                     out = fe.launch(args)
                     if out is not None:
                         return out
+            if args and type(args[0]) is ShardedArray and \
+                    _sharded_core._mpi._world is not None:
+                # a jitted shard_map over several processes, these shardings seen before
+                runner = self._across_runner(args)
+                if runner is not None:
+                    return runner(args)
         if self._plain and not kwargs:
             # fast path: no static or donated arguments, no keywords
             statics = static_kw = ()
@@ -536,6 +542,9 @@ class JitWrapped:
                 any(type(k[1]) is NamedSharding for k in key[1]):
             outs = _run_sharded(entry, leaves, names_fn, self._shardings,
                                 self._donated(args, kwargs, leaves))
+            if entry.partitions and self._plain and not kwargs and \
+                    len(leaves) == len(args) and _sharded_core._mpi._world is not None:
+                self._add_across(args, entry)
             return tree_unflatten(entry.out_tree, outs)
         outs = _run_compiled(entry.compiled, leaves, names_fn,
                              self._donated(args, kwargs, leaves) if not self._plain else None)
@@ -543,6 +552,26 @@ class JitWrapped:
                 len(leaves) == len(args) and all(type(x) is ArrayImpl for x in args):
             self._add_fast(key, entry)
         return tree_unflatten(entry.out_tree, outs)
+
+    def _across_key(self, args):
+        if not all(type(x) is ShardedArray for x in args):
+            return None
+        return ("across", config.jax_enable_x64) + tuple((x.aval, x._sharding) for x in args)
+
+    def _across_runner(self, args):
+        """The runner kept for a jitted shard_map over several processes called on
+        ShardedArrays ``args`` with these avals and shardings (``_add_across``), or
+        None."""
+        key = self._across_key(args)
+        return None if key is None else self._fast.get(key)
+
+    def _add_across(self, args, entry):
+        """Keeps the runner ``_run_sharded`` made for a jitted shard_map over several
+        processes (``entry.partitions``), for the fastest path of ``__call__``."""
+        key = self._across_key(args)
+        runner = key and entry.partitions.get(("across",) + tuple(x.sharding for x in args))
+        if runner is not None and len(self._fast) < 4096:
+            self._fast[key] = runner
 
     def _add_fast(self, key, entry):
         """Registers a signature that just ran for the fast path of ``__call__``."""
@@ -921,6 +950,14 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
 
     Raises ValueError for arguments on different meshes, or a committed argument whose
     sharding differs from its ``in_shardings`` entry (naming both)."""
+    if entry.partitions and shardings is None and _mesh_context.mesh is None and \
+            _sharded_core._mpi._world is not None:
+        # a jitted shard_map over several processes called again with the same shardings
+        runner = entry.partitions.get(("across",) + tuple(
+            x.sharding if type(x) is ShardedArray else None for x in leaves))
+        if runner is not None:
+            from ..tree_util import tree_flatten
+            return tree_flatten(runner(leaves))[0]
     from ..core.sharded import from_global, mesh_devices_check
     from ..core.eager import host_value
     from ..sharding import NamedSharding, SingleDeviceSharding
@@ -977,9 +1014,20 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     across = sharding0 is not None and spans_processes(sharding0.mesh)
     if across and _is_manual(entry.compiled._lowered._wrapped):
         # a jitted shard_map over several processes: run as the shard_map runs there
+        # (its runner for these shardings kept, so later calls skip its checks)
         from ..tree_util import tree_flatten
+        from .shard_map import _context as _sm_context
+        if entry.partitions is None:
+            entry.partitions = {}
+        key = ("across",) + tuple(x.sharding if type(x) is ShardedArray else None
+                                  for x in leaves)
         args, kwargs = entry.compiled._lowered.in_tree.unflatten(leaves)
-        return tree_flatten(entry.compiled._lowered._wrapped.fun(*args, **kwargs))[0]
+        _sm_context.across_last = None
+        out = entry.compiled._lowered._wrapped.fun(*args, **kwargs)
+        if _sm_context.across_last is not None and not kwargs and \
+                _mesh_context.mesh is None and shardings is None:
+            entry.partitions[key] = _sm_context.across_last
+        return tree_flatten(out)[0]
     closed = entry.compiled._lowered.closed_jaxpr
     out_avals = [v.aval for v in closed.jaxpr.outvars]
     n_out = len(out_avals)

@@ -176,6 +176,8 @@ class _ManualContext(threading.local):
 
     def __init__(self):
         self.stack: list = []
+        # the runner of the latest eager call over several processes (_call_across)
+        self.across_last = None
 
 
 _context = _ManualContext()
@@ -428,52 +430,76 @@ class _ShardMapped:
         per-device program for its own devices, on its shards stacked (each argument
         moved to its in_specs layout first where it has another), its collectives
         crossing processes (see ``_expanded``'s ``box``); the results hold this
-        process's shards."""
-        from ..core.sharded import from_local_stack, local_stack, process_box
-        from ..sharding import NamedSharding
-        from .jit import jit
+        process's shards.  The runner made for a signature is kept (``_across_last``
+        holds the latest, which ``jit`` of this shard_map caches for its own calls)."""
         if outer_manual or manual != frozenset(mesh.axis_names):
             raise NotImplementedError(
                 f"shard_map over some of the axes of a mesh spanning several processes "
                 f"(axis_names={set(manual)} of {mesh.axis_names}): make every mesh axis "
                 f"manual there.")
+        key = ("across", in_tree, tuple(in_axes), mesh,
+               tuple((_aval_of(x), getattr(x, "sharding", None)
+                      if type(x) is ShardedArray else None) for x in dyn))
+        runner = self._jitted.get(key) if not statics else None
+        if runner is None:
+            runner = self._across_runner(mesh, manual, outer_manual, in_tree, in_axes,
+                                         statics, dyn)
+            if not statics:
+                self._jitted[key] = runner
+        _context.across_last = runner
+        return runner(dyn)
+
+    def _across_runner(self, mesh, manual, outer_manual, in_tree, in_axes, statics, dyn):
+        """``run(dyn leaves) -> outputs``: the call of ``_call_across`` for arguments like
+        ``dyn`` (same avals and shardings), everything but the data worked out once."""
+        from ..core.sharded import placer, process_box, stacker
+        from ..sharding import NamedSharding
+        from .jit import jit
         box = process_box(mesh)
         mesh_axes = [a for a in mesh.axis_names if a in manual]
         dyn_axes = [sa for sa in in_axes if sa is not None]
-        stacks = [local_stack(x, sa, mesh, box, mesh_axes) for x, sa in zip(dyn, dyn_axes)]
-        key = ("across", in_tree, tuple(in_axes), mesh,
-               tuple((s.shape, s.dtype, _aval_of(x).weak_type) for s, x in zip(stacks, dyn)))
-        fn = self._jitted.get(key) if not statics else None
-        if fn is None:
-            store = {}
-            args = ", ".join(_aval_of(x).str_short() for x in dyn)
-            expand = self._expanded(mesh, manual, in_tree, in_axes, statics, outer_manual,
-                                    box=box, where=f"shard_map of "
-                                    f"{getattr(self.f, '__name__', 'a function')} on "
-                                    f"({args})")
+        stackers = [stacker(x, sa, mesh, box, mesh_axes) for x, sa in zip(dyn, dyn_axes)]
+        stacks = [st(x) for st, x in zip(stackers, dyn)]
+        store = {}
+        args = ", ".join(_aval_of(x).str_short() for x in dyn)
+        expand = self._expanded(mesh, manual, in_tree, in_axes, statics, outer_manual,
+                                box=box, where=f"shard_map of "
+                                f"{getattr(self.f, '__name__', 'a function')} on ({args})")
 
-            def run(*xs):
-                outs, out_tree, out_axes = expand(*xs)
-                store["tree"], store["axes"] = out_tree, out_axes  # noqa: JL006
-                return outs
-            fn = (jit(run), store)
-            if not statics:
-                self._jitted[key] = fn
-        jitted, store = fn
-        outs = jitted(*stacks)
+        def run(*xs):
+            outs, out_tree, out_axes = expand(*xs)
+            store["tree"], store["axes"] = out_tree, out_axes  # noqa: JL006
+            return outs
+        compiled = jit(run).lower(*stacks).compile()
         sizes = dict(mesh.shape)
-        placed = []
-        for o, spec in zip(outs, store["axes"]):
+        placing = []
+        for o, spec in zip(compiled._lowered.closed_jaxpr.jaxpr.outvars, store["axes"]):
             in_spec = {a for e in spec for a in _entry_axes(e)}
             named = [a for a in mesh_axes if a in in_spec]     # the stacked axes of o
             sa = _spec_axes(spec, o.aval.ndim - len(named), "out_specs")
             block = o.aval.shape[len(named):]
             shape = tuple(n * int(np.prod([sizes[a] for a in e], dtype=np.int64))
                           for n, e in zip(block, sa))
-            aval = o.aval.update(shape=shape)
-            placed.append(from_local_stack(o._buf.data, sa, aval, NamedSharding(mesh, spec),
-                                           box, mesh_axes))
-        return tree_unflatten(store["tree"], placed)
+            placing.append(placer(sa, o.aval.update(shape=shape), NamedSharding(mesh, spec),
+                                  box, mesh_axes))
+        out_tree = store["tree"]
+
+        from ..core.eager import fp_ignore_begin, fp_ignore_end
+        device = next(iter(box.coords))         # this process's first device of the mesh
+        program = compiled._program
+
+        def runner(xs):
+            # the program's executable called directly on the stacked NumPy shards (the
+            # placement and wrapping _run_compiled does are the stacks' and the results')
+            vals = [st(x) for st, x in zip(stackers, xs)]
+            ex = program.executable
+            token = fp_ignore_begin()   # as every jitted program: no NumPy warnings
+            try:
+                outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
+            finally:
+                fp_ignore_end(token)
+            return tree_unflatten(out_tree, [place(o) for o, place in zip(outs, placing)])
+        return runner
 
     def _expanded(self, mesh, manual, in_tree, in_axes, statics, outer_manual, place=False,
                   box=None, where=None):
