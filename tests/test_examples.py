@@ -192,9 +192,13 @@ def test_demo_runs_every_section_and_explains():
     p = run_py(["-m", "jaxlite", "demo"])
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
-    assert "7 of 7 programs ran" in out and "FAILED" not in out
+    assert "8 of 8 programs ran" in out and "FAILED" not in out
     # the several-device section ran on 4 devices, its losses equal to one device's
     assert "| 4 CPU devices" in out and "largest difference" in out, out
+    # the several-process section: 2 MPI processes of 2 devices, the same losses
+    assert "| [0] process 0: loss over 20 steps on 4 devices (2 processes): 2.344856 -> " \
+        "1.577972" in out, out
+    assert "| [1] process 1: loss over 20 steps" in out
     for section in ("== 3.1", "== 3.2", "== 3.3", "== 3.5"):
         assert section in out
     assert "| 38.0" in out and "| [100   2   3]" in out and "| [CpuDevice(id=0)]" in out

@@ -21,6 +21,7 @@ from .core.eager import put_host
 from .runtime import (Device, check_default_device, count_transfer, get_default_device,
                       guard_transfer)
 from .runtime.buffer import check_dtype, native_copy, new_buffer
+from .runtime.device import process_index
 from .runtime import device as _device_mod
 from .sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -176,7 +177,10 @@ def _shard_moves(p):
         return _reshard_moves(x, dst, aval)
     itemsize = aval.dtype.itemsize
     moves = []
+    me = process_index()
     for dev, idx, _ in shard_indices(dst, aval.shape):
+        if dev.process_index != me:     # another process places its own shards
+            continue
         n = itemsize
         for s, size in zip(idx, aval.shape):
             n *= len(range(*s.indices(size)))

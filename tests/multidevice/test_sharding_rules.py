@@ -373,6 +373,9 @@ FALLBACK = {
                                 "partitioning",
     "cross_process_all_gather": "made when a collective over processes is batched, after "
                                 "partitioning",
+    "cross_process_reduce_scatter": "made when a collective over processes is batched",
+    "cross_process_all_to_all": "made when a collective over processes is batched",
+    "cross_process_permute": "made when a collective over processes is batched",
 }
 
 

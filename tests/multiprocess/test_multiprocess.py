@@ -251,6 +251,25 @@ def test_data_parallel_gradient(coll):
         assert typ == "NotImplementedError" and "inside the shard_map body" in msg
 
 
+def test_collectives_over_a_two_axis_mesh_equal_one_process(tmp_path):
+    """ppermute, all_to_all, psum_scatter, all_gather, pmax over the process-spanning axis
+    'a' and the local axis 'b' (and both), vmap and grad inside the body, a jitted
+    einsum: equal to the same programs in one process with 4 devices."""
+    rc, out, _, recs = run_job("mesh2", tmp_path, timeout=120)
+    assert rc == 0, out
+    e = dict(os.environ, JAX_NUM_CPU_DEVICES="4")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "ranks.py"), "oracle",
+                        str(tmp_path)], env=e, capture_output=True, text=True, timeout=200)
+    assert p.returncode == 0, p.stderr
+    want = pickle.loads((tmp_path / "rank0.pkl").read_bytes())
+    assert len(want) == 12
+    for name, (status, *rest) in want.items():
+        assert status == "ok", (name, rest)
+        for v in ok(recs, name):
+            np.testing.assert_allclose(v, rest[0], rtol=1e-6, err_msg=name)
+            assert v.dtype == rest[0].dtype and v.shape == rest[0].shape, name
+
+
 # ---- bad input, divergence, failures ----------------------------------------------------------
 
 def test_errors_and_divergence(tmp_path):

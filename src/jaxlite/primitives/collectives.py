@@ -404,7 +404,13 @@ def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, axis_size, 
     else:
         y = reduction.reduce_sum_p.bind(x, axes=(d,), out_sharding=None)
         if axis.split is not None:
-            y = _across(axis, y, "sum")
+            # summed over the processes, each keeping its devices' part: one MPI
+            # reduce-scatter, then this process's devices' parts as the mapped axis
+            from .cross_process import reduce_scatter_p
+            sp = axis.split
+            y = reduce_scatter_p.bind(y, axis=sd, ranks=sp.ranks, where=f"over mesh axis "
+                                      f"{axis.name!r} in {sp.where}, {_user_line()}")
+            return (_split(y, sd, axis.size) if tiled else y), sd
     if tiled:
         y = _split(y, sd, axis_size)
     if axis.split is not None:      # each device keeps its part: here, this process's
@@ -449,8 +455,14 @@ def _ppermute_batch(args, dims, *, axis_name, perm, axis_size):
             return x, None          # every example receives the same value
         x, d = batching.broadcast_front(x, axis_size), 0
     elif axis.split is not None:
-        # over several processes: every process's senders, then this process's receivers
-        x, d = _gather_across(axis, batching.moveaxis(x, d, 0), 0), 0
+        # over several processes: each pair of devices in different processes moves
+        # its one value (MPI sends and receives), within a process it is copied
+        from .cross_process import permute_p
+        sp = axis.split
+        pairs = tuple((src, dst) for src, dst in perm)
+        return permute_p.bind(batching.moveaxis(x, d, 0), pairs=pairs, block=axis.size,
+                              ranks=sp.ranks, where=f"over mesh axis {axis.name!r} in "
+                              f"{sp.where}, {_user_line()}"), 0
     if axis.split is not None:
         out, d = _permuted(x, d, src_of, full, axis_size)
         return _own_block(axis, out, d), d
@@ -518,15 +530,14 @@ def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_si
     n = axis_size
     axis = batching.current_axis()
     if not _whole and axis.split is not None:
-        # over several processes: every process's senders, then this process's receivers
-        if d is None:
+        if d is None:   # every sender the same: the whole axis here, then this block
             x = batching.to_front(x, d, n)
-        else:
-            x = _gather_across(axis, batching.moveaxis(x, d, 0), 0)
-        out, _ = _all_to_all_batch([x], [0], axis_name=axis_name, split_axis=split_axis,
-                                   concat_axis=concat_axis, axis_size=axis_size,
-                                   _whole=True)
-        return _own_block(axis, out, 0), 0
+            out, _ = _all_to_all_batch([x], [0], axis_name=axis_name,
+                                       split_axis=split_axis, concat_axis=concat_axis,
+                                       axis_size=axis_size, _whole=True)
+            return _own_block(axis, out, 0), 0
+        return _all_to_all_across(axis, batching.moveaxis(x, d, 0), split_axis,
+                                  concat_axis, n), 0
     x = batching.to_front(x, d, n)                  # (sender e, *per-example shape)
     s = tuple(get_aval(x).shape[1:])
     out_aval = _all_to_all_aval(get_aval(x).update(shape=s), split_axis=split_axis,
@@ -546,6 +557,45 @@ def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_si
 
 
 all_to_all_p.batch = _all_to_all_batch
+
+
+def _all_to_all_across(axis, x, split_axis, concat_axis, n):
+    """all_to_all over a mesh axis spanning processes: ``x`` holds this process's
+    senders in front (l of them); each splits ``split_axis`` into ``n`` chunks, chunk k
+    for receiver k.  The chunks for each process's receivers go there in one MPI
+    all-to-all; each receiver concatenates what it gets, in sender order, along
+    ``concat_axis``.  Returns this process's receivers in front."""
+    from .cross_process import all_to_all_p
+    from .shape import reshape_p, transpose_p
+    sp = axis.split
+    l, p = axis.size, len(sp.ranks)
+    s = tuple(get_aval(x).shape[1:])
+    out_aval = _all_to_all_aval(get_aval(x).update(shape=s), axis_name=axis.name,
+                                split_axis=split_axis, concat_axis=concat_axis,
+                                axis_size=n)
+    # (sender e, s before, receiver k, chunk c, s after)
+    x = reshape_p.bind(x, new_sizes=(l,) + s[:split_axis] + (n, s[split_axis] // n) +
+                       s[split_axis + 1:], dimensions=None)
+    rest = [("c" if i == split_axis else ("s", i)) for i in range(len(s))]
+    labels = ["e"] + [("s", i) for i in range(split_axis)] + ["k", "c"] + \
+        [("s", i) for i in range(split_axis + 1, len(s))]
+    order = ["k", "e"] + rest
+    x = transpose_p.bind(x, permutation=tuple(labels.index(t) for t in order))
+    # the receivers by process: (process q, its receiver j, e, rest); one all-to-all
+    rest_shape = tuple(get_aval(x).shape[2:])
+    x = reshape_p.bind(x, new_sizes=(p, l, l) + rest_shape, dimensions=None)
+    x = all_to_all_p.bind(x, axis=0, ranks=sp.ranks, where=f"over mesh axis "
+                          f"{axis.name!r} in {sp.where}, {_user_line()}")
+    # now (sending process q, my receiver j, its sender e): senders in global order
+    x = transpose_p.bind(x, permutation=(1, 0, 2) + tuple(range(3, 3 + len(rest_shape))))
+    x = reshape_p.bind(x, new_sizes=(l, n) + rest_shape, dimensions=None)
+    have = ["k", "e"] + rest
+    target = ["k"]
+    for i in range(len(s)):
+        part = ["c"] if i == split_axis else [("s", i)]
+        target += (["e"] + part) if i == concat_axis else part
+    x = transpose_p.bind(x, permutation=tuple(have.index(t) for t in target))
+    return reshape_p.bind(x, new_sizes=(l,) + tuple(out_aval.shape), dimensions=None)
 
 
 # all four are linear; their transposes

@@ -97,3 +97,80 @@ all_gather_p = Primitive("cross_process_all_gather", abstract_eval=_all_gather_a
                          impl=_all_gather_impl, batch=_all_gather_batch,
                          jvp=_all_gather_jvp, foldable=False, flops=lambda x, **k: 0)
 all_gather_p.transpose = _no_transpose("an all-gather across processes")
+
+
+def _scatter_aval(x, *, axis, ranks, where):
+    shape = list(x.shape)
+    shape[axis] //= len(ranks)
+    return x.update(shape=tuple(shape))
+
+
+def _scatter_impl(x, *, axis, ranks, where):
+    from ..runtime import mpi
+    return mpi.reduce_scatter(np.asarray(x), axis, ranks, where)
+
+
+def _along_axis_batch(prim):
+    def rule(args, dims, *, axis, **params):
+        (x,), (d,) = args, dims
+        if d is not None and d <= axis:
+            return prim.bind(x, axis=axis + 1, **params), d
+        return prim.bind(x, axis=axis, **params), d
+    return rule
+
+
+def _linear_jvp(prim):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        return out, (None if t is None else prim.bind(t, **params))
+    return jvp
+
+
+# the sum over the processes along a mesh axis, each keeping its block of ``axis``
+reduce_scatter_p = Primitive("cross_process_reduce_scatter", abstract_eval=_scatter_aval,
+                             impl=_scatter_impl, foldable=False,
+                             flops=lambda x, **k: x.size)
+reduce_scatter_p.batch = _along_axis_batch(reduce_scatter_p)
+reduce_scatter_p.jvp = _linear_jvp(reduce_scatter_p)
+reduce_scatter_p.transpose = _no_transpose("a reduce-scatter across processes")
+
+
+def _a2a_impl(x, *, axis, ranks, where):
+    from ..runtime import mpi
+    return mpi.all_to_all(np.asarray(x), axis, ranks, where)
+
+
+# MPI's all-to-all along ``axis``: its block k goes to the k-th process along the mesh
+# axis, and the result's block k is what that process sent
+all_to_all_p = Primitive("cross_process_all_to_all", abstract_eval=_same_aval,
+                         impl=_a2a_impl, foldable=False, flops=lambda x, **k: 0)
+all_to_all_p.batch = _along_axis_batch(all_to_all_p)
+all_to_all_p.jvp = _linear_jvp(all_to_all_p)
+all_to_all_p.transpose = _no_transpose("an all-to-all across processes")
+
+
+def _permute_impl(x, *, pairs, block, ranks, where):
+    from ..runtime import mpi
+    return mpi.permute(np.asarray(x), pairs, ranks, block, where)
+
+
+def _permute_batch(args, dims, **params):
+    (x,), (d,) = args, dims
+    from ..core.batching import moveaxis
+    # the operand's leading axis is this process's devices along the mesh axis
+    if d is None:
+        return permute_p.bind(x, **params), None
+    if d == 0:      # another vmap's examples in front: each permuted on its own
+        x = moveaxis(x, 0, 1)
+        return moveaxis(permute_p.bind(x, **params), 1, 0), 0
+    return permute_p.bind(x, **params), d
+
+
+# ppermute across processes: the operand's leading axis holds this process's ``block``
+# devices along the mesh axis; each pair (src, dst) of devices moves one value
+permute_p = Primitive("cross_process_permute", abstract_eval=_same_aval,
+                      impl=_permute_impl, foldable=False, flops=lambda x, **k: 0)
+permute_p.batch = _permute_batch
+permute_p.jvp = _linear_jvp(permute_p)
+permute_p.transpose = _no_transpose("a collective-permute across processes")

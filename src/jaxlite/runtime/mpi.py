@@ -316,3 +316,76 @@ def gather_objects(obj, where: str) -> list:
     padded[:data.size] = data
     rows = allgather(padded, ranks, where)
     return [pickle.loads(rows[k, :sizes[k]].tobytes()) for k in range(len(ranks))]
+
+
+def _wait_all(reqs, desc: str, ranks) -> None:
+    """Waits for every request of ``reqs`` (bounded as ``_wait``)."""
+    if not reqs:
+        return
+    MPI = mpi_module()
+
+    class _All:
+        def Test(self):
+            return MPI.Request.Testall(reqs)
+    _wait(_All(), desc, ranks)
+
+
+def reduce_scatter(x: np.ndarray, axis: int, ranks: tuple, where: str) -> np.ndarray:
+    """The sum of ``x`` over the processes ``ranks``, of which each keeps its block of
+    ``axis`` (split into ``len(ranks)`` equal blocks, block k for ``ranks[k]``):
+    ``MPI_Reduce_scatter_block`` where MPI has the dtype."""
+    comm = _world.group(ranks)
+    n = len(ranks)
+    y = np.ascontiguousarray(np.moveaxis(np.asarray(x), axis, 0))
+    desc = f"reduce-scatter sum of {y.dtype}{list(x.shape)} along {axis} ({where})"
+    _check(comm, ranks, desc)
+    m = y.shape[0] // n
+    if _mpi_sums(y.dtype) and y.size:
+        MPI = mpi_module()
+        out = pool_empty((m,) + y.shape[1:], y.dtype)
+        _wait(comm.Ireduce_scatter_block(y, out, MPI.SUM), desc, ranks)
+    else:
+        total = _reduce_rows(_gather_raw(comm, y, desc, ranks), "sum")
+        me = ranks.index(_world.rank)
+        out = np.ascontiguousarray(total[me * m:(me + 1) * m])
+    return np.moveaxis(out, 0, axis)
+
+
+def all_to_all(x: np.ndarray, axis: int, ranks: tuple, where: str) -> np.ndarray:
+    """``MPI_Alltoall`` along ``axis``: it is split into ``len(ranks)`` equal blocks,
+    block k sent to ``ranks[k]``; the result's block k is what ``ranks[k]`` sent here."""
+    comm = _world.group(ranks)
+    y = np.ascontiguousarray(np.moveaxis(np.asarray(x), axis, 0))
+    desc = f"all-to-all of {y.dtype}{list(x.shape)} along {axis} ({where})"
+    _check(comm, ranks, desc)
+    out = pool_empty(y.shape, y.dtype)
+    if y.size:
+        _wait(comm.Ialltoall(y.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)),
+              desc, ranks)
+    return np.moveaxis(out, 0, axis)
+
+
+def permute(x: np.ndarray, pairs: tuple, ranks: tuple, block: int,
+            where: str) -> np.ndarray:
+    """A permutation of the devices along a mesh axis over the processes ``ranks``, each
+    holding ``block`` consecutive devices: ``x[j]`` is this process's device j's value
+    (device ``k * block + j`` of the axis, ``k`` its block); for each ``(src, dst)`` of
+    ``pairs`` device dst receives device src's value (zeros where none is sent).  Only
+    the values that change process move: one send or receive per such pair."""
+    comm = _world.group(ranks)
+    x = np.asarray(x)
+    desc = f"collective-permute of {x.dtype}{list(x.shape)} {list(pairs)} ({where})"
+    _check(comm, ranks, desc)
+    me = ranks.index(_world.rank)
+    out = np.zeros_like(x, order="C")
+    reqs = []
+    for src, dst in pairs:
+        sp, dp = src // block, dst // block
+        if sp == me and dp == me:
+            out[dst % block] = x[src % block]
+        elif sp == me:
+            reqs.append(comm.Isend(np.ascontiguousarray(x[src % block]), dest=dp, tag=dst))
+        elif dp == me:
+            reqs.append(comm.Irecv(out[dst % block], source=sp, tag=dst))
+    _wait_all(reqs, desc, ranks)
+    return out
