@@ -34,16 +34,14 @@ PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 MULTI := JAX_NUM_CPU_DEVICES=8 $(PYTEST)
 
 # tests/multidevice runs in processes of its own, with 8 CPU devices (jaxlite and JAX);
-# tests/multiprocess starts MPI jobs of 2 ranks (mpiexec, under timeouts), one at a time
+# tests/multiprocess starts MPI jobs of 2 ranks (mpiexec, each under a timeout) from the
+# first run's workers
 test: $(TEST_STAMP)
-	$(PYTEST) -m "not slow" --timeout=300 --ignore=tests/multidevice \
-		--ignore=tests/multiprocess tests
+	$(PYTEST) -m "not slow" --timeout=300 --ignore=tests/multidevice tests
 	$(MULTI) -m "not slow" --timeout=300 tests/multidevice
-	$(BIN)/python -m pytest -m "not slow" --timeout=300 tests/multiprocess
 
 test-slow: $(TEST_STAMP)
-	$(PYTEST) -m slow --timeout=900 --ignore=tests/multidevice \
-		--ignore=tests/multiprocess tests
+	$(PYTEST) -m slow --timeout=900 --ignore=tests/multidevice tests
 	$(MULTI) -m slow --timeout=900 tests/multidevice; rc=$$?; test $$rc -eq 0 -o $$rc -eq 5
 	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 tests/test_differential.py
 

@@ -24,10 +24,8 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -36,15 +34,8 @@ FULL = {"mib": 64, "repeats": 10, "small_repeats": 2000}
 QUICK = {"mib": 1, "repeats": 3, "small_repeats": 50}
 
 
-def _median_time(fn, repeats: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+sys.path.insert(0, str(HERE))
+from _workloads_multi import _median_time  # noqa: E402  (one timing loop for both)
 
 
 def _worker_jaxlite(cfg) -> dict:

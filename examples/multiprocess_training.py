@@ -25,35 +25,15 @@ if LAUNCHED:
 import numpy as np  # noqa: E402
 
 import jaxlite as jax  # noqa: E402
-import jaxlite.numpy as jnp  # noqa: E402
 from jaxlite import lax  # noqa: E402
 from jaxlite.data import load_digits  # noqa: E402
 from jaxlite.experimental import multihost_utils  # noqa: E402
 from jaxlite.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
 
-HIDDEN = 128
-BATCH = 256
-STEPS = 20
-LEARNING_RATE = 0.1
-
-
-def init_params(key, n_in, n_hidden, n_out):
-    k1, k2 = jax.random.split(key)
-    return {"w1": jax.random.normal(k1, (n_in, n_hidden), jnp.float32) * n_in ** -0.5,
-            "b1": jnp.zeros((n_hidden,), jnp.float32),
-            "w2": jax.random.normal(k2, (n_hidden, n_out), jnp.float32) * n_hidden ** -0.5,
-            "b2": jnp.zeros((n_out,), jnp.float32)}
-
-
-def loss_fn(params, x, y):
-    h = jnp.tanh(x @ params["w1"] + params["b1"])
-    logits = h @ params["w2"] + params["b2"]
-    logp = jax.nn.log_softmax(logits)
-    return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
-
-
-def sgd(params, grads):
-    return jax.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the model and its step, as sharded_training.py trains it on 4 devices of one process
+from sharded_training import (BATCH, HIDDEN, STEPS, init_params, loss_fn,  # noqa: E402
+                              sgd)
 
 
 def train() -> list:

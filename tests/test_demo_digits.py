@@ -213,7 +213,7 @@ def test_loop_vs_scan_reference_values():
 def test_demo_discovers_the_extra_programs(tmp_path):
     found = demo.discover(EXAMPLES)
     names = [s for s, _, _ in found]
-    assert names[-3:] == ["scan", "digits", "sharding"] and names[0] == "3.1"
+    assert names[-4:] == ["scan", "digits", "sharding", "processes"] and names[0] == "3.1"
     titles = dict((s, t) for s, t, _ in found)
     assert titles["scan"].startswith("Python loop vs lax.scan")
     assert titles["digits"].startswith("Train a small MLP")

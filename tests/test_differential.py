@@ -1203,6 +1203,9 @@ NOT_CALLED = {
                 "process_index transfer_guard transfer_guard_device_to_device "
                 "transfer_guard_device_to_host transfer_guard_host_to_device named_scope "
                 "".split()},
+    **{f"top.{n}": "several processes, compared with JAX alone and over 2 MPI processes: "
+                   "tests/test_distributed_single.py, tests/multiprocess/"
+       for n in "make_array_from_process_local_data process_indices".split()},
     **{f"top.{n}": "transformations of custom rules and callbacks: tests/test_autodiff.py, "
                    "test_callbacks.py, test_api_names.py"
        for n in "closure_convert custom_gradient linear_transpose named_call "

@@ -35,10 +35,19 @@ class DeviceArgumentError(ValueError, TypeError):
 
 
 def _target_device(device):
-    if device is None or isinstance(device, Device):
+    if device is None:
         return device
     if isinstance(device, SingleDeviceSharding):
-        return device._device
+        device = device._device
+    if isinstance(device, Device):
+        if device.process_index != process_index():
+            raise ValueError(f"jaxlite.device_put onto {device!r}, a device of process "
+                             f"{device.process_index}: this process (process "
+                             f"{process_index()}) places arrays only on its own devices "
+                             f"(jaxlite.local_devices()); to build an array over several "
+                             f"processes' devices use a NamedSharding over a mesh of them, "
+                             f"or jaxlite.make_array_from_process_local_data.")
+        return device
     if _is_named(device):
         return device
     if _is_pspec(device):

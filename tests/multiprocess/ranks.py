@@ -210,6 +210,8 @@ def mesh2(pid):
 
 def errors(pid):
     record("initialize_twice", lambda: jax.distributed.initialize())
+    record("put_on_remote_device", lambda: jax.device_put(np.ones(3),
+                                                          jax.devices()[2 - 2 * pid]))
     mesh = jax.make_mesh((4,), ("x",))
     record("wrong_local_shape", lambda: jax.make_array_from_process_local_data(
         NamedSharding(mesh, P("x")), np.ones(4 + 2 * pid, np.float32)))
@@ -252,6 +254,10 @@ def die(pid):
 
 def main():
     scenario, outdir = sys.argv[1], sys.argv[2]
+    if scenario == "errors":        # a launch of 2 processes said to be something else
+        rank = int(os.environ["PMI_RANK"])
+        record("count_mismatch", lambda: jax.distributed.initialize(num_processes=3))
+        record("id_mismatch", lambda: jax.distributed.initialize(process_id=1 - rank))
     if scenario != "oracle":
         jax.distributed.initialize()
     pid = jax.process_index()

@@ -62,20 +62,20 @@ def err(recs, name, rank):
     return got[1], got[2]
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    d = tmp_path_factory.mktemp("api")
-    rc, out, _, recs = run_job("api", d)
+def _records(tmp_path_factory, scenario):
+    rc, out, _, recs = run_job(scenario, tmp_path_factory.mktemp(scenario))
     assert rc == 0, out
     return recs
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    return _records(tmp_path_factory, "api")
 
 
 @pytest.fixture(scope="module")
 def coll(tmp_path_factory):
-    d = tmp_path_factory.mktemp("coll")
-    rc, out, _, recs = run_job("collectives", d)
-    assert rc == 0, out
-    return recs
+    return _records(tmp_path_factory, "collectives")
 
 
 # ---- devices and global arrays ---------------------------------------------------------------
@@ -276,8 +276,14 @@ def test_errors_and_divergence(tmp_path):
     rc, out, elapsed, recs = run_job("errors", tmp_path, timeout=90)
     assert rc == 0, out
     for r in range(2):
+        typ, msg = err(recs, "count_mismatch", r)
+        assert typ == "ValueError" and "num_processes=3" in msg and "started 2" in msg
+        typ, msg = err(recs, "id_mismatch", r)
+        assert typ == "ValueError" and f"process_id={1 - r}" in msg and f"rank {r}" in msg
         typ, msg = err(recs, "initialize_twice", r)
         assert typ == "RuntimeError" and "only be called once" in msg
+        typ, msg = err(recs, "put_on_remote_device", r)
+        assert typ == "ValueError" and f"device of process {1 - r}" in msg
         typ, msg = err(recs, "wrong_local_shape", r)
         assert typ == "ValueError"
         assert "process 0 passed float32[4]" in msg and "process 1 passed float32[6]" in msg
