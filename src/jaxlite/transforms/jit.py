@@ -1168,9 +1168,9 @@ def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
     if across:
         from ..core.sharded import process_box
         box = process_box(mesh)
+    args = ", ".join(v.aval.str_short() for v in closed.jaxpr.invars)
     expand = sm._expanded(mesh, frozenset(mesh.axis_names), in_tree, list(in_specs), {},
-                          frozenset(), box=box,
-                          where=f"jit of {name} on ({', '.join(v.aval.str_short() for v in closed.jaxpr.invars)})")
+                          frozenset(), box=box, where=f"jit of {name} on ({args})")
 
     def spmd(*xs):
         return expand(*xs)[0]
