@@ -145,6 +145,9 @@ def collectives(pid):
     record("mesh2_psum_ab", lambda: get(sm2(lambda v: jax.lax.psum(v, ("a", "b")))(c)))
     record("mesh2_index", lambda: get(sm2(
         lambda v: v * 0 + jax.lax.axis_index(("a", "b")), P("a", "b"))(c)))
+    scaled = jax.jit(jax.shard_map(lambda s, v: v * s, mesh=mesh, in_specs=(None, P("x")),
+                                   out_specs=P("x")))
+    record("passed_as_is", lambda: (get(scaled(2.0, a)), get(scaled(3.0, a))))
     record("pmap", lambda: np.asarray(jax.pmap(lambda v: jax.lax.psum(v, "i"),
                                                axis_name="i")(np.arange(2.0) + 10 * pid)))
 

@@ -231,6 +231,12 @@ def test_two_axis_mesh(coll):
         np.testing.assert_array_equal(v, want)
 
 
+def test_arguments_passed_as_they_are_are_not_baked_in(coll):
+    for two, three in ok(coll, "passed_as_is"):     # in_specs None, under jit, twice
+        np.testing.assert_array_equal(two, 2 * G)
+        np.testing.assert_array_equal(three, 3 * G)
+
+
 def test_pmap_over_processes(coll):
     for v in ok(coll, "pmap"):
         np.testing.assert_array_equal(v, [22.0, 22.0])     # 0 + 1 + 10 + 11

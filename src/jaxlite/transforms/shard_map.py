@@ -446,7 +446,9 @@ class _ShardMapped:
                                          statics, dyn)
             if not statics:
                 self._jitted[key] = runner
-        _context.across_last = runner
+        # (a runner with arguments passed as they are, in_specs None, holds their values:
+        # never reused for other calls)
+        _context.across_last = None if statics else runner
         return runner(dyn)
 
     def _across_runner(self, mesh, manual, outer_manual, in_tree, in_axes, statics, dyn):
