@@ -132,6 +132,9 @@ def _plan(x, device, may_alias):
             raise deleted_error(x.aval)
         if device is None:
             return ("keep", x, None, x.aval)
+        if not x._readable():       # over several processes: the others' shards too
+            from .core.sharded import non_addressable_error
+            raise non_addressable_error(x)
         return ("gather", x, device, x.aval)
     if type(x) is ArrayImpl:
         if x._buf.data is None:
@@ -179,9 +182,15 @@ def _shard_moves(p):
     destination shard ('host' as the source of host data)."""
     kind, x, dst, aval = p
     if kind == "gather":
-        return [(b.device, dst, b.nbytes) for (d, idx, rid), b in
-                zip(shard_indices(x.sharding, aval.shape), x._shards)
-                if rid == 0 and b.device is not dst]
+        # (over several processes: this process's shards; the first copy of each here)
+        seen, moves = set(), []
+        for (d, idx, rid), b in zip(shard_indices(x.sharding, aval.shape), x._shards):
+            key = tuple((i.start, i.stop) for i in idx)
+            if b is not None and key not in seen:
+                seen.add(key)
+                if b.device is not dst:
+                    moves.append((b.device, dst, b.nbytes))
+        return moves
     if type(x) is ShardedArray:
         return _reshard_moves(x, dst, aval)
     itemsize = aval.dtype.itemsize

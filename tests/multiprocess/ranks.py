@@ -80,6 +80,9 @@ def api(pid):
                       for d in jax.local_devices()])))
     record("device_put_host", lambda: shards(jax.device_put(g, row)))
     record("replicate", lambda: np.asarray(jax.device_put(a, NamedSharding(mesh, P()))))
+    record("put_global_on_local", lambda: jax.device_put(a, jax.local_devices()[0]))
+    record("put_replicated_on_local", lambda: np.asarray(jax.device_put(
+        jax.device_put(a, NamedSharding(mesh, P())), jax.local_devices()[1])))
     # jit over the global array, eager ops on it
     record("jit_sum", lambda: np.asarray(jax.jit(lambda v: v.sum())(a)))
     record("jit_scale", lambda: (str(jax.jit(lambda v: v * 2)(a).sharding.spec),
@@ -148,6 +151,9 @@ def collectives(pid):
     scaled = jax.jit(jax.shard_map(lambda s, v: v * s, mesh=mesh, in_specs=(None, P("x")),
                                    out_specs=P("x")))
     record("passed_as_is", lambda: (get(scaled(2.0, a)), get(scaled(3.0, a))))
+    record("pmap_loop", lambda: np.asarray(jax.pmap(lambda v: jax.lax.fori_loop(
+        0, 1, lambda i, c: c + jax.lax.psum(v, "i"), v * 0), axis_name="i")(
+            np.arange(2.0) + 10 * pid)))
     record("pmap", lambda: np.asarray(jax.pmap(lambda v: jax.lax.psum(v, "i"),
                                                axis_name="i")(np.arange(2.0) + 10 * pid)))
 
@@ -197,6 +203,22 @@ def mesh2_ops(get):
         "grad_in_body": sm(lambda v: jax.lax.psum(jax.grad(
             lambda w: jnp.sum(jnp.sin(w * v)))(1.0), ("a", "b")), P()),
         "jit_reduce": jax.jit(lambda v: jnp.sin(v).sum(axis=0)),
+        # collectives inside control flow (the body batched by the loop's own rule)
+        "loop_psum_a": sm(lambda v: jax.lax.fori_loop(
+            0, 2, lambda i, c: c + jax.lax.psum(v, "a"), jnp.zeros_like(v))),
+        "cond_psum_a": sm(lambda v: jax.lax.cond(
+            jnp.sum(v) > 100.0, lambda u: jax.lax.psum(u, "a"), lambda u: u * 0.5, v)),
+        "scan_gather_a": sm(lambda v: jax.lax.scan(
+            lambda c, _: (c + jax.lax.all_gather(v, "a", tiled=True).sum(0), None),
+            jnp.zeros(v.shape[1:], v.dtype), None, length=2)[0], P("b")),
+        "loop_ppermute_a": sm(lambda v: jax.lax.fori_loop(
+            0, 3, lambda i, c: jax.lax.ppermute(c, "a", [(0, 1), (1, 0)]) + 1.0, v)),
+        "checkpoint_pmax_ab": sm(lambda v: jax.checkpoint(
+            lambda u: jax.lax.pmax(u, ("a", "b")))(v), P()),
+        "pmax_scalar": sm(lambda v: jax.lax.pmax(v.max(), ("a", "b")), P()),
+        "eager_max": lambda v: v.max(),
+        "eager_ptp": lambda v: jnp.ptp(v),
+        "jit_min_int": jax.jit(lambda v: v.astype(jnp.int32).min()),
     }
     for name, f in ops.items():
         record(name, lambda f=f: get(f(z)))

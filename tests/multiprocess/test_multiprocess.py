@@ -146,6 +146,11 @@ def test_other_constructors_hold_this_process_blocks(api):
         assert [float(s[2][0, 0]) for s in sh] == [2048 * r, 2048 * r + 1]
     for v in ok(api, "replicate"):
         np.testing.assert_array_equal(v, G)
+    for r in range(2):      # onto one device: only a value this process holds whole
+        typ, msg = err(api, "put_global_on_local", r)
+        assert typ == "RuntimeError" and "process_allgather" in msg
+    for v in ok(api, "put_replicated_on_local"):
+        np.testing.assert_array_equal(v, G)
 
 
 # ---- programs over the global array -----------------------------------------------------------
@@ -240,6 +245,8 @@ def test_arguments_passed_as_they_are_are_not_baked_in(coll):
 def test_pmap_over_processes(coll):
     for v in ok(coll, "pmap"):
         np.testing.assert_array_equal(v, [22.0, 22.0])     # 0 + 1 + 10 + 11
+    for v in ok(coll, "pmap_loop"):     # psum inside a loop still crosses processes
+        np.testing.assert_array_equal(v, [22.0, 22.0])
 
 
 def test_data_parallel_gradient(coll):
@@ -268,7 +275,7 @@ def test_collectives_over_a_two_axis_mesh_equal_one_process(tmp_path):
                         str(tmp_path)], env=e, capture_output=True, text=True, timeout=200)
     assert p.returncode == 0, p.stderr
     want = pickle.loads((tmp_path / "rank0.pkl").read_bytes())
-    assert len(want) == 12
+    assert len(want) == 21
     for name, (status, *rest) in want.items():
         assert status == "ok", (name, rest)
         for v in ok(recs, name):

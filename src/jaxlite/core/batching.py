@@ -342,6 +342,16 @@ def vectorized_batcher(prim):
     return rule
 
 
+def _split_of(axis_name, size):
+    """The AxisSplit of the axis whose rule is batching a program (a control-flow body, a
+    custom rule) when that program is batched along the same axis: a mesh axis over
+    several processes stays one inside it, so its collectives still cross processes."""
+    cur = current_axis()
+    if cur is not None and cur.name == axis_name and cur.size == size:
+        return cur.split
+    return None
+
+
 def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
     """The batched version of ``closed`` as a new ClosedJaxpr.
 
@@ -354,6 +364,7 @@ def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
     from ..ir.interpret import eval_jaxpr
     if axis_name is None and current_axis() is not None:
         axis_name = current_axis().name
+    split = _split_of(axis_name, size)
     in_avals = []
     for a, d in zip(closed.in_avals, dims):
         in_avals.append(a if d is None else
@@ -361,7 +372,7 @@ def batch_jaxpr(closed, dims, size: int, axis_name=None, out_front=True):
     store = []
 
     def fun(*args):
-        with new_main(BatchTrace, BatchAxis(size, axis_name)) as main:
+        with new_main(BatchTrace, BatchAxis(size, axis_name, split=split)) as main:
             trace = BatchTrace(main)
             ins = [BatchTracer(trace, x, d) for x, d in zip(args, dims)]
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
@@ -387,7 +398,8 @@ def batch_fun_flat(fn, args, dims, size: int, axis_name=None):
     returns the outputs, each mapped at axis 0 (unmapped ones broadcast).  What rules use
     to batch a user callable (custom_jvp / custom_vjp rules)."""
     from .trace import new_main
-    with new_main(BatchTrace, BatchAxis(size, axis_name)) as main:
+    split = _split_of(axis_name, size)
+    with new_main(BatchTrace, BatchAxis(size, axis_name, split=split)) as main:
         trace = BatchTrace(main)
         ins = [BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, dims)]
         outs = [trace.full_raise(o) for o in fn(*ins)]

@@ -865,12 +865,15 @@ def move_across(x, sharding):
     gathers and slices, across processes where they must)."""
     fn = _IDENTITY.get(sharding)
     if fn is None:
-        fn = _IDENTITY[sharding] = jitted(_identity, sharding)
+        fn = _IDENTITY[sharding] = jitted(_moved, sharding)
     return fn(x)
 
 
-def _identity(v):
+def _moved(v):
     return v
+
+
+_moved.__name__ = "device_put"      # what the messages of the program it runs call it
 
 
 
@@ -894,7 +897,9 @@ def apply_across(prim, args, params):
             f"(then psum it), or jit the whole computation (passing such arrays as arguments).")
     fn = _ACROSS.get(key) if key is not None else None
     if fn is None:
-        fn = jitted(functools.partial(_bind, prim, params), None)
+        body = functools.partial(_bind, prim, params)
+        body.__name__ = prim.name       # what the program's messages call it
+        fn = jitted(body, None)
         if key is not None:
             _ACROSS[key] = fn
     _across_state.depth += 1

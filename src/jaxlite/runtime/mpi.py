@@ -241,7 +241,7 @@ def allreduce(x: np.ndarray, op: str, ranks: tuple, where: str) -> np.ndarray:
         rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8))
         parts = rows.view(x.dtype).reshape((len(ranks),) + x.shape)
         if len(ranks) == 2 and op == "sum":
-            return parts[0] + parts[1]
+            return np.asarray(parts[0] + parts[1])
         return _reduce_rows(parts, op)
     _check(comm, ranks, desc)
     if op == "sum" and _mpi_sums(x.dtype):
@@ -255,7 +255,7 @@ def allreduce(x: np.ndarray, op: str, ranks: tuple, where: str) -> np.ndarray:
 def _reduce_rows(parts: np.ndarray, op: str) -> np.ndarray:
     """``op`` over the leading axis of ``parts`` (one row per process), in rank order."""
     fn = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op]
-    out = parts[0].copy()
+    out = np.array(parts[0], copy=True)         # an array also for 0-d rows
     for p in parts[1:]:
         fn(out, p, out=out)
     return out
