@@ -151,6 +151,25 @@ def test_exception_on_one_rank_aborts_the_job(tmp_path):
 
 
 @needs_mpiexec
+def test_a_rank_ending_abruptly_with_status_0_fails_the_job(tmp_path):
+    # MPICH's mpiexec exits 0 when a rank calls os._exit(0) (and stops the others)
+    script = program(tmp_path, """\
+        import os, time
+        from mpi4py import MPI
+        print("started", MPI.COMM_WORLD.Get_rank())
+        if MPI.COMM_WORLD.Get_rank() == 1:
+            os._exit(0)
+        time.sleep(5)
+        print("finished")
+        """)
+    p, seconds = cli("launch", "-n", 2, "--timeout", 60, script)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "ended before their program finished" in p.stderr
+    assert "rank(s) 0, 1" in p.stderr or "rank(s) 1" in p.stderr
+    assert seconds < 40
+
+
+@needs_mpiexec
 def test_hanging_job_ends_at_the_timeout(tmp_path):
     script = program(tmp_path, """\
         import time

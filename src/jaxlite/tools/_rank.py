@@ -9,6 +9,11 @@ is killed (a timeout, another rank's failure) has still delivered every line it 
 Then it hands over to mpi4py's runner (``python -m mpi4py SCRIPT ARGS``): SCRIPT runs as
 ``__main__`` and an uncaught exception aborts the whole job through ``MPI_Abort``.
 
+When the script's run ends (normally, by ``sys.exit`` or an exception) it opens one more
+connection, with the header ``b"<rank> done"``: a rank whose output reached the launcher
+but that never says so ended abruptly (``os._exit``, a signal), and the launcher reports
+it (MPICH's mpiexec may then exit with status 0).
+
 Without ``JAXLITE_LAUNCH_SOCKET``, or when the socket cannot be reached (a rank on
 another host), the output is left where it was and the script still runs.
 
@@ -64,12 +69,30 @@ def _redirect_output(path: str) -> None:
     sys.stdout.reconfigure(line_buffering=True)
 
 
+def _say_done(path: str) -> None:
+    """Tells the launcher this rank's program finished (returned, or ended by sys.exit
+    or an exception, which mpi4py's runner reports itself): a connection with the header
+    ``b"<rank> done"``.  A rank that ends without it (``os._exit``, a signal) is one the
+    launcher reports, as MPICH's mpiexec then says nothing and may exit with status 0."""
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+        conn.sendall(f"{_rank()} done\n".encode("ascii"))
+        conn.close()
+    except OSError:
+        pass
+
+
 def main() -> None:
     path = os.environ.get(SOCKET_ENV)
     if path:
         _redirect_output(path)
     from mpi4py.run import main as run_mpi4py   # reads sys.argv[1:]: SCRIPT ARGS...
-    run_mpi4py()
+    try:
+        run_mpi4py()
+    finally:
+        if path:
+            _say_done(path)
 
 
 if __name__ == "__main__":

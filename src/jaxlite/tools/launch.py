@@ -163,6 +163,15 @@ class _Sink:
             raise _OutputClosed() from None
 
 
+class _Drop:
+    """Where a rank's "done" connection writes: nowhere."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
 class _Source:
     """One stream being read: a rank's stdout or stderr (a socket connection, whose first
     line names the rank and the stream), or mpiexec's own stdout or stderr (a pipe).
@@ -189,7 +198,12 @@ class _Source:
             if not sep:
                 return
             rank, _, stream = header.decode("ascii", "replace").partition(" ")
-            self.sink = self.sinks["err" if stream == "err" else "out"]
+            self.sinks["connected"].add(rank)
+            if stream == "done":        # the rank's program finished (see _rank.py)
+                self.sinks["done"].add(rank)
+                self.sink = _Drop()
+            else:
+                self.sink = self.sinks["err" if stream == "err" else "out"]
             self.prefix = f"[{rank}] ".encode("ascii", "replace")
             self.buf = rest
         end = self.buf.rfind(b"\n")
@@ -228,7 +242,7 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
     or ``stderr`` was closed by its reader (the job is then stopped)."""
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
-    sinks = {"out": _Sink(stdout), "err": _Sink(stderr)}
+    sinks = {"out": _Sink(stdout), "err": _Sink(stderr), "done": set(), "connected": set()}
     script_arg = os.path.join(".", script) if script.startswith("-") else script
     tmp, path = _socket_path()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -284,6 +298,16 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
                            f"seconds and was stopped (raise it with --timeout or "
                            f"MPIEXEC_TIMEOUT)\n".encode())
         return TIMEOUT_STATUS
+    # ranks whose output reached the launcher but that never said their program finished
+    missing = sorted(sinks["connected"] - sinks["done"], key=int)
+    if status == 0 and missing:
+        # hydra reports success when a rank ends with status 0 before its program
+        # finished (os._exit(0)), killing the others: say so, and fail
+        sinks["err"].write(f"jaxlite launch: rank(s) {', '.join(missing)} ended before "
+                           f"their program finished (os._exit, a signal, or stopped "
+                           f"because another rank ended early); the job failed\n"
+                           .encode())
+        return 1
     return status
 
 
