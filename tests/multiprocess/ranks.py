@@ -59,6 +59,7 @@ def api(pid):
                                   shards(a)))
     record("read", lambda: np.asarray(a))
     record("repr", lambda: (repr(a), str(a)))
+    record("global_shards", lambda: [(s.device.id, s.data is None) for s in a.global_shards])
     record("allgather_tiled", lambda: mh.process_allgather(a, tiled=True))
     record("allgather_global_untiled", lambda: mh.process_allgather(a))
     record("allgather_host", lambda: (mh.process_allgather(np.float32(pid)),

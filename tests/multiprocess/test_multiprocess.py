@@ -106,6 +106,8 @@ def test_reading_other_processes_shards_names_process_allgather(api):
         assert "process_allgather" in msg and f"process {r}" in msg
     for v in ok(api, "repr"):
         assert v == ("Array(shape=(8, 3), dtype=float32)",) * 2     # as JAX prints it
+    for r, v in enumerate(ok(api, "global_shards")):   # as JAX: others' data is None
+        assert v == [(0, r == 1), (1, r == 1), (2048, r == 0), (2049, r == 0)]
 
 
 def test_process_allgather(api):

@@ -169,14 +169,14 @@ class ShardedArray(ArrayImpl):
 
     @property
     def global_shards(self) -> list:
-        """Every device's Shard; over several processes' devices, RuntimeError (a shard's
-        data lives in another process: use addressable_shards)."""
-        if None in self._shards:
-            raise RuntimeError("global_shards of an array over several processes' devices: "
-                               "the other processes' shards live there; use "
-                               "addressable_shards (this process's) or "
-                               "jaxlite.experimental.multihost_utils.process_allgather.")
-        return self.addressable_shards
+        """Every device's Shard; over several processes' devices, as JAX, the other
+        processes' shards have ``data`` None (their values live there)."""
+        if None not in self._shards:
+            return self.addressable_shards
+        mine = iter(self.addressable_shards)
+        return [next(mine) if b is not None else Shard(dev, idx, rid, None)
+                for (dev, idx, rid), b in zip(shard_indices(self._sharding, self.aval.shape),
+                                              self._shards)]
 
     def addressable_data(self, index: int):
         """The one-device Array of addressable shard ``index``."""
@@ -258,7 +258,9 @@ def non_addressable_error(x) -> RuntimeError:
         f"over the devices of processes {procs} ({x._sharding}) and this process "
         f"(process {_process_index()}) holds only its own shards. Gather it on every "
         f"process with jaxlite.experimental.multihost_utils.process_allgather(x, "
-        f"tiled=True), or read this process's pieces from x.addressable_shards.")
+        f"tiled=True), or read this process's pieces from x.addressable_shards.  (A "
+        f"jitted function that closes over such an array reads it as a constant: pass it "
+        f"as an argument instead.)")
 
 
 def _process_index() -> int:
