@@ -8,9 +8,16 @@ MPI call among the processes along the axis (runtime/mpi.py, checked and bounded
 
 - ``cross_process_all_reduce[op, ranks]``: elementwise sum/max/min over the processes;
 - ``cross_process_all_gather[axis, ranks]``: the processes' operands concatenated along
-  ``axis``, in the order of ``ranks`` (the order of their blocks along the mesh axis).
+  ``axis``, in the order of ``ranks`` (the order of their blocks along the mesh axis);
+- ``cross_process_reduce_scatter[axis, ranks]``: the sum, each process keeping its block
+  of ``axis`` (psum_scatter);
+- ``cross_process_all_to_all[axis, ranks]``: block k of ``axis`` to process k (all_to_all);
+- ``cross_process_permute[pairs, block, ranks]``: each (src, dst) pair of devices in
+  different processes moves its one value (ppermute).
 
-Both are linear in the sense forward-mode needs (their JVP applies them to the tangent).
+Each has a ``where`` parameter naming the program and the Python line, for the errors of
+runtime/mpi.py.  All are linear in the sense forward-mode needs (the JVP of a sum applies
+it to the tangent; max/min are refused there).
 Reverse mode through them is refused (NotImplementedError): taking ``grad`` OUTSIDE a
 shard_map over several processes would need, for every value the devices share, to know
 whether its cotangent is already complete on each process or a partial sum; take the

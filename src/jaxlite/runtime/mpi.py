@@ -4,14 +4,19 @@ Layer: runtime (knows nothing of tracing or programs: it moves NumPy buffers bet
 processes).  ``distributed.initialize()`` calls ``init``; from then on ``world()`` is the
 ``World`` of this job (this process's ``rank``, the ``size`` of the job, how many devices
 each process has), and the cross-process primitives (primitives/cross_process.py) call
-``allreduce``, ``allgather`` and ``broadcast`` here with the ranks of the processes that
-take part.
+``allreduce``, ``allgather``, ``reduce_scatter``, ``all_to_all`` and ``permute`` here
+with the ranks of the processes that take part (multihost_utils: ``broadcast``,
+``barrier``).
 
 Each collective is checked before any data moves: every taking part process contributes a
-64-bit signature of what it is about to run (kind, dtype, shape, the program and the
-Python line that asked for it, and how many collectives this process ran before) to a
-small all-gather.  Equal signatures: the data moves, directly from and into the NumPy
-buffers (``Iallreduce``/``Iallgather``/``Ibcast``, no copy).  Different ones: every
+signature of what it is about to run (a 64-bit hash of kind, dtype, shape, the program
+and the Python line that asked for it; and how many collectives this process ran before)
+to one all-gather of a fixed size, the same for every collective, so that processes
+running different ones still meet in it.  Up to 64 bytes of data travel in it too: a small
+all-reduce or all-gather is that one MPI call.  Equal signatures: the data moves, directly
+from and into the NumPy buffers (``Iallreduce``, ``Iallgather``, ``Ireduce_scatter_block``,
+``Ialltoall``, ``Isend``/``Irecv``, ``Ibcast``; results in recycled buffers).  Different
+ones: every
 process raises ``CollectiveMismatchError`` naming, for each rank, the collective it runs,
 instead of all of them waiting forever in calls that never match.  Each wait is bounded
 by ``timeout()`` (config ``jaxlite_collective_timeout``, seconds): a process that never
