@@ -1168,6 +1168,8 @@ FRACTION = {"numpy": 0.04, "lax": 0.04, "nn": 0.1, "random": 1.0, "top": 1.0}
 MODULES = list(FRACTION)
 
 
+# in make test-slow with the full harness (about a minute of make test's ten otherwise)
+@pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES)
 def test_differential(module, x32_cases):
     cases = [c for c in x32_cases if c.fn.startswith(module + ".")]
@@ -1304,6 +1306,7 @@ def test_known_differences_name_cases():
     assert not unmatched, f"entries that match no case: {unmatched}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["numpy", "lax", "nn"])
 def test_differential_x64(module, x64):
     cases = [c for c in build_cases(True) if c.fn.startswith(module + ".")]
