@@ -12,6 +12,7 @@ crossing processes through MPI (runtime/mpi.py).  Each process's own device coun
 from __future__ import annotations
 
 import os
+import sys
 
 from .runtime import mpi as _mpi
 
@@ -23,8 +24,7 @@ _LAUNCH_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE",
 
 
 def _launched_by_mpi() -> bool:
-    return any(k in os.environ for k in _LAUNCH_ENV) or "mpi4py.MPI" in __import__(
-        "sys").modules
+    return any(k in os.environ for k in _LAUNCH_ENV) or "mpi4py.MPI" in sys.modules
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,

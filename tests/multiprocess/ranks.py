@@ -118,6 +118,17 @@ def collectives(pid):
     record("pmean", lambda: get(sm(lambda v: jax.lax.pmean(v, "x"))(a)))
     record("psum_jit", lambda: get(jax.jit(sm(lambda v: jax.lax.psum(v, "x")))(a)))
     record("all_gather", lambda: get(sm(lambda v: jax.lax.all_gather(v, "x"))(a)))
+    # edges: empty operands, NaN, booleans, integer wrap-around
+    record("psum_empty", lambda: get(sm(lambda v: jax.lax.psum(v[:0], "x"))(a)))
+    rows = local_rows(pid).copy()
+    if pid == 1:
+        rows[1, 1] = np.nan             # device 2's block, row 1
+    nan = jax.make_array_from_process_local_data(NamedSharding(mesh, P("x")), rows)
+    record("pmax_nan", lambda: get(sm(lambda v: jax.lax.pmax(v, "x"))(nan)))
+    record("pmin_nan", lambda: get(sm(lambda v: jax.lax.pmin(v, "x"))(nan)))
+    record("psum_bool", lambda: get(sm(lambda v: jax.lax.psum(v > 10, "x"))(a)))
+    record("psum_int8_wraps", lambda: get(sm(
+        lambda v: jax.lax.psum((v * 0 + 100).astype(jnp.int8), "x"))(a)))
     record("all_gather_tiled", lambda: get(sm(
         lambda v: jax.lax.all_gather(v, "x", tiled=True))(a)))
     record("axis_index", lambda: get(sm(lambda v: v * 0 + jax.lax.axis_index("x"),

@@ -192,6 +192,22 @@ def test_reductions(coll):
             assert v.dtype == np.float32
 
 
+def test_reductions_at_the_edges(coll):
+    b = _blocks()
+    for v in ok(coll, "psum_empty"):
+        assert v.shape == (0, 3) and v.dtype == np.float32
+    for name in ("pmax_nan", "pmin_nan"):       # NaN propagates, as jnp.maximum/minimum
+        for v in ok(coll, name):
+            want = (b.max(0) if name == "pmax_nan" else b.min(0)).copy()
+            want[1, 1] = np.nan
+            np.testing.assert_array_equal(v, want)
+    for v in ok(coll, "psum_bool"):             # a count, int32 (as JAX)
+        np.testing.assert_array_equal(v, (b > 10).sum(0))
+        assert v.dtype == np.int32
+    for v in ok(coll, "psum_int8_wraps"):       # 4 x 100 in int8 wraps to -112
+        assert v.dtype == np.int8 and (v == np.int8(-112)).all()
+
+
 def test_gathers_scatters_permutes(coll):
     b = _blocks()
     for v in ok(coll, "all_gather"):

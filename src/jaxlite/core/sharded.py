@@ -923,8 +923,10 @@ def _bind(prim, params, *args):
 
 
 def placer(spec_axes, aval, sharding, box, mesh_axes):
-    """``from_local_stack`` specialised for one output: ``f(stack)`` gives the
-    ShardedArray (the positions of this process's devices worked out once)."""
+    """``f(stack)``: the ShardedArray of ``aval`` over ``sharding`` (its mesh spanning
+    processes) whose shards on this process's devices are the blocks of ``stack`` (the
+    layout ``local_stack`` makes; None for the other processes' devices), the positions
+    of this process's devices worked out once."""
     mesh = sharding.mesh
     named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
     names = tuple(mesh.axis_names)
@@ -955,21 +957,6 @@ def placer(spec_axes, aval, sharding, box, mesh_axes):
 def from_local_stack(stack, spec_axes, aval, sharding, box, mesh_axes) -> ShardedArray:
     """The ShardedArray (over ``sharding``'s mesh, spanning processes) whose shards on
     this process's devices are the blocks of ``stack`` (the layout ``local_stack``
-    makes); the other processes' devices get None (their own shards)."""
-    mesh = sharding.mesh
-    named = [a for a in mesh_axes if any(a in e for e in spec_axes)]
-    stack = np.asarray(stack)
-    if stack.dtype != aval.dtype:
-        stack = stack.astype(aval.dtype)
-    stack.setflags(write=False)
-    bufs = []
-    for dev in sharding._device_assignment:
-        c = box.coords.get(dev)
-        if c is None:
-            bufs.append(None)
-            continue
-        piece = stack[tuple(c[mesh.axis_names.index(a)] - box.offset[a] for a in named)]
-        if not piece.flags.c_contiguous:
-            piece = np.ascontiguousarray(piece)
-        bufs.append(Buffer(piece, dev))
-    return ShardedArray(aval, sharding, bufs)
+    makes); the other processes' devices get None (their own shards).  ``placer`` is the
+    same for many calls."""
+    return placer(spec_axes, aval, sharding, box, mesh_axes)(stack)

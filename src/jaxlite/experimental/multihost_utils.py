@@ -20,10 +20,6 @@ def _ranks():
     return tuple(range(_mpi.world().size))
 
 
-def _host(x) -> np.ndarray:
-    return np.asarray(x)
-
-
 def process_allgather(in_tree, tiled: bool = False):
     """Every process's value of each leaf, as NumPy arrays on every process
     (``jax.experimental.multihost_utils.process_allgather``).
@@ -47,7 +43,7 @@ def process_allgather(in_tree, tiled: bool = False):
                                  "supports tiled=True")
             out.append(np.array(_global_value(x)))
             continue
-        v = _host(x)
+        v = np.asarray(x)
         if _mpi.world() is None:
             out.append(v if tiled else v[None])
             continue
@@ -94,7 +90,7 @@ def broadcast_one_to_all(in_tree, is_source: bool | None = None):
       CollectiveMismatchError: the processes pass different structures or shapes.
     """
     leaves, tree = tree_flatten(in_tree)
-    vals = [_host(x) for x in leaves]
+    vals = [np.asarray(x) for x in leaves]
     w = _mpi.world()
     if w is None:
         return tree_unflatten(tree, vals)
@@ -119,7 +115,7 @@ def assert_equal(in_tree, fail_message: str = "") -> None:
     if _mpi.world() is None:
         return
     for x in leaves:
-        v = _host(x)
+        v = np.asarray(x)
         g = _mpi.allgather(v, _ranks(), "multihost_utils.assert_equal")
         if not all(np.array_equal(g[0], g[k], equal_nan=v.dtype.kind in "fc")
                    for k in range(1, len(g))):

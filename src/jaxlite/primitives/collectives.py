@@ -513,14 +513,11 @@ all_to_all_p = Primitive("all_to_all", abstract_eval=_all_to_all_aval,
                          kind="collective", foldable=False)
 
 
-def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size,
-                      _whole=False):
-    from .shape import reshape_p, transpose_p
+def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_size):
     (x,), (d,) = args, dims
     params = dict(axis_name=axis_name, axis_size=axis_size)
-    if _whole:      # x holds every sender of the whole axis in front (several processes)
-        pass
-    elif _resolving(axis_name, axis_size) is None:
+    axis = _resolving(axis_name, axis_size)
+    if axis is None:
         if d is None:
             return bind_named(all_to_all_p, x, split_axis=split_axis,
                               concat_axis=concat_axis, **params), None
@@ -528,20 +525,24 @@ def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_si
                                  concat_axis=concat_axis + (d <= concat_axis),
                                  **params), d
     n = axis_size
-    axis = batching.current_axis()
-    if not _whole and axis.split is not None:
-        if d is None:   # every sender the same: the whole axis here, then this block
-            x = batching.to_front(x, d, n)
-            out, _ = _all_to_all_batch([x], [0], axis_name=axis_name,
-                                       split_axis=split_axis, concat_axis=concat_axis,
-                                       axis_size=axis_size, _whole=True)
-            return _own_block(axis, out, 0), 0
+    if axis.split is not None and d is not None:
         return _all_to_all_across(axis, batching.moveaxis(x, d, 0), split_axis,
                                   concat_axis, n), 0
-    x = batching.to_front(x, d, n)                  # (sender e, *per-example shape)
-    s = tuple(get_aval(x).shape[1:])
-    out_aval = _all_to_all_aval(get_aval(x).update(shape=s), split_axis=split_axis,
-                                concat_axis=concat_axis, **params)
+    out = _all_to_all_stacked(batching.to_front(x, d, n), axis_name, split_axis,
+                              concat_axis, n)
+    if axis.split is not None:      # every sender the same: this process's receivers
+        out = _own_block(axis, out, 0)
+    return out, 0
+
+
+def _all_to_all_stacked(x, axis_name, split_axis, concat_axis, n):
+    """all_to_all of ``x``, which holds every one of the axis's ``n`` senders in front:
+    the ``n`` receivers' values, in front."""
+    from .shape import reshape_p, transpose_p
+    s = tuple(get_aval(x).shape[1:])                # (sender e, *per-example shape)
+    out_aval = _all_to_all_aval(get_aval(x).update(shape=s), axis_name=axis_name,
+                                split_axis=split_axis, concat_axis=concat_axis,
+                                axis_size=n)
     # split the split axis into (receiver k, chunk c); labels name the dimensions
     x = reshape_p.bind(x, new_sizes=(n,) + s[:split_axis] + (n, s[split_axis] // n) +
                        s[split_axis + 1:], dimensions=None)
@@ -552,8 +553,7 @@ def _all_to_all_batch(args, dims, *, axis_name, split_axis, concat_axis, axis_si
         part = ["c"] if i == split_axis else [("s", i)]
         target += (["e"] + part) if i == concat_axis else part
     x = transpose_p.bind(x, permutation=tuple(labels.index(t) for t in target))
-    x = reshape_p.bind(x, new_sizes=(n,) + tuple(out_aval.shape), dimensions=None)
-    return x, 0
+    return reshape_p.bind(x, new_sizes=(n,) + tuple(out_aval.shape), dimensions=None)
 
 
 all_to_all_p.batch = _all_to_all_batch

@@ -87,37 +87,9 @@ def _all_gather_impl(x, *, axis, ranks, where):
     return np.ascontiguousarray(np.moveaxis(merged, 0, axis))
 
 
-def _all_gather_batch(args, dims, *, axis, ranks, where):
-    (x,), (d,) = args, dims
-    if d is not None and d <= axis:
-        return all_gather_p.bind(x, axis=axis + 1, ranks=ranks, where=where), d
-    return all_gather_p.bind(x, axis=axis, ranks=ranks, where=where), d
-
-
-def _all_gather_jvp(primals, tangents, **params):
-    (x,), (t,) = primals, tangents
-    out = all_gather_p.bind(x, **params)
-    return out, (None if t is None else all_gather_p.bind(t, **params))
-
-
-all_gather_p = Primitive("cross_process_all_gather", abstract_eval=_all_gather_aval,
-                         impl=_all_gather_impl, batch=_all_gather_batch,
-                         jvp=_all_gather_jvp, foldable=False, flops=lambda x, **k: 0)
-all_gather_p.transpose = _no_transpose("an all-gather across processes")
-
-
-def _scatter_aval(x, *, axis, ranks, where):
-    shape = list(x.shape)
-    shape[axis] //= len(ranks)
-    return x.update(shape=tuple(shape))
-
-
-def _scatter_impl(x, *, axis, ranks, where):
-    from ..runtime import mpi
-    return mpi.reduce_scatter(np.asarray(x), axis, ranks, where)
-
-
 def _along_axis_batch(prim):
+    """The batching rule of a primitive whose ``axis`` names a dimension of its operand:
+    applied to the whole batched operand, ``axis`` moved past the mapped dimension."""
     def rule(args, dims, *, axis, **params):
         (x,), (d,) = args, dims
         if d is not None and d <= axis:
@@ -132,6 +104,24 @@ def _linear_jvp(prim):
         out = prim.bind(x, **params)
         return out, (None if t is None else prim.bind(t, **params))
     return jvp
+
+
+all_gather_p = Primitive("cross_process_all_gather", abstract_eval=_all_gather_aval,
+                         impl=_all_gather_impl, foldable=False, flops=lambda x, **k: 0)
+all_gather_p.batch = _along_axis_batch(all_gather_p)
+all_gather_p.jvp = _linear_jvp(all_gather_p)
+all_gather_p.transpose = _no_transpose("an all-gather across processes")
+
+
+def _scatter_aval(x, *, axis, ranks, where):
+    shape = list(x.shape)
+    shape[axis] //= len(ranks)
+    return x.update(shape=tuple(shape))
+
+
+def _scatter_impl(x, *, axis, ranks, where):
+    from ..runtime import mpi
+    return mpi.reduce_scatter(np.asarray(x), axis, ranks, where)
 
 
 # the sum over the processes along a mesh axis, each keeping its block of ``axis``

@@ -241,7 +241,7 @@ def local_devices(process_index: int | None = None, backend: str | None = None,
     """
     devs = devices(backend)
     if process_index is None:
-        process_index = host_id if host_id is not None else globals()["process_index"]()
+        process_index = host_id if host_id is not None else _this_process()
     return [d for d in devs if d.process_index == process_index]
 
 
@@ -279,6 +279,10 @@ def default_backend() -> str:
 def process_index(backend: str | None = None) -> int:
     """Index of this process among all (``jax.process_index``): its MPI rank once
     ``jaxlite.distributed.initialize()`` ran, else 0."""
+    return _this_process()
+
+
+def _this_process() -> int:
     from . import mpi
     w = mpi.world()
     return 0 if w is None else w.rank

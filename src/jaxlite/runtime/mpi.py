@@ -303,10 +303,9 @@ def broadcast(x: np.ndarray, root: int, ranks: tuple, where: str) -> np.ndarray:
 
 def barrier(ranks: tuple, where: str) -> None:
     """Waits until every process of ``ranks`` arrives here (checked and bounded as any
-    collective)."""
-    comm = _world.group(ranks)
-    _check(comm, ranks, f"barrier ({where})")
-    _wait(comm.Ibarrier(), f"barrier ({where})", ranks)
+    collective): the signature exchange is itself an all-gather, which completes only
+    once every process has joined it."""
+    _check(_world.group(ranks), ranks, f"barrier ({where})")
 
 
 def gather_objects(obj, where: str) -> list:

@@ -79,8 +79,8 @@ def _say_done(path: str) -> None:
         conn.connect(path)
         conn.sendall(f"{_rank()} done\n".encode("ascii"))
         conn.close()
-    except OSError:
-        pass
+    except OSError:     # the launcher is gone or unreachable: nobody to tell
+        return
 
 
 def main() -> None:
