@@ -53,6 +53,7 @@ _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_devic
                          "jax_transfer_guard_device_to_device")
 _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
                "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
+               "jaxlite_build_process",
                "jaxlite_async", "jax_enable_checks", "jaxlite_fusion")
 # The flags that change what jit compiles for a signature: their values are part of each
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
@@ -116,6 +117,9 @@ class Config:
             # tiered cpu backend: a program's native build starts after this many calls
             # (after the first when the persistent cache already holds its native code)
             "jaxlite_tier_up_calls": _env_int("JAXLITE_TIER_UP_CALLS", 2),
+            # tiered cpu backend: Numba compiles in a separate, lower-priority process
+            # (backends/cpu/_build_process.py) so a build never slows the running program
+            "jaxlite_build_process": _env_bool("JAXLITE_BUILD_PROCESS", True),
             # asynchronous dispatch (runtime/dispatch.py): work of at least this estimated
             # cost (about bytes moved + flops) runs on the device's worker thread
             "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),

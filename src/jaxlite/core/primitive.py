@@ -114,6 +114,11 @@ class Primitive:
     def __repr__(self):
         return self.name
 
+    def __reduce__(self):
+        # pickled by name: a program sent to another process (the native build process,
+        # backends/cpu/_build_process.py) finds the same primitive in its registry
+        return (_primitive_named, (self.name,))
+
     @property
     def elementwise(self) -> bool:
         """Whether the primitive maps operands to a result element by element."""
@@ -174,6 +179,15 @@ class Primitive:
 # kinds of primitives that run programs: on raw operands inside a named vmap whose axis
 # their program's collectives name, they are batched, not run once (batching.py)
 _PROGRAM_KINDS = ("call", "control")
+
+
+def _primitive_named(name: str) -> "Primitive":
+    """The declared primitive called ``name`` (unpickling); KeyError when this process has
+    not declared it (its module not imported)."""
+    if name not in _registry:
+        import importlib
+        importlib.import_module("jaxlite")      # declares every primitive of jaxlite
+    return _registry[name]
 
 
 def primitives() -> dict:

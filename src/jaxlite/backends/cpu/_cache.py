@@ -524,6 +524,7 @@ def _numba_classes():
             self._cache_path = cache_path
             self._cache_file = EntryFile(cache_path, filename_base, source_stamp, blobs)
             self.load_error = None
+            self.load_only = False
             self.hit = False
             self.enable()
 
@@ -539,6 +540,9 @@ def _numba_classes():
             except Exception as e:     # compile instead; the caller discards the entry
                 self.load_error = e
                 self._cache_file.blobs = {}
+                if self.load_only:
+                    raise _not_built(f"Numba could not load its machine code from the "
+                                   f"persistent cache ({type(e).__name__}: {e})") from None
                 return None
             self.hit = True
             return cres
@@ -568,14 +572,42 @@ def _exec_module(path: str, modname: str, text: str):
     return mod
 
 
-def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: dict,
-                   name: str):
-    """The Numba dispatcher of one generated kernel, through the persistent cache.
+class NotBuilt(Exception):
+    """Under ``load_only()``: the kernel's machine code is not in the persistent cache (or
+    Numba cannot load it), and this thread may not compile it."""
 
-    Returns None when the cache is off, its directory cannot be written, or it is not the
-    user's own (the caller compiles in memory).  Raises whatever Numba raises for a kernel
-    it cannot compile.
-    """
+
+_LOAD_ONLY = threading.local()
+
+
+@contextlib.contextmanager
+def load_only():
+    """In this thread, ``compile_kernel`` only loads machine code from the persistent cache:
+    a kernel that is not there raises ``NotBuilt`` instead of compiling (the native build
+    process compiled the program's kernels; this process only loads them)."""
+    before = getattr(_LOAD_ONLY, "on", None)
+    _LOAD_ONLY.on = seen = LoadOnly()
+    try:
+        yield seen
+    finally:
+        _LOAD_ONLY.on = before
+
+
+class LoadOnly:
+    """What ``load_only()`` saw: ``missing`` counts the kernels not in the cache."""
+
+    def __init__(self):
+        self.missing = 0
+
+
+def _not_built(msg: str) -> NotBuilt:
+    _LOAD_ONLY.on.missing += 1
+    return NotBuilt(msg)
+
+
+def usable_dir() -> str | None:
+    """The cache's kernel directory when this process may read and write it (created if
+    missing; ``_refuse`` warns once when it is not the user's own), else None."""
     d = cache_dir()
     if d is None:
         return None
@@ -595,6 +627,22 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
         return None
     if not os.access(d, os.W_OK):
         return None
+    return d
+
+
+def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: dict,
+                   name: str):
+    """The Numba dispatcher of one generated kernel, through the persistent cache.
+
+    Returns None when the cache is off, its directory cannot be written, or it is not the
+    user's own (the caller compiles in memory).  Raises whatever Numba raises for a kernel
+    it cannot compile, and ``NotBuilt`` under ``load_only()`` when the kernel is not in the
+    cache.
+    """
+    d = usable_dir()
+    if d is None:
+        return None
+    base = os.path.dirname(d)
     from numba import types as nbt
     sig = nbt.int64(*argtys)
     try:
@@ -643,7 +691,11 @@ def _load_or_compile(entry, kern, sig, parallel, opts, stamp, EntryCache):
             entry.discard(getattr(e, "seen", None), str(e))
             continue                        # look again: gone, or another process's
         seen, blobs = found if found is not None else (None, {})
+        if found is None and getattr(_LOAD_ONLY, "on", None) is not None:
+            raise _not_built("its machine code is not in the persistent cache (the native "
+                           "build process did not compile it)")
         cache = EntryCache(kern, entry.pycache, entry.base, stamp, blobs)
+        cache.load_only = getattr(_LOAD_ONLY, "on", None) is not None
         disp = njit(parallel=parallel, **dict(opts, cache=False))(kern)
         disp._cache = cache                 # Numba's cache of this function: the entry
         with typeinfer.register_dispatcher(disp):

@@ -5,13 +5,22 @@ With config ``jaxlite_tiered`` on (the default; ``JAXLITE_TIERED=0`` turns it of
 returns a ``TieredExecutable`` at once: its calls run the interpreter's executable (the
 reference: same results), and Numba is not touched until the program is *hot*:
 
-- tier-up policy: the background native build (one worker thread; Numba, or its
-  persistent cache, see _cache.py) starts right after the program's
+- tier-up policy: the native build starts right after the program's
   ``jaxlite_tier_up_calls``-th call (``JAXLITE_TIER_UP_CALLS``, default 2) returns, so a
   process that calls a program once never imports or runs Numba for it;
+- where: Numba compiles in the native build process (_build_process.py: a separate,
+  lower-priority process, so the build never holds this process's interpreter lock nor
+  its cores' priority); this process's worker thread only waits for the reply, and the
+  program's next call (or a ``wait``) loads the machine code from the persistent cache.
+  Loading is Python work too (about 0.3 s for the first program of a process: Numba's
+  import and set-up; milliseconds after that), so it runs in the program's own call,
+  never beside it in a thread.  When the build process cannot be used (config
+  ``jaxlite_build_process`` off, the persistent cache off or unusable, a program that
+  does not pickle, a build process that died) the worker thread builds as before;
 - a program whose native code was built before (by this or an earlier process: a marker
-  file in the persistent cache, checked with one ``os.path.exists``, no Numba import)
-  starts its build right after its first call, and the build only loads machine code;
+  file in the persistent cache, checked with one ``os.path.exists``, no Numba import) is
+  loaded before its first call returns, which already runs native code (a stale marker,
+  kernels gone from the cache: built as usual);
 - a program in which native code cannot pay stays on the interpreter (``native_pays``):
   no native loop, and every fused kernel stands for a single array operation over fewer
   than ``NATIVE_MIN_ELEMENTS`` elements.  There a kernel call (about 2 us) costs more
@@ -22,16 +31,17 @@ reference: same results), and Numba is not touched until the program is *hot*:
 When the native code is ready the executable switches tier: its ``run`` and ``temp_bytes``
 become the native executable's, and the ``jaxlite`` logger says so with the number of
 kernels compiled and loaded from the persistent cache (a warning when ``jax_log_compiles``
-is on, info otherwise).  The first result never waits for Numba.  If building native code
-fails, the program stays on the interpreter and the log says why.
+is on, info otherwise).  Only a persistent-cache hit makes a first call wait for Numba.
+If building native code fails, the program stays on the interpreter and the log says why.
 
 With ``jaxlite_tiered`` off, the native executable is built before ``compile_cpu``
 returns (tests and benchmarks that measure native code).
 
-At exit the process waits only for the build in progress (so its kernels reach the
-persistent cache and no Numba work is cut off mid-way), at most ``EXIT_WAIT_SECONDS``, and
-not at all when that build only loads from the persistent cache; builds still queued are
-dropped.  So a short process never waits for Numba work it did not need.
+At exit builds still queued are dropped.  The build process finishes the build in hand
+(its kernels reach the persistent cache) and ends after the user's process has gone, which
+does not wait for it.  A build in this process's thread is waited for (so no Numba work is
+cut off mid-way), at most ``EXIT_WAIT_SECONDS``.  So a short process never waits for Numba
+work.
 """
 from __future__ import annotations
 
@@ -114,6 +124,10 @@ def wait_all(timeout: float | None = None) -> bool:
             if left is not None and left <= 0:
                 return False
             _QUEUE.all_tasks_done.wait(left)
+    # what the build process compiled is loaded by the program's next call: load it now
+    for p in list(_PROGRAMS) if not _EXITING.is_set() else ():
+        if p._ready.is_set() and not p._done.is_set():
+            p._load()
     return True
 
 
@@ -121,19 +135,29 @@ def _at_exit() -> None:
     # queued builds are dropped (the worker skips them); only the one in progress is
     # waited for, and not for long.  A build that only loads from the persistent cache
     # is not waited for: cutting it off loses nothing.
+    from . import _build_process
+    def elsewhere(job):   # loads only, or the build process builds it: no waiting
+        return isinstance(job, TieredExecutable) and \
+            (job.cached or job._elsewhere or job._use_build_process())
     with _EXIT_LOCK:
         _EXITING.set()
         job = _CURRENT[0]
         if job is None:     # an idle worker: the oldest queued build counts as started
             try:
-                job = _EXIT_ALLOWED[0] = _QUEUE.queue[0]
+                job = _QUEUE.queue[0]
             except IndexError:
-                return
-    if isinstance(job, TieredExecutable) and job.cached:
+                job = None
+            if job is not None and not elsewhere(job):
+                _EXIT_ALLOWED[0] = job
+    if job is None or elsewhere(job):
+        # the build process finishes the build in hand after this process has gone (its
+        # kernels reach the persistent cache) and then ends: nothing to wait for here
+        _build_process.shutdown()
         return
     if _WORKER is not None and _WORKER.is_alive():
         if not wait_all(EXIT_WAIT_SECONDS):    # pragma: no cover - a very long build
             logger.info("jaxlite: exiting while a native build is still running")
+    _build_process.shutdown()
 
 
 atexit.register(_at_exit)
@@ -225,6 +249,78 @@ def native_pays(closed) -> bool:
     return False
 
 
+# ---- the tier-up decision from cost ---------------------------------------------------
+# Rough figures of this backend on one core (measured with bench/: a NumPy call through
+# the interpreter's generated code, a fused native kernel, a cold native build in the
+# build process).  They only have to tell a program that runs for seconds from one that
+# runs for milliseconds; the README's known differences say what they cost when wrong.
+DISPATCH_SECONDS = 1.5e-6
+"""The interpreter's cost of one equation run: a NumPy call and its dtype check."""
+ELEMENT_SECONDS = 1e-9
+"""The interpreter's cost per element an equation produces (a NumPy loop)."""
+FLOP_SECONDS = 2.5e-10
+"""The cost of one flop of a matrix product (BLAS, in either tier)."""
+NATIVE_ELEMENT_SECONDS = 3e-10
+"""The native tier's cost per element: fused, no temporaries, no dispatch."""
+BUILD_SECONDS = 1.0
+"""A cold native build's fixed cost (the build process's start and Numba's set-up)..."""
+KERNEL_BUILD_SECONDS = 0.5
+"""... plus this much per kernel or native loop."""
+WHILE_TRIPS = 1
+"""A while loop's trip count is unknown before it runs: its body counts once."""
+
+
+def estimate(jaxpr) -> tuple:
+    """``(interpreter seconds, native seconds, kernels)`` of one call of the (expanded)
+    program ``jaxpr``: every equation run on the interpreter costs a dispatch and its
+    result's elements; a loop multiplies its body by its trip count (``scan``'s length;
+    ``WHILE_TRIPS`` for ``while``); a matrix product costs its flops.  The native tier
+    pays per element only, in kernels the fusion pass builds (counted here as one per
+    elementwise run of equations or loop)."""
+    from ...primitives.control_flow import cond_p, scan_p, while_p
+    from ...primitives.linalg import dot_general_p
+    interp = native = 0.0
+    kernels = 0
+    run = False                       # inside a run of equations one kernel covers
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        inner = [getattr(p, "jaxpr", p) for p in eqn.params.values()]
+        inner = [j for j in inner if hasattr(j, "eqns")]
+        if prim is scan_p or prim is while_p:
+            trips = eqn.params["length"] if prim is scan_p else WHILE_TRIPS
+            parts = [estimate(j) for j in inner]
+            interp += trips * sum(p[0] for p in parts)
+            native += trips * sum(p[1] for p in parts)
+            kernels += 1
+            run = False
+            continue
+        if prim is cond_p:
+            parts = [estimate(b.jaxpr) for b in eqn.params["branches"]]
+            interp += DISPATCH_SECONDS + max(p[0] for p in parts)
+            native += max(p[1] for p in parts)
+            kernels += max(p[2] for p in parts)
+            continue
+        if inner:                     # a call: its body's equations
+            for j in inner:
+                i, n, k = estimate(j)
+                interp, native, kernels = interp + i, native + n, kernels + k
+            continue
+        size = sum(int(np.prod(v.aval.shape, dtype=np.int64)) for v in eqn.outvars
+                   if hasattr(v.aval, "shape"))
+        if prim is dot_general_p:
+            flops = prim.flops(*[v.aval for v in eqn.invars], **eqn.params)
+            interp += DISPATCH_SECONDS + flops * FLOP_SECONDS
+            native += flops * FLOP_SECONDS
+            run = False
+            continue
+        interp += DISPATCH_SECONDS + size * ELEMENT_SECONDS
+        native += size * NATIVE_ELEMENT_SECONDS
+        if not run:
+            kernels += 1
+            run = True
+    return interp, native, kernels
+
+
 class TieredExecutable(Executable):
     """Runs on the interpreter until the native executable is ready, then on it.
 
@@ -252,7 +348,10 @@ class TieredExecutable(Executable):
         self.calls = 0
         self.started = False
         self._closed = closed
-        self._done = threading.Event()
+        self._done = threading.Event()      # switched to native code, or failed
+        self._ready = threading.Event()     # ... or the build process compiled it
+        self._built = ""                    # what the build process did
+        self._elsewhere = False             # the build process has the job
         self._lock = threading.Lock()
         self.pays = native_pays(closed)
         # a program kept on the interpreter needs no "built before" marker (its key
@@ -261,12 +360,33 @@ class TieredExecutable(Executable):
         self.cached = self._marker is not None and os.path.exists(self._marker)
         self.tier_up_at = (None if not self.pays else 1 if self.cached
                            else max(1, int(config.jaxlite_tier_up_calls)))
+        # from cost: a program whose one interpreter call would take longer than building
+        # its native code and running it is built before its first call runs
+        self.at_once, self.costs = False, None
+        if self.pays and not self.cached:
+            interp_s, native_s, kernels = estimate(interp._jaxpr)
+            build_s = BUILD_SECONDS + KERNEL_BUILD_SECONDS * kernels
+            self.costs = {"interpreter_s": interp_s, "native_s": native_s,
+                          "build_s": build_s}
+            self.at_once = interp_s > build_s + native_s
+            if self.at_once:
+                self.tier_up_at = 0
         self._created = time.perf_counter()
         # replaced on tier-up, then by the native run
         self.run = self._counting_run if self.pays else interp.run
         _PROGRAMS.add(self)
 
     def _counting_run(self, args, donated=None):
+        if self.cached and not self.started:
+            # in the persistent cache: loaded before the first call returns
+            self.start("its first call (in the persistent cache)")
+            return self.run(args, donated)
+        if self.at_once and not self.started:
+            c = self.costs
+            self.wait(why=f"its cost (one call: about {c['interpreter_s']:.1f} s on the "
+                          f"interpreter, {c['build_s'] + c['native_s']:.1f} s to build "
+                          f"and run native code)")
+            return self.run(args, donated)
         outs = self.interpreter.run(args, donated)
         self.calls += 1
         if self.calls >= self.tier_up_at:
@@ -284,6 +404,10 @@ class TieredExecutable(Executable):
                 self.run = self.interpreter.run       # stop counting
         self._started_at = time.perf_counter()
         self._why = why
+        if self.cached and (self._switch(self._closed, load_only=True, require_all=True,
+                                         where="in the persistent cache")
+                            or self._done.is_set()):     # switched, or failed
+            return
         _submit(self)
 
     def __call__(self):          # the worker's job
@@ -294,24 +418,70 @@ class TieredExecutable(Executable):
         _SWITCHES["dropped"] += 1
         self._closed = None
         self._done.set()
+        self._ready.set()
 
     def _build(self, closed):
+        """The worker's job: the native executable, compiled by the build process (then
+        loaded by the program's next call, see ``_load``) or, when that cannot be used,
+        built in this thread."""
+        if self._use_build_process():
+            from . import _build_process, _cache
+            t0 = time.perf_counter()
+            self._elsewhere = True
+            try:
+                reply = _build_process.build(closed, self.name,
+                                             os.path.dirname(_cache.usable_dir()),
+                                             self._marker)
+            except _build_process.Unavailable as e:
+                self._elsewhere = False
+                if _EXITING.is_set():    # the build process was closed at exit
+                    self._drop()
+                    return
+                _log("jaxlite: %s builds its native code in this process: %s",
+                     self.name, e)
+            except Exception as e:
+                self._fail(e)
+                return
+            else:
+                self._built = (f"compiled by the build process: {reply['compiled']} "
+                               f"kernel(s) in {reply['seconds'] * 1e3:.0f} ms, "
+                               f"{(time.perf_counter() - t0) * 1e3:.0f} ms after it "
+                               f"was sent")
+                _log("jaxlite: %s: native code %s; its next call loads it", self.name,
+                     self._built)
+                # the next call (or a wait) loads it: loading is Python work that would
+                # hold the interpreter lock here, beside the running program
+                self.run = self._load_then_run
+                self._ready.set()
+                return
+        self._switch(closed, load_only=False, where="built in a background thread")
+
+    def _switch(self, closed, load_only: bool, where: str,
+                require_all: bool = False) -> bool:
+        """Constructs the native executable in this thread (``load_only``: its kernels
+        only loaded from the persistent cache) and switches to it; on failure the program
+        stays on the interpreter.  ``require_all``: when a kernel is not in the cache (a
+        stale marker), neither switch nor fail (the caller builds as usual).  True when
+        it switched."""
         from . import _cache
         from .native import CpuExecutable
         before = _cache.stats()
         t0 = time.perf_counter()
         try:
-            native = CpuExecutable(closed, self.name)
+            if load_only:
+                with _cache.load_only() as seen:
+                    native = CpuExecutable(closed, self.name)
+                if require_all and seen.missing:
+                    _log("jaxlite: %s: %d kernel(s) not in the persistent cache after "
+                         "all; built as usual", self.name, seen.missing)
+                    self.cached = False
+                    return False
+            else:
+                native = CpuExecutable(closed, self.name)
         except Exception as e:
-            self.error = e
-            _SWITCHES["failed"] += 1
-            _log("jaxlite: %s stays on the interpreter: native compilation failed "
-                 "(%s: %s)", self.name, type(e).__name__, e)
-            self._closed = None
-            self._done.set()
-            return
+            self._fail(e)
+            return False
         after = _cache.stats()
-        compiled = after["compiled"] - before["compiled"]
         self.native = native
         self.temp_bytes = native.temp_bytes
         self.run = native.run
@@ -320,17 +490,48 @@ class TieredExecutable(Executable):
         _SWITCHES["native"] += 1
         _mark_built(self._marker)
         _log("jaxlite: %s switched to native code (build started after %s, %.1f ms after "
-             "compile): %d kernel(s) compiled, %d loaded from the persistent cache, "
-             "%d reused; built in %.1f ms",
-             self.name, self._why,
-             (self._started_at - self._created) * 1e3, compiled,
-             after["loaded"] - before["loaded"], after["memory"] - before["memory"],
-             (time.perf_counter() - t0) * 1e3)
+             "compile; %s): %d kernel(s) compiled here, %d loaded from the persistent "
+             "cache, %d reused; %.1f ms in this thread",
+             self.name, self._why, (self._started_at - self._created) * 1e3, where,
+             after["compiled"] - before["compiled"], after["loaded"] - before["loaded"],
+             after["memory"] - before["memory"], (time.perf_counter() - t0) * 1e3)
         self._done.set()
+        self._ready.set()
+        return True
 
-    def wait(self, timeout: float | None = None) -> bool:
-        self.start("a request for native code")
-        return self._done.wait(timeout)
+    def _fail(self, e: Exception) -> None:
+        self.error = e
+        self.run = self.interpreter.run
+        _SWITCHES["failed"] += 1
+        _log("jaxlite: %s stays on the interpreter: native compilation failed (%s: %s)",
+             self.name, type(e).__name__, e)
+        self._closed = None
+        self._done.set()
+        self._ready.set()
+
+    def _load(self) -> None:
+        """Loads the native code the build process compiled (in the calling thread: the
+        program's own call, or a wait); once."""
+        with self._lock:
+            if self._done.is_set() or self._closed is None:
+                return
+            self._switch(self._closed, load_only=True, where=self._built)
+
+    def _load_then_run(self, args, donated=None):
+        self._load()
+        return self.run(args, donated)
+
+    def _use_build_process(self) -> bool:
+        from ...config import config
+        from . import _cache
+        return bool(config.jaxlite_build_process) and _cache.usable_dir() is not None
+
+    def wait(self, timeout: float | None = None, why: str = "a request for native code"
+             ) -> bool:
+        self.start(why)
+        if self._ready.wait(timeout):
+            self._load()         # what the build process compiled, loaded here
+        return self._done.is_set()
 
     def _native_or_none(self):
         self.wait()

@@ -1,0 +1,211 @@
+"""The native build process: Numba compiles a program's kernels in another process.
+
+Layer: backends (used by _tiered.py).  Compiling native code is mostly Python (Numba's
+type inference and lowering) and holds the interpreter lock for a second or more per
+program.  Run in a thread of the user's process, it starves the running program: each time
+the program's thread gives up the lock (a NumPy call on a large enough array does), it
+waits up to the switch interval (5 ms) to get it back, so a 10 us call can take 5 ms.  So
+the tiered backend builds elsewhere:
+
+- one build process per user process, started on the first native build
+  (``python -m jaxlite.backends.cpu._build_process``), at a lower scheduling priority
+  (``os.nice(BUILD_NICENESS)``): on a busy machine the running program keeps the cores;
+- a job is the optimised program (a ``ClosedJaxpr`` with host constants, pickled; a
+  primitive pickles by name) and where the persistent cache lives; the build process
+  constructs the native executable, which compiles each kernel into the persistent cache
+  (_cache.py), records the program's "built before" marker, and replies with what it
+  compiled and which equations fell back to the interpreter;
+- the user's process then constructs the same executable under ``_cache.load_only()``:
+  every kernel's machine code is loaded from the cache (no compiling in this process; a
+  kernel that is not there runs on the interpreter).
+
+The protocol is length-prefixed pickles over the build process's stdin/stdout (its own
+prints go to stderr, which is discarded: it reports errors in its replies).  When the
+persistent cache is off or unusable, a program does not pickle (a host callback's Python
+function, say), or the build process cannot start or dies, the caller builds in its own
+thread as before (``Unavailable``).  The build process ends when the user's process closes
+its stdin (at exit, or ``shutdown()``), after finishing the job in hand.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+
+BUILD_NICENESS = 10
+"""How much lower the build process's scheduling priority is (``os.nice``)."""
+
+_HEADER = struct.Struct("<Q")
+_LOCK = threading.Lock()
+_PROC: list = [None]             # the running build process, or None
+_FAILED: list = [None]           # why the build process cannot be used in this process
+
+
+class Unavailable(Exception):
+    """The build process cannot build this program (the caller builds in its thread)."""
+
+
+def _send(f, data: bytes) -> None:
+    f.write(_HEADER.pack(len(data)))
+    f.write(data)
+    f.flush()
+
+
+def _recv(f):
+    head = f.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError("the other side closed the pipe")
+    (n,) = _HEADER.unpack(head)
+    data = f.read(n)
+    if len(data) < n:
+        raise EOFError("the other side closed the pipe mid-message")
+    return pickle.loads(data)
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    # not an MPI rank: the launcher's variables would make it look like one
+    for k in list(env):
+        if k.startswith(("PMI_", "PMIX_", "OMPI_", "MPICH_", "HYDRA_")):
+            del env[k]
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"]
+                               if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _command() -> list:
+    """The build process's command line."""
+    return [sys.executable, "-m", "jaxlite.backends.cpu._build_process"]
+
+
+def _process():
+    """The build process (started on first use), or raises Unavailable."""
+    p = _PROC[0]
+    if p is not None and p.poll() is None:
+        return p
+    if _FAILED[0] is not None:
+        raise Unavailable(_FAILED[0])
+    try:
+        p = subprocess.Popen(_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=_child_env(), close_fds=True)
+    except OSError as e:
+        _FAILED[0] = f"the build process could not start ({e})"
+        raise Unavailable(_FAILED[0]) from None
+    _PROC[0] = p
+    return p
+
+
+def build(closed, name: str, cache_base: str, marker: str | None) -> dict:
+    """Builds ``closed``'s native code in the build process into the persistent cache at
+    ``cache_base``; blocks until done (without the interpreter lock, reading a pipe).
+
+    Returns ``{"compiled": kernels compiled, "fallbacks": [equations left to the
+    interpreter], "seconds": build time there}``.  Raises ``RuntimeError`` with the build
+    process's message when building failed there, ``Unavailable`` when the program cannot
+    be sent or the build process cannot be used."""
+    from ...core.eager import host_value
+    from ...ir.jaxpr import ClosedJaxpr
+    import numpy as np
+    try:
+        program = ClosedJaxpr(closed.jaxpr, [np.asarray(host_value(c))
+                                             for c in closed.consts])
+        job = pickle.dumps({"program": program, "name": name, "cache": cache_base,
+                            "marker": marker}, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        raise Unavailable(f"the program cannot be sent to the build process "
+                          f"({type(e).__name__}: {e})") from None
+    with _LOCK:
+        p = _process()
+        try:
+            _send(p.stdin, job)
+            reply = _recv(p.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError) as e:
+            code = p.poll()
+            _PROC[0] = None
+            _FAILED[0] = (f"the build process ended (exit status {code}: "
+                          f"{type(e).__name__}: {e})")
+            raise Unavailable(_FAILED[0]) from None
+    if not reply.get("ok"):
+        raise RuntimeError(reply.get("error", "the build process failed"))
+    return reply
+
+
+def shutdown(timeout: float = 0.0) -> None:
+    """Closes the build process's stdin (it exits after the job in hand); waits at most
+    ``timeout`` seconds for it."""
+    p = _PROC[0]
+    _PROC[0] = None
+    if p is None:
+        return
+    try:
+        p.stdin.close()
+    except OSError:
+        pass
+    if timeout:
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def pid() -> int | None:
+    """The build process's pid while it runs (tests), else None."""
+    p = _PROC[0]
+    return p.pid if p is not None and p.poll() is None else None
+
+
+# ---- the build process itself ------------------------------------------------------------
+
+def _serve(inp, out) -> None:
+    import time
+    from ...config import config
+    from . import _cache
+    from ._tiered import _mark_built
+    from .native import CpuExecutable
+    while True:
+        try:
+            job = _recv(inp)
+        except EOFError:
+            return
+        t0 = time.perf_counter()
+        try:
+            config.update("jax_compilation_cache_dir", job["cache"])
+            before = _cache.stats()["compiled"]
+            ex = CpuExecutable(job["program"], job["name"])
+            _mark_built(job["marker"])
+            reply = {"ok": True, "compiled": _cache.stats()["compiled"] - before,
+                     "fallbacks": ex.fallbacks, "seconds": time.perf_counter() - t0}
+        except BaseException as e:          # reported to the user's process
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:              # pragma: no cover - an unpicklable message
+            data = pickle.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"})
+        try:
+            _send(out, data)
+        except OSError:          # the user's process has gone (its kernels are cached)
+            return
+
+
+def main() -> None:
+    """Entry point of the build process: serves jobs from stdin until it closes."""
+    if hasattr(os, "nice"):
+        try:
+            os.nice(BUILD_NICENESS)
+        except OSError:          # pragma: no cover - not allowed: normal priority
+            pass
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # stray prints: not the protocol
+    _serve(sys.stdin.buffer, out)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["BUILD_NICENESS", "Unavailable", "build", "pid", "shutdown"]

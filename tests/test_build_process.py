@@ -1,0 +1,293 @@
+"""The native build process (backends/cpu/_build_process.py): Numba compiles a hot
+program's kernels in another, lower-priority process; the user's process only loads them
+from the persistent cache, in the program's next call.
+
+Each scenario runs in a fresh Python process with its own cache directory, so what this
+process has imported or started never leaks into the check."""
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+
+pytest.importorskip("numba")
+
+HOT = """
+    import json, logging, os, sys, time
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(name)s %(levelname)s %(message)s")
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends.cpu import _build_process, _cache, _tiered
+    from jaxlite.config import config
+
+    def f(x, y):
+        return jnp.sum(jnp.tanh(x) * 3.0 + y), (x * 7 - y) / 2
+
+    x = jnp.asarray(np.linspace(-2, 2, 12, dtype=np.float32))
+    y = jnp.asarray(np.arange(12, dtype=np.float32))
+    g = jax.jit(f)
+    outs = [g(x, y) for _ in range(3)]
+    ex = next(iter(g._cache.values())).compiled._program.executable
+    tier_before_wait = ex.tier
+    assert _tiered.wait_all(120)
+    native = g(x, y)
+    with config._override("jaxlite_backend", "interpreter"):
+        want = jax.jit(f)(x, y)
+    print(json.dumps({
+        "stats": _cache.stats(), "switches": _tiered.switches(), "tier": ex.tier,
+        "tier_before_wait": tier_before_wait, "pid": _build_process.pid(),
+        "me": os.getpid(),
+        "outs": [[np.asarray(a).tolist() for a in o] for o in outs],
+        "native": [np.asarray(a).tolist() for a in native],
+        "dtypes": [str(a.dtype) for a in native],
+        "want": [np.asarray(a).tolist() for a in want]}))
+"""
+
+
+def _python(tmp_path, code, **env):
+    full = dict(os.environ, JAXLITE_CACHE_DIR=str(tmp_path / "cache"))
+    for k in ("JAXLITE_BACKEND", "JAXLITE_TIERED", "JAXLITE_TIER_UP_CALLS",
+              "JAXLITE_BUILD_PROCESS", "JAX_LOG_COMPILES", "JAX_COMPILATION_CACHE_DIR"):
+        full.pop(k, None)
+    full.update(env)
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full,
+                       capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+def _gone(pid, within=30.0) -> bool:
+    """Whether process ``pid`` ends (or is a zombie nobody reaped) within ``within`` s."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def _check_values(r):
+    want = r["want"]
+    assert r["dtypes"] == ["float32", "float32"]
+    for got in r["outs"] + [r["native"]]:
+        np.testing.assert_allclose(np.asarray(got[0], np.float32), want[0], rtol=2e-6)
+        np.testing.assert_array_equal(np.asarray(got[1], np.float32), want[1])
+
+
+def test_the_user_process_compiles_nothing(tmp_path):
+    r, err = _python(tmp_path, HOT)
+    # the build process compiled the kernels; this process only loaded them
+    assert r["stats"]["compiled"] == 0, (r["stats"], err)
+    assert r["stats"]["loaded"] >= 1
+    assert r["switches"] == {"native": 1, "failed": 0, "dropped": 0}
+    assert r["tier_before_wait"] == "interpreter" and r["tier"] == "native"
+    assert r["pid"] is not None and r["pid"] != r["me"]
+    assert "compiled by the build process" in err and "0 kernel(s) compiled here" in err
+    _check_values(r)
+    # the build process ends with the user's process
+    assert _gone(r["pid"])
+    # the program is marked built: the next process loads it in its first call
+    r2, err2 = _python(tmp_path, HOT)
+    assert r2["stats"]["compiled"] == 0 and r2["pid"] is None, err2
+    assert "build started after its first call (in the persistent cache)" in err2
+    _check_values(r2)
+
+
+def test_switched_off_builds_in_this_process(tmp_path):
+    r, err = _python(tmp_path, HOT, JAXLITE_BUILD_PROCESS="0")
+    assert r["stats"]["compiled"] >= 1 and r["pid"] is None
+    assert r["switches"]["native"] == 1 and "built in a background thread" in err
+    _check_values(r)
+
+
+def test_no_cache_builds_in_this_process(tmp_path):
+    r, err = _python(tmp_path, HOT, JAXLITE_CACHE_DIR="")
+    assert r["pid"] is None and r["switches"]["native"] == 1
+    assert "built in a background thread" in err
+    _check_values(r)
+
+
+def test_a_build_process_that_dies_leaves_the_build_to_this_process(tmp_path):
+    # a build process that reads a little of the job and exits
+    child = "import sys; sys.stdin.buffer.read(8); sys.exit(3)"
+    code = textwrap.dedent(HOT).replace(
+        "from jaxlite.config import config\n",
+        "from jaxlite.config import config\n"
+        f"_build_process._command = lambda: [sys.executable, '-c', {child!r}]\n")
+    r, err = _python(tmp_path, code)
+    assert "the build process ended (exit status 3" in err, err
+    assert r["switches"]["native"] == 1 and r["stats"]["compiled"] >= 1
+    assert "built in a background thread" in err
+    _check_values(r)
+
+
+def test_a_build_that_fails_there_stays_on_the_interpreter(tmp_path):
+    # a build process that answers every job with a failure
+    child = ("import pickle, struct, sys\n"
+             "n = struct.unpack('<Q', sys.stdin.buffer.read(8))[0]\n"
+             "sys.stdin.buffer.read(n)\n"
+             "d = pickle.dumps({'ok': False, 'error': 'TypingError: no luck'})\n"
+             "sys.stdout.buffer.write(struct.pack('<Q', len(d)) + d)\n"
+             "sys.stdout.buffer.flush()\n")
+    code = textwrap.dedent(HOT).replace(
+        "from jaxlite.config import config\n",
+        "from jaxlite.config import config\n"
+        f"_build_process._command = lambda: [sys.executable, '-c', {child!r}]\n")
+    r, err = _python(tmp_path, code)
+    assert r["switches"] == {"native": 0, "failed": 1, "dropped": 0}
+    assert r["tier"] == "interpreter" and r["stats"]["compiled"] == 0
+    assert "stays on the interpreter" in err and "no luck" in err
+    _check_values(r)
+
+
+CALLBACK = """
+    import json, logging, sys
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(name)s %(levelname)s %(message)s")
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends.cpu import _cache, _tiered
+
+    seen = []
+    def host(v):                      # a local function: it does not pickle
+        seen.append(1)
+        return np.asarray(v) * 2
+
+    def f(x):
+        y = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        return jnp.sum(jnp.tanh(y) * 3.0 + x)
+
+    x = jnp.asarray(np.linspace(0.1, 2, 12, dtype=np.float32))
+    g = jax.jit(f)
+    outs = [float(g(x)) for _ in range(3)]
+    assert _tiered.wait_all(120)
+    outs.append(float(g(x)))
+    print(json.dumps({"outs": outs, "switches": _tiered.switches(), "calls": len(seen),
+                      "stats": _cache.stats()}))
+"""
+
+
+def test_a_program_that_does_not_pickle_builds_in_this_process(tmp_path):
+    r, err = _python(tmp_path, CALLBACK)
+    assert "cannot be sent to the build process" in err, err
+    assert r["switches"]["native"] == 1 and r["calls"] == 4
+    xs = np.linspace(0.1, 2, 12, dtype=np.float32)
+    want = float(np.sum(np.tanh(xs * 2) * 3 + xs, dtype=np.float32))
+    np.testing.assert_allclose(r["outs"], [want] * 4, rtol=2e-6)
+
+
+def test_a_stale_marker_is_built_as_usual(tmp_path):
+    r1, _ = _python(tmp_path, HOT)
+    assert _gone(r1["pid"])
+    # the kernels go, the "built before" marker stays
+    for p in (tmp_path / "cache" / "native").iterdir():
+        if p.is_file():
+            p.unlink()
+    r2, err = _python(tmp_path, HOT)
+    assert "not in the persistent cache after all; built as usual" in err, err
+    assert r2["switches"] == {"native": 1, "failed": 0, "dropped": 0}
+    assert r2["tier"] == "native" and r2["stats"]["compiled"] == 0
+    _check_values(r2)
+
+
+def test_programs_pickle_by_primitive_name():
+    from jaxlite.compiler.pipeline import optimize
+
+    def f(x):
+        c, ys = jax.lax.scan(lambda c, v: (c * 0.5 + v, jnp.tanh(c)), 0.0, x)
+        return jnp.dot(x, x) + c + jnp.sum(ys), jax.grad(lambda z: jnp.sum(z ** 3))(x)
+    closed = optimize(jax.make_jaxpr(f)(jnp.arange(4.0)))[0]
+    again = pickle.loads(pickle.dumps(closed))
+    assert str(again) == str(closed)
+    assert [e.primitive for e in again.jaxpr.eqns] == [e.primitive for e in closed.jaxpr.eqns]
+
+
+# ---- the tier-up decision from cost (backends/cpu/_tiered.py ``estimate``) -------------
+
+def _closed(f, *args):
+    from jaxlite.compiler.pipeline import optimize
+    from jaxlite.primitives.kernel import expand_kernels
+    return expand_kernels(optimize(jax.make_jaxpr(f)(*args))[0]).jaxpr
+
+
+def test_estimate_counts_dispatches_elements_and_trips():
+    from jaxlite.backends.cpu import _tiered as t
+    x = jnp.zeros(1000, jnp.float32)
+    # elementwise equations over 1000 elements each: one kernel
+    prog = _closed(lambda a: jnp.sin(a) * 2.0, x)
+    eqns = len(prog.eqns)
+    assert eqns >= 2 and all(e.outvars[0].aval.shape == (1000,) for e in prog.eqns)
+    i, n, k = t.estimate(prog)
+    assert k == 1
+    assert i == pytest.approx(eqns * (t.DISPATCH_SECONDS + 1000 * t.ELEMENT_SECONDS))
+    assert n == pytest.approx(eqns * 1000 * t.NATIVE_ELEMENT_SECONDS)
+    # a scan multiplies its body by its length
+    prog = _closed(lambda a: jax.lax.scan(lambda c, _: (jnp.sin(c) * 2.0, None), a, None,
+                                          length=500)[0], x)
+    (scan,) = [e for e in prog.eqns if e.primitive.name == "scan"]
+    body = scan.params["jaxpr"].jaxpr
+    assert len(body.eqns) >= 2
+    i, n, k = t.estimate(prog)
+    assert i == pytest.approx(500 * t.estimate(body)[0]) and k == 1
+    assert n == pytest.approx(500 * t.estimate(body)[1])
+    # a matrix product costs its flops
+    m = jnp.zeros((64, 32), jnp.float32)
+    i, n, k = t.estimate(_closed(lambda a, b: a @ b, m, m.T))
+    assert i == pytest.approx(t.DISPATCH_SECONDS + 2 * 64 * 64 * 32 * t.FLOP_SECONDS)
+
+
+def test_a_program_whose_one_call_is_long_is_built_before_it_runs(tmp_path):
+    code = """
+        import json, sys
+        import numpy as np
+        import jaxlite as jax, jaxlite.numpy as jnp
+        from jaxlite.backends.cpu import _cache
+
+        def run(x, n):
+            def body(c, _):
+                c = jnp.tanh(c * 0.9 + 0.1) - 0.01 * c * c
+                return c, jnp.sum(c)
+            return jax.lax.scan(body, x, None, length=n)
+
+        x0 = jnp.asarray(np.linspace(-1, 1, 64, dtype=np.float32))
+        res = {}
+        for n in (1000, 3000000):
+            f = jax.jit(lambda x, n=n: run(x, n))
+            c, ys = f(x0)
+            c.block_until_ready()     # a large call runs on the device's worker thread
+            ex = next(iter(f._cache.values())).compiled._program.executable
+            res[n] = {"at_once": ex.at_once, "tier": ex.tier, "calls": ex.calls,
+                      "c": np.asarray(c).tolist(), "dtype": str(c.dtype),
+                      "y": float(ys[-1]), "ys_shape": list(ys.shape)}
+        print(json.dumps(res))
+    """
+    r, err = _python(tmp_path, code)
+    short, long = r["1000"], r["3000000"]
+    assert (short["at_once"], short["tier"], short["calls"]) == (False, "interpreter", 1)
+    assert (long["at_once"], long["tier"], long["calls"]) == (True, "native", 0)
+    # the values: a NumPy float32 loop to the fixed point both reach
+    c = np.linspace(-1, 1, 64, dtype=np.float32)
+    for _ in range(1000):
+        c = (np.tanh(c * np.float32(0.9) + np.float32(0.1)) - np.float32(0.01) * c * c
+             ).astype(np.float32)
+    np.testing.assert_allclose(short["c"], c, rtol=1e-6)
+    np.testing.assert_allclose(long["c"], c, rtol=1e-5)   # fixed point: converged
+    assert short["dtype"] == long["dtype"] == "float32"
+    assert long["ys_shape"] == [3000000]
+    np.testing.assert_allclose(long["y"], float(np.sum(c)), rtol=1e-5)
