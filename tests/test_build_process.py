@@ -291,3 +291,40 @@ def test_a_program_whose_one_call_is_long_is_built_before_it_runs(tmp_path):
     assert short["dtype"] == long["dtype"] == "float32"
     assert long["ys_shape"] == [3000000]
     np.testing.assert_allclose(long["y"], float(np.sum(c)), rtol=1e-5)
+
+
+TWO = """
+    import json, sys
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends.cpu import _tiered
+    x = jnp.asarray(np.linspace(0.1, 2, 12, dtype=np.float32))
+    res = {}
+    for name, f in (("a", lambda v: jnp.sum(jnp.exp(v) * 3.0)),
+                    ("b", lambda v: jnp.max(jnp.tanh(v) * 2.0 - v))):
+        g = jax.jit(f)
+        tiers, outs = [], []
+        for _ in range(3):
+            outs.append(float(g(x)))
+            ex = next(iter(g._cache.values())).compiled._program.executable
+            tiers.append(ex.tier)
+        res[name] = {"tiers": tiers, "outs": outs, "cached": ex.cached}
+    assert _tiered.wait_all(120)
+    print(json.dumps(res))
+"""
+
+
+def test_a_cached_program_loads_in_its_first_call_once_numba_is_set_up(tmp_path):
+    r1, _ = _python(tmp_path, TWO)
+    assert r1["a"]["tiers"][0] == r1["b"]["tiers"][0] == "interpreter"
+    # (its wait_all waited for the build process's replies: the cache is complete)
+    r2, err = _python(tmp_path, TWO)
+    assert r2["a"]["cached"] and r2["b"]["cached"], err
+    # the first program's first call does not wait for Numba's set-up; its second call
+    # loads; the next program, with Numba set up, runs native code from its first call
+    assert r2["a"]["tiers"] == ["interpreter", "native", "native"], r2
+    assert r2["b"]["tiers"] == ["native", "native", "native"], r2
+    xs = np.linspace(0.1, 2, 12, dtype=np.float32)
+    np.testing.assert_allclose(r2["a"]["outs"], [np.sum(np.exp(xs) * 3)] * 3, rtol=2e-6)
+    np.testing.assert_allclose(r2["b"]["outs"], [np.max(np.tanh(xs) * 2 - xs)] * 3,
+                               rtol=2e-6)

@@ -429,10 +429,10 @@ def test_second_default_process_loads_what_the_first_compiled(tmp_path):
     r2, err2 = _python(tmp_path, HOT_THEN_EXIT)
     assert "build started after its first call (in the persistent cache)" in err2, err2
     assert "0 kernel(s) compiled here, 1 loaded from the persistent cache" in err2, err2
-    # the second process's first call already runs the loaded native code: within the
-    # native tier's accuracy of the interpreter's results, and the same every call
+    # the second process's first call runs on the interpreter (Numba is not set up in it
+    # yet: the first result does not wait for that), the second loads the native code
+    assert r2["outs"][0] == r1["outs"][0]
     np.testing.assert_allclose(r2["outs"], r1["outs"], rtol=2e-6)
-    assert r2["outs"] == [r2["outs"][0]] * 3
 
 
 EXIT_DROPS = """

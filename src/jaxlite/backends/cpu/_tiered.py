@@ -19,8 +19,11 @@ reference: same results), and Numba is not touched until the program is *hot*:
   does not pickle, a build process that died) the worker thread builds as before;
 - a program whose native code was built before (by this or an earlier process: a marker
   file in the persistent cache, checked with one ``os.path.exists``, no Numba import) is
-  loaded before its first call returns, which already runs native code (a stale marker,
-  kernels gone from the cache: built as usual);
+  loaded before its first call returns, which already runs native code, when Numba is set
+  up in this process (a load then takes milliseconds).  The first load of a process also
+  sets Numba up (about 0.3 s, more than most first calls): that program's first call runs
+  on the interpreter and its second call loads.  A stale marker (the kernels gone from the
+  cache): built as usual;
 - a program in which native code cannot pay stays on the interpreter (``native_pays``):
   no native loop, and every fused kernel stands for a single array operation over fewer
   than ``NATIVE_MIN_ELEMENTS`` elements.  There a kernel call (about 2 us) costs more
@@ -321,6 +324,14 @@ def estimate(jaxpr) -> tuple:
     return interp, native, kernels
 
 
+def numba_ready() -> bool:
+    """Whether this process has set Numba up (compiled or loaded a kernel): loading a
+    program's machine code then takes milliseconds, not the first load's 0.3 s."""
+    from . import _cache
+    st = _cache.stats()
+    return st["compiled"] + st["loaded"] + st["memory"] > 0
+
+
 class TieredExecutable(Executable):
     """Runs on the interpreter until the native executable is ready, then on it.
 
@@ -378,9 +389,14 @@ class TieredExecutable(Executable):
 
     def _counting_run(self, args, donated=None):
         if self.cached and not self.started:
-            # in the persistent cache: loaded before the first call returns
+            # in the persistent cache: loaded before the first call returns when Numba is
+            # set up in this process (milliseconds); otherwise setting it up (about 0.3 s)
+            # would cost more than the call: this call interprets, the next one loads
             self.start("its first call (in the persistent cache)")
-            return self.run(args, donated)
+            if numba_ready():
+                return self.run(args, donated)
+            self.calls += 1
+            return self.interpreter.run(args, donated)
         if self.at_once and not self.started:
             c = self.costs
             self.wait(why=f"its cost (one call: about {c['interpreter_s']:.1f} s on the "
@@ -404,9 +420,10 @@ class TieredExecutable(Executable):
                 self.run = self.interpreter.run       # stop counting
         self._started_at = time.perf_counter()
         self._why = why
-        if self.cached and (self._switch(self._closed, load_only=True, require_all=True,
-                                         where="in the persistent cache")
-                            or self._done.is_set()):     # switched, or failed
+        if self.cached:          # loaded by the next call (or a wait), in its thread
+            self._built = "in the persistent cache"
+            self.run = self._load_then_run
+            self._ready.set()
             return
         _submit(self)
 
@@ -515,7 +532,13 @@ class TieredExecutable(Executable):
         with self._lock:
             if self._done.is_set() or self._closed is None:
                 return
-            self._switch(self._closed, load_only=True, where=self._built)
+            if self._switch(self._closed, load_only=True, where=self._built,
+                            require_all=self.cached) or self._done.is_set():
+                return
+            # a stale marker (its kernels gone from the cache): built as usual
+            self._ready.clear()
+            self.run = self.interpreter.run
+        _submit(self)
 
     def _load_then_run(self, args, donated=None):
         self._load()
