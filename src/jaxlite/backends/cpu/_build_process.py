@@ -20,11 +20,15 @@ the tiered backend builds elsewhere:
   kernel that is not there runs on the interpreter).
 
 The protocol is length-prefixed pickles over the build process's stdin/stdout (its own
-prints go to stderr, which is discarded: it reports errors in its replies).  When the
-persistent cache is off or unusable, a program does not pickle (a host callback's Python
-function, say), or the build process cannot start or dies, the caller builds in its own
-thread as before (``Unavailable``).  The build process ends when the user's process closes
-its stdin (at exit, or ``shutdown()``), after finishing the job in hand.
+prints go to stderr, which is discarded: it reports errors in its replies).  The program's
+call that makes it hot pickles the job and writes it (``submit``; the build process reads
+every job as it comes, so that write never waits for a build); the tiered backend's worker
+thread reads the replies, in the order of the jobs (``result``), without the interpreter
+lock.  When the persistent cache is off or unusable, a program does not pickle (a host
+callback's Python function, say), or the build process cannot start or dies, the worker
+thread builds in this process as before (``Unavailable``).  The build process ends when
+the user's process closes its stdin (at exit, or ``shutdown()``), after finishing the job
+in hand (or the oldest one sent); the others are dropped.
 """
 from __future__ import annotations
 
@@ -100,14 +104,15 @@ def _process():
     return p
 
 
-def build(closed, name: str, cache_base: str, marker: str | None) -> dict:
-    """Builds ``closed``'s native code in the build process into the persistent cache at
-    ``cache_base``; blocks until done (without the interpreter lock, reading a pipe).
-
-    Returns ``{"compiled": kernels compiled, "fallbacks": [equations left to the
-    interpreter], "seconds": build time there}``.  Raises ``RuntimeError`` with the build
-    process's message when building failed there, ``Unavailable`` when the program cannot
-    be sent or the build process cannot be used."""
+def submit(closed, name: str, cache_base: str, marker: str | None) -> None:
+    """Sends the job that builds ``closed``'s native code into the persistent cache at
+    ``cache_base`` (starting the build process on first use).  Called by the program's call
+    that makes it hot: pickling and starting a process are Python work, kept out of the
+    worker thread, where they would hold the interpreter lock beside the running program;
+    the build process reads every job as it comes, so the write does not wait for a
+    build.  The replies come back in the order of the jobs: the caller reads each with
+    ``result()`` (in the same order).  Raises ``Unavailable`` when the program does not
+    pickle or the build process cannot be used."""
     from ...core.eager import host_value
     from ...ir.jaxpr import ClosedJaxpr
     import numpy as np
@@ -123,13 +128,32 @@ def build(closed, name: str, cache_base: str, marker: str | None) -> dict:
         p = _process()
         try:
             _send(p.stdin, job)
-            reply = _recv(p.stdout)
-        except (OSError, EOFError, pickle.UnpicklingError) as e:
-            code = p.poll()
-            _PROC[0] = None
-            _FAILED[0] = (f"the build process ended (exit status {code}: "
-                          f"{type(e).__name__}: {e})")
-            raise Unavailable(_FAILED[0]) from None
+        except (OSError, ValueError) as e:
+            _broken(p, e)
+
+
+def _broken(p, e):
+    code = p.poll()
+    _PROC[0] = None
+    _FAILED[0] = f"the build process ended (exit status {code}: {type(e).__name__}: {e})"
+    raise Unavailable(_FAILED[0]) from None
+
+
+def result() -> dict:
+    """The reply to the oldest job not yet answered; blocks until it is built (reading a
+    pipe, without the interpreter lock).
+
+    Returns ``{"compiled": kernels compiled, "fallbacks": [equations left to the
+    interpreter], "seconds": build time there}``.  Raises ``RuntimeError`` with the build
+    process's message when building failed there, ``Unavailable`` when the build process
+    died or was closed."""
+    p = _PROC[0]
+    if p is None:
+        raise Unavailable(_FAILED[0] or "the build process was closed")
+    try:
+        reply = _recv(p.stdout)
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError) as e:
+        _broken(p, e)
     if not reply.get("ok"):
         raise RuntimeError(reply.get("error", "the build process failed"))
     return reply
@@ -162,15 +186,27 @@ def pid() -> int | None:
 # ---- the build process itself ------------------------------------------------------------
 
 def _serve(inp, out) -> None:
+    import queue
     import time
     from ...config import config
     from . import _cache
     from ._tiered import _mark_built
     from .native import CpuExecutable
+    jobs: queue.Queue = queue.Queue()
+    closed = threading.Event()
+
+    def read():          # every job as it comes: the user's process never waits to write
+        while True:
+            try:
+                jobs.put(_recv(inp))
+            except (EOFError, OSError, pickle.UnpicklingError):
+                closed.set()
+                jobs.put(None)
+                return
+    threading.Thread(target=read, daemon=True).start()
     while True:
-        try:
-            job = _recv(inp)
-        except EOFError:
+        job = jobs.get()
+        if job is None:
             return
         t0 = time.perf_counter()
         try:
@@ -188,7 +224,9 @@ def _serve(inp, out) -> None:
             data = pickle.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"})
         try:
             _send(out, data)
-        except OSError:          # the user's process has gone (its kernels are cached)
+        except OSError:          # the user's process has gone
+            return
+        if closed.is_set():      # the user's process closed: the rest is dropped
             return
 
 
@@ -208,4 +246,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["BUILD_NICENESS", "Unavailable", "build", "pid", "shutdown"]
+__all__ = ["BUILD_NICENESS", "Unavailable", "pid", "result", "shutdown", "submit"]

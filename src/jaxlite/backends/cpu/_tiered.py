@@ -79,6 +79,7 @@ _EXIT_LOCK = threading.Lock()
 _EXIT_ALLOWED: list = [None]  # at exit: the queued job an idle worker may still run
 _SWITCHES = {"native": 0, "failed": 0, "dropped": 0}
 _PROGRAMS: "weakref.WeakSet" = weakref.WeakSet()     # every TieredExecutable alive
+_ORDER_LOCK = threading.Lock()   # jobs sent to the build process and queued: one order
 
 
 def switches() -> dict:
@@ -139,9 +140,8 @@ def _at_exit() -> None:
     # waited for, and not for long.  A build that only loads from the persistent cache
     # is not waited for: cutting it off loses nothing.
     from . import _build_process
-    def elsewhere(job):   # loads only, or the build process builds it: no waiting
-        return isinstance(job, TieredExecutable) and \
-            (job.cached or job._elsewhere or job._use_build_process())
+    def elsewhere(job):   # loads only, or the build process has it: no waiting
+        return isinstance(job, TieredExecutable) and (job.cached or job._sent)
     with _EXIT_LOCK:
         _EXITING.set()
         job = _CURRENT[0]
@@ -362,7 +362,8 @@ class TieredExecutable(Executable):
         self._done = threading.Event()      # switched to native code, or failed
         self._ready = threading.Event()     # ... or the build process compiled it
         self._built = ""                    # what the build process did
-        self._elsewhere = False             # the build process has the job
+        self._sent = False                  # the build process has the job
+        self._unavailable = None            # why it could not take it
         self._lock = threading.Lock()
         self.pays = native_pays(closed)
         # a program kept on the interpreter needs no "built before" marker (its key
@@ -425,7 +426,25 @@ class TieredExecutable(Executable):
             self.run = self._load_then_run
             self._ready.set()
             return
-        _submit(self)
+        self._send_and_queue()
+
+    def _send_and_queue(self) -> None:
+        """Sends the job to the build process, in the calling thread (``_sent``; when it
+        cannot take it, ``_unavailable`` says why and the worker thread builds here), and
+        queues the build for the worker thread, which reads the reply: one lock keeps the
+        jobs sent and the queue in the same order."""
+        from . import _build_process, _cache
+        self._sent, self._unavailable = False, None
+        with _ORDER_LOCK:
+            if self._use_build_process():
+                try:
+                    _build_process.submit(self._closed, self.name,
+                                          os.path.dirname(_cache.usable_dir()),
+                                          self._marker)
+                    self._sent, self._sent_at = True, time.perf_counter()
+                except _build_process.Unavailable as e:
+                    self._unavailable = e
+            _submit(self)
 
     def __call__(self):          # the worker's job
         self._build(self._closed)
@@ -441,16 +460,14 @@ class TieredExecutable(Executable):
         """The worker's job: the native executable, compiled by the build process (then
         loaded by the program's next call, see ``_load``) or, when that cannot be used,
         built in this thread."""
-        if self._use_build_process():
-            from . import _build_process, _cache
-            t0 = time.perf_counter()
-            self._elsewhere = True
+        if self._unavailable is not None:
+            _log("jaxlite: %s builds its native code in this process: %s", self.name,
+                 self._unavailable)
+        if self._sent:
+            from . import _build_process
             try:
-                reply = _build_process.build(closed, self.name,
-                                             os.path.dirname(_cache.usable_dir()),
-                                             self._marker)
+                reply = _build_process.result()
             except _build_process.Unavailable as e:
-                self._elsewhere = False
                 if _EXITING.is_set():    # the build process was closed at exit
                     self._drop()
                     return
@@ -462,8 +479,8 @@ class TieredExecutable(Executable):
             else:
                 self._built = (f"compiled by the build process: {reply['compiled']} "
                                f"kernel(s) in {reply['seconds'] * 1e3:.0f} ms, "
-                               f"{(time.perf_counter() - t0) * 1e3:.0f} ms after it "
-                               f"was sent")
+                               f"{(time.perf_counter() - self._sent_at) * 1e3:.0f} ms "
+                               f"after it was sent")
                 _log("jaxlite: %s: native code %s; its next call loads it", self.name,
                      self._built)
                 # the next call (or a wait) loads it: loading is Python work that would
@@ -538,7 +555,7 @@ class TieredExecutable(Executable):
             # a stale marker (its kernels gone from the cache): built as usual
             self._ready.clear()
             self.run = self.interpreter.run
-        _submit(self)
+        self._send_and_queue()
 
     def _load_then_run(self, args, donated=None):
         self._load()
