@@ -136,10 +136,11 @@ def wait_all(timeout: float | None = None) -> bool:
 
 
 def _at_exit() -> None:
-    # queued builds are dropped (the worker skips them); only the one in progress is
-    # waited for, and not for long.  A build that only loads from the persistent cache
-    # is not waited for: cutting it off loses nothing.
+    # queued builds are dropped (the worker skips them).  A build in this process's
+    # worker thread in progress is waited for, and not for long; one the build process
+    # has, or one that only loads from the persistent cache, is not.
     from . import _build_process
+
     def elsewhere(job):   # loads only, or the build process has it: no waiting
         return isinstance(job, TieredExecutable) and (job.cached or job._sent)
     with _EXIT_LOCK:
