@@ -541,8 +541,9 @@ def work_fresh(lib: str, cfg: dict) -> dict:
             # starts only when the program is hot): one more process, for which f40 is hot
             # at its first call, builds its native code and exits once the build is
             # written; the warm processes find it (their first call still runs on the
-            # interpreter while the native code loads in the background)
-            fill = _fresh("W6", lib, quick, dirs[0], {"JAXLITE_TIER_UP_CALLS": "1"})
+            # interpreter: Numba's set-up is not worth one call)
+            fill = _fresh("W6", lib, quick, dirs[0], {"JAXLITE_TIER_UP_CALLS": "1",
+                                                      "BENCH_FILL": "1"})
             if "error" in fill:
                 res["W6_warm"] = {"error": fill["error"]}
             entries = _files_under(dirs[0])
