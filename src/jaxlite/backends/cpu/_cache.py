@@ -54,6 +54,8 @@ import warnings
 
 import numpy as np
 
+from ._paths import cache_dir  # noqa: F401  (one definition, re-exported)
+
 _STATS = {"compiled": 0, "loaded": 0, "memory": 0, "discarded": 0}
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict = {}
@@ -83,19 +85,6 @@ def clear_memory() -> None:
     """Forgets the kernels compiled in this process (the disk cache stays)."""
     with _LOCK:
         _MEMO.clear()
-
-
-def cache_dir() -> str | None:
-    """The cache directory in use, or None when the persistent cache is off."""
-    from ...config import config
-    d = config.jax_compilation_cache_dir
-    if d is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                 ".cache")
-        d = os.path.join(base, "jaxlite")
-    elif not str(d).strip():
-        return None
-    return os.path.join(os.fspath(d), "native")
 
 
 def _env_key() -> str:

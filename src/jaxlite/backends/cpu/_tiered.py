@@ -139,7 +139,12 @@ def _at_exit() -> None:
     # queued builds are dropped (the worker skips them).  A build in this process's
     # worker thread in progress is waited for, and not for long; one the build process
     # has, or one that only loads from the persistent cache, is not.
-    from . import _build_process
+    import sys
+    _build_process = sys.modules.get(__package__ + "._build_process")
+
+    def shutdown():       # the build process, when this process started one
+        if _build_process is not None:
+            _build_process.shutdown()
 
     def elsewhere(job):   # loads only, or the build process has it: no waiting
         return isinstance(job, TieredExecutable) and (job.cached or job._sent)
@@ -156,12 +161,12 @@ def _at_exit() -> None:
     if job is None or elsewhere(job):
         # the build process finishes the build in hand after this process has gone (its
         # kernels reach the persistent cache) and then ends: nothing to wait for here
-        _build_process.shutdown()
+        shutdown()
         return
     if _WORKER is not None and _WORKER.is_alive():
         if not wait_all(EXIT_WAIT_SECONDS):    # pragma: no cover - a very long build
             logger.info("jaxlite: exiting while a native build is still running")
-    _build_process.shutdown()
+    shutdown()
 
 
 atexit.register(_at_exit)
@@ -208,7 +213,7 @@ def program_key(closed) -> str:
 
 
 def _marker_path(closed) -> str | None:
-    from ._cache import cache_dir
+    from ._paths import cache_dir
     d = cache_dir()
     if d is None:
         return None

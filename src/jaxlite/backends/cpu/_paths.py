@@ -1,0 +1,25 @@
+"""Where the persistent cache lives: one function, kept apart from _cache.py so that the
+tiered backend's first-call check for a "built before" marker (_tiered.py) costs no import
+of the cache machinery (about 10 ms of a first call).
+
+Layer: backends (used by _cache.py and _tiered.py).
+"""
+from __future__ import annotations
+
+import os
+
+
+def cache_dir() -> str | None:
+    """The directory of the native kernels in the persistent cache (``<dir>/native``,
+    ``<dir>`` from ``jax_compilation_cache_dir`` / ``JAXLITE_CACHE_DIR``, by default
+    ``$XDG_CACHE_HOME/jaxlite`` or ``~/.cache/jaxlite``), or None when the cache is off
+    (an empty setting)."""
+    from ...config import config
+    d = config.jax_compilation_cache_dir
+    if d is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                 ".cache")
+        d = os.path.join(base, "jaxlite")
+    elif not str(d).strip():
+        return None
+    return os.path.join(os.fspath(d), "native")
