@@ -133,7 +133,10 @@ def submit(closed, name: str, cache_base: str, marker: str | None) -> None:
 
 
 def _broken(p, e):
-    code = p.poll()
+    try:              # its pipe closed: it has ended, or is about to
+        code = p.wait(1.0)
+    except subprocess.TimeoutExpired:
+        code = None
     _PROC[0] = None
     _FAILED[0] = f"the build process ended (exit status {code}: {type(e).__name__}: {e})"
     raise Unavailable(_FAILED[0]) from None
