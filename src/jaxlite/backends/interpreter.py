@@ -4,6 +4,11 @@ It "compiles" a program into straight-line Python source that calls each primiti
 implementation in order, deleting each intermediate right after its last use (so host
 memory tracks the live set).  The source is the executable's text.
 
+Loops and branches are generated too: a ``scan``/``while``/``cond`` equation becomes a
+Python loop (or a branch call) in the text, each body a generated function of its own
+(nested ones recursively), so a 1000-step scan costs its NumPy calls, not 1000 walks of the
+body's equations through the primitives' implementations (see ``_Source``).
+
 Buffer reuse: an elementwise equation whose operand dies there writes its result into that
 operand's buffer (``ufunc(..., out=buffer)``) when the buffer is one this program allocated
 itself and nothing else can see (see ``_Reuse``), with the result's exact shape and dtype,
@@ -22,6 +27,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core.eager import host_value
+from ..primitives.control_flow import cond_p, scan_p, while_p
 from ..primitives.kernel import expand_kernels
 from ..ir.interpret import exact
 from ..ir.jaxpr import ClosedJaxpr, Literal
@@ -119,6 +125,280 @@ class _Reuse:
         return ufunc
 
 
+def _own(x, dtype, inputs):
+    """A loop's or branch's result ``x`` as an ndarray of exactly ``dtype`` that owns its
+    memory: copied when it is a NumPy scalar, has another dtype, views another array, or
+    is one of ``inputs`` (the loop's operands: a carry a body passes through unchanged,
+    or a loop that runs no step)."""
+    if type(x) is not np.ndarray or x.dtype != dtype:
+        return np.array(x, dtype=dtype)
+    if x.base is not None or not x.flags.owndata:
+        return x.copy()
+    for y in inputs:
+        if x is y:
+            return x.copy()
+    return x
+
+
+class _Source:
+    """The generated source of one program: its functions (``defs``, callees first, the
+    program's own function last) and the globals they share (``glb``).
+
+    ``function`` generates one jaxpr as one function.  An equation of a control-flow
+    primitive does not call the primitive's implementation (which would interpret the
+    body equation by equation at every step): its body becomes a generated function of
+    its own (recursively, so nested loops too), and the calling function gets the loop in
+    its text:
+
+    - ``scan``: the carries are locals, each stacked output is allocated once
+      (``numpy.empty``) and step ``i`` writes its slice; the body gets ``xs[i]`` (a view
+      of the operand: bodies never write into their parameters, see below);
+      ``reverse`` runs ``i`` downwards; ``unroll`` changes nothing (same values).
+    - ``while``: ``while cond(...): carry = body(...)``.
+    - ``cond``: the branch the clamped index selects is called.
+
+    A body's generated function has the program's guarantees: each result is cast to its
+    declared dtype when an implementation widened it, and in-place buffer reuse
+    (``_Reuse``) writes only into buffers the body itself allocated and nothing else sees:
+    a body's parameters (carries, slices of the scanned operands, constants) are never
+    owned, and neither are its results, so step ``i + 1`` never writes into what step
+    ``i`` returned.  The final carries and branch results pass through ``_own``: fresh
+    ndarrays of the declared dtypes (scalars included), never an operand of the loop nor
+    a view of one.  Globals of a body are prefixed with where it sits (``s3_`` for the
+    body of the scan at equation 3, ``w3c_``/``w3b_`` for a while's condition and body,
+    ``b3_1_`` for branch 1 of a cond), so every function shares one namespace.
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self.glb = {"_exact": exact, "_np": np, "_own": _own}
+        self.defs = []          # function sources, each after the functions it calls
+        self.def_names = []
+
+    def function(self, jaxpr, fname, pre, *, donated=(), consts=None, single=False,
+                 doc=None):
+        """Generates ``jaxpr`` as the function ``fname``; returns (in-place equation
+        count, temporaries' peak bytes).  ``pre`` prefixes its globals.  ``consts``: None
+        for the program (its constants are the leading parameters ``c0, c1, ...``), else
+        the values of a body's constants (globals).  ``single``: return the one output
+        itself (a while's condition), not a tuple."""
+        glb = self.glb
+        names = {}
+        lines = []
+
+        def nm(v):
+            if isinstance(v, Literal):
+                key = f"lit{len(glb)}"
+                glb[key] = np.asarray(v.val)
+                return key
+            return names[v]
+
+        if consts is None:
+            for i, v in enumerate(jaxpr.constvars):
+                names[v] = f"c{i}"
+        else:
+            for i, (v, c) in enumerate(zip(jaxpr.constvars, consts)):
+                names[v] = f"{pre}k{i}"
+                glb[names[v]] = c
+        for i, v in enumerate(jaxpr.invars):
+            names.setdefault(v, f"a{i}")
+        # last use of every variable, for `del` and for the temporaries' peak
+        last = {}
+        for k, eqn in enumerate(jaxpr.eqns):
+            for v in eqn.invars:
+                if not isinstance(v, Literal):
+                    last[v] = k
+        outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+        reuse = _Reuse(jaxpr, last, outs, donated)
+        in_place = 0     # equations that write into a dying operand's buffer
+        live_tmp, peak = 0, 0
+        counter = 0
+        for k, eqn in enumerate(jaxpr.eqns):
+            fn = f"{pre}f{k}"
+            outn = []
+            for v in eqn.outvars:
+                names[v] = f"v{counter}"
+                counter += 1
+                outn.append(names[v])
+            control = _CONTROL.get(eqn.primitive)
+            buf = None
+            if control is not None:
+                # a loop or branch: its bodies as generated functions, the loop here
+                control(self, eqn, k, fname, pre, [nm(v) for v in eqn.invars], outn, lines)
+            else:
+                glb[fn] = eqn.primitive.impl_for([v.aval for v in eqn.invars], eqn.params)
+                args = ", ".join(nm(v) for v in eqn.invars)
+                call = f"{fn}({args})"
+                comment = f"  # {eqn.primitive.name}"
+                if eqn.primitive.view:
+                    comment += " (a view of its operand: no copy)"
+                if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
+                    comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
+                buf = reuse.buffer(k, eqn)
+                ufunc = None
+                if buf is not None and eqn.primitive.inplace.ufunc is not None:
+                    ufunc = reuse.ufunc(eqn)
+                    buf = buf if ufunc is not None else None
+                if buf is not None:
+                    # the result takes over the dying operand's buffer: nothing allocated
+                    in_place += 1
+                    if ufunc is None:     # copy of a buffer nobody else sees: a rename
+                        lines.append(f"    {outn[0]} = {names[buf]}{comment}, in place "
+                                     f"(renames {names[buf]})")
+                    else:
+                        glb[f"{pre}u{k}"] = ufunc
+                        lines.append(f"    {outn[0]} = {pre}u{k}({args}, out={names[buf]})"
+                                     f"{comment}, in place into {names[buf]}")
+                elif reuse._fresh(eqn) and \
+                        _nbytes(eqn.outvars[0].aval) >= POOL.min_bytes and \
+                        reuse.ufunc(eqn) is not None:
+                    # a large fresh result: into a recycled buffer of the pool
+                    n, aval = outn[0], eqn.outvars[0].aval
+                    glb[f"{pre}u{k}"], glb["_pool"] = reuse.ufunc(eqn), pool_empty
+                    glb[f"{pre}sh_{n}"], glb[f"{pre}dt_{n}"] = aval.shape, aval.dtype
+                    lines.append(f"    {n} = {pre}u{k}({args}, out=_pool({pre}sh_{n}, "
+                                 f"{pre}dt_{n})){comment}, into a pool buffer")
+                elif eqn.primitive.multiple_results:
+                    if outn:
+                        lines.append(f"    _r = {call}{comment}")
+                        for j, (n, v) in enumerate(zip(outn, eqn.outvars)):
+                            glb[f"{pre}dt_{n}"] = v.aval.dtype
+                            lines.append(f"    {n} = _exact(_r[{j}], {pre}dt_{n})")
+                    else:
+                        lines.append(f"    {call}{comment}")
+                else:
+                    # implementations may widen (NumPy promotion): keep the declared dtype
+                    n = outn[0]
+                    glb[f"{pre}dt_{n}"] = eqn.outvars[0].aval.dtype
+                    lines.append(f"    {n} = {call}{comment}")
+                    lines.append(f"    if {n}.dtype != {pre}dt_{n}: "
+                                 f"{n} = _exact({n}, {pre}dt_{n})")
+            if buf is None:
+                live_tmp += sum(_nbytes(v.aval) for v in eqn.outvars)
+            peak = max(peak, live_tmp)
+            dead = [v for v in set(eqn.invars) if not isinstance(v, Literal)
+                    and last.get(v) == k and v not in outs and names[v].startswith("v")]
+            if dead:
+                lines.append(f"    del {', '.join(sorted(names[v] for v in dead))}")
+                live_tmp -= sum(_nbytes(v.aval) for v in dead if v is not buf)
+        if consts is None:
+            ret = f"[{', '.join(nm(v) for v in jaxpr.outvars)}]"
+            params = [f"c{i}" for i in range(len(jaxpr.constvars))]
+        else:
+            # a body returns fresh literals: a literal result may become a stacked slice
+            # or a carry, never the shared literal itself
+            rets = [f"{nm(v)}.copy()" if isinstance(v, Literal) else nm(v)
+                    for v in jaxpr.outvars]
+            ret = rets[0] if single else _tuple(rets)
+            params = []
+        params = ", ".join(params + [names[v] for v in jaxpr.invars])
+        # outputs are results, not temporaries: charge only what is freed before the end
+        temp_bytes = max(0, peak - sum(_nbytes(v.aval) for v in outs))
+        src = [f"def {fname}({params}):"] + ([doc] if doc else []) + \
+            (lines or ["    pass"]) + [f"    return {ret}"]
+        if donated:
+            src.insert(1, f"    # arguments {', '.join(f'a{i}' for i in sorted(donated))} "
+                          f"are donated: their buffers may be written in place")
+        self.defs.append("\n".join(src))
+        self.def_names.append(fname)
+        return in_place, temp_bytes
+
+    def body(self, closed, fname, pre, what, single=False):
+        """Generates the body ``closed`` (a ClosedJaxpr) as the function ``fname``;
+        returns the names of the globals holding its constants."""
+        closed = expand_kernels(closed)
+        self.function(closed.jaxpr, fname, pre, single=single,
+                      consts=[host_value(c) for c in closed.consts],
+                      doc=f"    # {what}")
+        return [f"{pre}k{i}" for i in range(len(closed.jaxpr.constvars))]
+
+    def scan(self, eqn, k, fname, pre, ins, outn, lines):
+        p = eqn.params
+        nc, ncar, length = p["num_consts"], p["num_carry"], p["length"]
+        body = f"{fname}_scan{k}"
+        kept = self.body(p["jaxpr"], body, f"{pre}s{k}_", f"the body of the scan at equation {k} "
+                  f"of {fname}: consts, carries, x slices -> carries, y slices")
+        consts, init, xs = ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:]
+        car = [f"_c{k}_{j}" for j in range(ncar)]
+        ys = outn[ncar:]
+        i = f"_i{k}"
+        steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
+        lines.append(f"    # scan: {length} steps{', reversed' if p['reverse'] else ''}, "
+                     f"body {body}")
+        if car:
+            lines.append(f"    {_assign(car, init)}")
+        for n, v in zip(ys, eqn.outvars[ncar:]):
+            self.glb[f"{pre}sh_{n}"] = v.aval.shape
+            self.glb[f"{pre}dt_{n}"] = v.aval.dtype
+            lines.append(f"    {n} = _np.empty({pre}sh_{n}, {pre}dt_{n})")
+        ytmp = [f"_y{k}_{j}" for j in range(len(ys))]
+        targets = car + ytmp
+        call = f"{body}({', '.join(consts + car + [f'{x}[{i}]' for x in xs])})"
+        lines.append(f"    for {i} in {steps}:")
+        lines.append(f"        {_tuple(targets, '_')} = {call}")
+        for n, y in zip(ys, ytmp):
+            lines.append(f"        {n}[{i}] = {y}")
+        self._finish(eqn, pre, car, outn[:ncar], consts + init + kept, lines)
+
+    def while_(self, eqn, k, fname, pre, ins, outn, lines):
+        p = eqn.params
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        cond, body = f"{fname}_while{k}_cond", f"{fname}_while{k}_body"
+        kept = self.body(p["cond_jaxpr"], cond, f"{pre}w{k}c_", f"the condition of the while at "
+                  f"equation {k} of {fname}: consts, carries -> bool", single=True)
+        kept += self.body(p["body_jaxpr"], body, f"{pre}w{k}b_", f"the body of the while at "
+                  f"equation {k} of {fname}: consts, carries -> carries")
+        cconsts, bconsts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+        car = [f"_c{k}_{j}" for j in range(len(init))]
+        lines.append(f"    # while: condition {cond}, body {body}")
+        if car:
+            lines.append(f"    {_assign(car, init)}")
+        lines.append(f"    while {cond}({', '.join(cconsts + car)}):")
+        lines.append(f"        {_tuple(car, '_')} = "
+                     f"{body}({', '.join(bconsts + car)})")
+        self._finish(eqn, pre, car, outn, cconsts + bconsts + init + kept, lines)
+
+    def cond(self, eqn, k, fname, pre, ins, outn, lines):
+        branches = eqn.params["branches"]
+        names, kept = [], []
+        for b, br in enumerate(branches):
+            names.append(f"{fname}_cond{k}_{b}")
+            kept += self.body(br, names[-1], f"{pre}b{k}_{b}_", f"branch {b} of the cond at "
+                      f"equation {k} of {fname}")
+        idx, ops = ins[0], ins[1:]
+        pick = f"min(max(int({idx}), 0), {len(branches) - 1})"
+        lines.append(f"    # cond: {len(branches)} branches")
+        res = [f"_r{k}_{j}" for j in range(len(outn))]
+        lines.append(f"    {_tuple(res, '_')} = "
+                     f"({', '.join(names)},)[{pick}]({', '.join(ops)})")
+        self._finish(eqn, pre, res, outn, ops + kept, lines)
+
+    def _finish(self, eqn, pre, tmp, outn, inputs, lines):
+        """The loop's or branch's results: fresh arrays of the declared dtypes."""
+        ins = f"({_tuple(inputs)})"
+        for n, t, v in zip(outn, tmp, eqn.outvars):
+            self.glb[f"{pre}dt_{n}"] = v.aval.dtype
+            lines.append(f"    {n} = _own({t}, {pre}dt_{n}, {ins})")
+
+
+def _tuple(items, empty="()"):
+    """``items`` as the text of a Python tuple (a target list too); ``empty`` for none."""
+    if not items:
+        return empty
+    return items[0] + "," if len(items) == 1 else ", ".join(items)
+
+
+def _assign(targets, values):
+    """The text of the statement assigning ``values`` to ``targets`` (names)."""
+    if len(targets) == 1:
+        return f"{targets[0]} = {values[0]}"
+    return f"{_tuple(targets)} = {_tuple(values)}"
+
+
+_CONTROL = {scan_p: _Source.scan, while_p: _Source.while_, cond_p: _Source.cond}
+
+
+
 class InterpretedExecutable(Executable):
     """Generated Python over NumPy; ``source`` is what ``as_text`` shows."""
 
@@ -139,108 +419,25 @@ class InterpretedExecutable(Executable):
 
     def _generate(self, jaxpr, donated):
         """(source, function, in-place equation count, temporaries' peak bytes) of the
-        program when the arguments at positions ``donated`` may be overwritten."""
-        name = self.name
-        names, glb = {}, {"_exact": exact, "_np": np}
-        lines = []
+        program when the arguments at positions ``donated`` may be overwritten.
 
-        def nm(v):
-            if isinstance(v, Literal):
-                key = f"lit{len(glb)}"
-                glb[key] = np.asarray(v.val)
-                return key
-            return names[v]
-
-        for i, v in enumerate(jaxpr.constvars):
-            names[v] = f"c{i}"
-        for i, v in enumerate(jaxpr.invars):
-            names.setdefault(v, f"a{i}")
-        # last use of every variable, for `del` and for the temporaries' peak
-        last = {}
-        for k, eqn in enumerate(jaxpr.eqns):
-            for v in eqn.invars:
-                if not isinstance(v, Literal):
-                    last[v] = k
-        outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
-        reuse = _Reuse(jaxpr, last, outs, donated)
-        in_place = 0     # equations that write into a dying operand's buffer
-        live_tmp, peak = 0, 0
-        counter = 0
-        for k, eqn in enumerate(jaxpr.eqns):
-            fn = f"f{k}"
-            glb[fn] = eqn.primitive.impl_for([v.aval for v in eqn.invars], eqn.params)
-            outn = []
-            for v in eqn.outvars:
-                names[v] = f"v{counter}"
-                counter += 1
-                outn.append(names[v])
-            args = ", ".join(nm(v) for v in eqn.invars)
-            call = f"{fn}({args})"
-            comment = f"  # {eqn.primitive.name}"
-            if eqn.primitive.view:
-                comment += " (a view of its operand: no copy)"
-            if "kernel" in eqn.params and eqn.primitive.kind == "kernel":
-                comment += f" {eqn.params['kernel'].name} (see the fused kernels)"
-            buf = reuse.buffer(k, eqn)
-            ufunc = None
-            if buf is not None and eqn.primitive.inplace.ufunc is not None:
-                ufunc = reuse.ufunc(eqn)
-                buf = buf if ufunc is not None else None
-            if buf is not None:
-                # the result takes over the dying operand's buffer: nothing allocated
-                in_place += 1
-                if ufunc is None:     # copy of a buffer nobody else sees: a rename
-                    lines.append(f"    {outn[0]} = {names[buf]}{comment}, in place "
-                                 f"(renames {names[buf]})")
-                else:
-                    glb[f"u{k}"] = ufunc
-                    lines.append(f"    {outn[0]} = u{k}({args}, out={names[buf]})"
-                                 f"{comment}, in place into {names[buf]}")
-            elif reuse._fresh(eqn) and \
-                    _nbytes(eqn.outvars[0].aval) >= POOL.min_bytes and \
-                    reuse.ufunc(eqn) is not None:
-                # a large fresh result: into a recycled buffer of the pool (no page faults)
-                n, aval = outn[0], eqn.outvars[0].aval
-                glb[f"u{k}"], glb["_pool"] = reuse.ufunc(eqn), pool_empty
-                glb[f"sh_{n}"], glb[f"dt_{n}"] = aval.shape, aval.dtype
-                lines.append(f"    {n} = u{k}({args}, out=_pool(sh_{n}, dt_{n})){comment}, "
-                             f"into a pool buffer")
-            elif eqn.primitive.multiple_results:
-                if outn:
-                    lines.append(f"    _r = {call}{comment}")
-                    for j, (n, v) in enumerate(zip(outn, eqn.outvars)):
-                        glb[f"dt_{n}"] = v.aval.dtype
-                        lines.append(f"    {n} = _exact(_r[{j}], dt_{n})")
-                else:
-                    lines.append(f"    {call}{comment}")
-            else:
-                # implementations may widen (NumPy promotion): keep the declared dtype
-                n = outn[0]
-                glb[f"dt_{n}"] = eqn.outvars[0].aval.dtype
-                lines.append(f"    {n} = {call}{comment}")
-                lines.append(f"    if {n}.dtype != dt_{n}: {n} = _exact({n}, dt_{n})")
-            if buf is None:
-                live_tmp += sum(_nbytes(v.aval) for v in eqn.outvars)
-            peak = max(peak, live_tmp)
-            dead = [v for v in set(eqn.invars) if not isinstance(v, Literal)
-                    and last.get(v) == k and v not in outs and names[v].startswith("v")]
-            if dead:
-                lines.append(f"    del {', '.join(sorted(names[v] for v in dead))}")
-                live_tmp -= sum(_nbytes(v.aval) for v in dead if v is not buf)
-        ret = ", ".join(nm(v) for v in jaxpr.outvars)
-        params = ", ".join([f"c{i}" for i in range(len(jaxpr.constvars))] +
-                           [names[v] for v in jaxpr.invars])
-        # outputs are results, not temporaries: charge only what is freed before the end
-        temp_bytes = max(0, peak - sum(_nbytes(v.aval) for v in outs))
-        src = [f"def {_ident(name)}({params}):"] + (lines or ["    pass"]) + \
-              [f"    return [{ret}]"]
-        if donated:
-            src.insert(1, f"    # arguments {', '.join(f'a{i}' for i in sorted(donated))} "
-                          f"are donated: their buffers may be written in place")
-        source = "\n".join(src)
-        code = compile(source, f"<jaxlite {name}>", "exec")
+        The program is one generated function; each loop or branch body in it (``scan``,
+        ``while``, ``cond``, nested ones too) is a generated function of its own, defined
+        above the function that calls it (see ``_Source``)."""
+        fname = _ident(self.name)
+        while True:
+            gen = _Source(self.name)
+            in_place, temp_bytes = gen.function(jaxpr, fname, "", donated=donated)
+            # a function named like one of the generated globals (``f0``, ``lit3``, ...)
+            # would replace it: rename the generated functions
+            if not any(d in gen.glb for d in gen.def_names):
+                break
+            fname += "_"
+        source = "\n\n".join(gen.defs)
+        code = compile(source, f"<jaxlite {self.name}>", "exec")
+        glb = gen.glb
         exec(code, glb)
-        return source, glb[_ident(name)], in_place, temp_bytes
+        return source, glb[fname], in_place, temp_bytes
 
     def run(self, args, donated=None):
         """Runs on NumPy values; results have the declared dtypes (NumPy scalars possible:
