@@ -45,10 +45,25 @@ def _reduction(name, np_fn, allowed, monoid, identity_ok=True):
         if x.dtype in _HALF:
             (x,) = upcast_half(x)
         return np_fn(x, axis=axes)
-    return Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
-                     flops=_reduce_flops, scalar_op=name, kind="reduction",
-                     reduction=Reduction(monoid, _monoid_identity(monoid)),
-                     sharding=_sr.reduction(monoid))
+
+    def specialize(avals, axes, **sharding):
+        # for a compiled program (static operand aval): the NumPy call alone, without the
+        # per-call checks ``impl`` makes (half precision, an empty max/min)
+        (x,) = avals
+        axes = tuple(axes)
+        if np.dtype(x.dtype) in _HALF or \
+                (not identity_ok and any(x.shape[a] == 0 for a in axes)):
+            return None
+        if np_fn is _sum:
+            return _sum_for(x, axes)
+        return lambda x: np_fn(x, axis=axes)
+
+    p = Primitive(name, abstract_eval=_reduce_aval(name, allowed), impl=impl,
+                  flops=_reduce_flops, scalar_op=name, kind="reduction",
+                  reduction=Reduction(monoid, _monoid_identity(monoid)),
+                  sharding=_sr.reduction(monoid))
+    p.specialize = specialize
+    return p
 
 
 def _monoid_identity(monoid):
@@ -92,6 +107,20 @@ def _sum(x, axis):
     if x.flags.c_contiguous and tuple(sorted(axis)) == tuple(range(nd - len(axis), nd)):
         return np.add.reduce(x, axis=axis)
     return np.add.reduce(x, axis=axis, dtype=wide).astype(x.dtype)
+
+
+def _sum_for(aval, axes):
+    """``_sum`` over ``axes`` for operands of ``aval``, the choice made once: the plain
+    NumPy reduction where it is exact enough, the double-precision one otherwise."""
+    wide = _WIDE.get(np.dtype(aval.dtype))
+    if wide is None:
+        return lambda x: np.add.reduce(x, axis=axes)
+    nd = len(aval.shape)
+    if tuple(sorted(axes)) != tuple(range(nd - len(axes), nd)):
+        return lambda x: np.add.reduce(x, axis=axes, dtype=wide).astype(x.dtype)
+    # a trailing run of axes: one inner loop (pairwise, accurate) when contiguous
+    return lambda x: np.add.reduce(x, axis=axes) if x.flags.c_contiguous else \
+        np.add.reduce(x, axis=axes, dtype=wide).astype(x.dtype)
 
 
 reduce_sum_p = _reduction("reduce_sum", _sum, "fciu", "add")
