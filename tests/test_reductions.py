@@ -348,3 +348,40 @@ def test_inexact_dtype_of_integers_with_x64(x64, rjnp, name, dtype):
     got = getattr(jnp, name)(*[jnp.asarray(a) for a in args])
     want = getattr(rjnp, name)(*args)
     assert got.dtype == want.dtype
+
+
+# ---- the compiled programs' specialised reductions ---------------------------------------
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("shape,axes,transposed", [
+    ((3,), (0,), False), ((4, 5), (0,), False), ((4, 5), (1,), False),
+    ((4, 5), (1,), True), ((2, 3, 4), (1, 2), False), ((2, 3, 4), (0, 2), False),
+    ((), (), False), ((0, 3), (1,), False)])
+def test_specialised_reduction_matches_impl(name, shape, axes, transposed):
+    """``impl_for`` (what a compiled program calls) gives the same values and dtype as the
+    primitive's ``impl`` for float32, including a non-contiguous operand reduced over its
+    trailing axis (summed in double precision, as impl does)."""
+    from jaxlite.core.avals import ShapedArray
+    from jaxlite.primitives import reduction
+    prim = getattr(reduction, name + "_p")
+    params = {"axes": axes, **({"out_sharding": None} if name == "reduce_sum" else {})}
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape[::-1] if transposed else shape).astype(np.float32)
+    if transposed:
+        x = x.T
+    if x.ndim:
+        x[..., :1] = 0.0        # zeros: the signed-zero handling of max/min
+    fn = prim.impl_for([ShapedArray(shape, np.float32)], params)
+    got, want = np.asarray(fn(x)), np.asarray(prim.impl(x, **params))
+    assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_specialised_sum_accumulates_wide_over_a_leading_axis():
+    """A float32 sum over a non-trailing axis in a compiled program keeps the running sum
+    exact past 2**24 (as XLA does): 2**25 ones over axis 0 is 2**25, not 2**24."""
+    x = jnp.ones((2 ** 25, 1), jnp.float32)
+    out = jaxlite.jit(lambda a: jnp.sum(a, axis=0))(x)
+    assert out.dtype == jnp.float32 and out.shape == (1,)
+    assert float(out[0]) == 2.0 ** 25
