@@ -705,3 +705,71 @@ def test_set_buffer_pool_limit_zero_turns_recycling_off(native, no_gc):
         _buffer.set_buffer_pool_limit(old)
     f(x).block_until_ready()
     assert DEV.memory_stats()["pool_bytes"] >= POOL_N * 4   # recycling again
+
+
+def test_pool_allocates_without_leaving_numpys_huge_page_hint_changed():
+    """A pool miss allocates with NumPy's huge-page hint off (slow first touches where the
+    kernel compacts memory) and restores the process's setting, whatever it was, also
+    when threads allocate at once."""
+    import threading
+    set_hint = _buffer._set_madvise
+    if set_hint is None:
+        pytest.skip("this NumPy has no huge-page switch")
+    before = set_hint(True)
+    try:
+        for want in (True, False, True):
+            set_hint(want)
+            pool = BufferPool(limit=1 << 30, min_bytes=1)
+            a = pool.empty((1 << 20,), np.float32)
+            assert a.shape == (1 << 20,) and a.dtype == np.float32 and a.flags.writeable
+            assert set_hint(want) is want            # unchanged by the allocation
+        pool = BufferPool(limit=1 << 30, min_bytes=1)
+
+        def grab():
+            for _ in range(50):
+                pool.empty((1 << 16,), np.float32)
+        threads = [threading.Thread(target=grab) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert set_hint(True) is True
+    finally:
+        set_hint(before)
+
+
+def test_kernel_outputs_of_one_value_need_no_copy_and_stay_apart():
+    """An expanded fused kernel whose value is both a map output and a reduction operand
+    (softmax's exp) names that value once: no copy equation, and the division writes into
+    its buffer after the sum has read it; two program outputs of one value are still two
+    buffers.  Values bit-identical to the reference evaluator."""
+    from jaxlite.compiler import pipeline
+
+    def softmax(x):
+        e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+        return e / jnp.sum(e, axis=1, keepdims=True)
+
+    def twice(x):
+        y = jnp.sin(x) * 2.0
+        return y, y + 0.0, jnp.sum(y)
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.standard_normal((64, 300)).astype(np.float32))
+    for f, n_out in ((softmax, 1), (twice, 3)):
+        closed, _ = pipeline.optimize(jaxlite.make_jaxpr(f)(x), fusion=True)
+        assert any(e.primitive.name == "kernel" for e in closed.jaxpr.eqns)
+        ex = InterpretedExecutable(closed, f.__name__)
+        token = fp_ignore_begin()
+        try:
+            got = ex.run([np.asarray(x)])
+            want = eval_jaxpr_impl(jaxlite.make_jaxpr(f)(x).jaxpr, [], np.asarray(x))
+        finally:
+            fp_ignore_end(token)
+        assert len(got) == n_out
+        for g, w in zip(got, want):
+            assert_same_bits(g, w)
+        if f is softmax:
+            copies = [ln for ln in ex.as_text().splitlines() if "# copy" in ln]
+            assert all("renames" in ln for ln in copies), copies   # nothing copied
+            assert "div, in place into" in ex.as_text()
+        else:
+            assert not np.shares_memory(np.asarray(got[0]), np.asarray(got[1]))

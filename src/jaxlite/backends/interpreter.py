@@ -59,8 +59,10 @@ class _Reuse:
     their implementations always return a fresh array (a ufunc's new output, or a cast
     copy of it), never an argument, a constant, a literal, a view or a broadcast; and
     when every equation using it is one of those too, so that no view of its buffer can
-    exist.  A donated argument whose every use is such an equation is owned too.  Program
-    outputs are never written (they must survive the program).
+    exist.  A monoid reduction (``reduce_sum``, ``reduce_max``, ...: the primitives with a
+    ``reduction`` fact) may use it too: it reads its operand and returns a new array,
+    never a view of it.  A donated argument whose every use is such an equation is owned
+    too.  Program outputs are never written (they must survive the program).
     """
 
     def __init__(self, jaxpr, last, outs, donated=()):
@@ -74,13 +76,13 @@ class _Reuse:
         for e in jaxpr.eqns:
             if self._fresh(e):
                 v = e.outvars[0]
-                if all(self._fresh_op(u) for u in uses.get(v, ())):
+                if all(self._safe_use(u) for u in uses.get(v, ())):
                     self.owned.add(v)
         # a donated argument (the caller gave up its buffer, see run) is owned likewise
         self.donated = set()
         for i in donated:
             v = jaxpr.invars[i]
-            if v.aval.ndim >= 1 and all(self._fresh_op(u) for u in uses.get(v, ())):
+            if v.aval.ndim >= 1 and all(self._safe_use(u) for u in uses.get(v, ())):
                 self.owned.add(v)
                 self.donated.add(v)
 
@@ -88,6 +90,11 @@ class _Reuse:
     def _fresh_op(e):
         return e.primitive.inplace is not None and \
             not e.primitive.multiple_results and len(e.outvars) == 1
+
+    @classmethod
+    def _safe_use(cls, e):
+        """``e`` may read an owned variable: it keeps no view of its operands."""
+        return cls._fresh_op(e) or getattr(e.primitive, "reduction", None) is not None
 
     def _fresh(self, e):
         return self._fresh_op(e) and e.outvars[0].aval.ndim >= 1

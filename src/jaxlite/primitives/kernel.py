@@ -194,7 +194,7 @@ _REDUCE_PRIMS = {"add": "reduce_sum", "max": "reduce_max", "min": "reduce_min",
                  "mul": "reduce_prod"}
 
 
-def _expand_kernel(eqn, out_eqns):
+def _expand_kernel(eqn, out_eqns, renames=None, keep=frozenset()):
     from ..core.primitive import primitives
     from ..ir.jaxpr import JaxprEqn, Literal, Var
     k: Kernel = eqn.params["kernel"]
@@ -234,6 +234,8 @@ def _expand_kernel(eqn, out_eqns):
             full[ov] = nv
             outs.append(nv)
         out_eqns.append(be.replace(invars=ins, outvars=outs))
+    inputs = {x for x in eqn.invars if not isinstance(x, Literal)}
+    renamed = set()
     for bo, o, target in zip(k.body.outvars, k.outputs, eqn.outvars):
         v = read(bo)
         if rank(v) == 0 and shape:
@@ -253,6 +255,14 @@ def _expand_kernel(eqn, out_eqns):
         if v is target:
             continue
         if not isinstance(v, Literal) and v.aval.shape == o.aval.shape:
+            if renames is not None and target not in keep and v not in inputs and \
+                    v not in renamed:
+                # the value computed here, under the output's name: no copy (a second
+                # output of the same value, a program output or a kernel operand passed
+                # through keeps its own buffer: a copy)
+                renames[target] = v
+                renamed.add(v)
+                continue
             out_eqns.append(JaxprEqn(prims["copy"], [v], [target], {}))
         else:
             out_eqns.append(JaxprEqn(prims["reshape"], [v], [target],
@@ -263,14 +273,18 @@ def _expand_kernel(eqn, out_eqns):
 def expand_kernels(closed):
     """``closed`` with every kernel equation replaced by the array equations it stands for
     (same results; what a backend without a kernel code generator runs)."""
-    from ..ir.jaxpr import ClosedJaxpr, Jaxpr
+    from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
     j = closed.jaxpr
     if not any(e.primitive is kernel_p for e in j.eqns):
         return closed
-    eqns = []
+    eqns, renames = [], {}
+    keep = {v for v in j.outvars if not isinstance(v, Literal)}
     for e in j.eqns:
+        if renames and any(v in renames for v in e.invars if not isinstance(v, Literal)):
+            e = e.replace(invars=[renames.get(v, v) if not isinstance(v, Literal) else v
+                                  for v in e.invars])
         if e.primitive is kernel_p:
-            _expand_kernel(e, eqns)
+            _expand_kernel(e, eqns, renames, keep)
         else:
             eqns.append(e)
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars), closed.consts)
