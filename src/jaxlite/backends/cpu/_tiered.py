@@ -333,7 +333,10 @@ def estimate(jaxpr) -> tuple:
 def numba_ready() -> bool:
     """Whether this process has set Numba up (compiled or loaded a kernel): loading a
     program's machine code then takes milliseconds, not the first load's 0.3 s."""
-    from . import _cache
+    import sys
+    _cache = sys.modules.get(__package__ + "._cache")
+    if _cache is None:       # never imported: nothing compiled or loaded (and a first
+        return False         # call is spared the import, about 5 ms)
     st = _cache.stats()
     return st["compiled"] + st["loaded"] + st["memory"] > 0
 
