@@ -19,6 +19,11 @@ import jaxlite as jax
 import jaxlite.numpy as jnp
 
 pytest.importorskip("numba")
+from jaxlite.backends.cpu import _tiered  # noqa: E402
+
+# the fewest elements with which a fused kernel of several operations tiers up: the
+# programs here that must tier up use this many
+N = _tiered.NATIVE_FUSED_MIN_ELEMENTS
 
 HOT = """
     import json, logging, os, sys, time
@@ -27,13 +32,14 @@ HOT = """
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
     from jaxlite.backends.cpu import _build_process, _cache, _tiered
+    N = _tiered.NATIVE_FUSED_MIN_ELEMENTS
     from jaxlite.config import config
 
     def f(x, y):
         return jnp.sum(jnp.tanh(x) * 3.0 + y), (x * 7 - y) / 2
 
-    x = jnp.asarray(np.linspace(-2, 2, 12, dtype=np.float32))
-    y = jnp.asarray(np.arange(12, dtype=np.float32))
+    x = jnp.asarray(np.linspace(-2, 2, N, dtype=np.float32))
+    y = jnp.asarray(np.arange(N, dtype=np.float32))
     g = jax.jit(f)
     outs = [g(x, y) for _ in range(3)]
     ex = next(iter(g._cache.values())).compiled._program.executable
@@ -163,6 +169,7 @@ CALLBACK = """
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
     from jaxlite.backends.cpu import _cache, _tiered
+    N = _tiered.NATIVE_FUSED_MIN_ELEMENTS
 
     seen = []
     def host(v):                      # a local function: it does not pickle
@@ -173,7 +180,7 @@ CALLBACK = """
         y = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
         return jnp.sum(jnp.tanh(y) * 3.0 + x)
 
-    x = jnp.asarray(np.linspace(0.1, 2, 12, dtype=np.float32))
+    x = jnp.asarray(np.linspace(0.1, 2, N, dtype=np.float32))
     g = jax.jit(f)
     outs = [float(g(x)) for _ in range(3)]
     assert _tiered.wait_all(120)
@@ -187,7 +194,7 @@ def test_a_program_that_does_not_pickle_builds_in_this_process(tmp_path):
     r, err = _python(tmp_path, CALLBACK)
     assert "cannot be sent to the build process" in err, err
     assert r["switches"]["native"] == 1 and r["calls"] == 4
-    xs = np.linspace(0.1, 2, 12, dtype=np.float32)
+    xs = np.linspace(0.1, 2, N, dtype=np.float32)
     want = float(np.sum(np.tanh(xs * 2) * 3 + xs, dtype=np.float32))
     np.testing.assert_allclose(r["outs"], [want] * 4, rtol=2e-6)
 
@@ -298,7 +305,8 @@ TWO = """
     import numpy as np
     import jaxlite as jax, jaxlite.numpy as jnp
     from jaxlite.backends.cpu import _tiered
-    x = jnp.asarray(np.linspace(0.1, 2, 12, dtype=np.float32))
+    N = _tiered.NATIVE_FUSED_MIN_ELEMENTS
+    x = jnp.asarray(np.linspace(0.1, 2, N, dtype=np.float32))
     res = {}
     for name, f in (("a", lambda v: jnp.sum(jnp.exp(v) * 3.0)),
                     ("b", lambda v: jnp.max(jnp.tanh(v) * 2.0 - v))):
@@ -324,7 +332,7 @@ def test_a_cached_program_loads_in_its_first_call_once_numba_is_set_up(tmp_path)
     # loads; the next program, with Numba set up, runs native code from its first call
     assert r2["a"]["tiers"] == ["interpreter", "native", "native"], r2
     assert r2["b"]["tiers"] == ["native", "native", "native"], r2
-    xs = np.linspace(0.1, 2, 12, dtype=np.float32)
+    xs = np.linspace(0.1, 2, N, dtype=np.float32)
     np.testing.assert_allclose(r2["a"]["outs"], [np.sum(np.exp(xs) * 3)] * 3, rtol=2e-6)
     np.testing.assert_allclose(r2["b"]["outs"], [np.max(np.tanh(xs) * 2 - xs)] * 3,
                                rtol=2e-6)
