@@ -336,3 +336,25 @@ def test_a_cached_program_loads_in_its_first_call_once_numba_is_set_up(tmp_path)
     np.testing.assert_allclose(r2["a"]["outs"], [np.sum(np.exp(xs) * 3)] * 3, rtol=2e-6)
     np.testing.assert_allclose(r2["b"]["outs"], [np.max(np.tanh(xs) * 2 - xs)] * 3,
                                rtol=2e-6)
+
+
+def test_the_build_process_runs_at_lower_priority_from_its_start():
+    """The build process's priority is this process's lowered by BUILD_NICENESS (at most
+    19), set before it imports anything: its command line sets it first."""
+    from jaxlite.backends.cpu import _build_process
+    if not hasattr(os, "getpriority") or not os.path.exists("/proc/self/stat"):
+        pytest.skip("no process priorities here")
+    want = min(19, os.getpriority(os.PRIO_PROCESS, 0) + _build_process.BUILD_NICENESS)
+    env = _build_process._child_env()
+    assert env[_build_process._PRIORITY_VAR] == str(want)
+    boot = _build_process._command()[-1]
+    assert boot.index("setpriority") < boot.index("import main")
+    # the real build process (this test process's; started here if not yet)
+    p = _build_process._process()
+
+    def nice():                              # field 19 of stat: the nice value
+        return int(open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()[16])
+    t = time.monotonic()                     # (its interpreter starts first)
+    while nice() != want and time.monotonic() - t < 10:
+        time.sleep(0.005)
+    assert nice() == want
