@@ -111,14 +111,18 @@ def _dot_plan(lshape, rshape, dimension_numbers):
     n = math.prod(rshape[i] for i in rf)
     out = tuple(lshape[i] for i in lb) + tuple(lshape[i] for i in lf) + \
         tuple(rshape[i] for i in rf)
-    vector_dot = len(lshape) == len(rshape) == 1 and lc == (0,) and rc == (0,)
+    # NumPy's ``dot`` itself: 1-D or 2-D operands, no batch, the last axis of ``lhs``
+    # against the first of ``rhs`` (vector . vector, matrix . vector, vector . matrix,
+    # matrix . matrix: one BLAS call, no reshapes)
+    plain = not lb and len(lc) == 1 and len(lshape) in (1, 2) and len(rshape) in (1, 2) \
+        and lc[0] == len(lshape) - 1 and rc[0] == 0
     return (list(lb) + lf + list(lc), list(rb) + list(rc) + rf, (nb, m, k), (nb, k, n), out,
-            vector_dot)
+            plain)
 
 
 def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
               out_sharding=None):
-    perm_a, perm_b, a_shape, b_shape, out_shape, vector_dot = \
+    perm_a, perm_b, a_shape, b_shape, out_shape, plain = \
         _dot_plan(lhs.shape, rhs.shape, dimension_numbers)
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     if lhs.dtype != rhs.dtype:
@@ -135,7 +139,7 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
         lhs, rhs = upcast_half(lhs, rhs)
     if lhs.dtype == np.bool_:
         lhs, rhs = lhs.astype(np.int32), rhs.astype(np.int32)
-    if vector_dot:
+    if plain:
         out = np.dot(lhs, rhs)
     else:
         a = np.transpose(lhs, perm_a).reshape(a_shape)
@@ -173,11 +177,11 @@ dot_general_p.pp_params = _dot_pp_params
 
 def _dot_specialize(avals, dimension_numbers, precision=None,
                     preferred_element_type=None, out_sharding=None):
-    """A 1-D . 1-D contraction of equal, non-half, non-bool dtypes with no wider
+    """A plain contraction (``_dot_plan``: 1-D or 2-D operands, the last axis of ``lhs``
+    against the first of ``rhs``) of equal, non-half, non-bool dtypes with no wider
     accumulation type is NumPy's ``dot`` itself (what ``_dot_impl`` ends in)."""
     lhs, rhs = avals
-    lc, rc, lb, rb = _dims(dimension_numbers)
-    if (len(lhs.shape) == len(rhs.shape) == 1 and tuple(lc) == (0,) and tuple(rc) == (0,)
+    if (_dot_plan(tuple(lhs.shape), tuple(rhs.shape), dimension_numbers)[5]
             and lhs.dtype == rhs.dtype and lhs.dtype not in _HALF
             and lhs.dtype != np.bool_
             and (preferred_element_type is None
