@@ -44,11 +44,17 @@ def test_vector_dot_impl_for_matches_impl(dtype):
     assert (fn is np.dot) == (dtype in ("float32", "int32"))
 
 
-def test_matrix_dot_and_wider_accumulation_are_not_specialised():
-    a = np.ones((2, 3), np.float32)
+def test_plain_matrix_dot_is_numpys_dot_batched_and_wider_accumulation_are_not():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
     params = dict(dimension_numbers=(((1,), (0,)), ((), ())), precision=None,
                   preferred_element_type=None)
-    assert dot_general_p.impl_for(_avals(a, a.T), params) is not np.dot
+    fn = dot_general_p.impl_for(_avals(a, a.T), params)
+    assert fn is np.dot        # a plain 2-D contraction: one BLAS call
+    np.testing.assert_array_equal(fn(a, a.T), dot_general_p.impl(a, a.T, **params))
+    b = np.ones((4, 2, 3), np.float32)
+    params = dict(dimension_numbers=(((2,), (1,)), ((0,), (0,))), precision=None,
+                  preferred_element_type=None)
+    assert dot_general_p.impl_for(_avals(b, np.swapaxes(b, 1, 2)), params) is not np.dot
     v = np.ones(3, np.int8)
     params = dict(dimension_numbers=(((0,), (0,)), ((), ())), precision=None,
                   preferred_element_type=np.int32)
