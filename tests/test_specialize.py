@@ -74,3 +74,43 @@ def test_jitted_program_results_unchanged_on_the_interpreter():
     assert out.dtype == np.float32 and float(out) == 38.0
     assert outh.dtype == np.float16
     np.testing.assert_array_equal(np.asarray(outh), np.array([3.75, 2.0, 12.0], np.float16))
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("lhs,rhs", [
+    ((2, 0), (0, 3)),            # an empty contraction: zeros
+    ((0,), (0,)),                # empty vectors: 0
+    ((0, 4), (4,)),              # an empty result
+    ((1, 1), (1, 5)),            # size-1 axes
+    ((5,), (5, 1)),              # vector . matrix with one column
+    ((3, 4), (4,)),              # matrix . vector
+    ((4,), (4, 3)),              # vector . matrix
+    ((3, 4), (4, 2))])           # matrix . matrix
+@pytest.mark.parametrize("dtype", ["float32", "int32", "complex64"])
+def test_plain_dots_match_jax_at_the_edges(rjax, lhs, rhs, dtype):
+    """The plain contractions that now run as numpy.dot on the interpreter, against real
+    JAX: empty and size-1 axes, integers, complex values, and nan/inf in float operands
+    (the specialised call and impl agree bit for bit)."""
+    from jaxlite.config import config
+    rng = np.random.default_rng(1)
+    a = (rng.integers(-3, 4, lhs) + (1j * rng.integers(-2, 3, lhs) if dtype == "complex64"
+                                     else 0)).astype(dtype)
+    b = (rng.integers(-3, 4, rhs) + (1j * rng.integers(-2, 3, rhs) if dtype == "complex64"
+                                     else 0)).astype(dtype)
+    if dtype == "float32" and a.size:
+        a.reshape(-1)[0] = _NAN
+        a.reshape(-1)[-1] = _INF
+    want = rjax.jit(rjax.numpy.dot)(a, b)
+    with config._override("jaxlite_backend", "interpreter"):
+        got = jax.jit(jnp.dot)(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    dn = (((len(lhs) - 1,), (0,)), ((), ()))
+    params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
+    fn = dot_general_p.impl_for(_avals(a, b), params)
+    assert fn is np.dot
+    with np.errstate(invalid="ignore"):       # inf * 0: nan, as in JAX (no warning there)
+        np.testing.assert_array_equal(np.asarray(fn(a, b)),
+                                      np.asarray(dot_general_p.impl(a, b, **params)))

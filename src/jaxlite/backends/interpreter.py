@@ -176,8 +176,7 @@ class _Source:
     ``b3_1_`` for branch 1 of a cond), so every function shares one namespace.
     """
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self):
         self.glb = {"_exact": exact, "_np": np, "_own": _own}
         self.defs = []          # function sources, each after the functions it calls
         self.def_names = []
@@ -405,7 +404,6 @@ def _assign(targets, values):
 _CONTROL = {scan_p: _Source.scan, while_p: _Source.while_, cond_p: _Source.cond}
 
 
-
 class InterpretedExecutable(Executable):
     """Generated Python over NumPy; ``source`` is what ``as_text`` shows."""
 
@@ -433,7 +431,7 @@ class InterpretedExecutable(Executable):
         above the function that calls it (see ``_Source``)."""
         fname = _ident(self.name)
         while True:
-            gen = _Source(self.name)
+            gen = _Source()
             in_place, temp_bytes = gen.function(jaxpr, fname, "", donated=donated)
             # a function named like one of the generated globals (``f0``, ``lit3``, ...)
             # would replace it: rename the generated functions

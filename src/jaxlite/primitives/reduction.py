@@ -94,33 +94,29 @@ _HALF = dtypes.UPCAST     # float16, bfloat16, the narrow types: computed wider
 _WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
 
 
-def _sum(x, axis):
-    # NumPy's pairwise summation only applies along the contiguous inner loop; over any
-    # other axis it adds row by row, and a float32 running sum stalls at 2**24 (XLA sums
-    # in a tree).  There the sum accumulates in double precision and is rounded back once.
-    # A C-contiguous operand reduced over a trailing run of axes is one contiguous inner
-    # loop (pairwise, accurate) and keeps the fast path.
-    wide = _WIDE.get(x.dtype)
-    if wide is None:
-        return np.add.reduce(x, axis=axis)
-    nd = x.ndim
-    if x.flags.c_contiguous and tuple(sorted(axis)) == tuple(range(nd - len(axis), nd)):
-        return np.add.reduce(x, axis=axis)
-    return np.add.reduce(x, axis=axis, dtype=wide).astype(x.dtype)
-
-
 def _sum_for(aval, axes):
-    """``_sum`` over ``axes`` for operands of ``aval``, the choice made once: the plain
-    NumPy reduction where it is exact enough, the double-precision one otherwise."""
+    """The float32-accurate sum over ``axes`` of operands like ``aval`` (its shape and
+    dtype), as a callable of the operand: the choice made once.
+
+    NumPy's pairwise summation only applies along the contiguous inner loop; over any
+    other axis it adds row by row, and a float32 running sum stalls at 2**24 (XLA sums in
+    a tree).  There the sum accumulates in double precision and is rounded back once.  A
+    C-contiguous operand reduced over a trailing run of axes is one contiguous inner loop
+    (pairwise, accurate) and keeps the plain reduction."""
+    axes = tuple(axes)
     wide = _WIDE.get(np.dtype(aval.dtype))
     if wide is None:
         return lambda x: np.add.reduce(x, axis=axes)
     nd = len(aval.shape)
     if tuple(sorted(axes)) != tuple(range(nd - len(axes), nd)):
         return lambda x: np.add.reduce(x, axis=axes, dtype=wide).astype(x.dtype)
-    # a trailing run of axes: one inner loop (pairwise, accurate) when contiguous
     return lambda x: np.add.reduce(x, axis=axes) if x.flags.c_contiguous else \
         np.add.reduce(x, axis=axes, dtype=wide).astype(x.dtype)
+
+
+def _sum(x, axis):
+    """``reduce_sum``'s eager implementation: ``_sum_for`` decided for ``x`` and run."""
+    return _sum_for(x, axis)(x)
 
 
 reduce_sum_p = _reduction("reduce_sum", _sum, "fciu", "add")

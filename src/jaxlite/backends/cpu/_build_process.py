@@ -8,11 +8,9 @@ waits up to the switch interval (5 ms) to get it back, so a 10 us call can take 
 the tiered backend builds elsewhere:
 
 - one build process per user process, started on the first native build, at a lower
-  scheduling priority (``BUILD_NICENESS`` below the user's process), set by its command
-  line before it imports anything: its imports take about a second of CPU, and at the
-  user's priority they slowed a BLAS-heavy program's next calls (W4's first 20 calls took
-  0.64-1.0 s with the priority lowered after the imports, 0.28-0.32 s with it lowered
-  first); on a busy machine the running program keeps the cores;
+  scheduling priority (``BUILD_NICENESS`` below the user's process), set by its first
+  lines (``_build_boot.py``) before it imports anything; on a busy machine the running
+  program keeps the cores;
 - a job is the optimised program (a ``ClosedJaxpr`` with host constants, pickled; a
   primitive pickles by name) and where the persistent cache lives; the build process
   constructs the native executable, which compiles each kernel into the persistent cache
@@ -41,6 +39,8 @@ import struct
 import subprocess
 import sys
 import threading
+
+from . import _build_boot
 
 BUILD_NICENESS = 10
 """How much lower the build process's scheduling priority is (``os.nice``)."""
@@ -85,30 +85,16 @@ def _child_env() -> dict:
     if hasattr(os, "getpriority"):
         # the build process's priority, set before it imports anything (its imports take
         # about a second of CPU): this process's, lowered by BUILD_NICENESS
-        env[_PRIORITY_VAR] = str(min(19, os.getpriority(os.PRIO_PROCESS, 0) +
+        env[_build_boot.PRIORITY_VAR] = str(min(19, os.getpriority(os.PRIO_PROCESS, 0) +
                                      BUILD_NICENESS))
     return env
 
 
-_PRIORITY_VAR = "JAXLITE_BUILD_PRIORITY"
-
-_BOOT = f"""\
-import os
-p = os.environ.get({_PRIORITY_VAR!r})
-if p and hasattr(os, "setpriority"):
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, int(p))
-    except (OSError, ValueError):
-        pass
-from jaxlite.backends.cpu._build_process import main
-main()
-"""
-
-
 def _command() -> list:
-    """The build process's command line: lowers its priority first, then imports jaxlite
-    and serves jobs (``main``)."""
-    return [sys.executable, "-c", _BOOT]
+    """The build process's command line: ``_build_boot.py`` as a script (lowers the
+    priority, then imports jaxlite and serves jobs: ``main``)."""
+    return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "_build_boot.py")]
 
 
 def _process():
@@ -257,22 +243,9 @@ def _serve(inp, out) -> None:
             return
 
 
-def _lower_priority() -> None:
-    """This process's scheduling priority: the one the user's process asked for (absolute,
-    so setting it again changes nothing), else ``BUILD_NICENESS`` lower than now."""
-    p = os.environ.get(_PRIORITY_VAR)
-    try:
-        if p and hasattr(os, "setpriority"):
-            os.setpriority(os.PRIO_PROCESS, 0, int(p))
-        elif hasattr(os, "nice"):
-            os.nice(BUILD_NICENESS)
-    except (OSError, ValueError):     # pragma: no cover - not allowed: normal priority
-        pass
-
-
 def main() -> None:
     """Entry point of the build process: serves jobs from stdin until it closes."""
-    _lower_priority()
+    _build_boot.lower_priority(BUILD_NICENESS)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # stray prints: not the protocol
     _serve(sys.stdin.buffer, out)

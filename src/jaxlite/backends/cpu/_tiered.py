@@ -54,6 +54,7 @@ import hashlib
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -149,7 +150,6 @@ def _at_exit() -> None:
     # queued builds are dropped (the worker skips them).  A build in this process's
     # worker thread in progress is waited for, and not for long; one the build process
     # has, or one that only loads from the persistent cache, is not.
-    import sys
     _build_process = sys.modules.get(__package__ + "._build_process")
 
     def shutdown():       # the build process, when this process started one
@@ -206,7 +206,6 @@ def _kernel_texts(jaxpr, out: list) -> None:
 def program_key(closed) -> str:
     """A hash of an optimised program (its text, its fused kernels, its constants) and the
     jaxlite/Python versions: the name of its "native code built before" marker."""
-    import sys
     from ... import __version__
     from ...core.eager import host_value
     h = hashlib.sha256()
@@ -346,7 +345,6 @@ def estimate(jaxpr) -> tuple:
 def numba_ready() -> bool:
     """Whether this process has set Numba up (compiled or loaded a kernel): loading a
     program's machine code then takes milliseconds, not the first load's 0.3 s."""
-    import sys
     _cache = sys.modules.get(__package__ + "._cache")
     if _cache is None:       # never imported: nothing compiled or loaded (and a first
         return False         # call is spared the import, about 5 ms)
