@@ -30,6 +30,28 @@ def test_elementwise_impl_for_matches_impl(prim, dtype):
     assert (fn is prim.impl) == half       # half precision keeps the checking wrapper
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "float16"])
+@pytest.mark.parametrize("name", ["tanh", "sin", "sqrt", "atanh", "abs"])
+def test_complex_aware_impl_for_is_numpys_function_on_real_operands(name, dtype):
+    # tanh, sin, ... check for complex operands per call; a compiled program on real
+    # operands binds NumPy's function itself, on complex ones the checking wrapper
+    prim = getattr(ew, f"{name}_p")
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.99, 3.0, 1e-30], dtype)
+    if dtype == "complex64":
+        with np.errstate(all="ignore"):
+            x = x + np.array(1j, dtype) * x[::-1]
+    fn = prim.impl_for(_avals(x), {})
+    with np.errstate(all="ignore"):
+        got, want = fn(x), prim.impl(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got.real), np.signbit(want.real))
+    if dtype in ("float32", "float64"):
+        assert isinstance(fn, np.ufunc)
+    else:
+        assert not isinstance(fn, np.ufunc)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float16"])
 def test_vector_dot_impl_for_matches_impl(dtype):
     rng = np.random.default_rng(1)

@@ -53,11 +53,17 @@ def _half(fn):
 
 def _specialize_half(fn):
     """The ``specialize`` rule of a ``_half`` implementation: ``fn`` itself (no per-call
-    dtype check) when no operand is float16/bfloat16."""
+    dtype check) when no operand is float16/bfloat16; for a ``_complex_aware`` ``fn`` on
+    real operands, its NumPy function."""
+    real = getattr(fn, "_real_fn", None)
+
     def rule(avals, **params):
         if any(a.dtype in _F16S for a in avals):
             return None
-        return functools.partial(fn, **params) if params else fn
+        f = fn
+        if real is not None and all(a.dtype.kind != "c" for a in avals):
+            f = real
+        return functools.partial(f, **params) if params else f
     return rule
 
 
@@ -121,6 +127,7 @@ def _complex_aware(real_fn, complex_fn):
     def impl(x):
         return complex_fn(x) if x.dtype.kind == "c" else real_fn(x)
     impl.__name__ = getattr(complex_fn, "__name__", "impl")
+    impl._real_fn = real_fn    # what a compiled program calls on real operands
     return impl
 
 
