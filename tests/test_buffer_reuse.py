@@ -370,7 +370,15 @@ def interpreter():
         yield
 
 
-def test_jitted_chain_peak_is_input_plus_output(interpreter, no_gc):
+@pytest.fixture
+def unchunked(monkeypatch):
+    # whole-array evaluation of every kernel (the interpreter runs kernels of at least
+    # CHUNK_MIN elements in chunks: tests/test_interpreter_chunks.py)
+    from jaxlite.backends import interpreter as interp_mod
+    monkeypatch.setattr(interp_mod, "CHUNK_MIN", 1 << 40)
+
+
+def test_jitted_chain_peak_is_input_plus_output(interpreter, no_gc, unchunked):
     x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
     compiled = jaxlite.jit(chain).lower(x).compile()
     assert compiled.memory_analysis()["temp_size_in_bytes"] == 0
@@ -396,7 +404,7 @@ def _host_peak_of_call(f, x):
     return out, peak
 
 
-def test_jitted_chain_host_allocations_are_one_buffer(interpreter, no_gc):
+def test_jitted_chain_host_allocations_are_one_buffer(interpreter, no_gc, unchunked):
     # the host memory really allocated during a call (NumPy reports its buffers to
     # tracemalloc), not only what the accounting claims: the output and no temporary
     x = jnp.asarray(np.linspace(-3, 3, 1_000_000, dtype=np.float32))

@@ -9,6 +9,13 @@ Python loop (or a branch call) in the text, each body a generated function of it
 (nested ones recursively), so a 1000-step scan costs its NumPy calls, not 1000 walks of the
 body's equations through the primitives' implementations (see ``_Source``).
 
+Large elementwise kernels: a fused kernel of at least ``CHUNK_MIN`` elements whose inputs
+are scalars or arrays of its whole iteration space is not expanded into whole-array
+equations: its body is generated for a chunk of ``CHUNK`` elements, and ``_run_chunked``
+runs the chunks on the calling thread and a pool of the host's other cores (NumPy drops
+the interpreter lock in its loops).  The body's temporaries then stay in the cache; the
+values are those of the whole-array evaluation, bit for bit (see ``chunkable``).
+
 Buffer reuse: an elementwise equation whose operand dies there writes its result into that
 operand's buffer (``ufunc(..., out=buffer)``) when the buffer is one this program allocated
 itself and nothing else can see (see ``_Reuse``), with the result's exact shape and dtype,
@@ -21,16 +28,21 @@ recycling pool (runtime/buffer.py) instead of a fresh allocation ("into a pool b
 """
 from __future__ import annotations
 
+import contextvars
+import itertools
 import keyword
+import os
+import threading
 
 import numpy as np
 
 from .. import dtypes
 from ..core.eager import host_value
 from ..primitives.control_flow import cond_p, scan_p, while_p
-from ..primitives.kernel import expand_kernels
+from ..primitives.kernel import Kernel, KernelInput, KernelOutput, expand_kernels, kernel_p
 from ..ir.interpret import exact
-from ..ir.jaxpr import ClosedJaxpr, Literal
+from ..core.avals import ShapedArray
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from ..runtime.buffer import POOL, pool_empty
 from .base import Executable, register_backend
 
@@ -93,8 +105,11 @@ class _Reuse:
 
     @classmethod
     def _safe_use(cls, e):
-        """``e`` may read an owned variable: it keeps no view of its operands."""
-        return cls._fresh_op(e) or getattr(e.primitive, "reduction", None) is not None
+        """``e`` may read an owned variable: it keeps no view of its operands (a kernel
+        equation left in a program is a chunked one: it writes fresh arrays or, in place,
+        the owned operand it chooses, see ``_Source.kernel``)."""
+        return cls._fresh_op(e) or getattr(e.primitive, "reduction", None) is not None \
+            or e.primitive is kernel_p
 
     def _fresh(self, e):
         return self._fresh_op(e) and e.outvars[0].aval.ndim >= 1
@@ -216,6 +231,7 @@ class _Source:
                     last[v] = k
         outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
         reuse = _Reuse(jaxpr, last, outs, donated)
+        self._reuse = reuse       # read by ``kernel``
         in_place = 0     # equations that write into a dying operand's buffer
         live_tmp, peak = 0, 0
         counter = 0
@@ -230,7 +246,8 @@ class _Source:
             buf = None
             if control is not None:
                 # a loop or branch: its bodies as generated functions, the loop here
-                control(self, eqn, k, fname, pre, [nm(v) for v in eqn.invars], outn, lines)
+                in_place += control(self, eqn, k, fname, pre, [nm(v) for v in eqn.invars],
+                                    outn, lines) or 0
             else:
                 glb[fn] = eqn.primitive.impl_for([v.aval for v in eqn.invars], eqn.params)
                 args = ", ".join(nm(v) for v in eqn.invars)
@@ -312,7 +329,7 @@ class _Source:
     def body(self, closed, fname, pre, what, single=False):
         """Generates the body ``closed`` (a ClosedJaxpr) as the function ``fname``;
         returns the names of the globals holding its constants."""
-        closed = expand_kernels(closed)
+        closed = expand_kernels(closed, keep=chunkable)
         self.function(closed.jaxpr, fname, pre, single=single,
                       consts=[host_value(c) for c in closed.consts],
                       doc=f"    # {what}")
@@ -379,6 +396,55 @@ class _Source:
                      f"({', '.join(names)},)[{pick}]({', '.join(ops)})")
         self._finish(eqn, pre, res, outn, ops + kept, lines)
 
+    def kernel(self, eqn, k, fname, pre, ins, outn, lines):
+        """A large elementwise kernel (``chunkable``): its body generated once for a
+        chunk of ``CHUNK`` elements (and once for the last, shorter chunk), and
+        ``_run_chunked`` runs the chunks over the host's cores."""
+        kern = eqn.params["kernel"]
+        n = kern.shape and int(np.prod(kern.shape))
+        # an output may take over a dying owned operand of its shape and dtype: each chunk
+        # is read whole before its results are written, and chunks never overlap
+        reuse, into, taken = self._reuse, [], set()
+        for v in eqn.outvars:
+            buf = None
+            for j, x in enumerate(eqn.invars):
+                if not isinstance(x, Literal) and x in reuse.owned and \
+                        reuse.last.get(x) == k and x not in reuse.outs and j not in taken \
+                        and x.aval.shape == v.aval.shape and x.aval.dtype == v.aval.dtype:
+                    buf = j
+                    taken.add(j)
+                    break
+            into.append(buf)
+        fns = []
+        for size in sorted({CHUNK, n % CHUNK} - {0}, reverse=True):
+            body = f"{fname}_kernel{k}_{size}"
+            inputs = [KernelInput(ShapedArray((size,) if i.aval.ndim else (), i.aval.dtype),
+                                  (0,) if i.aval.ndim else ()) for i in kern.inputs]
+            outputs = [KernelOutput("map", ShapedArray((size,), o.aval.dtype))
+                       for o in kern.outputs]
+            chunk = Kernel((size,), inputs, kern.body, outputs, name=f"{kern.name}_{size}")
+            invars = [Var(i.aval) for i in inputs]
+            outvars = [Var(o.aval) for o in outputs]
+            closed = ClosedJaxpr(Jaxpr([], invars, [JaxprEqn(kernel_p, invars, outvars,
+                                                             {"kernel": chunk})], outvars), [])
+            self.body(closed, body, f"{pre}kc{k}_{size}_",
+                      f"{size} elements of the kernel {kern.name} at equation {k} of {fname}")
+            fns.append(body)
+        fn_rem = fns[-1] if n % CHUNK else "None"
+        self.glb["_run_chunked"] = _run_chunked
+        self.glb[f"{pre}sh_k{k}"] = kern.shape
+        self.glb[f"{pre}dt_k{k}"] = tuple(o.aval.dtype for o in kern.outputs)
+        full = tuple(bool(i.aval.ndim) for i in kern.inputs)
+        dest = [ins[j] if j is not None else "None" for j in into]
+        lines.append(f"    # kernel {kern.name} over {list(kern.shape)}: {fns[0]} on chunks "
+                     f"of {CHUNK} elements, over the host's cores" +
+                     "".join(f"; {o} in place into {ins[j]}" for o, j in zip(outn, into)
+                             if j is not None))
+        lines.append(f"    {_tuple(outn, '_')} = _run_chunked({fns[0]}, {fn_rem}, "
+                     f"({_tuple(ins)}), {full}, {pre}sh_k{k}, {pre}dt_k{k}, "
+                     f"({_tuple(dest)}))")
+        return sum(j is not None for j in into)
+
     def _finish(self, eqn, pre, tmp, outn, inputs, lines):
         """The loop's or branch's results: fresh arrays of the declared dtypes."""
         ins = f"({_tuple(inputs)})"
@@ -401,7 +467,97 @@ def _assign(targets, values):
     return f"{_tuple(targets)} = {_tuple(values)}"
 
 
-_CONTROL = {scan_p: _Source.scan, while_p: _Source.while_, cond_p: _Source.cond}
+_CONTROL = {scan_p: _Source.scan, while_p: _Source.while_, cond_p: _Source.cond,
+            kernel_p: _Source.kernel}
+
+
+# ---- large elementwise kernels in chunks, over the host's cores ---------------------------
+# An expanded kernel makes one pass over memory per body operation, each writing a result
+# as large as the kernel (W2's 10-million-element kernel: 8 passes over 40 MB arrays).
+# Run over chunks of CHUNK elements instead, the body's temporaries stay in the core's
+# cache, and NumPy, which releases the interpreter lock inside its loops, runs chunks on
+# several threads at once.  Only kernels where every element is computed alone from the
+# same position of its inputs qualify (``chunkable``): then the chunks compute exactly the
+# values of the whole-array evaluation (the same NumPy function on each element).
+
+CHUNK = 1 << 16
+"""Elements per chunk: a float32 chunk is 256 KB, a few of them fit in a core's L2."""
+CHUNK_MIN = 1 << 18
+"""The smallest kernel (in elements) run in chunks."""
+
+
+def chunkable(kern) -> bool:
+    """Whether the interpreter runs kernel ``kern`` in chunks: at least ``CHUNK_MIN``
+    elements, only "map" outputs, and every input either a scalar or an array of the
+    kernel's whole iteration space in its order (no broadcast, no transposed read)."""
+    shape = kern.shape
+    if not shape or int(np.prod(shape)) < max(CHUNK_MIN, CHUNK + 1):
+        return False
+    order = tuple(range(len(shape)))
+    return all(o.kind == "map" for o in kern.outputs) and \
+        all(i.aval.ndim == 0 or (i.aval.shape == shape and i.dims == order)
+            for i in kern.inputs)
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+_POOL_LOCK = threading.Lock()
+_pool = None     # (process id, ThreadPoolExecutor): a forked child makes its own
+
+
+def _executor():
+    global _pool
+    with _POOL_LOCK:
+        if _pool is None or _pool[0] != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+            _pool = (os.getpid(), ThreadPoolExecutor(
+                max(1, _threads() - 1), thread_name_prefix="jaxlite-chunks"))
+        return _pool[1]
+
+
+def _run_chunked(fn, fn_rem, ins, full, shape, dtypes_, into=None):
+    """Runs a chunkable kernel: ``fn`` (``fn_rem`` for a last chunk shorter than
+    ``CHUNK``) maps a chunk of every ``full`` input (scalars pass whole) to the chunk's
+    outputs, which land in fresh arrays of ``shape`` and ``dtypes_`` (or, where ``into``
+    names one, in that operand's buffer: an owned operand dying here).  Chunks are taken in
+    turn by the calling thread and up to (cores - 1) pool threads, each running in a copy
+    of the caller's context (NumPy's error state included)."""
+    n = int(np.prod(shape))
+    flat = [x.reshape(-1) if f else x for x, f in zip(ins, full)]
+    outs = [pool_empty(shape, dt) if d is None else d
+            for dt, d in zip(dtypes_, into or (None,) * len(dtypes_))]
+    flat_outs = [o.reshape(-1) for o in outs]
+    chunks = -(-n // CHUNK)
+    nxt = itertools.count().__next__     # shared by the threads: next() holds the GIL
+
+    def work():
+        while True:
+            c = nxt()
+            if c >= chunks:
+                return
+            lo = c * CHUNK
+            hi = min(lo + CHUNK, n)
+            res = (fn if hi - lo == CHUNK else fn_rem)(
+                *[x[lo:hi] if f else x for x, f in zip(flat, full)])
+            for o, r in zip(flat_outs, res):
+                o[lo:hi] = r
+
+    helpers = min(_threads(), chunks) - 1
+    futures = []
+    if helpers > 0:
+        ex = _executor()
+        futures = [ex.submit(contextvars.copy_context().run, work) for _ in range(helpers)]
+    try:
+        work()
+    finally:
+        for f in futures:
+            f.result()
+    return outs
 
 
 class InterpretedExecutable(Executable):
@@ -411,8 +567,9 @@ class InterpretedExecutable(Executable):
 
     def __init__(self, closed: ClosedJaxpr, name: str):
         # fused kernels run as the array operations they stand for (no code generator
-        # here): the same NumPy calls as the unfused program, without interpreting bodies
-        closed = expand_kernels(closed)
+        # here): the same NumPy calls as the unfused program, without interpreting bodies;
+        # a large elementwise one runs in chunks over the host's cores (``chunkable``)
+        closed = expand_kernels(closed, keep=chunkable)
         jaxpr = closed.jaxpr
         self.name = name
         self.in_avals = [v.aval for v in jaxpr.invars]

@@ -270,21 +270,23 @@ def _expand_kernel(eqn, out_eqns, renames=None, keep=frozenset()):
                                       "sharding": None}))
 
 
-def expand_kernels(closed):
+def expand_kernels(closed, keep=None):
     """``closed`` with every kernel equation replaced by the array equations it stands for
-    (same results; what a backend without a kernel code generator runs)."""
+    (same results; what a backend without a kernel code generator runs); a kernel for
+    which ``keep(kernel)`` is true stays a kernel equation."""
     from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
     j = closed.jaxpr
-    if not any(e.primitive is kernel_p for e in j.eqns):
+    if not any(e.primitive is kernel_p and not (keep and keep(e.params["kernel"]))
+               for e in j.eqns):
         return closed
     eqns, renames = [], {}
-    keep = {v for v in j.outvars if not isinstance(v, Literal)}
+    kept = {v for v in j.outvars if not isinstance(v, Literal)}
     for e in j.eqns:
         if renames and any(v in renames for v in e.invars if not isinstance(v, Literal)):
             e = e.replace(invars=[renames.get(v, v) if not isinstance(v, Literal) else v
                                   for v in e.invars])
-        if e.primitive is kernel_p:
-            _expand_kernel(e, eqns, renames, keep)
+        if e.primitive is kernel_p and not (keep and keep(e.params["kernel"])):
+            _expand_kernel(e, eqns, renames, kept)
         else:
             eqns.append(e)
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars), closed.consts)

@@ -1,0 +1,196 @@
+"""The interpreter runs a large elementwise kernel in chunks over the host's cores
+(backends/interpreter.py ``chunkable``, ``_run_chunked``): the values must be bit-for-bit
+those of the whole-array evaluation, NumPy's error state must hold in every thread, and the
+memory a call allocates must not grow with the kernel beyond its output."""
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.backends import interpreter as interp_mod
+
+MIN = interp_mod.CHUNK_MIN
+CHUNK = interp_mod.CHUNK
+
+
+@pytest.fixture(autouse=True)
+def interpreter():
+    with jaxlite.config._override("jaxlite_backend", "interpreter"):
+        yield
+
+
+def _text(f, *args):
+    return jaxlite.jit(f).lower(*args).compile().as_text()
+
+
+def _run(f, args, chunk_min):
+    """``f``'s results (a list of NumPy arrays) with kernels of at least ``chunk_min``
+    elements chunked, and whether the program text chunks one."""
+    old = interp_mod.CHUNK_MIN
+    interp_mod.CHUNK_MIN = chunk_min
+    try:
+        g = jaxlite.jit(f)       # a new jit: compiled under this threshold
+        out = jaxlite.tree_util.tree_leaves(g(*args))
+        chunked = "_run_chunked" in g.lower(*args).compile().as_text()
+    finally:
+        interp_mod.CHUNK_MIN = old
+    return [np.asarray(o) for o in out], chunked
+
+
+def _same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(np.ascontiguousarray(a).view(np.uint8),
+                          np.ascontiguousarray(b).view(np.uint8))
+
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 3e38, -3e38, 88.7,
+                     -88.7, 1.0, -1.0, 0.5])
+
+
+def _data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 20).astype(dtype)
+    flat = x.reshape(-1)
+    if np.dtype(dtype).kind == "f":
+        # special values spread over the chunks (the last, shorter one too)
+        idx = rng.choice(flat.size, size=64, replace=False)
+        with np.errstate(over="ignore"):
+            flat[idx] = np.resize(SPECIALS, 64).astype(dtype)
+        flat[-len(SPECIALS):] = SPECIALS.astype(dtype)
+    return x
+
+
+PROGRAMS = {
+    "w2": lambda a, b: jnp.tanh(a) * 0.5 + jnp.exp(-a * a) * jnp.sin(a),
+    "two_outputs": lambda a, b: (jnp.log1p(jnp.abs(a)) / (b + 2.0),
+                                 jnp.where(a > b, a, b) ** 2),
+    "trig": lambda a, b: jnp.cos(a) - jnp.arctan2(a, b) + jnp.sqrt(jnp.abs(b)),
+    "casts": lambda a, b: (a.astype(jnp.float32) * 3).astype(jnp.int32) + 1,
+    "compare": lambda a, b: (a > 0) & (b < a * 2),
+    "minmax": lambda a, b: jnp.maximum(a, 0.0) * b - jnp.minimum(jnp.expm1(b), 5.0) / 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("shape", [(MIN,), (MIN + 1,), (3 * CHUNK + 7, 2), (1000, 301)])
+def test_chunked_equals_whole_array_bit_for_bit(name, shape):
+    f = PROGRAMS[name]
+    a, b = _data(shape, np.float32, 0), _data(shape, np.float32, 1)
+    whole, chunked_w = _run(f, (a, b), 1 << 40)
+    part, chunked_p = _run(f, (a, b), MIN)
+    assert not chunked_w and chunked_p
+    assert len(whole) == len(part)
+    for w, p in zip(whole, part):
+        _same_bits(w, p)
+        assert p.shape == shape
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.uint8, np.float16])
+def test_chunked_other_dtypes(dtype):
+    shape = (MIN + 5,)
+    a = _data(shape, np.float64, 2)
+    if np.dtype(dtype).kind != "f":
+        a = np.nan_to_num(a, posinf=7, neginf=-7)
+    with np.errstate(all="ignore"):
+        a = a.astype(dtype)
+
+    def f(x):
+        return x * 3 + 1, -x
+    with jaxlite.config._override("jax_enable_x64", True):
+        whole, _ = _run(f, (a,), 1 << 40)
+        part, chunked = _run(f, (a,), MIN)
+    assert chunked
+    for w, p in zip(whole, part):
+        _same_bits(w, p)
+    # and against NumPy itself (integer wrap-around included)
+    with np.errstate(all="ignore"):
+        want = (a * dtype(3) + dtype(1)).astype(dtype)
+    _same_bits(part[0], want)
+
+
+def test_scalar_operands_pass_whole():
+    a = _data((MIN + 3,), np.float32, 3)
+    s = jnp.float32(2.5)        # a rank-0 argument beside the literal
+    f = lambda x, y: x * y + 1.0     # noqa: E731
+    whole, _ = _run(f, (a, s), 1 << 40)
+    part, chunked = _run(f, (a, s), MIN)
+    assert chunked
+    _same_bits(whole[0], part[0])
+    with np.errstate(all="ignore"):
+        want = (a * np.float32(2.5) + np.float32(1.0)).astype(np.float32)
+    _same_bits(part[0], want)
+
+
+def test_what_is_not_chunked():
+    big = jnp.ones((1024, 512), jnp.float32)      # 524,288 elements
+    row = jnp.ones((512,), jnp.float32)
+    # a broadcast input, a reduction, a kernel below the threshold: whole arrays
+    assert "_run_chunked" not in _text(lambda x, r: jnp.sin(x) * r + 1, big, row)
+    assert "_run_chunked" not in _text(lambda x: jnp.sum(jnp.exp(x), axis=1), big)
+    small = jnp.ones((MIN - 1,), jnp.float32)
+    assert "_run_chunked" not in _text(lambda x: jnp.sin(x) * 2 + 1, small)
+    assert "_run_chunked" in _text(lambda x: jnp.sin(x) * 2 + 1, big)
+
+
+def test_no_warnings_from_any_thread_and_error_state_kept():
+    z = np.full((8 * CHUNK + 1,), 3e38, np.float32)     # overflows in every chunk
+    f = jaxlite.jit(lambda x: x * x * 4 - x * x)
+    assert "_run_chunked" in f.lower(z).compile().as_text()
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(10):
+            r = np.asarray(f(z))
+    assert np.geterr() == before
+    assert np.isnan(r).all()          # inf - inf, computed without a warning
+
+
+def test_error_in_a_chunk_propagates(monkeypatch):
+    # a failing chunk raises from the call (whichever thread ran it), nothing half-done
+    calls = []
+    real = interp_mod._run_chunked
+
+    def failing(fn, fn_rem, ins, full, shape, dtypes_, into=None):
+        def bad(*xs):
+            calls.append(1)
+            if len(calls) == 3:
+                raise FloatingPointError("chunk 3")
+            return fn(*xs)
+        return real(bad, fn_rem, ins, full, shape, dtypes_, into)
+    monkeypatch.setattr(interp_mod, "_run_chunked", failing)
+    x = _data((6 * CHUNK,), np.float32, 4)
+    with pytest.raises(FloatingPointError, match="chunk 3"):
+        jaxlite.jit(lambda v: jnp.sin(v) + 1)(x).block_until_ready()
+
+
+def _host_peak(f, x):
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        out = f(x).block_until_ready()
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
+def test_temporaries_do_not_grow_with_the_kernel():
+    # whole-array evaluation needs a buffer the size of the kernel per live temporary;
+    # in chunks, a few chunk-sized ones per thread, whatever the kernel's size
+    from jaxlite.runtime import buffer as _buffer
+    f = jaxlite.jit(lambda x: jnp.exp(-x * x) * jnp.sin(x) + jnp.tanh(x) * 0.5)
+    extra = []
+    for n in (1 << 20, 1 << 22):
+        x = jnp.asarray(np.linspace(-3, 3, n, dtype=np.float32))
+        f(x).block_until_ready()
+        _buffer.clear_buffer_pool()
+        out, peak = _host_peak(f, x)
+        assert peak >= out.nbytes
+        extra.append(peak - out.nbytes)
+        del out
+    bound = interp_mod._threads() * 4 * CHUNK * 4
+    assert extra[0] <= bound and extra[1] <= bound, (extra, bound)
