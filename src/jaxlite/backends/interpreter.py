@@ -9,12 +9,13 @@ Python loop (or a branch call) in the text, each body a generated function of it
 (nested ones recursively), so a 1000-step scan costs its NumPy calls, not 1000 walks of the
 body's equations through the primitives' implementations (see ``_Source``).
 
-Large elementwise kernels: a fused kernel of at least ``CHUNK_MIN`` elements whose inputs
-are scalars or arrays of its whole iteration space is not expanded into whole-array
-equations: its body is generated for a chunk of ``CHUNK`` elements, and ``_run_chunked``
-runs the chunks on the calling thread and a pool of the host's other cores (NumPy drops
-the interpreter lock in its loops).  The body's temporaries then stay in the cache; the
-values are those of the whole-array evaluation, bit for bit (see ``chunkable``).
+Large kernels: a fused kernel of at least ``CHUNK_MIN`` elements whose results depend on
+one leading index each (no reduction over its leading axis) is not expanded into
+whole-array equations: its body is generated for a chunk of leading indices (about
+``CHUNK`` elements), and ``_run_chunked`` runs the chunks on the calling thread and a pool
+of the host's other cores (NumPy drops the interpreter lock in its loops).  The body's
+temporaries then stay in the cache; the values are those of the whole-array evaluation,
+bit for bit (see ``chunk_axes``).
 
 Buffer reuse: an elementwise equation whose operand dies there writes its result into that
 operand's buffer (``ufunc(..., out=buffer)``) when the buffer is one this program allocated
@@ -326,10 +327,11 @@ class _Source:
         self.def_names.append(fname)
         return in_place, temp_bytes
 
-    def body(self, closed, fname, pre, what, single=False):
+    def body(self, closed, fname, pre, what, single=False, chunk=False):
         """Generates the body ``closed`` (a ClosedJaxpr) as the function ``fname``;
-        returns the names of the globals holding its constants."""
-        closed = expand_kernels(closed, keep=chunkable)
+        returns the names of the globals holding its constants.  ``chunk``: a chunk of a
+        kernel (``kernel``), whose results the caller copies (see ``expand_kernels``)."""
+        closed = expand_kernels(closed, keep=chunkable, outputs_copied=chunk)
         self.function(closed.jaxpr, fname, pre, single=single,
                       consts=[host_value(c) for c in closed.consts],
                       doc=f"    # {what}")
@@ -397,18 +399,23 @@ class _Source:
         self._finish(eqn, pre, res, outn, ops + kept, lines)
 
     def kernel(self, eqn, k, fname, pre, ins, outn, lines):
-        """A large elementwise kernel (``chunkable``): its body generated once for a
-        chunk of ``CHUNK`` elements (and once for the last, shorter chunk), and
-        ``_run_chunked`` runs the chunks over the host's cores."""
+        """A large kernel run in chunks of its leading axis (``chunk_axes``): its body
+        generated once for a chunk of ``rows`` leading indices (about ``CHUNK`` elements;
+        once more for the last, shorter chunk), and ``_run_chunked`` runs the chunks over
+        the host's cores."""
         kern = eqn.params["kernel"]
-        n = kern.shape and int(np.prod(kern.shape))
-        # an output may take over a dying owned operand of its shape and dtype: each chunk
-        # is read whole before its results are written, and chunks never overlap
+        shape = kern.shape
+        axes = chunk_axes(kern)
+        inner = int(np.prod(shape[1:]))
+        rows = max(1, CHUNK // max(inner, 1))
+        # an output may take over a dying owned operand of its shape and dtype read along
+        # the leading axis: each chunk is read whole before its results are written to the
+        # same rows, and chunks never overlap
         reuse, into, taken = self._reuse, [], set()
         for v in eqn.outvars:
             buf = None
             for j, x in enumerate(eqn.invars):
-                if not isinstance(x, Literal) and x in reuse.owned and \
+                if not isinstance(x, Literal) and axes[j] == 0 and x in reuse.owned and \
                         reuse.last.get(x) == k and x not in reuse.outs and j not in taken \
                         and x.aval.shape == v.aval.shape and x.aval.dtype == v.aval.dtype:
                     buf = j
@@ -416,32 +423,36 @@ class _Source:
                     break
             into.append(buf)
         fns = []
-        for size in sorted({CHUNK, n % CHUNK} - {0}, reverse=True):
-            body = f"{fname}_kernel{k}_{size}"
-            inputs = [KernelInput(ShapedArray((size,) if i.aval.ndim else (), i.aval.dtype),
-                                  (0,) if i.aval.ndim else ()) for i in kern.inputs]
-            outputs = [KernelOutput("map", ShapedArray((size,), o.aval.dtype))
-                       for o in kern.outputs]
-            chunk = Kernel((size,), inputs, kern.body, outputs, name=f"{kern.name}_{size}")
+        for r in sorted({rows, shape[0] % rows} - {0}, reverse=True):
+            body = f"{fname}_kernel{k}_{r}"
+
+            def cut(s_, ax):
+                return s_ if ax is None else s_[:ax] + (r,) + s_[ax + 1:]
+            inputs = [KernelInput(ShapedArray(cut(i.aval.shape, ax), i.aval.dtype), i.dims)
+                      for i, ax in zip(kern.inputs, axes)]
+            outputs = [KernelOutput(o.kind, ShapedArray(cut(o.aval.shape, 0), o.aval.dtype),
+                                    o.monoid, o.axes) for o in kern.outputs]
+            chunk = Kernel(cut(shape, 0), inputs, kern.body, outputs, name=f"{kern.name}_{r}")
             invars = [Var(i.aval) for i in inputs]
             outvars = [Var(o.aval) for o in outputs]
             closed = ClosedJaxpr(Jaxpr([], invars, [JaxprEqn(kernel_p, invars, outvars,
                                                              {"kernel": chunk})], outvars), [])
-            self.body(closed, body, f"{pre}kc{k}_{size}_",
-                      f"{size} elements of the kernel {kern.name} at equation {k} of {fname}")
+            # (_run_chunked copies each result into its rows: no copy equation in here)
+            self.body(closed, body, f"{pre}kc{k}_{r}_", f"{r} of the {shape[0]} leading "
+                      f"indices of the kernel {kern.name} at equation {k} of {fname}",
+                      chunk=True)
             fns.append(body)
-        fn_rem = fns[-1] if n % CHUNK else "None"
+        fn_rem = fns[-1] if shape[0] % rows else "None"
         self.glb["_run_chunked"] = _run_chunked
-        self.glb[f"{pre}sh_k{k}"] = kern.shape
+        self.glb[f"{pre}sh_k{k}"] = tuple(o.aval.shape for o in kern.outputs)
         self.glb[f"{pre}dt_k{k}"] = tuple(o.aval.dtype for o in kern.outputs)
-        full = tuple(bool(i.aval.ndim) for i in kern.inputs)
         dest = [ins[j] if j is not None else "None" for j in into]
-        lines.append(f"    # kernel {kern.name} over {list(kern.shape)}: {fns[0]} on chunks "
-                     f"of {CHUNK} elements, over the host's cores" +
+        lines.append(f"    # kernel {kern.name} over {list(shape)}: {fns[0]} on chunks of "
+                     f"{rows} leading indices, over the host's cores" +
                      "".join(f"; {o} in place into {ins[j]}" for o, j in zip(outn, into)
                              if j is not None))
-        lines.append(f"    {_tuple(outn, '_')} = _run_chunked({fns[0]}, {fn_rem}, "
-                     f"({_tuple(ins)}), {full}, {pre}sh_k{k}, {pre}dt_k{k}, "
+        lines.append(f"    {_tuple(outn, '_')} = _run_chunked({fns[0]}, {fn_rem}, {rows}, "
+                     f"{shape[0]}, ({_tuple(ins)}), {axes}, {pre}sh_k{k}, {pre}dt_k{k}, "
                      f"({_tuple(dest)}))")
         return sum(j is not None for j in into)
 
@@ -471,32 +482,51 @@ _CONTROL = {scan_p: _Source.scan, while_p: _Source.while_, cond_p: _Source.cond,
             kernel_p: _Source.kernel}
 
 
-# ---- large elementwise kernels in chunks, over the host's cores ---------------------------
+# ---- large kernels in chunks of their leading axis, over the host's cores ---------------
 # An expanded kernel makes one pass over memory per body operation, each writing a result
 # as large as the kernel (W2's 10-million-element kernel: 8 passes over 40 MB arrays).
-# Run over chunks of CHUNK elements instead, the body's temporaries stay in the core's
-# cache, and NumPy, which releases the interpreter lock inside its loops, runs chunks on
-# several threads at once.  Only kernels where every element is computed alone from the
-# same position of its inputs qualify (``chunkable``): then the chunks compute exactly the
-# values of the whole-array evaluation (the same NumPy function on each element).
+# Run over chunks of about CHUNK elements (a run of leading indices) instead, the body's
+# temporaries stay in the core's cache, and NumPy, which releases the interpreter lock
+# inside its loops, runs chunks on several threads at once.  Only kernels whose every
+# result element depends on one leading index qualify (``chunk_axes``): each chunk then
+# computes its rows exactly as the whole-array evaluation does (the same NumPy functions,
+# a reduction over the same other axes in the same order).
 
-CHUNK = 1 << 16
-"""Elements per chunk: a float32 chunk is 256 KB, a few of them fit in a core's L2."""
-CHUNK_MIN = 1 << 18
+CHUNK = 1 << 18
+"""Elements per chunk (at least one leading index): a float32 chunk is 1 MB.  Measured on
+W2 and W3 (2 cores): 2**16 elements costs W3's three kernels more in per-chunk Python than
+the cache saves (22.6 ms a call against 11.7 ms at 2**18); W2 12.3-13.7 ms at any size."""
+CHUNK_MIN = 1 << 19
 """The smallest kernel (in elements) run in chunks."""
 
 
-def chunkable(kern) -> bool:
-    """Whether the interpreter runs kernel ``kern`` in chunks: at least ``CHUNK_MIN``
-    elements, only "map" outputs, and every input either a scalar or an array of the
-    kernel's whole iteration space in its order (no broadcast, no transposed read)."""
+def chunk_axes(kern):
+    """How the interpreter runs kernel ``kern`` in chunks of its leading iteration axis:
+    per input, the input axis read along that iteration axis (sliced per chunk), or None
+    (an input that does not vary along it, passed whole).  None when the kernel is not run
+    in chunks: fewer than ``CHUNK_MIN`` elements (or at most one chunk), a leading axis
+    under 2, or an output reduced over the leading axis (or not leading with it)."""
     shape = kern.shape
-    if not shape or int(np.prod(shape)) < max(CHUNK_MIN, CHUNK + 1):
-        return False
-    order = tuple(range(len(shape)))
-    return all(o.kind == "map" for o in kern.outputs) and \
-        all(i.aval.ndim == 0 or (i.aval.shape == shape and i.dims == order)
-            for i in kern.inputs)
+    n = int(np.prod(shape)) if shape else 0
+    if not shape or shape[0] < 2 or n < CHUNK_MIN or n <= CHUNK:
+        return None
+    for o in kern.outputs:
+        if o.kind == "reduce" and (0 in o.axes or not o.aval.shape or
+                                   o.aval.shape[0] != shape[0]):
+            return None
+    axes = []
+    for inp in kern.inputs:
+        ax = None
+        for j, (size, d) in enumerate(zip(inp.aval.shape, inp.dims)):
+            if d == 0 and size != 1:
+                ax = j
+        axes.append(ax)
+    return tuple(axes)
+
+
+def chunkable(kern) -> bool:
+    """Whether the interpreter runs kernel ``kern`` in chunks (``chunk_axes``)."""
+    return chunk_axes(kern) is not None
 
 
 def _threads() -> int:
@@ -520,19 +550,18 @@ def _executor():
         return _pool[1]
 
 
-def _run_chunked(fn, fn_rem, ins, full, shape, dtypes_, into=None):
-    """Runs a chunkable kernel: ``fn`` (``fn_rem`` for a last chunk shorter than
-    ``CHUNK``) maps a chunk of every ``full`` input (scalars pass whole) to the chunk's
-    outputs, which land in fresh arrays of ``shape`` and ``dtypes_`` (or, where ``into``
-    names one, in that operand's buffer: an owned operand dying here).  Chunks are taken in
-    turn by the calling thread and up to (cores - 1) pool threads, each running in a copy
-    of the caller's context (NumPy's error state included)."""
-    n = int(np.prod(shape))
-    flat = [x.reshape(-1) if f else x for x, f in zip(ins, full)]
-    outs = [pool_empty(shape, dt) if d is None else d
-            for dt, d in zip(dtypes_, into or (None,) * len(dtypes_))]
-    flat_outs = [o.reshape(-1) for o in outs]
-    chunks = -(-n // CHUNK)
+def _run_chunked(fn, fn_rem, rows, total, ins, axes, shapes, dtypes_, into=None):
+    """Runs a kernel in chunks (``chunk_axes``): ``fn`` (``fn_rem`` for a last chunk of
+    fewer than ``rows`` leading indices) maps the chunk's slice of every input (along its
+    axis in ``axes``; None: the whole input) to the chunk's outputs, which land in the
+    same rows of fresh arrays of ``shapes`` and ``dtypes_`` (or, where ``into`` names one,
+    of that operand's buffer: an owned operand dying here).  Chunks are taken in turn by
+    the calling thread and up to (cores - 1) pool threads, each running in a copy of the
+    caller's context (NumPy's error state included)."""
+    outs = [pool_empty(sh, dt) if d is None else d
+            for sh, dt, d in zip(shapes, dtypes_, into or (None,) * len(shapes))]
+    heads = [None if ax is None else (slice(None),) * ax for ax in axes]
+    chunks = -(-total // rows)
     nxt = itertools.count().__next__     # shared by the threads: next() holds the GIL
 
     def work():
@@ -540,11 +569,11 @@ def _run_chunked(fn, fn_rem, ins, full, shape, dtypes_, into=None):
             c = nxt()
             if c >= chunks:
                 return
-            lo = c * CHUNK
-            hi = min(lo + CHUNK, n)
-            res = (fn if hi - lo == CHUNK else fn_rem)(
-                *[x[lo:hi] if f else x for x, f in zip(flat, full)])
-            for o, r in zip(flat_outs, res):
+            lo = c * rows
+            hi = min(lo + rows, total)
+            res = (fn if hi - lo == rows else fn_rem)(
+                *[x if h is None else x[h + (slice(lo, hi),)] for x, h in zip(ins, heads)])
+            for o, r in zip(outs, res):
                 o[lo:hi] = r
 
     helpers = min(_threads(), chunks) - 1

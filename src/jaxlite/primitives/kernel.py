@@ -270,17 +270,19 @@ def _expand_kernel(eqn, out_eqns, renames=None, keep=frozenset()):
                                       "sharding": None}))
 
 
-def expand_kernels(closed, keep=None):
+def expand_kernels(closed, keep=None, outputs_copied=False):
     """``closed`` with every kernel equation replaced by the array equations it stands for
     (same results; what a backend without a kernel code generator runs); a kernel for
-    which ``keep(kernel)`` is true stays a kernel equation."""
+    which ``keep(kernel)`` is true stays a kernel equation.  ``outputs_copied``: the
+    caller copies the program's outputs, so an output may name a value another output or
+    a later equation uses too (no copy equation for it)."""
     from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
     j = closed.jaxpr
     if not any(e.primitive is kernel_p and not (keep and keep(e.params["kernel"]))
                for e in j.eqns):
         return closed
     eqns, renames = [], {}
-    kept = {v for v in j.outvars if not isinstance(v, Literal)}
+    kept = set() if outputs_copied else {v for v in j.outvars if not isinstance(v, Literal)}
     for e in j.eqns:
         if renames and any(v in renames for v in e.invars if not isinstance(v, Literal)):
             e = e.replace(invars=[renames.get(v, v) if not isinstance(v, Literal) else v
@@ -289,4 +291,5 @@ def expand_kernels(closed, keep=None):
             _expand_kernel(e, eqns, renames, kept)
         else:
             eqns.append(e)
-    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, j.outvars), closed.consts)
+    outvars = [v if isinstance(v, Literal) else renames.get(v, v) for v in j.outvars]
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, eqns, outvars), closed.consts)
