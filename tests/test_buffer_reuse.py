@@ -5,11 +5,11 @@ written, outputs never alias inputs, views of a buffer keep their values, and th
 memory of a jitted elementwise chain is input + output."""
 from __future__ import annotations
 
-import tracemalloc
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _host_memory import host_peak_of_call
 from hypothesis import given, settings, strategies as st
 
 import jaxlite
@@ -391,19 +391,6 @@ def test_jitted_chain_peak_is_input_plus_output(interpreter, no_gc, unchunked):
     del out
 
 
-def _host_peak_of_call(f, x):
-    """Peak bytes of host memory NumPy allocates during ``f(x)`` (tracemalloc)."""
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        out = f(x).block_until_ready()
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    return out, peak
-
-
 def test_jitted_chain_host_allocations_are_one_buffer(interpreter, no_gc, unchunked):
     # the host memory really allocated during a call (NumPy reports its buffers to
     # tracemalloc), not only what the accounting claims: the output and no temporary
@@ -411,10 +398,10 @@ def test_jitted_chain_host_allocations_are_one_buffer(interpreter, no_gc, unchun
     f = jaxlite.jit(chain)
     f(x).block_until_ready()
     _buffer.clear_buffer_pool()                        # no free buffer to recycle
-    out, peak = _host_peak_of_call(f, x)
+    out, peak = host_peak_of_call(f, x)
     assert x.nbytes <= peak <= x.nbytes + 64 * 1024
     del out
-    out, peak = _host_peak_of_call(f, x)               # the output's buffer, recycled
+    out, peak = host_peak_of_call(f, x)               # the output's buffer, recycled
     assert peak < 64 * 1024
 
 
@@ -425,7 +412,7 @@ def test_native_chain_allocates_no_host_memory_once_its_output_is_recycled(nativ
     host = np.linspace(-3, 3, 1_000_000, dtype=np.float32)
     x = jnp.asarray(host)
     f(x).block_until_ready()
-    out, peak = _host_peak_of_call(f, x)
+    out, peak = host_peak_of_call(f, x)
     assert peak < 64 * 1024
     with jaxlite.config._override("jaxlite_backend", "interpreter"):
         want = jaxlite.jit(chain)(x)

@@ -2,11 +2,11 @@
 (backends/interpreter.py ``chunkable``, ``_run_chunked``): the values must be bit-for-bit
 those of the whole-array evaluation, NumPy's error state must hold in every thread, and the
 memory a call allocates must not grow with the kernel beyond its output."""
-import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+from _host_memory import host_peak_of_call
 
 import jaxlite
 import jaxlite.numpy as jnp
@@ -38,6 +38,18 @@ def _run(f, args, chunk_min):
     finally:
         interp_mod.CHUNK_MIN = old
     return [np.asarray(o) for o in out], chunked
+
+
+def _chunked_equals_whole(f, args):
+    """``f(*args)`` with kernels chunked, after checking that the program chunks one and
+    that every result equals the whole-array evaluation's bit for bit."""
+    whole, chunked_w = _run(f, args, 1 << 40)
+    part, chunked_p = _run(f, args, MIN)
+    assert not chunked_w and chunked_p
+    assert len(whole) == len(part)
+    for w, p in zip(whole, part):
+        _same_bits(w, p)
+    return part
 
 
 def _same_bits(a, b):
@@ -80,12 +92,7 @@ PROGRAMS = {
 def test_chunked_equals_whole_array_bit_for_bit(name, shape):
     f = PROGRAMS[name]
     a, b = _data(shape, np.float32, 0), _data(shape, np.float32, 1)
-    whole, chunked_w = _run(f, (a, b), 1 << 40)
-    part, chunked_p = _run(f, (a, b), MIN)
-    assert not chunked_w and chunked_p
-    assert len(whole) == len(part)
-    for w, p in zip(whole, part):
-        _same_bits(w, p)
+    for p in _chunked_equals_whole(f, (a, b)):
         assert p.shape == shape
 
 
@@ -133,7 +140,6 @@ ROWS = {
                                       jnp.min(b * 2, axis=-1)),
     "bias_relu": lambda a, b: jnp.maximum(a + b[0], 0.0) * 1.5,
     "column_bias": lambda a, b: jnp.tanh(a - b[:, :1]),
-    "transposed": lambda a, b: jnp.sin(a) + jnp.cos(b.T.T),
     "prod_mean": lambda a, b: (jnp.prod(jnp.tanh(a), axis=1), jnp.mean(b, axis=-1)),
 }
 
@@ -143,21 +149,43 @@ ROWS = {
 def test_chunked_rows_equal_whole_array_bit_for_bit(name, shape):
     f = ROWS[name]
     a, b = _data(shape, np.float32, 5), _data(shape, np.float32, 6)
-    whole, chunked_w = _run(f, (a, b), 1 << 40)
-    part, chunked_p = _run(f, (a, b), MIN)
-    assert not chunked_w and chunked_p
-    for w, p in zip(whole, part):
-        _same_bits(w, p)
+    _chunked_equals_whole(f, (a, b))
 
 
 def test_chunked_3d_reduction_over_a_middle_axis():
     a = _data((MIN // 512 + 9, 32, 16), np.float32, 7)
     f = lambda x: (jnp.sum(x * x, axis=1), jnp.max(x, axis=(1, 2)))   # noqa: E731
-    whole, _ = _run(f, (a,), 1 << 40)
-    part, chunked = _run(f, (a,), MIN)
-    assert chunked
-    for w, p in zip(whole, part):
-        _same_bits(w, p)
+    _chunked_equals_whole(f, (a,))
+
+
+def test_chunked_transposed_reads():
+    # an input read along its second axis for the kernel's leading one, and one whose
+    # trailing axes are swapped
+    a = _data((64, MIN // 64), np.float32, 8)
+    b = _data((MIN // 64, 64), np.float32, 9)
+    _chunked_equals_whole(lambda x, y: jnp.sin(x) * jnp.cos(y.T) + 1, (a, b))
+    c = _data((MIN // 64 + 3, 8, 8), np.float32, 10)
+    d = _data((MIN // 64 + 3, 8, 8), np.float32, 11)
+    _chunked_equals_whole(lambda x, y: jnp.tanh(x - jnp.swapaxes(y, 1, 2)), (c, d))
+
+
+def test_second_chunked_kernel_writes_into_a_donated_operand():
+    # the plan of which operand a kernel's output may take over is the program's own,
+    # for every chunked kernel of it (not the last generated chunk body's)
+    rows, cols = MIN // 1024 + 5, 1024
+    x = jnp.asarray(_data((rows, cols), np.float32, 12))
+    y_host = _data((rows, cols), np.float32, 13)
+    f = jaxlite.jit(lambda x, y: jnp.exp(y * 0.01) - jnp.max(x, axis=1, keepdims=True),
+                    donate_argnums=1)
+    text = f.lower(x, jnp.asarray(y_host)).compile().as_text()
+    assert text.count("_run_chunked(") == 2        # two chunked kernels
+    y = jnp.asarray(y_host)
+    p = y.unsafe_buffer_pointer()
+    out = f(x, y)
+    assert y.is_deleted() and out.unsafe_buffer_pointer() == p
+    with np.errstate(all="ignore"):
+        want = np.exp(y_host * np.float32(0.01)) - np.asarray(x).max(axis=1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
 
 
 def test_what_is_not_chunked():
@@ -204,18 +232,6 @@ def test_error_in_a_chunk_propagates(monkeypatch):
         jaxlite.jit(lambda v: jnp.sin(v) + 1)(x).block_until_ready()
 
 
-def _host_peak(f, x):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        out = f(x).block_until_ready()
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    return out, peak
-
-
 def test_temporaries_do_not_grow_with_the_kernel():
     # whole-array evaluation needs a buffer the size of the kernel per live temporary;
     # in chunks, a few chunk-sized ones per thread, whatever the kernel's size
@@ -226,7 +242,7 @@ def test_temporaries_do_not_grow_with_the_kernel():
         x = jnp.asarray(np.linspace(-3, 3, n, dtype=np.float32))
         f(x).block_until_ready()
         _buffer.clear_buffer_pool()
-        out, peak = _host_peak(f, x)
+        out, peak = host_peak_of_call(f, x)
         assert peak >= out.nbytes
         extra.append(peak - out.nbytes)
         del out

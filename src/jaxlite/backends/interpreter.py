@@ -232,7 +232,6 @@ class _Source:
                     last[v] = k
         outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
         reuse = _Reuse(jaxpr, last, outs, donated)
-        self._reuse = reuse       # read by ``kernel``
         in_place = 0     # equations that write into a dying operand's buffer
         live_tmp, peak = 0, 0
         counter = 0
@@ -246,7 +245,10 @@ class _Source:
             control = _CONTROL.get(eqn.primitive)
             buf = None
             if control is not None:
-                # a loop or branch: its bodies as generated functions, the loop here
+                # a loop or branch: its bodies as generated functions, the loop here (a
+                # chunked kernel reads this function's reuse plan: set it per equation, a
+                # body generated before has replaced it)
+                self._reuse = reuse
                 in_place += control(self, eqn, k, fname, pre, [nm(v) for v in eqn.invars],
                                     outn, lines) or 0
             else:
@@ -529,25 +531,38 @@ def chunkable(kern) -> bool:
     return chunk_axes(kern) is not None
 
 
+_POOL_LOCK = threading.Lock()
+_pool = (None, None, 1)   # (process id, ThreadPoolExecutor or None, threads): per process
+
+
 def _threads() -> int:
+    """The cores this process may run on (its CPU affinity)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
 
 
-_POOL_LOCK = threading.Lock()
-_pool = None     # (process id, ThreadPoolExecutor): a forked child makes its own
+def _workers():
+    """(executor of (cores - 1) threads or None, cores), made once per process (a forked
+    child makes its own)."""
+    pool = _pool
+    if pool[0] != os.getpid():
+        pool = _make_workers()
+    return pool[1], pool[2]
 
 
-def _executor():
+def _make_workers():
     global _pool
     with _POOL_LOCK:
-        if _pool is None or _pool[0] != os.getpid():
-            from concurrent.futures import ThreadPoolExecutor
-            _pool = (os.getpid(), ThreadPoolExecutor(
-                max(1, _threads() - 1), thread_name_prefix="jaxlite-chunks"))
-        return _pool[1]
+        if _pool[0] != os.getpid():
+            n = _threads()
+            ex = None
+            if n > 1:
+                from concurrent.futures import ThreadPoolExecutor
+                ex = ThreadPoolExecutor(n - 1, thread_name_prefix="jaxlite-chunks")
+            _pool = (os.getpid(), ex, n)
+        return _pool
 
 
 def _run_chunked(fn, fn_rem, rows, total, ins, axes, shapes, dtypes_, into=None):
@@ -576,11 +591,9 @@ def _run_chunked(fn, fn_rem, rows, total, ins, axes, shapes, dtypes_, into=None)
             for o, r in zip(outs, res):
                 o[lo:hi] = r
 
-    helpers = min(_threads(), chunks) - 1
-    futures = []
-    if helpers > 0:
-        ex = _executor()
-        futures = [ex.submit(contextvars.copy_context().run, work) for _ in range(helpers)]
+    ex, threads = _workers()
+    futures = [ex.submit(contextvars.copy_context().run, work)
+               for _ in range(min(threads, chunks) - 1)]
     try:
         work()
     finally:

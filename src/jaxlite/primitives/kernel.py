@@ -278,16 +278,17 @@ def expand_kernels(closed, keep=None, outputs_copied=False):
     a later equation uses too (no copy equation for it)."""
     from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
     j = closed.jaxpr
-    if not any(e.primitive is kernel_p and not (keep and keep(e.params["kernel"]))
-               for e in j.eqns):
+    expand = [e.primitive is kernel_p and not (keep and keep(e.params["kernel"]))
+              for e in j.eqns]
+    if not any(expand):
         return closed
     eqns, renames = [], {}
     kept = set() if outputs_copied else {v for v in j.outvars if not isinstance(v, Literal)}
-    for e in j.eqns:
+    for e, ex in zip(j.eqns, expand):
         if renames and any(v in renames for v in e.invars if not isinstance(v, Literal)):
             e = e.replace(invars=[renames.get(v, v) if not isinstance(v, Literal) else v
                                   for v in e.invars])
-        if e.primitive is kernel_p and not (keep and keep(e.params["kernel"])):
+        if ex:
             _expand_kernel(e, eqns, renames, kept)
         else:
             eqns.append(e)
