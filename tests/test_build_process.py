@@ -360,3 +360,61 @@ def test_the_build_process_runs_at_lower_priority_from_its_start():
     while nice() != want and time.monotonic() - t < 10:
         time.sleep(0.005)
     assert nice() == want
+
+
+def _policies(pid) -> set:
+    """The scheduling policies of process ``pid``'s threads (empty once it has gone)."""
+    out = set()
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            out.add(os.sched_getscheduler(int(tid)))
+        except OSError:
+            pass            # the thread ended meanwhile
+    return out
+
+
+def test_after_its_user_closes_the_build_process_finishes_on_idle_cpu_only(tmp_path):
+    """A build process whose user's process has gone (stdin closed) finishes the job in
+    hand with every thread at SCHED_IDLE, so that it never shares a core with the programs
+    that run next; the job still completes and replies, and the process ends."""
+    from jaxlite.backends.cpu import _build_process
+    from jaxlite.compiler.pipeline import optimize
+    from jaxlite.ir.jaxpr import ClosedJaxpr
+    if not hasattr(os, "SCHED_IDLE") or not os.path.exists("/proc/self/task"):
+        pytest.skip("no SCHED_IDLE here")
+    x = jnp.asarray(np.linspace(-1, 1, N, dtype=np.float32))
+    closed = optimize(jax.make_jaxpr(lambda a: jnp.tanh(a) * 3.0 - a * a)(x))[0]
+    job = {"program": ClosedJaxpr(closed.jaxpr, list(closed.consts)), "name": "idle_test",
+           "cache": str(tmp_path / "cache"), "marker": None}
+    p = subprocess.Popen(_build_process._command(), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env=_build_process._child_env())
+    try:
+        # its threads run under the normal policy while the user's process is there
+        t = time.monotonic()
+        while not _policies(p.pid) and time.monotonic() - t < 10:
+            time.sleep(0.005)
+        assert _policies(p.pid) == {os.SCHED_OTHER}
+        _build_process._send(p.stdin, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+        p.stdin.close()                      # the user's process goes away
+        seen = set()
+        t = time.monotonic()
+        while p.poll() is None and time.monotonic() - t < 120:
+            pol = _policies(p.pid)
+            if pol:
+                seen = pol
+                if pol == {os.SCHED_IDLE}:
+                    break
+            time.sleep(0.005)
+        assert seen == {os.SCHED_IDLE}, seen  # (a build takes seconds: seen before it ends)
+        reply = _build_process._recv(p.stdout)
+        assert reply["ok"] and reply["compiled"] >= 1, reply
+        assert p.wait(60) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

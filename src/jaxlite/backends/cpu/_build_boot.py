@@ -28,6 +28,31 @@ def lower_priority(niceness: int) -> None:
         return           # not allowed (or a malformed value): normal priority
 
 
+def idle_priority() -> None:
+    """Lets every thread of this process run only on CPU time no other process wants
+    (Linux ``SCHED_IDLE``; elsewhere, or where that is refused, the lowest niceness, 19).
+    The build process calls it once its user's process has closed: the build it still
+    finishes (for the persistent cache) then never slows the programs that run after.
+    Linux keeps both per thread, hence every thread, by its id."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except (OSError, ValueError):
+        tids = [0]
+    idle = getattr(os, "SCHED_IDLE", None)
+    for tid in tids:
+        try:
+            if idle is not None:
+                os.sched_setscheduler(tid, idle, os.sched_param(0))
+                continue
+        except OSError:
+            pass
+        try:
+            if hasattr(os, "setpriority"):
+                os.setpriority(os.PRIO_PROCESS, tid, 19)
+        except OSError:
+            pass         # not allowed, or the thread has ended: it keeps its priority
+
+
 if __name__ == "__main__":
     import sys
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):

@@ -29,7 +29,8 @@ lock.  When the persistent cache is off or unusable, a program does not pickle (
 callback's Python function, say), or the build process cannot start or dies, the worker
 thread builds in this process as before (``Unavailable``).  The build process ends when
 the user's process closes its stdin (at exit, or ``shutdown()``), after finishing the job
-in hand (or the oldest one sent); the others are dropped.
+in hand (or the oldest one sent) on idle CPU only (``_build_boot.idle_priority``: the
+programs that run after it never share a core with it); the others are dropped.
 """
 from __future__ import annotations
 
@@ -215,6 +216,9 @@ def _serve(inp, out) -> None:
             except (EOFError, OSError, pickle.UnpicklingError):
                 closed.set()
                 jobs.put(None)
+                # the user's process has gone: the build in hand finishes on idle CPU
+                # only, never beside the programs that run next
+                _build_boot.idle_priority()
                 return
     threading.Thread(target=read, daemon=True).start()
     while True:
