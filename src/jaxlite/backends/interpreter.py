@@ -255,6 +255,9 @@ class _Source:
                 glb[fn] = eqn.primitive.impl_for([v.aval for v in eqn.invars], eqn.params)
                 args = ", ".join(nm(v) for v in eqn.invars)
                 call = f"{fn}({args})"
+                op = _scalar_operator(glb[fn], eqn)
+                if op is not None:
+                    call = f" {op} ".join(nm(v) for v in eqn.invars)
                 comment = f"  # {eqn.primitive.name}"
                 if eqn.primitive.view:
                     comment += " (a view of its operand: no copy)"
@@ -600,6 +603,26 @@ def _run_chunked(fn, fn_rem, rows, total, ins, axes, shapes, dtypes_, into=None)
         for f in futures:
             f.result()
     return outs
+
+
+# NumPy scalars' own arithmetic (about 0.06 us) for these ufuncs (0.5 us on two scalars,
+# which they turn into arrays and back): the same loops' results, dtypes and warnings
+# (both follow np.errstate); on 0-d arrays the operator calls the ufunc itself
+_SCALAR_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*"}
+
+
+def _scalar_operator(impl, eqn) -> str | None:
+    """The Python operator that computes ``eqn`` exactly as its implementation ``impl``
+    does, when that is one of ``_SCALAR_OPERATORS`` on two rank-0 operands and a result
+    of their dtype (a reduction's or a dot's scalar result, say); else None."""
+    op = _SCALAR_OPERATORS.get(impl) if type(impl) is np.ufunc else None
+    if op is None or len(eqn.invars) != 2 or len(eqn.outvars) != 1:
+        return None
+    out = eqn.outvars[0].aval
+    if out.shape or any(isinstance(v, Literal) or v.aval.shape or v.aval.dtype != out.dtype
+                        for v in eqn.invars):
+        return None
+    return op
 
 
 class InterpretedExecutable(Executable):
