@@ -434,12 +434,66 @@ def test_second_default_process_loads_what_the_first_compiled(tmp_path):
     from test_build_process import _gone
     assert _gone(r1["pid"], 60)
     r2, err2 = _python(tmp_path, HOT_THEN_EXIT)
-    assert "build started after its first call (in the persistent cache)" in err2, err2
+    assert "build started after the persistent-cache lookup at call 2" in err2, err2
     assert "0 kernel(s) compiled here, 1 loaded from the persistent cache" in err2, err2
     # the second process's first call runs on the interpreter (Numba is not set up in it
     # yet: the first result does not wait for that), the second loads the native code
     assert r2["outs"][0] == r1["outs"][0]
     np.testing.assert_allclose(r2["outs"], r1["outs"], rtol=2e-6)
+
+
+MARKER_LOOKUPS = """
+    import json, sys
+    import numpy as np
+    import jaxlite as jax, jaxlite.numpy as jnp
+    from jaxlite.backends.cpu import _tiered
+    N = _tiered.NATIVE_FUSED_MIN_ELEMENTS
+    keys = []
+    key = _tiered.program_key
+    _tiered.program_key = lambda closed: keys.append(1) or key(closed)
+    x = jnp.asarray(np.linspace(-1, 1, N, dtype=np.float32))
+    f = jax.jit(lambda x: jnp.max(jnp.exp(x) * 3.0 - x))
+    ex = None
+    seen = []
+    for i in range(3):
+        out = float(f(x))
+        ex = ex or next(iter(f._cache.values())).compiled._program.executable
+        seen.append({"keys": len(keys), "cached": ex.cached, "started": ex.started,
+                     "tier": ex.tier, "out": out})
+    assert _tiered.wait_all(120)
+    print(json.dumps(seen))
+"""
+
+
+def test_the_first_call_of_a_fresh_process_looks_up_no_marker(tmp_path):
+    """The first call of a process's first program runs on the interpreter whatever the
+    persistent cache holds (Numba is not set up yet), so the program's key (which prints
+    the program: 1-2 ms) is computed by its second call, not its first.  Cold, that call
+    sends the build; warm (a second process), it loads the native code."""
+    cold = _python(tmp_path, MARKER_LOOKUPS)[0]
+    assert [c["keys"] for c in cold] == [0, 1, 1]
+    assert [c["started"] for c in cold] == [False, True, True]
+    assert not any(c["cached"] for c in cold)
+    warm, err = _python(tmp_path, MARKER_LOOKUPS)
+    assert [c["keys"] for c in warm] == [0, 1, 1]
+    assert [c["cached"] for c in warm] == [False, True, True]
+    assert [c["tier"] for c in warm] == ["interpreter", "native", "native"], err
+    np.testing.assert_allclose([c["out"] for c in warm], [c["out"] for c in cold],
+                               rtol=2e-6)
+
+
+def test_a_program_built_at_once_or_after_numba_looks_its_marker_up_first(tiered_cfg):
+    """With Numba set up in this process (as here, once a kernel is loaded), a program's
+    first call may load it: the marker is looked up when the program is compiled."""
+    from jaxlite.backends.cpu import _cache as cache
+    a = jnp.arange(N, dtype=jnp.int32)
+    with config._override("jaxlite_tiered", False):
+        jax.jit(_prog(43))(a)                      # native at once: Numba is set up
+    assert _tiered.numba_ready() and cache.stats()["compiled"] + \
+        cache.stats()["loaded"] + cache.stats()["memory"] > 0
+    g = jax.jit(_prog(47))
+    ex = g.lower(a).compile()._program.executable
+    assert ex._resolved and not ex.cached and ex._marker is not None
 
 
 EXIT_DROPS = """

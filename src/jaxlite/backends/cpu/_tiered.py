@@ -357,9 +357,10 @@ class TieredExecutable(Executable):
 
     ``tier`` is ``"interpreter"`` or ``"native"``; ``calls`` counts the calls run on the
     interpreter; ``tier_up_at`` is the call after which the native build starts (1 when
-    the persistent cache holds the program's native code; None when native code would
-    not pay, see ``native_pays``); ``started`` says whether it has started; ``wait(timeout)`` starts it if needed and blocks until it has finished (True)
-    or the timeout passed (False).
+    the persistent cache holds the program's native code, ``cached``, known once
+    ``_resolve`` has looked it up; None when native code would not pay, see
+    ``native_pays``); ``started`` says whether it has started; ``wait(timeout)`` starts
+    it if needed and blocks until it has finished (True) or the timeout passed (False).
     """
 
     backend = "cpu"
@@ -386,16 +387,17 @@ class TieredExecutable(Executable):
         self._unavailable = None            # why it could not take it
         self._lock = threading.Lock()
         self.pays = native_pays(closed)
-        # a program kept on the interpreter needs no "built before" marker (its key
-        # prints the program: about a millisecond of a first call)
-        self._marker = _marker_path(closed) if self.pays else None
-        self.cached = self._marker is not None and os.path.exists(self._marker)
-        self.tier_up_at = (None if not self.pays else 1 if self.cached
-                           else max(1, int(config.jaxlite_tier_up_calls)))
+        # the "built before" marker (``_resolve``): its key prints the program, 1-2 ms of
+        # a first call, so it is looked up only once a call could use it.  A program kept
+        # on the interpreter needs none.
+        self._marker = None
+        self.cached = False
+        self._resolved = not self.pays
+        self.tier_up_at = max(1, int(config.jaxlite_tier_up_calls)) if self.pays else None
         # from cost: a program whose one interpreter call would take longer than building
         # its native code and running it is built before its first call runs
         self.at_once, self.costs = False, None
-        if self.pays and not self.cached:
+        if self.pays:
             interp_s, native_s, kernels = estimate(interp._jaxpr)
             build_s = BUILD_SECONDS + KERNEL_BUILD_SECONDS * kernels
             self.costs = {"interpreter_s": interp_s, "native_s": native_s,
@@ -403,12 +405,44 @@ class TieredExecutable(Executable):
             self.at_once = interp_s > build_s + native_s
             if self.at_once:
                 self.tier_up_at = 0
+            if self.at_once or numba_ready():
+                # the first call may build or load: it needs the marker
+                self._resolve()
         self._created = time.perf_counter()
         # replaced on tier-up, then by the native run
         self.run = self._counting_run if self.pays else interp.run
         _PROGRAMS.add(self)
 
+    def _resolve(self) -> None:
+        """Looks up the program's "built before" marker (once): ``cached`` when the
+        persistent cache holds its native code, which is then loaded after its first
+        call (``tier_up_at`` 1), not built.  Done by the first call that could load or
+        build: the first call itself when Numba is set up in this process or the program
+        is built at once, else the second (the first runs on the interpreter in any case,
+        so that the first result never waits for Numba's import), or ``start``."""
+        if self._resolved:
+            return
+        closed = self._closed
+        marker = _marker_path(closed) if closed is not None else None
+        cached = marker is not None and os.path.exists(marker)
+        self._marker, self.cached = marker, cached
+        if cached:
+            self.tier_up_at, self.at_once = 1, False    # loaded, not built
+        self._resolved = True
+
     def _counting_run(self, args, donated=None):
+        if not self._resolved:
+            if self.calls:       # the second call: a program built before loads now
+                self._resolve()
+                if self.cached and not self.started:
+                    self.start("the persistent-cache lookup at call 2")
+                    return self.run(args, donated)
+            else:                # the first, on the interpreter whatever the marker says
+                outs = self.interpreter.run(args, donated)
+                self.calls = 1
+                if self.calls >= self.tier_up_at:
+                    self.start("call 1")
+                return outs
         if self.cached and not self.started:
             # in the persistent cache: loaded before the first call returns when Numba is
             # set up in this process (milliseconds); otherwise setting it up (about 0.3 s)
@@ -433,6 +467,7 @@ class TieredExecutable(Executable):
 
     def start(self, why: str = "requested") -> None:
         """Queues the background native build (once; later calls do nothing)."""
+        self._resolve()
         with self._lock:
             if self.started:
                 return
