@@ -411,3 +411,39 @@ def test_expanded_kernels_equal_the_kernel_reference(which):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+
+
+def _literal_outputs(closed):
+    from jaxlite.ir.jaxpr import Literal
+    return [k.name for k in _kernels(closed)
+            if any(isinstance(o, Literal) for o in k.body.outvars)]
+
+
+def test_a_shared_scalar_broadcast_is_read_in_each_kernel_not_written_out():
+    """A broadcast scalar read by several kernels (a ReLU's derivative: 1.0, 0.5 and 0.0
+    over the activations) is private to each reader: no kernel writes a constant array out
+    for another to read back; values as without fusion."""
+    w = jnp.asarray(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+    x = jnp.asarray(np.linspace(-2, 2, 20, dtype=np.float32).reshape(5, 4))
+
+    def loss(w, x):
+        h = jax.nn.relu(x @ w)
+        return jnp.sum(jax.nn.relu(h @ w.T) ** 2)
+    g = jax.grad(loss)
+    opt = _optimized(g, w, x)
+    assert _kernels(opt)
+    assert _literal_outputs(opt) == []
+    _assert_same(*_run_both(g, w, x))
+
+    def shared(x):
+        one = jnp.ones_like(x)
+        y = jnp.cumsum(jnp.sin(x) + one)          # the cumsum splits the kernels
+        return y * one - one, one                  # ... and the broadcast is an output
+    v = jnp.asarray(np.linspace(-1, 1, 6, dtype=np.float32))
+    opt = _optimized(shared, v)
+    assert _literal_outputs(opt) == []
+    assert opt.jaxpr.outvars[1] in {e.outvars[0] for e in opt.jaxpr.eqns
+                                    if e.primitive.name == "broadcast_in_dim"}
+    plain, fused = _run_both(shared, v)
+    _assert_same(plain, fused)
+    np.testing.assert_array_equal(fused[1], np.ones(6, np.float32))

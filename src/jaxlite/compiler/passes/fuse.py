@@ -379,6 +379,42 @@ def build_kernel(eqns, escaping, name: str, scalar_consts=None):
     return JaxprEqn(kernel_p, in_vars, outvars, {"kernel": kernel}, eqns[-1].source)
 
 
+def _private_scalar_broadcasts(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with every ``broadcast_in_dim`` of a rank-0 operand that several equations
+    read replaced by one copy per reading equation, placed right before it (the original
+    stays only where it is a program output).  Shared, such a broadcast joins one reader's
+    kernel, which then writes the constant out as a full array for the other readers to
+    read back (a ReLU's derivative wrote three 256 x 512 arrays of 1.0, 0.5 and 0.0 so);
+    private, it is read inside every kernel as the scalar it is, or stays a broadcast view."""
+    eqns = jaxpr.eqns
+    readers = {}
+    for e in eqns:
+        for v in set(v for v in e.invars if not isinstance(v, Literal)):
+            readers[v] = readers.get(v, 0) + 1
+    outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+    shared = {e.outvars[0]: e for e in eqns if e.primitive is broadcast_in_dim_p and
+              e.invars[0].aval.shape == () and
+              readers.get(e.outvars[0], 0) + (e.outvars[0] in outs) > 1}
+    if not shared:
+        return jaxpr
+    new_eqns = []
+    for e in eqns:
+        if e.primitive is broadcast_in_dim_p and e.outvars[0] in shared:
+            if e.outvars[0] in outs:
+                new_eqns.append(e)
+            continue
+        own = {}
+        for v in e.invars:
+            if not isinstance(v, Literal) and v in shared and v not in own:
+                own[v] = Var(v.aval, v.hint)
+                new_eqns.append(shared[v].replace(outvars=[own[v]]))
+        if own:
+            e = e.replace(invars=[v if isinstance(v, Literal) else own.get(v, v)
+                                  for v in e.invars])
+        new_eqns.append(e)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, new_eqns, jaxpr.outvars)
+
+
 def fuse(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Groups fusable equations of ``closed`` into ``kernel_p`` equations (see the module
     docstring); other equations are kept, in an order that respects every dependency and
@@ -387,6 +423,8 @@ def fuse(closed: ClosedJaxpr) -> ClosedJaxpr:
     eqns = jaxpr.eqns
     if not any(iteration_space(e) is not None for e in eqns):
         return closed
+    jaxpr = _private_scalar_broadcasts(jaxpr)
+    eqns = jaxpr.eqns
     # a kernel needs a computation; one equation alone over a scalar space stays as it is
     groups = [g for g in _Grouper(jaxpr).run()
               if any(_is_compute(eqns[k]) for k in g)
