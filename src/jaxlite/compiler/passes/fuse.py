@@ -10,7 +10,9 @@ Layer: compiler.  ``fuse(closed) -> closed`` is pure.  What may fuse:
   rank-0 constants become literals of the scalar body;
 - ``broadcast_in_dim`` into the iteration space: its operand becomes a kernel input read
   through ``dims`` (the broadcast is never materialised); a group made only of broadcasts
-  stays a plain equation;
+  stays a plain equation; a broadcast of a rank-0 operand that several equations read is
+  copied for each of them first (``_private_scalar_broadcasts``), so that no kernel
+  writes a constant array out for another kernel to read;
 - an identity of a value of the group (``stop_gradient``: a ``view`` that ``renames`` its
   operand to the same shape);
 - a ``reduction`` whose monoid a kernel folds with (``reduce_sum/max/min/prod``) and whose
