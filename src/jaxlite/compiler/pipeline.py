@@ -22,7 +22,7 @@ from ..ir.jaxpr import ClosedJaxpr, Literal
 from ..primitives import control_flow as _control_flow
 from ..primitives import kernel as _kernel
 from .passes import (compose_broadcasts, cse, dce, fold_batch_dot_sums, fold_constants, fuse,
-                     inline_calls)
+                     inline_calls, swap_transposed_dots)
 
 PASSES = (
     ("inline", inline_calls),
@@ -30,6 +30,7 @@ PASSES = (
     ("cse", cse),
     ("batch_dot_sum", fold_batch_dot_sums),
     ("broadcasts", compose_broadcasts),
+    ("dot_transpose", swap_transposed_dots),
     ("dce", dce),
     ("fuse", fuse),
 )

@@ -5,4 +5,5 @@ from .cse import cse
 from .batch_dot_sum import fold_batch_dot_sums
 from .compose_broadcasts import compose_broadcasts
 from .dce import dce
+from .dot_transpose import swap_transposed_dots
 from .fuse import fuse, fusion_score
