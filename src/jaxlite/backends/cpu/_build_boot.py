@@ -7,6 +7,7 @@ second of CPU, and at the user's priority that second competed with the user's p
 s with it lowered first).  ``lower_priority`` is also what ``_build_process.main`` calls,
 so a build process started another way lowers its priority too.
 """
+import contextlib
 import os
 
 PRIORITY_VAR = "JAXLITE_BUILD_PRIORITY"
@@ -40,18 +41,14 @@ def idle_priority() -> None:
         tids = [0]
     idle = getattr(os, "SCHED_IDLE", None)
     for tid in tids:
-        try:
-            if idle is not None:
+        # refused (or the thread has ended): the next way, else it keeps its priority
+        if idle is not None:
+            with contextlib.suppress(OSError):
                 os.sched_setscheduler(tid, idle, os.sched_param(0))
                 continue
-        except OSError:
-            pass
-        try:
-            if hasattr(os, "setpriority"):
+        if hasattr(os, "setpriority"):
+            with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, tid, 19)
-        except OSError:
-            pass         # not allowed, or the thread has ended: it keeps its priority
-
 
 if __name__ == "__main__":
     import sys

@@ -431,18 +431,14 @@ class TieredExecutable(Executable):
         self._resolved = True
 
     def _counting_run(self, args, donated=None):
-        if not self._resolved:
-            if self.calls:       # the second call: a program built before loads now
-                self._resolve()
-                if self.cached and not self.started:
-                    self.start("the persistent-cache lookup at call 2")
-                    return self.run(args, donated)
-            else:                # the first, on the interpreter whatever the marker says
-                outs = self.interpreter.run(args, donated)
-                self.calls = 1
-                if self.calls >= self.tier_up_at:
-                    self.start("call 1")
-                return outs
+        if not self._resolved and self.calls:
+            # the second call (the first interprets whatever the marker says: until
+            # ``_resolve``, ``cached`` and ``at_once`` are False): a program built before
+            # loads now
+            self._resolve()
+            if self.cached and not self.started:
+                self.start("the persistent-cache lookup at call 2")
+                return self.run(args, donated)
         if self.cached and not self.started:
             # in the persistent cache: loaded before the first call returns when Numba is
             # set up in this process (milliseconds); otherwise setting it up (about 0.3 s)

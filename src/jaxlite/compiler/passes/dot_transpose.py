@@ -19,13 +19,14 @@ from ...primitives.shape import transpose_p
 
 
 def _swapped_params(params):
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    """The params of the product with its operands swapped (contracting dimensions and
+    a per-operand precision pair exchanged)."""
+    (lc, rc), _ = params["dimension_numbers"]
+    new = {**params, "dimension_numbers": ((tuple(rc), tuple(lc)), ((), ()))}
     precision = params.get("precision")
     if isinstance(precision, tuple) and len(precision) == 2:
-        precision = (precision[1], precision[0])
-    return {**params, "dimension_numbers": ((tuple(rc), tuple(lc)), ((), ())),
-            "precision": precision} if "precision" in params else \
-        {**params, "dimension_numbers": ((tuple(rc), tuple(lc)), ((), ()))}
+        new["precision"] = precision[::-1]
+    return new
 
 
 def swap_transposed_dots(closed: ClosedJaxpr) -> ClosedJaxpr:
