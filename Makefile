@@ -8,7 +8,7 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test test-slow test-all bench fuzz install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/jaxlite/core/_eager_ops.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .

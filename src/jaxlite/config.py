@@ -54,7 +54,8 @@ _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_devic
 _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
                "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
                "jaxlite_build_process",
-               "jaxlite_async", "jax_enable_checks", "jaxlite_fusion")
+               "jaxlite_async", "jax_enable_checks", "jaxlite_fusion",
+               "jaxlite_native_ops")
 # The flags that change what jit compiles for a signature: their values are part of each
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
 # recompiles instead of reusing a program built under the old value.
@@ -127,6 +128,9 @@ class Config:
             # the compiler's fusion pass (JAXLITE_FUSION=0 compiles without it); part of
             # jit's cache key
             "jaxlite_fusion": _env_on("JAXLITE_FUSION"),
+            # the eager operators' common case in C (core/_eager_ops.c, where the install
+            # built it); False: the Python operators do everything
+            "jaxlite_native_ops": _env_on("JAXLITE_NATIVE_OPS"),
             # check every program the compiler receives and each pass's output with
             # check_jaxpr (ir/check.py); JAXLITE_ENABLE_CHECKS, else JAX's variable
             "jax_enable_checks": _env_bool("JAXLITE_ENABLE_CHECKS",

@@ -47,6 +47,8 @@ def _on_config(name, value):
     if name in ("jaxlite_async", "jaxlite_async_min_cost"):
         for c in _OP_CACHES:
             c.clear()
+    elif name == "jaxlite_native_ops" and _native is not None:
+        _native.set_enabled(bool(value))
 
 
 config._on_change(_on_config)
@@ -146,17 +148,50 @@ def _fast_binop(fn, reflected, rejected=()):
                             # work: wrap's own first case, written here because W8 (x + 1)
                             # is 6% slower for the call (measured 2026-12-03)
                             return ArrayImpl(Buffer(out, device), out_aval, committed)
-                        token = _eager.fp_ignore_begin()   # wrap may cast
-                        try:
-                            return _wrap(out, out_aval, device, committed, (a, b))
-                        finally:
-                            _eager.fp_ignore_end(token)
+                        return _finish(out, out_aval, device, committed, a, b)
         if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
             if t in rejected:
                 raise _reject(fn, self, other)
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
-    return op
+
+    if _native is None:
+        return op
+    # the same operator with its memoised case in C (core/_eager_ops.c): it reads the
+    # memos above and calls ``op`` for everything else, a memo miss included
+    return _native.Operator(op, c32, c64, reflected)
+
+
+def _finish(out, out_aval, device, committed, a, b):
+    """The fast path's result when the ufunc's is not a fresh array of the output dtype:
+    ``wrap`` (which may cast) under the ignored floating-point error state."""
+    token = _eager.fp_ignore_begin()
+    try:
+        return _wrap(out, out_aval, device, committed, (a, b))
+    finally:
+        _eager.fp_ignore_end(token)
+
+
+def _load_native():
+    """core/_eager_ops (the operators' fast path in C), configured and switched on or off
+    by ``jaxlite_native_ops``; None where it was not built (no C compiler at install)."""
+    if _eager._fp_state is None:
+        return None
+    try:
+        from ..core import _eager_ops
+    except ImportError:
+        return None
+    from ..core import trace as _trace
+    _eager_ops.configure(
+        array_type=ArrayImpl, buffer_type=Buffer, ndarray_type=_ndarray,
+        trace_var=_trace._state, monitoring=monitoring, mesh_context=_mesh_context,
+        config=config, eager=_eager, fp_var=_eager._fp_state,
+        get_default_device=get_default_device, finish=_finish)
+    _eager_ops.set_enabled(bool(config.jaxlite_native_ops))
+    return _eager_ops
+
+
+_native = _load_native()
 
 
 # ``x == (1, 2)`` and ``x != [1, 2]`` raise TypeError in JAX rather than falling back to
