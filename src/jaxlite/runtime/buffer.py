@@ -36,7 +36,9 @@ class Buffer:
     __slots__ = ("data", "device", "nbytes", "__weakref__")   # weakref: jaxlite doctor
 
     def __init__(self, data: np.ndarray, device, counted: bool = True):
-        # runs for every eager result: the device's accounting is inlined (Device._alloc)
+        # runs for every eager result: the device's accounting is inlined (Device._alloc);
+        # core/_eager_ops.c ``new_buffer`` does the same work in C for the operators' fast
+        # path (keep the two alike; tests/test_eager_ops_native.py compares them)
         data.setflags(False)   # write=False (positional: keyword parsing costs 0.1 us)
         self.data = data
         self.device = device
