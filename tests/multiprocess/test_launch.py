@@ -163,10 +163,14 @@ def test_a_rank_ending_abruptly_with_status_0_fails_the_job(tmp_path):
         print("finished")
         """)
     p, seconds = cli("launch", "-n", 2, "--timeout", 60, script)
+    assert seconds < 40
+    if p.returncode == 9 and "BAD TERMINATION" in p.stdout:
+        # on a loaded machine hydra may kill rank 0 before rank 1's exit is seen as a
+        # success, and then reports the job failed itself (exit code 9): failed either way
+        return
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "ended before their program finished" in p.stderr
     assert "rank(s) 0, 1" in p.stderr or "rank(s) 1" in p.stderr
-    assert seconds < 40
 
 
 @needs_mpiexec
