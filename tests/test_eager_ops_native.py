@@ -37,7 +37,8 @@ def test_the_extension_is_built_where_a_compiler_is():
     """make installs it; an install without it would fall back silently (optional build)"""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler here")
-    assert sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("no Python headers here")
     assert native is not None, "core/_eager_ops was not built (pip install -e . compiles it)"
     assert OPERATORS and "__add__" in OPERATORS and "__radd__" in OPERATORS
     assert type(ArrayImpl.__add__) is native.Operator
