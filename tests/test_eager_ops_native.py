@@ -110,6 +110,11 @@ def test_two_arrays_agree(name, dtype):
     _check(name, x, y)
     _check(name, x, x)
     _check(name, x, y[0])            # broadcasting: left to the Python operator
+    _check(name, x, y[:1, :1])       # size-1 broadcasting, both ways
+    _check(name, y[:1, :1], x)
+    one = jnp.asarray(np.array([3], np.float64).astype(dtype))
+    _check(name, one, one)           # size-1 operands of one shape: the C path
+    _check(name, one, x)
     _check(name, x, jnp.float32(2))   # rank 0 operand
     e = jnp.zeros((0,), dtype)
     _check(name, e, e)
