@@ -53,19 +53,30 @@ from . import distributed  # noqa: F401
 def clear_caches() -> None:
     """Clears every compilation cache of this process (mirrors ``jax.clear_caches``).
 
-    Empties the compiled-signature cache of every live ``jit``-wrapped function (the next
+    Empties the compiled-signature cache of every ``jit``-wrapped function (the next
     call traces and compiles again), the memoised abstract-evaluation results of the
-    primitives, the native kernels compiled in this process (the persistent on-disk cache
-    is kept), and the pool of free host buffers kept for reuse.  Live arrays are untouched.
-    Takes no arguments, returns None, raises nothing.
+    primitives, the eager operators' memos, the pytree structure memos, the native kernels
+    compiled in this process (the persistent on-disk cache is kept), and the pool of free
+    host buffers kept for reuse: every program, constant and function they held is
+    released.  Live arrays are untouched.  Takes no arguments, returns None, raises
+    nothing.
     """
     from .transforms.jit import clear_all_caches
     from .core.primitive import _registry
     from .backends.cpu import _cache
     from .runtime.buffer import clear_buffer_pool
+    from .numpy import _methods, _ufuncs
+    from . import tree_util
     clear_all_caches()
     for prim in list(_registry.values()):
         prim._aval_cache.clear()
+    for memo in _methods._OP_CACHES:
+        memo.clear()
+    _ufuncs._fast_plans.clear()
+    _ufuncs._promotions.clear()
+    _ufuncs._strong_scalar.cache_clear()
+    tree_util._decisions.clear()
+    tree_util._sorted_specs.clear()
     _cache.clear_memory()
     clear_buffer_pool()
 

@@ -51,6 +51,27 @@ from .trace import Tracer, find_top_trace, full_lower, get_state
 _registry: dict[str, "Primitive"] = {}
 
 
+_VALUE_TYPES = (int, float, complex, bool, str, bytes, type(None), type)
+
+
+def _by_value(values) -> bool:
+    """Whether ``values`` (parameters, nested in tuples and frozensets) compare by value,
+    so a memo keyed by them may keep them.  A program (jaxpr), a function or any other
+    object hashed by identity does not: as a key it would keep a user's function and the
+    arrays its program closes over alive while the memo lives, and never hit again once
+    the user dropped them."""
+    for v in values:
+        t = type(v)
+        if t in _VALUE_TYPES:
+            continue
+        if t is tuple or t is frozenset:
+            if not _by_value(v):
+                return False
+        elif t.__hash__ is object.__hash__ or callable(v):
+            return False
+    return True
+
+
 class Reduction(NamedTuple):
     """A reduction's monoid: ``monoid`` names the binary operation ("add", "mul", "max",
     "min", "and", "or", "xor"; the scalar op a fused kernel folds with) and
@@ -147,7 +168,7 @@ class Primitive:
             return self._aval_cache[key]
         except KeyError:
             out = self.abstract_eval(*avals, **params)
-            if len(self._aval_cache) < 4096:
+            if len(self._aval_cache) < 4096 and _by_value(params.values()):
                 self._aval_cache[key] = out
             return out
         except TypeError:

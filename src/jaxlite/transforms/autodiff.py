@@ -592,8 +592,10 @@ class custom_jvp:
 
     def defjvps(self, *fns):
         """One function per argument: ``fn(g, ans, *args) -> tangent contribution``."""
+        fun = self.fun      # not self: the rule may outlive it in a cached equation
+
         def rule(primals, tangents):
-            ans = self.fun(*primals)
+            ans = fun(*primals)
             t = None
             for fn, g in zip(fns, tangents):
                 if fn is not None:
@@ -621,6 +623,9 @@ class custom_jvp:
         nd_vals = [args[i] for i in sorted(nd)]
         user_jvp = self.jvp
         out_trees = []
+        # the rule names the function, never holds it: an equation carrying the rule may
+        # live in a cache kept by the function's identity (jit's), which must let it die
+        fun_name = getattr(self.fun, '__name__', 'the function')
 
         def jvp_flat(primals, tangents):
             ps = tree_unflatten(tree, list(primals))
@@ -645,7 +650,7 @@ class custom_jvp:
                         f"its primal: the primal output "
                         f"{pa.str_short()} needs a tangent of type "
                         f"{np.dtype(want).name}{list(pa.shape)}, but the rule of "
-                        f"{getattr(self.fun, '__name__', 'the function')} returned "
+                        f"{fun_name} returned "
                         f"{ta.str_short()}.")
                 if ad.is_differentiable(pa) and (ta.dtype != pa.dtype or
                                                  not isinstance(t, (Tracer, Array))):
@@ -771,6 +776,7 @@ class custom_vjp:
         if isinstance(top, EvalTrace):
             return _call_eagerly(self.fun, args, "custom_vjp")
         fwd, bwd, nd_vals = self.fwd, self.bwd, [args[i] for i in nd]
+        fun = self.fun      # the rules hold the function, never this object (see custom_jvp)
         res_store = []
         out_trees = []
         traced_out = []     # (tree, avals) of the function, when it was traced
@@ -785,7 +791,7 @@ class custom_vjp:
             res_store.append(res_tree)
             o_leaves, o_tree = tree_flatten(out)
             if traced_out:
-                _check_fwd_output(self.fun, fwd, o_tree, o_leaves, *traced_out[0])
+                _check_fwd_output(fun, fwd, o_tree, o_leaves, *traced_out[0])
             out_trees.append(o_tree)
             return o_leaves, res_leaves
 

@@ -279,10 +279,15 @@ config._on_change(_on_config)
 
 
 def clear_all_caches() -> None:
-    """Empties the compiled-signature caches of every live jitted function (and so the
-    caches they share)."""
+    """Empties the compiled-signature caches of every live jitted function and those kept
+    for functions whose wrappers are gone (``jit(f)(x)`` again finds them while ``f``
+    lives)."""
     for f in list(_ALL_JITTED):
         f.clear_cache()
+    for hit in list(_SHARED.values()):
+        for caches in list(hit[1].values()):
+            for c in caches:
+                c.clear()
 
 
 class JitWrapped:
@@ -419,7 +424,9 @@ class JitWrapped:
         closed, out_tree, trace_s = self._make_jaxpr(statics, static_kw, in_tree, n_args,
                                                      static_pos, in_avals,
                                                      _staging_types(leaves))
-        lowered = Lowered(self, closed, in_tree, out_tree, key, names)
+        # the cache keeps a view of this wrapper that holds fun weakly: the caches are
+        # kept by fun's identity (_SHARED) and so must not keep fun alive themselves
+        lowered = Lowered(self._cache_view(), closed, in_tree, out_tree, key, names)
         compiled = lowered.compile()
         entry = _CacheEntry(compiled, out_tree)
         self._cache[key] = entry
@@ -435,6 +442,20 @@ class JitWrapped:
                             compile_seconds=compiled._program.compile_seconds,
                             statics=repr([v for _, v in statics + static_kw]))
         return entry
+
+    def _cache_view(self) -> "_CachedView":
+        """This wrapper's options without its function and caches, the function held
+        weakly (strongly only when it cannot be weakly referenced: the caches are then
+        this wrapper's own, and die with it)."""
+        view = object.__new__(_CachedView)
+        view.__dict__.update({k: v for k, v in self.__dict__.items() if k not in (
+            "fun", "__wrapped__", "_cache", "_history", "_fast", "_fast64", "_last")})
+        fun = self.fun
+        try:
+            view._fun_ref = weakref.ref(fun)
+        except TypeError:
+            view._fun_ref = lambda: fun
+        return view
 
     def _param_names(self) -> list:
         """Names of the positional parameters (empty when the signature is unknown)."""
@@ -683,6 +704,15 @@ class JitWrapped:
         for other in list(_ALL_JITTED):
             if other._cache is self._cache:
                 other._last = (None, None, None)
+
+
+class _CachedView(JitWrapped):
+    """What a cached program keeps of the wrapper that compiled it (``_cache_view``): its
+    options and names, its function through a weak reference."""
+
+    @property
+    def fun(self):
+        return self._fun_ref()
 
 
 def _diff_keys(history, key, names, param_names=()) -> str:
