@@ -177,6 +177,39 @@ def test_transformed_closures_are_freed(case):
     assert r_alive == [] and r_after[0] == r_before[0]      # as in JAX
 
 
+def _models(api, np_api):
+    """Five models, each jitting its own bound method, a lambda over itself and a grad
+    in its constructor (cycles through the model), called once and dropped."""
+    class Model:
+        def __init__(self, i):
+            self.w = np_api.ones((100,)) * i
+            self.step = api.jit(self.apply)
+            self.scaled = api.jit(lambda v: self.apply(v) * 2)
+            self.grad = api.jit(api.grad(lambda v: np_api.sum(self.apply(v))))
+
+        def apply(self, v):
+            return v * self.w
+
+    x = np_api.ones((100,))
+    before = _usage(api)
+    refs = []
+    for i in range(5):
+        m = Model(i)
+        assert float(m.step(x)[0]) == i and float(m.scaled(x)[0]) == 2 * i
+        assert float(m.grad(x)[0]) == i
+        refs += [weakref.ref(m), weakref.ref(m.w)]
+        del m
+    after = _usage(api)     # (collects the cycles first)
+    return [r for r in refs if r() is not None], before, after
+
+
+def test_models_jitting_their_own_methods_are_freed():
+    alive, before, after = _models(jax, jnp)
+    assert alive == [] and after == before
+    r_alive, r_before, r_after = _models(rjax, rjnp)
+    assert r_alive == [] and r_after[0] == r_before[0]      # as in JAX
+
+
 def test_shared_cache_of_one_function_still_shared():
     """Two wrappers of one function share its compiled programs (as in JAX), also when the
     first wrapper is gone: the cache holds the function weakly, not the wrapper."""

@@ -64,7 +64,7 @@ def _by_value(values) -> bool:
         t = type(v)
         if t in _VALUE_TYPES:
             continue
-        if t is tuple or t is frozenset:
+        if isinstance(v, (tuple, frozenset)):     # named tuples included
             if not _by_value(v):
                 return False
         elif t.__hash__ is object.__hash__ or callable(v):
