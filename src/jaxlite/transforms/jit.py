@@ -243,7 +243,8 @@ _ALL_JITTED: "weakref.WeakSet" = weakref.WeakSet()   # every live JitWrapped
 # id(fun) -> (weak reference to fun, {jit options: caches}): two jit wrappers of one
 # function object with the same options share their traces and compiled programs, as in
 # JAX.  Keyed by identity (a freshly bound method or a new lambda gets caches of its own);
-# the entry goes when the function does.
+# the entry goes when the function does, which nothing in it may prevent: a cached program
+# holds the function only weakly (JitWrapped._cache_view).
 _SHARED: dict = {}
 
 
