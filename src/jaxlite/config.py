@@ -46,13 +46,9 @@ def _env_bool(name: str, default: bool) -> bool:
     return default if v is None else _parse_bool_env(name, v)
 
 
-def _flag_of(var: str) -> str:
-    return var.lower()
-
-
 def _bad_env(var: str, v: str, what: str) -> ValueError:
     kind = "JAX" if var.startswith("JAX_") else "jaxlite"
-    return ValueError(f'Invalid value "{v}" for {kind} flag {_flag_of(var)} (environment '
+    return ValueError(f'Invalid value "{v}" for {kind} flag {var.lower()} (environment '
                       f'variable {var}): {what}')
 
 
@@ -179,9 +175,13 @@ def _is_default(name, value) -> bool:
 
 def _env_unsupported():
     """Refuses a ``JAX_*`` variable that sets an unsupported option to another value than
-    JAX's default (ValueError naming the variable, at import, as JAX reads its variables)."""
+    JAX's default (ValueError naming the variable, at import, as JAX reads its variables).
+    Only ``JAX_*`` names: JAX's few options without the prefix (``check_vma``) would make
+    variables of other programs (``CHECK_VMA``) stop the import."""
     for name, d in _UNSUPPORTED.items():
         var = name.upper()
+        if not var.startswith("JAX_"):
+            continue
         v = os.environ.get(var)
         if v is None:
             continue
@@ -327,12 +327,17 @@ class Config:
                     return value
                 raise _unsupported(name, value)
             raise AttributeError(f"Unrecognized config option: {name}")
+        value = self._validate(name, value)
+        # as JAX: the value is checked first, then whether it may still change
         if name in self._frozen and value != self._values[name]:
             raise RuntimeError(
                 f"{name} config should be updated before backends are initialized i.e. "
                 f"before any jaxlite operation is executed (it is {self._values[name]!r}; "
                 f"the devices already exist). Set it right after `import jaxlite`, or "
                 f"through the environment.")
+        return value
+
+    def _validate(self, name, value):
         got = f"got {value!r} of type {type(value)}."
         if name in _ENUMS:
             if value is None and name not in _REQUIRED_ENUMS:

@@ -19,8 +19,8 @@ import contextlib
 import contextvars
 import gc
 import itertools
-import sys
 import operator
+import sys
 
 import numpy as np
 
