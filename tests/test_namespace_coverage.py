@@ -76,11 +76,11 @@ XLA_ONLY = ("XLA/StableHLO machinery with no counterpart without XLA: the C FFI,
             "export and serialisation, memory kinds (a jaxlite device has one memory)")
 UNIMPLEMENTED_FLAGS = (
     "context managers of config flags jaxlite does not implement (one that silently did "
-    "nothing would mislead): PRNG implementations, leak checking, key-reuse checking, "
+    "nothing would mislead): PRNG implementations, key-reuse checking, "
     "matmul precision (no effect on CPU, not modelled), dtype-promotion strictness, "
     "no_tracing/no_execution, thread guards, float16 reductions, jax2tf; "
-    "jax_numpy_rank_promotion is accepted by config but not yet enforced by "
-    "jaxlite.numpy (issue 12)")
+    "jax_numpy_rank_promotion's 'warn' and 'raise' are refused by config, not yet enforced "
+    "by jaxlite.numpy (issue 12)")
 NOT_BUILT_API = ("transformation APIs not built yet: custom_vmap (jax.custom_batching), "
                  "the custom_derivatives module of custom-rule internals (SymbolicZero, "
                  "linear_call; custom_jvp/custom_vjp/custom_gradient/closure_convert are "
@@ -94,8 +94,8 @@ TOP = {
     **_group(INTERNALS, "ad api_util interpreters lib"),
     **_group(XLA_ONLY, "ffi export memory"),
     **_group(UNIMPLEMENTED_FLAGS,
-             "allow_f16_reductions array_garbage_collection_guard check_tracer_leaks "
-             "checking_leaks debug_key_reuse default_matmul_precision default_prng_impl "
+             "allow_f16_reductions array_garbage_collection_guard "
+             "debug_key_reuse default_matmul_precision default_prng_impl "
              "enable_custom_prng jax2tf_associative_scan_reductions "
              "legacy_prng_key no_execution no_tracing numpy_dtype_promotion "
              "numpy_rank_promotion softmax_custom_jvp thread_guard threefry_partitionable"),

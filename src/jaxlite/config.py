@@ -18,22 +18,78 @@ from __future__ import annotations
 import contextlib
 import os
 
-_TRUE = {"1", "true", "yes", "on", "t", "y"}
+import numpy as np
+
+from ._unsupported_options import JAX_DEFAULTS as _UNSUPPORTED
+
+# The spellings JAX accepts for a boolean environment variable (compared in lower case);
+# anything else is refused rather than read as False.
+_TRUE = ("y", "yes", "t", "true", "on", "1")
+_FALSE = ("n", "no", "f", "false", "off", "0")
+
+
+def _parse_bool_env(var: str, v: str) -> bool:
+    low = v.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    # JAX's message, then the spellings it accepts
+    raise ValueError(f"invalid truth value {low!r} for environment {var!r}: write one of "
+                     f"{', '.join(_TRUE)} or {', '.join(_FALSE)}")
 
 
 def _env_bool(name: str, default: bool) -> bool:
+    """A boolean variable, JAX's way: unset gives ``default``; any other value must be one
+    of JAX's spellings (ValueError naming the variable and the value otherwise)."""
     v = os.environ.get(name)
-    return default if v is None else v.strip().lower() in _TRUE
+    return default if v is None else _parse_bool_env(name, v)
 
 
-def _env_int(name: str, default: int) -> int:
+def _bad_env(var: str, v: str, what: str) -> ValueError:
+    kind = "JAX" if var.startswith("JAX_") else "jaxlite"
+    return ValueError(f'Invalid value "{v}" for {kind} flag {var.lower()} (environment '
+                      f'variable {var}): {what}')
+
+
+def _env_int(name: str, default, minimum=None, allowed=()):
+    """An integer variable (``int()`` of the text, as JAX reads one), at least ``minimum``
+    unless it is one of ``allowed``; ValueError naming the variable and the value."""
     v = os.environ.get(name)
-    return default if v is None or not v.strip() else int(v)
+    if v is None:
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        raise _bad_env(name, v, "expected an integer") from None
+    if minimum is not None and n < minimum and n not in allowed:
+        also = f" (or {', '.join(map(str, allowed))})" if allowed else ""
+        raise _bad_env(name, v, f"expected an integer >= {minimum}{also}")
+    return n
 
 
-def _env_on(name: str) -> bool:
-    """A switch that is on unless the variable says off (0, false, off, no)."""
-    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "off", "no")
+def _env_float(name: str, default: float, positive: bool = False) -> float:
+    v = os.environ.get(name)
+    if v is None:
+        return default
+    try:
+        x = float(v)
+    except ValueError:
+        raise _bad_env(name, v, "expected a number") from None
+    if positive and not x > 0:
+        raise _bad_env(name, v, "expected a number > 0")
+    return x
+
+
+def _env_enum(name: str, values, default):
+    """An enumerated variable: unset gives ``default``; anything else must be one of
+    ``values`` (JAX refuses an empty value too)."""
+    v = os.environ.get(name)
+    if v is None:
+        return default
+    if v not in values:
+        raise _bad_env(name, v, f"expected one of {list(values)}")
+    return v
 
 
 def _env_bytes(name: str):
@@ -42,9 +98,12 @@ def _env_bytes(name: str):
     if not v:
         return None
     try:
-        return max(0, int(float(v)))
-    except ValueError:
+        n = int(float(v))
+    except (ValueError, OverflowError):
         raise ValueError(f"{name} must be a number of bytes, got {v!r}") from None
+    if n < 0:
+        raise ValueError(f"{name} must be a number of bytes >= 0, got {v!r}")
+    return n
 
 
 _TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
@@ -55,14 +114,88 @@ _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
                "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
                "jaxlite_build_process",
                "jaxlite_async", "jax_enable_checks", "jaxlite_fusion",
-               "jaxlite_native_ops")
+               "jaxlite_native_ops", "jax_check_static_indices", "jax_check_tracer_leaks")
+# int flags: name -> (smallest value, other values allowed below it, None allowed, what it
+# counts)
+_INT_FLAGS = {"jax_num_cpu_devices": (1, (-1,), True, "a number of devices (-1: the default)"),
+              "jaxlite_tier_up_calls": (1, (), False, "a number of calls"),
+              "jaxlite_async_min_cost": (0, (), False, "a cost (about bytes moved + flops)"),
+              "jaxlite_buffer_pool_bytes": (0, (), True, "a number of bytes")}
+_FLOAT_FLAGS = ("jaxlite_collective_timeout",)
+_STRING_FLAGS = ("jax_platforms", "jax_platform_name", "jax_compilation_cache_dir",
+                 "jaxlite_backend")
 # The flags that change what jit compiles for a signature: their values are part of each
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
 # recompiles instead of reusing a program built under the old value.
 _JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls",
-                  "jaxlite_backend")
+                  "jaxlite_backend", "jax_check_static_indices")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
-_ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
+_TRACEBACK_FILTERING = ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto")
+# JAX's accepted values of jax_default_matmul_precision; on a CPU every one computes in the
+# operands' own precision, as JAX's CPU backend does
+_MATMUL_PRECISIONS = (
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+_ENUMS["jax_default_matmul_precision"] = _MATMUL_PRECISIONS
+# enums whose value may not be None (the others take None: "unset")
+_REQUIRED_ENUMS = {"jax_numpy_rank_promotion": ("allow", "warn", "raise"),
+                   "jax_traceback_filtering": _TRACEBACK_FILTERING}
+_ENUMS.update(_REQUIRED_ENUMS)
+# values JAX accepts that jaxlite does not act on: refused (ValueError saying so) rather than
+# silently ignored
+_UNSUPPORTED_VALUES = {"jax_numpy_rank_promotion": ("warn", "raise")}
+
+
+def _unsupported(name, value, source=None) -> ValueError:
+    where = f" (environment variable {source})" if source else ""
+    if name in _UNSUPPORTED:
+        return ValueError(f"jaxlite does not support the config option {name}{where}: it "
+                          f"always behaves as JAX's default {_UNSUPPORTED[name]!r}, and "
+                          f"cannot be set to {value!r}")
+    return ValueError(f"jaxlite does not support {name}={value!r}{where}: only "
+                      f"{_REQUIRED_ENUMS[name][0]!r} is implemented")
+
+
+def _is_default(name, value) -> bool:
+    """Whether ``value`` (a Python value, or an enum member) is JAX's default of the
+    unsupported option ``name``."""
+    d = _UNSUPPORTED[name]
+    if isinstance(d, bool) or d is None:
+        return value is d or (isinstance(value, (bool, np.bool_)) and bool(value) is d)
+    if isinstance(value, bool):
+        return False
+    if isinstance(d, str) and not isinstance(value, str):
+        name_ = getattr(value, "name", None)     # an enum member, e.g. ExplicitX64Mode.WARN
+        return isinstance(name_, str) and name_.lower() == d
+    return type(value) in (int, float, str) and value == d
+
+
+def _env_unsupported():
+    """Refuses a ``JAX_*`` variable that sets an unsupported option to another value than
+    JAX's default (ValueError naming the variable, at import, as JAX reads its variables).
+    Only ``JAX_*`` names: JAX's few options without the prefix (``check_vma``) would make
+    variables of other programs (``CHECK_VMA``) stop the import."""
+    for name, d in _UNSUPPORTED.items():
+        var = name.upper()
+        if not var.startswith("JAX_"):
+            continue
+        v = os.environ.get(var)
+        if v is None:
+            continue
+        if isinstance(d, bool):
+            ok = _parse_bool_env(var, v) is d
+        elif isinstance(d, (int, float)):
+            try:
+                ok = type(d)(v) == d
+            except ValueError:
+                raise _bad_env(var, v, f"expected a number like {d!r}") from None
+        else:
+            ok = v == d or (isinstance(d, str) and v.lower() == d)
+        if not ok:
+            raise _unsupported(name, v, var)
 
 
 def check_transfer_guard_level(value, name: str = "transfer guard level") -> None:
@@ -79,10 +212,17 @@ class Config:
     Mirrors ``jax.config``: read a flag as an attribute (``config.jax_enable_x64``), change it
     with ``config.update("jax_enable_x64", True)``.
 
+    Every option of JAX 0.10 exists: those jaxlite implements act; the others
+    (``_unsupported_options.py``) read as JAX's default and may only be set to it.  Values
+    are checked strictly, from ``update`` and from the environment at import (JAX's
+    spellings of a boolean: 1/true/t/yes/y/on and 0/false/f/no/n/off, any case).
+
     Raises (from ``update``):
       AttributeError: an unknown flag name ("Unrecognized config option: ...").
-      ValueError: a value of the wrong kind (an unknown transfer-guard level, a non-int
-        device count, a default device that is neither a Device nor a platform name).
+      ValueError: a value of the wrong kind, naming the option and the value (a bool flag
+        given anything but True/False/0/1, an unknown enum value, a non-int or < 1 device
+        count, a default device that is neither a Device nor a platform name), or a value
+        jaxlite does not support ("jaxlite does not support ...").
       RuntimeError: ``jax_num_cpu_devices`` changed after the CPU devices were created.
     """
 
@@ -90,15 +230,18 @@ class Config:
         values = {
             "jax_enable_x64": _env_bool("JAX_ENABLE_X64", False),
             # -1: one CPU device, or as many as XLA_FLAGS' host device count asks
-            "jax_num_cpu_devices": _env_int("JAX_NUM_CPU_DEVICES", -1),
+            "jax_num_cpu_devices": _env_int("JAX_NUM_CPU_DEVICES", -1, 1, (-1,)),
             "jax_log_compiles": _env_bool("JAX_LOG_COMPILES", False),
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
-            "jax_transfer_guard": os.environ.get("JAX_TRANSFER_GUARD") or None,
-            "jax_transfer_guard_host_to_device": None,
-            "jax_transfer_guard_device_to_host": None,
-            "jax_transfer_guard_device_to_device": None,
-            "jax_default_device": None,
+            **{n: _env_enum(n.upper(), _TRANSFER_GUARD_LEVELS, None)
+               for n in _TRANSFER_GUARD_FLAGS},
+            # a platform name here (JAX reads the variable as a string)
+            "jax_default_device": os.environ.get("JAX_DEFAULT_DEVICE"),
+            # the platforms to initialise, the first the default; one that is not present
+            # raises RuntimeError at first use (runtime/device.py)
             "jax_platforms": os.environ.get("JAX_PLATFORMS", None),
+            # JAX's deprecated way to name the default platform
+            "jax_platform_name": os.environ.get("JAX_PLATFORM_NAME", "").lower(),
             # the persistent compile cache (JAXLITE_CACHE_DIR, else JAX's variable)
             "jax_compilation_cache_dir": os.environ.get(
                 "JAXLITE_CACHE_DIR", os.environ.get("JAX_COMPILATION_CACHE_DIR", None)),
@@ -108,7 +251,20 @@ class Config:
             # hold one is run again operation by operation to find it (core/eager.py)
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
             "jax_debug_infs": _env_bool("JAX_DEBUG_INFS", False),
-            "jax_numpy_rank_promotion": "allow",
+            "jax_numpy_rank_promotion": _env_enum("JAX_NUMPY_RANK_PROMOTION",
+                                                  _REQUIRED_ENUMS["jax_numpy_rank_promotion"],
+                                                  "allow"),
+            "jax_default_matmul_precision": _env_enum("JAX_DEFAULT_MATMUL_PRECISION",
+                                                      _MATMUL_PRECISIONS, None),
+            # x[i], x.at[i].get() with a static int i out of bounds raise IndexError
+            # (numpy/_indexing.py) instead of clamping
+            "jax_check_static_indices": _env_bool("JAX_CHECK_STATIC_INDICES", False),
+            # each finished jit/make_jaxpr/vmap trace is checked for tracers still
+            # referenced from outside it (core/trace.py check_leaks)
+            "jax_check_tracer_leaks": _env_bool("JAX_CHECK_TRACER_LEAKS", False),
+            # declared for programs that set it; errors.py decides what it does
+            "jax_traceback_filtering": _env_enum("JAX_TRACEBACK_FILTERING",
+                                                 _TRACEBACK_FILTERING, "auto"),
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
             # "interpreter" (NumPy, the reference)
             "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "cpu",
@@ -117,20 +273,20 @@ class Config:
             "jaxlite_tiered": _env_bool("JAXLITE_TIERED", True),
             # tiered cpu backend: a program's native build starts after this many calls
             # (after the first when the persistent cache already holds its native code)
-            "jaxlite_tier_up_calls": _env_int("JAXLITE_TIER_UP_CALLS", 2),
+            "jaxlite_tier_up_calls": _env_int("JAXLITE_TIER_UP_CALLS", 2, 1),
             # tiered cpu backend: Numba compiles in a separate, lower-priority process
             # (backends/cpu/_build_process.py) so a build never slows the running program
             "jaxlite_build_process": _env_bool("JAXLITE_BUILD_PROCESS", True),
             # asynchronous dispatch (runtime/dispatch.py): work of at least this estimated
             # cost (about bytes moved + flops) runs on the device's worker thread
             "jaxlite_async": _env_bool("JAXLITE_ASYNC", True),
-            "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 32_000_000),
+            "jaxlite_async_min_cost": _env_int("JAXLITE_ASYNC_MIN_COST", 32_000_000, 0),
             # the compiler's fusion pass (JAXLITE_FUSION=0 compiles without it); part of
             # jit's cache key
-            "jaxlite_fusion": _env_on("JAXLITE_FUSION"),
+            "jaxlite_fusion": _env_bool("JAXLITE_FUSION", True),
             # the eager operators' common case in C (core/_eager_ops.c, where the install
             # built it); False: the Python operators do everything
-            "jaxlite_native_ops": _env_on("JAXLITE_NATIVE_OPS"),
+            "jaxlite_native_ops": _env_bool("JAXLITE_NATIVE_OPS", True),
             # check every program the compiler receives and each pass's output with
             # check_jaxpr (ir/check.py); JAXLITE_ENABLE_CHECKS, else JAX's variable
             "jax_enable_checks": _env_bool("JAXLITE_ENABLE_CHECKS",
@@ -140,10 +296,13 @@ class Config:
             "jaxlite_buffer_pool_bytes": _env_bytes("JAXLITE_BUFFER_POOL_BYTES"),
             # several processes (runtime/mpi.py): seconds a collective waits for the other
             # processes before it raises CollectiveTimeoutError
-            "jaxlite_collective_timeout": float(os.environ.get("JAXLITE_COLLECTIVE_TIMEOUT")
-                                                or 300.0),
+            "jaxlite_collective_timeout": _env_float("JAXLITE_COLLECTIVE_TIMEOUT", 300.0,
+                                                     positive=True),
         }
-        check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
+        for name, v in values.items():
+            if v in _UNSUPPORTED_VALUES.get(name, ()):
+                raise _unsupported(name, v, name.upper())
+        _env_unsupported()
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_frozen", set())
@@ -151,54 +310,93 @@ class Config:
         self.__dict__["_jit_key"] = tuple(values[n] for n in _JIT_KEY_FLAGS)
 
     def __getattr__(self, name):
-        # only reached for names that are not flags (flags are instance attributes)
+        # only reached for names that are not flags (flags are instance attributes); an
+        # option jaxlite does not implement reads as JAX's default, which is what it does
+        if name in _UNSUPPORTED:
+            return _UNSUPPORTED[name]
         raise AttributeError(f"Unrecognized config option: {name}")
 
     def __setattr__(self, name, value):
         raise AttributeError("use config.update(name, value) to change a jaxlite flag")
 
     def _check(self, name, value):
+        """``value`` as flag ``name`` stores it (bools as bool), or raises (see ``update``)."""
         if name not in self._values:
+            if name in _UNSUPPORTED:
+                if _is_default(name, value):
+                    return value
+                raise _unsupported(name, value)
             raise AttributeError(f"Unrecognized config option: {name}")
-        if name in self._frozen:
+        value = self._validate(name, value)
+        # as JAX: the value is checked first, then whether it may still change
+        if name in self._frozen and value != self._values[name]:
             raise RuntimeError(
-                f"{name} can no longer change: the devices already exist. Set it right after "
-                f"`import jaxlite`, before any jaxlite operation runs, or through the "
-                f"environment.")
-        if name in _ENUMS and value is not None and value not in _ENUMS[name]:
-            raise ValueError(f"{name}: new enum value must be None or in {list(_ENUMS[name])}, "
-                             f"got {value!r} of type {type(value)}.")
-        if name in _BOOL_FLAGS and not isinstance(value, (bool, int)):
-            raise ValueError(f"{name}: new bool config value must be of type bool, got "
-                             f"{value!r} of type {type(value)}.")
-        if name == "jax_num_cpu_devices":
-            if value is not None and (type(value) is not int):
-                raise ValueError(f"jax_num_cpu_devices takes an int or None, not {value!r} "
-                                 f"(of type {type(value)})")
-            if value is not None and value == 0 or (value is not None and value < -1):
-                raise ValueError(f"jax_num_cpu_devices must be a positive number of devices "
-                                 f"(or -1 for the default), got {value}.")
-        if name == "jaxlite_buffer_pool_bytes" and value is not None and (
-                type(value) is not int or value < 0):
-            raise ValueError(f"jaxlite_buffer_pool_bytes takes a number of bytes (an int "
-                             f">= 0) or None, got {value!r}")
-        if name == "jaxlite_tier_up_calls" and (type(value) is not int or value < 1):
-            raise ValueError(f"jaxlite_tier_up_calls takes a positive int (the call after "
-                             f"which a program's native build starts), got {value!r}")
+                f"{name} config should be updated before backends are initialized i.e. "
+                f"before any jaxlite operation is executed (it is {self._values[name]!r}; "
+                f"the devices already exist). Set it right after `import jaxlite`, or "
+                f"through the environment.")
+        return value
+
+    def _validate(self, name, value):
+        got = f"got {value!r} of type {type(value)}."
+        if name in _ENUMS:
+            if value is None and name not in _REQUIRED_ENUMS:
+                return value
+            if type(value) is not str or value not in _ENUMS[name]:
+                none = "" if name in _REQUIRED_ENUMS else "None or "
+                raise ValueError(f"{name}: new enum value must be {none}in "
+                                 f"{list(_ENUMS[name])}, {got}")
+            if value in _UNSUPPORTED_VALUES.get(name, ()):
+                raise _unsupported(name, value)
+            return value
+        if name in _BOOL_FLAGS:
+            # JAX stores bool(value) of anything; a string such as "false" would then read
+            # as True, so only a real boolean (or the ints 0 and 1) is taken
+            if isinstance(value, (bool, np.bool_)) or type(value) is int and value in (0, 1):
+                return bool(value)
+            raise ValueError(f"{name}: new bool config value must be True or False, {got}")
+        if name in _INT_FLAGS:
+            lo, allowed, none_ok, what = _INT_FLAGS[name]
+            if value is None and none_ok:
+                return value
+            if type(value) is not int:
+                raise ValueError(f"{name} takes {what}: new int config value must be "
+                                 f"{'None or ' if none_ok else ''}of type int, {got}")
+            if value < lo and value not in allowed:
+                also = f" (or {', '.join(map(str, allowed))})" if allowed else ""
+                raise ValueError(f"{name} takes {what}: an int >= {lo}{also}, got "
+                                 f"{value}.")
+            return value
+        if name in _FLOAT_FLAGS:
+            if type(value) not in (int, float) or not value > 0:
+                raise ValueError(f"{name}: new float config value must be a number > 0, "
+                                 f"{got}")
+            return float(value)
+        if name in _STRING_FLAGS:
+            if name == "jaxlite_backend" and type(value) is not str:
+                raise ValueError(f"{name}: new string config value must be of type str, "
+                                 f"{got}")
+            if value is not None and type(value) is not str:
+                raise ValueError(f"{name}: new string config value must be None or of type "
+                                 f"str, {got}")
+            return value
         if name == "jax_default_device" and value is not None and not isinstance(value, str) \
                 and not hasattr(value, "platform"):
             raise ValueError(f"jax_default_device takes a Device (such as "
                              f"jaxlite.devices()[0]) or the name of a platform, e.g. 'cpu'; "
                              f"{value!r} is neither")
+        return value
 
     def update(self, name: str, value) -> None:
         """Sets flag ``name`` to ``value`` (``jax.config.update``).
 
-        Raises AttributeError (unknown flag), ValueError (bad value) or RuntimeError
-        (``jax_num_cpu_devices`` after the devices exist), as the class describes.
+        Raises AttributeError (unknown flag), ValueError (bad or unsupported value) or
+        RuntimeError (``jax_num_cpu_devices`` after the devices exist), as the class
+        describes; a refused value leaves the flag as it was.
         """
-        self._check(name, value)
-        self._set(name, value)
+        value = self._check(name, value)
+        if name in self._values:
+            self._set(name, value)
 
     def _set(self, name, value):
         self._values[name] = value
@@ -209,9 +407,10 @@ class Config:
             fn(name, value)
 
     def read(self, name: str):
-        """The value of flag ``name`` (``jax.config.read``)."""
+        """The value of flag ``name`` (``jax.config.read``); JAX's default for an option
+        jaxlite does not implement."""
         if name not in self._values:
-            raise AttributeError(f"Unrecognized config option: {name}")
+            return self.__getattr__(name)
         return self._values[name]
 
     def _freeze(self, name):
@@ -222,8 +421,9 @@ class Config:
 
     @contextlib.contextmanager
     def _override(self, name, value):
+        value = self._check(name, value)
         old = self._values[name]
-        self.update(name, value)
+        self._set(name, value)
         try:
             yield
         finally:
@@ -277,3 +477,17 @@ def enable_checks(new_val: bool = True):
 def disable_jit(disable: bool = True):
     """Context manager under which ``jit`` runs functions eagerly (``jax.disable_jit``)."""
     return config._override("jax_disable_jit", bool(disable))
+
+
+def check_tracer_leaks(new_val: bool = True):
+    """Context manager turning ``jax_check_tracer_leaks`` on (or off) inside its block
+    (``jax.check_tracer_leaks``): when a jit, ``make_jaxpr`` or ``vmap`` trace ends while
+    one of its tracers is still referenced (stored in a global or an outer list, say), an
+    Exception "Leaked trace ..." names the tracer and what refers to it."""
+    return config._override("jax_check_tracer_leaks", bool(new_val))
+
+
+def checking_leaks():
+    """Context manager turning leak checking on inside its block (``jax.checking_leaks``);
+    see ``check_tracer_leaks``."""
+    return check_tracer_leaks(True)

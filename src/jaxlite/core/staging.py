@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import config
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from .array import ArrayImpl
 from .avals import ShapedArray
-from .trace import Trace, Tracer, get_aval, new_main
+from .trace import Trace, Tracer, check_leaks, get_aval, new_main
 
 
 class DynamicJaxprTracer(Tracer):
@@ -103,4 +104,8 @@ def trace_to_jaxpr(fun, in_avals, mesh_types=None) -> ClosedJaxpr:
                   [t._var for t in out_tracers])
     closed = ClosedJaxpr(jaxpr, consts)
     closed.collectives = tuple(builder.collectives)
+    if config.jax_check_tracer_leaks:
+        # this frame's own references go first: any tracer left is held from outside
+        trace = in_tracers = outs = out_tracers = None
+        check_leaks(main)
     return closed

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import itertools
 import operator
+import sys
 
 import numpy as np
 
@@ -299,6 +301,52 @@ def new_main(trace_type, payload=None, dynamic: bool = False):
     finally:
         set_state(prev)
         main.alive = False
+
+
+def _referrer(obj, target) -> str:
+    """Says how ``obj`` refers to ``target``: a list index, a dict key, a module global."""
+    if isinstance(obj, (list, tuple)):
+        where = next((f"[{i}]" for i, x in enumerate(obj) if x is target), "")
+        return f"<{type(obj).__name__} {id(obj)}>{where}"
+    if isinstance(obj, dict):
+        key = next((k for k, v in obj.items() if v is target), None)
+        for name, mod in list(sys.modules.items()):
+            if getattr(mod, "__dict__", None) is obj:
+                return f"{name}.{key}"
+        return f"<dict {id(obj)}>[{key!r}]"
+    return f"<{type(obj).__name__} {id(obj)}>"
+
+
+def check_leaks(main: MainTrace) -> None:
+    """Raises Exception when a tracer of the finished main trace ``main`` is still
+    referenced (``jax_check_tracer_leaks``): stored in a global, an outer list, an
+    attribute.  Called by the transformations once their own references are gone.
+
+    The message names each leaked tracer and what refers to it, two steps back (e.g. a
+    list, then the module global holding the list), as JAX's "Leaked trace" error does."""
+    gc.collect()
+    leaked = [o for o in gc.get_objects()
+              if isinstance(o, Tracer) and getattr(o, "_trace", None) is not None
+              and o._trace.main is main]
+    if not leaked:
+        return
+    here = sys._getframe()
+    lines = []
+    for t in leaked:
+        lines.append(f"{type(t).__name__}({t.aval.str_short()})")
+        refs = gc.get_referrers(t)
+        for r in refs:
+            if r is leaked or r is here:
+                continue
+            lines.append(f"<{type(t).__name__} {id(t)}> is referred to by {_referrer(r, t)}")
+            if isinstance(r, (list, tuple, dict)):
+                for r2 in gc.get_referrers(r):
+                    if isinstance(r2, (dict, list, tuple)) and r2 is not refs:
+                        lines.append(f"{_referrer(r, t).split('[')[0]} is referred to by "
+                                     f"{_referrer(r2, r)}")
+    del leaked
+    raise Exception(f"Leaked trace {main.trace_type.__name__}. Leaked tracer(s):\n\n"
+                    + "\n".join(lines) + "\n")
 
 
 @contextlib.contextmanager

@@ -7,7 +7,8 @@ concrete values, since they decide the result's shape: under jit they raise
 NonConcreteBooleanIndexError.  An index of only ints, slices, None and Ellipsis lowers to
 ``slice``/``rev``/``squeeze``/``expand_dims`` as in JAX; anything else is one ``gather``.
 
-Out-of-bounds rules (JAX's): ``x[idx]`` clamps indices into range, static Python ints too;
+Out-of-bounds rules (JAX's): ``x[idx]`` clamps indices into range, static Python ints too
+(with ``jax_check_static_indices`` on, a static int out of range raises IndexError instead);
 ``x.at[idx].set/add/...`` drop out-of-bounds updates; ``mode=`` changes that.  Negative
 indices count from the end once.
 """
@@ -21,6 +22,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes, errors, lax, monitoring
+from ..config import config
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray
 from ..core.staging import JaxprBuilder, JaxprTrace, DynamicJaxprTracer
@@ -117,8 +119,11 @@ class _Parsed:
         self.user_arrays = user_arrays
 
 
-def parse_index(shape, idx, wrap_negative_indices=True) -> _Parsed:
+def parse_index(shape, idx, wrap_negative_indices=True, check_static=False) -> _Parsed:
     """Parses ``idx`` for an array of ``shape`` (``x[idx]``'s rules, as in JAX).
+
+    ``check_static``: a static int index (Python or NumPy scalar) out of range raises
+    IndexError naming the index, the axis and its size (``jax_check_static_indices``).
 
     Raises TypeError for a non-tuple sequence (``x[[0, 1]]``), float/string/non-integer
     indices; IndexError for too many indices, several ellipses, an int into a size-0 axis, a
@@ -167,6 +172,9 @@ def parse_index(shape, idx, wrap_negative_indices=True) -> _Parsed:
             if n == 0:
                 raise IndexError(f"index {v} is out of bounds for axis {dim} with size 0"
                                  + _where(raw, shape))
+            if check_static and not (-n if wrap_negative_indices else 0) <= v < n:
+                raise IndexError(f"index {v} out of bounds for axis {dim} with size {n} "
+                                 f"(jax_check_static_indices is on)" + _where(raw, shape))
             indexer.append(("int", v + n if v < 0 and wrap_negative_indices else v))
             dim += 1
             new_dim += 1
@@ -341,13 +349,18 @@ def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True):
 
     Raises:
       TypeError, IndexError, NonConcreteBooleanIndexError: see ``parse_index``.
+      IndexError: with ``jax_check_static_indices`` on and ``mode`` None, a static int
+        index out of bounds ("index 5 out of bounds for axis 0 with size 3").
       ValueError: index arrays that do not broadcast together; unknown ``mode``.
 
     Mirrors ``jax.numpy.ndarray.__getitem__`` and ``x.at[idx].get()``.  Example:
     ``jnp.arange(6).reshape(2, 3)[:, jnp.array([2, 0])]`` -> ``[[2, 0], [5, 3]]``.
     """
     x = _as_operand(x)
-    parsed = parse_index(x.shape, idx, wrap_negative_indices)
+    # as JAX: only the default mode checks static indices (an explicit mode says what an
+    # out-of-bounds index does)
+    parsed = parse_index(x.shape, idx, wrap_negative_indices,
+                         mode is None and config.jax_check_static_indices)
     gmode = _gather_mode(mode)
     if not parsed.arrays and gmode != "fill":
         return _basic(x, parsed.indexer)

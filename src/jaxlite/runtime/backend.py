@@ -28,7 +28,8 @@ must be exactly that).  Any other backend is reached through its methods only.
 Registering is the whole of adding a platform: ``jaxlite.devices('name')``,
 ``jaxlite.local_devices``, ``device_put`` onto its devices, eager operations, ``jit``,
 ``grad`` and ``vmap`` on its arrays then work.  ``default_backend()`` is the first platform
-of ``jax_platforms`` that is registered, else the registered one of highest ``priority``.
+of ``jax_platforms``, else the registered one of highest ``priority``; every platform
+``jax_platforms`` names must be registered (``requested_platforms``).
 """
 from __future__ import annotations
 
@@ -175,3 +176,35 @@ def get(platform: str) -> Backend | None:
 def registered() -> list:
     """Every registered Backend, in registration order."""
     return list(_BACKENDS.values())
+
+
+# Names that stand for whichever of several platforms is present (JAX's aliases).
+ALIASES = {"gpu": ("cuda", "rocm", "oneapi")}
+
+
+def requested_platforms(spec: str) -> list:
+    """The platforms a ``jax_platforms`` value (``"cpu"``, ``"tpu,cpu"``) asks for, in its
+    order (the first is the default).  As in JAX, every entry must be present: a list does
+    not fall back past a missing platform, and entries are taken as written (``"CPU"``,
+    ``" cpu"`` name no platform).  ``gpu`` stands for whichever of cuda, rocm, oneapi is
+    registered.
+
+    Raises:
+      RuntimeError: an entry names no registered platform ("Unable to initialize backend
+        'tpu': ...", as JAX words it).
+    """
+    out = []
+    for p in spec.split(","):
+        names = [a for a in ALIASES.get(p, (p,)) if a in _BACKENDS]
+        if not names:
+            have = list(_BACKENDS)
+            if p in ALIASES:
+                why = (f"no platform that is an instance of {p} "
+                       f"({', '.join(ALIASES[p])}) is present; platforms present: {have}")
+            else:
+                why = f"Backend '{p}' is not in the list of known backends: {have}."
+            raise RuntimeError(f"Unable to initialize backend '{p}': {why} (set "
+                               f"JAX_PLATFORMS='' to automatically choose an available "
+                               f"backend)")
+        out.extend(n for n in names if n not in out)
+    return out

@@ -204,17 +204,27 @@ def _platform_backend(backend):
     if backend is None:
         name = default_backend()
     elif isinstance(backend, str):
+        default_backend()     # the platforms jax_platforms names must exist, as in JAX
         name = backend
     else:
         name = getattr(backend, "platform", str(backend))
+    return _lookup(name)
+
+
+def _lookup(name: str):
+    """The registered Backend of platform ``name`` (``'gpu'``: cuda, rocm or oneapi);
+    RuntimeError worded as JAX's when there is none."""
     b = _backend.get(name)
     if b is None:
-        if name == "gpu" and any(_backend.get(p) for p in ("cuda", "rocm")):
-            return _backend.get("cuda") or _backend.get("rocm")
-        have = ",".join(p.platform for p in _backend.registered()) or "none"
-        raise RuntimeError(f"Unknown backend: {name!r} requested, but no platforms that are "
-                           f"instances of {name} are present. Platforms present are: "
-                           f"{have}")
+        present = [p.platform for p in _backend.registered()]
+        if name in _backend.ALIASES:
+            for p in _backend.ALIASES[name]:
+                if _backend.get(p) is not None:
+                    return _backend.get(p)
+            raise RuntimeError(f"Unknown backend: {name!r} requested, but no platforms that "
+                               f"are instances of {name} are present. Platforms present "
+                               f"are: {','.join(present)}")
+        raise RuntimeError(f"Unknown backend '{name}'. Available backends are {present}")
     return b
 
 
@@ -257,23 +267,32 @@ def local_device_count(backend: str | None = None) -> int:
 
 def default_backend() -> str:
     """Name of the default platform (``jax.default_backend``): the first platform named in
-    ``jax_platforms`` (``JAX_PLATFORMS``) that is registered, else the registered backend
-    of highest priority (``'cpu'`` on a plain installation).
+    ``jax_platforms`` (``JAX_PLATFORMS``), else ``jax_platform_name``, else the registered
+    backend of highest priority (``'cpu'`` on a plain installation).
 
-    Raises RuntimeError when no backend is registered (only before jaxlite is imported)."""
+    Raises RuntimeError when a platform ``jax_platforms`` names is not present ("Unable to
+    initialize backend 'tpu': ...", as JAX; ``runtime.backend.requested_platforms``), or
+    when no backend is registered (only before jaxlite is imported)."""
     regs = _backend.registered()
     if not regs:
         raise RuntimeError("no platform is registered: import jaxlite first")
     wanted = config.jax_platforms
     if wanted:
-        for p in str(wanted).split(","):
-            if _backend.get(p.strip()) is not None:
-                return p.strip()
+        global _platforms_checked
+        if _platforms_checked is None or _platforms_checked[0] != wanted:
+            _platforms_checked = (wanted, _backend.requested_platforms(wanted)[0])
+        return _platforms_checked[1]
+    if config.jax_platform_name:     # JAX's older flag: the default platform only
+        return _lookup(config.jax_platform_name).platform
     best = regs[0]
     for b in regs[1:]:
         if b.priority > best.priority:
             best = b
     return best.platform
+
+
+# (jax_platforms value, its default platform) once every platform it names was found
+_platforms_checked = None
 
 
 def process_index(backend: str | None = None) -> int:
@@ -364,8 +383,9 @@ def _first_device() -> Device:
 
 def _forget_default() -> None:
     """Called when the registry changes: the default device is looked up again."""
-    global _first
+    global _first, _platforms_checked
     _first = None
+    _platforms_checked = None
 
 
 def check_default_device(device):

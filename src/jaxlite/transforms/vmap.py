@@ -12,7 +12,8 @@ import inspect
 import numpy as np
 
 from ..core import batching
-from ..core.trace import full_lower, get_aval, new_main
+from ..config import config
+from ..core.trace import check_leaks, full_lower, get_aval, new_main
 from ..tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                          tree_structure, tree_unflatten)
 
@@ -215,6 +216,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                     val = batching.broadcast_front(val, size)
                     d = 0
                 res.append(batching.moveaxis(val, d, ax))
+        if config.jax_check_tracer_leaks:
+            # this frame's own references go first: any tracer left is held from outside
+            trace = ins = pos = kws = out = out_leaves = o = t = None
+            check_leaks(main)
         return tree_unflatten(out_tree, [full_lower(r) for r in res])
 
     return batched
