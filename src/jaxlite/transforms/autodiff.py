@@ -347,9 +347,12 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
     ``fun`` must return a real scalar (or ``(scalar, aux)`` with ``has_aux``).
     Raises TypeError for a non-scalar or non-float output (naming its shape or dtype),
-    and for integer inputs unless ``allow_int``.
+    and for integer inputs unless ``allow_int``.  A non-empty ``reduce_axes`` raises
+    NotImplementedError (JAX dropped it).
     """
     _check_callable(fun, "value_and_grad")
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
     try:
         sig_params = inspect.signature(fun).parameters
         if isinstance(argnums, int) and not any(
@@ -416,7 +419,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     ``∇fun(*args)`` with respect to ``argnums`` (int: one pytree; tuple: a tuple), with
     each gradient leaf shaped and typed like its input; ``(grad, aux)`` with
     ``has_aux``.  Errors as ``value_and_grad``."""
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):
