@@ -824,15 +824,29 @@ class custom_vjp:
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """``fun`` whose reverse-mode residuals are only its inputs: the forward pass is
-    recomputed during the backward pass (``jax.checkpoint`` / ``jax.remat``)."""
+    recomputed during the backward pass (``jax.checkpoint`` / ``jax.remat``).
+
+    The positional arguments named by ``static_argnums`` (an int or a tuple; negative
+    counts from the end) are passed to ``fun`` as they are, not traced, so Python may
+    branch on them.  ``policy`` is accepted; the whole forward pass is recomputed whatever
+    it says (README, known differences)."""
     from ..core.staging import trace_to_jaxpr
     from ..primitives.control import remat_p
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
-    def wrapped(*args):
-        leaves, in_tree = tree_flatten(args)
+    def wrapped(*args, **kwargs):
+        st = {i % len(args) for i in statics if -len(args) <= i < len(args)}
+        fixed = {i: args[i] for i in st}
+        dyn = tuple(a for i, a in enumerate(args) if i not in st)
+
+        def call(*dyn_args, **kw):
+            it = iter(dyn_args)
+            return fun(*(fixed[i] if i in st else next(it) for i in range(len(args))), **kw)
+
+        leaves, in_tree = tree_flatten((dyn, kwargs))
         store = []
-        flat = _flat_fun(fun, in_tree, store)
+        flat = _flat_fun(lambda d, kw: call(*d, **kw), in_tree, store)
         closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
         from ..ir.jaxpr import hoist_consts
         body, consts = hoist_consts(closed)
