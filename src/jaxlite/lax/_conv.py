@@ -136,7 +136,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          batch_group_count=1, precision=None, preferred_element_type=None,
                          out_sharding=None):
     """General N-d convolution (``jax.lax.conv_general_dilated``); no kernel flip
-    (cross-correlation, as XLA).
+    (cross-correlation, as XLA).  ``out_sharding``: the result's sharding (as
+    ``dot_general``'s).
 
     Args:
       lhs: input, rank ``n + 2`` (batch, feature and ``n`` spatial dims in the layout of
@@ -169,6 +170,12 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         >>> x = jnp.ones((1, 1, 4, 4)); k = jnp.ones((1, 1, 3, 3))
         >>> lax.conv_general_dilated(x, k, (1, 1), 'SAME')[0, 0, 0]   # [4., 6., 6., 4.]
     """
+    if out_sharding is not None:
+        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        sh = out_sharding_of(out_sharding, "conv_general_dilated")
+        return apply_out_sharding(conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+            feature_group_count, batch_group_count, precision, preferred_element_type), sh)
     lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
     dnums = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
     nsp = lhs_aval.ndim - 2

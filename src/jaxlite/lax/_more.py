@@ -33,7 +33,8 @@ def _jnp():
 def full(shape, fill_value, dtype=None, *, sharding=None):
     """An array of ``shape`` filled with the scalar ``fill_value`` (``jax.lax.full``); its
     dtype is ``dtype``, else ``fill_value``'s (a Python scalar gives a weakly typed
-    result).  Raises TypeError for a non-scalar ``fill_value``."""
+    result).  ``sharding`` (a Sharding or a Device) places the result there, as
+    ``jnp.full(..., device=sharding)``.  Raises TypeError for a non-scalar ``fill_value``."""
     lax = _lax()
     shape = tuple(int(d) for d in (shape if np.ndim(shape) else (shape,)))
     if np.ndim(fill_value) != 0 and get_aval(fill_value).shape != ():
@@ -43,7 +44,13 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
         fill = fill_value if isinstance(fill_value, Tracer) else _jnp().asarray(fill_value)
     else:
         fill = lax.convert_element_type(fill_value, dtypes.canonicalize_dtype(dtype))
-    return lax.broadcast(fill, shape)
+    out = lax.broadcast(fill, shape)
+    if sharding is not None:
+        from ..numpy._creation import _place
+        if out.weak_type and not isinstance(out, Tracer):
+            out = lax._convert(out, out.dtype, False)    # eager JAX: placed = strong type
+        out = _place(out, sharding)
+    return out
 
 
 def empty(shape, dtype, *, out_sharding=None):
@@ -319,11 +326,18 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
 
     Returns the reduced pytree: each array without ``dimensions``.
 
+    ``out_sharding``: each result's sharding (as ``dot_general``'s).
+
     Raises:
       TypeError: operand and init pytrees that differ, or operands of different shapes.
       ValueError: a dimension out of range or repeated.
     """
-    from ..tree_util import tree_flatten, tree_unflatten
+    from ..tree_util import tree_flatten, tree_map, tree_unflatten
+    if out_sharding is not None:
+        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        sh = out_sharding_of(out_sharding, "reduce")     # checked before any work
+        return tree_map(lambda r: apply_out_sharding(r, sh),
+                        reduce(operands, init_values, computation, dimensions))
     lax, jnp = _lax(), _jnp()
     xs, tree = tree_flatten(operands)
     inits, itree = tree_flatten(init_values)
@@ -434,8 +448,9 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     """Grouped matrix product (``jax.lax.ragged_dot``): ``lhs [m, k]``'s rows come in
     consecutive groups of ``group_sizes [g]`` rows, and group ``i`` multiplies
     ``rhs[i]`` (``rhs [g, k, n]``); rows past ``sum(group_sizes)`` give zeros.  Returns
-    ``[m, n]``.  Raises TypeError for other ranks or mismatched sizes, NotImplementedError
-    for ``group_offset`` (as JAX on CPU)."""
+    ``[m, n]``; ``out_sharding`` its sharding (as ``dot_general``'s).  Raises TypeError
+    for other ranks or mismatched sizes, NotImplementedError for ``group_offset`` (as JAX
+    on CPU)."""
     lax, jnp = _lax(), _jnp()
     if group_offset is not None:
         raise NotImplementedError("ragged_dot: group_offset is not supported")
@@ -453,7 +468,8 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     dt = jnp.result_type(lhs, rhs)
     masked = jnp.where(member[:, :, None], jnp.asarray(lhs, dt)[None], jnp.zeros((), dt))
     return lax.dot_general(masked, jnp.asarray(rhs, dt), (((0, 2), (0, 1)), ((), ())),
-                           precision=precision, preferred_element_type=preferred_element_type)
+                           precision=precision, preferred_element_type=preferred_element_type,
+                           out_sharding=out_sharding)
 
 
 # ---- shape arithmetic ------------------------------------------------------------------

@@ -79,7 +79,12 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     for; complex results (complex64 for float32 input), unit-norm eigenvector columns.
     Eigenvalues are differentiable; eigenvectors only with ``enable_eigvec_derivs=True``
     (the derivative assumes distinct eigenvalues and follows LAPACK's normalisation),
-    otherwise their derivative raises NotImplementedError, as in JAX."""
+    otherwise their derivative raises NotImplementedError, as in JAX.  ``implementation``
+    other than ``EigImplementation.LAPACK`` (or ``use_magma=True``) names a GPU library:
+    ValueError, as JAX on the CPU."""
+    if use_magma or implementation not in (None, EigImplementation.LAPACK):
+        raise ValueError(f"eig: only the lapack implementation is supported on CPU (got "
+                         f"implementation={implementation!r}, use_magma={use_magma!r}).")
     return eig_p.bind(_as_array(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))
@@ -91,8 +96,12 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     ``x @ v == v * w``, ``w`` real and ascending (shape ``(..., n)``), ``v`` of ``x``'s dtype.
     ``lower`` picks the triangle read when ``symmetrize_input`` is False;
     ``subset_by_index`` may only name all eigenpairs, ``(0, n)``: like JAX on the CPU, a
-    partial decomposition raises NotImplementedError.  Raises TypeError for non-float or
+    partial decomposition raises NotImplementedError, as does ``implementation`` JACOBI
+    or QDWH (JAX has them on GPU/TPU only).  Raises TypeError for non-float or
     non-square input."""
+    if implementation not in (None, EighImplementation.QR):
+        raise NotImplementedError(f"eigh: implementation={implementation!r} is not "
+                                  f"supported on CPU")
     x = _symmetrize(x, "eigh") if symmetrize_input else _as_array(x)
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
@@ -151,8 +160,12 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
     False, else ``(u, s, vh)`` with ``x == u @ diag(s) @ vh`` (``u``: ``(..., m, m)`` or
     ``(..., m, k)`` when not ``full_matrices``).  ``subset_by_index`` may only name all
     singular values (a partial SVD raises NotImplementedError, as JAX on the CPU).  Raises
-    TypeError for non-float input and ValueError for rank < 2.
+    TypeError for non-float input and ValueError for rank < 2; ``algorithm`` JACOBI or
+    POLAR raises NotImplementedError (as JAX on the CPU; the others run LAPACK's SVD).
     """
+    if algorithm in (SvdAlgorithm.JACOBI, SvdAlgorithm.POLAR):
+        raise NotImplementedError(f"svd: algorithm={algorithm!r}: the SVD Jacobi and Polar "
+                                  f"algorithms are not implemented on CPU.")
     x = _as_array(x)
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)

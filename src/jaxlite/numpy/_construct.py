@@ -21,9 +21,14 @@ def _jnp():
 def astype(x, dtype, /, *, copy: bool = False, device=None):
     """``x`` converted to ``dtype`` (``jax.numpy.astype``, the Array API form of
     ``x.astype``); the result is strongly typed. ``device`` places the result there.
-    Raises TypeError for a list."""
+    ``copy=True`` returns a new array even when the dtype is unchanged (deleting ``x``
+    then leaves it intact, as in JAX).  Raises TypeError for a list."""
     check_arraylike("astype", x)
-    out = lax.convert_element_type(ensure_array(x), dtypes.canonicalize_dtype(dtype))
+    x = ensure_array(x)
+    out = lax.convert_element_type(x, dtypes.canonicalize_dtype(dtype))
+    if copy and out is x:
+        from ._creation import array
+        out = array(x, copy=True)
     if device is not None:
         from .. import device_put
         out = device_put(out, device)

@@ -159,7 +159,12 @@ class ufunc:
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, out=None, where=None, **kwargs):
+        # NumPy's ufunc options, refused as JAX refuses them (arrays are immutable)
+        if out is not None:
+            raise NotImplementedError(f"out argument of {self}")
+        if where is not None:
+            raise NotImplementedError(f"where argument of {self}")
         if self._call is not None:
             return self._call(*args, **kwargs)
         if len(args) != self.nin:

@@ -60,8 +60,9 @@ def bincount(x, weights=None, minlength: int = 0, *, length=None):
 def digitize(x, bins, right: bool = False, *, method=None):
     """The index of the bin of ``bins`` (1-d, increasing or decreasing) each element of
     ``x`` falls in (``jax.numpy.digitize``): ``bins[i-1] <= x < bins[i]`` for increasing
-    bins (``<`` and ``<=`` swapped with ``right``). int32, ``x``'s shape. Raises ValueError
-    for ``bins`` not 1-d."""
+    bins (``<`` and ``<=`` swapped with ``right``). int32, ``x``'s shape. ``method`` is
+    ``searchsorted``'s (None: its default). Raises ValueError for ``bins`` not 1-d and for
+    an unknown ``method``."""
     check_arraylike("digitize", x, bins)
     jnp = _jnp()
     xa, b = ensure_array(x), ensure_array(bins)
@@ -70,8 +71,9 @@ def digitize(x, bins, right: bool = False, *, method=None):
     if b.shape[0] == 0:
         return jnp.zeros(xa.shape, np.int32)
     side = "left" if right else "right"
-    up = jnp.searchsorted(b, xa, side=side)
-    down = b.shape[0] - jnp.searchsorted(b[::-1], xa, side=side)
+    how = {} if method is None else {"method": method}
+    up = jnp.searchsorted(b, xa, side=side, **how)
+    down = b.shape[0] - jnp.searchsorted(b[::-1], xa, side=side, **how)
     return jnp.where(b[-1] >= b[0], up, down).astype(np.int32)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ._util import (broadcast_shapes, broadcast_to_shape, canonicalize_axis, check_arraylike,
-                    convert, ensure_array, promote_dtypes, public_names)
+                    check_out, convert, ensure_array, promote_dtypes, public_names)
 
 
 def _operands(name, *args):
@@ -211,6 +211,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 def outer(a, b, out=None):
     """Outer product of the flattened operands, shape ``(a.size, b.size)``
     (``jax.numpy.outer``)."""
+    check_out("outer", out)
     a, b = _operands("outer", a, b)
     return _mul(lax.reshape(a, (a.size, 1)), lax.reshape(b, (1, b.size)))
 
@@ -294,6 +295,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     ``axis2`` (``jax.numpy.trace``); the other axes are kept in order.  Dtype as ``sum``
     (bool/narrow ints give the default int) unless ``dtype`` is given.  Raises ValueError
     for bad or equal axes."""
+    check_out("trace", out)
     from ._reductions import sum as _sum
     check_arraylike("trace", a)
     a = ensure_array(a)
@@ -361,6 +363,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     Raises ValueError for malformed subscripts, a wrong number of operands or mismatched
     index sizes (opt_einsum's messages, as JAX).  ``out_sharding``: as ``dot``'s.
     """
+    check_out("einsum", out)
     sh = _out_sharding(out_sharding, "einsum")
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_to_str((subscripts,) + operands)

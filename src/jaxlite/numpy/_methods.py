@@ -240,8 +240,10 @@ def _defer(name):
 
 
 def _astype(self, dtype, copy=False, device=None):
-    """``self`` converted to ``dtype`` (canonicalised; never weakly typed)."""
-    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+    """``self`` converted to ``dtype`` (canonicalised; never weakly typed); ``copy`` and
+    ``device`` as ``jaxlite.numpy.astype``."""
+    from ._construct import astype
+    return astype(self, dtype, copy=copy, device=device)
 
 
 def _reshape(self, *shape, order="C", **kw):

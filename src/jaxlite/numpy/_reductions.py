@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ._named_jit import named_jit
-from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike,
+from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_out,
                     convert, ensure_array, promote_dtypes_inexact, public_names)
 
 
@@ -182,6 +182,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     >>> jnp.sum(jnp.arange(6).reshape(2, 3), axis=0)
     Array([3, 5, 7], dtype=int32)
     """
+    check_out("sum", out)
     return _sum_like("sum", lax.reduce_sum, 0, lax.add, a, axis, dtype, keepdims, initial,
                      where, promote_integers)
 
@@ -190,6 +191,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
          promote_integers=True):
     """Product of elements over ``axis`` (``jax.numpy.prod``); masked elements count as 1.
     Same arguments, dtype rules and errors as ``sum``."""
+    check_out("prod", out)
     return _sum_like("prod", lax.reduce_prod, 1, lax.mul, a, axis, dtype, keepdims, initial,
                      where, promote_integers)
 
@@ -356,12 +358,14 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     Returns the input dtype.  Raises ValueError for an empty reduction without ``initial``
     and for ``where`` without ``initial`` (as JAX), and for a bad axis.
     """
+    check_out("max", out)
     return _extremum("max", lax.reduce_max, lax.max, _max_identity, a, axis, keepdims,
                      initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Smallest element over ``axis`` (``jax.numpy.min``); see ``max``."""
+    check_out("min", out)
     return _extremum("min", lax.reduce_min, lax.min, _min_identity, a, axis, keepdims,
                      initial, where)
 
@@ -372,6 +376,7 @@ amax, amin = max, min
 def ptp(a, axis=None, out=None, keepdims=False):
     """``max - min`` over ``axis`` (``jax.numpy.ptp``).  Raises TypeError for bool input
     (subtraction of bools), ValueError for an empty reduction."""
+    check_out("ptp", out)
     a = _arr("ptp", a)
     if a.dtype == np.bool_:
         raise TypeError("jnp.ptp does not accept boolean arguments (max - min of bools).")
@@ -393,12 +398,14 @@ def _logical(name, prim, identity, a, axis, keepdims, where):
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where every element over ``axis`` is nonzero (``jax.numpy.all``); bool
     result; True for an empty reduction."""
+    check_out("all", out)
     return _logical("all", lax.reduce_and, True, a, axis, keepdims, where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where some element over ``axis`` is nonzero (``jax.numpy.any``); bool result;
     False for an empty reduction."""
+    check_out("any", out)
     return _logical("any", lax.reduce_or, False, a, axis, keepdims, where)
 
 
@@ -426,6 +433,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     mean of the selected elements (NaN where none is selected).  The mean of an empty
     reduction is NaN.  Raises ValueError for a bad axis.
     """
+    check_out("mean", out)
     a = _arr("mean", a)
     axes = _axes(axis, a.ndim) if where is not None else _indexed_axes(axis, a.ndim)
     dt = _mean_dtype(a, dtype)
@@ -609,6 +617,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     (broadcastable with keepdims=True shape).  Raises ValueError when both ``ddof`` and
     ``correction`` are given.
     """
+    check_out("var", out)
     ddof = _ddof(ddof, correction, "var")
     return _var("var", a, axis, dtype, ddof, keepdims, where, mean, nan=False)
 
@@ -616,6 +625,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Standard deviation, ``sqrt(var(...))`` (``jax.numpy.std``); see ``var``."""
+    check_out("std", out)
     ddof = _ddof(ddof, correction, "std")
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"jnp.std: dtype must be inexact (a square root is taken); got "
@@ -689,11 +699,13 @@ def argmax(a, axis=None, out=None, keepdims=None):
     """Index (default int dtype) of the first largest element along ``axis``, of the
     flattened array when ``axis`` is None (``jax.numpy.argmax``); NaN counts as largest.
     Raises ValueError for an empty axis or a bad axis, TypeError for complex input."""
+    check_out("argmax", out)
     return _arg("argmax", lax.argmax, a, axis, keepdims)
 
 
 def argmin(a, axis=None, out=None, keepdims=None):
     """Index of the first smallest element (``jax.numpy.argmin``); see ``argmax``."""
+    check_out("argmin", out)
     return _arg("argmin", lax.argmin, a, axis, keepdims)
 
 
@@ -715,6 +727,7 @@ def _replace_nan(name, a, fill):
 @named_jit("nansum", static_argnames=("axis", "dtype", "keepdims"))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """``sum`` treating NaN as 0 (``jax.numpy.nansum``)."""
+    check_out("nansum", out)
     return sum(_replace_nan("nansum", a, 0), axis, dtype, keepdims=keepdims, initial=initial,
                where=where)
 
@@ -722,6 +735,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
 @named_jit("nanprod", static_argnames=("axis", "dtype", "keepdims"))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """``prod`` treating NaN as 1 (``jax.numpy.nanprod``)."""
+    check_out("nanprod", out)
     return prod(_replace_nan("nanprod", a, 1), axis, dtype, keepdims=keepdims,
                 initial=initial, where=where)
 
@@ -746,11 +760,13 @@ def _nan_extremum(name, fn, fill, a, axis, keepdims, initial, where):
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """``max`` ignoring NaN; NaN where a slice is all-NaN (``jax.numpy.nanmax``).  Raises
     ValueError for an empty reduction without ``initial``."""
+    check_out("nanmax", out)
     return _nan_extremum("nanmax", max, -np.inf, a, axis, keepdims, initial, where)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """``min`` ignoring NaN (``jax.numpy.nanmin``); see ``nanmax``."""
+    check_out("nanmin", out)
     return _nan_extremum("nanmin", min, np.inf, a, axis, keepdims, initial, where)
 
 
@@ -766,16 +782,19 @@ def _nan_arg(name, fn, fill, a, axis, keepdims):
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """``argmax`` ignoring NaN; -1 where a slice is all-NaN (``jax.numpy.nanargmax``)."""
+    check_out("nanargmax", out)
     return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
 
 
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """``argmin`` ignoring NaN; -1 where a slice is all-NaN (``jax.numpy.nanargmin``)."""
+    check_out("nanargmin", out)
     return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean of the non-NaN elements (``jax.numpy.nanmean``); NaN for an all-NaN slice."""
+    check_out("nanmean", out)
     a = _arr("nanmean", a)
     if not dtypes.is_inexact(a.dtype):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
@@ -787,11 +806,13 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """Variance of the non-NaN elements (``jax.numpy.nanvar``); see ``var``."""
+    check_out("nanvar", out)
     return _var("nanvar", a, axis, dtype, ddof, keepdims, where, mean, nan=True)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """Standard deviation of the non-NaN elements (``jax.numpy.nanstd``)."""
+    check_out("nanstd", out)
     return lax.sqrt(_var("nanstd", a, axis, dtype, ddof, keepdims, where, mean, nan=True))
 
 
@@ -822,22 +843,26 @@ def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (flattened when None) (``jax.numpy.cumsum``).  Bools
     accumulate in the default int dtype; other dtypes are kept.  Raises ValueError for a
     bad axis."""
+    check_out("cumsum", out)
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
 
 
 @named_jit("cumprod", static_argnames=("axis", "dtype"))
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product along ``axis`` (``jax.numpy.cumprod``); see ``cumsum``."""
+    check_out("cumprod", out)
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """``cumsum`` treating NaN as 0 (``jax.numpy.nancumsum``)."""
+    check_out("nancumsum", out)
     return cumsum(_replace_nan("nancumsum", a, 0), axis, dtype)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """``cumprod`` treating NaN as 1 (``jax.numpy.nancumprod``)."""
+    check_out("nancumprod", out)
     return cumprod(_replace_nan("nancumprod", a, 1), axis, dtype)
 
 
@@ -972,6 +997,13 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     return _strong(lax.reshape(res, q.shape + final))
 
 
+def _check_quantile_args(name, out, overwrite_input):
+    """The quantile family refuses ``out`` and ``overwrite_input=True`` with a ValueError,
+    as JAX does (its arrays are immutable: nothing can be written into or overwritten)."""
+    if out is not None or overwrite_input:
+        raise ValueError(f"jnp.{name} does not support overwrite_input=True or out != None")
+
+
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None):
     """``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) over ``axis``
@@ -982,6 +1014,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     Raises ValueError for an unknown method, complex input or ``q`` of rank > 1, TypeError
     for an empty reduction (as JAX); NotImplementedError for ``weights``.
     """
+    _check_quantile_args("quantile", out, overwrite_input)
     if weights is not None:
         raise NotImplementedError("jaxlite.numpy.quantile does not support weights yet.")
     return _quantile("quantile", a, q, axis, method, keepdims, nan_skip=False)
@@ -990,6 +1023,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
     """``quantile`` ignoring NaNs (``jax.numpy.nanquantile``); NaN for all-NaN slices."""
+    _check_quantile_args("nanquantile", out, overwrite_input)
     if weights is not None:
         raise NotImplementedError("jaxlite.numpy.nanquantile does not support weights yet.")
     return _quantile("nanquantile", a, q, axis, method, keepdims, nan_skip=True)
@@ -1005,22 +1039,26 @@ def _pct(q):
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None):
     """``quantile(a, q / 100, ...)`` (``jax.numpy.percentile``)."""
+    _check_quantile_args("percentile", out, overwrite_input)
     return quantile(a, _pct(q), axis, method=method, keepdims=keepdims, weights=weights)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
     """``nanquantile(a, q / 100, ...)`` (``jax.numpy.nanpercentile``)."""
+    _check_quantile_args("nanpercentile", out, overwrite_input)
     return nanquantile(a, _pct(q), axis, method=method, keepdims=keepdims, weights=weights)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Median over ``axis`` (``jax.numpy.median``): the 0.5 quantile, midpoint method."""
+    _check_quantile_args("median", out, overwrite_input)
     return quantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Median ignoring NaNs (``jax.numpy.nanmedian``)."""
+    _check_quantile_args("nanmedian", out, overwrite_input)
     return nanquantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
 
 

@@ -77,8 +77,11 @@ def isin(element, test_elements, assume_unique: bool = False, invert: bool = Fal
          method="auto"):
     """Whether each element of ``element`` occurs in ``test_elements`` (flattened)
     (``jax.numpy.isin``). Boolean array of ``element``'s shape; NaN never matches.
-    ``method`` is accepted for JAX's signature ('auto', 'compare_all', 'binary_search',
-    'sort') and does not change the result."""
+    ``method`` ('auto', 'compare_all', 'binary_search', 'sort') picks JAX's algorithm and
+    does not change the result; another value is a ValueError, as in JAX."""
+    if method not in ("auto", "compare_all", "binary_search", "sort"):
+        raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
+                         f"'binary_search', 'sort', and 'auto'")
     check_arraylike("isin", element, test_elements)
     jnp = _jnp()
     e, t = promote_dtypes(ensure_array(element), ensure_array(test_elements))

@@ -56,11 +56,16 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Sorted copy of ``a`` along ``axis`` (flattened when None) (``jax.numpy.sort``).
 
     NaNs go last (first when ``descending``); dtype and weak type are kept.  Raises
-    ValueError for a bad axis (a 0-d input has none) and NotImplementedError for ``order``.
+    ValueError for a bad axis (a 0-d input has none); TypeError for ``kind`` or ``order``
+    (NumPy's options, refused as JAX does).
     """
     a = _arr("sort", a)
+    # NumPy's sort options: JAX refuses both with a TypeError (stability is ``stable``)
+    if kind is not None:
+        raise TypeError("'kind' argument to sort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise NotImplementedError("jnp.sort does not support the `order` argument.")
+        raise TypeError("'order' argument to sort is not supported.")
     a, ax = _sort_axis(a, axis)
     out = lax.sort(a, dimension=ax, is_stable=stable)
     return lax.rev(out, (ax,)) if descending else out
@@ -77,11 +82,16 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     """Indices that sort ``a`` along ``axis`` (``jax.numpy.argsort``).
 
     Stable: equal elements keep their order, also when ``descending`` (then NaNs come
-    first).  ``dtype`` is the index dtype (default int).  Raises ValueError for a bad axis.
+    first).  ``dtype`` is the index dtype (default int).  Raises ValueError for a bad axis,
+    TypeError for ``kind`` or ``order`` (as JAX).
     """
     a = _arr("argsort", a)
+    # NumPy's sort options: JAX refuses both with a TypeError (stability is ``stable``)
+    if kind is not None:
+        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise NotImplementedError("jnp.argsort does not support the `order` argument.")
+        raise TypeError("'order' argument to argsort is not supported.")
     a, ax = _sort_axis(a, axis)
     if not descending:
         out = _argsort_ascending(a, ax, stable)

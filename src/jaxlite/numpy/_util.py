@@ -178,3 +178,10 @@ def public_names(namespace: dict) -> list:
     return sorted(n for n, v in namespace.items()
                   if not n.startswith("_") and getattr(v, "__module__", None) == mod
                   and callable(v))
+
+
+def check_out(name: str, out) -> None:
+    """Refuses ``out=`` as JAX does: arrays are immutable, so a result cannot be written
+    into one.  Raises NotImplementedError naming the parameter unless ``out`` is None."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")

@@ -829,7 +829,10 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
     """Rank of each matrix (``jax.numpy.linalg.matrix_rank``): the number of singular
     values above ``rtol`` (default: the largest singular value times ``max(m, n) * eps``),
     in the default integer dtype, shape ``M.shape[:-2]``; for 0-D/1-D input, 1 unless
-    every entry is zero.  ``tol`` is the old name of ``rtol``.  Raises ValueError when both are given."""
+    every entry is zero.  ``tol`` is the old name of ``rtol``.  With ``hermitian`` the
+    singular values come from ``svd(..., hermitian=True)`` (the eigenvalues' magnitudes of
+    the lower triangle, as JAX).  Raises ValueError when ``tol`` and ``rtol`` are both
+    given."""
     if tol is not None:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
@@ -837,7 +840,10 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
     M = _inexact("matrix_rank", M)
     if M.ndim < 2:
         return lax.convert_element_type(_reductions.any(lax.ne(M, _scalar(0, M))), np.int32)
-    S = _lax_linalg.svd(M, compute_uv=False)
+    if hermitian:
+        S = svd(M, full_matrices=False, compute_uv=False, hermitian=True)
+    else:
+        S = _lax_linalg.svd(M, compute_uv=False)
     if rtol is None:
         rtol = lax.mul(_reductions.max(S, axis=-1),
                        _scalar(max(M.shape[-2:]) * _finfo_eps(S.dtype), S))

@@ -297,7 +297,10 @@ _platforms_checked = None
 
 def process_index(backend: str | None = None) -> int:
     """Index of this process among all (``jax.process_index``): its MPI rank once
-    ``jaxlite.distributed.initialize()`` ran, else 0."""
+    ``jaxlite.distributed.initialize()`` ran, else 0.  Raises RuntimeError for a
+    ``backend`` that is not present (as ``devices``)."""
+    if backend is not None:
+        _platform_backend(backend)
     return _this_process()
 
 
@@ -309,7 +312,10 @@ def _this_process() -> int:
 
 def process_count(backend: str | None = None) -> int:
     """Number of processes (``jax.process_count``): the MPI job's size once
-    ``jaxlite.distributed.initialize()`` ran, else 1."""
+    ``jaxlite.distributed.initialize()`` ran, else 1.  Raises RuntimeError for a
+    ``backend`` that is not present (as ``devices``)."""
+    if backend is not None:
+        _platform_backend(backend)
     from . import mpi
     w = mpi.world()
     return 1 if w is None else w.size

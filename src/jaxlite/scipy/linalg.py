@@ -637,8 +637,10 @@ def leslie(f, s):
 
 def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     """The ``X`` with ``A X + X B = C`` (``jax.scipy.linalg.solve_sylvester``), by one
-    linear solve of the Kronecker form ``(I (x) A + B^T (x) I) vec(X) = vec(C)``. Raises
-    ValueError for shapes that do not fit or an unknown method."""
+    linear solve of the Kronecker form ``(I (x) A + B^T (x) I) vec(X) = vec(C)``.  All
+    NaN, as in JAX, when some eigenvalue sum ``|eig(A)_i + eig(B)_j|`` is below ``tol``
+    (no unique solution).  Raises ValueError for shapes that do not fit or an unknown
+    method."""
     if method not in ("schur", "eigen"):
         raise ValueError(f"Unrecognized method {method}.")
     a, b, c = _inexact("solve_sylvester", A, B, C)
@@ -647,24 +649,40 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
         raise ValueError(f"solve_sylvester: shapes {tuple(a.shape)}, {tuple(b.shape)}, "
                          f"{tuple(c.shape)} do not fit A X + X B = C")
     K = jnp.kron(jnp.eye(m, dtype=a.dtype), a) + jnp.kron(b.T, jnp.eye(n, dtype=a.dtype))
-    x = jnp.linalg.solve(K, c.T.reshape(-1))
-    return x.reshape(m, n).T
+    x = jnp.linalg.solve(K, c.T.reshape(-1)).reshape(m, n).T
+    sums = jnp.linalg.eigvals(a)[:, None] + jnp.linalg.eigvals(b)[None, :]
+    singular = jnp.any(jnp.abs(sums) < tol)
+    return jnp.where(singular, jnp.full_like(x, jnp.nan), x)
 
 
 def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
                      select_range=None, tol=None, key=None):
     """Eigenvalues (ascending) and, unless ``eigvals_only``, eigenvectors of the symmetric
     tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``
-    (``jax.scipy.linalg.eigh_tridiagonal``). Only ``select='a'`` is supported
-    (NotImplementedError otherwise)."""
-    if select != "a":
-        raise NotImplementedError("eigh_tridiagonal only supports select='a'")
+    (``jax.scipy.linalg.eigh_tridiagonal``). ``select='a'``: all of them; ``select='i'``:
+    those of ascending index ``select_range[0]`` to ``select_range[1]`` (inclusive).
+    ``select='v'`` raises NotImplementedError (as JAX), another value or a missing or
+    empty ``select_range`` ValueError.  ``tol`` bounds JAX's bisection error; the
+    eigenvalues here come from LAPACK's solver and are within it.  ``key`` seeds JAX's
+    inverse iteration; the eigenvectors here (unique up to sign) do not need one."""
+    if select == "i":
+        if select_range is None:
+            raise ValueError("for select='i', select_range must be specified.")
+        lo, hi = (int(i) for i in select_range)
+        if lo > hi:
+            raise ValueError(f"Got empty index range in select_range: {select_range}.")
+    elif select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    elif select != "a":
+        raise ValueError(f"select must have a value in {{'a', 'i', 'v'}}; got {select!r}.")
     dd, ee = _inexact("eigh_tridiagonal", d, e)
     n = dd.shape[0]
     if ee.shape != (max(n - 1, 0),):
         raise ValueError(f"e must have length n - 1 = {n - 1}; got shape {tuple(ee.shape)}")
     t = jnp.diag(dd) + jnp.diag(ee, 1) + jnp.diag(jnp.conj(ee), -1)
     w, v = jnp.linalg.eigh(t)
+    if select == "i":
+        w, v = w[lo:hi + 1], v[:, lo:hi + 1]
     return w if eigvals_only else (w, v)
 
 

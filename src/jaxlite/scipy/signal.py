@@ -161,7 +161,10 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
             overwrite_data=None):
     """``data`` minus its least-squares line along ``axis`` (``jax.scipy.signal.detrend``;
     piecewise between the breakpoints ``bp`` for ``type='linear'``), or minus its mean for
-    ``type='constant'``. Inexact result. Raises ValueError for another type."""
+    ``type='constant'``. Inexact result. Raises ValueError for another type and
+    NotImplementedError for ``overwrite_data`` other than None (as JAX)."""
+    if overwrite_data is not None:
+        raise NotImplementedError("overwrite_data argument not implemented.")
     if type not in ("constant", "c", "linear", "l"):
         raise ValueError("Trend type must be 'linear' or 'constant'.")
     check_arraylike("detrend", data)

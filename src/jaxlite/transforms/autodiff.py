@@ -347,9 +347,12 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
     ``fun`` must return a real scalar (or ``(scalar, aux)`` with ``has_aux``).
     Raises TypeError for a non-scalar or non-float output (naming its shape or dtype),
-    and for integer inputs unless ``allow_int``.
+    and for integer inputs unless ``allow_int``.  A non-empty ``reduce_axes`` raises
+    NotImplementedError (JAX dropped it).
     """
     _check_callable(fun, "value_and_grad")
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
     try:
         sig_params = inspect.signature(fun).parameters
         if isinstance(argnums, int) and not any(
@@ -416,7 +419,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     ``∇fun(*args)`` with respect to ``argnums`` (int: one pytree; tuple: a tuple), with
     each gradient leaf shaped and typed like its input; ``(grad, aux)`` with
     ``has_aux``.  Errors as ``value_and_grad``."""
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):
@@ -827,15 +830,29 @@ class custom_vjp:
 
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """``fun`` whose reverse-mode residuals are only its inputs: the forward pass is
-    recomputed during the backward pass (``jax.checkpoint`` / ``jax.remat``)."""
+    recomputed during the backward pass (``jax.checkpoint`` / ``jax.remat``).
+
+    The positional arguments named by ``static_argnums`` (an int or a tuple; negative
+    counts from the end) are passed to ``fun`` as they are, not traced, so Python may
+    branch on them.  ``policy`` is accepted; the whole forward pass is recomputed whatever
+    it says (README, known differences)."""
     from ..core.staging import trace_to_jaxpr
     from ..primitives.control import remat_p
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
-    def wrapped(*args):
-        leaves, in_tree = tree_flatten(args)
+    def wrapped(*args, **kwargs):
+        st = {i % len(args) for i in statics if -len(args) <= i < len(args)}
+        fixed = {i: args[i] for i in st}
+        dyn = tuple(a for i, a in enumerate(args) if i not in st)
+
+        def call(*dyn_args, **kw):
+            it = iter(dyn_args)
+            return fun(*(fixed[i] if i in st else next(it) for i in range(len(args))), **kw)
+
+        leaves, in_tree = tree_flatten((dyn, kwargs))
         store = []
-        flat = _flat_fun(fun, in_tree, store)
+        flat = _flat_fun(lambda d, kw: call(*d, **kw), in_tree, store)
         closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
         from ..ir.jaxpr import hoist_consts
         body, consts = hoist_consts(closed)

@@ -856,9 +856,12 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         every device, returned once).
       static_broadcasted_argnums: positional arguments passed as they are (hashable).
       devices: the devices to run on (at least ``n``).
-      axis_size: accepted; as in JAX 0.10.2, at least one argument must still be mapped.
-      backend, donate_argnums: accepted; the CPU platform is the one backend, and buffers
-        are not donated.
+      axis_size: the mapped size, checked against the arguments' (ValueError when they
+        differ); as in JAX 0.10.2, at least one argument must still be mapped.
+      backend: the platform whose local devices run it (None: the default); an absent
+        one is a RuntimeError, as in JAX.
+      donate_argnums: accepted; buffers are not donated (as JAX on CPU, where donation
+        is unsupported and only warned about).
     Keyword arguments of the call are mapped along their axis 0.
 
     Returns:
@@ -874,7 +877,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         than the local devices.
       IndexError: an in_axes entry beyond an argument's rank.
     """
-    del backend, donate_argnums
+    del donate_argnums
     if not callable(fun):
         raise TypeError(f"pmap needs a callable as its first argument, got {fun!r}")
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
@@ -944,10 +947,13 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             # (JAX 0.10.2 raises here even when axis_size is given)
             raise ValueError("pmap requires at least one argument with a mapped axis (an "
                              "in_axes entry that is not None).")
+        if axis_size is not None and axis_size != n:
+            raise ValueError(f"Specified axis_size {axis_size} doesn't match received "
+                             f"axis_size {n}.")
         if n == 0:
             raise ValueError("pmap over a mapped axis of size 0: it needs one device per "
                              "slice, and at least one slice.")
-        devs = list(devices) if devices is not None else local_devices()
+        devs = list(devices) if devices is not None else local_devices(backend=backend)
         if n > len(devs) and devices is None:
             from ..sharding import IndivisibleError
             raise IndivisibleError(
