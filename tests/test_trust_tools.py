@@ -146,3 +146,89 @@ def test_doctor_report_path_check_leaves_no_file_and_keeps_an_existing_one(tmp_p
     assert capsys.readouterr().out.startswith("False old report\n")
     assert json.loads(new.read_text())["status"]["ok"] is True
     assert kept.read_text().startswith("<!DOCTYPE html>")
+
+
+# ---- the demo: what a program leaves in use, and what its child processes did --------
+
+def test_demo_memory_once_the_variables_are_dropped_is_what_is_live(tmp_path):
+    """A program whose jitted function outlives it (jit's cache holds the function,
+    which holds the program's globals) still has its variables dropped: the figure is
+    what stays live, 0 B here, not the program's arrays."""
+    import io
+    import jaxlite
+    from jaxlite.tools import demo
+
+    program = tmp_path / "prog.py"
+    program.write_text("import jaxlite as jax\nimport jaxlite.numpy as jnp\n"
+                       "big = jnp.ones(1000)\n"
+                       "@jax.jit\ndef f(x):\n    return x * 2\n"
+                       "print(float(f(big).sum()))\n")
+    import gc
+    gc.collect()      # what other tests of this process left: the device's figures include it
+    in_use, live = jaxlite.devices()[0].memory_stats()["bytes_in_use"], len(jaxlite.live_arrays())
+    out = io.StringIO()
+    res = demo.run_section(program, out)
+    assert res.ok, res.error
+    assert out.getvalue() == "    | 2000.0\n"
+    [(device, end, peak, allocs, after)] = res.memory
+    assert device == jaxlite.devices()[0]
+    assert end["bytes_in_use"] >= in_use + 4000      # `big` was alive at the end of the run
+    assert (after, res.live_after) == (in_use, live)
+    if (in_use, live) == (0, 0):
+        assert "    " + " " * 12 + "0 B in use once the program's variables are dropped " \
+            "(0 live arrays)" in demo.underneath(res)
+    assert [c["fun"] for k, c in res.events if k == "compile"] == ["f"]
+    assert [c["calls"] for k, c in res.events if k == "compile"] == [1]
+
+
+SHARDED = """\
+import numpy as np
+import jaxlite as jax
+from jaxlite import lax
+from jaxlite.sharding import Mesh, PartitionSpec as P
+mesh = Mesh(np.array(jax.devices()[:2]), ("i",))
+def total(x):
+    return lax.psum(x, "i")
+f = jax.jit(jax.shard_map(total, mesh=mesh, in_specs=P("i"), out_specs=P()))
+x = np.arange(4, dtype=np.float32)
+for _ in range(3):
+    y = f(x)
+print(len(jax.devices()), np.asarray(y))
+"""
+
+
+def test_demo_program_in_a_child_process_reports_what_it_did(tmp_path):
+    """A program the demo runs in a process with 2 devices: its output, compiles (with
+    their calls), collectives and transfers come back from that process."""
+    import io
+    from jaxlite.tools import demo
+
+    program = tmp_path / "sharded.py"
+    program.write_text(SHARDED)
+    out = io.StringIO()
+    res = demo.run_section_in_child(program, ("devices", 1, 2), out)
+    assert res.ok, res.error
+    assert out.getvalue() == "    | 2 [2. 4.]\n"          # [0+2, 1+3]: psum of the halves
+    [compile_] = [c for k, c in res.events if k == "compile"]
+    assert (compile_["fun"], compile_["calls"]) == ("total", 3)
+    assert compile_["collectives"] == [["all-reduce add", 8]]   # 2 float32 per device
+    lines = demo.underneath(res)
+    assert "    collectives total: 3 calls x 1 (all-reduce add x1), 8 B per device per " \
+        "call" in lines
+    assert "    compiles    none" not in lines and "    transfers   none" not in lines
+    # x, a NumPy array, goes to the devices on each of the 3 calls
+    assert any(ln.endswith("host -> cpu:0: 3 (3 implicit), 48 B") for ln in lines), lines
+    assert {d for d, *_ in res.memory} >= {"CpuDevice(id=0)", "CpuDevice(id=1)"}
+
+
+def test_demo_child_failure_is_reported_with_the_traceback(tmp_path):
+    import io
+    from jaxlite.tools import demo
+
+    program = tmp_path / "bad.py"
+    program.write_text("print('before')\nraise ValueError('broken on purpose')\n")
+    out = io.StringIO()
+    res = demo.run_section_in_child(program, ("devices", 1, 2), out)
+    assert not res.ok
+    assert res.error.splitlines()[-1] == "ValueError: broken on purpose"
+    assert out.getvalue() == "    | before\n"
