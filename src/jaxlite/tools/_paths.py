@@ -66,7 +66,8 @@ def check_output_path(path, option: str) -> str:
     ``/dev/stdout``, is written as given); a new file's parent directory exists and is
     writable.  A regular file is opened for writing (appending nothing) and a new one
     created and removed again, so that what the permission bits do not say (a read-only
-    file system, ``/proc``, root's permissions) is found too.  ``option`` (e.g. ``"--json"``) names the option in the message.
+    file system, ``/proc``, root's permissions) is found too.  ``option`` (e.g.
+    ``"--json"``) names the option in the message.
 
     Returns ``path`` made absolute, so that a program that changes its working directory
     does not move the report.

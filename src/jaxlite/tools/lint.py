@@ -24,8 +24,8 @@ JL001,JL005`` silences only those codes.  Columns are 1-based (as flake8 and ruf
 Exit status: 0 when nothing is found, 1 when something is (a syntax error is the finding
 JL000), 2 for usage errors: a path that does not exist, cannot be read or is not a regular
 file or directory (a named pipe, a device: told apart with ``os.stat``, never opened), a
-directory with no ``*.py`` below it (nothing would be checked), an unknown code.  Below a directory, a ``*.py`` that is not a regular file is skipped with a
-note on stderr.
+directory with no ``*.py`` below it (nothing would be checked), an unknown code.  Below a
+directory, a ``*.py`` that is not a regular file is skipped with a note on stderr.
 
 Layer: tools.  Reads source text only; never imports or runs the checked files.
 """
@@ -857,7 +857,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     """Lints ``args.paths``; prints the findings.  Returns 0 (clean), 1 (findings) or 2
     (a path missing, unreadable or not a regular file or directory, a directory with no
-    ``*.py``, or an unknown code in --select/--ignore).  Skipped files below a directory are noted on stderr."""
+    ``*.py``, or an unknown code in --select/--ignore).  Skipped files below a directory
+    are noted on stderr."""
     select, ignore = _codes_arg(args.select), _codes_arg(args.ignore)
     unknown = sorted((select | ignore) - set(CODES))
     if unknown:
