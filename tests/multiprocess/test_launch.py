@@ -377,3 +377,26 @@ def test_launcher_kills_an_mpiexec_that_ignores_the_timeout(tmp_path, capsys, mo
     out, err = capsys.readouterr()
     assert out == "fake mpiexec started\n"
     assert "the job exceeded the timeout of 1 seconds" in err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc here")
+def test_a_job_finds_its_processes_by_any_of_their_marks():
+    """A process started under nested jobs carries every enclosing job's mark: each job
+    finds it (a whole mark only), and stopping the job ends it though it is in a session
+    of its own."""
+    leader = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    nested = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                              env=dict(os.environ, JAXLITE_LAUNCH_JOB="outer-1 inner-2"))
+    try:
+        outer, partial = launch._Job("outer-1"), launch._Job("inner")
+        outer.proc = partial.proc = leader
+        assert {leader.pid, nested.pid} <= outer.pids()
+        assert nested.pid not in partial.pids()
+        assert os.getpid() not in outer.pids()
+        outer.stop()
+        assert wait_gone([leader.pid, nested.pid]) == set()
+        assert leader.returncode is not None
+    finally:
+        for p in (leader, nested):
+            p.kill()
+            p.wait()

@@ -264,8 +264,11 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
         listener.bind(path)
         listener.listen(max(128, 2 * nprocs))
         listener.setblocking(False)
+        # the marks of enclosing jobs kept (a rank may launch a job of its own): each
+        # job finds every process started under it
+        marks = f"{os.environ.get(_JOB_ENV, '')} {job.mark}".strip()
         env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout),
-                   **{_SOCKET_ENV: path, _JOB_ENV: job.mark})
+                   **{_SOCKET_ENV: path, _JOB_ENV: marks})
         cmd = [mpiexec, "-n", str(nprocs), sys.executable, _RANK_SCRIPT, script_arg,
                *args]
         try:
@@ -354,14 +357,16 @@ def _proc_table() -> dict | None:
 
 class _Job:
     """The processes of one job: mpiexec (``proc``, the leader of its own session) and
-    every process that inherited the environment entry ``JAXLITE_LAUNCH_JOB=mark`` (the
-    ranks, hydra's proxies, the ranks' children), with every process of their sessions
-    (a rank's child started with another environment stays in its rank's session)."""
+    every process that inherited ``mark`` among the space-separated marks of the
+    environment variable ``JAXLITE_LAUNCH_JOB`` (the ranks, hydra's proxies, the ranks'
+    children), with every process of their sessions (a rank's child started with another
+    environment stays in its rank's session)."""
 
     def __init__(self, mark: str):
         self.mark = mark
         self.proc = None
-        self._entry = f"\0{_JOB_ENV}={mark}\0".encode()
+        self._prefix = f"{_JOB_ENV}=".encode()
+        self._mark = mark.encode()
 
     def pids(self) -> set:
         """The job's live processes, this one never among them."""
@@ -375,11 +380,15 @@ class _Job:
         for pid in table:
             try:
                 with open(f"/proc/{pid}/environ", "rb") as fh:
-                    environ = b"\0" + fh.read()
+                    environ = fh.read()
             except OSError:                      # ended meanwhile, or not ours
                 continue
-            if self._entry in environ:
-                members.add(pid)
+            if self._mark not in environ:        # the quick test of most processes
+                continue
+            for entry in environ.split(b"\0"):
+                if entry.startswith(self._prefix) and \
+                        self._mark in entry[len(self._prefix):].split(b" "):
+                    members.add(pid)
         mine = os.getpid()
         sessions = {table[p] for p in members} - {table.get(mine)}
         members |= {p for p, sid in table.items() if sid in sessions}
