@@ -28,7 +28,7 @@ def main() -> int:
     sys.stdout.flush()
     name = f"{report}.json" if rank is None else f"{report}.{rank}.json"
     with open(name + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(res.to_json(), fh)
+        json.dump(res.to_json(), fh, default=str)
     os.replace(name + ".tmp", name)
     if res.ok:
         return 0

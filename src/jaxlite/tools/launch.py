@@ -38,10 +38,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import secrets
 import selectors
 import shutil
 import signal
-import secrets
 import socket
 import subprocess
 import sys
@@ -63,7 +63,7 @@ INSTALL_HINT = "pip install 'jaxlite[mpi]'"
 
 _RANK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rank.py")
 _SOCKET_ENV = "JAXLITE_LAUNCH_SOCKET"       # read by _rank.py
-_JOB_ENV = "JAXLITE_LAUNCH_JOB"             # marks every process of a job (_job_pids)
+_JOB_ENV = "JAXLITE_LAUNCH_JOB"             # marks every process of a job (_Job.pids)
 # what hydra (MPICH) and Open MPI print when MPIEXEC_TIMEOUT fires
 _TIMEOUT_MARKS = (b"APPLICATION TIMED OUT", b"time limit for job execution")
 
