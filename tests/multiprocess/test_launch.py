@@ -388,6 +388,11 @@ def test_a_job_finds_its_processes_by_any_of_their_marks():
     nested = subprocess.Popen(["sleep", "60"], start_new_session=True,
                               env=dict(os.environ, JAXLITE_LAUNCH_JOB="outer-1 inner-2"))
     try:
+        # until its exec, a child's /proc entry shows this process's environment
+        until = time.monotonic() + 10
+        while b"outer-1" not in Path(f"/proc/{nested.pid}/environ").read_bytes() and \
+                time.monotonic() < until:
+            time.sleep(0.01)
         outer, partial = launch._Job("outer-1"), launch._Job("inner")
         outer.proc = partial.proc = leader
         assert {leader.pid, nested.pid} <= outer.pids()
