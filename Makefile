@@ -35,15 +35,26 @@ MULTI := JAX_NUM_CPU_DEVICES=8 $(PYTEST)
 
 # tests/multidevice runs in processes of its own, with 8 CPU devices (jaxlite and JAX);
 # tests/multiprocess starts MPI jobs of 2 ranks (mpiexec, each under a timeout) from the
-# first run's workers
+# first run's workers.  Every part runs even when an earlier one failed (a failure never
+# hides the others'); the target fails at the end, naming the parts that failed.
+# In test-slow, pytest's status 5 (no test selected) of tests/multidevice is a pass.
 test: $(TEST_STAMP)
-	$(PYTEST) -m "not slow" --timeout=300 --ignore=tests/multidevice tests
-	$(MULTI) -m "not slow" --timeout=300 tests/multidevice
+	failed=""; \
+	$(PYTEST) -m "not slow" --timeout=300 --ignore=tests/multidevice tests \
+	    || failed="$$failed tests"; \
+	$(MULTI) -m "not slow" --timeout=300 tests/multidevice \
+	    || failed="$$failed tests/multidevice"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
 
 test-slow: $(TEST_STAMP)
-	$(PYTEST) -m slow --timeout=900 --ignore=tests/multidevice tests
-	$(MULTI) -m slow --timeout=900 tests/multidevice; rc=$$?; test $$rc -eq 0 -o $$rc -eq 5
-	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 tests/test_differential.py
+	failed=""; \
+	$(PYTEST) -m slow --timeout=900 --ignore=tests/multidevice tests \
+	    || failed="$$failed tests"; \
+	$(MULTI) -m slow --timeout=900 tests/multidevice; rc=$$?; \
+	    [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || failed="$$failed tests/multidevice"; \
+	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 tests/test_differential.py \
+	    || failed="$$failed tests/test_differential.py"; \
+	if [ -n "$$failed" ]; then echo "make test-slow: failed:$$failed" >&2; exit 1; fi
 
 test-all: test test-slow
 

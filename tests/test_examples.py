@@ -199,6 +199,7 @@ def test_demo_runs_every_section_and_explains():
     assert "| [0] process 0: loss over 20 steps on 4 devices (2 processes): 2.344856 -> " \
         "1.577972" in out, out
     assert "| [1] process 1: loss over 20 steps" in out
+    check_child_sections(out)
     for section in ("== 3.1", "== 3.2", "== 3.3", "== 3.5"):
         assert section in out
     assert "| 38.0" in out and "| [100   2   3]" in out and "| [CpuDevice(id=0)]" in out
@@ -214,6 +215,27 @@ def test_demo_runs_every_section_and_explains():
     assert "eager ops" in out and "scatter" in out
     if not (hasattr(jaxlite.lax, "scan") and hasattr(jaxlite, "vmap")):
         assert "pending" in out
+
+
+def check_child_sections(out):
+    """The several-device and several-process programs, run in processes of their own,
+    report those processes' compiles, collectives and transfers; the chapter's sections
+    leave nothing in use once their variables are dropped."""
+    sharding = out.split("== Several devices")[1].split("== Several processes")[0]
+    assert re.search(r"compiles    local_step\(.*first call", sharding), sharding
+    assert ("collectives local_step: 20 calls x 5 (all-reduce add x5), 38.4 KB per device "
+            "per call") in sharding
+    assert "transfers   none" not in sharding and "eager ops   none" not in sharding
+    processes = out.split("== Several processes")[1].split("== summary")[0]
+    for rank in (0, 1):
+        assert f"\n    process {rank}:\n" in processes
+    assert processes.count("collectives local_step: 20 calls x 5 (all-reduce add x5)") == 2
+    # each of the step's 5 all-reduces crosses processes once per call: 20 x 5 MPI calls
+    assert len(re.findall(r"across 2 processes: \d+ \(all-reduce x100,", processes)) == 2, \
+        processes
+    for section in ("== 3.1", "== 3.2", "== 3.3", "== 3.5"):
+        block = out.split(section)[1].split("\n== ")[0]
+        assert "0 B in use once the program's variables are dropped (0 live arrays)" in block
 
 
 def test_demo_one_section_and_bad_section():

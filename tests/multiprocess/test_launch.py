@@ -173,24 +173,100 @@ def test_a_rank_ending_abruptly_with_status_0_fails_the_job(tmp_path):
     assert "rank(s) 0, 1" in p.stderr or "rank(s) 1" in p.stderr
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    else:
+        return text[text.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_gone(pids, seconds=5.0) -> set:
+    """The ``pids`` still running after up to ``seconds`` (an ended process's entry may
+    take a moment to go)."""
+    until = time.monotonic() + seconds
+    left = set(pids)
+    while left and time.monotonic() < until:
+        left = {p for p in left if alive(p)}
+        time.sleep(0.05)
+    return left
+
+
+# Each rank ignores SIGTERM and starts two children that ignore it too: one in a session
+# of its own (found by the environment it inherits), one with an empty environment (found
+# by its rank's session).  Each writes its pids to a file once everything has started.
+STUBBORN = """\
+import os, signal, subprocess, sys, time
+from mpi4py import MPI
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+rank = MPI.COMM_WORLD.Get_rank()
+sleeper = [sys.executable, "-c",
+           "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+           "time.sleep(1000)"]
+kids = [subprocess.Popen(sleeper, start_new_session=True),
+        subprocess.Popen(sleeper, env={})]
+print("waiting", rank)                 # not flushed: must still come out
+with open(os.path.join(sys.argv[1], f"pids{rank}.tmp"), "w") as fh:
+    fh.write(" ".join(str(p) for p in [os.getpid()] + [k.pid for k in kids]))
+os.replace(os.path.join(sys.argv[1], f"pids{rank}.tmp"),
+           os.path.join(sys.argv[1], f"pids{rank}"))
+if rank == 1:
+    while True:
+        time.sleep(1)
+MPI.COMM_WORLD.Barrier()               # rank 0 waits for rank 1 forever
+"""
+
+
 @needs_mpiexec
 def test_hanging_job_ends_at_the_timeout(tmp_path):
-    script = program(tmp_path, """\
-        import time
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
-        print("waiting", comm.Get_rank())      # not flushed: must still come out
-        if comm.Get_rank() == 1:
-            while True:
-                time.sleep(1)
-        comm.Barrier()
-        """)
-    p, seconds = cli("launch", "-n", 2, "--timeout", 5, script)
+    """A job whose ranks and their children ignore SIGTERM ends within the timeout plus
+    10 seconds (the launcher's own start-up included), leaving no process behind."""
+    timeout = 10
+    script = program(tmp_path, STUBBORN)
+    p, seconds = cli("launch", "-n", 2, "--timeout", timeout, script, tmp_path)
+    pids = [int(t) for r in (0, 1) for t in (tmp_path / f"pids{r}").read_text().split()]
+    assert wait_gone(pids) == set(), "processes of the job outlived it"
     assert p.returncode == launch.TIMEOUT_STATUS, (p.returncode, p.stderr)
-    assert 5 <= seconds < 5 + 30, seconds
-    assert ("jaxlite launch: the job exceeded the timeout of 5 seconds and was stopped "
-            "(raise it with --timeout or MPIEXEC_TIMEOUT)") in p.stderr.splitlines()
+    assert timeout <= seconds < timeout + 10, seconds
+    assert (f"jaxlite launch: the job exceeded the timeout of {timeout} seconds and was "
+            f"stopped (raise it with --timeout or MPIEXEC_TIMEOUT)") in p.stderr.splitlines()
     assert {"[0] waiting 0", "[1] waiting 1"} <= set(p.stdout.splitlines())
+
+
+@needs_mpiexec
+def test_a_finished_job_leaves_no_process_behind(tmp_path):
+    """A rank's child still running when the job ends (its rank exited normally) is
+    stopped with the job, even in a session of its own and ignoring SIGTERM."""
+    script = program(tmp_path, """\
+        import os, signal, subprocess, sys
+        from mpi4py import MPI
+        rank = MPI.COMM_WORLD.Get_rank()
+        kid = subprocess.Popen([sys.executable, "-c",
+                                "import signal, time; "
+                                "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                "time.sleep(1000)"], start_new_session=True)
+        with open(os.path.join(sys.argv[1], f"kid{rank}"), "w") as fh:
+            fh.write(str(kid.pid))
+        print("done", rank)
+        """)
+    p, seconds = cli("launch", "-n", 2, "--timeout", 60, script, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.splitlines()) == ["[0] done 0", "[1] done 1"]
+    kids = [int((tmp_path / f"kid{r}").read_text()) for r in (0, 1)]
+    assert wait_gone(kids) == set(), "a rank's child outlived the job"
+    assert seconds < 40
 
 
 @needs_mpiexec
@@ -284,16 +360,48 @@ def test_missing_mpiexec_says_how_to_install(tmp_path, capsys, monkeypatch):
 
 def test_launcher_kills_an_mpiexec_that_ignores_the_timeout(tmp_path, capsys, monkeypatch):
     """The launcher's own backstop: an mpiexec still running KILL_GRACE seconds past the
-    timeout is stopped and the job reported as timed out."""
+    timeout is stopped, with its child, though both ignore SIGTERM, and the job reported
+    as timed out."""
     fake = tmp_path / "mpiexec"
-    fake.write_text("#!/bin/sh\necho fake mpiexec started\nexec sleep 100\n")
+    child = tmp_path / "child"
+    fake.write_text("#!/bin/sh\ntrap '' TERM\necho fake mpiexec started\n"
+                    f"sleep 100 &\necho $! > {child}\nwait\nsleep 100\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(launch, "KILL_GRACE", 1)
     t0 = time.monotonic()
     status = launch.launch(str(program(tmp_path, "")), nprocs=2, timeout=1,
                            mpiexec=str(fake))
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 1 + 10
     assert status == launch.TIMEOUT_STATUS
+    assert wait_gone([int(child.read_text())]) == set()
     out, err = capsys.readouterr()
     assert out == "fake mpiexec started\n"
     assert "the job exceeded the timeout of 1 seconds" in err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc here")
+def test_a_job_finds_its_processes_by_any_of_their_marks():
+    """A process started under nested jobs carries every enclosing job's mark: each job
+    finds it (a whole mark only), and stopping the job ends it though it is in a session
+    of its own."""
+    leader = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    nested = subprocess.Popen(["sleep", "60"], start_new_session=True,
+                              env=dict(os.environ, JAXLITE_LAUNCH_JOB="outer-1 inner-2"))
+    try:
+        # until its exec, a child's /proc entry shows this process's environment
+        until = time.monotonic() + 10
+        while b"outer-1" not in Path(f"/proc/{nested.pid}/environ").read_bytes() and \
+                time.monotonic() < until:
+            time.sleep(0.01)
+        outer, partial = launch._Job("outer-1"), launch._Job("inner")
+        outer.proc = partial.proc = leader
+        assert {leader.pid, nested.pid} <= outer.pids()
+        assert nested.pid not in partial.pids()
+        assert os.getpid() not in outer.pids()
+        outer.stop()
+        assert wait_gone([leader.pid, nested.pid]) == set()
+        assert leader.returncode is not None
+    finally:
+        for p in (leader, nested):
+            p.kill()
+            p.wait()

@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from .. import monitoring
 from ..config import config
 from ..errors import JaxRuntimeError
 from .buffer import pool_empty
@@ -176,14 +177,19 @@ def _signature(desc: str) -> np.ndarray:
     return np.array([h, w.seq], np.int64)
 
 
-def _check(comm, ranks, desc: str, inline=None):
+def _check(comm, ranks, desc: str, inline=None, nbytes: int = 0):
     """The signature exchange (see the module docstring); raises CollectiveMismatchError
     on every process when they differ.  Every exchange moves the same number of bytes
     (16 of signature, then ``_INLINE`` of payload), whatever the collective, so that
     processes running different ones still meet in it.  ``inline``: this process's data
     when it fits in the payload (bytes, a uint8 array): the rows of every process's are
-    returned (n, len), so a small collective takes one MPI call in all."""
+    returned (n, len), so a small collective takes one MPI call in all.  ``nbytes``: the
+    bytes this process contributes, for the "collective" monitoring event (the kind is
+    the first word of ``desc``)."""
     n = len(ranks)
+    if monitoring._listeners:
+        monitoring.emit("collective", kind=desc.split(" ", 1)[0], bytes=int(nbytes),
+                        processes=n, desc=desc)
     bufs = _EXCHANGE.get(n)
     if bufs is None:        # reused: each call copies out what it returns
         send = np.zeros(16 + _INLINE, np.uint8)
@@ -243,12 +249,12 @@ def allreduce(x: np.ndarray, op: str, ranks: tuple, where: str) -> np.ndarray:
     if x.nbytes <= _INLINE:
         # small: the data travels with the signature (one all-gather), reduced here in
         # rank order
-        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8))
+        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8), x.nbytes)
         parts = rows.view(x.dtype).reshape((len(ranks),) + x.shape)
         if len(ranks) == 2 and op == "sum":
             return np.asarray(parts[0] + parts[1])
         return _reduce_rows(parts, op)
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=x.nbytes)
     if op == "sum" and _mpi_sums(x.dtype):
         MPI = mpi_module()
         out = pool_empty(x.shape, x.dtype)      # recycled: no page faults per call
@@ -283,9 +289,9 @@ def allgather(x: np.ndarray, ranks: tuple, where: str) -> np.ndarray:
     x = np.asarray(x, order="C")
     desc = f"all-gather of {x.dtype}{list(x.shape)} ({where})"
     if x.nbytes <= _INLINE:
-        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8))
+        rows = _check(comm, ranks, desc, x.reshape(-1).view(np.uint8), x.nbytes)
         return rows.view(x.dtype).reshape((len(ranks),) + x.shape)
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=x.nbytes)
     return _gather_raw(comm, x, desc, ranks)
 
 
@@ -295,7 +301,7 @@ def broadcast(x: np.ndarray, root: int, ranks: tuple, where: str) -> np.ndarray:
     comm = _world.group(ranks)
     x = np.array(x, copy=True, order="C")
     desc = f"broadcast from process {ranks[root]} of {x.dtype}{list(x.shape)} ({where})"
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=x.nbytes)
     buf = x.reshape(-1).view(np.uint8)
     _wait(comm.Ibcast(buf, root=root), desc, ranks)
     return x
@@ -342,7 +348,7 @@ def reduce_scatter(x: np.ndarray, axis: int, ranks: tuple, where: str) -> np.nda
     n = len(ranks)
     y = np.ascontiguousarray(np.moveaxis(np.asarray(x), axis, 0))
     desc = f"reduce-scatter sum of {y.dtype}{list(x.shape)} along {axis} ({where})"
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=y.nbytes)
     m = y.shape[0] // n
     if _mpi_sums(y.dtype) and y.size:
         MPI = mpi_module()
@@ -361,7 +367,7 @@ def all_to_all(x: np.ndarray, axis: int, ranks: tuple, where: str) -> np.ndarray
     comm = _world.group(ranks)
     y = np.ascontiguousarray(np.moveaxis(np.asarray(x), axis, 0))
     desc = f"all-to-all of {y.dtype}{list(x.shape)} along {axis} ({where})"
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=y.nbytes)
     out = pool_empty(y.shape, y.dtype)
     if y.size:
         _wait(comm.Ialltoall(y.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)),
@@ -379,7 +385,7 @@ def permute(x: np.ndarray, pairs: tuple, ranks: tuple, block: int,
     comm = _world.group(ranks)
     x = np.asarray(x)
     desc = f"collective-permute of {x.dtype}{list(x.shape)} {list(pairs)} ({where})"
-    _check(comm, ranks, desc)
+    _check(comm, ranks, desc, nbytes=x.nbytes)
     me = ranks.index(_world.rank)
     out = np.zeros_like(x, order="C")
     reqs = []

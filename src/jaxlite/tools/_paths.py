@@ -64,7 +64,10 @@ def check_output_path(path, option: str) -> str:
     """Checks, before any work is done, that a report can be written to ``path``: it is not
     a directory; an existing file is writable (an existing pipe or device, e.g.
     ``/dev/stdout``, is written as given); a new file's parent directory exists and is
-    writable.  ``option`` (e.g. ``"--json"``) names the option in the message.
+    writable.  A regular file is opened for writing (appending nothing) and a new one
+    created and removed again, so that what the permission bits do not say (a read-only
+    file system, ``/proc``, root's permissions) is found too.  ``option`` (e.g.
+    ``"--json"``) names the option in the message.
 
     Returns ``path`` made absolute, so that a program that changes its working directory
     does not move the report.
@@ -87,6 +90,8 @@ def check_output_path(path, option: str) -> str:
             raise ValueError(f"{where}: the path is a directory; give a file name")
         if not os.access(absolute, os.W_OK):
             raise ValueError(f"{where}: the file exists and is not writable")
+        if stat.S_ISREG(st.st_mode):
+            _try_open(absolute, os.O_WRONLY | os.O_APPEND, where)   # the content is kept
         return absolute
     if os.path.islink(absolute):
         raise ValueError(f"{where}: the path is a symbolic link to a missing file")
@@ -105,4 +110,17 @@ def check_output_path(path, option: str) -> str:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{where}: the directory {os.path.dirname(path) or parent} is not "
                          f"writable")
+    # os.access answers from the permission bits (always yes for root): creating the file
+    # is the real test (a read-only or special file system such as /proc or /sys)
+    _try_open(absolute, os.O_WRONLY | os.O_CREAT | os.O_EXCL, where)
+    os.unlink(absolute)
     return absolute
+
+
+def _try_open(path: str, flags: int, where: str) -> None:
+    """Opens ``path`` for writing with ``flags`` and closes it again, or raises
+    ValueError naming ``where`` and the reason."""
+    try:
+        os.close(os.open(path, flags, 0o666))
+    except OSError as e:
+        raise ValueError(f"{where}: the file cannot be written: {e.strerror or e}") from None

@@ -21,8 +21,9 @@ is refused, never opened) and each output path must be writable (its directory e
 is writable, the path is not a directory); otherwise the doctor prints an error naming the
 path and exits with status 2, having run nothing.  When the program raises, its traceback
 shows the program's frames only, as ``python SCRIPT`` shows it; the report is still
-printed and written.  Exit status: the program's own (1 when it raised), 2 for those usage
-errors.
+printed and written.  Exit status: the program's own (1 when it raised; ``sys.exit(N)``
+gives N, ``sys.exit("message")`` prints the message and gives 1, as Python does), 2 for
+those usage errors.
 
 Layer: tools.  The program runs in this process (as ``__main__``, with ``sys.argv`` set) so that
 jaxlite's ``monitoring`` events reach the doctor's listener; with no listener registered
@@ -142,10 +143,15 @@ def _run_script(path: str, argv: list) -> dict:
     try:
         _exec_main(where)
     except SystemExit as e:
+        # as Python ends on it: None or 0 a success; a whole number the exit status,
+        # printing nothing; anything else printed to stderr, and status 1
         code = e.code
-        if code not in (None, 0):
-            status.update(ok=False, exit_code=code if isinstance(code, int) else 1,
-                          error=f"SystemExit({code!r})", error_summary=f"exit {code!r}")
+        if code is not None and code is not False and code != 0:
+            if isinstance(code, int):
+                status.update(ok=False, exit_code=int(code), error_summary=f"exit {code!r}")
+            else:
+                status.update(ok=False, exit_code=1, error=str(code),
+                              error_summary=f"exit {code!r}"[:200])
     except BaseException as e:  # noqa: BLE001 -- report it; KeyboardInterrupt included
         if isinstance(e, KeyboardInterrupt):
             status["interrupted"] = True

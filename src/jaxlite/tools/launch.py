@@ -8,8 +8,14 @@ exception aborts the whole job through ``MPI_Abort`` instead of leaving the othe
 waiting forever.  ``mpiexec`` is the one beside this Python (the venv's ``bin``, where the
 PyPI ``mpich`` wheel puts it), else the first on ``PATH``.  The environment is passed
 through, with ``MPIEXEC_TIMEOUT`` set to the timeout: ``--timeout S``, else the
-environment's ``MPIEXEC_TIMEOUT``, else 600 seconds; the launcher kills a job still
-running 30 seconds past it.
+environment's ``MPIEXEC_TIMEOUT``, else 600 seconds.  A job still running 2 seconds past it
+is stopped by the launcher itself: SIGTERM to every process of the job, then, 2 seconds
+later, SIGKILL to any left (a rank that ignores SIGTERM, its child processes).  The job's
+processes are found by the environment variable ``JAXLITE_LAUNCH_JOB`` they inherit and
+by their sessions (hydra starts each rank in a session of its own), from ``/proc``;
+elsewhere by mpiexec's process group, mpiexec being started in a new session.  Whatever
+is left of a job when mpiexec exits (a rank's child process still running) is stopped
+the same way, so a job leaves no process behind.
 
 Why not ``mpiexec -l`` (hydra's ``-prepend-rank``): hydra forwards each rank's output in
 the chunks it happens to read, so with two ranks printing long lines a line of one rank
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -46,13 +53,17 @@ from .doctor import resolve_script
 HELP = "run a Python program as N MPI processes, each output line prefixed with its rank"
 
 DEFAULT_TIMEOUT = 600        # seconds, when neither --timeout nor MPIEXEC_TIMEOUT says
-KILL_GRACE = 30              # seconds past the timeout before the launcher kills mpiexec
+# seconds past the timeout before the launcher stops the job itself (hydra's own
+# MPIEXEC_TIMEOUT fires first when it can: its notice is then in the output)
+KILL_GRACE = 2
+TERM_GRACE = 2               # seconds between SIGTERM and SIGKILL when stopping a job
 TIMEOUT_STATUS = 124         # exit status of a job that exceeded the timeout
 MAX_LINE = 1 << 20           # bytes without a newline emitted as a line of their own
 INSTALL_HINT = "pip install 'jaxlite[mpi]'"
 
 _RANK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rank.py")
 _SOCKET_ENV = "JAXLITE_LAUNCH_SOCKET"       # read by _rank.py
+_JOB_ENV = "JAXLITE_LAUNCH_JOB"             # marks every process of a job (_Job.pids)
 # what hydra (MPICH) and Open MPI print when MPIEXEC_TIMEOUT fires
 _TIMEOUT_MARKS = (b"APPLICATION TIMED OUT", b"time limit for job execution")
 
@@ -248,37 +259,46 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sel = selectors.DefaultSelector()
     proc = None
+    job = _Job(f"{os.getpid()}-{secrets.token_hex(8)}")
     try:
         listener.bind(path)
         listener.listen(max(128, 2 * nprocs))
         listener.setblocking(False)
-        env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout), **{_SOCKET_ENV: path})
+        # the marks of enclosing jobs kept (a rank may launch a job of its own): each
+        # job finds every process started under it
+        marks = f"{os.environ.get(_JOB_ENV, '')} {job.mark}".strip()
+        env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout),
+                   **{_SOCKET_ENV: path, _JOB_ENV: marks})
         cmd = [mpiexec, "-n", str(nprocs), sys.executable, _RANK_SCRIPT, script_arg,
                *args]
         try:
+            # a session of its own: its process group can be signalled as a whole, and
+            # a Ctrl-C at the terminal reaches the launcher, which stops the job
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
+                                    stderr=subprocess.PIPE, start_new_session=True)
         except OSError as e:
             sinks["err"].write(f"jaxlite launch: cannot run {mpiexec}: "
                                f"{e.strerror or e}\n".encode())
             return 1
+        job.proc = proc
         own = [_Source(proc.stdout, sinks, sink=sinks["out"]),
                _Source(proc.stderr, sinks, sink=sinks["err"])]
         for source in own:
             sel.register(source.fileobj, selectors.EVENT_READ, source)
         sel.register(listener, selectors.EVENT_READ, None)
-        status, killed, seconds = _pump(sel, listener, proc, sinks, timeout)
+        status, killed, seconds = _pump(sel, listener, job, sinks, timeout)
     except KeyboardInterrupt:
-        _stop(proc)
+        job.stop()
         return 130
     except _OutputClosed:       # as a program killed by SIGPIPE, but without a traceback
-        _stop(proc)
+        job.stop()
         return 128 + signal.SIGPIPE
     except BaseException:
-        if proc is not None:
-            _stop(proc)
+        job.stop()
         raise
     finally:
+        # whatever of the job outlived mpiexec (a rank's child process) ends with it
+        job.stop()
         try:
             for key in list(sel.get_map().values()):
                 if key.data is not None:
@@ -311,23 +331,115 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
     return status
 
 
-def _stop(proc) -> None:
-    """Terminates mpiexec (it stops its ranks), killing it if it lingers."""
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
+def _proc_table() -> dict | None:
+    """``{pid: session id}`` of every live process (zombies left out), from ``/proc``;
+    None where there is no ``/proc`` to read."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    table = {}
+    for name in names:
+        if not name.isdigit():
+            continue
         try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                text = fh.read()
+        except OSError:        # ended meanwhile
+            continue
+        # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
+        fields = text[text.rfind(b")") + 2:].split()
+        if len(fields) < 4 or fields[0] in (b"Z", b"X"):
+            continue
+        table[int(name)] = int(fields[3])
+    return table
 
 
-def _pump(sel, listener, proc, sinks, timeout):
+class _Job:
+    """The processes of one job: mpiexec (``proc``, the leader of its own session) and
+    every process that inherited ``mark`` among the space-separated marks of the
+    environment variable ``JAXLITE_LAUNCH_JOB`` (the ranks, hydra's proxies, the ranks'
+    children), with every process of their sessions (a rank's child started with another
+    environment stays in its rank's session)."""
+
+    def __init__(self, mark: str):
+        self.mark = mark
+        self.proc = None
+        self._prefix = f"{_JOB_ENV}=".encode()
+        self._mark = mark.encode()
+
+    def pids(self) -> set:
+        """The job's live processes, this one never among them."""
+        proc = self.proc
+        if proc is None:
+            return set()
+        table = _proc_table()
+        if table is None:                        # no /proc: mpiexec alone is known
+            return {proc.pid} if proc.poll() is None else set()
+        members = {proc.pid} & table.keys()
+        for pid in table:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    environ = fh.read()
+            except OSError:                      # ended meanwhile, or not ours
+                continue
+            if self._mark not in environ:        # the quick test of most processes
+                continue
+            for entry in environ.split(b"\0"):
+                if entry.startswith(self._prefix) and \
+                        self._mark in entry[len(self._prefix):].split(b" "):
+                    members.add(pid)
+        mine = os.getpid()
+        sessions = {table[p] for p in members} - {table.get(mine)}
+        members |= {p for p, sid in table.items() if sid in sessions}
+        members.discard(mine)
+        return members
+
+    def _signal(self, pids, sig) -> None:
+        try:      # mpiexec's process group: the job where /proc does not show more
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            pass
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:                      # ended meanwhile
+                pass
+
+    def stop(self) -> None:
+        """Ends every process of the job: SIGTERM, then SIGKILL to those still running
+        ``TERM_GRACE`` seconds later; reaps mpiexec.  Quick when nothing is left."""
+        if self.proc is None:
+            return
+        for sig, grace in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, 5.0)):
+            self.proc.poll()
+            pids = self.pids()
+            if not pids:
+                break
+            self._signal(pids, sig)
+            until = time.monotonic() + grace
+            while time.monotonic() < until:
+                self.proc.poll()                 # reap mpiexec once it exits
+                table = _proc_table()
+                if table is None:
+                    if self.proc.poll() is not None:
+                        break
+                elif not pids & table.keys():
+                    break
+                time.sleep(0.05)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:        # unkillable (stopped in the kernel)
+            pass
+
+
+def _pump(sel, listener, job, sinks, timeout):
     """Reads every stream until mpiexec has exited and its ranks' streams are closed (or
-    2 seconds after it exited: a rank's child process may hold a stream open).  Kills
-    mpiexec if it outlives the timeout by ``KILL_GRACE`` seconds.  Returns mpiexec's exit
-    status (128 + N when killed by signal N), whether the launcher killed it, and the
-    seconds mpiexec ran."""
+    2 seconds after it exited: a rank's child process may hold a stream open).  Stops the
+    job (``_Job.stop``) if mpiexec outlives the timeout by ``KILL_GRACE`` seconds.
+    Returns mpiexec's exit status (128 + N when killed by signal N), whether the launcher
+    stopped it, and the seconds mpiexec ran."""
+    proc = job.proc
     started = time.monotonic()
     deadline = started + timeout + KILL_GRACE
     exited_at = None
@@ -359,8 +471,11 @@ def _pump(sel, listener, proc, sinks, timeout):
         if exited_at is None:
             if proc.poll() is not None:
                 exited_at = now
+                # what outlived mpiexec (a rank's child) may hold a rank's stream open:
+                # stop it now rather than wait for it
+                job.stop()
             elif now > deadline:
-                _stop(proc)
+                job.stop()
                 killed = True
                 exited_at = time.monotonic()
         if exited_at is not None:

@@ -23,9 +23,9 @@ in a file without imports the usual names (``jax``, ``jnp``, ``lax``, ``jit``) a
 JL001,JL005`` silences only those codes.  Columns are 1-based (as flake8 and ruff print them).
 Exit status: 0 when nothing is found, 1 when something is (a syntax error is the finding
 JL000), 2 for usage errors: a path that does not exist, cannot be read or is not a regular
-file or directory (a named pipe, a device: told apart with ``os.stat``, never opened), an
-unknown code.  Below a directory, a ``*.py`` that is not a regular file is skipped with a
-note on stderr.
+file or directory (a named pipe, a device: told apart with ``os.stat``, never opened), a
+directory with no ``*.py`` below it (nothing would be checked), an unknown code.  Below a
+directory, a ``*.py`` that is not a regular file is skipped with a note on stderr.
 
 Layer: tools.  Reads source text only; never imports or runs the checked files.
 """
@@ -794,7 +794,8 @@ def iter_python_files(paths, notes=None):
 def lint_paths(paths, select=None, ignore=None, notes=None):
     """Lints files and directories.  Returns ``(findings, errors)``: the findings of every
     readable file, and one message per path given that does not exist, is not a regular
-    file or directory (a named pipe, a device), or cannot be read.  Files below a
+    file or directory (a named pipe, a device), cannot be read, or is a directory with no
+    ``*.py`` to lint (checking nothing is not a clean result).  Files below a
     directory that are not regular files are skipped with a message appended to
     ``notes`` (a list; default None: written to ``sys.stderr``); they are not errors."""
     findings, errors = [], []
@@ -811,6 +812,10 @@ def lint_paths(paths, select=None, ignore=None, notes=None):
             else:
                 for n in skipped:
                     print(f"jaxlite lint: {n}", file=sys.stderr)
+        if not files:     # a directory (a file given is always linted): nothing to check
+            errors.append(f"{p} is a directory with no Python files (*.py) to lint"
+                          + (" (those there are skipped: see above)" if skipped else ""))
+            continue
         for f in files:
             try:
                 with tokenize.open(f) as fh:  # honours a `# -*- coding` line
@@ -844,14 +849,16 @@ def add_arguments(parser) -> None:
     parser.epilog = ("codes: " + "; ".join(f"{c} {d}" for c, (d, _) in CODES.items())
                      + ".  Exit status: 0 clean, 1 findings, 2 usage errors (a path that "
                      "does not exist, is not a regular file or directory (a named pipe, a "
-                     "device) or cannot be read; an unknown code); below a directory, a "
+                     "device) or cannot be read; a directory with no *.py; an unknown "
+                     "code); below a directory, a "
                      "*.py that is not a regular file is skipped with a note.")
 
 
 def run(args) -> int:
     """Lints ``args.paths``; prints the findings.  Returns 0 (clean), 1 (findings) or 2
-    (a path missing, unreadable or not a regular file or directory, or an unknown code in
-    --select/--ignore).  Skipped files below a directory are noted on stderr."""
+    (a path missing, unreadable or not a regular file or directory, a directory with no
+    ``*.py``, or an unknown code in --select/--ignore).  Skipped files below a directory
+    are noted on stderr."""
     select, ignore = _codes_arg(args.select), _codes_arg(args.ignore)
     unknown = sorted((select | ignore) - set(CODES))
     if unknown:

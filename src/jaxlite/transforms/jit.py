@@ -438,10 +438,14 @@ class JitWrapped:
                            "%.1f ms", self.__name__, sig, reason, trace_s * 1e3,
                            compiled._program.compile_seconds * 1e3)
         if monitoring.active():
+            # fun_id and key match the program's "jit_call" events; collectives: the
+            # (kind, bytes per device) a shard_map body calls, each run on every call
             monitoring.emit("compile", fun=self.__name__, signature=sig, reason=reason,
                             trace_seconds=trace_s,
                             compile_seconds=compiled._program.compile_seconds,
-                            statics=repr([v for _, v in statics + static_kw]))
+                            statics=repr([v for _, v in statics + static_kw]),
+                            fun_id=id(self), key=key,
+                            collectives=[(c.kind, c.bytes) for c in closed.collectives])
         return entry
 
     def _cache_view(self) -> "_CachedView":
