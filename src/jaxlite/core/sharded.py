@@ -292,12 +292,14 @@ def shard_indices(sharding, shape) -> tuple:
     result of a jit call is laid out by it."""
     key = (sharding, tuple(shape))
     try:
-        return _SHARD_INDICES[key]
-    except KeyError:
-        pass
+        out = _SHARD_INDICES.get(key)
     except TypeError:           # an unhashable sharding: computed every time
-        return tuple(_shard_indices(sharding, shape))
+        key = out = None
+    if out is not None:
+        return out
     out = tuple(_shard_indices(sharding, shape))
+    if key is None:
+        return out
     if len(_SHARD_INDICES) >= 1024:
         _SHARD_INDICES.clear()
     _SHARD_INDICES[key] = out

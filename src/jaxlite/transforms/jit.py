@@ -846,9 +846,12 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     else:
         try:
             device, committed = placement(leaves, what)
-        except ValueError:
+        except ValueError as e:
+            device = e
+        if isinstance(device, ValueError):
+            # outside the except block, so the second error has the first not chained
             placement(leaves, what, names_fn())  # raises again, naming the arguments
-            raise
+            raise device
     program = compiled._program
     ex = program.executable if device.backend is program.backend else \
         program.executable_for(device)
