@@ -995,6 +995,12 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                         f"first.")
                 if have is None:
                     from .._placement import device_put
+                    shape = np.shape(x)
+                    if isinstance(w, NamedSharding) and len(w.spec) <= len(shape):
+                        # as JAX: jit reports a dimension its in_sharding does not divide
+                        # as IndivisibleError, ahead of device_put's typed ValueError
+                        _sharded_core.check_shardable(w, ShapedArray(shape, np.float32),
+                                                      what)
                     x = device_put(x, w)
             placed.append(x)
         leaves = placed
