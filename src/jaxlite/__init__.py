@@ -48,6 +48,7 @@ from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
 from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
 from . import distributed  # noqa: F401
+from . import _traceback
 
 
 def clear_caches() -> None:
@@ -81,3 +82,11 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | {"scipy"})
+
+
+# The public functions are traceback boundaries: an error leaving one has jaxlite's own
+# frames filtered from its traceback (``jax_traceback_filtering``; _traceback.py).
+for _m in (ops, image, random, nn.initializers, nn, lax.linalg, lax, numpy.fft,
+           numpy.linalg, numpy, _traceback.sys.modules[__name__]):
+    _traceback.wrap_namespace(_m)
+del _m

@@ -63,6 +63,8 @@ _JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls",
                   "jaxlite_backend")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _ENUMS["jax_numpy_rank_promotion"] = ("allow", "warn", "raise")
+_ENUMS["jax_traceback_filtering"] = ("off", "tracebackhide", "remove_frames",
+                                     "quiet_remove_frames", "auto")
 
 
 def check_transfer_guard_level(value, name: str = "transfer guard level") -> None:
@@ -109,6 +111,9 @@ class Config:
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS", False),
             "jax_debug_infs": _env_bool("JAX_DEBUG_INFS", False),
             "jax_numpy_rank_promotion": "allow",
+            # how an error leaving a public function drops jaxlite's frames from its
+            # traceback (_traceback.py; JAX's values, default 'auto')
+            "jax_traceback_filtering": os.environ.get("JAX_TRACEBACK_FILTERING") or "auto",
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
             # "interpreter" (NumPy, the reference)
             "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "cpu",
@@ -144,6 +149,10 @@ class Config:
                                                 or 300.0),
         }
         check_transfer_guard_level(values["jax_transfer_guard"], "JAX_TRANSFER_GUARD")
+        if values["jax_traceback_filtering"] not in _ENUMS["jax_traceback_filtering"]:
+            raise ValueError(f"JAX_TRACEBACK_FILTERING must be one of "
+                             f"{list(_ENUMS['jax_traceback_filtering'])}, got "
+                             f"{values['jax_traceback_filtering']!r}")
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_frozen", set())

@@ -20,7 +20,6 @@ import operator
 import numpy as np
 
 from .. import dtypes, errors, lax
-from ..core.trace import Tracer
 from ._named_jit import named_jit
 from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike,
                     convert, ensure_array, promote_dtypes_inexact, public_names)
@@ -47,15 +46,19 @@ def _keep(out, shape, axes, keepdims):
 def _axis_ints(axis):
     """The entries of ``axis`` (an int or a tuple/list of them) as Python ints.  A traced
     axis raises ConcretizationTypeError (as JAX's reductions do: the axis decides the
-    result's shape, so it must be static); any other non-integer TypeError."""
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    result's shape, so it must be static), a traced entry of a tuple of axes
+    TracerIntegerConversionError (as JAX, which indexes the entries); any other
+    non-integer TypeError."""
+    seq = isinstance(axis, (tuple, list))
+    items = tuple(axis) if seq else (axis,)
     try:
         return tuple(operator.index(a) for a in items)
     except errors.TracerIntegerConversionError:
-        tracer = next((a for a in items if isinstance(a, Tracer)), axis)
+        if seq:
+            raise
         raise errors.ConcretizationTypeError(
-            tracer, "It arose in the axis argument of a reduction: the axis must be "
-                    "static.") from None
+            axis, "It arose in the axis argument of a reduction: the axis must be "
+                  "static.") from None
     except TypeError:
         raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
             from None

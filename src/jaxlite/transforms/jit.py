@@ -26,6 +26,7 @@ import numpy as np
 import optree
 
 from .. import monitoring
+from .._traceback import api_boundary as _api_boundary
 from ..config import _JIT_KEY_FLAGS, config
 from ..core import batching as _batching
 from ..core import trace as _trace
@@ -490,6 +491,13 @@ class JitWrapped:
                 runner = self._across_runner(args)
                 if runner is not None:
                     return runner(args)
+        return self._call_slow(args, kwargs)
+
+    @_api_boundary
+    def _call_slow(self, args, kwargs):
+        """``__call__`` past its fast path: flatten, look up or trace and compile, run.
+        A traceback boundary (``_traceback``): an error leaves with jaxlite's frames
+        filtered out; the cached fast path above has no boundary and costs nothing."""
         if self._plain and not kwargs:
             # fast path: no static or donated arguments, no keywords
             statics = static_kw = ()
@@ -787,7 +795,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
             return lowered.closed_jaxpr, lowered.out_info
         return lowered.closed_jaxpr
     make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
-    return make
+    return _api_boundary(make)
 
 
 def _staging_types(leaves):

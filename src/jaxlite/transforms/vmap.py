@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 
+from .._traceback import api_boundary as _api_boundary
 from ..core import batching
 from ..core.trace import full_lower, get_aval, new_main
 from ..tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
@@ -217,4 +218,4 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 res.append(batching.moveaxis(val, d, ax))
         return tree_unflatten(out_tree, [full_lower(r) for r in res])
 
-    return batched
+    return _api_boundary(batched)
