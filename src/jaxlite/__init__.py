@@ -49,6 +49,7 @@ from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
 from . import distributed  # noqa: F401
 from . import _traceback
+import sys as _sys
 
 
 def clear_caches() -> None:
@@ -86,7 +87,10 @@ def __dir__():
 
 # The public functions are traceback boundaries: an error leaving one has jaxlite's own
 # frames filtered from its traceback (``jax_traceback_filtering``; _traceback.py).
-for _m in (ops, image, random, nn.initializers, nn, lax.linalg, lax, numpy.fft,
-           numpy.linalg, numpy, _traceback.sys.modules[__name__]):
+# (the main namespaces first: a function that several export names the main one as its
+# __module__)
+for _m in (numpy, numpy.linalg, numpy.fft, lax, lax.linalg, nn, nn.initializers, random,
+           image, ops, _sys.modules[__name__]):
     _traceback.wrap_namespace(_m)
+_traceback.share_wrappers()
 del _m

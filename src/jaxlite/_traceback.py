@@ -38,8 +38,9 @@ from .config import config
 
 # files under this folder are jaxlite's own: their frames are the ones filtered out
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# code objects of the boundaries (the wrapper below, and the slow path of a jitted call):
-# an exception under one of these is left to that outer boundary
+# code objects of the boundaries (``api_boundary``'s wrapper, and the functions that filter
+# in place, ``register_boundary``): an exception under one of these is left to that outer
+# boundary
 _BOUNDARY_CODES: set = set()
 
 _NOTE = ("jaxlite removed its internal frames from this traceback (the frames of the "
@@ -144,6 +145,7 @@ def api_boundary(fun):
     return boundary
 
 
+# every wrapper api_boundary makes runs this one code object
 _BOUNDARY_CODES.add(api_boundary(len).__code__)
 
 
@@ -178,3 +180,18 @@ def wrap_namespace(module, public_name: str | None = None) -> None:
 
 
 _WRAPPERS: dict = {}
+
+
+def share_wrappers() -> None:
+    """In every loaded public jaxlite module, replaces a function that ``wrap_namespace``
+    wrapped by its wrapper, so that names exported twice stay one object
+    (``jaxlite.make_mesh is jaxlite.sharding.make_mesh``, as in JAX)."""
+    for mod_name, module in list(sys.modules.items()):
+        if module is None or not mod_name.startswith("jaxlite") or \
+                any(part.startswith("_") for part in mod_name.split(".")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if not attr.startswith("_") and type(value) is types.FunctionType:
+                wrapped = _WRAPPERS.get(value)
+                if wrapped is not None:
+                    setattr(module, attr, wrapped)

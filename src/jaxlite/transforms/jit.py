@@ -645,6 +645,7 @@ class JitWrapped:
         return tree_unflatten(out_tree, outs)
 
     # ---- introspection ---------------------------------------------------------------
+    @_api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the Lowered stage
         (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
@@ -667,11 +668,13 @@ class JitWrapped:
         low._device = self._device or (committed[0] if committed else get_default_device())
         return low
 
+    @_api_boundary
     def trace(self, *args, **kwargs) -> Traced:
         """Traces for these arguments and returns the Traced stage
         (``jax.jit(f).trace(*args)``): ``.jaxpr``, ``.out_info``, ``.lower()``."""
         return Traced(self.lower(*args, **kwargs))
 
+    @_api_boundary
     def eval_shape(self, *args, **kwargs):
         """Output shapes and dtypes (ShapeDtypeStructs), computing nothing; over arguments
         on a mesh with Explicit axes with their sharding types (over the abstract mesh)."""
