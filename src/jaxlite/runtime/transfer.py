@@ -12,9 +12,10 @@ to a jitted function, ``jnp.asarray(numpy_array)``) and one it asked for (*expli
     'disallow_explicit'  every transfer raises JaxRuntimeError
 
 as ``jax.transfer_guard`` does (a refusal is ``jaxlite.errors.JaxRuntimeError``, a
-RuntimeError, whose text starts with ``INVALID_ARGUMENT``, as JAX's).  The level of a kind is, in order: the innermost guard
-block of this thread (``transfer_guard`` sets all three kinds, ``transfer_guard_host_to_device``
-one), the flag of that kind (``jax_transfer_guard_host_to_device``), ``jax_transfer_guard``.
+RuntimeError, whose text starts with ``INVALID_ARGUMENT``, as JAX's).  The level of a kind
+is, in order: the innermost guard block of this thread (``transfer_guard`` sets all three
+kinds, ``transfer_guard_host_to_device`` one), the flag of that kind
+(``jax_transfer_guard_host_to_device``), ``jax_transfer_guard``.
 A refused transfer raises before anything is copied or counted.
 
 What JAX does on CPU, jaxlite does: reading an array's values on the host (``np.asarray``,
@@ -99,10 +100,11 @@ def guard(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
     how = "explicit" if explicit else "implicit"
     if level == "disallow_explicit" or (level == "disallow" and not explicit):
         raise JaxRuntimeError(
-            f"INVALID_ARGUMENT: Disallowed {name} transfer: aval={what}, src={src!r}, dst={dst!r} ({how} "
-            f"transfer of {nbytes} bytes; transfer guard level {level!r}). Keep the data on "
-            f"the device, or move it explicitly with jaxlite.device_put / jaxlite.device_get "
-            f"where the guard allows explicit transfers.")
+            f"INVALID_ARGUMENT: Disallowed {name} transfer: aval={what}, src={src!r}, "
+            f"dst={dst!r} ({how} transfer of {nbytes} bytes; transfer guard level "
+            f"{level!r}). Keep the data on the device, or move it explicitly with "
+            f"jaxlite.device_put / jaxlite.device_get where the guard allows explicit "
+            f"transfers.")
     if level == "log_explicit" or (level == "log" and not explicit):
         logger.warning("%s %s transfer: aval=%s, src=%r, dst=%r (%d bytes)",
                        how, name, what, src, dst, nbytes)
