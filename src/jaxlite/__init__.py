@@ -49,6 +49,8 @@ from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
 from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
 from . import distributed  # noqa: F401
+from . import _traceback
+import sys as _sys
 
 
 def clear_caches() -> None:
@@ -93,3 +95,14 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | {"scipy"})
+
+
+# The public functions are traceback boundaries: an error leaving one has jaxlite's own
+# frames filtered from its traceback (``jax_traceback_filtering``; _traceback.py).
+# (the main namespaces first: a function that several export names the main one as its
+# __module__)
+for _m in (numpy, numpy.linalg, numpy.fft, lax, lax.linalg, nn, nn.initializers, random,
+           image, ops, _sys.modules[__name__]):
+    _traceback.wrap_namespace(_m)
+_traceback.share_wrappers()
+del _m

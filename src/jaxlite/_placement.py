@@ -173,7 +173,7 @@ def _plan_shard(x, sharding, may_alias):
     else:
         kind, x, _, aval = _plan(x, None, may_alias)
     _check_rank(sharding, aval.ndim)
-    check_shardable(sharding, aval, "device_put args")
+    check_shardable(sharding, aval, "device_put args", typed=True)
     return ("shard", x, sharding, aval)
 
 
@@ -347,9 +347,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       TypeError: a leaf is not array-like (a string, an arbitrary object).
       OverflowError: a Python int out of the default integer dtype's range.
       RuntimeError: a leaf was deleted, or the transfer guard forbids an explicit transfer
-        (level ``'disallow_explicit'``); nothing is transferred then.
-      ValueError: a NamedSharding that cannot hold a leaf (IndivisibleError for a
-        dimension its mesh axes do not divide, a spec longer than the rank), or a
+        (level ``'disallow_explicit'``: JaxRuntimeError); nothing is transferred then.
+      ValueError: a NamedSharding that cannot hold a leaf (a plain ValueError for a
+        dimension its Explicit mesh axes do not divide, as JAX's; IndivisibleError where
+        only its Auto axes do not; a spec longer than the rank), or a
         PartitionSpec with no mesh set; checked for every leaf before anything moves;
         ``device`` a pytree that is no prefix of ``x``.
       AssertionError: a spec naming an Explicit mesh axis past a leaf's rank (as JAX).

@@ -70,8 +70,11 @@ def _aval(x):
     try:
         return get_aval(x)
     except TypeError:
-        from .core.avals import aval_of_value
-        return aval_of_value(x)
+        pass
+    # outside the except block: aval_of_value's own error for a non-array reaches the user
+    # without get_aval's chained under it
+    from .core.avals import aval_of_value
+    return aval_of_value(x)
 
 
 def _without_unconstrained(sh: NamedSharding) -> NamedSharding:

@@ -262,7 +262,8 @@ class Config:
             # each finished jit/make_jaxpr/vmap trace is checked for tracers still
             # referenced from outside it (core/trace.py check_leaks)
             "jax_check_tracer_leaks": _env_bool("JAX_CHECK_TRACER_LEAKS", False),
-            # declared for programs that set it; errors.py decides what it does
+            # how an error leaving a public function drops jaxlite's frames from its
+            # traceback (_traceback.py; JAX's values, default 'auto')
             "jax_traceback_filtering": _env_enum("JAX_TRACEBACK_FILTERING",
                                                  _TRACEBACK_FILTERING, "auto"),
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or

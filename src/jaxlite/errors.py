@@ -85,7 +85,8 @@ class KeyReuseError(RuntimeError):
 
 class JaxRuntimeError(RuntimeError):
     """A failure while a program runs, such as a host callback that raised or returned
-    values unlike its declared results (mirrors ``jax.errors.JaxRuntimeError``)."""
+    values unlike its declared results, or a transfer the transfer guard refuses
+    (mirrors ``jax.errors.JaxRuntimeError``)."""
 
 
 class JaxprTypeError(TypeError):

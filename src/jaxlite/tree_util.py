@@ -131,6 +131,8 @@ def _memo(table: dict, spec, compute):
     try:
         hit = table.get(spec)
     except Exception:                       # noqa: BLE001 - unhashable/uncomparable aux data
+        table = None
+    if table is None:       # outside the except block: compute's errors chain nothing
         return compute(spec)
     if hit is None:
         hit = compute(spec)

@@ -49,6 +49,7 @@ from .eager import apply_primitive
 from .trace import Tracer, find_top_trace, full_lower, get_state
 
 _registry: dict[str, "Primitive"] = {}
+_MISS = object()        # a memo miss (abstract-evaluation results are never this object)
 
 
 _VALUE_TYPES = (int, float, complex, bool, str, bytes, type(None), type)
@@ -163,16 +164,20 @@ class Primitive:
 
     def abstract_eval_cached(self, avals: tuple, params: dict):
         """``abstract_eval`` memoised on (avals, params) when the params are hashable."""
+        # The rule runs outside any ``except`` block: a miss is no error, and the rule's own
+        # error for bad operands must reach the user without an internal KeyError chained
+        # under it.
+        key = (avals, tuple(params.items()))
         try:
-            key = (avals, tuple(params.items()))
-            return self._aval_cache[key]
-        except KeyError:
+            out = self._aval_cache.get(key, _MISS)
+        except TypeError:       # unhashable params: no memo
+            key = out = _MISS
+        if out is _MISS:
             out = self.abstract_eval(*avals, **params)
-            if len(self._aval_cache) < 4096 and _by_value(params.values()):
+            if (key is not _MISS and len(self._aval_cache) < 4096
+                    and _by_value(params.values())):
                 self._aval_cache[key] = out
-            return out
-        except TypeError:
-            return self.abstract_eval(*avals, **params)
+        return out
 
     def bind(self, *args, **params):
         """Applies the primitive under the current trace (eager when none)."""

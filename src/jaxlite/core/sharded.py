@@ -19,6 +19,7 @@ the global computation's; only the placement of the result follows the rules.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import weakref
 
@@ -292,12 +293,14 @@ def shard_indices(sharding, shape) -> tuple:
     result of a jit call is laid out by it."""
     key = (sharding, tuple(shape))
     try:
-        return _SHARD_INDICES[key]
-    except KeyError:
-        pass
+        out = _SHARD_INDICES.get(key)
     except TypeError:           # an unhashable sharding: computed every time
-        return tuple(_shard_indices(sharding, shape))
+        key = out = None
+    if out is not None:
+        return out
     out = tuple(_shard_indices(sharding, shape))
+    if key is None:
+        return out
     if len(_SHARD_INDICES) >= 1024:
         _SHARD_INDICES.clear()
     _SHARD_INDICES[key] = out
@@ -317,10 +320,14 @@ def _shard_indices(sharding, shape) -> list:
     return out
 
 
-def check_shardable(sharding, aval, what: str = "array") -> None:
+def check_shardable(sharding, aval, what: str = "array", typed: bool = False) -> None:
     """Raises ValueError when ``sharding`` cannot hold an array of ``aval``: a spec longer
-    than the rank, or a dimension its mesh axes do not divide (naming both); checked
-    before anything is placed."""
+    than the rank, or a dimension its mesh axes do not divide (IndivisibleError, naming
+    both); checked before anything is placed.
+
+    ``typed``: the result gets ``sharding`` as its type (``device_put``), which JAX checks
+    first: a dimension that the spec's Explicit mesh axes alone do not divide raises a
+    plain ValueError naming the shape, the axes and the dimension."""
     spec = getattr(sharding, "spec", None)
     if spec is None:
         return
@@ -331,6 +338,18 @@ def check_shardable(sharding, aval, what: str = "array") -> None:
             f"Sharding {sharding} is only valid for values of rank at least {len(spec)}, "
             f"but was applied to a value of rank {len(shape)}")
     sizes = sharding.mesh.shape
+    if typed:
+        explicit = set(getattr(sharding.mesh, "explicit_axes", ()))
+        for d, entry in enumerate(spec):
+            names = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+            names = tuple(a for a in names if a in explicit)
+            n = math.prod(sizes[a] for a in names)
+            if shape[d] % n:
+                # worded as reshard's same check (_sharding_constraints._check_fits)
+                raise ValueError(
+                    f"Sharding spec {names} implies that array axis {d} is partitioned {n} "
+                    f"times, but does not evenly divide the dimension size {shape[d]}. Got "
+                    f"shape: {tuple(shape)} and sharding {sharding}")
     for d, entry in enumerate(spec):
         names = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
         n = 1

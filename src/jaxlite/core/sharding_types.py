@@ -564,7 +564,7 @@ def _reshape(prim, tys, avals, out_avals, params, ctx, of_broadcast=False):
                 out.extend(_split_axes(flat, [n], ctx, bad))
             return [Ty(tuple(out), t.meshed)]
     except _Ambiguous:
-        bad()
+        pass                # bad() below, outside the except block: nothing chained
     except _NoRule:
         return None
     bad()

@@ -162,13 +162,17 @@ def _shape(shape):
     try:
         return tuple(int(d) if isinstance(d, (int, np.integer)) and not isinstance(d, bool)
                      else _bad_shape(shape) for d in shape)
-    except TypeError:
-        _bad_shape(shape)
+    except TypeError:       # not iterable, or a bad entry: the one message, nothing chained
+        raise _bad_shape_error(shape) from None
+
+
+def _bad_shape_error(shape):
+    return TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                     f"{shape}.")
 
 
 def _bad_shape(shape):
-    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                    f"{shape}.")
+    raise _bad_shape_error(shape)
 
 
 def _check_rank(shape, image):

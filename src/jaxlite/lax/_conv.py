@@ -401,6 +401,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     try:
         kind = _monoid_of(computation, aval.dtype)
     except NotImplementedError:
+        kind = None
+    if kind is None:        # outside the except block: its errors have nothing chained
         return _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd,
                                       wdil)
     out = _RW_PRIM[kind].bind(operand, window_dimensions=wd, window_strides=ws, padding=pads,

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import dtypes, errors, lax
 from .. import numpy as jnp
 from ..numpy._ufuncs import _promote
 from ..numpy._util import canonicalize_axes, check_arraylike
@@ -182,11 +182,16 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     ``x`` holds integer class indices (out-of-range and negative ones give all zeros);
     the result has ``x.shape`` with ``num_classes`` inserted at ``axis`` and ``dtype``
     (default: the default float).  Raises TypeError when ``num_classes`` is not a concrete
-    integer (e.g. a traced value).
+    integer, ConcretizationTypeError when it is traced.
     """
     check_arraylike("one_hot", x)
     try:
         num_classes = operator.index(num_classes)
+    except errors.TracerIntegerConversionError:
+        # as JAX: the class count is the new axis's size, which must be known when tracing
+        raise errors.ConcretizationTypeError(
+            num_classes, "It arose in the num_classes argument of jax.nn.one_hot: it must "
+                         "be static.") from None
     except TypeError:
         raise TypeError(f"one_hot: num_classes must be a concrete Python int, got "
                         f"{num_classes!r}; under jit pass it as a static argument.") from None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import sys
 
 import numpy as np
 
-from .. import lax
+from .. import _traceback, lax
 from ._util import canonicalize_axis, check_arraylike, ensure_array
 
 
@@ -159,24 +160,31 @@ class ufunc:
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
 
+    @_traceback.register_boundary
     def __call__(self, *args, out=None, where=None, **kwargs):
-        # NumPy's ufunc options, refused as JAX refuses them (arrays are immutable)
-        if out is not None:
-            raise NotImplementedError(f"out argument of {self}")
-        if where is not None:
-            raise NotImplementedError(f"where argument of {self}")
-        if self._call is not None:
-            return self._call(*args, **kwargs)
-        if len(args) != self.nin:
-            raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments but "
-                            f"{len(args)} were given")
-        check_arraylike(self.__name__, *args)
-        jnp = _jnp()
-        vals = jnp.broadcast_arrays(*[jnp.asarray(a) for a in args])
-        f = self._func
-        for _ in range(vals[0].ndim if vals else 0):
-            f = _vmap()(f)
-        return f(*vals)
+        # a traceback boundary (jaxlite/_traceback.py), filtering in place: no wrapper
+        # call on the success path of jnp.add(x, y) and the other ufuncs
+        try:
+            # NumPy's ufunc options, refused as JAX refuses them (arrays are immutable)
+            if out is not None:
+                raise NotImplementedError(f"out argument of {self}")
+            if where is not None:
+                raise NotImplementedError(f"where argument of {self}")
+            if self._call is not None:
+                return self._call(*args, **kwargs)
+            if len(args) != self.nin:
+                raise TypeError(f"{self.__name__}() takes {self.nin} positional arguments "
+                                f"but {len(args)} were given")
+            check_arraylike(self.__name__, *args)
+            jnp = _jnp()
+            vals = jnp.broadcast_arrays(*[jnp.asarray(a) for a in args])
+            f = self._func
+            for _ in range(vals[0].ndim if vals else 0):
+                f = _vmap()(f)
+            return f(*vals)
+        except Exception as e:
+            _traceback.filter_exception(e, sys._getframe())
+            raise
 
     def _binary_only(self, what):
         if self.nin != 2 or self.nout != 1:

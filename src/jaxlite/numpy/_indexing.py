@@ -440,6 +440,8 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
     try:
         vals = convert(values, dt)
     except OverflowError:   # a Python int beyond dt: cast as an array, wrapping like JAX
+        vals = None
+    if vals is None:
         vals = convert(ensure_array(values), dt)
     vals = _broadcast_updates(vals, shape, idx, x.shape, method)
     out = lax.scatter_indexed(xb, vals, parsed.indexer, arrays, op=op, mode=smode,

@@ -106,6 +106,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         if x.ndim == 0:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
                              f"ndim 0")
+    ka, kb = a.shape[-1], b.shape[0 if b.ndim == 1 else -2]
+    if ka != kb:        # named before 1-D operands are reshaped to matrices
+        raise TypeError(f"matmul: contracting dimension sizes ({ka},) (lhs) and ({kb},) "
+                        f"(rhs) differ (operand shapes {a.shape} and {b.shape}).")
     a2 = a if a.ndim > 1 else lax.reshape(a, (1,) + a.shape)
     b2 = b if b.ndim > 1 else lax.reshape(b, b.shape + (1,))
     ba, bb = a2.shape[:-2], b2.shape[:-2]

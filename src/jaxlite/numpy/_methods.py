@@ -6,9 +6,12 @@ raise its usual TypeError (or try the other operand's reflected method).
 """
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 
-from .. import dtypes, lax, monitoring
+from .. import _traceback, dtypes, lax, monitoring
 from ..config import config
 from ..core import eager as _eager
 from ..core.array import ArrayImpl
@@ -153,8 +156,13 @@ def _fast_binop(fn, reflected, rejected=()):
             if t in rejected:
                 raise _reject(fn, self, other)
             return NotImplemented
-        return fn(other, self) if reflected else fn(self, other)
+        try:        # a traceback boundary off the fast path (_traceback.py): free in 3.11
+            return fn(other, self) if reflected else fn(self, other)
+        except Exception as e:
+            _traceback.filter_exception(e, sys._getframe())
+            raise
 
+    _traceback.register_boundary(op)
     if _native is None:
         return op
     # the same operator with its memoised case in C (core/_eager_ops.c): it reads the
@@ -209,6 +217,17 @@ def _binop(fn, reflected=False, rejected=()):
     if getattr(fn, "_fast_spec", None) is not None:
         return _fast_binop(fn, reflected, rejected)
     return _plain_binop(fn, reflected, rejected)
+
+
+def _getitem(self, idx):
+    try:        # a traceback boundary (_traceback.py), filtering in place: free on success
+        return _indexing.getitem(self, idx)
+    except Exception as e:
+        _traceback.filter_exception(e, sys._getframe())
+        raise
+
+
+_traceback.register_boundary(_getitem)
 
 
 def _plain_binop(fn, reflected, rejected=()):
@@ -286,7 +305,7 @@ _OPS = {
     "__pos__": lambda self: _ufuncs.positive(self),
     "__abs__": lambda self: _ufuncs.absolute(self),
     "__invert__": lambda self: _ufuncs.invert(self),
-    "__getitem__": lambda self, idx: _indexing.getitem(self, idx),
+    "__getitem__": _getitem,
     "__round__": lambda self, ndigits=None: _pyround(self, ndigits),
 }
 
@@ -409,8 +428,12 @@ def _namespace():
 
 
 def install():
+    # the named methods (x.reshape, x.sum, ...) are traceback boundaries, as the functions
+    # of jaxlite.numpy are (_traceback.py); the operators filter in place (op, _getitem)
+    methods = {name: _traceback.api_boundary(fn) if type(fn) is types.FunctionType else fn
+               for name, fn in _METHODS.items()}
     for cls in (ArrayImpl, Tracer):
-        for name, fn in {**_OPS, **_METHODS}.items():
+        for name, fn in {**_OPS, **methods}.items():
             setattr(cls, name, fn)
     # defining __eq__ would otherwise leave the classes hashable-by-identity
     ArrayImpl.__hash__ = _unhashable

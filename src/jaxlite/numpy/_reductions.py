@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import dtypes, errors, lax
 from ._named_jit import named_jit
 from ._util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_out,
                     convert, ensure_array, promote_dtypes_inexact, public_names)
@@ -43,17 +43,33 @@ def _keep(out, shape, axes, keepdims):
     return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
+def _axis_ints(axis):
+    """The entries of ``axis`` (an int or a tuple/list of them) as Python ints.  A traced
+    axis raises ConcretizationTypeError (as JAX's reductions do: the axis decides the
+    result's shape, so it must be static), a traced entry of a tuple of axes
+    TracerIntegerConversionError (as JAX, which indexes the entries); any other
+    non-integer TypeError."""
+    seq = isinstance(axis, (tuple, list))
+    items = tuple(axis) if seq else (axis,)
+    try:
+        return tuple(operator.index(a) for a in items)
+    except errors.TracerIntegerConversionError:
+        if seq:
+            raise
+        raise errors.ConcretizationTypeError(
+            axis, "It arose in the axis argument of a reduction: the axis must be "
+                  "static.") from None
+    except TypeError:
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
+            from None
+
+
 def _axes(axis, ndim):
     """Normalised tuple of reduced axes.  Raises TypeError for a non-integer axis and
     ValueError for an out-of-range or repeated one."""
     if axis is None:
         return tuple(range(ndim))
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    try:
-        items = tuple(operator.index(a) for a in items)
-    except TypeError:
-        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
-            from None
+    items = _axis_ints(axis)
     out = tuple(canonicalize_axis(a, ndim) for a in items)
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate value in 'axis': {items}")
@@ -67,12 +83,7 @@ def _indexed_axes(axis, ndim):
     the ValueError for a repeated one."""
     if axis is None:
         return tuple(range(ndim))
-    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    try:
-        items = tuple(operator.index(a) for a in items)
-    except TypeError:
-        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") \
-            from None
+    items = _axis_ints(axis)
     for a in items:
         if not -ndim <= a < ndim:
             raise IndexError(f"axis {a} is out of range for an array of dimension {ndim}")

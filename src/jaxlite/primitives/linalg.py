@@ -84,10 +84,12 @@ def _dot_aval(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
                         f"lists have to match in length)")
     for a, b in zip(lc, rc):
         if lhs.shape[a] != rhs.shape[b]:
+            # only the contracting sizes, as JAX names them: the operands' full shapes here
+            # may be a transform's (vmap's batch axis) or jnp's internal reshapes, not the
+            # shapes the user passed
             raise TypeError(f"dot_general: contracting dimension sizes "
                             f"{tuple(lhs.shape[i] for i in lc)} (lhs) and "
-                            f"{tuple(rhs.shape[i] for i in rc)} (rhs) differ (lhs shape "
-                            f"{lhs.shape}, rhs shape {rhs.shape}).")
+                            f"{tuple(rhs.shape[i] for i in rc)} (rhs) differ.")
     for a, b in zip(lb, rb):
         if lhs.shape[a] != rhs.shape[b]:
             raise TypeError(f"dot_general: batch dimensions {lb} of lhs shape {lhs.shape} and "

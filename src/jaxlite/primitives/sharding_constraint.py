@@ -240,6 +240,8 @@ def _place_eager(prim, x, params):
     try:
         aval = get_aval(x)
     except TypeError:
+        aval = None
+    if aval is None:        # outside the except block, so its error has no chained one
         aval = aval_of_value(x)
     ndim = aval.ndim
     mesh = sharding.mesh

@@ -7,13 +7,15 @@ to a jitted function, ``jnp.asarray(numpy_array)``) and one it asked for (*expli
 
     'allow'              everything (the default)
     'log'                log implicit transfers
-    'disallow'           implicit transfers raise RuntimeError; explicit ones pass
+    'disallow'           implicit transfers raise JaxRuntimeError; explicit ones pass
     'log_explicit'       log implicit and explicit transfers
-    'disallow_explicit'  every transfer raises RuntimeError
+    'disallow_explicit'  every transfer raises JaxRuntimeError
 
-as ``jax.transfer_guard`` does.  The level of a kind is, in order: the innermost guard
-block of this thread (``transfer_guard`` sets all three kinds, ``transfer_guard_host_to_device``
-one), the flag of that kind (``jax_transfer_guard_host_to_device``), ``jax_transfer_guard``.
+as ``jax.transfer_guard`` does (a refusal is ``jaxlite.errors.JaxRuntimeError``, a
+RuntimeError, whose text starts with ``INVALID_ARGUMENT``, as JAX's).  The level of a kind
+is, in order: the innermost guard block of this thread (``transfer_guard`` sets all three
+kinds, ``transfer_guard_host_to_device`` one), the flag of that kind
+(``jax_transfer_guard_host_to_device``), ``jax_transfer_guard``.
 A refused transfer raises before anything is copied or counted.
 
 What JAX does on CPU, jaxlite does: reading an array's values on the host (``np.asarray``,
@@ -31,6 +33,7 @@ import logging
 import threading
 
 from .. import monitoring
+from ..errors import JaxRuntimeError
 from ..config import check_transfer_guard_level, config
 
 logger = logging.getLogger("jaxlite")
@@ -86,7 +89,7 @@ def guard(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
       nbytes: bytes to move.  src/dst: a Device or ``'host'``.
       what: the value moved, for messages (an abstract value, e.g. ``ShapedArray(f32[3])``).
     Raises:
-      RuntimeError: the guard disallows this transfer.
+      JaxRuntimeError: the guard disallows this transfer (JAX's class, a RuntimeError).
     """
     if not _open_blocks and not _config_guards:
         return
@@ -96,11 +99,12 @@ def guard(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
     name = kind.replace("_", "-")
     how = "explicit" if explicit else "implicit"
     if level == "disallow_explicit" or (level == "disallow" and not explicit):
-        raise RuntimeError(
-            f"Disallowed {name} transfer: aval={what}, src={src!r}, dst={dst!r} ({how} "
-            f"transfer of {nbytes} bytes; transfer guard level {level!r}). Keep the data on "
-            f"the device, or move it explicitly with jaxlite.device_put / jaxlite.device_get "
-            f"where the guard allows explicit transfers.")
+        raise JaxRuntimeError(
+            f"INVALID_ARGUMENT: Disallowed {name} transfer: aval={what}, src={src!r}, "
+            f"dst={dst!r} ({how} transfer of {nbytes} bytes; transfer guard level "
+            f"{level!r}). Keep the data on the device, or move it explicitly with "
+            f"jaxlite.device_put / jaxlite.device_get where the guard allows explicit "
+            f"transfers.")
     if level == "log_explicit" or (level == "log" and not explicit):
         logger.warning("%s %s transfer: aval=%s, src=%r, dst=%r (%d bytes)",
                        how, name, what, src, dst, nbytes)
@@ -122,7 +126,7 @@ def count(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
 def check_transfer(kind: str, explicit: bool, nbytes: int, src, dst, what="") -> None:
     """Applies the transfer guard to one transfer (see ``guard``), then counts it.
 
-    Raises RuntimeError, counting nothing, when the guard disallows the transfer.
+    Raises JaxRuntimeError, counting nothing, when the guard disallows the transfer.
     """
     if _open_blocks or _config_guards:
         guard(kind, explicit, nbytes, src, dst, what)
@@ -177,7 +181,7 @@ def transfer_guard(new_val: str):
     Example::
 
         >>> with jaxlite.transfer_guard("disallow"):
-        ...     jnp.asarray(np.ones(3))   # implicit host-to-device: RuntimeError
+        ...     jnp.asarray(np.ones(3))   # implicit host-to-device: JaxRuntimeError
     """
     return _guard_block(_KINDS, new_val, "transfer_guard")
 

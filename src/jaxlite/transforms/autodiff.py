@@ -13,6 +13,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes, errors
+from .._traceback import api_boundary as _api_boundary
 from ..core import ad, batching
 from ..core.array import Array
 from ..core.avals import ShapedArray
@@ -216,8 +217,8 @@ def linearize(fun, *primals, has_aux=False):
 
     out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
-        return out, f_jvp, _lower_aux(_store(store, "aux"))
-    return out, f_jvp
+        return out, _api_boundary(f_jvp), _lower_aux(_store(store, "aux"))
+    return out, _api_boundary(f_jvp)
 
 
 # ---- reverse mode ---------------------------------------------------------------------
@@ -285,8 +286,8 @@ def vjp(fun, *primals, has_aux=False):
 
     out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
-        return out, f_vjp, _lower_aux(_store(store, "aux"))
-    return out, f_vjp
+        return out, _api_boundary(f_vjp), _lower_aux(_store(store, "aux"))
+    return out, _api_boundary(f_vjp)
 
 
 def _as_dtype(x, dt):
@@ -411,7 +412,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             return (out, _lower_aux(store[0])), g_res
         return out, g_res
 
-    return vg
+    return _api_boundary(vg)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
@@ -427,7 +428,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
         if has_aux:
             return gr, out[1]
         return gr
-    return g
+    return _api_boundary(g)
 
 
 # ---- Jacobians -----------------------------------------------------------------------
@@ -511,7 +512,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         if has_aux:
             return jac_tree, _lower_aux(aux)
         return jac_tree
-    return jac
+    return _api_boundary(jac)
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
@@ -560,7 +561,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         if has_aux:
             return res, _lower_aux(aux)
         return res
-    return jac
+    return _api_boundary(jac)
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -858,7 +859,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         body, consts = hoist_consts(closed)
         outs = remat_p.bind(*consts, *leaves, jaxpr=body, prevent_cse=prevent_cse)
         return tree_unflatten(_store(store, "tree"), outs)
-    return wrapped
+    return _api_boundary(wrapped)
 
 
 remat = checkpoint

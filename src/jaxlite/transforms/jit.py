@@ -26,6 +26,7 @@ import numpy as np
 import optree
 
 from .. import monitoring
+from .._traceback import api_boundary as _api_boundary
 from ..config import _JIT_KEY_FLAGS, config
 from ..core import batching as _batching
 from ..core import trace as _trace
@@ -516,6 +517,13 @@ class JitWrapped:
                 runner = self._across_runner(args)
                 if runner is not None:
                     return runner(args)
+        return self._call_slow(args, kwargs)
+
+    @_api_boundary
+    def _call_slow(self, args, kwargs):
+        """``__call__`` past its fast path: flatten, look up or trace and compile, run.
+        A traceback boundary (``_traceback``): an error leaves with jaxlite's frames
+        filtered out; the cached fast path above has no boundary and costs nothing."""
         if self._plain and not kwargs:
             # fast path: no static or donated arguments, no keywords
             statics = static_kw = ()
@@ -663,6 +671,7 @@ class JitWrapped:
         return tree_unflatten(out_tree, outs)
 
     # ---- introspection ---------------------------------------------------------------
+    @_api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the Lowered stage
         (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
@@ -685,11 +694,13 @@ class JitWrapped:
         low._device = self._device or (committed[0] if committed else get_default_device())
         return low
 
+    @_api_boundary
     def trace(self, *args, **kwargs) -> Traced:
         """Traces for these arguments and returns the Traced stage
         (``jax.jit(f).trace(*args)``): ``.jaxpr``, ``.out_info``, ``.lower()``."""
         return Traced(self.lower(*args, **kwargs))
 
+    @_api_boundary
     def eval_shape(self, *args, **kwargs):
         """Output shapes and dtypes (ShapeDtypeStructs), computing nothing; over arguments
         on a mesh with Explicit axes with their sharding types (over the abstract mesh)."""
@@ -822,7 +833,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
             return lowered.closed_jaxpr, lowered.out_info
         return lowered.closed_jaxpr
     make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
-    return make
+    return _api_boundary(make)
 
 
 def _staging_types(leaves):
@@ -881,9 +892,12 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     else:
         try:
             device, committed = placement(leaves, what)
-        except ValueError:
+        except ValueError as e:
+            device = e
+        if isinstance(device, ValueError):
+            # outside the except block, so the second error has the first not chained
             placement(leaves, what, names_fn())  # raises again, naming the arguments
-            raise
+            raise device
     program = compiled._program
     ex = program.executable if device.backend is program.backend else \
         program.executable_for(device)
@@ -1027,6 +1041,12 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                         f"first.")
                 if have is None:
                     from .._placement import device_put
+                    shape = np.shape(x)
+                    if isinstance(w, NamedSharding) and len(w.spec) <= len(shape):
+                        # as JAX: jit reports a dimension its in_sharding does not divide
+                        # as IndivisibleError, ahead of device_put's typed ValueError
+                        _sharded_core.check_shardable(w, ShapedArray(shape, np.float32),
+                                                      what)
                     x = device_put(x, w)
             placed.append(x)
         leaves = placed

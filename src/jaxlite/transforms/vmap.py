@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 
+from .._traceback import api_boundary as _api_boundary
 from ..core import batching
 from ..config import config
 from ..core.trace import check_leaks, full_lower, get_aval, new_main
@@ -222,4 +223,4 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             check_leaks(main)
         return tree_unflatten(out_tree, [full_lower(r) for r in res])
 
-    return batched
+    return _api_boundary(batched)
