@@ -96,7 +96,7 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
         if has_aux:
             _check_aux_pair(out)
             out, aux = out
-            out_store.append(("aux", aux))
+            out_store.append(("aux", (aux, _own_mains(leaves))))
         leaves_out, tree = tree_flatten(out)
         for x in leaves_out:
             _check_leaf(x, "differentiated function output")
@@ -112,12 +112,21 @@ def _store(out_store, kind):
     return None
 
 
-def _lower_aux(aux):
-    """Auxiliary outputs leave the transformation as plain values."""
+def _own_mains(leaves) -> frozenset:
+    """The main traces of the tracers a transformation made of its inputs ``leaves``."""
+    return frozenset(x._trace.main for x in leaves if isinstance(x, ad.JVPTracer))
+
+
+def _lower_aux(aux_mains):
+    """Auxiliary outputs ``(aux, mains)`` leave the transformation as plain values: a
+    value of this transformation's own traces (``mains``) gives its primal, while one of an
+    enclosing transformation stays its tracer, so an outer ``grad`` still differentiates an
+    aux that depends on its input (JAX)."""
     from ..core.trace import full_lower
+    aux, mains = aux_mains
 
     def low(x):
-        while isinstance(x, ad.JVPTracer):
+        while isinstance(x, ad.JVPTracer) and x._trace.main in mains:
             x = x.primal
         return full_lower(x)
     return tree_map(low, aux)
@@ -376,7 +385,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             if has_aux:
                 _check_aux_pair(out)
                 out, aux = out
-                store.append(aux)
+                store.append((aux, _own_mains(leaves)))
             if isinstance(out, (tuple, list, dict)) or out is None:
                 shown = tree_map(lambda x: x.primal if isinstance(x, ad.JVPTracer) else x,
                                  out)
@@ -484,12 +493,15 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         def push(*ts):
             res = jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)
             # integer outputs: a zero Jacobian of the output's dtype (JAX), not float0
-            return tree_map(lambda p, t: ad.zeros(get_aval(p).strip_weak_type())
-                            if not ad.is_differentiable(get_aval(p)) else t, res[0], res[1])
+            jac = tree_map(lambda p, t: ad.zeros(get_aval(p).strip_weak_type())
+                           if not ad.is_differentiable(get_aval(p)) else t, res[0], res[1])
+            return (jac, res[2]) if has_aux else jac
 
         if has_aux:
-            _, aux = f_dyn(*d_leaves)
-        y = vmap(push, out_axes=-1)(*basis)
+            # one run of ``fun``; its aux is the same for every basis tangent
+            y, aux = vmap(push, out_axes=(-1, None))(*basis)
+        else:
+            y = vmap(push, out_axes=-1)(*basis)
         in_shapes = [get_aval(x).shape for x in d_leaves]
 
         def split(t):
@@ -506,7 +518,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
         jac_tree = tree_map(split, y)
         if has_aux:
-            return jac_tree, _lower_aux(aux)
+            return jac_tree, aux
         return jac_tree
     return jac
 
@@ -555,7 +567,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             per_out.append(r[0] if isinstance(argnums, int) else tuple(r))
         res = tree_unflatten(y_tree, per_out)
         if has_aux:
-            return res, _lower_aux(aux)
+            return res, aux
         return res
     return jac
 
