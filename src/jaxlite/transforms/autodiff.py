@@ -89,6 +89,42 @@ def _zero_tangent(aval):
     return ad.float0_zeros(aval)
 
 
+# A typed PRNG key array is a pytree node around its uint32 key data here; in JAX it is one
+# leaf, whose tangent and cotangent are float0 zeros of the key array's shape.  The two
+# helpers convert between the two forms where tangent trees meet the user.
+
+def _may_hold_keys(leaves) -> bool:
+    """Whether flat ``leaves`` may come from a key array (its data is uint32[..., 2])."""
+    return any(getattr(x, "dtype", None) == np.uint32 and len(getattr(x, "shape", ())) > 0
+               for x in leaves)
+
+
+def _keys_as_float0(tree):
+    """``tree`` (tangents or cotangents) with each key-array node, which wraps float0 zeros
+    of its data's shape, replaced by float0 zeros of the key array's own shape (JAX)."""
+    from ..lax._keyaware import is_key
+    return tree_map(lambda v: np.zeros(v.shape, dtypes.float0) if is_key(v) else v, tree,
+                    is_leaf=is_key)
+
+
+def _keys_from_float0(primals, tangents):
+    """The inverse for a user's ``tangents`` of ``primals``: a float0 tangent of a key
+    array becomes a node of the primal's structure, so the two trees flatten alike.
+    Anything else is left as it is (the caller's checks name a mismatch)."""
+    from ..lax._keyaware import is_key
+
+    def fix(p, t):
+        if is_key(p) and getattr(t, "dtype", None) == dtypes.float0 and \
+                tuple(np.shape(t)) == tuple(p.shape):
+            return type(p)(np.zeros(tuple(p.shape) + tuple(p._base.shape[-1:]),
+                                    dtypes.float0))
+        return t
+    try:
+        return tree_map(fix, primals, tangents, is_leaf=is_key)
+    except (ValueError, TypeError):
+        return tangents
+
+
 def _flat_fun(fun, in_tree, out_store, has_aux=False):
     def flat(*leaves):
         args = tree_unflatten(in_tree, list(leaves))
@@ -152,6 +188,9 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError(f"jax.jvp takes its primals and tangents as tuples or lists, not "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
     p_leaves, p_tree = tree_flatten(tuple(primals))
+    keys = _may_hold_keys(p_leaves)
+    if keys:
+        tangents = _keys_from_float0(tuple(primals), tuple(tangents))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise TypeError(f"jax.jvp: the tangents' pytree structure {t_tree} differs from "
@@ -182,7 +221,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     out_tree = _store(store, "tree")
     t_out = [_like_aval(_zero_tangent(get_aval(p)) if t is None else t, get_aval(p))
              for p, t in zip(p_out, t_out)]
-    res = (tree_unflatten(out_tree, p_out), tree_unflatten(out_tree, t_out))
+    t_res = tree_unflatten(out_tree, t_out)
+    res = (tree_unflatten(out_tree, p_out),
+           _keys_as_float0(t_res) if _may_hold_keys(p_out) else t_res)
     if has_aux:
         return res + (_lower_aux(_store(store, "aux")),)
     return res
@@ -199,9 +240,12 @@ def linearize(fun, *primals, has_aux=False):
     flat = _flat_fun(fun, p_tree, store, has_aux)
     lin = ad.linearize_flat(flat, p_leaves)
     out_tree = _store(store, "tree")
+    keys, out_keys = _may_hold_keys(p_leaves), _may_hold_keys(lin.primals_out)
     from ..ir.interpret import eval_jaxpr
 
     def f_jvp(*tangents):
+        if keys:
+            tangents = _keys_from_float0(tuple(primals), tuple(tangents))
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
             raise TypeError(f"the function returned by linearize takes tangents with pytree "
@@ -221,7 +265,8 @@ def linearize(fun, *primals, has_aux=False):
         outs = iter(eval_jaxpr(lin.jaxpr, lin.consts, *ins))
         res = [_like_aval(_zero_tangent(a) if z else next(outs), a)
                for a, z in zip(lin.out_avals, lin.out_zero)]
-        return tree_unflatten(out_tree, res)
+        res = tree_unflatten(out_tree, res)
+        return _keys_as_float0(res) if out_keys else res
 
     out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
@@ -267,7 +312,12 @@ def vjp(fun, *primals, has_aux=False):
     lin, pullback = _vjp_flat(flat, p_leaves)
     out_tree = _store(store, "tree")
 
+    out = tree_unflatten(out_tree, lin.primals_out)
+    keys = _may_hold_keys(p_leaves)
+
     def f_vjp(ct):
+        if _may_hold_keys(lin.primals_out):
+            ct = _keys_from_float0(out, ct)
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP "
@@ -290,9 +340,9 @@ def vjp(fun, *primals, has_aux=False):
                                  f"{a.str_short()}")
         ct_leaves = [_as_dtype(c, a.dtype) if ad.is_differentiable(a) else None
                      for c, a in zip(ct_leaves, lin.out_avals)]
-        return tree_unflatten(p_tree, pullback(ct_leaves))
+        g = tree_unflatten(p_tree, pullback(ct_leaves))
+        return _keys_as_float0(g) if keys else g
 
-    out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
         return out, f_vjp, _lower_aux(_store(store, "aux"))
     return out, f_vjp
@@ -412,6 +462,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         # itself: it comes back as an Array, as in JAX
         g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one])]
         g_tree = tree_unflatten(d_tree, g)
+        if _may_hold_keys(d_leaves):
+            g_tree = _keys_as_float0(g_tree)
         g_res = g_tree[0] if isinstance(argnums, int) else tuple(g_tree)
         if has_aux:
             return (out, _lower_aux(store[0])), g_res
@@ -637,8 +689,12 @@ class custom_jvp:
         def jvp_flat(primals, tangents):
             ps = tree_unflatten(tree, list(primals))
             ts = tree_unflatten(tree, list(tangents))
+            if _may_hold_keys(primals):
+                ts = _keys_as_float0(ts)
             out, t_out = user_jvp(*nd_vals, tuple(ps), tuple(ts))
             o_leaves, o_tree = tree_flatten(out)
+            if _may_hold_keys(o_leaves):
+                t_out = _keys_from_float0(out, t_out)
             t_leaves, t_tree = tree_flatten(t_out)
             out_trees.append(o_tree)
             if t_tree != o_tree:
@@ -785,6 +841,7 @@ class custom_vjp:
         fwd, bwd, nd_vals = self.fwd, self.bwd, [args[i] for i in nd]
         res_store = []
         out_trees = []
+        out_keys = []       # whether the outputs hold key arrays (fwd's, for bwd's cts)
         traced_out = []     # (tree, avals) of the function, when it was traced
 
         def fwd_flat(primals):
@@ -799,11 +856,14 @@ class custom_vjp:
             if traced_out:
                 _check_fwd_output(self.fun, fwd, o_tree, o_leaves, *traced_out[0])
             out_trees.append(o_tree)
+            out_keys.append(_may_hold_keys(o_leaves))
             return o_leaves, res_leaves
 
         def bwd_flat(res_vals, cts):
             r = tree_unflatten(res_store[-1], list(res_vals))
             ct = tree_unflatten(out_trees[-1], list(cts))
+            if out_keys[-1]:
+                ct = _keys_as_float0(ct)
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
             if not isinstance(got, (tuple, list)):
                 raise TypeError(f"custom_vjp bwd returned {type(got).__name__}; it has to "
