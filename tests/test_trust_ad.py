@@ -54,6 +54,15 @@ def _on_both(libs, program, check_weak=True):
 # ---- the aux output of an inner has_aux transformation is differentiable --------------
 
 def _aux_programs():
+    def aux_of_the_inner_input(L):
+        # the aux is computed from the inner grad's own input, which is the outer's
+        # (JAX: 3 * 4 ** 2 = 48 by grad, jacfwd and jacrev alike)
+        def via(t):
+            return lambda x: t(lambda x: (x ** 3, [x ** 3]), has_aux=True)(x)[1][0]
+        return [L.jax.grad(via(t))(4.0) for t in (L.jax.grad, L.jax.jacfwd, L.jax.jacrev)] \
+            + [L.jax.jit(L.jax.grad(via(L.jax.grad)))(4.0),
+               L.jax.jacfwd(via(L.jax.jacrev))(4.0)]
+
     def grad_aux(L):
         def outer(x):
             def g(y):
@@ -144,7 +153,7 @@ def _aux_programs():
         return L.jax.grad(lambda y: (y * 2.0, {"a": y ** 2, "n": L.jnp.int32(3)}),
                           has_aux=True)(3.0)
 
-    return [grad_aux, grad_aux_outer_only, value_and_grad_aux, jacfwd_aux, jacrev_aux,
+    return [aux_of_the_inner_input, grad_aux, grad_aux_outer_only, value_and_grad_aux, jacfwd_aux, jacrev_aux,
             jvp_aux, vjp_aux, linearize_aux, hessian_aux, pytree_aux_forward,
             grad_of_vmap_aux, nested_three, jit_outer, aux_value_unchanged]
 
