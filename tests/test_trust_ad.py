@@ -153,9 +153,10 @@ def _aux_programs():
         return L.jax.grad(lambda y: (y * 2.0, {"a": y ** 2, "n": L.jnp.int32(3)}),
                           has_aux=True)(3.0)
 
-    return [aux_of_the_inner_input, grad_aux, grad_aux_outer_only, value_and_grad_aux, jacfwd_aux, jacrev_aux,
-            jvp_aux, vjp_aux, linearize_aux, hessian_aux, pytree_aux_forward,
-            grad_of_vmap_aux, nested_three, jit_outer, aux_value_unchanged]
+    return [aux_of_the_inner_input, grad_aux, grad_aux_outer_only, value_and_grad_aux,
+            jacfwd_aux, jacrev_aux, jvp_aux, vjp_aux, linearize_aux, hessian_aux,
+            pytree_aux_forward, grad_of_vmap_aux, nested_three, jit_outer,
+            aux_value_unchanged]
 
 
 @pytest.mark.parametrize("program", _aux_programs(), ids=lambda f: f.__name__)
