@@ -593,6 +593,12 @@ def power(x1, x2, /):
     a, b, dt = _args2("power", x1, x2, "numeric")
     if _kind(dt) in "iu":
         return _int_power(a, b)
+    (d1, w1), (d2, w2) = dtypes.result_type_and_weak(x1), dtypes.result_type_and_weak(x2)
+    if _kind(d1) in "fc" and _kind(d2) in "iu":
+        # a float or complex base with an integer exponent: the exponent stays an integer,
+        # so the derivative in the base is 0 where the exponent is 0 (also at base 0),
+        # and the result's weak type is the base's and the exponent's, as in JAX
+        return lax.pow(*_broadcast("power", (_cast(x1, d1, w1), _cast(x2, d2, w2))))
     return lax.pow(a, b)
 
 

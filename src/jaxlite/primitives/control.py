@@ -112,7 +112,9 @@ def _custom_lin_impl(*args, **params):
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):
     res = args[:num_res]
-    cts = [ad.instantiate(c, a.strip_weak_type()) for c, a in zip(cts, out_avals)]
+    # an integer (or key) output's cotangent is float0 zeros, as JAX hands it to bwd
+    cts = [ad.instantiate(c, a.strip_weak_type()) if ad.is_differentiable(a) else
+           ad.float0_zeros(a) for c, a in zip(cts, out_avals)]
     got = bwd(res, cts)
     out = [None] * num_res
     for g, a in zip(got, in_avals):

@@ -674,8 +674,8 @@ cond_p.transpose = _cond_transpose
 
 
 def _cond_batch(args, dims, branches):
-    from .elementwise import select_n_p, clamp_p
-    from .shape import broadcast_in_dim_p
+    from .elementwise import select_n_p, clamp_p, eq_p
+    from .shape import broadcast_in_dim_p, stop_gradient_p
     size = batching.size_of(args, dims)
     index, ops = args[0], args[1:]
     i_d, o_d = dims[0], dims[1:]
@@ -693,10 +693,19 @@ def _cond_batch(args, dims, branches):
     index = batching.moveaxis(index, i_d, 0)
     n = len(branches)
     index = clamp_p.bind(np.array(0, np.int32), index, np.array(n - 1, np.int32))
+    # each branch sees its differentiable operands through select(index == k, stopped, x):
+    # an example that takes another branch passes it no derivative, so a NaN or inf in a
+    # branch not taken (sqrt of a negative) cannot reach the gradient as 0 * NaN (JAX)
+    diff = [ad.is_differentiable(get_aval(x)) for x in ops]
+    ops = [x if b is not None or not d else batching.broadcast_front(x, size)
+           for x, b, d in zip(ops, in_b, diff)]
+    in_b = [0 if d else b for b, d in zip(in_b, diff)]
     results = []
-    for br in branches:
+    for k, br in enumerate(branches):
         b, od = batching.batch_jaxpr(br, in_b, size, out_front=[True] * len(br.out_avals))
-        results.append(_call(b, *ops))
+        taken = eq_p.bind(index, np.array(k, np.int32))
+        results.append(_call(b, *[_select_front(taken, x, stop_gradient_p.bind(x), x) if d
+                                  else x for x, d in zip(ops, diff)]))
     outs = []
     for k in range(len(branches[0].out_avals)):
         cases = [r[k] for r in results]
@@ -705,6 +714,16 @@ def _cond_batch(args, dims, branches):
             if len(shape) > 1 else index
         outs.append(select_n_p.bind(sel, *cases) if n > 1 else cases[0])
     return outs, [0] * len(outs)
+
+
+def _select_front(pred, x, on_false, on_true):
+    """``select_n`` of two values shaped like ``x`` by ``pred`` of shape ``x.shape[:1]``."""
+    from .elementwise import select_n_p
+    from .shape import broadcast_in_dim_p
+    shape = get_aval(x).shape
+    if len(shape) > 1:
+        pred = broadcast_in_dim_p.bind(pred, shape=shape, broadcast_dimensions=(0,))
+    return select_n_p.bind(pred, on_false, on_true)
 
 
 cond_p.batch = _cond_batch

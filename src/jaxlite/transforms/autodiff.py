@@ -90,6 +90,42 @@ def _zero_tangent(aval):
     return ad.float0_zeros(aval)
 
 
+# A typed PRNG key array is a pytree node around its uint32 key data here; in JAX it is one
+# leaf, whose tangent and cotangent are float0 zeros of the key array's shape.  The two
+# helpers convert between the two forms where tangent trees meet the user.
+
+def _may_hold_keys(leaves) -> bool:
+    """Whether flat ``leaves`` may come from a key array (its data is uint32[..., 2])."""
+    return any(getattr(x, "dtype", None) == np.uint32 and len(getattr(x, "shape", ())) > 0
+               for x in leaves)
+
+
+def _keys_as_float0(tree):
+    """``tree`` (tangents or cotangents) with each key-array node, which wraps float0 zeros
+    of its data's shape, replaced by float0 zeros of the key array's own shape (JAX)."""
+    from ..lax._keyaware import is_key
+    return tree_map(lambda v: np.zeros(v.shape, dtypes.float0) if is_key(v) else v, tree,
+                    is_leaf=is_key)
+
+
+def _keys_from_float0(primals, tangents):
+    """The inverse for a user's ``tangents`` of ``primals``: a float0 tangent of a key
+    array becomes a node of the primal's structure, so the two trees flatten alike.
+    Anything else is left as it is (the caller's checks name a mismatch)."""
+    from ..lax._keyaware import is_key
+
+    def fix(p, t):
+        if is_key(p) and getattr(t, "dtype", None) == dtypes.float0 and \
+                tuple(np.shape(t)) == tuple(p.shape):
+            return type(p)(np.zeros(tuple(p.shape) + tuple(p._base.shape[-1:]),
+                                    dtypes.float0))
+        return t
+    try:
+        return tree_map(fix, primals, tangents, is_leaf=is_key)
+    except (ValueError, TypeError):
+        return tangents
+
+
 def _flat_fun(fun, in_tree, out_store, has_aux=False):
     def flat(*leaves):
         args = tree_unflatten(in_tree, list(leaves))
@@ -97,7 +133,7 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
         if has_aux:
             _check_aux_pair(out)
             out, aux = out
-            out_store.append(("aux", aux))
+            out_store.append(("aux", (aux, _own_mains(leaves))))
         leaves_out, tree = tree_flatten(out)
         for x in leaves_out:
             _check_leaf(x, "differentiated function output")
@@ -113,12 +149,21 @@ def _store(out_store, kind):
     return None
 
 
-def _lower_aux(aux):
-    """Auxiliary outputs leave the transformation as plain values."""
+def _own_mains(leaves) -> frozenset:
+    """The main traces of the tracers a transformation made of its inputs ``leaves``."""
+    return frozenset(x._trace.main for x in leaves if isinstance(x, ad.JVPTracer))
+
+
+def _lower_aux(aux_mains):
+    """Auxiliary outputs ``(aux, mains)`` leave the transformation as plain values: a
+    value of this transformation's own traces (``mains``) gives its primal, while one of an
+    enclosing transformation stays its tracer, so an outer ``grad`` still differentiates an
+    aux that depends on its input (JAX)."""
     from ..core.trace import full_lower
+    aux, mains = aux_mains
 
     def low(x):
-        while isinstance(x, ad.JVPTracer):
+        while isinstance(x, ad.JVPTracer) and x._trace.main in mains:
             x = x.primal
         return full_lower(x)
     return tree_map(low, aux)
@@ -144,6 +189,9 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError(f"jax.jvp takes its primals and tangents as tuples or lists, not "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
     p_leaves, p_tree = tree_flatten(tuple(primals))
+    keys = _may_hold_keys(p_leaves)
+    if keys:
+        tangents = _keys_from_float0(tuple(primals), tuple(tangents))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise TypeError(f"jax.jvp: the tangents' pytree structure {t_tree} differs from "
@@ -174,7 +222,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     out_tree = _store(store, "tree")
     t_out = [_like_aval(_zero_tangent(get_aval(p)) if t is None else t, get_aval(p))
              for p, t in zip(p_out, t_out)]
-    res = (tree_unflatten(out_tree, p_out), tree_unflatten(out_tree, t_out))
+    t_res = tree_unflatten(out_tree, t_out)
+    res = (tree_unflatten(out_tree, p_out),
+           _keys_as_float0(t_res) if _may_hold_keys(p_out) else t_res)
     if has_aux:
         return res + (_lower_aux(_store(store, "aux")),)
     return res
@@ -191,9 +241,12 @@ def linearize(fun, *primals, has_aux=False):
     flat = _flat_fun(fun, p_tree, store, has_aux)
     lin = ad.linearize_flat(flat, p_leaves)
     out_tree = _store(store, "tree")
+    keys, out_keys = _may_hold_keys(p_leaves), _may_hold_keys(lin.primals_out)
     from ..ir.interpret import eval_jaxpr
 
     def f_jvp(*tangents):
+        if keys:
+            tangents = _keys_from_float0(tuple(primals), tuple(tangents))
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
             raise TypeError(f"the function returned by linearize takes tangents with pytree "
@@ -213,7 +266,8 @@ def linearize(fun, *primals, has_aux=False):
         outs = iter(eval_jaxpr(lin.jaxpr, lin.consts, *ins))
         res = [_like_aval(_zero_tangent(a) if z else next(outs), a)
                for a, z in zip(lin.out_avals, lin.out_zero)]
-        return tree_unflatten(out_tree, res)
+        res = tree_unflatten(out_tree, res)
+        return _keys_as_float0(res) if out_keys else res
 
     out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
@@ -259,7 +313,12 @@ def vjp(fun, *primals, has_aux=False):
     lin, pullback = _vjp_flat(flat, p_leaves)
     out_tree = _store(store, "tree")
 
+    out = tree_unflatten(out_tree, lin.primals_out)
+    keys = _may_hold_keys(p_leaves)
+
     def f_vjp(ct):
+        if _may_hold_keys(lin.primals_out):
+            ct = _keys_from_float0(out, ct)
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP "
@@ -282,9 +341,9 @@ def vjp(fun, *primals, has_aux=False):
                                  f"{a.str_short()}")
         ct_leaves = [_as_dtype(c, a.dtype) if ad.is_differentiable(a) else None
                      for c, a in zip(ct_leaves, lin.out_avals)]
-        return tree_unflatten(p_tree, pullback(ct_leaves))
+        g = tree_unflatten(p_tree, pullback(ct_leaves))
+        return _keys_as_float0(g) if keys else g
 
-    out = tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
         return out, _api_boundary(f_vjp), _lower_aux(_store(store, "aux"))
     return out, _api_boundary(f_vjp)
@@ -380,7 +439,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             if has_aux:
                 _check_aux_pair(out)
                 out, aux = out
-                store.append(aux)
+                store.append((aux, _own_mains(leaves)))
             if isinstance(out, (tuple, list, dict)) or out is None:
                 shown = tree_map(lambda x: x.primal if isinstance(x, ad.JVPTracer) else x,
                                  out)
@@ -407,6 +466,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         # itself: it comes back as an Array, as in JAX
         g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one])]
         g_tree = tree_unflatten(d_tree, g)
+        if _may_hold_keys(d_leaves):
+            g_tree = _keys_as_float0(g_tree)
         g_res = g_tree[0] if isinstance(argnums, int) else tuple(g_tree)
         if has_aux:
             return (out, _lower_aux(store[0])), g_res
@@ -488,12 +549,15 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         def push(*ts):
             res = jvp(f_dyn, tuple(d_leaves), tuple(ts), has_aux=has_aux)
             # integer outputs: a zero Jacobian of the output's dtype (JAX), not float0
-            return tree_map(lambda p, t: ad.zeros(get_aval(p).strip_weak_type())
-                            if not ad.is_differentiable(get_aval(p)) else t, res[0], res[1])
+            jac = tree_map(lambda p, t: ad.zeros(get_aval(p).strip_weak_type())
+                           if not ad.is_differentiable(get_aval(p)) else t, res[0], res[1])
+            return (jac, res[2]) if has_aux else jac
 
         if has_aux:
-            _, aux = f_dyn(*d_leaves)
-        y = vmap(push, out_axes=-1)(*basis)
+            # one run of ``fun``; its aux is the same for every basis tangent
+            y, aux = vmap(push, out_axes=(-1, None))(*basis)
+        else:
+            y = vmap(push, out_axes=-1)(*basis)
         in_shapes = [get_aval(x).shape for x in d_leaves]
 
         def split(t):
@@ -510,7 +574,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
         jac_tree = tree_map(split, y)
         if has_aux:
-            return jac_tree, _lower_aux(aux)
+            return jac_tree, aux
         return jac_tree
     return _api_boundary(jac)
 
@@ -559,7 +623,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             per_out.append(r[0] if isinstance(argnums, int) else tuple(r))
         res = tree_unflatten(y_tree, per_out)
         if has_aux:
-            return res, _lower_aux(aux)
+            return res, aux
         return res
     return _api_boundary(jac)
 
@@ -634,8 +698,12 @@ class custom_jvp:
         def jvp_flat(primals, tangents):
             ps = tree_unflatten(tree, list(primals))
             ts = tree_unflatten(tree, list(tangents))
+            if _may_hold_keys(primals):
+                ts = _keys_as_float0(ts)
             out, t_out = user_jvp(*nd_vals, tuple(ps), tuple(ts))
             o_leaves, o_tree = tree_flatten(out)
+            if _may_hold_keys(o_leaves):
+                t_out = _keys_from_float0(out, t_out)
             t_leaves, t_tree = tree_flatten(t_out)
             out_trees.append(o_tree)
             if t_tree != o_tree:
@@ -783,6 +851,7 @@ class custom_vjp:
         fun = self.fun      # the rules hold the function, never this object (see custom_jvp)
         res_store = []
         out_trees = []
+        out_keys = []       # whether the outputs hold key arrays (fwd's, for bwd's cts)
         traced_out = []     # (tree, avals) of the function, when it was traced
 
         def fwd_flat(primals):
@@ -797,11 +866,14 @@ class custom_vjp:
             if traced_out:
                 _check_fwd_output(fun, fwd, o_tree, o_leaves, *traced_out[0])
             out_trees.append(o_tree)
+            out_keys.append(_may_hold_keys(o_leaves))
             return o_leaves, res_leaves
 
         def bwd_flat(res_vals, cts):
             r = tree_unflatten(res_store[-1], list(res_vals))
             ct = tree_unflatten(out_trees[-1], list(cts))
+            if out_keys[-1]:
+                ct = _keys_as_float0(ct)
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
             if not isinstance(got, (tuple, list)):
                 raise TypeError(f"custom_vjp bwd returned {type(got).__name__}; it has to "

@@ -548,6 +548,7 @@ class JitWrapped:
                     names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
                     raise TypeError(f"Argument '{names[len(sigs)]}' of type {type(x)} cannot be "
                                     f"used as an array (jit of {self.__name__}).") from None
+        env = ()
         if len(sigs) != len(leaves) or _get_trace_state() is not _BASE_STATE:
             if _batching.spmd_levels:
                 # inside a shard_map checking replication: traced inline, so that reverse
@@ -559,8 +560,11 @@ class JitWrapped:
                                     len(args), dyn_args, dyn_kw)
             if out is not _NOT_TRACED:
                 return out
+            # the program may read the enclosing named vmaps' sizes (lax.axis_size): one
+            # compiled under other sizes, or under none, would silently give stale values
+            env = _batching.axis_env()
         key = (in_tree, tuple(sigs), statics, static_kw, config.jax_enable_x64,
-               config._jit_key, _mesh_context.mesh)   # (a trace may read set_mesh's mesh)
+               config._jit_key, _mesh_context.mesh, env)   # (a trace may read set_mesh's mesh)
         entry = self._cache.get(key)
         if entry is None:
             names = self._arg_names(dyn_args, dyn_kw, static_pos, len(args))
@@ -582,7 +586,7 @@ class JitWrapped:
             return tree_unflatten(entry.out_tree, outs)
         outs = _run_compiled(entry.compiled, leaves, names_fn,
                              self._donated(args, kwargs, leaves) if not self._plain else None)
-        if self._plain and not kwargs and self._device is None and \
+        if self._plain and not kwargs and self._device is None and not env and \
                 len(leaves) == len(args) and all(type(x) is ArrayImpl for x in args):
             self._add_fast(key, entry)
         return tree_unflatten(entry.out_tree, outs)
@@ -764,8 +768,11 @@ def _diff_keys(history, key, names, param_names=()) -> str:
     for flag, v_old, v_new in zip(_JIT_KEY_FLAGS, old[5], key[5]):
         if v_old != v_new:
             diffs.append(f"{flag} {v_old!r} -> {v_new!r}")
-    if old[6:] != key[6:]:
+    if old[6:7] != key[6:7]:
         diffs.append(f"the mesh of set_mesh {old[6:] and old[6]} -> {key[6:] and key[6]}")
+    if old[7:] != key[7:]:
+        diffs.append(f"the enclosing named axes (name, size) {old[7:] and old[7]} -> "
+                     f"{key[7:] and key[7]}")
     return "; ".join(diffs) or "a new signature"
 
 

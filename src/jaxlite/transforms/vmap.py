@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 
+from .. import dtypes
 from .._traceback import api_boundary as _api_boundary
 from ..core import batching
 from ..config import config
@@ -196,6 +197,19 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             o_paths = _prefix_paths(out_axes, out)
             res = []
             for o, ax, where in zip(out_leaves, o_axes, o_paths):
+                if isinstance(o, np.ndarray) and o.dtype == dtypes.float0:
+                    # the zero tangent of an integer or key value (grad's, with allow_int):
+                    # no tracer carries float0, so it is the same zeros for every example
+                    if ax is not None:
+                        if not -(o.ndim + 1) <= ax <= o.ndim:
+                            raise ValueError(f"vmap out_axes{where}={ax} is out of bounds for "
+                                             f"an output of rank {o.ndim + 1} (with the "
+                                             f"mapped axis)")
+                        shape = list(o.shape)
+                        shape.insert(int(ax) % (o.ndim + 1), size)
+                        o = np.zeros(tuple(shape), dtypes.float0)
+                    res.append(o)
+                    continue
                 try:
                     t = trace.full_raise(o)
                 except TypeError:
