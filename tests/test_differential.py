@@ -1205,6 +1205,8 @@ NOT_CALLED = {
                 "process_index transfer_guard transfer_guard_device_to_device "
                 "transfer_guard_device_to_host transfer_guard_host_to_device named_scope "
                 "".split()},
+    **{f"top.{n}": "tracer leak checking, compared with JAX: tests/test_trust_config.py"
+       for n in ("check_tracer_leaks", "checking_leaks")},
     **{f"top.{n}": "several processes, compared with JAX alone and over 2 MPI processes: "
                    "tests/test_distributed_single.py, tests/multiprocess/"
        for n in "make_array_from_process_local_data process_indices".split()},
