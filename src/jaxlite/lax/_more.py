@@ -248,7 +248,10 @@ def mulhi(x, y, /):
         zero = ut.type(0)
         hi = hi - jnp.where(x < 0, b, zero) - jnp.where(y < 0, a, zero)
         hi = lax.bitcast_convert_type(hi, dt)
-    return hi
+    # one binary op in JAX: weakly typed when both operands are (Python ints)
+    from ..primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(
+        hi, new_dtype=dt, weak_type=get_aval(x).weak_type and get_aval(y).weak_type)
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
