@@ -182,6 +182,29 @@ def test_clz_weak_result_promotes_as_jax(rjax):
     assert_like_jax(llax.clz(5) + ljnp.asarray(a), rlax.clz(5) + rjnp.asarray(a))
 
 
+@pytest.mark.parametrize("call", [
+    lambda lax, jnp: lax.mulhi(5, 2),
+    lambda lax, jnp: lax.mulhi(-7, 3),
+    lambda lax, jnp: lax.mulhi(np.int32(-7), np.int32(3)),
+    lambda lax, jnp: lax.full_like(5, 2),
+    lambda lax, jnp: lax.full_like(2.5, 1, shape=(2,)),
+    lambda lax, jnp: lax.full_like(5, 2, dtype=np.int32),
+    lambda lax, jnp: lax.full_like(np.ones(2, F32), 3),
+    # a 0-d input to poly is one root: [1, -x] (jaxlite gave the 0-d 1.0)
+    lambda lax, jnp: jnp.poly(5),
+    lambda lax, jnp: jnp.poly(np.float32(2.5)),
+    lambda lax, jnp: jnp.poly(np.array(3, np.int32)),
+    lambda lax, jnp: jnp.poly(np.zeros(0, np.int32)),
+    lambda lax, jnp: jnp.poly(np.array([1.0, 2.0], F32)),
+], ids=["mulhi py", "mulhi py neg", "mulhi int32", "full_like py int", "full_like py float shape",
+        "full_like dtype", "full_like array", "poly py int", "poly f32 scalar", "poly 0-d int",
+        "poly empty", "poly 1-d"])
+def test_scalar_neighbours_match_jax(rjax, call):
+    import jax.lax as rlax
+    import jax.numpy as rjnp
+    assert_like_jax(call(llax, ljnp), call(rlax, rjnp))
+
+
 # ---- random sampling in bounded memory --------------------------------------------------
 
 _CHILD = textwrap.dedent("""
