@@ -274,7 +274,7 @@ def test_categorical_host_memory_is_bounded():
 
 
 @pytest.mark.slow
-def test_multinomial_host_memory_at_jax_size():
+def test_multinomial_host_memory_at_a_tenth_of_jax_size():
     """The same at 10**5 samples (the old code: ~1 GB; JAX's 10**6 would take minutes
     eagerly on the NumPy interpreter)."""
     res = _peak_in_child({"fn": "multinomial", "samples": 100_000, "categories": 11,
