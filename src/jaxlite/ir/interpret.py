@@ -12,7 +12,29 @@ import numpy as np
 from .jaxpr import Jaxpr, Literal
 
 
-def _evaluate(jaxpr: Jaxpr, consts, args, apply):
+def dead_after(jaxpr: Jaxpr):
+    """For each equation of ``jaxpr``, the variables no later equation or output reads:
+    an operand at its last use, and a result nobody reads.  Evaluators drop them right
+    there, so host memory holds the live set, not every intermediate of the program (a
+    loop body's thousands of whole-array temporaries otherwise all live to its end)."""
+    last = {}
+    for k, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if not isinstance(v, Literal):
+                last[v] = k
+    kept = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
+    dead = [[] for _ in jaxpr.eqns]
+    for v, k in last.items():
+        if v not in kept:
+            dead[k].append(v)
+    for k, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in last and v not in kept:
+                dead[k].append(v)
+    return [tuple(d) for d in dead]
+
+
+def _evaluate(jaxpr: Jaxpr, consts, args, apply, dead=None):
     env = {}
 
     def read(v):
@@ -22,11 +44,16 @@ def _evaluate(jaxpr: Jaxpr, consts, args, apply):
         env[v] = x
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
-    for eqn in jaxpr.eqns:
+    if dead is None:
+        dead = dead_after(jaxpr)
+    for eqn, gone in zip(jaxpr.eqns, dead):
         out = apply(eqn, [read(v) for v in eqn.invars])
         outs = out if eqn.primitive.multiple_results else [out]
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
+        del out, outs
+        for v in gone:
+            env.pop(v, None)
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -36,15 +63,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
                      lambda eqn, vals: eqn.primitive.bind(*vals, **eqn.params))
 
 
-def eval_jaxpr_impl(jaxpr: Jaxpr, consts, *args):
+def eval_jaxpr_impl(jaxpr: Jaxpr, consts, *args, dead=None):
     """Evaluates ``jaxpr`` on NumPy values with the primitives' reference implementations;
-    each result is cast to exactly the dtype its variable declares."""
+    each result is cast to exactly the dtype its variable declares.  ``dead``:
+    ``dead_after(jaxpr)``, computed once by a caller that evaluates ``jaxpr`` many times
+    (a loop body)."""
     def apply(eqn, vals):
         out = eqn.primitive.impl(*vals, **eqn.params)
         if eqn.primitive.multiple_results:
             return [exact(x, v.aval.dtype) for x, v in zip(out, eqn.outvars)]
         return exact(out, eqn.outvars[0].aval.dtype)
-    return _evaluate(jaxpr, consts, args, apply)
+    return _evaluate(jaxpr, consts, args, apply, dead)
 
 
 def exact(x, dtype):

@@ -475,12 +475,16 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``
-    (``jax.lax.full_like``); ``sharding`` places it as ``full``'s does."""
+    (``jax.lax.full_like``); weakly typed when ``x`` is and no ``dtype`` is given;
+    ``sharding`` places it as ``full``'s does."""
     aval = get_aval(x)
     dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = aval.shape if shape is None else tuple(int(d) for d in shape)
     val = np.array(fill_value).astype(dt)
     out = _s.broadcast_in_dim_p.bind(val, shape=shp, broadcast_dimensions=())
+    if dtype is None and aval.weak_type:
+        # JAX: the result of a weakly typed x (a Python scalar) is weakly typed too
+        out = _e.convert_element_type_p.bind(out, new_dtype=dt, weak_type=True)
     if sharding is not None:
         from ..numpy._creation import _place
         if out.weak_type and not isinstance(out, _Tracer):

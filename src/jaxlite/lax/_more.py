@@ -206,7 +206,8 @@ def _check_int(name, *xs):
 
 def clz(x):
     """The number of leading zero bits of each element (``jax.lax.clz``), in ``x``'s
-    integer dtype (the bit width for 0).  Raises TypeError for non-integer dtypes."""
+    integer dtype and weak type (a Python int gives a weakly typed int32, as JAX's); the bit
+    width for 0.  Raises TypeError for non-integer dtypes."""
     lax, jnp = _lax(), _jnp()
     x = jnp.asarray(x)
     _check_int("clz", x)
@@ -222,7 +223,10 @@ def clz(x):
         y = jnp.where(top_clear, lax.shift_left(y, ut.type(step)), y)
         step //= 2
     count = jnp.where(y == 0, ut.type(width), count)
-    return lax.bitcast_convert_type(count, dt) if dt != ut else count
+    count = lax.bitcast_convert_type(count, dt) if dt != ut else count
+    # one elementwise op in JAX: a weakly typed operand (a Python int) gives a weak result
+    from ..primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(count, new_dtype=dt, weak_type=get_aval(x).weak_type)
 
 
 def mulhi(x, y, /):
@@ -251,7 +255,10 @@ def mulhi(x, y, /):
         zero = ut.type(0)
         hi = hi - jnp.where(x < 0, b, zero) - jnp.where(y < 0, a, zero)
         hi = lax.bitcast_convert_type(hi, dt)
-    return hi
+    # one binary op in JAX: weakly typed when both operands are (Python ints)
+    from ..primitives.elementwise import convert_element_type_p
+    return convert_element_type_p.bind(
+        hi, new_dtype=dt, weak_type=get_aval(x).weak_type and get_aval(y).weak_type)
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):

@@ -153,17 +153,20 @@ def polyint(p, m: int = 1, k=None):
 def poly(seq_of_zeros):
     """The coefficients of the monic polynomial with the given roots, or of a square
     matrix's characteristic polynomial (``jax.numpy.poly``); inexact (complex for a
-    matrix's eigenvalues). Raises ValueError for other shapes."""
+    matrix's eigenvalues).  A 0-d input is one root (``[1, -x]``).  Raises ValueError for
+    other shapes."""
     check_arraylike("poly", seq_of_zeros)
     jnp = _jnp()
     z = ensure_array(seq_of_zeros)
+    if z.ndim == 0:
+        z = z.reshape(1)        # one root, as JAX (and NumPy's atleast_1d) read it
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] > 0:
         z = jnp.linalg.eigvals(z)
-    elif z.ndim == 0:
-        return jnp.ones((), dtypes.default_float_dtype())
     elif z.ndim != 1:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     (z,) = promote_dtypes_inexact(z)
+    if z.shape[0] == 0:
+        return jnp.ones((), z.dtype)
     a = jnp.ones((1,), z.dtype)
     for i in range(z.shape[0]):
         a = jnp.convolve(a, jnp.stack([jnp.ones((), z.dtype), -z[i]]), mode="full")

@@ -315,73 +315,111 @@ def vander(x, N=None, increasing: bool = False):
     return jnp.power(xa[:, None], powers.astype(xa.dtype))
 
 
+def _inexact_dtype_arg(dtype, name):
+    """``dtype`` (or None) as a NumPy dtype; ValueError unless float or complex."""
+    if dtype is None:
+        return None
+    dt = np.dtype(dtype)
+    if not dtypes.issubdtype(dt, np.inexact):
+        raise ValueError(f"{name}: dtype must be a subclass of float or complex; got "
+                         f"dtype={dt.name}")
+    return dtypes.canonicalize_dtype(dt)
+
+
+def _cov_weights(v, name, n_obs, integer):
+    check_arraylike("cov", v)
+    v = ensure_array(v)
+    if v.ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if v.shape[0] != n_obs:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    if integer and not dtypes.issubdtype(v.dtype, np.integer):
+        raise TypeError(f"fweights must be integer, got dtype {np.dtype(v.dtype).name}.")
+    # NumPy refuses negative weights; JAX (and so jaxlite) takes their magnitudes
+    return _jnp().abs(v)
+
+
 def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None,
-        aweights=None):
+        aweights=None, dtype=None):
     """The covariance matrix of the variables in the rows (or, with ``rowvar=False``, the
     columns) of ``m`` (and ``y``) (``jax.numpy.cov``), with integer frequency weights
-    ``fweights`` and observation weights ``aweights``. Inexact result of shape
-    ``(k, k)``, or 0-d for one variable. NaN when the degrees of freedom are not positive.
-    Raises ValueError for ``m`` of rank above 2."""
+    ``fweights`` and observation weights ``aweights`` (their magnitudes, as JAX).
+
+    ``m`` and ``y`` are promoted together to an inexact dtype (or computed in ``dtype``).
+    A 1-D ``m`` is one variable whatever ``rowvar`` says; a 2-D ``m`` with
+    ``rowvar=False`` is transposed even with one row (shape ``(1, 3)`` gives ``(3, 3)``, as
+    NumPy >= 2.2).  Result: ``(k, k)`` for ``k`` variables, 0-d for one.  No variables:
+    float32 ``(0, 0)``; no observations: all NaN; NaN or inf where the degrees of freedom
+    are not positive.
+
+    Raises:
+      ValueError: ``m`` or ``y`` of rank above 2, a non-inexact ``dtype``.
+      RuntimeError: weights that are not 1-D or not one per observation.
+      TypeError: non-integer ``fweights``.
+    """
     check_arraylike("cov", m)
     jnp = _jnp()
-    ma = ensure_array(m)
+    if y is not None:
+        check_arraylike("cov", y)
+        ma, ya = promote_dtypes_inexact(ensure_array(m), ensure_array(y))
+        if ya.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    else:
+        (ma,) = promote_dtypes_inexact(ensure_array(m))
     if ma.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
+    dtype = _inexact_dtype_arg(dtype, "cov")
     X = jnp.atleast_2d(ma)
-    if not rowvar and X.shape[0] != 1:
+    if not rowvar and ma.ndim == 2:
         X = X.T
     if X.shape[0] == 0:
         return jnp.array([]).reshape(0, 0)
     if y is not None:
-        check_arraylike("cov", y)
-        ya = ensure_array(y)
-        if ya.ndim > 2:
-            raise ValueError("y has more than 2 dimensions")
         Y = jnp.atleast_2d(ya)
         if not rowvar and Y.shape[0] != 1:
             Y = Y.T
         X = jnp.concatenate([X, Y], axis=0)
-    (X,) = promote_dtypes_inexact(X)
+    k, n_obs = X.shape
+    if n_obs == 0:
+        # no observations: every moment is 0/0
+        return jnp.full(() if k == 1 else (k, k), np.nan, dtype=X.dtype)
     if ddof is None:
         ddof = 0 if bias else 1
-    def weights(v, name):
-        check_arraylike("cov", v)
-        v = ensure_array(v)
-        if v.ndim > 1:
-            raise RuntimeError(f"cannot handle multidimensional {name}")
-        if v.shape[0] != X.shape[1]:
-            raise RuntimeError(f"incompatible numbers of samples and {name}")
-        return v
-    w = None if fweights is None else weights(fweights, "fweights")
-    if aweights is not None:
-        aw = weights(aweights, "aweights")
+    w = None if fweights is None else _cov_weights(fweights, "fweights", n_obs, True)
+    aw = None if aweights is None else _cov_weights(aweights, "aweights", n_obs, False)
+    if aw is not None:
         w = aw if w is None else w * aw
+    if dtype is not None:
+        X = X.astype(dtype)
+        w = None if w is None else w.astype(dtype)
+    avg, w_sum = jnp.average(X, axis=1, weights=w, returned=True)
     if w is None:
-        avg = jnp.mean(X, axis=1)
-        fact = jnp.asarray(X.shape[1] - ddof, dtype=jnp.real(X).dtype)
+        fact = n_obs - ddof
     else:
-        (w,) = promote_dtypes_inexact(w)
-        avg, w_sum = jnp.average(X, axis=1, weights=w, returned=True)
         w_sum = w_sum[0]
         if ddof == 0:
             fact = w_sum
-        elif aweights is None:
+        elif aw is None:
             fact = w_sum - ddof
         else:
-            aw = promote_dtypes_inexact(ensure_array(aweights))[0]
             fact = w_sum - ddof * jnp.sum(w * aw) / w_sum
     X = X - avg[:, None]
-    X_T = X.T if w is None else (X * w).T
-    c = jnp.dot(X, jnp.conj(X_T)) / fact.astype(X.dtype)
-    return jnp.squeeze(c)
+    X_T = X.T if w is None else (X * w[None, :]).T
+    return jnp.squeeze(jnp.true_divide(jnp.dot(X, jnp.conj(X_T)), fact))
 
 
-def corrcoef(x, y=None, rowvar: bool = True):
-    """Pearson correlation coefficients (``jax.numpy.corrcoef``): ``cov`` normalised by
-    the standard deviations, real parts clipped to [-1, 1]. Shapes as ``cov``."""
+def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
+    """Pearson correlation coefficients (``jax.numpy.corrcoef``): ``cov(x, y, rowvar,
+    dtype=dtype)`` normalised by the standard deviations, real (and imaginary) parts clipped
+    to [-1, 1]. Shapes as ``cov``; one variable gives ``c / c`` (1, or NaN).
+
+    Raises:
+      ValueError: a non-inexact ``dtype``, and as ``cov``.
+    """
     check_arraylike("corrcoef", x)
     jnp = _jnp()
-    c = cov(x, y, rowvar)
+    dtype = _inexact_dtype_arg(dtype, "corrcoef")
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
     d = jnp.diag(c)

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.avals import ShapedArray
 from ..core.eager import host_value
 from ..core.primitive import Primitive
-from ..ir.interpret import eval_jaxpr_impl, exact
+from ..ir.interpret import dead_after, eval_jaxpr_impl, exact
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr
 
 _BOOL_SCALAR = ShapedArray((), np.bool_)
@@ -95,9 +95,11 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     body, body_consts = jaxpr.jaxpr, _body_consts(jaxpr)
     out_avals = jaxpr.out_avals
     ys = [np.empty((length,) + a.shape, a.dtype) for a in out_avals[num_carry:]]
+    dead = dead_after(body)
     for step in range(length):
         i = length - 1 - step if reverse else step
-        outs = eval_jaxpr_impl(body, body_consts, *consts, *carry, *[x[i, ...] for x in xs])
+        outs = eval_jaxpr_impl(body, body_consts, *consts, *carry, *[x[i, ...] for x in xs],
+                               dead=dead)
         carry = outs[:num_carry]
         for y, o in zip(ys, outs[num_carry:]):
             y[i] = o
@@ -134,8 +136,9 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = list(args[cond_nconsts + body_nconsts:])
     cj, cj_consts = cond_jaxpr.jaxpr, _body_consts(cond_jaxpr)
     bj, bj_consts = body_jaxpr.jaxpr, _body_consts(body_jaxpr)
-    while bool(eval_jaxpr_impl(cj, cj_consts, *cconsts, *carry)[0]):
-        carry = eval_jaxpr_impl(bj, bj_consts, *bconsts, *carry)
+    c_dead, b_dead = dead_after(cj), dead_after(bj)
+    while bool(eval_jaxpr_impl(cj, cj_consts, *cconsts, *carry, dead=c_dead)[0]):
+        carry = eval_jaxpr_impl(bj, bj_consts, *bconsts, *carry, dead=b_dead)
     return [_fresh(c, a.dtype) for c, a in zip(carry, body_jaxpr.out_avals)]
 
 

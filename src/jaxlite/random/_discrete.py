@@ -346,7 +346,15 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     if not shape:
         raise ValueError("axis -1 is out of bounds for array of dimension 0")
     n = jnp.broadcast_to(n, shape[:-1])
-    p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+    # The ratios depend on p alone: computed on p's own batch shape (each value as on the
+    # broadcast one) and broadcast a category at a time in the loop, so no array of the
+    # result's shape exists before the counts do.
+    lead = len(shape) - p.ndim
+    p_shape = (1,) * lead + tuple(p.shape)
+    if lead < 0 or any(d not in (1, s) for d, s in zip(p_shape, shape)):
+        jnp.broadcast_to(p, shape)          # raises broadcast_to's error, naming the shapes
+    p = jnp.broadcast_to(lax.reshape(p, p_shape), p_shape[:-1] + shape[-1:])
+    p = jnp.moveaxis(p, -1, 0)
     remaining = lax.cumsum(p, 0, reverse=True)
     ratios = lax.div(p, lax.select(lax.eq(remaining, common.type(0)),
                                    _full(1, remaining.shape, common), remaining))
@@ -354,7 +362,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
     def step(left, xs):
         ratio, k = xs
-        ratio = lax.clamp(common.type(0), ratio, common.type(1))
+        ratio = _to(lax.clamp(common.type(0), ratio, common.type(1)), shape[:-1])
         count = _binomial(k, left, ratio, shape[:-1], common)
         return lax.sub(left, count), count
 
