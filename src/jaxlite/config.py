@@ -114,7 +114,8 @@ _BOOL_FLAGS = ("jax_enable_x64", "jax_log_compiles", "jax_explain_cache_misses",
                "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jaxlite_tiered",
                "jaxlite_build_process",
                "jaxlite_async", "jax_enable_checks", "jaxlite_fusion",
-               "jaxlite_native_ops", "jax_check_static_indices", "jax_check_tracer_leaks")
+               "jaxlite_native_ops", "jax_check_static_indices", "jax_check_tracer_leaks",
+               "jax_enable_compilation_cache")
 # int flags: name -> (smallest value, other values allowed below it, None allowed, what it
 # counts)
 _INT_FLAGS = {"jax_num_cpu_devices": (1, (-1,), True, "a number of devices (-1: the default)"),
@@ -122,6 +123,11 @@ _INT_FLAGS = {"jax_num_cpu_devices": (1, (-1,), True, "a number of devices (-1: 
               "jaxlite_async_min_cost": (0, (), False, "a cost (about bytes moved + flops)"),
               "jaxlite_buffer_pool_bytes": (0, (), True, "a number of bytes")}
 _FLOAT_FLAGS = ("jaxlite_collective_timeout",)
+# the persistent cache's thresholds: any number of the type (JAX's; a negative one, or -1
+# bytes, sets no threshold), not None (which JAX takes and then fails on when it writes)
+_THRESHOLD_FLAGS = {
+    "jax_persistent_cache_min_compile_time_secs": (float, "a number of seconds"),
+    "jax_persistent_cache_min_entry_size_bytes": (int, "a number of bytes")}
 _STRING_FLAGS = ("jax_platforms", "jax_platform_name", "jax_compilation_cache_dir",
                  "jaxlite_backend")
 # The flags that change what jit compiles for a signature: their values are part of each
@@ -245,6 +251,17 @@ class Config:
             # the persistent compile cache (JAXLITE_CACHE_DIR, else JAX's variable)
             "jax_compilation_cache_dir": os.environ.get(
                 "JAXLITE_CACHE_DIR", os.environ.get("JAX_COMPILATION_CACHE_DIR", None)),
+            # False: the persistent cache is off, as with an empty directory (_paths.py)
+            "jax_enable_compilation_cache": _env_bool("JAX_ENABLE_COMPILATION_CACHE", True),
+            # a program's native code is written to the persistent cache only when its
+            # build took at least this long and its kernels' files hold at least this
+            # many bytes (_cache.program_build).  0 s, not JAX's 1 s: a small program's
+            # build takes less, and its warm start in the next process is what the cache
+            # is for (README, Known differences)
+            "jax_persistent_cache_min_compile_time_secs": _env_float(
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 0.0),
+            "jax_persistent_cache_min_entry_size_bytes": _env_int(
+                "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", 0),
             "jax_disable_jit": _env_bool("JAX_DISABLE_JIT", False),
             # raise FloatingPointError naming the primitive whose output holds a NaN (an
             # infinity): checked after every eager operation; a jitted program whose outputs
@@ -373,6 +390,13 @@ class Config:
                 raise ValueError(f"{name}: new float config value must be a number > 0, "
                                  f"{got}")
             return float(value)
+        if name in _THRESHOLD_FLAGS:
+            kind, what = _THRESHOLD_FLAGS[name]
+            # (an int for a float, as JAX; not a bool, which JAX would take as 0 or 1)
+            if not isinstance(value, (int, kind)) or isinstance(value, bool):
+                raise ValueError(f"{name} takes {what}: new {kind.__name__} config value "
+                                 f"must be of type {kind.__name__}, {got}")
+            return kind(value)
         if name in _STRING_FLAGS:
             if name == "jaxlite_backend" and type(value) is not str:
                 raise ValueError(f"{name}: new string config value must be of type str, "

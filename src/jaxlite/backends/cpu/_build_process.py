@@ -15,10 +15,13 @@ the tiered backend builds elsewhere:
   primitive pickles by name) and where the persistent cache lives; the build process
   constructs the native executable, which compiles each kernel into the persistent cache
   (_cache.py), records the program's "built before" marker, and replies with what it
-  compiled and which equations fell back to the interpreter;
+  compiled and which equations fell back to the interpreter.  The job carries the user's
+  thresholds of the persistent cache (``CACHE_OPTIONS``); the kernels of a build they
+  keep out of the cache come back in the reply instead (``unwritten``), and no marker is
+  recorded;
 - the user's process then constructs the same executable under ``_cache.load_only()``:
-  every kernel's machine code is loaded from the cache (no compiling in this process; a
-  kernel that is not there runs on the interpreter).
+  every kernel's machine code is loaded from the cache or the reply (no compiling in this
+  process; a kernel that is in neither runs on the interpreter).
 
 The protocol is length-prefixed pickles over the build process's stdin/stdout (its own
 prints go to stderr, which is discarded: it reports errors in its replies).  The program's
@@ -45,6 +48,11 @@ from . import _build_boot
 
 BUILD_NICENESS = 10
 """How much lower the build process's scheduling priority is (``os.nice``)."""
+
+CACHE_OPTIONS = ("jax_persistent_cache_min_compile_time_secs",
+                 "jax_persistent_cache_min_entry_size_bytes")
+"""The config options a job carries: the build process decides what it writes to the
+persistent cache by the user's values."""
 
 _HEADER = struct.Struct("<Q")
 _LOCK = threading.Lock()
@@ -124,6 +132,7 @@ def submit(closed, name: str, cache_base: str, marker: str | None) -> None:
     build.  The replies come back in the order of the jobs: the caller reads each with
     ``result()`` (in the same order).  Raises ``Unavailable`` when the program does not
     pickle or the build process cannot be used."""
+    from ...config import config
     from ...core.eager import host_value
     from ...ir.jaxpr import ClosedJaxpr
     import numpy as np
@@ -131,7 +140,9 @@ def submit(closed, name: str, cache_base: str, marker: str | None) -> None:
         program = ClosedJaxpr(closed.jaxpr, [np.asarray(host_value(c))
                                              for c in closed.consts])
         job = pickle.dumps({"program": program, "name": name, "cache": cache_base,
-                            "marker": marker}, protocol=pickle.HIGHEST_PROTOCOL)
+                            "marker": marker,
+                            "options": {n: config.read(n) for n in CACHE_OPTIONS}},
+                           protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
         raise Unavailable(f"the program cannot be sent to the build process "
                           f"({type(e).__name__}: {e})") from None
@@ -158,7 +169,9 @@ def result() -> dict:
     pipe, without the interpreter lock).
 
     Returns ``{"compiled": kernels compiled, "fallbacks": [equations left to the
-    interpreter], "seconds": build time there}``.  Raises ``RuntimeError`` with the build
+    interpreter], "seconds": build time there, "persisted": whether its kernels are in
+    the persistent cache, "unwritten": {key: {file name: bytes}} of those that are not,
+    "why": why not (or None)}``.  Raises ``RuntimeError`` with the build
     process's message when building failed there, ``Unavailable`` when the build process
     died or was closed."""
     p = _PROC[0]
@@ -228,11 +241,16 @@ def _serve(inp, out) -> None:
         t0 = time.perf_counter()
         try:
             config.update("jax_compilation_cache_dir", job["cache"])
+            for n, v in job.get("options", {}).items():
+                config.update(n, v)
             before = _cache.stats()["compiled"]
-            ex = CpuExecutable(job["program"], job["name"])
-            _mark_built(job["marker"])
+            with _cache.program_build() as b:
+                ex = CpuExecutable(job["program"], job["name"])
+            if b.persisted:
+                _mark_built(job["marker"])
             reply = {"ok": True, "compiled": _cache.stats()["compiled"] - before,
-                     "fallbacks": ex.fallbacks, "seconds": time.perf_counter() - t0}
+                     "fallbacks": ex.fallbacks, "seconds": time.perf_counter() - t0,
+                     "persisted": b.persisted, "unwritten": b.unwritten, "why": b.why}
         except BaseException as e:          # reported to the user's process
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         try:
@@ -259,4 +277,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["BUILD_NICENESS", "Unavailable", "pid", "result", "shutdown", "submit"]
+__all__ = ["BUILD_NICENESS", "CACHE_OPTIONS", "Unavailable", "pid", "result", "shutdown", "submit"]

@@ -33,6 +33,15 @@ with a warning naming it and rebuilt: the new files, then the manifest last, are
 to temporary files and renamed into place under a lock (``native/.lock``), so the next
 process loads the rebuilt entry.  ``stats()`` counts kernels compiled and loaded in this
 process.
+
+What is written: a program's native build (``program_build``, around the construction of
+its native executable) writes its kernels' entries when it ends, all of them or none:
+none when the build took less than config ``jax_persistent_cache_min_compile_time_secs``
+or their files hold fewer than ``jax_persistent_cache_min_entry_size_bytes`` bytes (JAX's
+rules for one compiled program).  A kernel compiled outside a program build is judged
+alone (its own compile time and size).  A kernel compiled but not written stays in this
+process's memory, with its files' bytes (``ProgramBuild.unwritten``: what the build
+process sends back to the user's process, which loads them with ``load_only``).
 """
 from __future__ import annotations
 
@@ -48,6 +57,7 @@ import shutil
 import stat
 import sys
 import threading
+import time
 import types
 import uuid
 import warnings
@@ -62,6 +72,10 @@ _KEY_LOCKS: dict = {}
 _MEMO: dict = {}          # key -> compiled dispatcher (this process)
 _ENV_KEY = None
 _UNTRUSTED: dict = {}     # cache directory -> why this process does not use it
+# key -> (entry, index, data): kernels compiled (or received) in this process whose entry
+# is not in the cache; a later program build that uses one writes it with its own
+_UNWRITTEN: dict = {}
+_BUILD = threading.local()  # the program build in progress in this thread
 _FORMAT = "jaxlite native kernel entry 1"
 _MAX_MANIFEST = 1 << 16
 _MAX_FILE = 1 << 28
@@ -85,6 +99,7 @@ def clear_memory() -> None:
     """Forgets the kernels compiled in this process (the disk cache stays)."""
     with _LOCK:
         _MEMO.clear()
+        _UNWRITTEN.clear()
 
 
 def _env_key() -> str:
@@ -412,6 +427,12 @@ class _Entry:
             raise _Bad("its module text is not the kernel's generated module")
         return blobs
 
+    def blobs(self, index: bytes, data: bytes) -> dict:
+        """``{file name: bytes}`` of the entry's files (what ``read`` returns)."""
+        return {os.path.basename(self.path): self.text.encode("utf-8"),
+                os.path.basename(self.files[f"__pycache__/{self.base}.nbi"]): index,
+                os.path.basename(self.files[f"__pycache__/{self.base}.1.nbc"]): data}
+
     def write(self, index: bytes, data: bytes) -> None:
         """Persists the entry: its files, then its manifest (unless another process wrote
         one meanwhile).  Raises OSError, _Untrusted."""
@@ -570,12 +591,15 @@ _LOAD_ONLY = threading.local()
 
 
 @contextlib.contextmanager
-def load_only():
-    """In this thread, ``compile_kernel`` only loads machine code from the persistent cache:
-    a kernel that is not there raises ``NotBuilt`` instead of compiling (the native build
-    process compiled the program's kernels; this process only loads them)."""
+def load_only(received: dict | None = None):
+    """In this thread, ``compile_kernel`` only loads machine code from the persistent cache
+    or from ``received`` (``{key: {file name: bytes}}``: the kernels the build process
+    compiled but did not write, ``ProgramBuild.unwritten``): a kernel in neither raises
+    ``NotBuilt`` instead of compiling (the native build process compiled the program's
+    kernels; this process only loads them)."""
     before = getattr(_LOAD_ONLY, "on", None)
     _LOAD_ONLY.on = seen = LoadOnly()
+    seen.received = received or {}
     try:
         yield seen
     finally:
@@ -587,6 +611,82 @@ class LoadOnly:
 
     def __init__(self):
         self.missing = 0
+        self.received: dict = {}
+
+
+class ProgramBuild:
+    """One program's native build (``program_build``): ``seconds`` it took; ``persisted``:
+    whether every kernel it compiled or reused is in the persistent cache after it (its
+    "built before" marker may be written); ``unwritten``: ``{key: {file name: bytes}}``
+    of those that are not; ``why``: why they were not written (None when they were)."""
+
+    def __init__(self):
+        self.pending: dict = {}     # key -> (entry, index, data), written at the end
+        self.seconds = 0.0
+        self.persisted = False
+        self.unwritten: dict = {}
+        self.why = None
+
+    def finish(self) -> None:
+        """Writes the pending entries, or none of them when the build was too quick or
+        they are too small (config thresholds, see the module docstring)."""
+        from ...config import config
+        min_s = config.jax_persistent_cache_min_compile_time_secs
+        min_bytes = config.jax_persistent_cache_min_entry_size_bytes
+        size = sum(len(e.text.encode("utf-8")) + len(i) + len(d)
+                   for e, i, d in self.pending.values())
+        if self.pending and self.seconds < min_s:
+            self.why = (f"its build took {self.seconds:.2f} s, less than "
+                        f"jax_persistent_cache_min_compile_time_secs ({min_s} s)")
+        elif self.pending and size < min_bytes:
+            self.why = (f"its kernels' files hold {size} bytes, fewer than "
+                        f"jax_persistent_cache_min_entry_size_bytes ({min_bytes})")
+        for key, (entry, index, data) in self.pending.items():
+            if self.why is None:
+                try:
+                    entry.write(index, data)
+                except _Untrusted as e:
+                    _refuse(os.path.dirname(entry.d), str(e))
+                except OSError:     # a full or read-only disk: this process only
+                    pass
+                else:
+                    with _LOCK:
+                        _UNWRITTEN.pop(key, None)
+                    continue
+            with _LOCK:
+                _UNWRITTEN[key] = (entry, index, data)
+            self.unwritten[key] = entry.blobs(index, data)
+        self.persisted = not self.unwritten
+
+
+@contextlib.contextmanager
+def program_build():
+    """Around the construction of one program's native executable in this thread: the
+    kernels it compiles are written to the persistent cache when it ends, if its time and
+    their size reach the config thresholds (see the module docstring).  Yields the
+    ``ProgramBuild``; nothing is written when the construction raises."""
+    before = getattr(_BUILD, "on", None)
+    _BUILD.on = b = ProgramBuild()
+    t0 = time.perf_counter()
+    try:
+        yield b
+    finally:
+        _BUILD.on = before
+    b.seconds = time.perf_counter() - t0
+    b.finish()
+
+
+def _to_write(entry, index: bytes, data: bytes, seconds: float) -> None:
+    """A kernel compiled (in ``seconds``) or reused from memory whose entry is not in the
+    cache: written with the program build in progress, or judged alone."""
+    b = getattr(_BUILD, "on", None)
+    if b is not None:
+        b.pending[entry.key] = (entry, index, data)
+        return
+    b = ProgramBuild()
+    b.pending[entry.key] = (entry, index, data)
+    b.seconds = seconds
+    b.finish()
 
 
 def _not_built(msg: str) -> NotBuilt:
@@ -642,13 +742,11 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
         disp = _MEMO.get(key)
         klock = _KEY_LOCKS.setdefault(key, threading.Lock())
     if disp is not None:
-        _count("memory")
-        return disp
+        return _reused(key, disp)
     with klock:
         disp = _MEMO.get(key)
         if disp is not None:
-            _count("memory")
-            return disp
+            return _reused(key, disp)
         modname = f"jaxlite_kc_{key}"
         mod = _exec_module(os.path.join(d, modname + ".py"), modname, text)
         entry = _Entry(d, key, text, str(sig), parallel, mod.kern.__code__.co_firstlineno)
@@ -668,6 +766,16 @@ def compile_kernel(source: str, glb: dict, argtys: list, parallel: bool, opts: d
         return disp
 
 
+def _reused(key, disp):
+    """A kernel already in this process's memory; one not in the cache is written with
+    the program build in progress."""
+    _count("memory")
+    unwritten = _UNWRITTEN.get(key)
+    if unwritten is not None and getattr(_BUILD, "on", None) is not None:
+        _to_write(*unwritten, 0.0)
+    return disp
+
+
 def _load_or_compile(entry, kern, sig, parallel, opts, stamp, EntryCache):
     """The dispatcher of ``kern``: its entry's machine code when the entry checks out,
     else compiled now and persisted.  None when the entry kept changing under us."""
@@ -680,31 +788,38 @@ def _load_or_compile(entry, kern, sig, parallel, opts, stamp, EntryCache):
             entry.discard(getattr(e, "seen", None), str(e))
             continue                        # look again: gone, or another process's
         seen, blobs = found if found is not None else (None, {})
-        if found is None and getattr(_LOAD_ONLY, "on", None) is not None:
-            raise _not_built("its machine code is not in the persistent cache (the native "
-                           "build process did not compile it)")
+        on = getattr(_LOAD_ONLY, "on", None)
+        received = None
+        if found is None and on is not None:
+            received = on.received.get(entry.key)
+            if received is None or \
+                    received.get(entry.modname + ".py") != entry.text.encode("utf-8"):
+                raise _not_built("its machine code is not in the persistent cache (the "
+                                 "native build process did not compile it)")
+            blobs = received
         cache = EntryCache(kern, entry.pycache, entry.base, stamp, blobs)
         cache.load_only = getattr(_LOAD_ONLY, "on", None) is not None
         disp = njit(parallel=parallel, **dict(opts, cache=False))(kern)
         disp._cache = cache                 # Numba's cache of this function: the entry
+        t0 = time.perf_counter()
         with typeinfer.register_dispatcher(disp):
             disp.compile(sig)
         disp.disable_compile()
         if cache.hit:
             _count("loaded")
+            if received is not None:    # not in the cache: written by a later build
+                files = [received[os.path.basename(entry.files[rel])]
+                         for rel in list(entry.files)[1:]]
+                with _LOCK:
+                    _UNWRITTEN[entry.key] = (entry, *files)
             return disp
+        seconds = time.perf_counter() - t0
         _count("compiled")
         if cache.load_error is not None:
             entry.discard(seen, f"Numba could not load it: "
                                 f"{type(cache.load_error).__name__}: {cache.load_error}")
         saved = cache.saved(entry)
-        try:
-            if saved is not None:
-                # unless another process wrote it meanwhile; a full or read-only disk
-                # (OSError) keeps the kernel in this process only
-                with contextlib.suppress(OSError):
-                    entry.write(*saved)
-        except _Untrusted as e:
-            _refuse(os.path.dirname(entry.d), str(e))
+        if saved is not None:
+            _to_write(entry, *saved, seconds)
         return disp
     return None

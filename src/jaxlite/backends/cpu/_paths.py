@@ -13,8 +13,10 @@ def cache_dir() -> str | None:
     """The directory of the native kernels in the persistent cache (``<dir>/native``,
     ``<dir>`` from ``jax_compilation_cache_dir`` / ``JAXLITE_CACHE_DIR``, by default
     ``$XDG_CACHE_HOME/jaxlite`` or ``~/.cache/jaxlite``), or None when the cache is off
-    (an empty setting)."""
+    (an empty setting, or ``jax_enable_compilation_cache`` False)."""
     from ...config import config
+    if not config.jax_enable_compilation_cache:
+        return None
     d = config.jax_compilation_cache_dir
     if d is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),

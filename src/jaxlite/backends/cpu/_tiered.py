@@ -383,6 +383,8 @@ class TieredExecutable(Executable):
         self._done = threading.Event()      # switched to native code, or failed
         self._ready = threading.Event()     # ... or the build process compiled it
         self._built = ""                    # what the build process did
+        self._received = None               # kernels it did not write to the cache
+        self._persisted = True              # ... and whether it wrote them all
         self._sent = False                  # the build process has the job
         self._unavailable = None            # why it could not take it
         self._lock = threading.Lock()
@@ -528,10 +530,14 @@ class TieredExecutable(Executable):
                 self._fail(e)
                 return
             else:
+                self._received = reply.get("unwritten")
+                self._persisted = reply.get("persisted", True)
                 self._built = (f"compiled by the build process: {reply['compiled']} "
                                f"kernel(s) in {reply['seconds'] * 1e3:.0f} ms, "
                                f"{(time.perf_counter() - self._sent_at) * 1e3:.0f} ms "
                                f"after it was sent")
+                if reply.get("why"):
+                    self._built += f"; not written to the persistent cache: {reply['why']}"
                 _log("jaxlite: %s: native code %s; its next call loads it", self.name,
                      self._built)
                 # the next call (or a wait) loads it: loading is Python work that would
@@ -554,15 +560,21 @@ class TieredExecutable(Executable):
         t0 = time.perf_counter()
         try:
             if load_only:
-                with _cache.load_only() as seen:
+                with _cache.load_only(self._received) as seen:
                     native = CpuExecutable(closed, self.name)
+                self._received = None
                 if require_all and seen.missing:
                     _log("jaxlite: %s: %d kernel(s) not in the persistent cache after "
                          "all; built as usual", self.name, seen.missing)
                     self.cached = False
                     return False
+                persisted = self._persisted
             else:
-                native = CpuExecutable(closed, self.name)
+                with _cache.program_build() as b:
+                    native = CpuExecutable(closed, self.name)
+                persisted = b.persisted
+                if b.why:
+                    where += f"; not written to the persistent cache: {b.why}"
         except Exception as e:
             self._fail(e)
             return False
@@ -573,7 +585,8 @@ class TieredExecutable(Executable):
         self.tier = "native"
         self._closed = None
         _SWITCHES["native"] += 1
-        _mark_built(self._marker)
+        if persisted:           # its kernels are in the persistent cache
+            _mark_built(self._marker)
         _log("jaxlite: %s switched to native code (build started after %s, %.1f ms after "
              "compile; %s): %d kernel(s) compiled here, %d loaded from the persistent "
              "cache, %d reused; %.1f ms in this thread",
@@ -679,9 +692,12 @@ def compile_cpu(closed, name: str) -> Executable:
     from ...config import config
     if config.jaxlite_tiered:
         return TieredExecutable(closed, name)
+    from . import _cache
     from .native import CpuExecutable
-    ex = CpuExecutable(closed, name)
-    _mark_built(_marker_path(closed))
+    with _cache.program_build() as b:
+        ex = CpuExecutable(closed, name)
+    if b.persisted:
+        _mark_built(_marker_path(closed))
     return ex
 
 
