@@ -277,4 +277,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["BUILD_NICENESS", "CACHE_OPTIONS", "Unavailable", "pid", "result", "shutdown", "submit"]
+__all__ = ["BUILD_NICENESS", "CACHE_OPTIONS", "Unavailable", "pid", "result", "shutdown",
+           "submit"]

@@ -15,7 +15,8 @@ entry and loads the machine code instead of compiling.
 
 Directory: config ``jax_compilation_cache_dir`` (``JAXLITE_CACHE_DIR``, else JAX's
 ``JAX_COMPILATION_CACHE_DIR``); when unset, ``$XDG_CACHE_HOME/jaxlite`` or
-``~/.cache/jaxlite``; an empty string turns the cache off.  Kernels live in its ``native/``
+``~/.cache/jaxlite``; an empty string (or config ``jax_enable_compilation_cache`` False)
+turns the cache off.  Kernels live in its ``native/``
 folder; ``native/programs/`` holds one empty marker per program whose native code was
 built (_tiered.py: such a program starts loading it after its first call).
 
@@ -664,12 +665,17 @@ def program_build():
     """Around the construction of one program's native executable in this thread: the
     kernels it compiles are written to the persistent cache when it ends, if its time and
     their size reach the config thresholds (see the module docstring).  Yields the
-    ``ProgramBuild``; nothing is written when the construction raises."""
+    ``ProgramBuild``; nothing is written when the construction raises (a later build that
+    reuses one of its kernels writes it)."""
     before = getattr(_BUILD, "on", None)
     _BUILD.on = b = ProgramBuild()
     t0 = time.perf_counter()
     try:
         yield b
+    except BaseException:
+        with _LOCK:
+            _UNWRITTEN.update(b.pending)
+        raise
     finally:
         _BUILD.on = before
     b.seconds = time.perf_counter() - t0
