@@ -254,3 +254,25 @@ def test_a_program_not_written_is_built_again_by_the_next_process(tmp_path):
 def test_not_tiered_build_follows_the_thresholds(tmp_path):
     out, _ = _steps(tmp_path, [{MIN_TIME: 1e9}, {MIN_TIME: 0.0}], JAXLITE_TIERED="0")
     assert _nothing(out[0]) and _written(out[1]), out
+
+
+def test_a_kernel_kept_in_memory_is_written_by_the_next_build_that_uses_it(native_cfg,
+                                                                          restore):
+    # in this process, not tiered: the kernel of a build too quick to be written stays in
+    # memory; the next program that uses it, under a threshold it meets, writes it and
+    # marks itself built
+    import jaxlite.numpy as jnp
+    x = np.linspace(0.5, 4, 8, dtype=np.float32)
+
+    def counts():
+        return (len(list(native_cfg.glob("jaxlite_kc_*.manifest"))),
+                len(list(native_cfg.glob("programs/*"))))
+    jaxlite.config.update(MIN_TIME, 1e9)
+    got = jaxlite.jit(lambda v: v * 2 + 1)(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(got), x * 2 + 1)
+    assert counts() == (0, 0)
+    jaxlite.config.update(MIN_TIME, 0.0)
+    got = jaxlite.jit(lambda v: v * 2 + 1)(jnp.asarray(x))      # a new jit: built again
+    assert np.asarray(got).dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(got), x * 2 + 1)
+    assert counts() == (1, 1)
