@@ -357,3 +357,170 @@ def test_traced_axis_or_size_raises_jaxs_error(libs, case):
 def test_static_axis_still_works():
     f = jaxlite.jit(lambda x, a: x.min(a), static_argnums=1)
     np.testing.assert_array_equal(np.asarray(f(ljnp.arange(6.0).reshape(2, 3), 1)), [0, 3])
+
+
+# ---- 6. every public entry point is a traceback boundary ---------------------------------
+
+def _sub(L, name):
+    """``L``'s submodule ``name`` (``'scipy.linalg'``: ``jaxlite.scipy.linalg`` or
+    ``jax.scipy.linalg``)."""
+    import importlib
+    return importlib.import_module(f"{L.jax.__name__}.{name}")
+
+
+def _mesh1(L):
+    return L.jax.make_mesh((1,), ("x",))
+
+
+def _custom_jvp(L):
+    @L.jax.custom_jvp
+    def f(x):
+        return _user(L, x)
+    f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+    return f
+
+
+def _custom_vjp(L):
+    @L.jax.custom_vjp
+    def f(x):
+        return _user(L, x)
+    f.defvjp(lambda x: (f(x), None), lambda res, g: (g,))
+    return f
+
+
+def _old_shard_map(L, x):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sm = _sub(L, "experimental.shard_map").shard_map(
+            lambda v: v, _mesh1(L), (L.jax.sharding.PartitionSpec("y"),),
+            L.jax.sharding.PartitionSpec())
+    return sm(x)
+
+
+def _interpolate(L):
+    interp = _sub(L, "scipy.interpolate").RegularGridInterpolator(
+        (L.jnp.arange(3.0),), L.jnp.ones(3))
+    return interp(L.jnp.ones((2, 2)))
+
+
+def _P(L, *spec):
+    return L.jax.sharding.PartitionSpec(*spec)
+
+
+# a user error raised through each entry point (the user's own function ``_user`` where the
+# entry point calls one)
+ENTRY_CASES = {
+    "scipy.linalg.solve": lambda L: _sub(L, "scipy.linalg").solve(L.jnp.ones((3, 3)),
+                                                                  L.jnp.ones(4)),
+    "scipy.linalg.expm": lambda L: _sub(L, "scipy.linalg").expm(L.jnp.ones((2, 3))),
+    "scipy.special.xlogy": lambda L: _sub(L, "scipy.special").xlogy(L.jnp.ones(3),
+                                                                    L.jnp.ones(4)),
+    "scipy.special.gammaln_dtype": lambda L: _sub(L, "scipy.special").gammaln(
+        L.jnp.ones(3, "complex64")),
+    "scipy.special.logsumexp": lambda L: _sub(L, "scipy.special").logsumexp(
+        L.jnp.ones(3), axis=2),
+    "scipy.stats.norm.logpdf": lambda L: _sub(L, "scipy.stats").norm.logpdf(
+        L.jnp.ones(3), L.jnp.ones(4)),
+    "scipy.stats.sem": lambda L: _sub(L, "scipy.stats").sem(L.jnp.ones(3), axis=2),
+    "scipy.signal.convolve": lambda L: _sub(L, "scipy.signal").convolve(
+        L.jnp.ones(3), L.jnp.ones((2, 2))),
+    "scipy.fft.dct": lambda L: _sub(L, "scipy.fft").dct(L.jnp.ones(3), axis=2),
+    "scipy.ndimage.map_coordinates": lambda L: _sub(L, "scipy.ndimage").map_coordinates(
+        L.jnp.ones((3, 3)), [L.jnp.ones(2)], order=1),
+    "scipy.integrate.trapezoid": lambda L: _sub(L, "scipy.integrate").trapezoid(
+        L.jnp.ones(3), axis=2),
+    "scipy.optimize.minimize": lambda L: _sub(L, "scipy.optimize").minimize(
+        lambda x: _user(L, x).sum(), L.jnp.ones(3), method="BFGS"),
+    "scipy.cluster.vq.vq": lambda L: _sub(L, "scipy.cluster.vq").vq(
+        L.jnp.ones((4, 3)), L.jnp.ones((2, 2))),
+    "scipy.sparse.linalg.cg": lambda L: _sub(L, "scipy.sparse.linalg").cg(
+        lambda v: _user(L, v), L.jnp.ones(3)),
+    "scipy.interpolate": _interpolate,
+    "shard_map_spec": lambda L: L.jax.shard_map(
+        lambda v: v, mesh=_mesh1(L), in_specs=_P(L, "y"), out_specs=_P(L))(L.jnp.ones(4)),
+    "shard_map_body": lambda L: L.jax.shard_map(
+        lambda v: _user(L, v), mesh=_mesh1(L), in_specs=_P(L), out_specs=_P(L))(
+        L.jnp.ones(3)),
+    "experimental_shard_map": lambda L: _old_shard_map(L, L.jnp.ones(4)),
+    "pmap_axis_size": lambda L: L.jax.pmap(lambda v: v, axis_size=2)(L.jnp.ones((1, 3))),
+    "pmap_body": lambda L: L.jax.pmap(lambda v: _user(L, v))(L.jnp.ones((1, 3))),
+    "custom_jvp": lambda L: _custom_jvp(L)(L.jnp.ones(3)),
+    "custom_vjp": lambda L: _custom_vjp(L)(L.jnp.ones(3)),
+    "checkpoint": lambda L: L.jax.checkpoint(lambda v: _user(L, v))(L.jnp.ones(3)),
+    "remat": lambda L: L.jax.remat(lambda v: _user(L, v))(L.jnp.ones(3)),
+    "lax.scan_carry": lambda L: L.lax.scan(lambda c, v: (c[None], v), L.jnp.ones(()),
+                                           L.jnp.ones(3)),
+    "lax.scan_body": lambda L: L.lax.scan(lambda c, v: (c, _user(L, v)), 0.0,
+                                          L.jnp.ones((2, 3))),
+    "lax.cond": lambda L: L.lax.cond(True, lambda: L.jnp.ones(3), lambda: L.jnp.ones(4)),
+    "lax.switch": lambda L: L.lax.switch(1, [lambda: L.jnp.ones(3), lambda: L.jnp.ones(4)]),
+    "lax.while_loop": lambda L: L.lax.while_loop(lambda c: True, lambda c: c[None],
+                                                 L.jnp.ones(())),
+    "lax.fori_loop": lambda L: L.lax.fori_loop(0, 3, lambda i, c: _user(L, c), L.jnp.ones(3)),
+    "lax.map": lambda L: L.lax.map(lambda v: _user(L, v), L.jnp.ones((2, 3))),
+    "compiled_call": lambda L: L.jax.jit(lambda v: v * 2).lower(L.jnp.ones(3)).compile()(
+        L.jnp.ones(4)),
+    "linear_transpose": lambda L: L.jax.linear_transpose(lambda v: v * 2.0, L.jnp.ones(3))(
+        L.jnp.ones(4)),
+    "custom_gradient": lambda L: L.jax.custom_gradient(
+        lambda v: (_user(L, v), lambda g: (g,)))(L.jnp.ones(3)),
+    "operator_invert": lambda L: ~L.jnp.ones(3),
+    "at_set": lambda L: L.jnp.ones(3).at[0].set(L.jnp.ones(2)),
+    "at_add": lambda L: L.jnp.ones(3).at[1.5].add(1.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENTRY_CASES))
+def test_entry_point_tracebacks_hold_the_users_frames(libs, case):
+    """Through each public entry point (jaxlite.scipy, shard_map, pmap, custom_jvp/vjp,
+    checkpoint, lax's control flow, a compiled executable, ...) the error is JAX's class
+    and its traceback holds only the user's frames (this file's, the same ones as JAX's)
+    plus at most one public entry frame, with the note saying jaxlite's were removed;
+    under 'off' jaxlite's frames are all there."""
+    lite, real = libs
+    e = _raise(lambda: ENTRY_CASES[case](lite))
+    want = _raise(lambda: ENTRY_CASES[case](real))
+    assert type(e).__name__ == type(want).__name__, (e, want)
+    frames = _frames(e)
+    others = [f for f in frames if f[0] != HERE]      # at most the public entry frame
+    assert len(others) <= 1 and all(path.startswith(PKG) for path, _ in others), frames
+    assert any("JAX_TRACEBACK_FILTERING=off" in n for n in getattr(e, "__notes__", ())), \
+        frames
+    mine = [name for path, name in frames if path == HERE]
+    assert mine == [name for path, name in _frames(want) if path == HERE], frames
+    with jaxlite.config._override("jax_traceback_filtering", "off"):
+        whole = _frames(_raise(lambda: ENTRY_CASES[case](lite)))
+    assert sum(path.startswith(PKG) for path, _ in whole) >= 2, whole
+    assert [name for path, name in whole if path == HERE] == mine
+
+
+def test_entry_points_keep_names_signatures_and_pickle():
+    """The boundary wrappers of the newly covered entry points keep the name, signature
+    and public module of the function they wrap, and pickle to themselves."""
+    import inspect
+    import pickle
+    import jaxlite.scipy.linalg as lsl
+    import jaxlite.scipy.stats as lst
+    import jaxlite.experimental.shard_map as lesm
+    for fn, module, first in ((lsl.solve, "jaxlite.scipy.linalg", "a"),
+                              (lst.norm.logpdf, "jaxlite.scipy.stats.norm", "x"),
+                              (lst.sem, "jaxlite.scipy.stats", "a"),
+                              (lesm.shard_map, "jaxlite.experimental.shard_map", "f")):
+        assert fn.__module__ == module, fn.__module__
+        assert list(inspect.signature(fn).parameters)[0] == first
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    sig = inspect.signature(jaxlite.jit(lambda a, b: a).lower(1.0, 2.0).compile().__call__)
+    assert list(sig.parameters) == ["args", "kwargs"]
+    f = jaxlite.pmap(lambda a, b: a)
+    assert list(inspect.signature(f).parameters) == ["a", "b"]
+    assert f.__name__ == "<lambda>"
+
+
+def test_experimental_shard_map_warns_at_the_callers_line():
+    """Its DeprecationWarning names the caller's file (the boundary's frame is skipped)."""
+    import jaxlite.experimental.shard_map as lesm
+    with pytest.warns(DeprecationWarning) as rec:
+        lesm.shard_map(lambda v: v, _mesh1(_Lib(jaxlite)), (_P(_Lib(jaxlite)),),
+                       _P(_Lib(jaxlite)))
+    assert [os.path.abspath(w.filename) for w in rec] == [HERE]

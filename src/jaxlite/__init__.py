@@ -101,8 +101,10 @@ def __dir__():
 # frames filtered from its traceback (``jax_traceback_filtering``; _traceback.py).
 # (the main namespaces first: a function that several export names the main one as its
 # __module__)
+# (jaxlite.scipy's modules and jaxlite.experimental.shard_map, loaded on first use, wrap
+# themselves as they load)
 for _m in (numpy, numpy.linalg, numpy.fft, lax, lax.linalg, nn, nn.initializers, random,
-           image, ops, _sys.modules[__name__]):
+           image, ops, experimental, _sys.modules[__name__]):
     _traceback.wrap_namespace(_m)
 _traceback.share_wrappers()
 del _m

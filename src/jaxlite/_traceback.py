@@ -168,8 +168,9 @@ def wrap_namespace(module, public_name: str | None = None) -> None:
         if attr.startswith("_"):
             continue
         fn = module.__dict__.get(attr)
+        owner = getattr(fn, "__module__", "") or ""
         if type(fn) is not types.FunctionType or fn.__code__ in _BOUNDARY_CODES or \
-                not (getattr(fn, "__module__", "") or "").startswith("jaxlite"):
+                not owner.startswith("jaxlite") or owner.startswith(_CORE_LAYERS):
             continue
         wrapped = _WRAPPERS.get(fn)
         if wrapped is None:     # one wrapper per function: namespaces sharing it still do
@@ -181,6 +182,14 @@ def wrap_namespace(module, public_name: str | None = None) -> None:
 
 _WRAPPERS: dict = {}
 
+# A helper of the core layers that a namespace imports (``get_aval`` in ``jaxlite.lax``) is
+# no public function: it stays unwrapped.  ``share_wrappers`` leaves jaxlite's internal
+# packages alone.  Both because their hot paths (eager dispatch, tracing, a jitted call)
+# must not run a wrapper.
+_CORE_LAYERS = ("jaxlite.core", "jaxlite.primitives", "jaxlite.ir")
+_INTERNAL = _CORE_LAYERS + ("jaxlite.compiler", "jaxlite.backends", "jaxlite.runtime",
+                            "jaxlite.transforms")
+
 
 def share_wrappers() -> None:
     """In every loaded public jaxlite module, replaces a function that ``wrap_namespace``
@@ -188,6 +197,7 @@ def share_wrappers() -> None:
     (``jaxlite.make_mesh is jaxlite.sharding.make_mesh``, as in JAX)."""
     for mod_name, module in list(sys.modules.items()):
         if module is None or not mod_name.startswith("jaxlite") or \
+                mod_name.startswith(_INTERNAL) or \
                 any(part.startswith("_") for part in mod_name.split(".")):
             continue
         for attr, value in list(vars(module).items()):

@@ -1,8 +1,12 @@
 """Errors as JAX shows them over several devices (issue 33): a device-to-device transfer
 the guard refuses raises JAX's ``JaxRuntimeError``; a NamedSharding that does not divide a
 dimension raises the class JAX raises at each entry point (a plain ValueError from
-``device_put`` onto Explicit mesh axes, ``IndivisibleError`` elsewhere)."""
+``device_put`` onto Explicit mesh axes, ``IndivisibleError`` elsewhere); an error through
+``shard_map`` or ``pmap`` over the 8 devices has the user's frames only."""
 from __future__ import annotations
+
+import os
+import traceback
 
 import numpy as np
 import pytest
@@ -88,3 +92,51 @@ def test_indivisible_error_where_jax_raises_it(rjax8, entry):
     np.testing.assert_array_equal(np.asarray(jaxlite.device_put(ljnp.ones(8),
                                                                 _sharding(jaxlite, ("x",)))),
                                   np.ones(8))
+
+
+# ---- tracebacks through shard_map and pmap over several devices -------------------------
+
+HERE = os.path.abspath(__file__)
+PKG = os.path.dirname(os.path.abspath(jaxlite.__file__)) + os.sep
+
+
+def _user(jax, x):
+    return jax.numpy.dot(x, jax.numpy.ones(4))
+
+
+def _sm(jax, f, spec):
+    P = jax.sharding.PartitionSpec
+    return jax.shard_map(f, mesh=jax.make_mesh((8,), ("x",)), in_specs=P(*spec),
+                         out_specs=P(*spec))
+
+
+MULTI_CASES = {
+    "shard_map_body": lambda jax: _sm(jax, lambda v: _user(jax, v), ("x",))(
+        jax.numpy.ones((8, 3))),
+    "shard_map_indivisible": lambda jax: _sm(jax, lambda v: v, ("x",))(jax.numpy.ones(12)),
+    "pmap_body": lambda jax: jax.pmap(lambda v: _user(jax, v))(jax.numpy.ones((8, 3))),
+    "pmap_sizes": lambda jax: jax.pmap(lambda a, b: a)(jax.numpy.ones((8, 3)),
+                                                       jax.numpy.ones((4, 3))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MULTI_CASES))
+def test_shard_map_and_pmap_tracebacks_hold_the_users_frames(rjax8, case):
+    """The error is JAX's class (a ValueError where jaxlite's is the IndivisibleError
+    subclass); its traceback holds this file's frames (JAX's ones) and at most one public
+    entry frame, with the note; under 'off' jaxlite's frames are there."""
+    def frames(e):
+        return [(os.path.abspath(f.filename), f.name)
+                for f in traceback.extract_tb(e.__traceback__)]
+    e = _raise(lambda: MULTI_CASES[case](jaxlite))
+    want = _raise(lambda: MULTI_CASES[case](rjax8))
+    assert isinstance(e, type(want)) or type(e).__name__ == type(want).__name__, (e, want)
+    got = frames(e)
+    others = [f for f in got if f[0] != HERE]
+    assert len(others) <= 1 and all(path.startswith(PKG) for path, _ in others), got
+    assert any("JAX_TRACEBACK_FILTERING=off" in n for n in getattr(e, "__notes__", ())), got
+    mine = [name for path, name in got if path == HERE]
+    assert mine == [name for path, name in frames(want) if path == HERE], got
+    with jaxlite.config._override("jax_traceback_filtering", "off"):
+        whole = frames(_raise(lambda: MULTI_CASES[case](jaxlite)))
+    assert sum(path.startswith(PKG) for path, _ in whole) >= 2, whole

@@ -3,6 +3,12 @@
 deprecated as in JAX."""
 from __future__ import annotations
 
+import sys
+
+from .. import _traceback
 from ..transforms.shard_map import experimental_shard_map as shard_map
 
 __all__ = ["shard_map"]
+
+# a traceback boundary (jaxlite/_traceback.py), as ``jaxlite.shard_map``
+_traceback.wrap_namespace(sys.modules[__name__])

@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes, errors, lax, monitoring
+from .. import _traceback, dtypes, errors, lax, monitoring
 from ..config import config
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray
@@ -599,6 +599,14 @@ def _placed(fn, out_sharding, who, *operands):
         return fn(*operands)
     from .._sharding_constraints import with_out_sharding
     return with_out_sharding(fn, who, creation=False)(*operands, out_sharding=out_sharding)
+
+
+# the update methods (``x.at[i].set(v)``, ...) are traceback boundaries (_traceback.py), as
+# the Array methods are
+for _name in ("get", "set", "add", "subtract", "multiply", "divide", "power", "min", "max",
+              "apply"):
+    setattr(_IndexUpdateRef, _name, _traceback.api_boundary(vars(_IndexUpdateRef)[_name]))
+del _name
 
 
 class IndexUpdateHelper:

@@ -273,6 +273,22 @@ def _reshape(self, *shape, order="C", **kw):
     return _shape.reshape(self, shape, order=order)
 
 
+def _unop(fn):
+    """The unary operator ``fn(self)`` (``-x``, ``abs(x)``, ``~x``) as a traceback boundary
+    (_traceback.py) that filters in place, as the binary operators do: no wrapper, nothing
+    on success."""
+    def op(self):
+        try:
+            return fn(self)
+        except Exception as e:
+            _traceback.filter_exception(e, sys._getframe())
+            raise
+    return op
+
+
+_traceback.register_boundary(_unop(len))     # every operator _unop makes runs this code
+
+
 def _transpose(self, *axes):
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
         axes = axes[0]
@@ -301,12 +317,9 @@ _OPS = {
     "__ne__": _binop(_ufuncs.not_equal, rejected=_CONTAINERS),
     "__lt__": _binop(_ufuncs.less), "__le__": _binop(_ufuncs.less_equal),
     "__gt__": _binop(_ufuncs.greater), "__ge__": _binop(_ufuncs.greater_equal),
-    "__neg__": lambda self: _ufuncs.negative(self),
-    "__pos__": lambda self: _ufuncs.positive(self),
-    "__abs__": lambda self: _ufuncs.absolute(self),
-    "__invert__": lambda self: _ufuncs.invert(self),
+    "__neg__": _unop(_ufuncs.negative), "__pos__": _unop(_ufuncs.positive),
+    "__abs__": _unop(_ufuncs.absolute), "__invert__": _unop(_ufuncs.invert),
     "__getitem__": _getitem,
-    "__round__": lambda self, ndigits=None: _pyround(self, ndigits),
 }
 
 _METHODS = {
@@ -376,11 +389,20 @@ def _view(self, dtype=None, type=None):
 
 def _pyround(self, ndigits=None):
     """Python's ``round(x[, ndigits])``: ties to even; without ``ndigits`` the result is
-    of the default integer dtype, as ``round`` of a JAX array."""
-    r = _ufuncs.round(self, 0 if ndigits is None else ndigits)
-    if ndigits is None:
-        return lax.convert_element_type(r, dtypes.canonicalize_dtype(np.int64))
-    return r
+    of the default integer dtype, as ``round`` of a JAX array.  A traceback boundary
+    (_traceback.py), filtering in place as the other operators."""
+    try:
+        r = _ufuncs.round(self, 0 if ndigits is None else ndigits)
+        if ndigits is None:
+            return lax.convert_element_type(r, dtypes.canonicalize_dtype(np.int64))
+        return r
+    except Exception as e:
+        _traceback.filter_exception(e, sys._getframe())
+        raise
+
+
+_traceback.register_boundary(_pyround)
+_OPS["__round__"] = _pyround
 
 
 def _byteswap(self):

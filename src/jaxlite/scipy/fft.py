@@ -6,11 +6,14 @@ Layer: scipy (compositions of jaxlite.numpy: differentiable, batchable, jit-able
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
+from .. import _traceback
 from .. import numpy as jnp
-from ..numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from ..numpy._util import (canonicalize_axis, check_arraylike, ensure_array,
+                           promote_dtypes_inexact)
 
 
 def _check(name, type, norm):  # noqa: A002
@@ -82,9 +85,11 @@ def _prep(name, x):
 def dct(x, type: int = 2, n=None, axis: int = -1, norm=None):  # noqa: A002
     """The type-2 DCT of ``x`` along ``axis`` (``jax.scipy.fft.dct``), after cutting or
     zero-padding to ``n``; ``norm`` None/'backward' or 'ortho'. Inexact result. Other
-    types raise NotImplementedError, other norms ValueError (as JAX)."""
+    types raise NotImplementedError, other norms and an ``axis`` out of range ValueError
+    (as JAX)."""
     _check("dct", type, norm)
     xa = _prep("dct", x)
+    axis = canonicalize_axis(axis, xa.ndim)     # ValueError out of range, as JAX
     return _dct1(_resize(xa, n, axis), axis, norm)
 
 
@@ -92,6 +97,7 @@ def idct(x, type: int = 2, n=None, axis: int = -1, norm=None):  # noqa: A002
     """The inverse of ``dct`` along ``axis`` (``jax.scipy.fft.idct``)."""
     _check("idct", type, norm)
     xa = _prep("idct", x)
+    axis = canonicalize_axis(axis, xa.ndim)     # ValueError out of range, as JAX
     return _idct1(_resize(xa, n, axis), axis, norm)
 
 
@@ -125,3 +131,7 @@ def idctn(x, type: int = 2, s=None, axes=None, norm=None):  # noqa: A002
 
 
 __all__ = ["dct", "idct", "dctn", "idctn"]
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 
+from .. import _traceback
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
 
@@ -50,6 +51,7 @@ class RegularGridInterpolator:
         self.values = v
         self.fill_value = fill_value
 
+    @_traceback.api_boundary    # a traceback boundary (jaxlite/_traceback.py)
     def __call__(self, xi, method=None):
         """The interpolated values at the points ``xi`` (shape ``(..., d)``): shape
         ``(...,) + values.shape[d:]``. Raises ValueError for a wrong last dimension or

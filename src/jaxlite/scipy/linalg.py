@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 
 import numpy as np
 
+from .. import _traceback
 from .. import lax
 from .. import numpy as jnp
 from ..lax import linalg as lax_linalg
@@ -768,3 +770,7 @@ def _x64():
 
 __all__ = sorted(n for n in dir() if not n.startswith("_") and callable(globals()[n])
                  and getattr(globals()[n], "__module__", None) == __name__)
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

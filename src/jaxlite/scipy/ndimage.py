@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 
 import numpy as np
 
+from .. import _traceback
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike, ensure_array
 
@@ -93,3 +95,7 @@ def map_coordinates(input, coordinates, order, mode: str = "constant", cval=0.0)
 
 
 __all__ = ["map_coordinates"]
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

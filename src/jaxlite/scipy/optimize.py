@@ -10,10 +10,12 @@ Layer: scipy (compositions of lax control flow, ``value_and_grad`` and jaxlite.n
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _traceback
 from .. import lax
 from .. import numpy as jnp
 from ..transforms.autodiff import value_and_grad
@@ -226,3 +228,7 @@ def minimize(fun, x0, args: tuple = (), *, method: str, tol=None, options=None):
 
 
 __all__ = ["minimize", "OptimizeResults"]
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

@@ -8,9 +8,11 @@ Layer: scipy (compositions of lax and jaxlite.numpy, so grad, vmap and jit follo
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
+from .. import _traceback
 from .. import lax
 from .. import numpy as jnp
 from ..numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
@@ -191,3 +193,7 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
 
 __all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d", "detrend",
            "stft", "istft", "csd", "welch"]
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

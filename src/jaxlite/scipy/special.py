@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 
+from .. import _traceback
 from .. import lax
 from .. import numpy as jnp
 from ..nn import logsumexp as _nn_logsumexp
@@ -602,3 +604,7 @@ def _concrete_int(name, v, what):
     if out != v:
         raise TypeError(f"{name}: {what} must be an integer, got {v!r}")
     return out
+
+
+# the public functions are traceback boundaries (jaxlite/_traceback.py), as jaxlite.numpy's
+_traceback.wrap_namespace(sys.modules[__name__])

@@ -672,6 +672,7 @@ class custom_jvp:
             return ans, t
         self.jvp = rule
 
+    @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args, **kwargs):
         if kwargs:
             sig = inspect.signature(self.fun)
@@ -830,6 +831,7 @@ class custom_vjp:
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd, self.bwd = fwd, bwd
 
+    @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args, **kwargs):
         if kwargs:
             sig = inspect.signature(self.fun)

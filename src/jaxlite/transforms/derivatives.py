@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .._traceback import api_boundary as _api_boundary
 from ..core import ad
 from ..core.avals import ShapedArray
 from ..core.staging import trace_to_jaxpr
@@ -120,7 +121,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
             out.append(_retype(c, a))
         return tuple(tree_unflatten(in_tree, out))
 
-    return transposed
+    return _api_boundary(transposed)
 
 
 def _retype(x, aval):
@@ -215,4 +216,4 @@ def custom_gradient(fun):
         return tree_unflatten(g_tree, outs)
 
     _primal.defvjp(fwd, bwd)
-    return wrapped_fun
+    return _api_boundary(wrapped_fun)

@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 
+from .._traceback import api_boundary as _api_boundary
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global, spec_tuple
 from ..core.trace import Tracer, is_tracing as _is_tracing
@@ -321,6 +322,7 @@ class _ShardMapped:
         outer_manual = outer[1] if outer is not None else frozenset()
         return mesh, manual, outer_manual
 
+    @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args):
         from ..sharding import AxisType, NamedSharding
         mesh, manual, outer_manual = self._setup()
@@ -830,8 +832,9 @@ def experimental_shard_map(f, mesh, in_specs, out_specs, check_rep=True):
     """The old spelling ``jax.experimental.shard_map.shard_map`` (deprecated, as in JAX;
     the same signature): ``shard_map`` over every mesh axis, with positional mesh/specs
     and ``check_rep`` for ``check_vma``.  Warns DeprecationWarning."""
+    # stacklevel 3: the caller, past the traceback boundary that wraps this function
     warnings.warn("jaxlite.experimental.shard_map is deprecated: use jaxlite.shard_map "
-                  "instead.", DeprecationWarning, stacklevel=2)
+                  "instead.", DeprecationWarning, stacklevel=3)
     return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                      check_vma=check_rep)
 
@@ -1025,7 +1028,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             else:
                 res.append(o)
         return tree_unflatten(o_tree, res)
-    return mapped
+    return _api_boundary(mapped)
 
 
 def _global_from_local(x, mesh, name):

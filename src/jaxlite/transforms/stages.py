@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 
+from .._traceback import api_boundary as _api_boundary
 from ..compiler.pipeline import compile_jaxpr, cost_analysis
 from ..core.avals import ShapedArray
 from ..ir.jaxpr import ClosedJaxpr
@@ -323,6 +324,7 @@ class Lowered:
         return (f"# jit({self._wrapped.__name__}) lowered for ({args})\n"
                 f"{self.closed_jaxpr}")
 
+    @_api_boundary      # a traceback boundary (_traceback.py), as jit's own methods
     def compile(self, compiler_options=None) -> "Compiled":
         """Optimises and compiles the program (``Lowered.compile``)."""
         program = compile_jaxpr(self.closed_jaxpr, backend=None,
@@ -475,6 +477,7 @@ class Compiled:
     def _run_flat(self, leaves, names_fn=lambda: None, donate=None):
         return Compiled._run_impl(self, leaves, names_fn, donate)
 
+    @_api_boundary      # a traceback boundary (_traceback.py), as jit's own methods
     def __call__(self, *args, **kwargs):
         """Runs on arguments of the compiled signature.  Raises TypeError when their
         shapes/dtypes differ from it (naming the argument)."""
