@@ -57,6 +57,19 @@ def _internal(frame) -> bool:
     return frame.f_code.co_filename.startswith(_PACKAGE_DIR)
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` call, made by the function that
+    calls this one, point at the first frame outside jaxlite: the user's line, however
+    many jaxlite frames (boundaries, wrappers, helpers) lie between.  1 (the warning's own
+    line) when no frame outside jaxlite is on the stack."""
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and _internal(f):
+        f = f.f_back
+        level += 1
+    return level if f is not None else 1
+
+
 def _mode() -> str:
     mode = config.jax_traceback_filtering
     if mode is None or mode == "auto":

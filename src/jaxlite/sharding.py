@@ -512,9 +512,10 @@ class Mesh(_MeshBase, contextlib.ContextDecorator):
                 f"axis_types={self.axis_types})")
 
     def __enter__(self):
+        from ._traceback import user_stacklevel as _user_stacklevel
         warnings.warn("`with mesh:` context manager has been deprecated. Please use "
                       "`with jax.set_mesh(mesh):` instead.", DeprecationWarning,
-                      stacklevel=2)
+                      stacklevel=_user_stacklevel())
         _state().legacy.append(self)
         return self
 

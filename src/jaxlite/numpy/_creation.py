@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes, errors, lax
+from .._traceback import user_stacklevel as _user_stacklevel
 from ..core.array import ArrayImpl
 from ..core.eager import from_host
 from ..core.sharded import mesh_context as _mesh_context
@@ -48,7 +49,7 @@ def _user_dtype(dtype, name):
     if requested != dt:
         warnings.warn(f"Explicitly requested dtype {requested} in {name} is not available "
                       f"(64-bit types are off) and is truncated to {dt}. Enable them with "
-                      f"jaxlite.config.update('jax_enable_x64', True).", stacklevel=3)
+                      f"jaxlite.config.update('jax_enable_x64', True).", stacklevel=_user_stacklevel())
     return dt
 
 

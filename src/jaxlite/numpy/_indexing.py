@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from .. import _traceback, dtypes, errors, lax, monitoring
+from .._traceback import user_stacklevel as _user_stacklevel
 from ..config import config
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray
@@ -427,7 +428,7 @@ def _update(x, idx, values, op, method, mode, wrap_negative_indices, update_jaxp
             f"x.at[...].{method}: values of dtype {dtypes.dtype_and_weak(values)[0]} do not "
             f"convert safely to the array's dtype {np.dtype(x.dtype)}; they are cast (JAX "
             f"warns the same and plans to make this an error). Cast the values with .astype "
-            f"first.", FutureWarning, stacklevel=3)
+            f"first.", FutureWarning, stacklevel=_user_stacklevel())
     parsed = parse_index(x.shape, idx, wrap_negative_indices)
     arrays = _index_operands(parsed, wrap_negative_indices)
     xb = lax.expand_dims(x, parsed.bool_dims) if parsed.bool_dims else x

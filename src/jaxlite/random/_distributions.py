@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes, lax
+from .._traceback import user_stacklevel as _user_stacklevel
 from .. import numpy as jnp
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer
@@ -45,7 +46,7 @@ def _dtype_arg(dtype, default, name: str, ok, what: str) -> np.dtype:
         warnings.warn(f"{name}: dtype {requested.name} was asked for but is unavailable, so "
                       f"{canon.name} is used instead (64-bit types are off; "
                       "enable them with jaxlite.config.update('jax_enable_x64', True)).",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=_user_stacklevel())
     return canon
 
 

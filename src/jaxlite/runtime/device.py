@@ -20,6 +20,7 @@ import warnings
 
 from ..config import config
 from . import backend as _backend
+from .._traceback import user_stacklevel as _user_stacklevel
 from . import buffer as _buffer
 
 
@@ -148,7 +149,7 @@ class Device:
     def __call__(self):
         # The chapter's ``x.device()``: ``device`` was a method in old JAX, now a property.
         warnings.warn("Array.device() is deprecated: device is a property now; write "
-                      "x.device instead of x.device().", DeprecationWarning, stacklevel=2)
+                      "x.device instead of x.device().", DeprecationWarning, stacklevel=_user_stacklevel())
         return self
 
     def __repr__(self):

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
+from .._traceback import user_stacklevel as _user_stacklevel
 from ..core.trace import Tracer
 from ..errors import ConcretizationTypeError
 from .. import numpy as jnp
@@ -62,7 +63,7 @@ def _window_and_length(window, nperseg, input_length: int, dtype):
         n = input_length if nperseg is None else int(nperseg)
         if n > input_length:
             warnings.warn(f"nperseg={n} is greater than input_length={input_length}, "
-                          f"using nperseg={input_length}", stacklevel=4)
+                          f"using nperseg={input_length}", stacklevel=_user_stacklevel())
             n = input_length
         return jnp.asarray(_named_window(window, n), dtype=dtype), n
     win = jnp.asarray(window, dtype=dtype)
@@ -228,7 +229,7 @@ def _spectral(name, x, y, fs, window, nperseg, noverlap, nfft, detrend, return_o
     twosided = not return_onesided
     if not twosided and any(jnp.iscomplexobj(s) for s in sigs):
         warnings.warn("Input data is complex, switching to return_onesided=False",
-                      stacklevel=3)
+                      stacklevel=_user_stacklevel())
         twosided = True
     freqs = (jnp.fft.fftfreq if twosided else jnp.fft.rfftfreq)(nfft, 1 / fs,
                                                                  dtype=freq_dtype)

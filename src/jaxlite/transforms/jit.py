@@ -27,6 +27,7 @@ import optree
 
 from .. import monitoring
 from .._traceback import api_boundary as _api_boundary
+from .._traceback import user_stacklevel as _user_stacklevel
 from ..config import _JIT_KEY_FLAGS, config
 from ..core import batching as _batching
 from ..core import trace as _trace
@@ -335,7 +336,7 @@ class JitWrapped:
         if device is not None or backend not in (None, "cpu"):
             warnings.warn("jit's device= and backend= arguments are deprecated (as in JAX): "
                           "place the inputs with device_put instead.", DeprecationWarning,
-                          stacklevel=3)
+                          stacklevel=_user_stacklevel())
         if backend not in (None, "cpu"):
             devices(backend)  # raises RuntimeError for a platform that is not present
         self._device = device          # the computation runs there and commits its result
@@ -1439,7 +1440,7 @@ def _donate_for_run(compiled, ex, leaves, vals, donate):
         plan = plans[donate] = _buffer.plan_donation(ex.in_avals, ex.out_avals, donate)
         if plan[1]:
             warnings.warn(_buffer.unusable_donation_message(
-                [ex.in_avals[k] for k in plan[1]]), UserWarning, stacklevel=4)
+                [ex.in_avals[k] for k in plan[1]]), UserWarning, stacklevel=_user_stacklevel())
     return _buffer.take_donated(leaves, vals, plan[0]) if plan[0] else None
 
 

@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 
 from .._traceback import api_boundary as _api_boundary
+from .._traceback import user_stacklevel as _user_stacklevel
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global, spec_tuple
 from ..core.trace import Tracer, is_tracing as _is_tracing
@@ -832,9 +833,8 @@ def experimental_shard_map(f, mesh, in_specs, out_specs, check_rep=True):
     """The old spelling ``jax.experimental.shard_map.shard_map`` (deprecated, as in JAX;
     the same signature): ``shard_map`` over every mesh axis, with positional mesh/specs
     and ``check_rep`` for ``check_vma``.  Warns DeprecationWarning."""
-    # stacklevel 3: the caller, past the traceback boundary that wraps this function
     warnings.warn("jaxlite.experimental.shard_map is deprecated: use jaxlite.shard_map "
-                  "instead.", DeprecationWarning, stacklevel=3)
+                  "instead.", DeprecationWarning, stacklevel=_user_stacklevel())
     return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                      check_vma=check_rep)
 
