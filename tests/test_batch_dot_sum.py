@@ -133,9 +133,21 @@ def build(c, lib=jax):
     return f, a, b, ref
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(c=cases())
 def test_fold_agrees_with_the_unrewritten_program(rjax, c):
+    _fold_agrees(rjax, c)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(c=cases())
+def test_fold_agrees_with_the_unrewritten_program_more_cases(rjax, c):
+    """The same property on more random programs (make test-slow)."""
+    _fold_agrees(rjax, c)
+
+
+def _fold_agrees(rjax, c):
     with jax.config._override("jax_enable_x64", True):
         f, a, b, ref = build(c)
         closed = jax.make_jaxpr(f)(a, b)
