@@ -353,9 +353,9 @@ def _traced_sharding(x):
                    for e in tuple(s) + (None,) * (len(v.aval.shape) - len(tuple(s))))
              if s is not None else ((),) * len(v.aval.shape)
              for s, v in zip(in_specs, builder.invars)]
-    jaxpr = Jaxpr([cv for _, cv in builder.consts.values()], builder.invars, builder.eqns,
+    jaxpr = Jaxpr(builder.constvars(), builder.invars, builder.eqns,
                   [x._var])
-    out, _ = propagate(ClosedJaxpr(jaxpr, [v for v, _ in builder.consts.values()]), specs,
+    out, _ = propagate(ClosedJaxpr(jaxpr, builder.const_values()), specs,
                        dict(mesh.shape))
     auto = Mesh(mesh.devices, mesh.axis_names,
                 axis_types=(AxisType.Auto,) * len(mesh.axis_names))

@@ -292,8 +292,8 @@ def linearize_flat(fun, primals) -> LinearizeResult:
     for p in primals_out:
         if isinstance(p, Tracer) and p._trace.main is smain:
             raise AssertionError("a primal output depends on a tangent: a JVP rule is wrong")
-    consts = [v for v, _ in builder.consts.values()]
-    constvars = [cv for _, cv in builder.consts.values()]
+    consts = builder.const_values()
+    constvars = builder.constvars()
     jaxpr = Jaxpr(constvars, [t._var for t in t_in if t is not None], builder.eqns,
                   [t._var for t in t_out])
     return LinearizeResult(primals_out, jaxpr, consts, in_mask, in_avals, out_avals, out_zero)

@@ -35,17 +35,36 @@ class JaxprBuilder:
 
     def __init__(self, mesh_types=None):
         self.eqns: list[JaxprEqn] = []
-        self.consts: dict[int, tuple] = {}   # id(value) -> (value, constvar)
+        # id(value) -> (the constant: value, or a NumPy array's copy; constvar; value)
+        self.consts: dict[int, tuple] = {}
         self.invars: list = []
         self.collectives: list = []     # a shard_map body's (primitives/collectives.py)
         # (mesh, in_specs, meshed) when the inputs lie on a mesh: what ``typeof`` of a
         # tracer types the equations staged so far by (``_introspect.typeof``)
         self.mesh_types = mesh_types
 
+    def const_values(self) -> list:
+        """The constants, in the order of ``constvars()``."""
+        return [c[0] for c in self.consts.values()]
+
+    def constvars(self) -> list:
+        """The constvars, one per constant met while tracing."""
+        return [c[1] for c in self.consts.values()]
+
     def const_var(self, val) -> Var:
+        """The constvar of ``val`` (one per object).  A NumPy array is taken as a copy made
+        now, as JAX copies a closed-over array when it traces: the program computes with
+        the values at trace time, whatever the user writes into the array afterwards (the
+        original is kept alive meanwhile, so its id names no other object)."""
         hit = self.consts.get(id(val))
         if hit is None:
-            hit = self.consts[id(val)] = (val, Var(get_aval(val)))
+            kept = val
+            if type(val) is not np.ndarray and isinstance(val, np.ndarray):
+                val = np.asarray(val)         # a subclass (np.matrix, a masked array)
+            if isinstance(val, np.ndarray):
+                kept, val = (kept, val.copy())
+                val.flags.writeable = False
+            hit = self.consts[id(kept)] = (val, Var(get_aval(val)), kept)
         return hit[1]
 
 
@@ -58,7 +77,8 @@ class JaxprTrace(Trace):
             return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
         if isinstance(val, (np.ndarray, np.generic)) and np.ndim(val) == 0:
             aval = get_aval(val)
-            return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
+            # a copy: a 0-d NumPy array may be written to after the trace
+            return DynamicJaxprTracer(self, aval, Literal(np.array(val, aval.dtype), aval))
         if isinstance(val, (ArrayImpl, np.ndarray, np.generic)):   # sharded ones too
             builder = self.main.payload
             var = builder.const_var(val)
@@ -98,8 +118,8 @@ def trace_to_jaxpr(fun, in_avals, mesh_types=None) -> ClosedJaxpr:
         builder.invars = [t._var for t in in_tracers]
         outs = fun(*in_tracers)
         out_tracers = [trace.full_raise(o) for o in outs]
-    consts = [v for v, _ in builder.consts.values()]
-    constvars = [cv for _, cv in builder.consts.values()]
+    consts = builder.const_values()
+    constvars = builder.constvars()
     jaxpr = Jaxpr(constvars, [t._var for t in in_tracers], builder.eqns,
                   [t._var for t in out_tracers])
     closed = ClosedJaxpr(jaxpr, consts)

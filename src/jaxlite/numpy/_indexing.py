@@ -480,8 +480,8 @@ def _trace_scalar_fn(func, dtype) -> ClosedJaxpr:
         aval = ShapedArray((), dtype)
         arg = DynamicJaxprTracer(trace, aval, Var(aval))
         out = trace.full_raise(func(arg))
-    consts = [v for v, _ in builder.consts.values()]
-    constvars = [cv for _, cv in builder.consts.values()]
+    consts = builder.const_values()
+    constvars = builder.constvars()
     return ClosedJaxpr(Jaxpr(constvars, [arg._var], builder.eqns, [out._var]), consts)
 
 

@@ -104,10 +104,10 @@ def staged_tys(tracers) -> tuple | None:
         return mesh, [None] * len(tracers)
     from ..compiler.passes.sharding_types import check_explicit
     from ..ir.jaxpr import Jaxpr
-    jaxpr = Jaxpr([cv for _, cv in builder.consts.values()], builder.invars, builder.eqns,
+    jaxpr = Jaxpr(builder.constvars(), builder.invars, builder.eqns,
                   [])
     env: dict = {}
-    check_explicit(ClosedJaxpr(jaxpr, [v for v, _ in builder.consts.values()]), in_specs,
+    check_explicit(ClosedJaxpr(jaxpr, builder.const_values()), in_specs,
                    dict(mesh.shape), mesh.explicit_axes, meshed=meshed, env=env)
     return mesh, [env.get(t._var) for t in tracers]
 
