@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import time
 import warnings
 import weakref
@@ -26,6 +27,7 @@ import numpy as np
 import optree
 
 from .. import monitoring
+from .. import _traceback
 from .._traceback import api_boundary as _api_boundary
 from .._traceback import user_stacklevel as _user_stacklevel
 from ..config import _JIT_KEY_FLAGS, config
@@ -482,49 +484,53 @@ class JitWrapped:
         return reason
 
     # ---- calling -----------------------------------------------------------------------
+    @_traceback.register_boundary
     def __call__(self, *args, **kwargs):
-        if config.jax_disable_jit:
-            return self.fun(*args, **kwargs)
-        if not kwargs and self._plain and _get_trace_state() is _BASE_STATE and \
-                not monitoring._listeners and _mesh_context.mesh is None:
-            # fastest path: Arrays only, a signature that ran before (see _FastEntry)
-            sig = []
-            for x in args:
-                if type(x) is not ArrayImpl:
-                    break
-                k = x._key
-                if k is None:
-                    k = x._key = (x.aval, x._buf.device if x._committed else None)
-                sig.append(k)
-            else:
-                sig = tuple(sig)
-                x64 = config.jax_enable_x64
-                last = self._last
-                # the previous call's signature first: the same argument keys compare by
-                # identity, no hashing
-                if last[1] == sig and last[0] == x64:
-                    fe = last[2]
+        # a traceback boundary (_traceback.py) filtering in place: a try block costs
+        # nothing on the success path, so the cached call gains no wrapper call
+        try:
+            if config.jax_disable_jit:
+                return self.fun(*args, **kwargs)
+            if not kwargs and self._plain and _get_trace_state() is _BASE_STATE and \
+                    not monitoring._listeners and _mesh_context.mesh is None:
+                # fastest path: Arrays only, a signature that ran before (see _FastEntry)
+                sig = []
+                for x in args:
+                    if type(x) is not ArrayImpl:
+                        break
+                    k = x._key
+                    if k is None:
+                        k = x._key = (x.aval, x._buf.device if x._committed else None)
+                    sig.append(k)
                 else:
-                    fe = (self._fast64 if x64 else self._fast).get(sig)
+                    sig = tuple(sig)
+                    x64 = config.jax_enable_x64
+                    last = self._last
+                    # the previous call's signature first: the same argument keys compare by
+                    # identity, no hashing
+                    if last[1] == sig and last[0] == x64:
+                        fe = last[2]
+                    else:
+                        fe = (self._fast64 if x64 else self._fast).get(sig)
+                        if fe is not None:
+                            self._last = (x64, sig, fe)
                     if fe is not None:
-                        self._last = (x64, sig, fe)
-                if fe is not None:
-                    out = fe.launch(args)
-                    if out is not None:
-                        return out
-            if args and type(args[0]) is ShardedArray and \
-                    _sharded_core._mpi._world is not None:
-                # a jitted shard_map over several processes, these shardings seen before
-                runner = self._across_runner(args)
-                if runner is not None:
-                    return runner(args)
-        return self._call_slow(args, kwargs)
+                        out = fe.launch(args)
+                        if out is not None:
+                            return out
+                if args and type(args[0]) is ShardedArray and \
+                        _sharded_core._mpi._world is not None:
+                    # a jitted shard_map over several processes, these shardings seen before
+                    runner = self._across_runner(args)
+                    if runner is not None:
+                        return runner(args)
+            return self._call_slow(args, kwargs)
+        except Exception as e:
+            _traceback.filter_exception(e, sys._getframe())
+            raise
 
-    @_api_boundary
     def _call_slow(self, args, kwargs):
-        """``__call__`` past its fast path: flatten, look up or trace and compile, run.
-        A traceback boundary (``_traceback``): an error leaves with jaxlite's frames
-        filtered out; the cached fast path above has no boundary and costs nothing."""
+        """``__call__`` past its fast path: flatten, look up or trace and compile, run."""
         if self._plain and not kwargs:
             # fast path: no static or donated arguments, no keywords
             statics = static_kw = ()
