@@ -22,12 +22,15 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     """``x`` converted to ``dtype`` (``jax.numpy.astype``, the Array API form of
     ``x.astype``); the result is strongly typed. ``device`` places the result there.
     ``copy=True`` returns a new array even when the dtype is unchanged (deleting ``x``
-    then leaves it intact, as in JAX).  Raises TypeError for a list."""
+    then leaves it intact, as in JAX).  A 64-bit ``dtype`` while 64-bit types are off
+    warns (UserWarning) and converts to its 32-bit kin, as JAX does.  Raises TypeError for
+    a list."""
+    from ._creation import _user_dtype, array
     check_arraylike("astype", x)
     x = ensure_array(x)
-    out = lax.convert_element_type(x, dtypes.canonicalize_dtype(dtype))
+    # a 64-bit dtype while they are off: UserWarning, then the 32-bit one (as JAX)
+    out = lax.convert_element_type(x, _user_dtype(dtype, "astype"))
     if copy and out is x:
-        from ._creation import array
         out = array(x, copy=True)
     if device is not None:
         from .. import device_put

@@ -49,7 +49,8 @@ def _user_dtype(dtype, name):
     if requested != dt:
         warnings.warn(f"Explicitly requested dtype {requested} in {name} is not available "
                       f"(64-bit types are off) and is truncated to {dt}. Enable them with "
-                      f"jaxlite.config.update('jax_enable_x64', True).", stacklevel=_user_stacklevel())
+                      f"jaxlite.config.update('jax_enable_x64', True).",
+                      stacklevel=_user_stacklevel())
     return dt
 
 
