@@ -146,6 +146,9 @@ _MATMUL_PRECISIONS = (
     "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 _ENUMS["jax_default_matmul_precision"] = _MATMUL_PRECISIONS
+# the compiler backends jit can use (backends/base.py registers them; a test checks the two
+# lists agree): a misspelt JAXLITE_BACKEND stops the import, naming the variable
+_COMPILER_BACKENDS = ("cpu", "interpreter")
 # enums whose value may not be None (the others take None: "unset")
 _REQUIRED_ENUMS = {"jax_numpy_rank_promotion": ("allow", "warn", "raise"),
                    "jax_traceback_filtering": _TRACEBACK_FILTERING}
@@ -285,7 +288,7 @@ class Config:
                                                  _TRACEBACK_FILTERING, "auto"),
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
             # "interpreter" (NumPy, the reference)
-            "jaxlite_backend": os.environ.get("JAXLITE_BACKEND") or "cpu",
+            "jaxlite_backend": _env_enum("JAXLITE_BACKEND", _COMPILER_BACKENDS, "cpu"),
             # cpu backend: run a program on the interpreter while its native code builds
             # in the background (False: compile before the first call returns)
             "jaxlite_tiered": _env_bool("JAXLITE_TIERED", True),
@@ -398,9 +401,10 @@ class Config:
                                  f"must be of type {kind.__name__}, {got}")
             return kind(value)
         if name in _STRING_FLAGS:
-            if name == "jaxlite_backend" and type(value) is not str:
-                raise ValueError(f"{name}: new string config value must be of type str, "
-                                 f"{got}")
+            if name == "jaxlite_backend" and (type(value) is not str or
+                                              value not in _COMPILER_BACKENDS):
+                raise ValueError(f"{name}: the compiler backend must be one of "
+                                 f"{list(_COMPILER_BACKENDS)}, {got}")
             if value is not None and type(value) is not str:
                 raise ValueError(f"{name}: new string config value must be None or of type "
                                  f"str, {got}")
