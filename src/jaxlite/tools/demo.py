@@ -15,7 +15,6 @@ the program as here and writes what it saw as JSON for this process to read and 
 from __future__ import annotations
 
 import ast
-import builtins
 import contextlib
 import gc
 import importlib.util
@@ -272,22 +271,10 @@ def _transfer_delta(before: dict, after: dict) -> dict:
 
 
 def _exec_program(path: Path, module: types.ModuleType) -> None:
-    """Runs the Python file ``path`` in ``module`` (named ``__main__``, standing in for
-    ``sys.modules["__main__"]`` meanwhile), as ``python path`` runs it."""
-    filename = str(path.resolve())
-    with io.open_code(filename) as fh:     # bytes: compile() honours a coding line
-        code = compile(fh.read(), filename, "exec", dont_inherit=True)
-    module.__dict__.update(__file__=filename, __cached__=None, __loader__=None,
-                           __package__=None, __spec__=None, __builtins__=builtins)
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = module
-    try:
-        exec(code, module.__dict__)
-    finally:
-        if saved is None:
-            del sys.modules["__main__"]
-        else:
-            sys.modules["__main__"] = saved
+    """Runs the Python file ``path`` in ``module`` (named ``__main__``), as ``python path``
+    runs it (``doctor.exec_main``)."""
+    from .doctor import exec_main
+    exec_main(str(path.resolve()), module)
 
 
 def run_section(path: Path, out, prefix: str = _INDENT + "| ",

@@ -66,7 +66,7 @@ def add_arguments(parser) -> None:
 
 
 def _user_traceback(tb):
-    """``tb`` without its leading frames from the doctor (the runner and ``_exec_main``):
+    """``tb`` without its leading frames from the doctor (the runner and ``exec_main``):
     the traceback starts at the program's first frame, as for ``python script.py``
     (None for an error raised before any of the program ran, e.g. a syntax error)."""
     while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
@@ -105,15 +105,18 @@ def resolve_script(path: str) -> str:
     return path
 
 
-def _exec_main(filename: str) -> None:
+def exec_main(filename: str, module: types.ModuleType | None = None) -> None:
     """Runs the Python file ``filename`` (absolute) as module ``__main__``, as ``python
     script.py`` does: ``__file__`` and the code's file name absolute (what tracebacks
     show), ``sys.argv`` left as the caller set it (``runpy.run_path`` would overwrite
-    ``sys.argv[0]``), none of the doctor's ``__future__`` flags inherited."""
+    ``sys.argv[0]``), none of the caller's ``__future__`` flags inherited.  ``module``: the
+    module to run it in (the demo keeps it, to clear its globals afterwards), by default
+    a new one; it stands in for ``sys.modules["__main__"]`` while the file runs."""
     with io.open_code(filename) as fh:     # bytes: compile() honours a coding line
         source = fh.read()
     code = compile(source, filename, "exec", dont_inherit=True)
-    module = types.ModuleType("__main__")
+    if module is None:
+        module = types.ModuleType("__main__")
     module.__dict__.update(__file__=filename, __cached__=None, __loader__=None,
                            __package__=None, __spec__=None, __builtins__=builtins)
     saved = sys.modules.get("__main__")
@@ -141,7 +144,7 @@ def _run_script(path: str, argv: list) -> dict:
     else:
         sys.path.insert(0, os.path.dirname(where))
     try:
-        _exec_main(where)
+        exec_main(where)
     except SystemExit as e:
         # as Python ends on it: None or 0 a success; a whole number the exit status,
         # printing nothing; anything else printed to stderr, and status 1
