@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: demo test test-slow test-all bench fuzz install clean
 
@@ -18,9 +19,14 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(TEST_STAMP)
 
+# the demo's several-process section runs under MPI (the mpi extra: mpi4py and MPICH)
+$(DEMO_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[mpi]'
+	touch $(DEMO_STAMP)
+
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m jaxlite demo
 
 # the fast tier (a fixed sample of the big oracle tables); test-slow runs the rest of them
