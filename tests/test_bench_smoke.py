@@ -39,7 +39,7 @@ def test_quick_run_prints_every_workload():
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     p = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--no-write",
                         "--libs", "jaxlite,numpy"], capture_output=True, text=True,
-                       cwd=ROOT, env=env, timeout=60)
+                       cwd=ROOT, env=env, timeout=240)
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
     assert "QUICK" in out and "Copy bandwidth" in out and "FAILED" not in out
@@ -105,7 +105,7 @@ def test_w7_counts_input_and_output(lib):
     """A W7 sample in a fresh process: the peak is at least input + output (4 MB each)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     p = subprocess.run([sys.executable, str(BENCH / "_workloads_fresh.py"), "W7", lib,
-                        "--quick"], capture_output=True, text=True, env=env, timeout=60)
+                        "--quick"], capture_output=True, text=True, env=env, timeout=240)
     assert p.returncode == 0, p.stderr
     import json
     r = json.loads(p.stdout.strip().splitlines()[-1])

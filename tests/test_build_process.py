@@ -133,7 +133,7 @@ def test_the_user_process_compiles_nothing(tmp_path):
     assert "compiled by the build process" in err and "0 kernel(s) compiled here" in err
     _check_values(r)
     # the build process ends with the user's process
-    assert _gone(r["pid"])
+    assert _finishes(r["pid"])
     # the program is marked built: the next process loads it in its first call
     r2, err2 = _python(tmp_path, HOT)
     assert r2["stats"]["compiled"] == 0 and r2["pid"] is None, err2
@@ -227,7 +227,7 @@ def test_a_program_that_does_not_pickle_builds_in_this_process(tmp_path):
 
 def test_a_stale_marker_is_built_as_usual(tmp_path):
     r1, _ = _python(tmp_path, HOT)
-    assert _gone(r1["pid"])
+    assert _finishes(r1["pid"])
     # the kernels go, the "built before" marker stays
     for p in (tmp_path / "cache" / "native").iterdir():
         if p.is_file():
