@@ -41,7 +41,7 @@ from .. import dtypes
 from ..core.eager import host_value
 from ..primitives.control_flow import cond_p, scan_p, while_p
 from ..primitives.kernel import Kernel, KernelInput, KernelOutput, expand_kernels, kernel_p
-from ..ir.interpret import exact
+from ..ir.interpret import exact, last_uses
 from ..core.avals import ShapedArray
 from ..ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from ..runtime.buffer import POOL, pool_empty
@@ -225,11 +225,7 @@ class _Source:
         for i, v in enumerate(jaxpr.invars):
             names.setdefault(v, f"a{i}")
         # last use of every variable, for `del` and for the temporaries' peak
-        last = {}
-        for k, eqn in enumerate(jaxpr.eqns):
-            for v in eqn.invars:
-                if not isinstance(v, Literal):
-                    last[v] = k
+        last = last_uses(jaxpr)
         outs = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
         reuse = _Reuse(jaxpr, last, outs, donated)
         in_place = 0     # equations that write into a dying operand's buffer

@@ -12,16 +12,23 @@ import numpy as np
 from .jaxpr import Jaxpr, Literal
 
 
-def dead_after(jaxpr: Jaxpr):
-    """For each equation of ``jaxpr``, the variables no later equation or output reads:
-    an operand at its last use, and a result nobody reads.  Evaluators drop them right
-    there, so host memory holds the live set, not every intermediate of the program (a
-    loop body's thousands of whole-array temporaries otherwise all live to its end)."""
+def last_uses(jaxpr: Jaxpr) -> dict:
+    """Each variable an equation of ``jaxpr`` reads -> the index of the last equation that
+    reads it (outputs not counted)."""
     last = {}
     for k, eqn in enumerate(jaxpr.eqns):
         for v in eqn.invars:
             if not isinstance(v, Literal):
                 last[v] = k
+    return last
+
+
+def dead_after(jaxpr: Jaxpr):
+    """For each equation of ``jaxpr``, the variables no later equation or output reads:
+    an operand at its last use, and a result nobody reads.  Evaluators drop them right
+    there, so host memory holds the live set, not every intermediate of the program (a
+    loop body's thousands of whole-array temporaries otherwise all live to its end)."""
+    last = last_uses(jaxpr)
     kept = {v for v in jaxpr.outvars if not isinstance(v, Literal)}
     dead = [[] for _ in jaxpr.eqns]
     for v, k in last.items():
