@@ -1023,7 +1023,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
         "deliberate: JAX's jnp.reshape of a NumPy array calls the array's own reshape and "
         "returns a NumPy array (float64 stays float64); jaxlite returns an Array of the "
         "canonical dtype, as every other jnp function does",
-    ("numpy.logaddexp2", "i16 i32 f32 bf16-f16 x64:i64 x64:f64", "value"): EXACT,
+    ("numpy.logaddexp2", "i16 i32 f32 f16 bf16-f16 x64:i64 x64:f64", "value"): EXACT,
     ("nn.softmax nn.log_softmax", "reduce-u8 reduce-u32", "value"): UNSIGNED_SOFTMAX,
     ("nn.softmax nn.log_softmax", "x64:reduce-u64", "value"): UNSIGNED_SOFTMAX,
     # complex functions: XLA's formulas (primitives/_complex.py), magnified last-place
