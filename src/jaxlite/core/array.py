@@ -155,8 +155,11 @@ class ArrayImpl(Array):
         A computation dispatched asynchronously (runtime/dispatch.py) is waited for here,
         and its error, if it failed, is raised here (the same type, naming the operation
         or jitted function).  Raises RuntimeError if the array was deleted."""
-        if self._buf.data is None:
+        buf = self._buf
+        if buf.data is None:
             raise deleted_error(self.aval)
+        if not buf.device._host_memory:      # another platform's buffer: its ready event
+            buf.device.backend.block_until_ready(buf.data)
         return self
 
     def copy_to_host_async(self) -> None:

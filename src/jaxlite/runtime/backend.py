@@ -108,6 +108,11 @@ class Backend(abc.ABC):
         """Called once when the Buffer holding ``native`` is deleted or collected (after
         its bytes left the device's accounting).  Default: nothing to do."""
 
+    def block_until_ready(self, native) -> None:
+        """Waits until ``native``'s values are computed (a platform whose results come
+        back before they are computed raises the computation's error here).  Default:
+        nothing to wait for."""
+
     # ---- execution --------------------------------------------------------------------------
     @abc.abstractmethod
     def execute(self, prim, vals: list, params: dict, device, out_aval):
@@ -173,6 +178,62 @@ def get(platform: str) -> Backend | None:
     return _BACKENDS.get(platform)
 
 
+# Sources of platforms registered on demand (backends/pjrt: one per PJRT plugin found), so
+# that importing jaxlite loads no plugin and opens no chip.
+_PROVIDERS: list = []
+
+
+def add_provider(provider) -> None:
+    """Adds a source of platforms registered when first asked for.
+
+    ``provider.provide(name)`` registers (``register``) and returns the Backend of platform
+    ``name`` when it has one, returns None when it has none, and raises RuntimeError
+    naming the cause when it has the platform but cannot start it (the chip held by
+    another process, a plugin too old).  ``provider.hint(name)`` is None, or what to
+    install to get platform ``name`` (added to the "Unknown backend" error).
+    ``provider.autodetect()``
+    registers the platforms that become the default without being named (accelerators
+    whose client starts), warning for those that fail; ``default_backend()`` calls it
+    once, when ``jax_platforms`` is unset.
+    """
+    _PROVIDERS.append(provider)
+
+
+def provide(name: str) -> Backend | None:
+    """The Backend of platform ``name``: the registered one, else one a provider registers
+    now (``add_provider``), else None.  Raises the provider's RuntimeError when the
+    platform is known but cannot start."""
+    b = _BACKENDS.get(name)
+    if b is None:
+        for p in _PROVIDERS:
+            b = p.provide(name)
+            if b is not None:
+                break
+    return b
+
+
+def missing_hint(name: str) -> str:
+    """`` <what to install>`` for an absent platform ``name`` (from the providers), or
+    the empty string."""
+    for p in _PROVIDERS:
+        h = p.hint(name)
+        if h:
+            return f" {h}"
+    return ""
+
+
+_autodetected = False
+
+
+def autodetect() -> None:
+    """Lets every provider register its default-worthy platforms (once per process)."""
+    global _autodetected
+    if not _autodetected:
+        _autodetected = True
+        for p in _PROVIDERS:
+            p.autodetect()
+
+
 def registered() -> list:
     """Every registered Backend, in registration order."""
     return list(_BACKENDS.values())
@@ -195,7 +256,17 @@ def requested_platforms(spec: str) -> list:
     """
     out = []
     for p in spec.split(","):
+        cause = None
+        for a in ALIASES.get(p, (p,)):
+            try:
+                provide(a)
+            except RuntimeError as e:     # known, but it cannot start: say why
+                cause = cause or str(e)
         names = [a for a in ALIASES.get(p, (p,)) if a in _BACKENDS]
+        if not names and cause is not None:
+            raise RuntimeError(f"Unable to initialize backend '{p}': {cause} (set "
+                               f"JAX_PLATFORMS='' to automatically choose an available "
+                               f"backend)")
         if not names:
             have = list(_BACKENDS)
             if p in ALIASES:
@@ -203,6 +274,7 @@ def requested_platforms(spec: str) -> list:
                        f"({', '.join(ALIASES[p])}) is present; platforms present: {have}")
             else:
                 why = f"Backend '{p}' is not in the list of known backends: {have}."
+            why += missing_hint(p)
             raise RuntimeError(f"Unable to initialize backend '{p}': {why} (set "
                                f"JAX_PLATFORMS='' to automatically choose an available "
                                f"backend)")
