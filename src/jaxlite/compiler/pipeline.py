@@ -106,6 +106,10 @@ class CompiledProgram:
     def as_text(self) -> str:
         ex = self.executable
         text = ex.as_text()     # first: a tiered executable builds its native tier here
+        hlo = getattr(ex, "optimized_hlo_text", None)
+        hlo = hlo() if hlo is not None else None
+        if hlo:     # a PJRT plugin's executable: the StableHLO it got, then XLA's program
+            text += f"\n# optimised by {ex.backend}'s PJRT plugin (XLA HLO)\n{hlo}"
         return (f"# optimised program ({', '.join(n for n, _ in PASSES)})\n"
                 f"{self.optimized}\n{_kernels_text(self.optimized)}\n# executable: "
                 f"backend={ex.backend}, temporaries peak "

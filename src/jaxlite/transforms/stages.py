@@ -387,6 +387,9 @@ class Compiled:
         a jitted ``shard_map`` reports too (the collectives its body calls; its flops are
         the whole computation's)."""
         part = self._partition()
+        plugin = getattr(self._program.executable, "cost_analysis", None)
+        if part is None and plugin is not None and plugin() is not None:
+            return plugin()       # compiled by a PJRT plugin: XLA's own figures
         if part is None:
             out = cost_analysis(self._program.optimized)
             manual = self._lowered.closed_jaxpr.collectives
