@@ -450,6 +450,12 @@ class LoweringContext:
         self._loc = f" loc({_quote(where)})"
         try:
             rule = getattr(prim, "lowering", None)
+            if rule is None and getattr(prim, "host_callback", False):
+                raise NotImplementedError(
+                    f"primitive '{prim.name}' calls back into Python on the host, which a "
+                    f"program compiled for platform {self.platform} cannot do{self._at()}: "
+                    f"call it outside the jitted function, or run the program on the "
+                    f"'cpu' platform")
             if rule is None:
                 raise NotImplementedError(
                     f"MLIR translation rule for primitive '{prim.name}' not found for "
