@@ -38,7 +38,11 @@ typed field set where the primitive is declared:
 - ``constraint``: the primitive only says where its first operand lives (a sharding
   constraint, a reshard): the SPMD partitioner moves the operand instead of running it;
 - ``host_callback``: the primitive calls back into Python on the host (a callback), so a
-  program holding it must run once, not once per device.
+  program holding it must run once, not once per device;
+- ``lowering``: ``lowering(ctx, *operands, **params)``, the StableHLO operations computing
+  the primitive, emitted through the PJRT backend's lowering context
+  (``backends/pjrt/lowering.py``); None: the primitive does not lower (compiling a program
+  holding it for a PJRT platform raises NotImplementedError naming it).
 """
 from __future__ import annotations
 
@@ -102,7 +106,7 @@ class Primitive:
                  reduction: Reduction | None = None, transcendental: bool = False,
                  extra_flops: int = 0, foldable: bool | None = None,
                  inplace: InPlace | None = None, sharding=None, local_params=None,
-                 constraint: bool = False, host_callback: bool = False):
+                 constraint: bool = False, host_callback: bool = False, lowering=None):
         self.name = name
         self.abstract_eval = abstract_eval
         self.impl = impl
@@ -127,6 +131,7 @@ class Primitive:
         self.local_params = local_params
         self.constraint = constraint
         self.host_callback = host_callback
+        self.lowering = lowering
         self.specialize = None    # (avals, **params) -> callable or None, see impl_for
         self._aval_cache: dict = {}
         if name in _registry:

@@ -379,3 +379,27 @@ for _p in (jit_p, custom_jvp_call_p, custom_vjp_call_p, remat_p):
     _p.sharding = _call_sharding
 debug_callback_p.sharding = _sr.replicate_rule(
     debug_callback_p, "a callback receives whole arrays: replicated")
+
+
+# ---- lowering to StableHLO (backends/pjrt): calls are inlined -----------------------------
+
+def _jit_lower(ctx, *args, jaxpr, name, **_):
+    return ctx.lower_closed(jaxpr, *args)
+
+
+def _call_lower(ctx, *args, jaxpr, **_):
+    return ctx.lower_closed(jaxpr, *args)
+
+
+def _remat_jvp_lower(ctx, *args, jaxpr):
+    # as the implementation: the JVP program of ``jaxpr`` on (primals, tangents), its
+    # tangent outputs
+    jclosed, _ = ad.jvp_jaxpr(jaxpr, [True] * len(jaxpr.in_avals), instantiate_out=True)
+    return ctx.lower_closed(jclosed, *args)[len(jaxpr.out_avals):]
+
+
+jit_p.lowering = _jit_lower
+custom_jvp_call_p.lowering = _call_lower
+custom_vjp_call_p.lowering = _call_lower
+remat_p.lowering = _call_lower
+remat_jvp_p.lowering = _remat_jvp_lower

@@ -753,3 +753,88 @@ def _while_sharding(*args, **params):
 cond_p.sharding = _cond_sharding
 scan_p.sharding = _scan_sharding
 while_p.sharding = _while_sharding
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# A loop is one ``stablehlo.while`` whose carried values hold everything its regions read
+# (the bodies' constants and a scan's stacked operands included), so no region captures
+# a value from outside; a cond is a ``stablehlo.case`` on the clamped index.
+
+def _while_lower(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc = list(args[:cond_nconsts])
+    bc = list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    n_fixed = cond_nconsts + body_nconsts
+    avals = [a.aval for a in args]
+
+    def cond(*vals):
+        carry = vals[n_fixed:]
+        return ctx.lower_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts,
+                               list(vals[:cond_nconsts]) + list(carry))
+
+    def body(*vals):
+        fixed, carry = list(vals[:n_fixed]), list(vals[n_fixed:])
+        outs = ctx.lower_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts,
+                               fixed[cond_nconsts:] + carry)
+        return fixed + list(outs)
+
+    outs = ctx.op("stablehlo.while", cc + bc + list(args[n_fixed:]), avals,
+                  regions=[ctx.region(avals, cond), ctx.region(avals, body)])
+    return outs[n_fixed:]
+
+
+def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    consts = list(args[:num_consts])
+    carry = list(args[num_consts:num_consts + num_carry])
+    xs = list(args[num_consts + num_carry:])
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [ctx.constant(np.zeros((), a.dtype), a.dtype, (length,) + a.shape) for a in y_avals]
+    i0 = ctx.constant(0, np.int64)
+    init = [i0] + consts + carry + xs + ys
+    avals = [v.aval for v in init]
+    nc, nk, nx = len(consts), len(carry), len(xs)
+
+    def cond(i, *rest):
+        return ctx.compare(i, ctx.constant(length, np.int64), "LT")
+
+    def body(i, *rest):
+        cs, cr = list(rest[:nc]), list(rest[nc:nc + nk])
+        xv, yv = list(rest[nc + nk:nc + nk + nx]), list(rest[nc + nk + nx:])
+        k = ctx.binary("subtract", ctx.constant(length - 1, np.int64), i) if reverse else i
+        zero = ctx.constant(0, np.int64)
+        slices = []
+        for x in xv:
+            shape = x.aval.shape
+            s = ctx.op("stablehlo.dynamic_slice", [x, k] + [zero] * (len(shape) - 1),
+                       ctx.aval((1,) + shape[1:], x.aval.dtype),
+                       {"slice_sizes": ctx.i64s((1,) + shape[1:])})
+            slices.append(ctx.reshape(s, shape[1:]))
+        outs = ctx.lower_jaxpr(jaxpr.jaxpr, jaxpr.consts, cs + cr + slices)
+        new_ys = []
+        for y, o in zip(yv, outs[num_carry:]):
+            upd = ctx.reshape(o, (1,) + o.aval.shape)
+            new_ys.append(ctx.op("stablehlo.dynamic_update_slice",
+                                 [y, upd, k] + [zero] * o.aval.ndim, y.aval))
+        nxt = ctx.binary("add", i, ctx.constant(1, np.int64))
+        return [nxt] + cs + list(outs[:num_carry]) + xv + new_ys
+
+    outs = ctx.op("stablehlo.while", init, avals,
+                  regions=[ctx.region(avals, cond), ctx.region(avals, body)])
+    return outs[1 + nc:1 + nc + nk] + outs[1 + nc + nk + nx:]
+
+
+def _cond_lower(ctx, index, *args, branches):
+    if len(branches) == 1:
+        return ctx.lower_jaxpr(branches[0].jaxpr, branches[0].consts, list(args))
+    # the implementation clamps the index (StableHLO runs the last branch for any index
+    # out of range, a negative one included)
+    lo = ctx.constant(0, np.int32)
+    hi = ctx.constant(len(branches) - 1, np.int32)
+    k = ctx.op("stablehlo.clamp", [lo, index, hi], index.aval)
+    regions = [ctx.region([], lambda br=br: ctx.lower_jaxpr(br.jaxpr, br.consts, list(args)))
+               for br in branches]
+    return ctx.op("stablehlo.case", [k], list(ctx.avals_out), regions=regions)
+
+
+scan_p.lowering = _scan_lower
+while_p.lowering = _while_lower
+cond_p.lowering = _cond_lower

@@ -1128,3 +1128,164 @@ for _p in list(globals().values()):
         batching.elementwise_batcher(_p)
 for _p in (convert_element_type_p, bitcast_convert_type_p, integer_pow_p):
     batching.vectorized_batcher(_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# Each operation computes what XLA computes for it, which the implementations above mirror
+# (integer division by zero, shifts by out-of-range amounts, NaN-propagating max/min,
+# saturating float -> int conversion).
+
+from . import _lowering as _lo  # noqa: E402
+
+for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
+                (ceil_p, "stablehlo.ceil"), (is_finite_p, "stablehlo.is_finite"),
+                (exp_p, "stablehlo.exponential"), (log_p, "stablehlo.log"),
+                (log1p_p, "stablehlo.log_plus_one"), (expm1_p, "stablehlo.exponential_minus_one"),
+                (tanh_p, "stablehlo.tanh"), (logistic_p, "stablehlo.logistic"),
+                (sin_p, "stablehlo.sine"), (cos_p, "stablehlo.cosine"), (tan_p, "chlo.tan"),
+                (asin_p, "chlo.asin"), (acos_p, "chlo.acos"), (atan_p, "chlo.atan"),
+                (sinh_p, "chlo.sinh"), (cosh_p, "chlo.cosh"), (asinh_p, "chlo.asinh"),
+                (acosh_p, "chlo.acosh"), (atanh_p, "chlo.atanh"), (sqrt_p, "stablehlo.sqrt"),
+                (rsqrt_p, "stablehlo.rsqrt"), (cbrt_p, "stablehlo.cbrt"),
+                (abs_p, "stablehlo.abs"), (not_p, "stablehlo.not"), (real_p, "stablehlo.real"),
+                (imag_p, "stablehlo.imag"), (erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"),
+                (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"),
+                (population_count_p, "stablehlo.popcnt"), (add_p, "stablehlo.add"),
+                (add_any_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"),
+                (mul_p, "stablehlo.multiply"), (div_p, "stablehlo.divide"),
+                (rem_p, "stablehlo.remainder"), (atan2_p, "stablehlo.atan2"),
+                (nextafter_p, "chlo.next_after"), (and_p, "stablehlo.and"),
+                (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
+                (shift_left_p, "stablehlo.shift_left"),
+                (shift_right_logical_p, "stablehlo.shift_right_logical"),
+                (shift_right_arithmetic_p, "stablehlo.shift_right_arithmetic"),
+                (complex_p, "stablehlo.complex")):
+    _p.lowering = _lo.elementwise(_op)
+for _p, _dir in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
+                 (ge_p, "GE")):
+    _p.lowering = _lo.compare(_dir)
+
+
+def _sign_lower(ctx, x):
+    if dtypes.kind(x.aval.dtype) == "u":     # StableHLO's sign takes no unsigned integers
+        zero = ctx.full(0, x.aval)
+        return ctx.convert(ctx.compare(x, zero, "NE"), x.aval.dtype)
+    return ctx.unary("sign", x)
+
+
+def _round_lower(ctx, x, rounding_method=0):
+    op = "round_nearest_even" if int(rounding_method) == 1 else "round_nearest_afz"
+    return ctx.unary(op, x)
+
+
+def _exp2_lower(ctx, x):
+    if x.aval.dtype.kind == "c":      # 2**z = e**(z log 2)
+        return ctx.unary("exponential", ctx.binary("multiply", x,
+                                                    ctx.full(math.log(2), x.aval)))
+    return ctx.binary("power", ctx.full(2, x.aval), x)
+
+
+def _conj_lower(ctx, x, input_dtype=None):
+    out = ctx.avals_out[0]
+    if x.aval.dtype.kind != "c":      # a real number's conjugate: itself, as complex
+        return ctx.convert(x, out.dtype)
+    re = ctx.op("stablehlo.real", [x], ctx.aval(x.aval.shape, _real_dtype(x.aval.dtype)))
+    im = ctx.op("stablehlo.imag", [x], re.aval)
+    return ctx.op("stablehlo.complex", [re, ctx.unary("negate", im)], out)
+
+
+def _square_lower(ctx, x):
+    return ctx.binary("multiply", x, x)
+
+
+def _integer_pow_lower(ctx, x, y):
+    # exponentiation by squaring, the multiplications in the implementation's order
+    if y == 0:
+        return ctx.full(1, x.aval)
+    acc, base, n = None, x, abs(int(y))
+    while n:
+        if n & 1:
+            acc = base if acc is None else ctx.binary("multiply", acc, base)
+        n >>= 1
+        if n:
+            base = ctx.binary("multiply", base, base)
+    if y < 0:
+        return ctx.binary("divide", ctx.full(1, x.aval), acc)
+    return acc
+
+
+def _pow_lower(ctx, x, y):
+    out = ctx.avals_out[0]
+    x, y = _lo._operands_to(ctx, (x, y), out.shape)
+    return ctx.binary("power", x, ctx.convert(y, out.dtype))
+
+
+def _lex_greater_lower(ctx, x, y):
+    rt = ctx.aval(x.aval.shape, _real_dtype(x.aval.dtype))
+    xr, yr = ctx.op("stablehlo.real", [x], rt), ctx.op("stablehlo.real", [y], rt)
+    xi, yi = ctx.op("stablehlo.imag", [x], rt), ctx.op("stablehlo.imag", [y], rt)
+    return ctx.binary("or", ctx.compare(xr, yr, "GT"),
+                      ctx.binary("and", ctx.compare(xr, yr, "EQ"), ctx.compare(xi, yi, "GT")))
+
+
+def _minmax_lower(op, is_max):
+    def rule(ctx, x, y):
+        out = ctx.avals_out[0]
+        x, y = _lo._operands_to(ctx, (x, y), out.shape)
+        if x.aval.dtype.kind == "c":        # lexicographic; a NaN comparison picks y
+            pick_x = _lex_greater_lower(ctx, x, y) if is_max else _lex_greater_lower(ctx, y, x)
+            return ctx.select(pick_x, x, y)
+        return ctx.binary(op, x, y)
+    return rule
+
+
+def _select_n_lower(ctx, which, *cases):
+    out = ctx.avals_out[0]
+    cases = _lo._operands_to(ctx, cases, out.shape)
+    which = ctx.broadcast(which, out.shape)
+    if len(cases) == 1:
+        return cases[0]
+    if which.aval.dtype == np.bool_:
+        return ctx.select(which, cases[1], cases[0])
+
+    def pick(lo, hi):          # cases[lo:hi] by a binary tree of selects on ``which``
+        if hi - lo == 1:
+            return cases[lo]
+        mid = (lo + hi) // 2
+        below = ctx.compare(which, ctx.full(mid, which.aval), "LT")
+        return ctx.select(below, pick(lo, mid), pick(mid, hi))
+    return pick(0, len(cases))
+
+
+def _clamp_lower(ctx, lo, x, hi):
+    return ctx.op("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])
+
+
+def _convert_lower(ctx, x, new_dtype, weak_type=False):
+    new = np.dtype(new_dtype)
+    if new == x.aval.dtype:
+        return x
+    if new == np.bool_:
+        return ctx.compare(x, ctx.full(0, x.aval), "NE")
+    if x.aval.dtype.kind == "c" and new.kind != "c":
+        x = ctx.op("stablehlo.real", [x], ctx.aval(x.aval.shape, _real_dtype(x.aval.dtype)))
+    return ctx.convert(x, new)
+
+
+def _bitcast_lower(ctx, x, new_dtype):
+    return ctx.op("stablehlo.bitcast_convert", [x], ctx.avals_out[0])
+
+
+sign_p.lowering = _sign_lower
+round_p.lowering = _round_lower
+exp2_p.lowering = _exp2_lower
+conj_p.lowering = _conj_lower
+square_p.lowering = _square_lower
+integer_pow_p.lowering = _integer_pow_lower
+pow_p.lowering = _pow_lower
+max_p.lowering = _minmax_lower("maximum", True)
+min_p.lowering = _minmax_lower("minimum", False)
+select_n_p.lowering = _select_n_lower
+clamp_p.lowering = _clamp_lower
+convert_element_type_p.lowering = _convert_lower
+bitcast_convert_type_p.lowering = _bitcast_lower

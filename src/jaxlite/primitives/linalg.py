@@ -1533,3 +1533,53 @@ for _p in (svd_p, cholesky_p, triangular_solve_p, lu_p, qr_p, eigh_p, eig_p, geq
     _p.sharding = _sr.batched_core(_p, 2)
 for _p in (tridiagonal_solve_p, lu_pivots_to_permutation_p):
     _p.sharding = _sr.batched_core(_p, 1)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+from .elementwise import _convert_lower  # noqa: E402
+
+
+def _precision_attr(precision):
+    names = ["DEFAULT", "DEFAULT"] if precision is None else [
+        getattr(p, "name", str(p)).upper() for p in precision]
+    return "[" + ", ".join(f"#stablehlo<precision {n}>" for n in names) + "]"
+
+
+def dot_general_text(ctx, dimension_numbers) -> str:
+    """The ``#stablehlo.dot<...>`` attribute of ``dimension_numbers``."""
+    lc, rc, lb, rb = _dims(dimension_numbers)
+    return (f"#stablehlo.dot<lhs_batching_dimensions = {ctx.dims(lb)}, "
+            f"rhs_batching_dimensions = {ctx.dims(rb)}, "
+            f"lhs_contracting_dimensions = {ctx.dims(lc)}, "
+            f"rhs_contracting_dimensions = {ctx.dims(rc)}>")
+
+
+def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+               out_sharding=None):
+    # the operand conversions of the implementation: two dtypes meet in the result's, a
+    # wider preferred type accumulates, half precision runs in float32, bool in int32
+    out = ctx.avals_out[0]
+    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    ldt, rdt = lhs.aval.dtype, rhs.aval.dtype
+    if ldt != rdt:
+        target = dot_result_dtype(ldt, rdt, pet)
+        lhs = _convert_lower(ctx, lhs, target)
+        rhs = _convert_lower(ctx, rhs, target)
+    elif pet is not None and pet != ldt and (
+            ldt.kind in "biu" or pet.kind == "c"
+            or (pet.kind == "f" and pet.itemsize >= ldt.itemsize)):
+        lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
+    cdt = lhs.aval.dtype
+    if cdt in _HALF:
+        cdt = np.dtype(np.float32)
+    elif cdt == np.bool_:
+        cdt = np.dtype(np.int32)
+    lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
+    r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, cdt),
+               {"dot_dimension_numbers": dot_general_text(ctx, dimension_numbers),
+                "precision_config": _precision_attr(precision)})
+    return _convert_lower(ctx, r, out.dtype)
+
+
+dot_general_p.lowering = _dot_lower

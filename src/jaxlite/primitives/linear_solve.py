@@ -182,3 +182,8 @@ def _solve_sharding(in_specs, in_avals, axis_sizes, *, jaxpr, **params):
 
 
 custom_linear_solve_p.sharding = _solve_sharding
+
+
+# ---- lowering to StableHLO (backends/pjrt): the solve's program, inlined ----------------
+
+custom_linear_solve_p.lowering = lambda ctx, *args, jaxpr, **_: ctx.lower_closed(jaxpr, *args)

@@ -647,3 +647,178 @@ def _cumprod_jvp(primals, tangents, axis, reverse=False):
 
 
 cumprod_p.jvp = _cumprod_jvp
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+_COMBINE = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum",
+            "and": "and", "or": "or", "xor": "xor"}
+
+
+def _lex_pick(ctx, a, b, is_max):
+    """Of complex scalars ``a`` and ``b``: ``a`` when it is lexicographically greater
+    (``is_max``) or smaller, else ``b`` (XLA's complex max/min)."""
+    rt = ctx.aval(a.aval.shape, np.float64 if a.aval.dtype == np.complex128 else np.float32)
+    ar, br = ctx.op("stablehlo.real", [a], rt), ctx.op("stablehlo.real", [b], rt)
+    ai, bi = ctx.op("stablehlo.imag", [a], rt), ctx.op("stablehlo.imag", [b], rt)
+    d = "GT" if is_max else "LT"
+    pick = ctx.binary("or", ctx.compare(ar, br, d),
+                      ctx.binary("and", ctx.compare(ar, br, "EQ"), ctx.compare(ai, bi, d)))
+    return ctx.select(pick, a, b)
+
+
+def _combiner(ctx, monoid, dt):
+    """The region combining two scalars of ``dt`` with ``monoid``."""
+    if monoid in ("max", "min") and np.dtype(dt).kind == "c":
+        return ctx.scalar_region([dt], lambda a, b: _lex_pick(ctx, a, b, monoid == "max"))
+    if monoid in ("max", "min") and np.dtype(dt) == np.bool_:
+        monoid = "or" if monoid == "max" else "and"
+    return ctx.scalar_region([dt], lambda a, b: ctx.binary(_COMBINE[monoid], a, b))
+
+
+def _reduce_lowering(name):
+    monoid = {"reduce_sum": "add", "reduce_prod": "mul", "reduce_max": "max",
+              "reduce_min": "min", "reduce_and": "and", "reduce_or": "or",
+              "reduce_xor": "xor"}[name]
+
+    def rule(ctx, x, axes, **sharding):
+        out = ctx.avals_out[0]
+        dt = x.aval.dtype
+        # half precision sums and products accumulate in float32, as the implementation
+        wide = monoid in ("add", "mul") and dt in _HALF
+        if wide:
+            x = ctx.convert(x, np.float32)
+        cdt = x.aval.dtype
+        init = _monoid_identity(monoid)(dt)
+        init_v = ctx.constant(np.asarray(init).astype(cdt), cdt)
+        r = ctx.op("stablehlo.reduce", [x, init_v], ctx.aval(out.shape, cdt),
+                   {"dimensions": ctx.i64s(sorted(int(a) for a in axes))},
+                   regions=[_combiner(ctx, monoid, cdt)])
+        return ctx.convert(r, out.dtype)
+    return rule
+
+
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p,
+           reduce_or_p, reduce_xor_p):
+    _p.lowering = _reduce_lowering(_p.name)
+
+
+def _arg_lowering(is_max):
+    def rule(ctx, x, axes, index_dtype):
+        axis = int(axes[0])
+        out = ctx.avals_out[0]
+        dt = x.aval.dtype
+        idt = np.dtype(index_dtype)
+        idx = ctx.op("stablehlo.iota", [], ctx.aval(x.aval.shape, idt),
+                     {"iota_dimension": ctx.i64(axis)})
+        d = "GT" if is_max else "LT"
+
+        def body(a, ia, b, ib):
+            if dt.kind == "c":
+                rt = np.float64 if dt == np.complex128 else np.float32
+                sa = ctx.aval((), rt)
+                ar, br = ctx.op("stablehlo.real", [a], sa), ctx.op("stablehlo.real", [b], sa)
+                ai, bi = ctx.op("stablehlo.imag", [a], sa), ctx.op("stablehlo.imag", [b], sa)
+                better = ctx.binary("or", ctx.compare(ar, br, d), ctx.binary(
+                    "and", ctx.compare(ar, br, "EQ"), ctx.compare(ai, bi, d)))
+                tie = ctx.binary("and", ctx.compare(ar, br, "EQ"), ctx.compare(ai, bi, "EQ"))
+            else:
+                better = ctx.compare(a, b, d)
+                tie = ctx.compare(a, b, "EQ")
+                if dtypes.is_float(dt):        # NaN wins; the first NaN of several
+                    a_nan, b_nan = ctx.compare(a, a, "NE"), ctx.compare(b, b, "NE")
+                    better = ctx.binary("or", better, ctx.binary(
+                        "and", a_nan, ctx.unary("not", b_nan)))
+                    tie = ctx.binary("or", tie, ctx.binary("and", a_nan, b_nan))
+            pick_a = ctx.binary("or", better, ctx.binary("and", tie, ctx.compare(ia, ib, "LT")))
+            return [ctx.select(pick_a, a, b), ctx.select(pick_a, ia, ib)]
+
+        region = ctx.region([ctx.aval((), dt), ctx.aval((), idt)] * 2, body)
+        if dtypes.is_float(dt):
+            init = dtypes.float_bounds(dt)[0 if is_max else 1]
+        elif dt.kind == "c":
+            init = complex(-np.inf, -np.inf) if is_max else complex(np.inf, np.inf)
+        else:
+            init = _identity("reduce_max" if is_max else "reduce_min", dt)
+        _, r = ctx.op("stablehlo.reduce", [x, idx, ctx.constant(init, dt),
+                                           ctx.constant(0, idt)],
+                      [ctx.aval(out.shape, dt), out], {"dimensions": ctx.i64s([axis])},
+                      regions=[region])
+        return r
+    return rule
+
+
+argmax_p.lowering = _arg_lowering(True)
+argmin_p.lowering = _arg_lowering(False)
+
+
+def _cum_lowering(name):
+    monoid = {"cumsum": "add", "cumprod": "mul", "cummax": "max", "cummin": "min"}[name]
+
+    def rule(ctx, x, axis, reverse=False):
+        dt = x.aval.dtype
+        n = x.aval.shape[axis]
+        wide = monoid in ("add", "mul") and dt in _HALF
+        cdt = np.dtype(np.float32) if (wide or dt in _HALF) else dt
+        x = ctx.convert(x, cdt)
+        nd = x.aval.ndim
+        window = [1] * nd
+        window[axis] = max(n, 1)
+        pad = [[0, 0] for _ in range(nd)]
+        pad[axis] = [0, n - 1] if reverse else [n - 1, 0]
+        if monoid in ("max", "min"):
+            init = _monoid_identity(monoid)(dt)
+        else:
+            init = _monoid_identity(monoid)(cdt)
+        r = ctx.op("stablehlo.reduce_window", [x, ctx.constant(np.asarray(init).astype(cdt),
+                                                              cdt)],
+                   x.aval, {"window_dimensions": ctx.i64s(window),
+                            "window_strides": ctx.i64s([1] * nd),
+                            "padding": ctx.dense_i64_2d(pad)},
+                   regions=[_combiner(ctx, monoid, cdt)])
+        return ctx.convert(r, dt)
+    return rule
+
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+    _p.lowering = _cum_lowering(_p.name)
+
+
+def _sort_lower(ctx, *xs, dimension, is_stable, num_keys):
+    """``stablehlo.sort`` with the implementation's order: keys compared in turn (complex
+    ones by real, then imaginary part), NaN after every number, equal keys (-0.0 and 0.0
+    included) keeping their order (stable)."""
+    dts = [x.aval.dtype for x in xs]
+
+    def parts(v):
+        if v.aval.dtype.kind == "c":
+            rt = ctx.aval((), np.float64 if v.aval.dtype == np.complex128 else np.float32)
+            return [ctx.op("stablehlo.real", [v], rt), ctx.op("stablehlo.imag", [v], rt)]
+        return [v]
+
+    def body(*args):
+        lt = None
+        eq = None
+        for k in range(num_keys):
+            for a, b in zip(parts(args[2 * k]), parts(args[2 * k + 1])):
+                if dtypes.is_float(a.aval.dtype):
+                    a_nan, b_nan = ctx.compare(a, a, "NE"), ctx.compare(b, b, "NE")
+                    less = ctx.binary("or", ctx.compare(a, b, "LT"),
+                                      ctx.binary("and", ctx.unary("not", a_nan), b_nan))
+                    same = ctx.binary("or", ctx.compare(a, b, "EQ"),
+                                      ctx.binary("and", a_nan, b_nan))
+                else:
+                    less, same = ctx.compare(a, b, "LT"), ctx.compare(a, b, "EQ")
+                if lt is None:
+                    lt, eq = less, same
+                else:
+                    lt = ctx.binary("or", lt, ctx.binary("and", eq, less))
+                    eq = ctx.binary("and", eq, same)
+        return [lt]
+
+    region = ctx.region([ctx.aval((), d) for d in dts for _ in range(2)], body)
+    return ctx.op("stablehlo.sort", list(xs), [x.aval for x in xs],
+                  {"dimension": ctx.i64(dimension), "is_stable": "true"}, regions=[region])
+
+
+sort_p.lowering = _sort_lower

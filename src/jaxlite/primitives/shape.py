@@ -679,3 +679,113 @@ stop_gradient_p = _shape_prim("stop_gradient", _copy_aval, lambda x: x, kind="vi
                               view=True, rename=_always, sharding=_sr.unary_same)
 stop_gradient_p.jvp = lambda primals, tangents: (stop_gradient_p.bind(*primals), None)
 batching.vectorized_batcher(stop_gradient_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+from .. import dtypes as _dtypes  # noqa: E402
+from . import _lowering as _lo  # noqa: E402
+
+
+def _bid_lower(ctx, x, shape, broadcast_dimensions, sharding=None):
+    return ctx.op("stablehlo.broadcast_in_dim", [x], ctx.avals_out[0],
+                  {"broadcast_dimensions": ctx.i64s(broadcast_dimensions)})
+
+
+def _reshape_lower(ctx, x, new_sizes, dimensions=None, sharding=None):
+    if dimensions is not None and tuple(dimensions) != tuple(range(x.aval.ndim)):
+        x = _transpose_lower(ctx, x, dimensions)
+    return ctx.reshape(x, ctx.avals_out[0].shape)
+
+
+def _transpose_lower(ctx, x, permutation):
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(len(perm))):
+        return x
+    shape = tuple(x.aval.shape[p] for p in perm)
+    return ctx.op("stablehlo.transpose", [x], ctx.aval(shape, x.aval.dtype),
+                  {"permutation": ctx.i64s(perm)})
+
+
+def _squeeze_lower(ctx, x, dimensions):
+    return ctx.reshape(x, ctx.avals_out[0].shape)
+
+
+def _concat_lower(ctx, *xs, dimension):
+    return ctx.op("stablehlo.concatenate", list(xs), ctx.avals_out[0],
+                  {"dimension": ctx.i64(dimension)})
+
+
+def _pad_lower(ctx, x, padding_value, padding_config):
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    return ctx.op("stablehlo.pad", [x, padding_value], ctx.avals_out[0],
+                  {"edge_padding_low": ctx.i64s(lo), "edge_padding_high": ctx.i64s(hi),
+                   "interior_padding": ctx.i64s(interior)})
+
+
+def _rev_lower(ctx, x, dimensions):
+    if not dimensions:
+        return x
+    return ctx.op("stablehlo.reverse", [x], x.aval, {"dimensions": ctx.i64s(dimensions)})
+
+
+def _slice_lower(ctx, x, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * x.aval.ndim
+    return ctx.op("stablehlo.slice", [x], ctx.avals_out[0],
+                  {"start_indices": ctx.i64s(start_indices),
+                   "limit_indices": ctx.i64s(limit_indices), "strides": ctx.i64s(strides)})
+
+
+def start_indices(ctx, idxs, shape):
+    """Start indices as int64 scalars for dynamic_slice/dynamic_update_slice (StableHLO
+    wants one index type; XLA clamps them into range, as the implementations do): an
+    unsigned index is first capped at its dimension so that int64 cannot wrap it."""
+    out = []
+    for i, n in zip(idxs, shape):
+        if _dtypes.kind(i.aval.dtype) == "u" and i.aval.dtype.itemsize >= 8:
+            cap = ctx.full(min(n, np.iinfo(i.aval.dtype).max), i.aval)
+            i = ctx.binary("minimum", i, cap)
+        out.append(ctx.convert(i, np.int64))
+    return out
+
+
+def _dyn_slice_lower(ctx, x, *idxs, slice_sizes):
+    return ctx.op("stablehlo.dynamic_slice", [x] + start_indices(ctx, idxs, x.aval.shape),
+                  ctx.avals_out[0], {"slice_sizes": ctx.i64s(slice_sizes)})
+
+
+def _dus_lower(ctx, x, update, *idxs):
+    return ctx.op("stablehlo.dynamic_update_slice",
+                  [x, update] + start_indices(ctx, idxs, x.aval.shape), ctx.avals_out[0])
+
+
+_IOTA_NATIVE = frozenset(np.dtype(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, _dtypes._BF16))
+
+
+def _iota_lower(ctx, *, dtype, shape, dimension, sharding=None):
+    dt = np.dtype(dtype)
+    attrs = {"iota_dimension": ctx.i64(dimension)}
+    if dt in _IOTA_NATIVE:
+        return ctx.op("stablehlo.iota", [], ctx.avals_out[0], attrs)
+    # complex and narrow types: counted in a standard type and converted, as the
+    # implementation's arange
+    wide = (np.float64 if dt == np.complex128 else np.int64 if _dtypes.kind(dt) in "iu"
+            else np.float32)
+    return ctx.convert(ctx.op("stablehlo.iota", [], ctx.aval(shape, wide), attrs), dt)
+
+
+broadcast_in_dim_p.lowering = _bid_lower
+reshape_p.lowering = _reshape_lower
+transpose_p.lowering = _transpose_lower
+squeeze_p.lowering = _squeeze_lower
+concatenate_p.lowering = _concat_lower
+pad_p.lowering = _pad_lower
+rev_p.lowering = _rev_lower
+slice_p.lowering = _slice_lower
+dynamic_slice_p.lowering = _dyn_slice_lower
+dynamic_update_slice_p.lowering = _dus_lower
+iota_p.lowering = _iota_lower
+copy_p.lowering = _lo.identity
+stop_gradient_p.lowering = _lo.identity

