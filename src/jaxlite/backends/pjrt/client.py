@@ -642,3 +642,49 @@ def _all_indices(n: int):
     if a is None:
         a = _ALL[n] = (C.c_int64 * max(1, n))(*range(n))
     return a
+
+
+def run_mlir(text: str, args, platform: str = "xla_cpu") -> list:
+    """Compiles the StableHLO module ``text`` with the ``platform`` plugin's client (the
+    one jaxlite's ``platform`` devices use) and runs it once on its first device with host
+    arrays ``args``; returns the outputs as NumPy arrays (a testing and debugging aid:
+    ``jaxlite.backends.pjrt.client.run_mlir(lowered.text, [x, y])``).
+
+    Raises RuntimeError when the platform has no plugin, PjrtError when XLA rejects the
+    module or the run fails."""
+    from ...runtime.device import devices
+    dev = devices(platform)[0]
+    client = dev.backend.client
+    ex = client.compile(text, dev.info)
+    bufs = [client.buffer_from_numpy(np.asarray(a), dev.info) for a in args]
+    shapes = _output_shapes(text, ex.num_outputs)
+    outs = ex.execute(bufs, shapes)
+    return [o.to_numpy() for o in outs]
+
+
+def _output_shapes(text: str, n: int) -> list:
+    """``(shape, dtype)`` of the ``n`` results of ``@main`` in StableHLO text (the types
+    after ``->`` in its signature)."""
+    import re
+    m = re.search(r"@main\s*\((.*?)\)\s*->\s*(.*?)\s*(?:attributes\s*\{|\{)", text, re.S)
+    types = re.findall(r"tensor<((?:[^<>]|<[^<>]*>)*)>", m.group(2)) if m else []
+    if len(types) != n:
+        raise ValueError(f"cannot read the {n} result types of @main from the module")
+    out = []
+    for t in types:
+        dims, elem = re.match(r"^((?:\d+x)*)(.+)$", t).groups()
+        out.append((tuple(int(d) for d in dims.split("x")[:-1]), _MLIR_DTYPES[elem]))
+    return out
+
+
+_MLIR_DTYPES = {"i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
+                "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+                "ui8": np.dtype(np.uint8), "ui16": np.dtype(np.uint16),
+                "ui32": np.dtype(np.uint32), "ui64": np.dtype(np.uint64),
+                "f16": np.dtype(np.float16), "f32": np.dtype(np.float32),
+                "f64": np.dtype(np.float64), "bf16": np.dtype(ml_dtypes.bfloat16),
+                "complex<f32>": np.dtype(np.complex64),
+                "complex<f64>": np.dtype(np.complex128),
+                "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+                "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+                "i4": np.dtype(ml_dtypes.int4), "ui4": np.dtype(ml_dtypes.uint4)}
