@@ -100,7 +100,10 @@ class CompiledProgram:
             return self.executable
         ex = self._others.get(b)
         if ex is None:
-            ex = self._others[b] = b.compile(self.optimized, [device], self.name)
+            program = self.optimized
+            if not getattr(b, "fusion", True) and _has_kernels(program):
+                program = optimize(self.source, fusion=False)[0]   # its compiler fuses
+            ex = self._others[b] = b.compile(program, [device], self.name)
         return ex
 
     def as_text(self) -> str:
@@ -133,6 +136,10 @@ def compile_jaxpr(closed: ClosedJaxpr, backend="interpreter", name: str = "f",
     platform's Backend (what jit uses).
     ``devices``: the devices the executable is for (default: the backend's first)."""
     t0 = time.perf_counter()
+    if backend is None:
+        backend = _runtime_backend.get(default_backend())
+    if not isinstance(backend, str) and not getattr(backend, "fusion", True):
+        fusion = False     # the platform's own compiler fuses (XLA through PJRT)
     optimized, log = optimize(closed, record_passes, fusion)
     if isinstance(backend, str):
         executable = get_backend(backend)(optimized, name)
@@ -145,6 +152,10 @@ def compile_jaxpr(closed: ClosedJaxpr, backend="interpreter", name: str = "f",
         executable = platform.compile(optimized, list(devices), name)
     return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0,
                            platform, name)
+
+
+def _has_kernels(closed: ClosedJaxpr) -> bool:
+    return any(e.primitive is _kernel.kernel_p for e in closed.jaxpr.eqns)
 
 
 def cost_analysis(closed: ClosedJaxpr) -> dict:

@@ -58,6 +58,9 @@ class Backend(abc.ABC):
     priority = -1
     dtypes = None
     native_primitives = frozenset()
+    # whether programs given to ``compile`` may hold the compiler's fused kernels (False:
+    # the platform's own compiler fuses, e.g. XLA through PJRT)
+    fusion = True
 
     def __init__(self):
         self._devices = None

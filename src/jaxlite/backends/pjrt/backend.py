@@ -97,6 +97,7 @@ class PjrtBackend(_runtime_backend.Backend):
     """
 
     host_memory = False
+    fusion = False      # XLA fuses; programs come without jaxlite's fused kernels
 
     def __init__(self, info: "plugins.PluginInfo", client_options: dict | None = None):
         super().__init__()
