@@ -360,6 +360,28 @@ def test_eager_executables_are_cached_per_signature(devs):
     assert ref() is None                            # the cache keeps no operand alive
 
 
+def test_donation_through_pjrt(devs):
+    from jaxlite.backends.pjrt.backend import mark_donors
+    sig = ("module { func.func public @main(%arg0: tensor<3xcomplex<f32>>, %arg1: "
+           "tensor<f32> {mhlo.x = 1}, %arg2: tensor<2x3xf32>) -> tensor<3xf32> {")
+    assert mark_donors(sig, [1, 2]) == (
+        "module { func.func public @main(%arg0: tensor<3xcomplex<f32>>, %arg1: "
+        "tensor<f32> {mhlo.x = 1, jax.buffer_donor = true}, %arg2: tensor<2x3xf32> "
+        "{jax.buffer_donor = true}) -> tensor<3xf32> {")
+    d = devs[0]
+    ex = d.backend.compile(jaxlite.make_jaxpr(lambda x, y: x * 2 + y)(jnp.ones(3), jnp.ones(3)),
+                           [d], "f")
+    x = jaxlite.device_put(np.ones(3, np.float32), d)
+    y = jaxlite.device_put(np.arange(3, dtype=np.float32), d)
+    nx, ny = x._buf.data, y._buf.data
+    (out,) = ex.run([nx, ny])                        # nothing donated: both stay
+    assert out.to_numpy().tolist() == [2, 3, 4] and not nx.is_deleted()
+    (out,) = ex.run([nx, ny], frozenset({0}))        # x consumed by the program
+    assert out.to_numpy().tolist() == [2, 3, 4]
+    assert nx.is_deleted() and not ny.is_deleted()
+    assert ex.run([ny, ny])[0].to_numpy().tolist() == [0, 3, 6] and not ny.is_deleted()
+
+
 def test_jit_on_the_platform_shows_xlas_program_and_figures(devs):
     def f(a, b):
         return jnp.tanh(a @ b).sum()

@@ -277,7 +277,10 @@ class PjrtExecutable:
     temporaries), ``backend`` (the platform name), ``name``, ``device``.
     ``run(vals, donated=None)`` takes native values (PjrtBuffers on ``device``; a NumPy
     scalar or 0-d array is a constant, copied to the device for the call) and returns one
-    PjrtBuffer per output at once.  ``as_text()`` is the StableHLO module;
+    PjrtBuffer per output at once.  ``donated``: argument positions the program may
+    consume (PJRT's donation: the module is compiled once more, on the first such call,
+    with those parameters marked ``jax.buffer_donor``, and XLA writes outputs into them;
+    every other argument is passed as non-donatable and stays valid).  ``as_text()`` is the StableHLO module;
     ``optimized_hlo_text()`` the plugin's optimised HLO; ``cost_analysis()`` the plugin's
     figures (flops, bytes accessed, ...).
     """
@@ -297,6 +300,7 @@ class PjrtExecutable:
         self._out_shapes = [(tuple(a.shape), a.dtype) for a in self.out_avals]
         mem = self._loaded.compiled_memory_stats()
         self.temp_bytes = int(mem["temp_size_in_bytes"]) if mem else 0
+        self._donating: dict = {}     # donated positions -> executable marking them donors
 
     def run(self, vals, donated=None) -> list:
         bufs = []
@@ -306,9 +310,18 @@ class PjrtExecutable:
                 v = self._client.buffer_from_numpy(np.asarray(v), info)
             bufs.append(v)
         check_fits(self.out_avals, self.device, f"the program {self.name}")
+        loaded = self._loaded
+        if donated:
+            donated = tuple(sorted(k for k in donated if type(vals[k]) is PjrtBuffer))
+            loaded = self._donating.get(donated)
+            if loaded is None:
+                try:
+                    loaded = self._donating[donated] = self._client.compile(
+                        mark_donors(self.text, donated), self.device.info)
+                except PjrtError as e:
+                    raise _compile_error(e, self.text, self.name) from None
         try:
-            return self._loaded.execute(bufs, self._out_shapes,
-                                        tuple(sorted(donated)) if donated else ())
+            return loaded.execute(bufs, self._out_shapes, donated or ())
         except PjrtOutOfMemory as e:
             raise out_of_memory(None, device=self.device,
                                 what=f"the program {self.name}: {e}") from None
@@ -332,6 +345,45 @@ class PjrtExecutable:
     def memory_analysis(self) -> dict | None:
         """The plugin's compiled memory figures (``temp_size_in_bytes`` ...), or None."""
         return self._loaded.compiled_memory_stats()
+
+
+_MAIN_RE = re.compile(r"func\.func\s+(?:public\s+)?@main\s*\(")
+
+
+def mark_donors(text: str, positions) -> str:
+    """``text`` (a StableHLO module) with the parameters of ``@main`` at ``positions``
+    marked ``jax.buffer_donor = true`` (XLA may then write an output into them).
+    Raises ValueError when ``@main``'s signature cannot be read."""
+    m = _MAIN_RE.search(text)
+    if m is None:
+        raise ValueError("the module has no func.func @main to mark donated arguments in")
+    start = i = m.end()
+    depth, args, arg_start = 0, [], start
+    while True:       # split the argument list at top-level commas
+        ch = text[i]
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]" and depth:
+            depth -= 1
+        elif ch == ")" and not depth:
+            args.append((arg_start, i))
+            break
+        elif ch == "," and not depth:
+            args.append((arg_start, i))
+            arg_start = i + 1
+        i += 1
+    out, last = [], 0
+    for k in sorted(positions):
+        a, b = args[k]
+        arg = text[a:b].rstrip()
+        end = a + len(arg)
+        if arg.endswith("}"):          # attributes already: add to them
+            out += [text[last:end - 1].rstrip(), ", jax.buffer_donor = true}"]
+        else:
+            out += [text[last:end], " {jax.buffer_donor = true}"]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _oom(e: PjrtOutOfMemory, shape, dtype, device):
