@@ -47,6 +47,10 @@ DEVICE_CLASS = {"xla_cpu": "XlaCpuDevice", "cuda": "CudaDevice", "rocm": "RocmDe
 START_TIMEOUT = 300.0
 # eager executables kept per backend (least recently used dropped first)
 EAGER_CACHE_SIZE = 1024
+# scalar constants of eager operations kept on their devices (oldest dropped first)
+CONSTANTS_KEPT = 256
+_CONSTANTS: dict = {}
+_CONSTANTS_LOCK = threading.Lock()
 
 
 class PjrtDevice(Device):
@@ -186,10 +190,11 @@ class PjrtBackend(_runtime_backend.Backend):
         return outs if multiple else outs[0]
 
     def _eager_executable(self, prim, vals, params, device, out_avals):
-        in_avals = tuple(ShapedArray(tuple(np.shape(v)), _dtype_of(v)) for v in vals)
+        sig = tuple((v.shape, v.dtype) if type(v) is PjrtBuffer else
+                    (np.shape(v), np.asarray(v).dtype) for v in vals)
         try:
-            key = (prim, tuple((a.shape, a.dtype) for a in in_avals),
-                   tuple((a.shape, a.dtype) for a in out_avals), _freeze(params), device.id)
+            key = (prim, sig, tuple((a.shape, a.dtype) for a in out_avals), _freeze(params),
+                   device.id)
         except _Uncacheable:
             key = None
         if key is not None:
@@ -198,7 +203,7 @@ class PjrtBackend(_runtime_backend.Backend):
                 if ex is not None:
                     self._eager.move_to_end(key)
                     return ex
-        invars = [Var(a) for a in in_avals]
+        invars = [Var(ShapedArray(tuple(shape), dtype)) for shape, dtype in sig]
         outvars = [Var(a) for a in out_avals]
         eqn = JaxprEqn(prim, invars, outvars if prim.multiple_results else outvars[:1],
                        dict(params))
@@ -230,10 +235,6 @@ def _lower_module(program, name, platform):
     platform, and programs compile far less often than jaxlite is imported)."""
     from .lowering import lower_module
     return lower_module(program, name=name, platform=platform)
-
-
-def _dtype_of(v) -> np.dtype:
-    return v.dtype if type(v) is PjrtBuffer else np.asarray(v).dtype
 
 
 class _Uncacheable(Exception):
@@ -304,10 +305,9 @@ class PjrtExecutable:
 
     def run(self, vals, donated=None) -> list:
         bufs = []
-        info = self.device.info
         for v in vals:
             if type(v) is not PjrtBuffer:     # a constant of the operation
-                v = self._client.buffer_from_numpy(np.asarray(v), info)
+                v = self._constant(v)
             bufs.append(v)
         check_fits(self.out_avals, self.device, f"the program {self.name}")
         loaded = self._loaded
@@ -325,6 +325,24 @@ class PjrtExecutable:
         except PjrtOutOfMemory as e:
             raise out_of_memory(None, device=self.device,
                                 what=f"the program {self.name}: {e}") from None
+
+    def _constant(self, v) -> PjrtBuffer:
+        """A device buffer holding constant ``v`` (a NumPy scalar or array): scalars are
+        kept per device, dtype and value (at most ``CONSTANTS_KEPT``; values, not user
+        objects), so ``x + 1.0`` copies its ``1.0`` to the device once."""
+        a = np.asarray(v)
+        if a.ndim:
+            return self._client.buffer_from_numpy(a, self.device.info)
+        key = (self.backend, self.device.id, a.dtype, a.tobytes())
+        cache = _CONSTANTS
+        b = cache.get(key)
+        if b is None or b.client is not self._client:
+            b = self._client.buffer_from_numpy(a, self.device.info)
+            with _CONSTANTS_LOCK:
+                cache[key] = b
+                if len(cache) > CONSTANTS_KEPT:
+                    cache.pop(next(iter(cache)))
+        return b
 
     def as_text(self) -> str:
         return self.text
