@@ -77,7 +77,7 @@ def test_function_table_is_the_headers():
     assert len(names) == len(_capi.API_FUNCTIONS)
 
 
-STRUCTS = {  # our struct -> (the header's struct, its last field)
+STRUCTS = {  # our struct -> the header's struct
     "ErrorMessageArgs": "PJRT_Error_Message_Args", "ErrorGetCodeArgs": "PJRT_Error_GetCode_Args",
     "NamedValue": "PJRT_NamedValue", "ClientCreateArgs": "PJRT_Client_Create_Args",
     "ClientDevicesArgs": "PJRT_Client_AddressableDevices_Args",
@@ -88,7 +88,8 @@ STRUCTS = {  # our struct -> (the header's struct, its last field)
     "CostAnalysisArgs": "PJRT_Executable_GetCostAnalysis_Args",
     "CompiledMemoryStatsArgs": "PJRT_Executable_GetCompiledMemoryStats_Args",
     "ExecuteOptions": "PJRT_ExecuteOptions", "ExecuteArgs": "PJRT_LoadedExecutable_Execute_Args",
-    "BufferDimensionsArgs": "PJRT_Buffer_Dimensions_Args", "MemoryLayout": "PJRT_Buffer_MemoryLayout",
+    "BufferDimensionsArgs": "PJRT_Buffer_Dimensions_Args",
+    "MemoryLayout": "PJRT_Buffer_MemoryLayout",
     "LayoutTiled": "PJRT_Buffer_MemoryLayout_Tiled", "ToHostArgs": "PJRT_Buffer_ToHostBuffer_Args",
     "CreateUninitializedArgs": "PJRT_Client_CreateUninitializedBuffer_Args",
     "OptimizedProgramArgs": "PJRT_Executable_OptimizedProgram_Args",

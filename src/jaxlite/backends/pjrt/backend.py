@@ -281,9 +281,9 @@ class PjrtExecutable:
     PjrtBuffer per output at once.  ``donated``: argument positions the program may
     consume (PJRT's donation: the module is compiled once more, on the first such call,
     with those parameters marked ``jax.buffer_donor``, and XLA writes outputs into them;
-    every other argument is passed as non-donatable and stays valid).  ``as_text()`` is the StableHLO module;
-    ``optimized_hlo_text()`` the plugin's optimised HLO; ``cost_analysis()`` the plugin's
-    figures (flops, bytes accessed, ...).
+    every other argument is passed as non-donatable and stays valid).  ``as_text()`` is
+    the StableHLO module; ``optimized_hlo_text()`` the plugin's optimised HLO;
+    ``cost_analysis()`` the plugin's figures (flops, bytes accessed, ...).
     """
 
     def __init__(self, backend: PjrtBackend, lowered, device, name: str):
