@@ -561,3 +561,25 @@ def test_a_platform_that_cannot_start_falls_back_to_the_cpu(tmp_path):
                "    print('RE', e)\n", TPU_LIBRARY_PATH=str(bad), JAX_PLATFORMS="tpu")
     assert p.stdout.startswith("RE Unable to initialize backend 'tpu': ") and \
         "could not be loaded as a PJRT plugin" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_plugin_that_hangs_is_reported_not_waited_for(fresh_provider, tmp_path):
+    import threading
+    release = threading.Event()
+
+    class Stuck:                      # a client whose creation never returns on its own
+        def __init__(self, *a, **k):
+            release.wait(30)
+            raise RuntimeError("released")
+    so = tmp_path / "libtpu.so"
+    so.write_bytes(b"x")
+    fresh_provider.setenv("TPU_LIBRARY_PATH", str(so))
+    fresh_provider.setattr(pb, "Client", Stuck)
+    fresh_provider.setattr(pb.Plugin, "load", classmethod(lambda cls, path: None))
+    fresh_provider.setattr(pb, "START_TIMEOUT", 0.5)
+    try:
+        with pytest.raises(RuntimeError, match=r"did not start within 0.5 s"):
+            jaxlite.devices("tpu")
+    finally:
+        release.set()
+    assert rb.get("tpu") is None

@@ -159,7 +159,7 @@ class ArrayImpl(Array):
         if buf.data is None:
             raise deleted_error(self.aval)
         if not buf.device._host_memory:      # another platform's buffer: its ready event
-            buf.device.backend.block_until_ready(buf.data)
+            buf.device.backend.block_until_ready(buf.data, buf.device)
         return self
 
     def copy_to_host_async(self) -> None:

@@ -111,10 +111,10 @@ class Backend(abc.ABC):
         """Called once when the Buffer holding ``native`` is deleted or collected (after
         its bytes left the device's accounting).  Default: nothing to do."""
 
-    def block_until_ready(self, native) -> None:
-        """Waits until ``native``'s values are computed (a platform whose results come
-        back before they are computed raises the computation's error here).  Default:
-        nothing to wait for."""
+    def block_until_ready(self, native, device) -> None:
+        """Waits until ``native``'s values (on ``device``) are computed (a platform whose
+        results come back before they are computed raises the computation's error here).
+        Default: nothing to wait for."""
 
     # ---- execution --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -158,7 +158,10 @@ class PjrtBackend(_runtime_backend.Backend):
             raise _oom(e, array.shape, array.dtype, device) from None
 
     def to_host(self, native, device) -> np.ndarray:
-        return native.to_numpy()
+        try:
+            return native.to_numpy()
+        except PjrtOutOfMemory as e:     # the computation of the value ran out of memory
+            raise _oom(e, native.shape, native.dtype, device) from None
 
     def copy(self, native, src, dst):
         try:
@@ -174,8 +177,11 @@ class PjrtBackend(_runtime_backend.Backend):
         (at once, in the common case; a running program that received it as a donated
         argument holds it until it has consumed it)."""
 
-    def block_until_ready(self, native) -> None:
-        native.block_until_ready()
+    def block_until_ready(self, native, device) -> None:
+        try:
+            native.block_until_ready()
+        except PjrtOutOfMemory as e:
+            raise _oom(e, native.shape, native.dtype, device) from None
 
     # ---- execution --------------------------------------------------------------------------
     def execute(self, prim, vals, params, device, out_aval):
@@ -444,11 +450,12 @@ def _start_client(info, options) -> Client:
     t.join(START_TIMEOUT)
     if t.is_alive():
         raise RuntimeError(f"the {info.platform} PJRT plugin {info.path} (found through "
-                           f"{info.source}) did not start within {START_TIMEOUT:.0f} s")
+                           f"{info.source}) did not start within {START_TIMEOUT:g} s")
     if "error" in box:
         e = box["error"]
-        raise RuntimeError(f"{e} (the {info.platform} PJRT plugin {info.path}, found "
-                           f"through {info.source})")
+        plugin = "" if info.path in str(e) else f" {info.path}"
+        raise RuntimeError(f"{e} (the {info.platform} PJRT plugin{plugin}, found through "
+                           f"{info.source})")
     return box["client"]
 
 

@@ -389,9 +389,13 @@ class PjrtBuffer:
     def nbytes(self) -> int:
         n = self._nbytes
         if n is None:
-            a = self.client.api.call("Buffer_OnDeviceSizeInBytes",
-                                     _capi.BufferSizeArgs(buffer=self._live()))
-            n = self._nbytes = int(a.size)
+            try:
+                a = self.client.api.call("Buffer_OnDeviceSizeInBytes",
+                                         _capi.BufferSizeArgs(buffer=self._live()))
+                n = int(a.size)
+            except PjrtError:     # a buffer in an error state: its values' bytes
+                n = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+            self._nbytes = n
         return n
 
     def _live(self) -> int:
