@@ -194,10 +194,9 @@ def add_provider(provider) -> None:
     naming the cause when it has the platform but cannot start it (the chip held by
     another process, a plugin too old).  ``provider.hint(name)`` is None, or what to
     install to get platform ``name`` (added to the "Unknown backend" error).
-    ``provider.autodetect()``
-    registers the platforms that become the default without being named (accelerators
-    whose client starts), warning for those that fail; ``default_backend()`` calls it
-    once, when ``jax_platforms`` is unset.
+    ``provider.autodetect()`` registers the platforms that become the default without
+    being named (accelerators whose client starts), warning for those that fail;
+    ``default_backend()`` calls it once, when ``jax_platforms`` is unset.
     """
     _PROVIDERS.append(provider)
 

@@ -388,8 +388,9 @@ class Compiled:
         the whole computation's)."""
         part = self._partition()
         plugin = getattr(self._program.executable, "cost_analysis", None)
-        if part is None and plugin is not None and plugin() is not None:
-            return plugin()       # compiled by a PJRT plugin: XLA's own figures
+        plugin = plugin() if part is None and plugin is not None else None
+        if plugin is not None:
+            return plugin       # compiled by a PJRT plugin: XLA's own figures
         if part is None:
             out = cost_analysis(self._program.optimized)
             manual = self._lowered.closed_jaxpr.collectives

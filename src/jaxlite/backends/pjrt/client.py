@@ -590,7 +590,6 @@ class LoadedExecutable:
         n = len(buffers)
         args = (_capi._P * max(1, n))(*[b._live() for b in buffers])
         arg_lists = (_capi._P * 1)(C.addressof(args))
-        keep = None
         if self._lock.acquire(False):
             # the common case: this executable's cached option and output arrays
             try:
@@ -600,20 +599,19 @@ class LoadedExecutable:
                 self._lock.release()
         # another thread is executing it: arrays of our own
         outs = (_capi._P * max(1, self.num_outputs))()
-        keep = outs
-        return self._execute(arg_lists, n, out_shapes, donated,
-                             _capi.ExecuteOptions(), keep,
-                             (_capi._P * 1)(C.addressof(outs)))
+        return self._execute(arg_lists, n, out_shapes, donated, _capi.ExecuteOptions(),
+                             outs, (_capi._P * 1)(C.addressof(outs)))
 
     def _execute(self, arg_lists, n, out_shapes, donated, opts, outs, out_lists):
-        keep = None
+        # every parameter not donated is non-donatable (the array lives in this frame
+        # until the call returns, as the plugin requires)
         if donated:
             nd = [i for i in range(n) if i not in donated]
             keep = (C.c_int64 * max(1, len(nd)))(*nd)
         else:
-            keep = _all_indices(n)
+            nd, keep = range(n), _all_indices(n)
         opts.non_donatable_input_indices = C.addressof(keep)
-        opts.num_non_donatable_input_indices = n if not donated else n - len(donated)
+        opts.num_non_donatable_input_indices = len(nd)
         a = _capi.ExecuteArgs(executable=self.handle, options=C.pointer(opts),
                               argument_lists=C.addressof(arg_lists), num_devices=1,
                               num_args=n, output_lists=C.addressof(out_lists),
