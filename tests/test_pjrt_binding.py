@@ -583,3 +583,21 @@ def test_a_plugin_that_hangs_is_reported_not_waited_for(fresh_provider, tmp_path
     finally:
         release.set()
     assert rb.get("tpu") is None
+
+
+def test_an_accelerator_whose_client_starts_becomes_the_default(devs):
+    # the XLA:CPU plugin standing in for libtpu: found through TPU_LIBRARY_PATH, started by
+    # the first operation, and its first device is the default device
+    so = devs[0].backend.info.path
+    code = ("import sys, jaxlite as jax, jaxlite.numpy as jnp\n"
+            "print('LOADED', 'jaxlite.backends.pjrt.client' in sys.modules)\n"
+            "x = jnp.arange(3.0) * 2\n"
+            "print('DEFAULT', jax.default_backend(), x.device.platform, x.device.id,\n"
+            "      type(x._buf.data).__name__, x.tolist())\n"
+            "print('CPU', jax.devices('cpu'))\n")
+    p = _child(code, TPU_LIBRARY_PATH=so)
+    assert "LOADED False" in p.stdout, p.stdout + p.stderr
+    assert "DEFAULT tpu tpu 0 PjrtBuffer [0.0, 2.0, 4.0]" in p.stdout, p.stdout + p.stderr
+    assert "CPU [CpuDevice(id=0)]" in p.stdout
+    p = _child(code, TPU_LIBRARY_PATH=so, JAX_PLATFORMS="cpu")     # not asked for: unused
+    assert "DEFAULT cpu cpu 0 ndarray" in p.stdout, p.stdout + p.stderr
