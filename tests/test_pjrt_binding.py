@@ -601,3 +601,25 @@ def test_an_accelerator_whose_client_starts_becomes_the_default(devs):
     assert "CPU [CpuDevice(id=0)]" in p.stdout
     p = _child(code, TPU_LIBRARY_PATH=so, JAX_PLATFORMS="cpu")     # not asked for: unused
     assert "DEFAULT cpu cpu 0 ndarray" in p.stdout, p.stdout + p.stderr
+
+
+def test_client_create_options_reach_the_plugin(client):
+    two = pc.Client(client.plugin, {"cpu_device_count": 2})     # the XLA:CPU plugin's option
+    assert [d.id for d in two.devices] == [0, 1]
+    b = two.buffer_from_numpy(np.arange(4, dtype=np.int32), two.devices[1])
+    assert b.to_numpy().tolist() == [0, 1, 2, 3]
+    with pytest.raises(TypeError, match="PJRT client option 'x'"):
+        pc.Client(client.plugin, {"x": object()})
+
+
+def test_resource_exhausted_is_a_memory_error_the_runtime_words_as_jax():
+    from jaxlite.runtime.buffer import memory_error
+    e = _capi.error_class(8)(8, "Out of memory while trying to allocate 4.00G")
+    assert isinstance(e, MemoryError) and isinstance(e, JaxRuntimeError)
+    assert str(e) == "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.00G"
+    e.shape, e.dtype = (2, 3), np.dtype(np.float32)
+    dev = jaxlite.devices("cpu")[0]
+    err = memory_error(e, dev, "add")
+    assert str(err).startswith("RESOURCE_EXHAUSTED: Out of memory allocating 24 bytes for an "
+                               "array of shape (2, 3) and dtype float32 on cpu:0 in add")
+    assert type(_capi.error_class(3)(3, "bad")) is _capi.PjrtError

@@ -223,6 +223,7 @@ class Client:
                    for i in range(d.num_devices)]
         self.devices = sorted((self._device_info(h) for h in handles), key=lambda x: x.id)
         self._mlir = C.create_string_buffer(b"mlir", 4)
+        self._no_memory_stats = False
 
     def _string(self, fn: str) -> str:
         a = self.api.call(fn, _capi.ClientStringArgs(client=self.handle))
@@ -260,13 +261,14 @@ class Client:
         ``bytes_in_use``, ``peak_bytes_in_use``, ``num_allocs``, ``largest_alloc_size``,
         ``bytes_limit``, ...), or None when the plugin does not report them (the XLA:CPU
         plugin answers UNIMPLEMENTED)."""
-        if not self.api.has("Device_MemoryStats"):
+        if self._no_memory_stats or not self.api.has("Device_MemoryStats"):
             return None
         try:
             a = self.api.call("Device_MemoryStats",
                               _capi.DeviceMemoryStatsArgs(device=device.handle))
         except PjrtError as e:
             if e.code == _capi.UNIMPLEMENTED:
+                self._no_memory_stats = True     # not asked again
                 return None
             raise
         return {name: getattr(a, name) for name, flag in _capi.MEMORY_STATS_FIELDS
