@@ -623,3 +623,19 @@ def test_resource_exhausted_is_a_memory_error_the_runtime_words_as_jax():
     assert str(err).startswith("RESOURCE_EXHAUSTED: Out of memory allocating 24 bytes for an "
                                "array of shape (2, 3) and dtype float32 on cpu:0 in add")
     assert type(_capi.error_class(3)(3, "bad")) is _capi.PjrtError
+
+
+def test_a_module_xla_rejects_shows_the_lines_it_names(devs, monkeypatch):
+    class Lowered:
+        in_avals = out_avals = ()
+        text = ('module @f {\n  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n'
+                '    %0 = "stablehlo.add"(%arg0, %arg0) : (tensor<3xf32>, tensor<3xf32>) -> '
+                'tensor<4xf32> loc("add")\n'
+                '    "func.return"(%0) : (tensor<4xf32>) -> ()\n  }\n}\n')
+    monkeypatch.setattr(pb, "_lower_module", lambda program, name, platform: Lowered())
+    with pytest.raises(_capi.PjrtError) as e:
+        devs[0].backend.compile(None, [devs[0]], "f")
+    msg = str(e.value)
+    assert msg.startswith("UNKNOWN: XLA rejected the program 'f': ") and "error:" in msg
+    assert "The StableHLO lines it names:" in msg
+    assert '3 |     %0 = "stablehlo.add"' in msg and 'loc("add")' in msg

@@ -418,14 +418,20 @@ def _oom(e: PjrtOutOfMemory, shape, dtype, device):
 
 
 _LINE_RE = re.compile(r"(?:^|\s|-|loc\()[\w./<>-]*:(\d+):(\d+):")
+_LOC_RE = re.compile(r'(loc\("[^"]*")')
 
 
 def _compile_error(e: PjrtError, text: str, name: str) -> PjrtError:
     """``e`` (the plugin refused the module) with the StableHLO lines its message names
     appended, so that the offending operations show."""
     lines = text.splitlines()
-    nums = sorted({int(m.group(1)) for m in _LINE_RE.finditer(e.message)
-                   if 0 < int(m.group(1)) <= len(lines)})
+    nums = {int(m.group(1)) for m in _LINE_RE.finditer(e.message)
+            if 0 < int(m.group(1)) <= len(lines)}
+    # the module's own locations (the lowering writes each operation's primitive, and its
+    # source line where known, as loc(...)): the lines carrying the ones XLA names
+    for loc in set(_LOC_RE.findall(e.message)):
+        nums.update([n for n, line in enumerate(lines, 1) if loc in line][:5])
+    nums = sorted(nums)
     shown = "".join(f"\n  {n:4d} | {lines[n - 1]}" for n in nums[:20])
     where = f"\nThe StableHLO lines it names:{shown}" if shown else ""
     err = type(e)(e.code, f"XLA rejected the program {name!r}: {e.message}{where}")
