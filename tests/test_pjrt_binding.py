@@ -398,7 +398,7 @@ def test_jit_on_the_platform_shows_xlas_program_and_figures(devs):
             "print(c.as_text())\n"
             "print('VAL', float(f(x, x)))\n")
     p = _child(code, JAX_PLATFORMS="xla_cpu")
-    assert "DEV xla_cpu:0 xla_cpu" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "DEV xla_cpu:0 xla_cpu" in p.stdout, p.stdout + p.stderr
     assert "'flops'" in p.stdout and "'bytes accessed'" in p.stdout
     assert "stablehlo.dot_general" in p.stdout                   # the StableHLO given
     assert "HloModule" in p.stdout and "ENTRY %main" in p.stdout   # XLA's optimised HLO
@@ -421,6 +421,7 @@ def test_import_loads_no_plugin_and_the_cpu_stays_the_default():
             "print('LOADED', 'jaxlite.backends.pjrt.client' in sys.modules)\n"
             "print(jax.devices('xla_cpu')[1], jax.default_backend())\n")
     p = _child(code)
+    assert p.returncode == 0, p.stdout + p.stderr          # exits cleanly, buffers alive
     assert "DEFAULT cpu cpu:0" in p.stdout and "LOADED False" in p.stdout, p.stdout + p.stderr
     assert "xla_cpu:1 cpu" in p.stdout
 
