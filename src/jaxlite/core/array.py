@@ -385,9 +385,12 @@ class Shard:
 
 
 def _host_copy(buf) -> np.ndarray:
-    """A read-only host copy of the values of ``buf`` (a buffer of another platform)."""
+    """A read-only host copy of the values of ``buf`` (a buffer of another platform; its
+    backend's ``to_host`` result itself when that is a fresh array)."""
     from ..runtime.buffer import host_view
-    v = np.array(host_view(buf), copy=True)
+    v = host_view(buf)
+    if not (buf.device.backend.to_host_is_fresh and type(v) is np.ndarray):
+        v = np.array(v, copy=True)
     v.setflags(write=False)
     return v
 

@@ -429,7 +429,9 @@ def put_host(arr, dtype, device):
         check_dtype(device, dtype)
     try:
         with np.errstate(all="ignore"):
-            data = np.array(arr, dtype=dtype, copy=True, order="C")
+            # another platform's from_host copies the values itself: cast/contiguous only
+            data = np.array(arr, dtype=dtype, copy=True, order="C") if device._host_memory \
+                else np.asarray(arr, dtype=dtype, order="C")
     except MemoryError as e:
         if np.asarray(arr).dtype != dtype:
             raise    # the cast on the host failed: NumPy's MemoryError, as in JAX

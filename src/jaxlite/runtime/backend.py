@@ -61,6 +61,9 @@ class Backend(abc.ABC):
     # whether programs given to ``compile`` may hold the compiler's fused kernels (False:
     # the platform's own compiler fuses, e.g. XLA through PJRT)
     fusion = True
+    # whether ``to_host`` returns a new array nobody else holds (a copy out of device
+    # memory), which a reader may keep without copying it again
+    to_host_is_fresh = False
 
     def __init__(self):
         self._devices = None
@@ -89,7 +92,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def from_host(self, array: np.ndarray, device):
-        """A native copy of the C-contiguous host array ``array`` on ``device``."""
+        """A native copy of the C-contiguous host array ``array`` on ``device``
+        (``array`` may be the caller's own: keep no reference to it once returned)."""
 
     @abc.abstractmethod
     def to_host(self, native, device) -> np.ndarray:

@@ -102,6 +102,7 @@ class PjrtBackend(_runtime_backend.Backend):
 
     host_memory = False
     fusion = False      # XLA fuses; programs come without jaxlite's fused kernels
+    to_host_is_fresh = True     # to_host copies out of device memory into a new array
 
     def __init__(self, info: "plugins.PluginInfo", client_options: dict | None = None):
         super().__init__()
