@@ -180,15 +180,17 @@ def test_buffer_round_trip(client, dtype, shape):
         b.delete()                        # idempotent
 
 
-@pytest.mark.parametrize("view", ["transposed", "strided", "reversed", "column"])
+@pytest.mark.parametrize("view", ["transposed", "strided", "reversed", "column",
+                                  "broadcast", "int4_transposed"])
 def test_non_contiguous_host_arrays(client, view):
     base = np.arange(60, dtype=np.float32).reshape(6, 10)
     a = {"transposed": base.T, "strided": base[::2, 1::3], "reversed": base[::-1, ::-2],
-         "column": base[:, 3]}[view]
+         "column": base[:, 3], "broadcast": np.broadcast_to(base[:1], (4, 10)),
+         "int4_transposed": (base % 7).astype(ml_dtypes.int4).T}[view]
     assert not a.flags.c_contiguous
     got = client.buffer_from_numpy(a, client.devices[1]).to_numpy()
     np.testing.assert_array_equal(got, a)
-    assert got.flags.c_contiguous
+    assert got.flags.c_contiguous and got.dtype == a.dtype and got.shape == a.shape
 
 
 def test_results_come_back_at_once_and_block_until_ready_waits(client):

@@ -277,8 +277,8 @@ class Client:
     # ---- buffers --------------------------------------------------------------------------
     def buffer_from_numpy(self, array: np.ndarray, device: DeviceInfo) -> "PjrtBuffer":
         """A device buffer on ``device`` holding a copy of ``array`` (any strides: a
-        non-contiguous array is described to the plugin by its byte strides, a negatively
-        strided one copied first).  Returns once the plugin no longer reads ``array``
+        non-contiguous array is described to the plugin by its byte strides; one with
+        negative or zero strides, or of a sub-byte dtype, is made contiguous first).  Returns once the plugin no longer reads ``array``
         (its done-with-host-buffer event); the copy on the device may still be in flight
         (the buffer's ready event).
 
@@ -289,8 +289,7 @@ class Client:
         ndim = array.ndim
         strides = array.strides
         if not array.flags.c_contiguous:
-            if any(s < 0 for s in strides) or array.dtype.itemsize < 1 or \
-                    array.dtype in _SUBBYTE:
+            if any(s <= 0 for s in strides) or array.dtype in _SUBBYTE:
                 array = np.ascontiguousarray(array)
                 strides = array.strides
         dims = (C.c_int64 * max(1, ndim))(*array.shape)
