@@ -642,3 +642,15 @@ def test_a_module_xla_rejects_shows_the_lines_it_names(devs, monkeypatch):
     assert msg.startswith("UNKNOWN: XLA rejected the program 'f': ") and "error:" in msg
     assert "The StableHLO lines it names:" in msg
     assert '3 |     %0 = "stablehlo.add"' in msg and 'loc("add")' in msg
+
+
+def test_placement_rules_on_the_platform(devs):
+    a = jaxlite.device_put(np.ones(3, np.float32), devs[0])
+    b = jaxlite.device_put(np.ones(3, np.float32), devs[1])
+    with pytest.raises(ValueError, match="different devices"):
+        a + b
+    u = jnp.arange(3.0)                                 # uncommitted, on the CPU
+    jaxlite.transfer_stats(reset=True)
+    c = a + u                                           # follows the committed one
+    assert c.device is devs[0] and c.tolist() == [1.0, 2.0, 3.0]
+    assert jaxlite.transfer_stats()[("cpu:0", "xla_cpu:0")] == {"count": 1, "bytes": 12}
