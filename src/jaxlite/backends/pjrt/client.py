@@ -615,8 +615,9 @@ class LoadedExecutable:
         opts.num_non_donatable_input_indices = len(nd)
         a = _capi.ExecuteArgs(executable=self.handle, options=C.pointer(opts),
                               argument_lists=C.addressof(arg_lists), num_devices=1,
-                              num_args=n, output_lists=C.addressof(out_lists),
-                              execute_device=self.device.handle)
+                              num_args=n, output_lists=C.addressof(out_lists))
+        # (no execute_device: the executable was compiled for its device, and naming one
+        # at launch is optional for a plugin to support)
         err = self.api.fn("LoadedExecutable_Execute")(C.byref(a))
         if err:
             raise self.api.error(err)
