@@ -78,6 +78,17 @@ NOT_LOWERED = {
     "cross_process_permute": _MPI,
     "custom_lin": ("exists only between linearisation and transposition of a custom_vjp "
                    "function; evaluating it is a TypeError on every backend"),
+    **{name: ("resolved while tracing: vmap, shard_map and pmap run a collective over "
+              "their axis as ordinary primitives (the operand itself on one device); an "
+              "equation left in a program names an unbound axis, a NameError on every "
+              "backend") for name in ("psum", "pmax", "pmin", "all_gather", "reduce_scatter",
+                                       "ppermute", "all_to_all", "shard_slice")},
+    **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
+              "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
+        "bessel_i0e", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+        "regularized_incomplete_beta", "zeta_grad_x", "ndtri", "erfcx", "dawsn", "exp1",
+        "expi", "spence", "expn", "sici_si", "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1",
+        "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
                "lowering would have run; it never appears in a program handed to PJRT"),
 }

@@ -1583,3 +1583,57 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
 
 
 dot_general_p.lowering = _dot_lower
+
+
+def _tril_mask(ctx, shape, k=0):
+    """A bool array of ``shape`` (..., m, n): True on and below diagonal ``k``."""
+    nd = len(shape)
+    i64 = np.dtype(np.int64)
+    rows = ctx.op("stablehlo.iota", [], ctx.aval(shape, i64), {"iota_dimension": ctx.i64(nd - 2)})
+    cols = ctx.op("stablehlo.iota", [], ctx.aval(shape, i64), {"iota_dimension": ctx.i64(nd - 1)})
+    return ctx.compare(ctx.binary("add", rows, ctx.full(k, rows.aval)), cols, "GE")
+
+
+def _cholesky_lower(ctx, x):
+    # XLA's factor leaves the upper triangle unspecified: zeroed, as LAPACK's; a matrix
+    # that is not positive definite gives NaN below the diagonal (the implementation's)
+    dt = x.aval.dtype
+    if x.aval.size == 0:
+        return x
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a = ctx.convert(x, cdt)
+    low = ctx.op("stablehlo.cholesky", [a], a.aval, {"lower": "true"})
+    mask = _tril_mask(ctx, a.aval.shape)
+    low = ctx.select(mask, low, ctx.full(0, a.aval))
+    nan = ctx.compare(low, low, "NE")
+    nd = a.aval.ndim
+    batch = a.aval.shape[:-2]
+    bad = ctx.op("stablehlo.reduce", [nan, ctx.constant(False)],
+                 ctx.aval(batch, np.bool_), {"dimensions": ctx.i64s([nd - 2, nd - 1])},
+                 regions=[ctx.scalar_region([np.bool_], lambda p, q: ctx.binary("or", p, q))])
+    bad = ctx.broadcast(bad, a.aval.shape, range(nd - 2))
+    nans = ctx.select(mask, ctx.full(np.nan, a.aval), ctx.full(0, a.aval))
+    return ctx.convert(ctx.select(bad, nans, low), dt)
+
+
+def _triangular_solve_lower(ctx, a, b, left_side=False, lower=False, transpose_a=False,
+                            conjugate_a=False, unit_diagonal=False):
+    dt = b.aval.dtype
+    if b.aval.size == 0:
+        return b
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a, b = ctx.convert(a, cdt), ctx.convert(b, cdt)
+    if conjugate_a and not transpose_a and cdt.kind == "c":
+        from .elementwise import _conj_lower
+        a = _conj_lower(ctx, a)
+    trans = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else "NO_TRANSPOSE"
+    r = ctx.op("stablehlo.triangular_solve", [a, b], b.aval,
+               {"left_side": "true" if left_side else "false",
+                "lower": "true" if lower else "false",
+                "unit_diagonal": "true" if unit_diagonal else "false",
+                "transpose_a": f"#stablehlo<transpose {trans}>"})
+    return ctx.convert(r, dt)
+
+
+cholesky_p.lowering = _cholesky_lower
+triangular_solve_p.lowering = _triangular_solve_lower

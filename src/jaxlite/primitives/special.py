@@ -445,3 +445,16 @@ for _gp in (hyp1f1_grad_p, hyp2f1_grad_p):
 
 for _p in _DECLARED:
     batching.elementwise_batcher(_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# The functions CHLO has an operation for; XLA expands each into polynomial and series
+# arithmetic when it compiles.  The others have no StableHLO or CHLO operation (their
+# implementation is SciPy's) and are not lowered (tests/test_pjrt_lowering.py lists them).
+
+from . import _lowering as _lo  # noqa: E402
+
+erf_inv_p.lowering = _lo.elementwise("chlo.erf_inv")
+bessel_i1e_p.lowering = _lo.elementwise("chlo.bessel_i1e")
+zeta_p.lowering = _lo.elementwise("chlo.zeta")
+polygamma_p.lowering = _lo.elementwise("chlo.polygamma")
