@@ -375,3 +375,120 @@ def test_select_n_and_clamp_edge_values(dt):
                                   ShapedArray((), v.dtype)], {})
         got, want = run_closed(closed, [lo, v, hi])
         _compare(got[0], want[0], 0, f"clamp {dt} [{lo}, {hi}] of {v}")
+
+
+# ---- differential: programs at the edges of the structured primitives ------------------------
+
+_R = np.random.default_rng(7)
+
+
+def _rn(*shape, dtype=np.float32):
+    return _R.standard_normal(shape).astype(dtype)
+
+
+def _threefry(x):
+    k = jaxlite.random.PRNGKey(42)
+    k1, k2 = jaxlite.random.split(jaxlite.random.fold_in(k, 3))
+    return (jaxlite.random.uniform(k1, (5,)) + x, jaxlite.random.normal(k2, (2, 3)),
+            jaxlite.random.bits(k, (4,), np.uint32), jaxlite.random.randint(k2, (6,), -5, 9))
+
+
+def _mlp_step(w1, b1, w2, x, y):
+    def loss(w1, b1, w2):
+        h = jnp.tanh(x @ w1 + b1)
+        return jnp.mean((jaxlite.nn.softmax(h @ w2) - y) ** 2)
+    g = jaxlite.grad(loss, argnums=(0, 1, 2))(w1, b1, w2)
+    return [p - 0.1 * d for p, d in zip((w1, b1, w2), g)]
+
+
+_NAN = np.float32(np.nan)
+_XN = np.array([[1.0, np.nan, -0.0, 3.0], [0.0, -2.0, np.inf, -np.inf],
+                [np.nan, np.nan, 1.0, 1.0]], np.float32)
+_IDX = np.array([0, -1, 3, -4, 7, 2], np.int32)      # in range, negative, out of range
+_A4 = _rn(4, 4) + 3 * np.eye(4, dtype=np.float32)
+
+PROGRAMS = {
+    "threefry": (_threefry, (np.float32(1.0),)),
+    "mlp-step": (_mlp_step, (_rn(4, 8), _rn(8), _rn(8, 3), _rn(5, 4), _rn(5, 3))),
+    # gather / scatter: every mode with indices in range, negative and out of range
+    "gather-promise": (lambda x, i: x[i], (_rn(4, 3), _IDX)),
+    "gather-clip": (lambda x, i: x.at[i].get(mode="clip"), (_rn(4, 3), _IDX)),
+    "gather-fill": (lambda x, i: x.at[:, i].get(mode="fill", fill_value=-1.0), (_rn(3, 4), _IDX)),
+    "gather-fill-nan": (lambda x, i: x.at[i].get(mode="fill"), (_rn(4), _IDX)),
+    "gather-int-fill": (lambda x, i: x.at[i].get(mode="fill"),
+                        (np.arange(4, dtype=np.int32), _IDX)),
+    "gather-mixed": (lambda x, i: x[1:, i, ::-1][..., None], (_rn(3, 4, 5), _IDX[:3] % 4)),
+    "gather-advanced-apart": (lambda x, i: x[i, :, i], (_rn(4, 2, 4), np.array([1, 3], np.int32))),
+    "scatter-drop": (lambda x, i, u: x.at[i].set(u), (_rn(4), _IDX, _rn(6))),
+    "scatter-clip": (lambda x, i, u: x.at[i].add(u, mode="clip"), (_rn(4), _IDX, _rn(6))),
+    "scatter-repeat-add": (lambda x, u: x.at[np.array([1, 1, 2, 1])].add(u), (_rn(4, 2), _rn(4, 2))),
+    "scatter-repeat-set": (lambda x, u: x.at[np.array([1, 1, 2, 1])].set(u), (_rn(4), _rn(4))),
+    "scatter-max-nan": (lambda x, u: x.at[np.array([0, 1, 2, 0])].max(u), (_XN[0], _XN[1])),
+    "scatter-apply": (lambda x: x.at[np.array([0, 2, 2])].apply(jnp.sin), (_rn(4),)),
+    "scatter-slice": (lambda x, u: x.at[1:, ::2].multiply(u), (_rn(3, 4), _rn(2, 2))),
+    # reductions and scans with NaN, infinities and signed zeros
+    "reduce-max-nan": (lambda x: (jnp.max(x, axis=1), jnp.min(x, axis=0)), (_XN,)),
+    "argmax-nan": (lambda x: (jnp.argmax(x, axis=1), jnp.argmin(x, axis=0)), (_XN,)),
+    "cummax-nan": (lambda x: (lax.cummax(x, 1), lax.cummin(x, 0, reverse=True)), (_XN,)),
+    "cumsum-int": (lambda x: (jnp.cumsum(x), lax.cumprod(x, 0, reverse=True)),
+                   (np.array([3, -7, 2**30, 2**30, 5], np.int32),)),
+    "cumsum-bf16": (lambda x: lax.cumsum(x, 0), (_rn(40).astype(BF16),)),
+    "sort-nan": (lambda x: (jnp.sort(x, axis=1), jnp.argsort(x[0])), (_XN,)),
+    "sort-complex": (lambda x: jnp.sort(x),
+                     (np.array([1 + 2j, 1 - 1j, -3 + 0j, np.nan, 1 + 2j, 0j], np.complex64),)),
+    "top-k-ints": (lambda x: jnp.sort(x)[::-1][:3], (np.array([5, -1, 9, 9, 0], np.int8),)),
+    # control flow
+    "cond-index-clamped": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda v: -v], x),
+                           (np.int32(7), _rn(3))),
+    "cond-negative-index": (lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda v: -v], x),
+                            (np.int32(-2), _rn(3))),
+    "while-count": (lambda x: lax.while_loop(lambda c: c[0] < 10,
+                                             lambda c: (c[0] + 1, c[1] * 1.5 + 1.0), (0, x)),
+                    (_rn(3),)),
+    "fori-nested": (lambda x: lax.fori_loop(0, 3, lambda i, c: lax.fori_loop(
+        0, i + 1, lambda j, d: d + jnp.float32(j) * c, c), x), (_rn(2),)),
+    "scan-reverse": (lambda x: lax.scan(lambda c, a: (c + a, c * a), jnp.zeros(3), x,
+                                        reverse=True), (_rn(5, 3),)),
+    "scan-empty": (lambda x: lax.scan(lambda c, a: (c + a, c), jnp.zeros(3), x), (_rn(0, 3),)),
+    "jit-nested": (jaxlite.jit(lambda x: jaxlite.jit(jnp.exp)(x) * 2), (_rn(3),)),
+    # shapes and windows
+    "pad-negative": (lambda x: lax.pad(x, np.float32(9), ((-1, 2, 1), (1, -2, 0))), (_rn(3, 4),)),
+    "dynamic-slice-oob": (lambda x, i: (lax.dynamic_slice(x, (i, i), (2, 2)),
+                                        lax.dynamic_update_slice(x, jnp.ones((2, 2)), (i, -i))),
+                          (_rn(4, 4), np.int32(9))),
+    "conv-strided-dilated": (lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), ((1, 2), (0, 1)), lhs_dilation=(1, 2), rhs_dilation=(2, 1)),
+        (_rn(2, 3, 7, 6), _rn(4, 3, 2, 3))),
+    "conv-groups": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1,), "SAME", feature_group_count=2), (_rn(1, 4, 9), _rn(6, 2, 3))),
+    "conv-nhwc": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        (_rn(2, 5, 5, 3), _rn(3, 3, 3, 4))),
+    "pool-max-padded": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 3), (2, 1),
+                                                    ((1, 1), (0, 2))), (_XN,)),
+    "dot-int8-pref": (lambda a, b: lax.dot(a, b, preferred_element_type=np.int32),
+                      (np.full((2, 40), 100, np.int8), np.full((40, 3), 100, np.int8))),
+    "dot-bf16": (lambda a, b: a @ b, (_rn(3, 5).astype(BF16), _rn(5, 2).astype(BF16))),
+    "fft-roundtrip": (lambda x: jnp.fft.irfft(jnp.fft.rfft(x)), (_rn(4, 8),)),
+    # linear algebra
+    "lu-pivoting": (lambda a: lax.linalg.lu(a), (_rn(5, 5),)),
+    "lu-batched-wide": (lambda a: lax.linalg.lu(a), (_rn(2, 3, 5),)),
+    "lu-singular": (lambda a: lax.linalg.lu(a), (np.array([[1, 2, 3], [2, 4, 6], [0, 0, 1]],
+                                                          np.float32),)),
+    "lu-complex": (lambda a: lax.linalg.lu(a), (_rn(3, 3) + 1j * _rn(3, 3),)),
+    "solve": (lambda a, b: jnp.linalg.solve(a, b), (_A4, _rn(4, 2))),
+    "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
+    "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 3 * jnp.eye(3)),
+                         (_rn(2, 3, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_edge_programs(name):
+    fn, args = PROGRAMS[name]
+    closed = jaxlite.make_jaxpr(fn)(*args)
+    got, want = run_closed(closed, list(args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _compare(g, w, 1e-5 if name not in ("cumsum-bf16", "dot-bf16") else 1e-2,
+                 f"{name}")

@@ -1637,3 +1637,150 @@ def _triangular_solve_lower(ctx, a, b, left_side=False, lower=False, transpose_a
 
 cholesky_p.lowering = _cholesky_lower
 triangular_solve_p.lowering = _triangular_solve_lower
+
+
+# LU with partial pivoting, written with jaxlite's primitives and lowered like any program
+# (XLA has no LU operation; JAX calls a platform's library).  Column by column, as LAPACK's
+# unblocked getf2: the pivot is the first row of largest magnitude (|re| + |im| for complex
+# numbers) on or below the diagonal, rows are swapped by selects (exactly), a zero pivot
+# leaves its column unscaled.  One ``while`` loop over the columns; positions are chosen by
+# comparing iotas with the loop counter, so the body's shapes are static.
+
+def _fori(n, body, init):
+    """The carry after ``body(i, *carry)`` for ``i`` in ``0..n-1`` (int32), bound as one
+    ``while`` equation under the current trace."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    from .control_flow import while_p
+    from .elementwise import add_p, lt_p
+    i32 = ShapedArray((), np.int32)
+    avals = [i32] + [get_aval(c).strip_weak_type() for c in init]
+
+    def step(i, *carry):
+        return [add_p.bind(i, np.int32(1))] + list(body(i, *carry))
+
+    body_closed, body_consts = hoist_consts(trace_to_jaxpr(step, avals))
+    cond_closed, cond_consts = hoist_consts(
+        trace_to_jaxpr(lambda i, *carry: [lt_p.bind(i, np.int32(n))], avals))
+    outs = while_p.bind(*cond_consts, *body_consts, np.int32(0), *init,
+                        cond_jaxpr=cond_closed, body_jaxpr=body_closed,
+                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return outs[1:]
+
+
+def _lu_program(x, m, n):
+    from .elementwise import (abs_p, add_p, and_p, div_p, eq_p, ge_p, gt_p, imag_p, mul_p,
+                              real_p, select_n_p, sub_p)
+    from .reduction import argmax_p, reduce_sum_p
+    from .shape import broadcast_in_dim_p, iota_p
+    shape = get_aval(x).shape
+    dt = get_aval(x).dtype
+    nb = len(shape) - 2
+    batch = shape[:nb]
+    k = min(m, n)
+    i32 = np.dtype(np.int32)
+
+    def bcast(v, to, dims):
+        return broadcast_in_dim_p.bind(v, shape=tuple(to), broadcast_dimensions=tuple(dims))
+
+    rows = iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    rows_v = iota_p.bind(dtype=i32, shape=batch + (m,), dimension=nb)
+    piv_idx = iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+    zero = np.zeros((), dt)
+    lead = tuple(range(nb))
+
+    def pick_rows(a, mask):             # the row of ``a`` where ``mask`` (B, m, n) holds
+        return reduce_sum_p.bind(select_n_p.bind(mask, np.zeros(shape, dt), a), axes=(nb,))
+
+    def body(j, a, piv):
+        colmask = eq_p.bind(cols, j)
+        col = reduce_sum_p.bind(select_n_p.bind(colmask, np.zeros(shape, dt), a), axes=(nb + 1,))
+        if dt.kind == "c":
+            mag = add_p.bind(abs_p.bind(real_p.bind(col)), abs_p.bind(imag_p.bind(col)))
+        else:
+            mag = abs_p.bind(col)
+        below_eq = ge_p.bind(rows_v, j)
+        cand = select_n_p.bind(below_eq, np.full(batch + (m,), -1, mag.aval.dtype), mag)
+        p = argmax_p.bind(cand, axes=(nb,), index_dtype=i32)
+        at_j = eq_p.bind(rows, j)
+        at_p = eq_p.bind(rows, bcast(p, shape, lead))
+        row_j, row_p = pick_rows(a, at_j), pick_rows(a, at_p)
+        full_j = bcast(row_j, shape, lead + (nb + 1,))
+        full_p = bcast(row_p, shape, lead + (nb + 1,))
+        a = select_n_p.bind(at_j, select_n_p.bind(at_p, a, full_j), full_p)
+        d = reduce_sum_p.bind(select_n_p.bind(and_p.bind(at_j, colmask), np.zeros(shape, dt),
+                                              a), axes=(nb, nb + 1))
+        col = reduce_sum_p.bind(select_n_p.bind(colmask, np.zeros(shape, dt), a), axes=(nb + 1,))
+        below = gt_p.bind(rows_v, j)
+        d_v = bcast(d, batch + (m,), lead)
+        scaled = select_n_p.bind(eq_p.bind(d_v, zero), div_p.bind(col, d_v), col)
+        low = select_n_p.bind(below, np.zeros(batch + (m,), dt), scaled)
+        below_s = gt_p.bind(rows, j)
+        right = and_p.bind(gt_p.bind(cols, j), below_s)
+        upd = mul_p.bind(bcast(low, shape, lead + (nb,)), full_p)
+        a = select_n_p.bind(right, a, sub_p.bind(a, upd))
+        a = select_n_p.bind(and_p.bind(colmask, below_s), a, bcast(low, shape, lead + (nb,)))
+        piv = select_n_p.bind(eq_p.bind(piv_idx, j), piv, bcast(p, batch + (k,), lead))
+        return a, piv
+
+    a, piv = _fori(k, body, [x, np.zeros(batch + (k,), i32)])
+    return a, piv
+
+
+def _permutation_program(piv, size):
+    from .elementwise import and_p, eq_p, ge_p, lt_p, select_n_p
+    from .reduction import reduce_sum_p
+    from .shape import broadcast_in_dim_p, iota_p
+    shape = get_aval(piv).shape
+    nb = len(shape) - 1
+    batch, k = shape[:nb], shape[-1]
+    i32 = np.dtype(np.int32)
+    lead = tuple(range(nb))
+    idx = iota_p.bind(dtype=i32, shape=batch + (size,), dimension=nb)
+    pidx = iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+    zeros_p = np.zeros(batch + (k,), i32)
+    zeros_s = np.zeros(batch + (size,), i32)
+
+    def body(i, perm):
+        p = reduce_sum_p.bind(select_n_p.bind(eq_p.bind(pidx, i), zeros_p, piv), axes=(nb,))
+        pb = broadcast_in_dim_p.bind(p, shape=batch + (size,), broadcast_dimensions=lead)
+        at_i, at_p = eq_p.bind(idx, i), eq_p.bind(idx, pb)
+        vi = reduce_sum_p.bind(select_n_p.bind(at_i, zeros_s, perm), axes=(nb,))
+        vp = reduce_sum_p.bind(select_n_p.bind(at_p, zeros_s, perm), axes=(nb,))
+        vib = broadcast_in_dim_p.bind(vi, shape=batch + (size,), broadcast_dimensions=lead)
+        vpb = broadcast_in_dim_p.bind(vp, shape=batch + (size,), broadcast_dimensions=lead)
+        swapped = select_n_p.bind(at_i, select_n_p.bind(at_p, perm, vib), vpb)
+        # a pivot outside 0..size-1 (or a step past the permutation) swaps nothing
+        ok = and_p.bind(and_p.bind(ge_p.bind(pb, np.int32(0)), lt_p.bind(pb, np.int32(size))),
+                        lt_p.bind(i, np.int32(size)))
+        return [select_n_p.bind(ok, perm, swapped)]
+
+    (perm,) = _fori(k, body, [idx])
+    return perm
+
+
+def _lu_lower(ctx, x):
+    dt = x.aval.dtype
+    *batch, m, n = x.aval.shape
+    out_lu, out_piv, out_perm = ctx.avals_out
+    if x.aval.size == 0:
+        perm = ctx.op("stablehlo.iota", [], out_perm, {"iota_dimension": ctx.i64(len(batch))})
+        return [ctx.full(0, out_lu), ctx.full(0, out_piv), perm]
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a = ctx.convert(x, cdt)
+    lu, piv = ctx.lower_fun(lambda v: _lu_program(v, m, n), a, multiple_results=True)
+    perm = ctx.lower_fun(lambda p: _permutation_program(p, m), piv)
+    return [ctx.convert(lu, dt), piv, perm]
+
+
+def _lu_pivots_lower(ctx, pivots, permutation_size):
+    piv = ctx.convert(pivots, np.int32)
+    if ctx.avals_out[0].size == 0 or pivots.aval.shape[-1] == 0:
+        return ctx.op("stablehlo.iota", [], ctx.avals_out[0],
+                      {"iota_dimension": ctx.i64(pivots.aval.ndim - 1)})
+    return ctx.lower_fun(lambda p: _permutation_program(p, permutation_size), piv)
+
+
+lu_p.lowering = _lu_lower
+lu_pivots_to_permutation_p.lowering = _lu_pivots_lower
