@@ -1784,3 +1784,266 @@ def _lu_pivots_lower(ctx, pivots, permutation_size):
 
 lu_p.lowering = _lu_lower
 lu_pivots_to_permutation_p.lowering = _lu_pivots_lower
+
+
+# Householder QR (LAPACK's geqr2 / org2r / orm2r, unblocked), as jaxlite programs: reflector
+# j is H_j = I - tau_j v_j v_j^H with v_j[j] = 1 and v_j below the diagonal stored in the
+# packed factor; geqrf applies H_j^H to the trailing columns (LAPACK's larfg conventions:
+# beta = -sign(Re alpha) |(alpha, x)|, tau = 0 when there is nothing to reflect).
+
+def _ops():
+    from . import elementwise as e, reduction as r, shape as s
+    return e, r, s
+
+
+def _col_of(a, j, nb):
+    """Column ``j`` (a traced scalar) of the stack of matrices ``a``: shape (..., m)."""
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    cols = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(cols, j),
+                                                 np.zeros(shape, get_aval(a).dtype), a),
+                               axes=(nb + 1,))
+
+
+def _reflector(packed, j, nb):
+    """v_j (..., m) from the packed factor: 0 above row j, 1 at j, the stored entries below."""
+    e, r, s = _ops()
+    col = _col_of(packed, j, nb)
+    av = get_aval(col)
+    rows = s.iota_p.bind(dtype=np.dtype(np.int32), shape=av.shape, dimension=nb)
+    v = e.select_n_p.bind(e.gt_p.bind(rows, j), np.zeros(av.shape, av.dtype), col)
+    return e.select_n_p.bind(e.eq_p.bind(rows, j), v, np.ones(av.shape, av.dtype))
+
+
+def _conj(x):
+    e, _, _ = _ops()
+    if get_aval(x).dtype.kind != "c":
+        return x
+    return e.conj_p.bind(x, input_dtype=get_aval(x).dtype)
+
+
+def _apply_left(c, v, tau, nb, conj_tau):
+    """(I - t v v^H) c for the stack ``c`` (..., m, n), v (..., m), tau (...,); t is tau or
+    its conjugate."""
+    e, r, s = _ops()
+    shape = get_aval(c).shape
+    lead = tuple(range(nb))
+    vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+    w = r.reduce_sum_p.bind(e.mul_p.bind(_conj(vb), c), axes=(nb,))          # (..., n)
+    t = _conj(tau) if conj_tau else tau
+    tw = e.mul_p.bind(s.broadcast_in_dim_p.bind(t, shape=get_aval(w).shape,
+                                                broadcast_dimensions=lead), w)
+    upd = e.mul_p.bind(vb, s.broadcast_in_dim_p.bind(tw, shape=shape,
+                                                     broadcast_dimensions=lead + (nb + 1,)))
+    return e.sub_p.bind(c, upd)
+
+
+def _apply_right(c, v, tau, nb, conj_tau):
+    """c (I - t v v^H) for the stack ``c`` (..., p, m)."""
+    e, r, s = _ops()
+    shape = get_aval(c).shape
+    lead = tuple(range(nb))
+    vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb + 1,))
+    w = r.reduce_sum_p.bind(e.mul_p.bind(c, vb), axes=(nb + 1,))             # (..., p)
+    t = _conj(tau) if conj_tau else tau
+    tw = e.mul_p.bind(s.broadcast_in_dim_p.bind(t, shape=get_aval(w).shape,
+                                                broadcast_dimensions=lead), w)
+    upd = e.mul_p.bind(s.broadcast_in_dim_p.bind(tw, shape=shape,
+                                                 broadcast_dimensions=lead + (nb,)), _conj(vb))
+    return e.sub_p.bind(c, upd)
+
+
+def _tau_at(taus, j, nb):
+    e, r, s = _ops()
+    av = get_aval(taus)
+    idx = s.iota_p.bind(dtype=np.dtype(np.int32), shape=av.shape, dimension=nb)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, j),
+                                                 np.zeros(av.shape, av.dtype), taus),
+                               axes=(nb,))
+
+
+def _geqrf_program(a):
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    batch, (m, n) = shape[:nb], shape[nb:]
+    k = min(m, n)
+    lead = tuple(range(nb))
+    rdt = np.dtype(np.float64) if dt == np.complex128 else (
+        np.dtype(np.float32) if dt.kind == "c" else dt)
+    i32 = np.dtype(np.int32)
+    rows_v = s.iota_p.bind(dtype=i32, shape=batch + (m,), dimension=nb)
+    rows = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    tidx = s.iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+
+    def real(x):
+        return e.real_p.bind(x) if dt.kind == "c" else x
+
+    def body(j, a, taus):
+        col = _col_of(a, j, nb)
+        at_j = e.eq_p.bind(rows_v, j)
+        below = e.gt_p.bind(rows_v, j)
+        zeros_v = np.zeros(batch + (m,), dt)
+        alpha = r.reduce_sum_p.bind(e.select_n_p.bind(at_j, zeros_v, col), axes=(nb,))
+        x = e.select_n_p.bind(below, zeros_v, col)
+        ax = e.abs_p.bind(x)
+        xnorm = e.sqrt_p.bind(r.reduce_sum_p.bind(e.mul_p.bind(ax, ax), axes=(nb,)))
+        ar = real(alpha)
+        norm = e.sqrt_p.bind(e.add_p.bind(e.mul_p.bind(e.abs_p.bind(alpha),
+                                                       e.abs_p.bind(alpha)),
+                                          e.mul_p.bind(xnorm, xnorm)))
+        sgn = e.select_n_p.bind(e.lt_p.bind(ar, np.zeros((), rdt)), np.ones((), rdt),
+                                -np.ones((), rdt))
+        beta = e.mul_p.bind(e.neg_p.bind(sgn), norm)                 # -sign(Re a) |(a, x)|
+        trivial = e.eq_p.bind(xnorm, np.zeros((), rdt))
+        if dt.kind == "c":
+            trivial = e.and_p.bind(trivial, e.eq_p.bind(e.imag_p.bind(alpha),
+                                                        np.zeros((), rdt)))
+            beta_c = e.convert_element_type_p.bind(beta, new_dtype=dt, weak_type=False)
+        else:
+            beta_c = beta
+        safe_beta = e.select_n_p.bind(trivial, beta_c, np.ones(get_aval(beta_c).shape, dt))
+        tau = e.div_p.bind(e.sub_p.bind(safe_beta, alpha), safe_beta)
+        tau = e.select_n_p.bind(trivial, tau, np.zeros(get_aval(tau).shape, dt))
+        denom = e.select_n_p.bind(trivial, e.sub_p.bind(alpha, beta_c),
+                                  np.ones(get_aval(alpha).shape, dt))
+        v = e.div_p.bind(x, s.broadcast_in_dim_p.bind(denom, shape=batch + (m,),
+                                                      broadcast_dimensions=lead))
+        v = e.select_n_p.bind(at_j, v, np.ones(batch + (m,), dt))
+        # H^H applied to the columns right of j
+        applied = _apply_left(a, v, tau, nb, True)
+        right = e.gt_p.bind(cols, j)
+        a = e.select_n_p.bind(right, a, applied)
+        new_diag = e.select_n_p.bind(trivial, beta_c, alpha)
+        colmask = e.eq_p.bind(cols, j)
+        vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+        db = s.broadcast_in_dim_p.bind(new_diag, shape=shape, broadcast_dimensions=lead)
+        newcol = e.select_n_p.bind(e.eq_p.bind(rows, j), vb, db)
+        a = e.select_n_p.bind(e.and_p.bind(colmask, e.ge_p.bind(rows, j)), a, newcol)
+        taus = e.select_n_p.bind(e.eq_p.bind(tidx, j), taus,
+                                 s.broadcast_in_dim_p.bind(tau, shape=batch + (k,),
+                                                           broadcast_dimensions=lead))
+        return a, taus
+
+    return _fori(k, body, [a, np.zeros(batch + (k,), dt)])
+
+
+def _householder_program(a, taus):
+    """Q (..., m, n): the first n columns of H_0 ... H_{k-1}."""
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    m, n = shape[nb:]
+    k = get_aval(taus).shape[-1]
+    eye = np.broadcast_to(np.eye(m, n, dtype=dt), shape)
+
+    def body(i, q):
+        j = e.sub_p.bind(np.int32(k - 1), i)
+        v = _reflector(a, j, nb)
+        return [_apply_left(q, v, _tau_at(taus, j, nb), nb, False)]
+
+    (q,) = _fori(k, body, [np.array(eye)])
+    return q
+
+
+def _ormqr_program(a, taus, c, left, transpose):
+    e, r, s = _ops()
+    nb = get_aval(a).ndim - 2
+    k = get_aval(taus).shape[-1]
+    # Q = H_0 ... H_{k-1}: Q c applies H_{k-1} first; Q^H c applies H_0^H first; c Q applies
+    # H_0 first; c Q^H applies H_{k-1}^H first
+    backwards = left != transpose
+
+    def body(i, c):
+        j = e.sub_p.bind(np.int32(k - 1), i) if backwards else i
+        v = _reflector(a, j, nb)
+        t = _tau_at(taus, j, nb)
+        if left:
+            return [_apply_left(c, v, t, nb, transpose)]
+        return [_apply_right(c, v, t, nb, transpose)]
+
+    (out,) = _fori(k, body, [c])
+    return out
+
+
+def _upcast(ctx, *xs):
+    dt = xs[0].aval.dtype
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    return [ctx.convert(x, cdt) for x in xs]
+
+
+def _geqrf_lower(ctx, a):
+    out_a, out_t = ctx.avals_out
+    if a.aval.size == 0:
+        return [ctx.full(0, out_a), ctx.full(0, out_t)]
+    (aa,) = _upcast(ctx, a)
+    packed, taus = ctx.lower_fun(_geqrf_program, aa, multiple_results=True)
+    return [ctx.convert(packed, out_a.dtype), ctx.convert(taus, out_t.dtype)]
+
+
+def _householder_product_lower(ctx, a, taus):
+    out = ctx.avals_out[0]
+    if a.aval.size == 0 or taus.aval.shape[-1] == 0:
+        m, n = out.shape[-2:]
+        return ctx.constant(np.broadcast_to(np.eye(m, n, dtype=out.dtype), out.shape))
+    aa, tt = _upcast(ctx, a, taus)
+    return ctx.convert(ctx.lower_fun(_householder_program, aa, tt), out.dtype)
+
+
+def _ormqr_lower(ctx, a, taus, c, left=True, transpose=False):
+    out = ctx.avals_out[0]
+    if c.aval.size == 0 or taus.aval.shape[-1] == 0:
+        return c if c.aval.size else ctx.full(0, out)
+    aa, tt, cc = _upcast(ctx, a, taus, c)
+    return ctx.convert(ctx.lower_fun(
+        lambda x, t, y: _ormqr_program(x, t, y, left, transpose), aa, tt, cc), out.dtype)
+
+
+def _qr_lower(ctx, x, pivoting=False, full_matrices=True):
+    if pivoting:
+        raise ctx.unsupported("QR with column pivoting has no jaxlite-written algorithm yet")
+    q_aval, r_aval = ctx.avals_out
+    *batch, m, n = x.aval.shape
+    kq = q_aval.shape[-1]
+    if x.aval.size == 0:
+        return [ctx.constant(np.broadcast_to(np.eye(m, kq, dtype=q_aval.dtype), q_aval.shape)),
+                ctx.full(0, r_aval)]
+    (xx,) = _upcast(ctx, x)
+    cdt = xx.aval.dtype
+    nb = len(batch)
+
+    def program(v):
+        e, r, s = _ops()
+        packed, taus = _geqrf_program(v)
+        # Q's columns: the reflectors' block padded (or cut) to kq columns
+        if n >= kq:
+            block = s.slice_p.bind(packed, start_indices=(0,) * (nb + 2),
+                                   limit_indices=tuple(batch) + (m, kq), strides=None)
+        else:
+            block = s.pad_p.bind(packed, np.zeros((), cdt),
+                                 padding_config=((0, 0, 0),) * (nb + 1) + ((0, kq - n, 0),))
+        k = get_aval(taus).shape[-1]
+        if k > kq:
+            taus = s.slice_p.bind(taus, start_indices=(0,) * (nb + 1),
+                                  limit_indices=tuple(batch) + (kq,), strides=None)
+        q = _householder_program(block, taus)
+        rr = s.slice_p.bind(packed, start_indices=(0,) * (nb + 2),
+                            limit_indices=tuple(batch) + (r_aval.shape[-2], n), strides=None)
+        shape = get_aval(rr).shape
+        rows = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb)
+        cols = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+        rr = e.select_n_p.bind(e.le_p.bind(rows, cols), np.zeros(shape, cdt), rr)
+        return q, rr
+
+    q, rr = ctx.lower_fun(program, xx, multiple_results=True)
+    return [ctx.convert(q, q_aval.dtype), ctx.convert(rr, r_aval.dtype)]
+
+
+geqrf_p.lowering = _geqrf_lower
+householder_product_p.lowering = _householder_product_lower
+ormqr_p.lowering = _ormqr_lower
+qr_p.lowering = _qr_lower
