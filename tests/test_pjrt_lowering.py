@@ -89,6 +89,12 @@ NOT_LOWERED = {
         "regularized_incomplete_beta", "zeta_grad_x", "ndtri", "erfcx", "dawsn", "exp1",
         "expi", "spence", "expn", "sici_si", "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1",
         "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
+    **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
+              "calls, which cannot be tested here) and no jaxlite-written algorithm yet: an "
+              "iterative eigen/singular value solver whose eigenvector signs and order follow "
+              "LAPACK's") for name in ("eigh", "eig", "svd", "schur")},
+    **{name: ("no XLA operation (a LAPACK call in JAX) and no jaxlite-written algorithm "
+              "yet") for name in ("hessenberg", "tridiagonal", "tridiagonal_solve")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
                "lowering would have run; it never appears in a program handed to PJRT"),
 }
@@ -491,6 +497,12 @@ PROGRAMS = {
     "ormqr-complex": (lambda a, c: [lax.linalg.ormqr(*lax.linalg._geqrf(a), c, transpose=t)
                                     for t in (False, True)],
                       (_rn(3, 3) + 1j * _rn(3, 3), _rn(3, 2) + 1j * _rn(3, 2))),
+    "symmetric-product": (lambda a, c: [lax.linalg.symmetric_product(a, c, alpha=a0, beta=b0,
+                                                                     symmetrize_output=sy)
+                                        for a0, b0, sy in ((1.0, 0.0, False), (2.0, -0.5, True))],
+                          (_rn(2, 3, 2), _rn(2, 3, 3))),
+    "cholesky-update": (lambda r, w: lax.linalg.cholesky_update(r, w),
+                        (np.triu(_rn(4, 4)) + 3 * np.eye(4, dtype=np.float32), _rn(4))),
     "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
     "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 3 * jnp.eye(3)),
                          (_rn(2, 3, 3),)),

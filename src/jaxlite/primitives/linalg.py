@@ -2047,3 +2047,77 @@ geqrf_p.lowering = _geqrf_lower
 householder_product_p.lowering = _householder_product_lower
 ormqr_p.lowering = _ormqr_lower
 qr_p.lowering = _qr_lower
+
+
+def _symmetric_product_lower(ctx, a, c, alpha=1.0, beta=0.0, symmetrize_output=False):
+    out = ctx.avals_out[0]
+    aa, cc = _upcast(ctx, a, c)
+    nb = aa.aval.ndim - 2
+    lead = list(range(nb))
+    dims = ((aa.aval.ndim - 1,), (aa.aval.ndim - 1,)), (tuple(lead), tuple(lead))
+    prod = ctx.op("stablehlo.dot_general", [aa, aa], cc.aval,
+                  {"dot_dimension_numbers": dot_general_text(ctx, dims),
+                   "precision_config": _precision_attr(None)})
+    r = ctx.binary("add", ctx.binary("multiply", ctx.full(alpha, prod.aval), prod),
+                   ctx.binary("multiply", ctx.full(beta, cc.aval), cc))
+    if symmetrize_output:
+        perm = lead + [nb + 1, nb]
+        t = ctx.op("stablehlo.transpose", [r], r.aval, {"permutation": ctx.i64s(perm)})
+        r = ctx.select(_tril_mask(ctx, r.aval.shape), r, t)
+    return ctx.convert(r, out.dtype)
+
+
+def _cholesky_update_program(r, w):
+    # the implementation's sweep of Givens rotations, row k against the running vector
+    e, red, s = _ops()
+    shape = get_aval(r).shape
+    dt = get_aval(r).dtype
+    nb = len(shape) - 2
+    lead = tuple(range(nb))
+    batch, n = shape[:nb], shape[-1]
+    i32 = np.dtype(np.int32)
+    rows = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    idx = s.iota_p.bind(dtype=i32, shape=batch + (n,), dimension=nb)
+    zeros_v = np.zeros(batch + (n,), dt)
+
+    def body(k, r, w):
+        at_k = e.eq_p.bind(rows, k)
+        row = red.reduce_sum_p.bind(e.select_n_p.bind(at_k, np.zeros(shape, dt), r),
+                                    axes=(nb,))
+        rkk = red.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, k), zeros_v, row),
+                                    axes=(nb,))
+        wk = red.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, k), zeros_v, w),
+                                   axes=(nb,))
+        rad = e.sqrt_p.bind(e.add_p.bind(e.mul_p.bind(rkk, rkk), e.mul_p.bind(wk, wk)))
+        zero = e.eq_p.bind(rad, np.zeros((), dt))
+        safe = e.select_n_p.bind(zero, rad, np.ones(get_aval(rad).shape, dt))
+        c = e.select_n_p.bind(zero, e.div_p.bind(rkk, safe), np.ones(get_aval(rad).shape, dt))
+        sn = e.select_n_p.bind(zero, e.div_p.bind(wk, safe), np.zeros(get_aval(rad).shape, dt))
+        cb = s.broadcast_in_dim_p.bind(c, shape=batch + (n,), broadcast_dimensions=lead)
+        sb = s.broadcast_in_dim_p.bind(sn, shape=batch + (n,), broadcast_dimensions=lead)
+        tail = e.ge_p.bind(idx, k)
+        new_row = e.add_p.bind(e.mul_p.bind(cb, row), e.mul_p.bind(sb, w))
+        new_w = e.add_p.bind(e.neg_p.bind(e.mul_p.bind(sb, row)), e.mul_p.bind(cb, w))
+        new_row = e.select_n_p.bind(tail, row, new_row)
+        w = e.select_n_p.bind(tail, w, new_w)
+        full = s.broadcast_in_dim_p.bind(new_row, shape=shape,
+                                         broadcast_dimensions=lead + (nb + 1,))
+        r = e.select_n_p.bind(e.and_p.bind(at_k, e.ge_p.bind(cols, k)), r, full)
+        return r, w
+
+    r, _ = _fori(n, body, [r, w])
+    return r
+
+
+def _cholesky_update_lower(ctx, r, w):
+    # in the operands' precision (the implementation rotates in float64 and rounds once)
+    out = ctx.avals_out[0]
+    if r.aval.size == 0:
+        return ctx.full(0, out)
+    rr, ww = _upcast(ctx, r, w)
+    return ctx.convert(ctx.lower_fun(_cholesky_update_program, rr, ww), out.dtype)
+
+
+symmetric_product_p.lowering = _symmetric_product_lower
+cholesky_update_p.lowering = _cholesky_update_lower
