@@ -518,3 +518,78 @@ def test_edge_programs(name):
     for g, w in zip(got, want):
         _compare(g, w, 1e-5 if name not in ("cumsum-bf16", "dot-bf16") else 1e-2,
                  f"{name}")
+
+
+# ---- differential: hypothesis-drawn operands ------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+_EXACT_F32 = ["add", "sub", "mul", "div", "max", "min", "rem", "nextafter", "sqrt", "floor",
+              "ceil", "round", "sign", "abs", "neg", "eq", "lt", "ge", "is_finite"]
+_INT32 = ["add", "sub", "mul", "div", "rem", "max", "min", "shift_left",
+          "shift_right_logical", "shift_right_arithmetic", "and", "xor", "population_count",
+          "not", "sign", "abs", "lt", "ne"]
+_APPROX_F32 = ["exp", "log1p", "tanh", "sin", "atan2", "pow", "erf", "logistic"]
+
+# no subnormal operands: XLA:CPU runs programs with subnormals flushed to zero (as real
+# JAX on the CPU does), the interpreter keeps them (test_subnormals_flush_on_xla_cpu)
+_f32 = hnp.arrays(np.float32, (6,), elements=st.floats(width=32, allow_nan=True,
+                                                         allow_infinity=True,
+                                                         allow_subnormal=False))
+_i32 = hnp.arrays(np.int32, (6,), elements=st.integers(-2**31, 2**31 - 1)
+                  | st.sampled_from([0, -1, 1, 31, 32, -2**31]))
+_SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
+                     suppress_health_check=[HealthCheck.too_slow])
+
+
+def _flushed(x):
+    """``x`` with subnormal float32 values as XLA:CPU leaves them: signed zeros."""
+    if x.dtype != np.float32:
+        return x
+    tiny = np.abs(x) < np.finfo(np.float32).tiny
+    return np.where(tiny & (x != 0), np.copysign(np.float32(0), x), x).astype(x.dtype)
+
+
+def _check_drawn(name, args, tol):
+    prim = primitives()[name]
+    args = args[:_arity(name)]
+    closed = _one_eqn(prim, [ShapedArray(a.shape, a.dtype) for a in args], {})
+    got, want = run_closed(closed, args)
+    # (nextafter works on the bit patterns: its subnormal results are kept)
+    want = want[0] if name == "nextafter" else _flushed(want[0])
+    _compare(got[0], want, tol, f"{name} on {args}")
+
+
+@pytest.mark.parametrize("name", _EXACT_F32)
+@_SETTINGS
+@given(x=_f32, y=_f32)
+def test_drawn_float32_exact(name, x, y):
+    _check_drawn(name, [x, y], 0)
+
+
+@pytest.mark.parametrize("name", _INT32)
+@_SETTINGS
+@given(x=_i32, y=_i32)
+def test_drawn_int32(name, x, y):
+    _check_drawn(name, [x, y], 0)
+
+
+@pytest.mark.parametrize("name", _APPROX_F32)
+@_SETTINGS
+@given(x=hnp.arrays(np.float32, (6,), elements=st.floats(-30, 30, width=32)),
+       y=hnp.arrays(np.float32, (6,), elements=st.floats(0.25, 4, width=32)))
+def test_drawn_float32_transcendental(name, x, y):
+    if name == "pow":
+        x = np.abs(x) + np.float32(0.5)
+    _check_drawn(name, [x, y], TOL[name])
+
+
+def test_subnormals_flush_on_xla_cpu():
+    """A known difference, stated: XLA:CPU flushes subnormal operands and results to zero
+    (so does real JAX on the CPU); the interpreter computes them as NumPy does."""
+    x = np.array([1e-45, -1e-42, 2e-38, 1.0], np.float32)
+    closed = _one_eqn(primitives()["mul"], [ShapedArray((4,), np.float32)] * 2, {})
+    got, want = run_closed(closed, [x, np.ones(4, np.float32)])
+    np.testing.assert_array_equal(want[0], x)
+    np.testing.assert_array_equal(got[0], np.array([0, -0.0, 2e-38, 1], np.float32))
