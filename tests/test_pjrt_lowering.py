@@ -92,7 +92,7 @@ NOT_LOWERED = {
     **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
               "calls, which cannot be tested here) and no jaxlite-written algorithm yet: an "
               "iterative eigen/singular value solver whose eigenvector signs and order follow "
-              "LAPACK's") for name in ("eigh", "eig", "svd", "schur")},
+              "LAPACK's") for name in ("eig", "svd", "schur")},
     **{name: ("no XLA operation (a LAPACK call in JAX) and no jaxlite-written algorithm "
               "yet") for name in ("hessenberg", "tridiagonal", "tridiagonal_solve")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
@@ -507,6 +507,37 @@ PROGRAMS = {
     "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 3 * jnp.eye(3)),
                          (_rn(2, 3, 3),)),
 }
+
+
+def _sign_fixed(v):
+    """Eigen/singular vectors (columns of ``v``) with each column's largest-magnitude entry
+    made positive: Jacobi's vectors may have the opposite sign of LAPACK's."""
+    v = np.asarray(v, np.float64)
+    k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    return v * np.sign(np.take_along_axis(v, k, axis=-2))
+
+
+@pytest.mark.parametrize("sym", [_rn(4, 4), _rn(2, 5, 5), np.diag([3.0, -1.0, 2.0, 2.0]).astype(
+    np.float32), np.zeros((3, 3), np.float32), _rn(1, 1)], ids=["4x4", "batch", "diag-repeated",
+                                                                "zero", "1x1"])
+@pytest.mark.parametrize("lower", [True, False])
+def test_eigh_jacobi(sym, lower):
+    a = np.asarray(sym)      # not symmetric: only the triangle ``lower`` names is read
+    closed = jaxlite.make_jaxpr(lambda m: lax.linalg.eigh(m, lower=lower,
+                                                          symmetrize_input=False))(a)
+    (gv, gw), (wv, ww) = run_closed(closed, [a])
+    np.testing.assert_allclose(gw, ww, rtol=1e-5, atol=1e-5 * max(1, np.abs(ww).max()))
+    assert gv.dtype == wv.dtype and gv.shape == wv.shape
+    # eigenvectors of distinct eigenvalues up to sign; every basis: A v = v diag(w)
+    full = np.asarray(a, np.float64)
+    sym_a = np.where(np.tril(np.ones(a.shape[-2:], bool)), full,
+                     np.swapaxes(full, -1, -2)) if lower else np.where(
+        np.triu(np.ones(a.shape[-2:], bool)), full, np.swapaxes(full, -1, -2))
+    np.testing.assert_allclose(sym_a @ gv, gv * gw[..., None, :], atol=2e-5 * max(1, np.abs(ww).max()))
+    np.testing.assert_allclose(np.swapaxes(gv, -1, -2) @ gv, np.broadcast_to(np.eye(a.shape[-1]),
+                                                                             gv.shape), atol=2e-6)
+    if np.all(np.diff(ww, axis=-1) > 1e-3):
+        np.testing.assert_allclose(_sign_fixed(gv), _sign_fixed(wv), atol=2e-5)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

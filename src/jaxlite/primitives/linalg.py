@@ -2121,3 +2121,218 @@ def _cholesky_update_lower(ctx, r, w):
 
 symmetric_product_p.lowering = _symmetric_product_lower
 cholesky_update_p.lowering = _cholesky_update_lower
+
+
+# Symmetric eigenvalues (eigh) and singular values (svd) by Jacobi rotations, as jaxlite
+# programs: cyclic sweeps over the pairs (p, q), each rotation chosen to zero one
+# off-diagonal element (two-sided for eigh; one-sided on the columns for svd, whose
+# singular values are then the column norms), until the off-diagonal part is below the
+# dtype's epsilon relative to the matrix (at most 30 sweeps).  Values come sorted as
+# LAPACK's (ascending eigenvalues, descending singular values); the vectors span the same
+# spaces as LAPACK's but each may have the opposite sign.  Real operands only.
+
+def _while_loop(cond, body, init):
+    """``while cond(*carry): carry = body(*carry)``, bound as one ``while`` equation."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    from .control_flow import while_p
+    avals = [get_aval(c).strip_weak_type() for c in init]
+    body_closed, body_consts = hoist_consts(trace_to_jaxpr(lambda *c: list(body(*c)), avals))
+    cond_closed, cond_consts = hoist_consts(trace_to_jaxpr(lambda *c: [cond(*c)], avals))
+    return while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_closed,
+                        body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
+                        body_nconsts=len(body_consts))
+
+
+_MAX_SWEEPS = 30
+
+
+def _pick(x, mask, axes):
+    """The sum of ``x`` where ``mask`` holds, over ``axes`` (one element, exactly)."""
+    e, r, _ = _ops()
+    av = get_aval(x)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(mask, np.zeros(av.shape, av.dtype), x),
+                               axes=tuple(axes))
+
+
+def _rotation(app, aqq, apq):
+    """(c, s) of the Jacobi rotation zeroing apq (Golub & Van Loan's sym.schur2)."""
+    e, _, _ = _ops()
+    dt = get_aval(app).dtype
+    shape = get_aval(app).shape
+    one, zero = np.ones(shape, dt), np.zeros(shape, dt)
+    nz = e.ne_p.bind(apq, zero)
+    safe = e.select_n_p.bind(nz, one, apq)
+    tau = e.div_p.bind(e.sub_p.bind(aqq, app), e.mul_p.bind(np.asarray(2, dt), safe))
+    sgn = e.select_n_p.bind(e.lt_p.bind(tau, zero), one, -one)
+    t = e.div_p.bind(sgn, e.add_p.bind(e.abs_p.bind(tau),
+                                       e.sqrt_p.bind(e.add_p.bind(one, e.mul_p.bind(tau, tau)))))
+    c = e.rsqrt_p.bind(e.add_p.bind(one, e.mul_p.bind(t, t)))
+    s = e.mul_p.bind(t, c)
+    return e.select_n_p.bind(nz, one, c), e.select_n_p.bind(nz, zero, s)
+
+
+def _rotate_cols(x, p, q, c, s, nb):
+    """x J on columns p, q: x[:, p] <- c x_p - s x_q, x[:, q] <- s x_p + c x_q."""
+    e, _, sh = _ops()
+    shape = get_aval(x).shape
+    lead = tuple(range(nb))
+    cols = sh.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+    at_p, at_q = e.eq_p.bind(cols, p), e.eq_p.bind(cols, q)
+    xp, xq = _pick(x, at_p, (nb + 1,)), _pick(x, at_q, (nb + 1,))
+    vshape = get_aval(xp).shape
+    cb = sh.broadcast_in_dim_p.bind(c, shape=vshape, broadcast_dimensions=lead)
+    sb = sh.broadcast_in_dim_p.bind(s, shape=vshape, broadcast_dimensions=lead)
+    new_p = e.sub_p.bind(e.mul_p.bind(cb, xp), e.mul_p.bind(sb, xq))
+    new_q = e.add_p.bind(e.mul_p.bind(sb, xp), e.mul_p.bind(cb, xq))
+    dims = lead + (nb,)
+    return e.select_n_p.bind(at_p, e.select_n_p.bind(
+        at_q, x, sh.broadcast_in_dim_p.bind(new_q, shape=shape, broadcast_dimensions=dims)),
+        sh.broadcast_in_dim_p.bind(new_p, shape=shape, broadcast_dimensions=dims))
+
+
+def _transpose_last(x, nb):
+    _, _, sh = _ops()
+    return sh.transpose_p.bind(x, permutation=tuple(range(nb)) + (nb + 1, nb))
+
+
+def _pair_tables(n):
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    return (np.array([p for p, _ in pairs], np.int32), np.array([q for _, q in pairs], np.int32))
+
+
+def _jacobi_sweeps(x, v, nb, two_sided, converged):
+    """Cyclic Jacobi sweeps on ``x`` (and the accumulated rotations ``v``) until
+    ``converged(x)`` or ``_MAX_SWEEPS``."""
+    e, r, sh = _ops()
+    n = get_aval(x).shape[-1]
+    ptab, qtab = _pair_tables(n)
+    npairs = len(ptab)
+    shape = get_aval(x).shape
+    i32 = np.dtype(np.int32)
+
+    def rotate(t, x, v):
+        pidx = sh.iota_p.bind(dtype=i32, shape=(npairs,), dimension=0)
+        p = r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(pidx, t),
+                                                  np.zeros(npairs, i32), ptab), axes=(0,))
+        q = r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(pidx, t),
+                                                  np.zeros(npairs, i32), qtab), axes=(0,))
+        rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+        cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+        if two_sided:
+            def el(i, j):
+                return _pick(x, e.and_p.bind(e.eq_p.bind(rows, i), e.eq_p.bind(cols, j)),
+                             (nb, nb + 1))
+            c, s = _rotation(el(p, p), el(q, q), el(p, q))
+            x = _rotate_cols(x, p, q, c, s, nb)
+            x = _transpose_last(_rotate_cols(_transpose_last(x, nb), p, q, c, s, nb), nb)
+            off = e.or_p.bind(e.and_p.bind(e.eq_p.bind(rows, p), e.eq_p.bind(cols, q)),
+                              e.and_p.bind(e.eq_p.bind(rows, q), e.eq_p.bind(cols, p)))
+            x = e.select_n_p.bind(off, x, np.zeros(shape, get_aval(x).dtype))
+        else:
+            # the Gram matrix's entries of columns p and q
+            xp = _pick(x, e.eq_p.bind(cols, p), (nb + 1,))
+            xq = _pick(x, e.eq_p.bind(cols, q), (nb + 1,))
+            dot = lambda a, b: r.reduce_sum_p.bind(e.mul_p.bind(a, b), axes=(nb,))  # noqa
+            c, s = _rotation(dot(xp, xp), dot(xq, xq), dot(xp, xq))
+            x = _rotate_cols(x, p, q, c, s, nb)
+        v = _rotate_cols(v, p, q, c, s, nb)
+        return x, v
+
+    def sweep(k, x, v):
+        x, v = _fori(npairs, rotate, [x, v])
+        return [e.add_p.bind(k, np.int32(1)), x, v]
+
+    def more(k, x, v):
+        return e.and_p.bind(e.lt_p.bind(k, np.int32(_MAX_SWEEPS)), e.not_p.bind(converged(x)))
+
+    if npairs == 0:
+        return x, v
+    _, x, v = _while_loop(more, sweep, [np.int32(0), x, v])
+    return x, v
+
+
+def _eye_like(shape, dt):
+    return np.array(np.broadcast_to(np.eye(shape[-2], shape[-1], dtype=dt), shape))
+
+
+def _sorted_by(keys, vecs, nb, descending):
+    """``keys`` (..., k) sorted (ascending, or descending) and the columns of ``vecs``
+    (..., m, k) in that order (a product with the permutation matrix: exact)."""
+    e, r, sh = _ops()
+    kshape = get_aval(keys).shape
+    i32 = np.dtype(np.int32)
+    idx = sh.iota_p.bind(dtype=i32, shape=kshape, dimension=nb)
+    sk = e.neg_p.bind(keys) if descending else keys
+    sk, perm = r.sort_p.bind(sk, idx, dimension=nb, is_stable=True, num_keys=1)
+    out = e.neg_p.bind(sk) if descending else sk
+    if vecs is None:
+        return out, None
+    k = kshape[-1]
+    pshape = kshape[:nb] + (k, k)
+    rowsk = sh.iota_p.bind(dtype=i32, shape=pshape, dimension=nb)
+    permb = sh.broadcast_in_dim_p.bind(perm, shape=pshape,
+                                       broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
+    dt = get_aval(vecs).dtype
+    pm = e.convert_element_type_p.bind(e.eq_p.bind(rowsk, permb), new_dtype=dt,
+                                       weak_type=False)
+    lead = tuple(range(nb))
+    moved = dot_general_p.bind(vecs, pm, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
+                               precision=None, preferred_element_type=None)
+    return out, moved
+
+
+def _sq_norm(x, axes):
+    e, r, _ = _ops()
+    return r.reduce_sum_p.bind(e.mul_p.bind(x, x), axes=tuple(axes))
+
+
+def _eigh_program(a, lower):
+    e, r, sh = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    i32 = np.dtype(np.int32)
+    rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    # the symmetric matrix of the triangle LAPACK reads
+    keep = e.ge_p.bind(rows, cols) if lower else e.le_p.bind(rows, cols)
+    a = e.select_n_p.bind(keep, _transpose_last(a, nb), a)
+    diag = e.eq_p.bind(rows, cols)
+    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    total = _sq_norm(a, (nb, nb + 1))
+
+    def converged(x):
+        off = _sq_norm(e.select_n_p.bind(diag, x, np.zeros(shape, dt)), (nb, nb + 1))
+        done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
+        return r.reduce_and_p.bind(done, axes=tuple(range(nb))) if nb else done
+
+    x, v = _jacobi_sweeps(a, _eye_like(shape, dt), nb, True, converged)
+    w = _pick(x, diag, (nb + 1,))
+    return _sorted_by(w, v, nb, False)
+
+
+def _eigh_lower(ctx, x, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    v_aval, w_aval = ctx.avals_out
+    if x.aval.dtype.kind == "c":
+        raise ctx.unsupported("complex Hermitian matrices have no jaxlite-written "
+                              "eigensolver yet (real symmetric ones do)")
+    if x.aval.size == 0:
+        return [ctx.full(0, v_aval), ctx.full(0, w_aval)]
+    (xx,) = _upcast(ctx, x)
+    w, v = ctx.lower_fun(lambda m: _eigh_program(m, lower), xx, multiple_results=True)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        nd = xx.aval.ndim
+        w = ctx.op("stablehlo.slice", [w], ctx.aval(w.aval.shape[:-1] + (hi - lo,), w.aval.dtype),
+                   {"start_indices": ctx.i64s([0] * (nd - 2) + [lo]),
+                    "limit_indices": ctx.i64s(list(w.aval.shape[:-1]) + [hi]),
+                    "strides": ctx.i64s([1] * (nd - 1))})
+        v = ctx.op("stablehlo.slice", [v], ctx.aval(v.aval.shape[:-1] + (hi - lo,), v.aval.dtype),
+                   {"start_indices": ctx.i64s([0] * (nd - 1) + [lo]),
+                    "limit_indices": ctx.i64s(list(v.aval.shape[:-1]) + [hi]),
+                    "strides": ctx.i64s([1] * nd)})
+    return [ctx.convert(v, v_aval.dtype), ctx.convert(w, w_aval.dtype)]
+
+
+eigh_p.lowering = _eigh_lower
