@@ -2258,7 +2258,8 @@ def _eye_like(shape, dt):
 
 def _sorted_by(keys, vecs, nb, descending):
     """``keys`` (..., k) sorted (ascending, or descending) and the columns of ``vecs``
-    (..., m, k) in that order (a product with the permutation matrix: exact)."""
+    (..., m, k; or a list of such stacks) in that order (a product with the permutation
+    matrix: exact)."""
     e, r, sh = _ops()
     kshape = get_aval(keys).shape
     i32 = np.dtype(np.int32)
@@ -2273,13 +2274,16 @@ def _sorted_by(keys, vecs, nb, descending):
     rowsk = sh.iota_p.bind(dtype=i32, shape=pshape, dimension=nb)
     permb = sh.broadcast_in_dim_p.bind(perm, shape=pshape,
                                        broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
-    dt = get_aval(vecs).dtype
-    pm = e.convert_element_type_p.bind(e.eq_p.bind(rowsk, permb), new_dtype=dt,
-                                       weak_type=False)
     lead = tuple(range(nb))
-    moved = dot_general_p.bind(vecs, pm, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
-                               precision=None, preferred_element_type=None)
-    return out, moved
+
+    def move(vv):
+        pm = e.convert_element_type_p.bind(e.eq_p.bind(rowsk, permb),
+                                           new_dtype=get_aval(vv).dtype, weak_type=False)
+        return dot_general_p.bind(vv, pm, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
+                                  precision=None, preferred_element_type=None)
+    if isinstance(vecs, list):
+        return out, [move(vv) for vv in vecs]
+    return out, move(vecs)
 
 
 def _sq_norm(x, axes):
@@ -2336,3 +2340,100 @@ def _eigh_lower(ctx, x, lower=True, sort_eigenvalues=True, subset_by_index=None)
 
 
 eigh_p.lowering = _eigh_lower
+
+
+def _svd_program(a, full_matrices, compute_uv):
+    """One-sided Jacobi on the columns of ``a`` (..., m, n), m >= n: singular values the
+    column norms, V the accumulated rotations, U the normalised columns completed to an
+    orthonormal basis by a Householder QR (signs fixed so that U's columns of nonzero
+    singular values are the normalised columns themselves)."""
+    e, r, sh = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    batch, (m, n) = shape[:nb], shape[nb:]
+    lead = tuple(range(nb))
+    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    i32 = np.dtype(np.int32)
+    gshape = batch + (n, n)
+    grows = sh.iota_p.bind(dtype=i32, shape=gshape, dimension=nb)
+    gcols = sh.iota_p.bind(dtype=i32, shape=gshape, dimension=nb + 1)
+    gdiag = e.eq_p.bind(grows, gcols)
+
+    def gram(x):
+        return dot_general_p.bind(x, x, dimension_numbers=(((nb,), (nb,)), (lead, lead)),
+                                  precision=None, preferred_element_type=None)
+
+    def converged(x):
+        g = gram(x)
+        off = _sq_norm(e.select_n_p.bind(gdiag, g, np.zeros(gshape, dt)), (nb, nb + 1))
+        total = _sq_norm(g, (nb, nb + 1))
+        done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
+        return r.reduce_and_p.bind(done, axes=lead) if nb else done
+
+    x, v = _jacobi_sweeps(a, _eye_like(gshape, dt), nb, False, converged)
+    s = e.sqrt_p.bind(_sq_norm(x, (nb,)))
+    if not compute_uv:
+        return [_sorted_by(s, None, nb, True)[0]]
+    s, (x, v) = _sorted_by(s, [x, v], nb, True)
+    zero = e.eq_p.bind(s, np.zeros((), dt))
+    safe = e.select_n_p.bind(zero, s, np.ones(get_aval(s).shape, dt))
+    u0 = e.div_p.bind(x, sh.broadcast_in_dim_p.bind(safe, shape=shape,
+                                                    broadcast_dimensions=lead + (nb + 1,)))
+    kq = m if full_matrices else n
+    block = u0 if kq == n else sh.pad_p.bind(
+        u0, np.zeros((), dt), padding_config=((0, 0, 0),) * (nb + 1) + ((0, kq - n, 0),))
+    packed, taus = _geqrf_program(block)
+    q = _householder_program(packed, taus)
+    # Q's column j is ±u0's: the sign of R's diagonal (which is ±1 there, 0 for a zero column)
+    rdiag = _pick(packed, e.eq_p.bind(sh.iota_p.bind(dtype=i32, shape=get_aval(packed).shape,
+                                                     dimension=nb),
+                                      sh.iota_p.bind(dtype=i32, shape=get_aval(packed).shape,
+                                                     dimension=nb + 1)), (nb,))
+    sgn = e.select_n_p.bind(e.lt_p.bind(rdiag, np.zeros((), dt)), np.ones(batch + (kq,), dt),
+                            -np.ones(batch + (kq,), dt))
+    u = e.mul_p.bind(q, sh.broadcast_in_dim_p.bind(sgn, shape=get_aval(q).shape,
+                                                   broadcast_dimensions=lead + (nb + 1,)))
+    return [u, s, _transpose_last(v, nb)]
+
+
+
+def _svd_lower(ctx, x, full_matrices=True, compute_uv=True):
+    outs = ctx.avals_out
+    if x.aval.dtype.kind == "c":
+        raise ctx.unsupported("complex matrices have no jaxlite-written SVD yet (real ones "
+                              "do)")
+    *batch, m, n = x.aval.shape
+    nb = len(batch)
+    if x.aval.size == 0:
+        if not compute_uv:
+            return [ctx.full(0, outs[0])]
+        u, s, vh = outs
+        return [ctx.constant(np.broadcast_to(np.eye(*u.shape[-2:], dtype=u.dtype), u.shape)),
+                ctx.full(0, s),
+                ctx.constant(np.broadcast_to(np.eye(*vh.shape[-2:], dtype=vh.dtype), vh.shape))]
+    (xx,) = _upcast(ctx, x)
+    wide = m < n
+    if wide:        # the SVD of the transpose, its factors swapped back
+        xx = ctx.op("stablehlo.transpose", [xx],
+                    ctx.aval(tuple(batch) + (n, m), xx.aval.dtype),
+                    {"permutation": ctx.i64s(list(range(nb)) + [nb + 1, nb])})
+    res = ctx.lower_fun(lambda a: _svd_program(a, full_matrices, compute_uv), xx,
+                        multiple_results=True)
+    if not compute_uv:
+        return [ctx.convert(res[0], outs[0].dtype)]
+    u, s, vh = res
+    if wide:
+        perm = ctx.i64s(list(range(nb)) + [nb + 1, nb])
+
+        def tr(v):
+            sh = v.aval.shape
+            return ctx.op("stablehlo.transpose", [v],
+                          ctx.aval(sh[:-2] + (sh[-1], sh[-2]), v.aval.dtype),
+                          {"permutation": perm})
+        u, vh = tr(vh), tr(u)
+    return [ctx.convert(u, outs[0].dtype), ctx.convert(s, outs[1].dtype),
+            ctx.convert(vh, outs[2].dtype)]
+
+
+svd_p.lowering = _svd_lower
