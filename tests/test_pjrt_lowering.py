@@ -665,3 +665,33 @@ def test_subnormals_flush_on_xla_cpu():
     got, want = run_closed(closed, [x, np.ones(4, np.float32)])
     np.testing.assert_array_equal(want[0], x)
     np.testing.assert_array_equal(got[0], np.array([0, -0.0, 2e-38, 1], np.float32))
+
+
+_DT64 = ["int64", "uint64", "float64", "complex128"]
+_OPS64 = ["add", "sub", "mul", "div", "rem", "max", "min", "shift_left",
+          "shift_right_logical", "shift_right_arithmetic", "population_count", "eq", "lt",
+          "sign", "abs", "neg", "floor", "round", "sqrt", "exp", "log", "nextafter",
+          "is_finite", "xor", "not"]
+
+
+@pytest.mark.parametrize("dt", _DT64)
+@pytest.mark.parametrize("name", _OPS64)
+def test_elementwise_edge_values_x64(x64, name, dt):
+    """The 64-bit types (i64, ui64, f64, complex<f64>) under jax_enable_x64."""
+    prim = primitives()[name]
+    args = [_special(dt)] if _arity(name) == 1 else list(_grid(dt))
+    avals = [ShapedArray(a.shape, a.dtype) for a in args]
+    try:
+        prim.abstract_eval(*avals)
+    except TypeError:
+        pytest.skip(f"{name} does not take {dt}")
+    closed = _one_eqn(prim, avals, {})
+    if name == "rem" and dt.startswith("complex"):
+        with pytest.raises(NotImplementedError):
+            lower_module(closed)
+        return
+    got, want = run_closed(closed, args)
+    tol = {"exp": 1e-15, "log": 1e-15}.get(name, 0)
+    if dt == "complex128" and name in ("div", "sqrt", "exp", "log"):
+        tol = 1e-14
+    _compare(got[0], want[0], tol, f"{name} on {dt}")
