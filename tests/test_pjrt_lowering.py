@@ -94,7 +94,7 @@ NOT_LOWERED = {
               "iterative eigen/singular value solver whose eigenvector signs and order follow "
               "LAPACK's") for name in ("eig", "schur")},
     **{name: ("no XLA operation (a LAPACK call in JAX) and no jaxlite-written algorithm "
-              "yet") for name in ("hessenberg", "tridiagonal", "tridiagonal_solve")},
+              "yet") for name in ("hessenberg", "tridiagonal")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
                "lowering would have run; it never appears in a program handed to PJRT"),
 }
@@ -521,6 +521,13 @@ PROGRAMS = {
                           (_rn(2, 3, 2), _rn(2, 3, 3))),
     "cholesky-update": (lambda r, w: lax.linalg.cholesky_update(r, w),
                         (np.triu(_rn(4, 4)) + 3 * np.eye(4, dtype=np.float32), _rn(4))),
+    "tridiagonal-solve": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
+                          (_rn(2, 5), _rn(2, 5), _rn(2, 5), _rn(2, 5, 3))),
+    "tridiagonal-singular": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
+                             (np.zeros(3, np.float32), np.array([1, 0, 1], np.float32),
+                              np.zeros(3, np.float32), _rn(3, 2))),
+    "tridiagonal-one": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
+                        (_rn(1), np.array([0.0], np.float32), _rn(1), _rn(1, 2))),
     "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
     "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 3 * jnp.eye(3)),
                          (_rn(2, 3, 3),)),

@@ -2437,3 +2437,59 @@ def _svd_lower(ctx, x, full_matrices=True, compute_uv=True):
 
 
 svd_p.lowering = _svd_lower
+
+
+def _tridiagonal_solve_program(dl, d, du, b):
+    """The tridiagonal system as a dense matrix, solved by the LU program with partial
+    pivoting (the row exchanges LAPACK's gtsv makes: the larger of the two candidate rows,
+    the diagonal one on a tie) and two triangular solves; NaN for an exactly singular
+    system, as the implementation."""
+    e, r, sh = _ops()
+    bshape = get_aval(b).shape
+    nb = len(bshape) - 2
+    m = bshape[-2]
+    dt = get_aval(b).dtype
+    lead = tuple(range(nb))
+    shape = bshape[:nb] + (m, m)
+    i32 = np.dtype(np.int32)
+    rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+
+    def along_rows(v):
+        return sh.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+
+    a = np.zeros(shape, dt)
+    a = e.select_n_p.bind(e.eq_p.bind(rows, cols), a, along_rows(d))
+    a = e.select_n_p.bind(e.eq_p.bind(rows, e.add_p.bind(cols, np.int32(1))), a, along_rows(dl))
+    a = e.select_n_p.bind(e.eq_p.bind(e.add_p.bind(rows, np.int32(1)), cols), a, along_rows(du))
+    lu, piv = _lu_program(a, m, m)
+    perm = _permutation_program(piv, m)
+    pmat = e.convert_element_type_p.bind(
+        e.eq_p.bind(sh.broadcast_in_dim_p.bind(perm, shape=shape,
+                                               broadcast_dimensions=lead + (nb,)), cols),
+        new_dtype=dt, weak_type=False)
+    pb = dot_general_p.bind(pmat, b, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
+                            precision=None, preferred_element_type=None)
+    y = triangular_solve_p.bind(lu, pb, left_side=True, lower=True, transpose_a=False,
+                                conjugate_a=False, unit_diagonal=True)
+    x = triangular_solve_p.bind(lu, y, left_side=True, lower=False, transpose_a=False,
+                                conjugate_a=False, unit_diagonal=False)
+    udiag = _pick(lu, e.eq_p.bind(rows, cols), (nb + 1,))
+    singular = r.reduce_or_p.bind(e.eq_p.bind(udiag, np.zeros((), dt)), axes=(nb,))
+    bad = sh.broadcast_in_dim_p.bind(singular, shape=bshape, broadcast_dimensions=lead)
+    return e.select_n_p.bind(bad, x, np.full(bshape, np.nan, dt))
+
+
+def _tridiagonal_solve_lower(ctx, dl, d, du, b, perturb_singular=False):
+    out = ctx.avals_out[0]
+    if b.aval.size == 0:
+        return ctx.full(0, out)
+    # (perturb_singular computes as the implementation does, which takes the system as it is)
+    dl, d, du, b = _upcast(ctx, dl, d, du, b)
+    if b.aval.shape[-2] == 1:           # one equation: b / d, as the implementation
+        dd = ctx.broadcast(d, b.aval.shape, range(d.aval.ndim))
+        return ctx.convert(ctx.binary("divide", b, dd), out.dtype)
+    return ctx.convert(ctx.lower_fun(_tridiagonal_solve_program, dl, d, du, b), out.dtype)
+
+
+tridiagonal_solve_p.lowering = _tridiagonal_solve_lower
