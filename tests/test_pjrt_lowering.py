@@ -442,6 +442,9 @@ PROGRAMS = {
     "gather-int-fill": (lambda x, i: x.at[i].get(mode="fill"),
                         (np.arange(4, dtype=np.int32), _IDX)),
     "gather-mixed": (lambda x, i: x[1:, i, ::-1][..., None], (_rn(3, 4, 5), _IDX[:3] % 4)),
+    "gather-static": (lambda x: (x[1], x[:, ::-2], x[-1, None, 1:3], x[..., 4:0:-3], x[::2, 2]),
+                      (_rn(4, 5),)),
+    "gather-static-oob": (lambda x: x.at[7].get(mode="fill", fill_value=2.0), (_rn(4, 3),)),
     "gather-advanced-apart": (lambda x, i: x[i, :, i], (_rn(4, 2, 4), np.array([1, 3], np.int32))),
     "scatter-drop": (lambda x, i, u: x.at[i].set(u), (_rn(4), _IDX, _rn(6))),
     "scatter-clip": (lambda x, i, u: x.at[i].add(u, mode="clip"), (_rn(4), _IDX, _rn(6))),
@@ -702,3 +705,12 @@ def test_elementwise_edge_values_x64(x64, name, dt):
     if dt == "complex128" and name in ("div", "sqrt", "exp", "log"):
         tol = 1e-14
     _compare(got[0], want[0], tol, f"{name} on {dt}")
+
+
+def test_static_index_lowers_to_slice():
+    """A static index (slices, new axes, in-range integers) is a slice, not a gather."""
+    text = lower_module(jaxlite.make_jaxpr(lambda x: x[1, ::-2, None])(_rn(3, 5))).text
+    assert '"stablehlo.slice"' in text and '"stablehlo.reverse"' in text
+    assert "stablehlo.gather" not in text
+    text = lower_module(jaxlite.make_jaxpr(lambda x, i: x[i])(_rn(3), np.int32(1))).text
+    assert "stablehlo.gather" in text

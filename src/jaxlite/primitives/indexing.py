@@ -835,6 +835,44 @@ def _dnums(ctx, kind, nd, ivd):
             f"scatter_dims_to_operand_dims = {dims}, index_vector_dim = {ivd}>")
 
 
+def _static_slice(ctx, x, indexer, out_shape):
+    """``x[indexer]`` for an indexer of slices, new axes and in-bounds static integers
+    only: a ``stablehlo.slice`` (after reversing the axes of negative steps) and a
+    reshape; None when the indexer has anything else."""
+    shape = x.aval.shape
+    entries, _ = expand_indexer(shape, indexer)
+    starts, limits, strides, rev = [], [], [], []
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            continue
+        n = shape[dim]
+        if e[0] == "int":
+            if not 0 <= int(e[1]) < n:
+                return None
+            starts.append(int(e[1]))
+            limits.append(int(e[1]) + 1)
+            strides.append(1)
+        elif e[0] == "slice":
+            rg = range(*e[1:])
+            if rg.step < 0:         # the reversed axis, read forwards
+                rev.append(dim)
+                rg = range(n - 1 - rg.start, n - 1 - rg.stop, -rg.step)
+            starts.append(rg.start)
+            limits.append(rg[-1] + 1 if len(rg) else rg.start)
+            strides.append(rg.step)
+        else:
+            return None
+        dim += 1
+    if rev:
+        x = ctx.op("stablehlo.reverse", [x], x.aval, {"dimensions": ctx.i64s(rev)})
+    sizes = [max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, limits, strides)]
+    r = ctx.op("stablehlo.slice", [x], ctx.aval(sizes, x.aval.dtype),
+               {"start_indices": ctx.i64s(starts), "limit_indices": ctx.i64s(limits),
+                "strides": ctx.i64s(strides)})
+    return ctx.reshape(r, out_shape)
+
+
 def _gather_lower(ctx, x, *idxs, indexer, mode, fill_value=None):
     out = ctx.avals_out[0]
     if math.prod(out.shape) == 0:
@@ -842,6 +880,10 @@ def _gather_lower(ctx, x, *idxs, indexer, mode, fill_value=None):
     shape = x.aval.shape
     if not shape:
         return ctx.reshape(x, out.shape)
+    if not idxs:
+        r = _static_slice(ctx, x, indexer, out.shape)
+        if r is not None:
+            return r
     cols, ok, s_shape = _positions(ctx, shape, indexer, idxs)
     pos = _stack(ctx, _clamped(ctx, cols), s_shape)
     nd = len(shape)
