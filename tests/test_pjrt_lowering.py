@@ -448,7 +448,8 @@ PROGRAMS = {
     "gather-advanced-apart": (lambda x, i: x[i, :, i], (_rn(4, 2, 4), np.array([1, 3], np.int32))),
     "scatter-drop": (lambda x, i, u: x.at[i].set(u), (_rn(4), _IDX, _rn(6))),
     "scatter-clip": (lambda x, i, u: x.at[i].add(u, mode="clip"), (_rn(4), _IDX, _rn(6))),
-    "scatter-repeat-add": (lambda x, u: x.at[np.array([1, 1, 2, 1])].add(u), (_rn(4, 2), _rn(4, 2))),
+    "scatter-repeat-add": (lambda x, u: x.at[np.array([1, 1, 2, 1])].add(u),
+                           (_rn(4, 2), _rn(4, 2))),
     "scatter-repeat-set": (lambda x, u: x.at[np.array([1, 1, 2, 1])].set(u), (_rn(4), _rn(4))),
     "scatter-max-nan": (lambda x, u: x.at[np.array([0, 1, 2, 0])].max(u), (_XN[0], _XN[1])),
     "scatter-apply": (lambda x: x.at[np.array([0, 2, 2])].apply(jnp.sin), (_rn(4),)),
@@ -532,7 +533,8 @@ PROGRAMS = {
     "tridiagonal-one": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
                         (_rn(1), np.array([0.0], np.float32), _rn(1), _rn(1, 2))),
     "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
-    "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 3 * jnp.eye(3)),
+    "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2)
+                                                       + 3 * jnp.eye(3)),
                          (_rn(2, 3, 3),)),
 }
 
@@ -561,7 +563,8 @@ def test_eigh_jacobi(sym, lower):
     sym_a = np.where(np.tril(np.ones(a.shape[-2:], bool)), full,
                      np.swapaxes(full, -1, -2)) if lower else np.where(
         np.triu(np.ones(a.shape[-2:], bool)), full, np.swapaxes(full, -1, -2))
-    np.testing.assert_allclose(sym_a @ gv, gv * gw[..., None, :], atol=2e-5 * max(1, np.abs(ww).max()))
+    scale = max(1, np.abs(ww).max())
+    np.testing.assert_allclose(sym_a @ gv, gv * gw[..., None, :], atol=2e-5 * scale)
     np.testing.assert_allclose(np.swapaxes(gv, -1, -2) @ gv, np.broadcast_to(np.eye(a.shape[-1]),
                                                                              gv.shape), atol=2e-6)
     if np.all(np.diff(ww, axis=-1) > 1e-3):

@@ -1231,7 +1231,7 @@ def _lex_greater_lower(ctx, x, y):
                       ctx.binary("and", ctx.compare(xr, yr, "EQ"), ctx.compare(xi, yi, "GT")))
 
 
-def _minmax_lower(op, is_max):
+def _minmax_lower(is_max):
     def rule(ctx, x, y):
         out = ctx.avals_out[0]
         x, y = _lo._operands_to(ctx, (x, y), out.shape)
@@ -1297,8 +1297,8 @@ conj_p.lowering = _conj_lower
 square_p.lowering = _square_lower
 integer_pow_p.lowering = _integer_pow_lower
 pow_p.lowering = _pow_lower
-max_p.lowering = _minmax_lower("maximum", True)
-min_p.lowering = _minmax_lower("minimum", False)
+max_p.lowering = _minmax_lower(True)
+min_p.lowering = _minmax_lower(False)
 select_n_p.lowering = _select_n_lower
 clamp_p.lowering = _clamp_lower
 convert_element_type_p.lowering = _convert_lower
