@@ -85,8 +85,8 @@ NOT_LOWERED = {
                                        "ppermute", "all_to_all", "shard_slice")},
     **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
               "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
-        "bessel_i0e", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
-        "regularized_incomplete_beta", "zeta_grad_x", "ndtri", "erfcx", "dawsn", "exp1",
+        "igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+        "regularized_incomplete_beta", "zeta_grad_x", "erfcx", "dawsn", "exp1",
         "expi", "spence", "expn", "sici_si", "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1",
         "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
     **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
@@ -717,3 +717,22 @@ def test_static_index_lowers_to_slice():
     assert "stablehlo.gather" not in text
     text = lower_module(jaxlite.make_jaxpr(lambda x, i: x[i])(_rn(3), np.int32(1))).text
     assert "stablehlo.gather" in text
+
+
+@pytest.mark.parametrize("name, x, rtol", [
+    ("bessel_i0e", np.concatenate([np.linspace(-40, 40, 161), [0, 1e-3, 19.99, 20.01, 1e4,
+                                                              np.inf, -np.inf, np.nan]]),
+     3e-6),
+    ("ndtri", np.concatenate([np.linspace(0, 1, 201), [2e-38, 1e-30, 1e-20, 1e-10, 1e-5,
+                                                       0.07, 0.08, 0.93, 1 - 1e-7, -0.5,
+                                                       1.5, np.nan]]), 3e-6),
+])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_special_programs(name, x, rtol, dt):
+    """The special functions written as jaxlite programs, against the implementation
+    (SciPy in float64), over their whole range."""
+    x = np.asarray(x, dt)
+    closed = _one_eqn(primitives()[name], [ShapedArray(x.shape, x.dtype)], {})
+    got, want = run_closed(closed, [x])
+    tol = rtol if dt == np.float32 else 2e-3
+    _compare(got[0], want[0], tol, f"{name} on {x}")

@@ -475,7 +475,8 @@ class LoweringContext:
             try:
                 out = rule(self, *operands, **eqn.params)
             except NotImplementedError as e:
-                if prim.name in str(e) and self.platform in str(e):
+                # a lowering error of this or a nested equation names its own primitive
+                if f"for platform {self.platform}" in str(e):
                     raise
                 raise NotImplementedError(f"lowering primitive '{prim.name}' for platform "
                                           f"{self.platform}{self._at()}: {e}") from None
