@@ -566,3 +566,105 @@ import ml_dtypes as _ml  # noqa: E402
 _HALF_TYPES = (np.dtype(np.float16), np.dtype(_ml.bfloat16))
 bessel_i0e_p.lowering = _program_lowering(_i0e_program)
 ndtri_p.lowering = _program_lowering(_ndtri_program)
+
+
+def _igamma_program(a, x, complement):
+    """The regularized incomplete gamma function P(a, x) (or Q = 1 - P): the power series
+    of P where x <= 1 or x <= a, the continued fraction of Q (Lentz's method) elsewhere,
+    each a ``while`` loop until every element's next term is below the epsilon of the
+    dtype (at most 2000 terms); both scaled by exp(a log x - x - lgamma(a)).  The
+    implementation's values at the edges (a = 0 or inf, x = 0 or inf, negative or NaN)."""
+    from . import elementwise as e
+    from .reduction import reduce_or_p
+    from .linalg import _while_loop
+    from ..core.trace import get_aval
+    av = get_aval(x)
+    dt = av.dtype
+    axes = tuple(range(av.ndim))
+    eps = float(np.finfo(dt).eps)
+    tiny = float(np.finfo(dt).tiny) * 1e4
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    def full(v):
+        return np.full(av.shape, v, dt)
+
+    def anyof(b):
+        return reduce_or_p.bind(b, axes=axes) if axes else b
+
+    series = e.or_p.bind(e.le_p.bind(x, c(1.0)), e.le_p.bind(x, a))
+    # series: sum_n x^n / (a (a+1) ... (a+n)), tame operands where it is not used
+    sa = e.select_n_p.bind(series, full(1.0), a)
+    sx = e.select_n_p.bind(series, full(0.5), x)
+    term0 = e.div_p.bind(c(1.0), sa)
+
+    def s_more(n, term, total):
+        big = e.gt_p.bind(e.abs_p.bind(term), e.mul_p.bind(e.abs_p.bind(total), c(eps)))
+        return e.and_p.bind(e.lt_p.bind(n, np.int32(2000)), anyof(big))
+
+    def s_step(n, term, total):
+        nf = e.convert_element_type_p.bind(n, new_dtype=dt, weak_type=False)
+        term = e.mul_p.bind(term, e.div_p.bind(sx, e.add_p.bind(sa, nf)))
+        return [e.add_p.bind(n, np.int32(1)), term, e.add_p.bind(total, term)]
+
+    _, _, ssum = _while_loop(s_more, s_step, [np.int32(1), term0, term0])
+    # continued fraction of Q
+    ca = e.select_n_p.bind(series, a, full(1.0))
+    cx = e.select_n_p.bind(series, x, full(2.0))
+    b0 = e.sub_p.bind(e.add_p.bind(cx, c(1.0)), ca)
+    d0 = e.div_p.bind(c(1.0), b0)
+
+    def clamp_small(v):
+        return e.select_n_p.bind(e.lt_p.bind(e.abs_p.bind(v), c(tiny)), v, full(tiny))
+
+    def c_more(i, b, cc, d, h, delta):
+        off = e.gt_p.bind(e.abs_p.bind(e.sub_p.bind(delta, c(1.0))), c(eps))
+        return e.and_p.bind(e.lt_p.bind(i, np.int32(2000)), anyof(off))
+
+    def c_step(i, b, cc, d, h, delta):
+        fi = e.convert_element_type_p.bind(i, new_dtype=dt, weak_type=False)
+        an = e.neg_p.bind(e.mul_p.bind(fi, e.sub_p.bind(fi, ca)))
+        b = e.add_p.bind(b, c(2.0))
+        d = clamp_small(e.add_p.bind(e.mul_p.bind(an, d), b))
+        cc = clamp_small(e.add_p.bind(b, e.div_p.bind(an, cc)))
+        d = e.div_p.bind(c(1.0), d)
+        delta = e.mul_p.bind(d, cc)
+        return [e.add_p.bind(i, np.int32(1)), b, cc, d, e.mul_p.bind(h, delta), delta]
+
+    outs = _while_loop(c_more, c_step, [np.int32(1), b0, full(1 / tiny), d0, d0, full(2.0)])
+    cfrac = outs[4]
+    logx = e.log_p.bind(x)
+    scale = e.exp_p.bind(e.sub_p.bind(e.sub_p.bind(e.mul_p.bind(a, logx), x),
+                                      lgamma_p.bind(a)))
+    p_series = e.mul_p.bind(scale, ssum)
+    q_frac = e.mul_p.bind(scale, cfrac)
+    if complement:
+        out = e.select_n_p.bind(series, q_frac, e.sub_p.bind(c(1.0), p_series))
+        at_inf, at_zero_a = 0.0, 0.0
+        at_x0 = 1.0
+    else:
+        out = e.select_n_p.bind(series, e.sub_p.bind(c(1.0), q_frac), p_series)
+        at_inf, at_zero_a = 1.0, 1.0
+        at_x0 = 0.0
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, full(at_x0))
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), out, full(at_inf))
+    # the implementation's edges: a == 0, a == inf, negative or NaN operands
+    a0 = e.eq_p.bind(a, c(0.0))
+    x_lt1 = e.lt_p.bind(x, c(1.0))
+    zero_a = e.select_n_p.bind(x_lt1, full(at_zero_a), full(np.nan))
+    if complement:      # its complement is 0 at a == 0 for every x > 0
+        zero_a = e.select_n_p.bind(e.gt_p.bind(x, c(0.0)), zero_a, full(0.0))
+    out = e.select_n_p.bind(a0, out, zero_a)
+    inf_a = e.select_n_p.bind(x_lt1, e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), full(np.nan),
+                                                       full(at_inf)), full(1.0 - at_inf))
+    out = e.select_n_p.bind(e.eq_p.bind(a, c(np.inf)), out, inf_a)
+    bad = e.or_p.bind(e.or_p.bind(e.lt_p.bind(a, c(0.0)), e.lt_p.bind(x, c(0.0))),
+                      e.or_p.bind(e.ne_p.bind(a, a), e.ne_p.bind(x, x)))
+    return e.select_n_p.bind(bad, out, full(np.nan))
+
+
+from .elementwise import lgamma_p  # noqa: E402
+
+igamma_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, False))
+igammac_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, True))
