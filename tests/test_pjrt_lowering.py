@@ -489,6 +489,11 @@ PROGRAMS = {
         (_rn(2, 3, 7, 6), _rn(4, 3, 2, 3))),
     "conv-groups": (lambda x, w: lax.conv_general_dilated(
         x, w, (1,), "SAME", feature_group_count=2), (_rn(1, 4, 9), _rn(6, 2, 3))),
+    "conv-bf16": (lambda x, w: lax.conv(x, w, (1, 1), "SAME"),
+                  (_rn(1, 2, 5, 5).astype(BF16), _rn(3, 2, 3, 3).astype(BF16))),
+    "conv-int8-pref": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1,), "VALID", preferred_element_type=np.int32),
+        (np.full((1, 2, 30), 100, np.int8), np.full((2, 2, 3), 100, np.int8))),
     "conv-nhwc": (lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")),
         (_rn(2, 5, 5, 3), _rn(3, 3, 3, 4))),
@@ -754,3 +759,24 @@ def test_incomplete_gamma_program(name):
     closed = _one_eqn(primitives()[name], [ShapedArray(a.shape, a.dtype)] * 2, {})
     got, want = run_closed(closed, [a, x])
     _compare(got[0], want[0], 1e-4, f"{name} on {list(zip(a, x))}")
+
+
+@pytest.mark.parametrize("lt, rt, pet", [
+    (BF16, BF16, None), (np.float16, np.float16, np.float32), (BF16, BF16, np.float32),
+    (np.int8, np.int8, np.int32), (np.int8, np.int8, None), (np.uint8, np.int8, None),
+    (np.float32, np.float32, BF16), (np.bool_, np.bool_, None), (np.int32, np.int32, np.float32),
+    (np.float32, np.float32, np.complex64), (np.int8, BF16, None)])
+def test_dot_general_types(lt, rt, pet):
+    """dot_general's operand and accumulation types as the implementation's, bit for bit
+    (narrow operands go to XLA as they are, the result type wider)."""
+    a = (_R.standard_normal((3, 40)) * 4).astype(lt)
+    b = (_R.standard_normal((40, 2)) * 4).astype(rt)
+    try:
+        closed = jaxlite.make_jaxpr(lambda x, y: lax.dot(x, y, preferred_element_type=pet))(a, b)
+    except TypeError:
+        pytest.skip("not a valid combination")
+    got, want = run_closed(closed, [a, b])
+    _compare(got[0], want[0], 0 if np.dtype(want[0].dtype).kind in "iub" else 1e-6, "dot")
+    if lt == rt == BF16:
+        assert "(tensor<3x40xbf16>, tensor<40x2xbf16>) -> tensor<3x2xf32>" in \
+            lower_module(closed).text

@@ -652,6 +652,8 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     out = ctx.avals_out[0]
     if out.size == 0:
         return ctx.full(0, out)
+    # (narrow operands stay as they are, the accumulation type the result's: exact, as
+    # in dot_general's rule)
     cdt = lhs.aval.dtype
     if cdt in _HALF:
         cdt = np.dtype(np.float32)
@@ -660,7 +662,7 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
         cdt = out.dtype
     if cdt == np.bool_:
         cdt = np.dtype(np.int32)
-    lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
+        lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
     r = ctx.op("stablehlo.convolution", [lhs, rhs], ctx.aval(out.shape, cdt), {
         "window_strides": ctx.i64s(window_strides),
         "padding": ctx.dense_i64_2d(padding),

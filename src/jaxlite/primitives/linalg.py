@@ -1557,8 +1557,11 @@ def dot_general_text(ctx, dimension_numbers) -> str:
 
 def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                out_sharding=None):
-    # the operand conversions of the implementation: two dtypes meet in the result's, a
-    # wider preferred type accumulates, half precision runs in float32, bool in int32
+    # the implementation's arithmetic: two dtypes meet in the result's, a wider preferred
+    # type accumulates, half precision accumulates in float32, bool in int32.  The
+    # operands keep their narrow type where the wider accumulation is exact anyway (the
+    # products of two bfloat16/float16/int8 values fit the accumulating type): a TPU's
+    # matrix unit then takes them as they are, as JAX's preferred_element_type does.
     out = ctx.avals_out[0]
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     ldt, rdt = lhs.aval.dtype, rhs.aval.dtype
@@ -1566,17 +1569,20 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
         target = dot_result_dtype(ldt, rdt, pet)
         lhs = _convert_lower(ctx, lhs, target)
         rhs = _convert_lower(ctx, rhs, target)
-    elif pet is not None and pet != ldt and (
-            ldt.kind in "biu" or pet.kind == "c"
-            or (pet.kind == "f" and pet.itemsize >= ldt.itemsize)):
-        lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
-    cdt = lhs.aval.dtype
-    if cdt in _HALF:
-        cdt = np.dtype(np.float32)
-    elif cdt == np.bool_:
-        cdt = np.dtype(np.int32)
-    lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
-    r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, cdt),
+    acc = lhs.aval.dtype
+    if pet is not None and pet != acc and (
+            acc.kind in "biu" or pet.kind == "c"
+            or (pet.kind == "f" and pet.itemsize >= acc.itemsize)):
+        if pet.kind == "c" and acc.kind != "c" or acc == np.bool_:
+            lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
+        acc = pet
+    if acc in _HALF:
+        acc = np.dtype(np.float32)
+    elif acc == np.bool_:
+        acc = np.dtype(np.int32)
+    if lhs.aval.dtype == np.bool_:
+        lhs, rhs = ctx.convert(lhs, acc), ctx.convert(rhs, acc)
+    r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, acc),
                {"dot_dimension_numbers": dot_general_text(ctx, dimension_numbers),
                 "precision_config": _precision_attr(precision)})
     return _convert_lower(ctx, r, out.dtype)
