@@ -444,6 +444,11 @@ PROGRAMS = {
     "gather-mixed": (lambda x, i: x[1:, i, ::-1][..., None], (_rn(3, 4, 5), _IDX[:3] % 4)),
     "gather-static": (lambda x: (x[1], x[:, ::-2], x[-1, None, 1:3], x[..., 4:0:-3], x[::2, 2]),
                       (_rn(4, 5),)),
+    "gather-scalar-dynamic": (lambda x, i, j: (x[i], x[j, 1:3], x[:, i, None], x[i, ::-1, j],
+                                                x.at[j].get(mode="clip")),
+                              (_rn(4, 5, 6), np.int32(-2), np.int32(9))),
+    "fori-row-gather": (lambda x: lax.fori_loop(0, 4, lambda i, c: c + x[i], jnp.zeros(3)),
+                        (_rn(4, 3),)),
     "gather-static-oob": (lambda x: x.at[7].get(mode="fill", fill_value=2.0), (_rn(4, 3),)),
     "gather-advanced-apart": (lambda x, i: x[i, :, i], (_rn(4, 2, 4), np.array([1, 3], np.int32))),
     "scatter-drop": (lambda x, i, u: x.at[i].set(u), (_rn(4), _IDX, _rn(6))),
@@ -720,7 +725,9 @@ def test_static_index_lowers_to_slice():
     text = lower_module(jaxlite.make_jaxpr(lambda x: x[1, ::-2, None])(_rn(3, 5))).text
     assert '"stablehlo.slice"' in text and '"stablehlo.reverse"' in text
     assert "stablehlo.gather" not in text
-    text = lower_module(jaxlite.make_jaxpr(lambda x, i: x[i])(_rn(3), np.int32(1))).text
+    text = lower_module(jaxlite.make_jaxpr(lambda x, i: x[i])(_rn(3, 2), np.int32(1))).text
+    assert "stablehlo.dynamic_slice" in text and "stablehlo.gather" not in text
+    text = lower_module(jaxlite.make_jaxpr(lambda x, i: x[i])(_rn(3), _IDX)).text
     assert "stablehlo.gather" in text
 
 

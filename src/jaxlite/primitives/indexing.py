@@ -873,6 +873,40 @@ def _static_slice(ctx, x, indexer, out_shape):
     return ctx.reshape(r, out_shape)
 
 
+def _scalar_index(ctx, x, idxs, indexer, out_shape):
+    """``x[indexer]`` with rank-0 index operands, clamped: a ``dynamic_slice`` of one
+    element along each indexed dimension (its start wrapped once when negative; XLA
+    clamps it into range, as mode "clip"), then the indexer's slices on the rest."""
+    shape = x.aval.shape
+    entries, _ = expand_indexer(shape, indexer)
+    starts, sizes, rest = [], [], []
+    zero = ctx.constant(0, np.int64)
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            rest.append(e)
+            continue
+        n = shape[dim]
+        if e[0] == "slice":
+            starts.append(zero)
+            sizes.append(n)
+            rest.append(e)
+        else:
+            if e[0] == "int":
+                v = ctx.constant(min(max(int(e[1]), 0), max(n - 1, 0)), np.int64)
+            else:
+                v = ctx.convert(idxs[e[1]], np.int64)
+                neg = ctx.compare(v, ctx.full(0, v.aval), "LT")
+                v = ctx.select(neg, ctx.binary("add", v, ctx.full(n, v.aval)), v)
+            starts.append(v)
+            sizes.append(1)
+            rest.append(("int", 0))
+        dim += 1
+    piece = ctx.op("stablehlo.dynamic_slice", [x] + starts, ctx.aval(sizes, x.aval.dtype),
+                   {"slice_sizes": ctx.i64s(sizes)})
+    return _static_slice(ctx, piece, tuple(rest), out_shape)
+
+
 def _gather_lower(ctx, x, *idxs, indexer, mode, fill_value=None):
     out = ctx.avals_out[0]
     if math.prod(out.shape) == 0:
@@ -884,6 +918,8 @@ def _gather_lower(ctx, x, *idxs, indexer, mode, fill_value=None):
         r = _static_slice(ctx, x, indexer, out.shape)
         if r is not None:
             return r
+    elif mode != "fill" and all(i.aval.ndim == 0 for i in idxs):
+        return _scalar_index(ctx, x, idxs, indexer, out.shape)
     cols, ok, s_shape = _positions(ctx, shape, indexer, idxs)
     pos = _stack(ctx, _clamped(ctx, cols), s_shape)
     nd = len(shape)
