@@ -72,3 +72,39 @@ def reduce(ctx, x, axes, init, combine: str):
     body = ctx.scalar_region([dt], lambda a, b: ctx.binary(combine, a, b))
     return ctx.op("stablehlo.reduce", [x, init_v], ctx.aval(shape, dt),
                   {"dimensions": ctx.i64s(axes)}, regions=[body])
+
+
+def _is_float(dt) -> bool:
+    return dtypes.kind(np.dtype(dt)) == "f"
+
+
+def maximum(ctx, x, y):
+    """``max(x, y)`` with the implementations' float semantics: a NaN operand wins (the
+    first of two), and of two zeros +0.0 unless both are -0.0 (their sum).  Spelled out
+    with compares and selects: XLA:CPU's own ``maximum`` may be the processor's, which
+    returns the second operand for a NaN and keeps the first of two zeros."""
+    return _minmax(ctx, x, y, True)
+
+
+def minimum(ctx, x, y):
+    """``min(x, y)``: as ``maximum``, the smaller; of two zeros -0.0 unless both are +0.0."""
+    return _minmax(ctx, x, y, False)
+
+
+def _minmax(ctx, x, y, is_max):
+    dt = x.aval.dtype
+    if not _is_float(dt):
+        if dt == np.bool_:
+            return ctx.binary("or" if is_max else "and", x, y)
+        return ctx.binary("maximum" if is_max else "minimum", x, y)
+    r = ctx.select(ctx.compare(x, y, "GT" if is_max else "LT"), x, y)
+    zero = ctx.full(0, x.aval)
+    both_zero = ctx.binary("and", ctx.compare(x, zero, "EQ"), ctx.compare(y, zero, "EQ"))
+    if is_max:
+        z = ctx.binary("add", x, y)
+    else:
+        z = ctx.unary("negate", ctx.binary("add", ctx.unary("negate", x),
+                                            ctx.unary("negate", y)))
+    r = ctx.select(both_zero, z, r)
+    r = ctx.select(ctx.compare(y, y, "NE"), y, r)
+    return ctx.select(ctx.compare(x, x, "NE"), x, r)

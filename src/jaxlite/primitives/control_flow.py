@@ -787,6 +787,8 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
     carry = list(args[num_consts:num_consts + num_carry])
     xs = list(args[num_consts + num_carry:])
     y_avals = jaxpr.out_avals[num_carry:]
+    if length == 0:          # no step: the carry as it came, empty stacked outputs
+        return carry + [ctx.full(0, (0,) + a.shape, a.dtype) for a in y_avals]
     ys = [ctx.constant(np.zeros((), a.dtype), a.dtype, (length,) + a.shape) for a in y_avals]
     i0 = ctx.constant(0, np.int64)
     init = [i0] + consts + carry + xs + ys

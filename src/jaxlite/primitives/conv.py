@@ -623,3 +623,85 @@ def _rw_batch(prim):
 
 for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
     _rw_batch(_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+from . import _lowering as _lo  # noqa: E402
+
+
+def _conv_dnums_text(ctx, dimension_numbers) -> str:
+    ls, rs, os_ = dimension_numbers
+    return ("#stablehlo.conv<raw "
+            f"input_batch_dimension = {ls[0]}, input_feature_dimension = {ls[1]}, "
+            f"input_spatial_dimensions = {ctx.dims(ls[2:])}, "
+            f"kernel_input_feature_dimension = {rs[1]}, "
+            f"kernel_output_feature_dimension = {rs[0]}, "
+            f"kernel_spatial_dimensions = {ctx.dims(rs[2:])}, "
+            f"output_batch_dimension = {os_[0]}, output_feature_dimension = {os_[1]}, "
+            f"output_spatial_dimensions = {ctx.dims(os_[2:])}>")
+
+
+def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                dimension_numbers, feature_group_count, batch_group_count, precision=None,
+                preferred_element_type=None, out_sharding=None):
+    # the implementation's types: half precision in float32, a wider preferred type
+    # accumulates, bool in int32; the result converted to the equation's type
+    from .linalg import _precision_attr
+    from .elementwise import _convert_lower
+    out = ctx.avals_out[0]
+    if out.size == 0:
+        return ctx.full(0, out)
+    # (narrow operands stay as they are, the accumulation type the result's: exact, as
+    # in dot_general's rule)
+    cdt = lhs.aval.dtype
+    if cdt in _HALF:
+        cdt = np.dtype(np.float32)
+    if preferred_element_type is not None and cdt != np.bool_ and out.dtype != cdt and \
+            np.result_type(cdt, out.dtype) == out.dtype:
+        cdt = out.dtype
+    if cdt == np.bool_:
+        cdt = np.dtype(np.int32)
+        lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
+    r = ctx.op("stablehlo.convolution", [lhs, rhs], ctx.aval(out.shape, cdt), {
+        "window_strides": ctx.i64s(window_strides),
+        "padding": ctx.dense_i64_2d(padding),
+        "lhs_dilation": ctx.i64s(lhs_dilation),
+        "rhs_dilation": ctx.i64s(rhs_dilation),
+        "dimension_numbers": _conv_dnums_text(ctx, dimension_numbers),
+        "feature_group_count": ctx.i64(feature_group_count),
+        "batch_group_count": ctx.i64(batch_group_count),
+        "precision_config": _precision_attr(precision)})
+    return _convert_lower(ctx, r, out.dtype)
+
+
+def _rw_lowering(kind):
+    def rule(ctx, x, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        out = ctx.avals_out[0]
+        if out.size == 0:
+            return ctx.full(0, out)
+        dt = x.aval.dtype
+        cdt = np.dtype(np.float32) if dt in _HALF else dt
+        x = ctx.convert(x, cdt)
+        init = ctx.constant(np.asarray(identity_of(kind, dt)).astype(cdt), cdt)
+        if kind == "sum":
+            region = ctx.scalar_region([cdt], lambda a, b: ctx.binary("add", a, b))
+        elif kind == "max":
+            region = ctx.scalar_region([cdt], lambda a, b: _lo.maximum(ctx, a, b))
+        else:
+            region = ctx.scalar_region([cdt], lambda a, b: _lo.minimum(ctx, a, b))
+        r = ctx.op("stablehlo.reduce_window", [x, init], ctx.aval(out.shape, cdt), {
+            "window_dimensions": ctx.i64s(window_dimensions),
+            "window_strides": ctx.i64s(window_strides),
+            "base_dilations": ctx.i64s(base_dilation),
+            "window_dilations": ctx.i64s(window_dilation),
+            "padding": ctx.dense_i64_2d(padding)}, regions=[region])
+        return ctx.convert(r, dt)
+    return rule
+
+
+conv_general_dilated_p.lowering = _conv_lower
+reduce_window_sum_p.lowering = _rw_lowering("sum")
+reduce_window_max_p.lowering = _rw_lowering("max")
+reduce_window_min_p.lowering = _rw_lowering("min")

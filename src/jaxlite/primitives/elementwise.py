@@ -1153,7 +1153,7 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
                 (population_count_p, "stablehlo.popcnt"), (add_p, "stablehlo.add"),
                 (add_any_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"),
                 (mul_p, "stablehlo.multiply"), (div_p, "stablehlo.divide"),
-                (rem_p, "stablehlo.remainder"), (atan2_p, "stablehlo.atan2"),
+                (atan2_p, "stablehlo.atan2"),
                 (nextafter_p, "chlo.next_after"), (and_p, "stablehlo.and"),
                 (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
                 (shift_left_p, "stablehlo.shift_left"),
@@ -1202,6 +1202,9 @@ def _integer_pow_lower(ctx, x, y):
     # exponentiation by squaring, the multiplications in the implementation's order
     if y == 0:
         return ctx.full(1, x.aval)
+    if x.aval.dtype in _F16S:        # in float32, rounded once, as the implementation
+        return ctx.convert(_integer_pow_lower(ctx, ctx.convert(x, np.float32), y),
+                           x.aval.dtype)
     acc, base, n = None, x, abs(int(y))
     while n:
         if n & 1:
@@ -1228,14 +1231,14 @@ def _lex_greater_lower(ctx, x, y):
                       ctx.binary("and", ctx.compare(xr, yr, "EQ"), ctx.compare(xi, yi, "GT")))
 
 
-def _minmax_lower(op, is_max):
+def _minmax_lower(is_max):
     def rule(ctx, x, y):
         out = ctx.avals_out[0]
         x, y = _lo._operands_to(ctx, (x, y), out.shape)
         if x.aval.dtype.kind == "c":        # lexicographic; a NaN comparison picks y
             pick_x = _lex_greater_lower(ctx, x, y) if is_max else _lex_greater_lower(ctx, y, x)
             return ctx.select(pick_x, x, y)
-        return ctx.binary(op, x, y)
+        return _lo.maximum(ctx, x, y) if is_max else _lo.minimum(ctx, x, y)
     return rule
 
 
@@ -1258,7 +1261,10 @@ def _select_n_lower(ctx, which, *cases):
 
 
 def _clamp_lower(ctx, lo, x, hi):
-    return ctx.op("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])
+    # min(max(x, lo), hi), as the implementation (NaN and signed zeros included)
+    shape = x.aval.shape
+    lo, hi = ctx.broadcast(lo, shape), ctx.broadcast(hi, shape)
+    return _lo.minimum(ctx, _lo.maximum(ctx, x, lo), hi)
 
 
 def _convert_lower(ctx, x, new_dtype, weak_type=False):
@@ -1272,6 +1278,14 @@ def _convert_lower(ctx, x, new_dtype, weak_type=False):
     return ctx.convert(x, new)
 
 
+def _rem_lower(ctx, x, y):
+    if x.aval.dtype.kind == "c":
+        # the implementation has no complex remainder either (NumPy's fmod refuses it),
+        # and XLA:CPU's compiler crashes on one
+        raise ctx.unsupported("the remainder of complex numbers is not defined")
+    return _lo.elementwise("stablehlo.remainder")(ctx, x, y)
+
+
 def _bitcast_lower(ctx, x, new_dtype):
     return ctx.op("stablehlo.bitcast_convert", [x], ctx.avals_out[0])
 
@@ -1283,9 +1297,10 @@ conj_p.lowering = _conj_lower
 square_p.lowering = _square_lower
 integer_pow_p.lowering = _integer_pow_lower
 pow_p.lowering = _pow_lower
-max_p.lowering = _minmax_lower("maximum", True)
-min_p.lowering = _minmax_lower("minimum", False)
+max_p.lowering = _minmax_lower(True)
+min_p.lowering = _minmax_lower(False)
 select_n_p.lowering = _select_n_lower
 clamp_p.lowering = _clamp_lower
 convert_element_type_p.lowering = _convert_lower
 bitcast_convert_type_p.lowering = _bitcast_lower
+rem_p.lowering = _rem_lower

@@ -203,3 +203,19 @@ def _fft_batch(args, dims, fft_type, fft_lengths):
 
 
 fft_p.batch = _fft_batch
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+def _fft_lower(ctx, x, fft_type, fft_lengths):
+    out = ctx.avals_out[0]
+    if not fft_lengths:
+        return x
+    if x.aval.size == 0 or math.prod(out.shape) == 0:
+        return ctx.full(0, out)
+    return ctx.op("stablehlo.fft", [x], out,
+                  {"fft_type": f"#stablehlo<fft_type {FftType(fft_type).name}>",
+                   "fft_length": ctx.i64s(fft_lengths)})
+
+
+fft_p.lowering = _fft_lower

@@ -741,3 +741,241 @@ def _indexer_local_params(params, operand_specs, local_in_shapes, local_out_shap
 gather_p.sharding = _gather_sharding
 scatter_p.sharding = _scatter_sharding
 gather_p.local_params = scatter_p.local_params = _indexer_local_params
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# An index becomes, for every element of the indexed part (its shape without the new axes),
+# the operand position it reads or writes: per dimension of the operand, an int64 array of
+# that shape (a slice's ``start + step * iota``, an index array broadcast NumPy's way, a
+# static integer), stacked on a last axis.  One element-wise ``stablehlo.gather`` /
+# ``stablehlo.scatter`` then moves the elements.  Negative index-array entries wrap once;
+# out-of-bounds positions are clamped (mode "clip", gather's "promise_in_bounds"), filled
+# after a clamped gather (gather "fill"), or left out of range, where XLA's scatter skips
+# the update (scatter "drop" and "promise_in_bounds"): the implementations' semantics.
+
+def _positions(ctx, shape, indexer, idxs):
+    """``(positions, in_bounds, s_shape)``: the int64 operand positions, shape
+    ``s_shape + (ndim,)`` (``s_shape``: the indexed shape without new axes); ``in_bounds``:
+    a bool array of ``s_shape`` (None when every position is in bounds by construction);
+    positions are not clamped."""
+    entries, advanced_first = expand_indexer(shape, indexer)
+    adv_shapes = [tuple(idxs[e[1]].aval.shape) for e in entries if e[0] == "array"]
+    bshape = tuple(np.broadcast_shapes(*adv_shapes)) if adv_shapes else ()
+    # the positions of the output axes: slices in order, the broadcast advanced axes at
+    # the first int/array entry (or first of all)
+    s_shape, slice_pos, adv_at, n_slices = [], {}, None, 0
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            continue
+        if e[0] == "slice":
+            slice_pos[dim] = n_slices
+            n_slices += 1
+        elif adv_at is None:
+            adv_at = n_slices
+        dim += 1
+    b0 = 0 if (advanced_first or adv_at is None) else adv_at
+    slice_lens = [len(range(*e[1:])) for e in entries if e[0] == "slice"]
+    s_shape = slice_lens[:b0] + list(bshape) + slice_lens[b0:]
+    s_shape = tuple(s_shape)
+    i64 = np.dtype(np.int64)
+    cols, ok = [], None
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            continue
+        n = shape[dim]
+        if e[0] == "slice":
+            start, _, step = e[1:]
+            q = slice_pos[dim]
+            q = q if q < b0 else q + len(bshape)
+            it = ctx.op("stablehlo.iota", [], ctx.aval(s_shape, i64),
+                        {"iota_dimension": ctx.i64(q)})
+            col = ctx.binary("add", ctx.full(start, it.aval),
+                             ctx.binary("multiply", ctx.full(step, it.aval), it))
+        else:
+            if e[0] == "int":
+                v = ctx.constant(int(e[1]), i64)
+            else:
+                v = ctx.convert(idxs[e[1]], i64)
+                # negative entries count from the end, once
+                neg = ctx.compare(v, ctx.full(0, v.aval), "LT")
+                v = ctx.select(neg, ctx.binary("add", v, ctx.full(n, v.aval)), v)
+            nd = v.aval.ndim
+            col = ctx.broadcast(v, s_shape, range(b0 + len(bshape) - nd, b0 + len(bshape)))
+            inside = ctx.binary("and", ctx.compare(col, ctx.full(0, col.aval), "GE"),
+                                ctx.compare(col, ctx.full(n, col.aval), "LT"))
+            ok = inside if ok is None else ctx.binary("and", ok, inside)
+        cols.append((col, n))
+        dim += 1
+    return cols, ok, s_shape
+
+
+def _stack(ctx, cols, s_shape):
+    parts = [ctx.reshape(c, s_shape + (1,)) for c in cols]
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.op("stablehlo.concatenate", parts,
+                  ctx.aval(s_shape + (len(parts),), np.int64),
+                  {"dimension": ctx.i64(len(s_shape))})
+
+
+def _clamped(ctx, cols):
+    return [ctx.op("stablehlo.clamp", [ctx.constant(0, np.int64), c,
+                                       ctx.constant(max(n - 1, 0), np.int64)], c.aval)
+            for c, n in cols]
+
+
+def _dnums(ctx, kind, nd, ivd):
+    dims = ctx.dims(range(nd))
+    if kind == "gather":
+        return (f"#stablehlo.gather<collapsed_slice_dims = {dims}, start_index_map = {dims}, "
+                f"index_vector_dim = {ivd}>")
+    return (f"#stablehlo.scatter<inserted_window_dims = {dims}, "
+            f"scatter_dims_to_operand_dims = {dims}, index_vector_dim = {ivd}>")
+
+
+def _static_slice(ctx, x, indexer, out_shape):
+    """``x[indexer]`` for an indexer of slices, new axes and in-bounds static integers
+    only: a ``stablehlo.slice`` (after reversing the axes of negative steps) and a
+    reshape; None when the indexer has anything else."""
+    shape = x.aval.shape
+    entries, _ = expand_indexer(shape, indexer)
+    starts, limits, strides, rev = [], [], [], []
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            continue
+        n = shape[dim]
+        if e[0] == "int":
+            if not 0 <= int(e[1]) < n:
+                return None
+            starts.append(int(e[1]))
+            limits.append(int(e[1]) + 1)
+            strides.append(1)
+        elif e[0] == "slice":
+            rg = range(*e[1:])
+            if rg.step < 0:         # the reversed axis, read forwards
+                rev.append(dim)
+                rg = range(n - 1 - rg.start, n - 1 - rg.stop, -rg.step)
+            starts.append(rg.start)
+            limits.append(rg[-1] + 1 if len(rg) else rg.start)
+            strides.append(rg.step)
+        else:
+            return None
+        dim += 1
+    if rev:
+        x = ctx.op("stablehlo.reverse", [x], x.aval, {"dimensions": ctx.i64s(rev)})
+    sizes = [max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, limits, strides)]
+    r = ctx.op("stablehlo.slice", [x], ctx.aval(sizes, x.aval.dtype),
+               {"start_indices": ctx.i64s(starts), "limit_indices": ctx.i64s(limits),
+                "strides": ctx.i64s(strides)})
+    return ctx.reshape(r, out_shape)
+
+
+def _scalar_index(ctx, x, idxs, indexer, out_shape):
+    """``x[indexer]`` with rank-0 index operands, clamped: a ``dynamic_slice`` of one
+    element along each indexed dimension (its start wrapped once when negative; XLA
+    clamps it into range, as mode "clip"), then the indexer's slices on the rest."""
+    shape = x.aval.shape
+    entries, _ = expand_indexer(shape, indexer)
+    starts, sizes, rest = [], [], []
+    zero = ctx.constant(0, np.int64)
+    dim = 0
+    for e in entries:
+        if e[0] == "none":
+            rest.append(e)
+            continue
+        n = shape[dim]
+        if e[0] == "slice":
+            starts.append(zero)
+            sizes.append(n)
+            rest.append(e)
+        else:
+            if e[0] == "int":
+                v = ctx.constant(min(max(int(e[1]), 0), max(n - 1, 0)), np.int64)
+            else:
+                v = ctx.convert(idxs[e[1]], np.int64)
+                neg = ctx.compare(v, ctx.full(0, v.aval), "LT")
+                v = ctx.select(neg, ctx.binary("add", v, ctx.full(n, v.aval)), v)
+            starts.append(v)
+            sizes.append(1)
+            rest.append(("int", 0))
+        dim += 1
+    piece = ctx.op("stablehlo.dynamic_slice", [x] + starts, ctx.aval(sizes, x.aval.dtype),
+                   {"slice_sizes": ctx.i64s(sizes)})
+    return _static_slice(ctx, piece, tuple(rest), out_shape)
+
+
+def _gather_lower(ctx, x, *idxs, indexer, mode, fill_value=None):
+    out = ctx.avals_out[0]
+    if math.prod(out.shape) == 0:
+        return ctx.full(0, out)
+    shape = x.aval.shape
+    if not shape:
+        return ctx.reshape(x, out.shape)
+    if not idxs:
+        r = _static_slice(ctx, x, indexer, out.shape)
+        if r is not None:
+            return r
+    elif mode != "fill" and all(i.aval.ndim == 0 for i in idxs):
+        return _scalar_index(ctx, x, idxs, indexer, out.shape)
+    cols, ok, s_shape = _positions(ctx, shape, indexer, idxs)
+    pos = _stack(ctx, _clamped(ctx, cols), s_shape)
+    nd = len(shape)
+    g = ctx.op("stablehlo.gather", [x, pos], ctx.aval(s_shape, x.aval.dtype),
+               {"dimension_numbers": _dnums(ctx, "gather", nd, len(s_shape)),
+                "slice_sizes": ctx.i64s([1] * nd), "indices_are_sorted": "false"})
+    if mode == "fill" and ok is not None:
+        fv = default_fill_value(x.aval.dtype) if fill_value is None else fill_value
+        with np.errstate(all="ignore"):
+            fill = ctx.full(np.asarray(fv).astype(x.aval.dtype), g.aval)
+        g = ctx.select(ok, g, fill)
+    return ctx.reshape(g, out.shape)
+
+
+from . import _lowering as _lo  # noqa: E402
+
+_SCATTER_COMBINE = {"add": "add", "sub": "subtract", "mul": "multiply", "min": "minimum",
+                    "max": "maximum"}
+
+
+def _scatter_lower(ctx, x, updates, *idxs, indexer, op, mode, update_jaxpr=None,
+                   unique_indices=False):
+    shape = x.aval.shape
+    if not math.prod(shape) or not math.prod(updates.aval.shape):
+        return x
+    dt = x.aval.dtype
+    if not shape:
+        u = ctx.reshape(updates, ())
+        return _combine_scalar(ctx, op, x, u, update_jaxpr)
+    cols, ok, s_shape = _positions(ctx, shape, indexer, idxs)
+    if mode == "clip":
+        cols = _clamped(ctx, cols)
+    else:
+        cols = [c for c, _ in cols]
+    pos = _stack(ctx, cols, s_shape)
+    u = ctx.reshape(updates, s_shape)
+    region = ctx.scalar_region([dt], lambda a, b: _combine_scalar(ctx, op, a, b,
+                                                                  update_jaxpr))
+    return ctx.op("stablehlo.scatter", [x, pos, u], x.aval,
+                  {"scatter_dimension_numbers": _dnums(ctx, "scatter", len(shape),
+                                                       len(s_shape)),
+                   "indices_are_sorted": "false", "unique_indices": "false"},
+                  regions=[region])
+
+
+def _combine_scalar(ctx, op, a, b, update_jaxpr):
+    if op == "set":
+        return b
+    if op == "apply":
+        return ctx.lower_closed(update_jaxpr, a)[0]
+    if op == "min":
+        return _lo.minimum(ctx, a, b)
+    if op == "max":
+        return _lo.maximum(ctx, a, b)
+    return ctx.binary(_SCATTER_COMBINE[op], a, b)
+
+
+gather_p.lowering = _gather_lower
+scatter_p.lowering = _scatter_lower

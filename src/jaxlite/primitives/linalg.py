@@ -1557,8 +1557,11 @@ def dot_general_text(ctx, dimension_numbers) -> str:
 
 def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                out_sharding=None):
-    # the operand conversions of the implementation: two dtypes meet in the result's, a
-    # wider preferred type accumulates, half precision runs in float32, bool in int32
+    # the implementation's arithmetic: two dtypes meet in the result's, a wider preferred
+    # type accumulates, half precision accumulates in float32, bool in int32.  The
+    # operands keep their narrow type where the wider accumulation is exact anyway (the
+    # products of two bfloat16/float16/int8 values fit the accumulating type): a TPU's
+    # matrix unit then takes them as they are, as JAX's preferred_element_type does.
     out = ctx.avals_out[0]
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     ldt, rdt = lhs.aval.dtype, rhs.aval.dtype
@@ -1566,20 +1569,933 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
         target = dot_result_dtype(ldt, rdt, pet)
         lhs = _convert_lower(ctx, lhs, target)
         rhs = _convert_lower(ctx, rhs, target)
-    elif pet is not None and pet != ldt and (
-            ldt.kind in "biu" or pet.kind == "c"
-            or (pet.kind == "f" and pet.itemsize >= ldt.itemsize)):
-        lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
-    cdt = lhs.aval.dtype
-    if cdt in _HALF:
-        cdt = np.dtype(np.float32)
-    elif cdt == np.bool_:
-        cdt = np.dtype(np.int32)
-    lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
-    r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, cdt),
+    acc = lhs.aval.dtype
+    if pet is not None and pet != acc and (
+            acc.kind in "biu" or pet.kind == "c"
+            or (pet.kind == "f" and pet.itemsize >= acc.itemsize)):
+        if pet.kind == "c" and acc.kind != "c" or acc == np.bool_:
+            lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
+        acc = pet
+    if acc in _HALF:
+        acc = np.dtype(np.float32)
+    elif acc == np.bool_:
+        acc = np.dtype(np.int32)
+    if lhs.aval.dtype == np.bool_:
+        lhs, rhs = ctx.convert(lhs, acc), ctx.convert(rhs, acc)
+    r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, acc),
                {"dot_dimension_numbers": dot_general_text(ctx, dimension_numbers),
                 "precision_config": _precision_attr(precision)})
     return _convert_lower(ctx, r, out.dtype)
 
 
 dot_general_p.lowering = _dot_lower
+
+
+def _tril_mask(ctx, shape, k=0):
+    """A bool array of ``shape`` (..., m, n): True on and below diagonal ``k``."""
+    nd = len(shape)
+    i64 = np.dtype(np.int64)
+    rows = ctx.op("stablehlo.iota", [], ctx.aval(shape, i64), {"iota_dimension": ctx.i64(nd - 2)})
+    cols = ctx.op("stablehlo.iota", [], ctx.aval(shape, i64), {"iota_dimension": ctx.i64(nd - 1)})
+    return ctx.compare(ctx.binary("add", rows, ctx.full(k, rows.aval)), cols, "GE")
+
+
+def _cholesky_lower(ctx, x):
+    # XLA's factor leaves the upper triangle unspecified: zeroed, as LAPACK's; a matrix
+    # that is not positive definite gives NaN below the diagonal (the implementation's)
+    dt = x.aval.dtype
+    if x.aval.size == 0:
+        return x
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a = ctx.convert(x, cdt)
+    low = ctx.op("stablehlo.cholesky", [a], a.aval, {"lower": "true"})
+    mask = _tril_mask(ctx, a.aval.shape)
+    low = ctx.select(mask, low, ctx.full(0, a.aval))
+    nan = ctx.compare(low, low, "NE")
+    nd = a.aval.ndim
+    batch = a.aval.shape[:-2]
+    bad = ctx.op("stablehlo.reduce", [nan, ctx.constant(False)],
+                 ctx.aval(batch, np.bool_), {"dimensions": ctx.i64s([nd - 2, nd - 1])},
+                 regions=[ctx.scalar_region([np.bool_], lambda p, q: ctx.binary("or", p, q))])
+    bad = ctx.broadcast(bad, a.aval.shape, range(nd - 2))
+    nans = ctx.select(mask, ctx.full(np.nan, a.aval), ctx.full(0, a.aval))
+    return ctx.convert(ctx.select(bad, nans, low), dt)
+
+
+def _triangular_solve_lower(ctx, a, b, left_side=False, lower=False, transpose_a=False,
+                            conjugate_a=False, unit_diagonal=False):
+    dt = b.aval.dtype
+    if b.aval.size == 0:
+        return b
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a, b = ctx.convert(a, cdt), ctx.convert(b, cdt)
+    if conjugate_a and not transpose_a and cdt.kind == "c":
+        from .elementwise import _conj_lower
+        a = _conj_lower(ctx, a)
+    trans = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else "NO_TRANSPOSE"
+    r = ctx.op("stablehlo.triangular_solve", [a, b], b.aval,
+               {"left_side": "true" if left_side else "false",
+                "lower": "true" if lower else "false",
+                "unit_diagonal": "true" if unit_diagonal else "false",
+                "transpose_a": f"#stablehlo<transpose {trans}>"})
+    return ctx.convert(r, dt)
+
+
+cholesky_p.lowering = _cholesky_lower
+triangular_solve_p.lowering = _triangular_solve_lower
+
+
+# LU with partial pivoting, written with jaxlite's primitives and lowered like any program
+# (XLA has no LU operation; JAX calls a platform's library).  Column by column, as LAPACK's
+# unblocked getf2: the pivot is the first row of largest magnitude (|re| + |im| for complex
+# numbers) on or below the diagonal, rows are swapped by selects (exactly), a zero pivot
+# leaves its column unscaled.  One ``while`` loop over the columns; positions are chosen by
+# comparing iotas with the loop counter, so the body's shapes are static.
+
+def _fori(n, body, init):
+    """The carry after ``body(i, *carry)`` for ``i`` in ``0..n-1`` (int32), bound as one
+    ``while`` equation under the current trace."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    from .control_flow import while_p
+    from .elementwise import add_p, lt_p
+    i32 = ShapedArray((), np.int32)
+    avals = [i32] + [get_aval(c).strip_weak_type() for c in init]
+
+    def step(i, *carry):
+        return [add_p.bind(i, np.int32(1))] + list(body(i, *carry))
+
+    body_closed, body_consts = hoist_consts(trace_to_jaxpr(step, avals))
+    cond_closed, cond_consts = hoist_consts(
+        trace_to_jaxpr(lambda i, *carry: [lt_p.bind(i, np.int32(n))], avals))
+    outs = while_p.bind(*cond_consts, *body_consts, np.int32(0), *init,
+                        cond_jaxpr=cond_closed, body_jaxpr=body_closed,
+                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return outs[1:]
+
+
+def _lu_program(x, m, n):
+    from .elementwise import (abs_p, add_p, and_p, div_p, eq_p, ge_p, gt_p, imag_p, mul_p,
+                              real_p, select_n_p, sub_p)
+    from .reduction import argmax_p, reduce_sum_p
+    from .shape import broadcast_in_dim_p, iota_p
+    shape = get_aval(x).shape
+    dt = get_aval(x).dtype
+    nb = len(shape) - 2
+    batch = shape[:nb]
+    k = min(m, n)
+    i32 = np.dtype(np.int32)
+
+    def bcast(v, to, dims):
+        return broadcast_in_dim_p.bind(v, shape=tuple(to), broadcast_dimensions=tuple(dims))
+
+    rows = iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    rows_v = iota_p.bind(dtype=i32, shape=batch + (m,), dimension=nb)
+    piv_idx = iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+    zero = np.zeros((), dt)
+    lead = tuple(range(nb))
+
+    def pick_rows(a, mask):             # the row of ``a`` where ``mask`` (B, m, n) holds
+        return reduce_sum_p.bind(select_n_p.bind(mask, np.zeros(shape, dt), a), axes=(nb,))
+
+    def body(j, a, piv):
+        colmask = eq_p.bind(cols, j)
+        col = reduce_sum_p.bind(select_n_p.bind(colmask, np.zeros(shape, dt), a), axes=(nb + 1,))
+        if dt.kind == "c":
+            mag = add_p.bind(abs_p.bind(real_p.bind(col)), abs_p.bind(imag_p.bind(col)))
+        else:
+            mag = abs_p.bind(col)
+        below_eq = ge_p.bind(rows_v, j)
+        cand = select_n_p.bind(below_eq, np.full(batch + (m,), -1, mag.aval.dtype), mag)
+        p = argmax_p.bind(cand, axes=(nb,), index_dtype=i32)
+        at_j = eq_p.bind(rows, j)
+        at_p = eq_p.bind(rows, bcast(p, shape, lead))
+        row_j, row_p = pick_rows(a, at_j), pick_rows(a, at_p)
+        full_j = bcast(row_j, shape, lead + (nb + 1,))
+        full_p = bcast(row_p, shape, lead + (nb + 1,))
+        a = select_n_p.bind(at_j, select_n_p.bind(at_p, a, full_j), full_p)
+        d = reduce_sum_p.bind(select_n_p.bind(and_p.bind(at_j, colmask), np.zeros(shape, dt),
+                                              a), axes=(nb, nb + 1))
+        col = reduce_sum_p.bind(select_n_p.bind(colmask, np.zeros(shape, dt), a), axes=(nb + 1,))
+        below = gt_p.bind(rows_v, j)
+        d_v = bcast(d, batch + (m,), lead)
+        scaled = select_n_p.bind(eq_p.bind(d_v, zero), div_p.bind(col, d_v), col)
+        low = select_n_p.bind(below, np.zeros(batch + (m,), dt), scaled)
+        below_s = gt_p.bind(rows, j)
+        right = and_p.bind(gt_p.bind(cols, j), below_s)
+        upd = mul_p.bind(bcast(low, shape, lead + (nb,)), full_p)
+        a = select_n_p.bind(right, a, sub_p.bind(a, upd))
+        a = select_n_p.bind(and_p.bind(colmask, below_s), a, bcast(low, shape, lead + (nb,)))
+        piv = select_n_p.bind(eq_p.bind(piv_idx, j), piv, bcast(p, batch + (k,), lead))
+        return a, piv
+
+    a, piv = _fori(k, body, [x, np.zeros(batch + (k,), i32)])
+    return a, piv
+
+
+def _permutation_program(piv, size):
+    from .elementwise import and_p, eq_p, ge_p, lt_p, select_n_p
+    from .reduction import reduce_sum_p
+    from .shape import broadcast_in_dim_p, iota_p
+    shape = get_aval(piv).shape
+    nb = len(shape) - 1
+    batch, k = shape[:nb], shape[-1]
+    i32 = np.dtype(np.int32)
+    lead = tuple(range(nb))
+    idx = iota_p.bind(dtype=i32, shape=batch + (size,), dimension=nb)
+    pidx = iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+    zeros_p = np.zeros(batch + (k,), i32)
+    zeros_s = np.zeros(batch + (size,), i32)
+
+    def body(i, perm):
+        p = reduce_sum_p.bind(select_n_p.bind(eq_p.bind(pidx, i), zeros_p, piv), axes=(nb,))
+        pb = broadcast_in_dim_p.bind(p, shape=batch + (size,), broadcast_dimensions=lead)
+        at_i, at_p = eq_p.bind(idx, i), eq_p.bind(idx, pb)
+        vi = reduce_sum_p.bind(select_n_p.bind(at_i, zeros_s, perm), axes=(nb,))
+        vp = reduce_sum_p.bind(select_n_p.bind(at_p, zeros_s, perm), axes=(nb,))
+        vib = broadcast_in_dim_p.bind(vi, shape=batch + (size,), broadcast_dimensions=lead)
+        vpb = broadcast_in_dim_p.bind(vp, shape=batch + (size,), broadcast_dimensions=lead)
+        swapped = select_n_p.bind(at_i, select_n_p.bind(at_p, perm, vib), vpb)
+        # a pivot outside 0..size-1 (or a step past the permutation) swaps nothing
+        ok = and_p.bind(and_p.bind(ge_p.bind(pb, np.int32(0)), lt_p.bind(pb, np.int32(size))),
+                        lt_p.bind(i, np.int32(size)))
+        return [select_n_p.bind(ok, perm, swapped)]
+
+    (perm,) = _fori(k, body, [idx])
+    return perm
+
+
+def _lu_lower(ctx, x):
+    dt = x.aval.dtype
+    *batch, m, n = x.aval.shape
+    out_lu, out_piv, out_perm = ctx.avals_out
+    if x.aval.size == 0:
+        perm = ctx.op("stablehlo.iota", [], out_perm, {"iota_dimension": ctx.i64(len(batch))})
+        return [ctx.full(0, out_lu), ctx.full(0, out_piv), perm]
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    a = ctx.convert(x, cdt)
+    lu, piv = ctx.lower_fun(lambda v: _lu_program(v, m, n), a, multiple_results=True)
+    perm = ctx.lower_fun(lambda p: _permutation_program(p, m), piv)
+    return [ctx.convert(lu, dt), piv, perm]
+
+
+def _lu_pivots_lower(ctx, pivots, permutation_size):
+    piv = ctx.convert(pivots, np.int32)
+    if ctx.avals_out[0].size == 0 or pivots.aval.shape[-1] == 0:
+        return ctx.op("stablehlo.iota", [], ctx.avals_out[0],
+                      {"iota_dimension": ctx.i64(pivots.aval.ndim - 1)})
+    return ctx.lower_fun(lambda p: _permutation_program(p, permutation_size), piv)
+
+
+lu_p.lowering = _lu_lower
+lu_pivots_to_permutation_p.lowering = _lu_pivots_lower
+
+
+# Householder QR (LAPACK's geqr2 / org2r / orm2r, unblocked), as jaxlite programs: reflector
+# j is H_j = I - tau_j v_j v_j^H with v_j[j] = 1 and v_j below the diagonal stored in the
+# packed factor; geqrf applies H_j^H to the trailing columns (LAPACK's larfg conventions:
+# beta = -sign(Re alpha) |(alpha, x)|, tau = 0 when there is nothing to reflect).
+
+def _ops():
+    from . import elementwise as e, reduction as r, shape as s
+    return e, r, s
+
+
+def _col_of(a, j, nb):
+    """Column ``j`` (a traced scalar) of the stack of matrices ``a``: shape (..., m)."""
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    cols = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(cols, j),
+                                                 np.zeros(shape, get_aval(a).dtype), a),
+                               axes=(nb + 1,))
+
+
+def _reflector(packed, j, nb):
+    """v_j (..., m) from the packed factor: 0 above row j, 1 at j, the stored entries below."""
+    e, r, s = _ops()
+    col = _col_of(packed, j, nb)
+    av = get_aval(col)
+    rows = s.iota_p.bind(dtype=np.dtype(np.int32), shape=av.shape, dimension=nb)
+    v = e.select_n_p.bind(e.gt_p.bind(rows, j), np.zeros(av.shape, av.dtype), col)
+    return e.select_n_p.bind(e.eq_p.bind(rows, j), v, np.ones(av.shape, av.dtype))
+
+
+def _conj(x):
+    e, _, _ = _ops()
+    if get_aval(x).dtype.kind != "c":
+        return x
+    return e.conj_p.bind(x, input_dtype=get_aval(x).dtype)
+
+
+def _apply_left(c, v, tau, nb, conj_tau):
+    """(I - t v v^H) c for the stack ``c`` (..., m, n), v (..., m), tau (...,); t is tau or
+    its conjugate."""
+    e, r, s = _ops()
+    shape = get_aval(c).shape
+    lead = tuple(range(nb))
+    vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+    w = r.reduce_sum_p.bind(e.mul_p.bind(_conj(vb), c), axes=(nb,))          # (..., n)
+    t = _conj(tau) if conj_tau else tau
+    tw = e.mul_p.bind(s.broadcast_in_dim_p.bind(t, shape=get_aval(w).shape,
+                                                broadcast_dimensions=lead), w)
+    upd = e.mul_p.bind(vb, s.broadcast_in_dim_p.bind(tw, shape=shape,
+                                                     broadcast_dimensions=lead + (nb + 1,)))
+    return e.sub_p.bind(c, upd)
+
+
+def _apply_right(c, v, tau, nb, conj_tau):
+    """c (I - t v v^H) for the stack ``c`` (..., p, m)."""
+    e, r, s = _ops()
+    shape = get_aval(c).shape
+    lead = tuple(range(nb))
+    vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb + 1,))
+    w = r.reduce_sum_p.bind(e.mul_p.bind(c, vb), axes=(nb + 1,))             # (..., p)
+    t = _conj(tau) if conj_tau else tau
+    tw = e.mul_p.bind(s.broadcast_in_dim_p.bind(t, shape=get_aval(w).shape,
+                                                broadcast_dimensions=lead), w)
+    upd = e.mul_p.bind(s.broadcast_in_dim_p.bind(tw, shape=shape,
+                                                 broadcast_dimensions=lead + (nb,)), _conj(vb))
+    return e.sub_p.bind(c, upd)
+
+
+def _tau_at(taus, j, nb):
+    e, r, s = _ops()
+    av = get_aval(taus)
+    idx = s.iota_p.bind(dtype=np.dtype(np.int32), shape=av.shape, dimension=nb)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, j),
+                                                 np.zeros(av.shape, av.dtype), taus),
+                               axes=(nb,))
+
+
+def _geqrf_program(a):
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    batch, (m, n) = shape[:nb], shape[nb:]
+    k = min(m, n)
+    lead = tuple(range(nb))
+    rdt = np.dtype(np.float64) if dt == np.complex128 else (
+        np.dtype(np.float32) if dt.kind == "c" else dt)
+    i32 = np.dtype(np.int32)
+    rows_v = s.iota_p.bind(dtype=i32, shape=batch + (m,), dimension=nb)
+    rows = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    tidx = s.iota_p.bind(dtype=i32, shape=batch + (k,), dimension=nb)
+
+    def real(x):
+        return e.real_p.bind(x) if dt.kind == "c" else x
+
+    def body(j, a, taus):
+        col = _col_of(a, j, nb)
+        at_j = e.eq_p.bind(rows_v, j)
+        below = e.gt_p.bind(rows_v, j)
+        zeros_v = np.zeros(batch + (m,), dt)
+        alpha = r.reduce_sum_p.bind(e.select_n_p.bind(at_j, zeros_v, col), axes=(nb,))
+        x = e.select_n_p.bind(below, zeros_v, col)
+        ax = e.abs_p.bind(x)
+        xnorm = e.sqrt_p.bind(r.reduce_sum_p.bind(e.mul_p.bind(ax, ax), axes=(nb,)))
+        ar = real(alpha)
+        norm = e.sqrt_p.bind(e.add_p.bind(e.mul_p.bind(e.abs_p.bind(alpha),
+                                                       e.abs_p.bind(alpha)),
+                                          e.mul_p.bind(xnorm, xnorm)))
+        sgn = e.select_n_p.bind(e.lt_p.bind(ar, np.zeros((), rdt)), np.ones((), rdt),
+                                -np.ones((), rdt))
+        beta = e.mul_p.bind(e.neg_p.bind(sgn), norm)                 # -sign(Re a) |(a, x)|
+        trivial = e.eq_p.bind(xnorm, np.zeros((), rdt))
+        if dt.kind == "c":
+            trivial = e.and_p.bind(trivial, e.eq_p.bind(e.imag_p.bind(alpha),
+                                                        np.zeros((), rdt)))
+            beta_c = e.convert_element_type_p.bind(beta, new_dtype=dt, weak_type=False)
+        else:
+            beta_c = beta
+        safe_beta = e.select_n_p.bind(trivial, beta_c, np.ones(get_aval(beta_c).shape, dt))
+        tau = e.div_p.bind(e.sub_p.bind(safe_beta, alpha), safe_beta)
+        tau = e.select_n_p.bind(trivial, tau, np.zeros(get_aval(tau).shape, dt))
+        denom = e.select_n_p.bind(trivial, e.sub_p.bind(alpha, beta_c),
+                                  np.ones(get_aval(alpha).shape, dt))
+        v = e.div_p.bind(x, s.broadcast_in_dim_p.bind(denom, shape=batch + (m,),
+                                                      broadcast_dimensions=lead))
+        v = e.select_n_p.bind(at_j, v, np.ones(batch + (m,), dt))
+        # H^H applied to the columns right of j
+        applied = _apply_left(a, v, tau, nb, True)
+        right = e.gt_p.bind(cols, j)
+        a = e.select_n_p.bind(right, a, applied)
+        new_diag = e.select_n_p.bind(trivial, beta_c, alpha)
+        colmask = e.eq_p.bind(cols, j)
+        vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+        db = s.broadcast_in_dim_p.bind(new_diag, shape=shape, broadcast_dimensions=lead)
+        newcol = e.select_n_p.bind(e.eq_p.bind(rows, j), vb, db)
+        a = e.select_n_p.bind(e.and_p.bind(colmask, e.ge_p.bind(rows, j)), a, newcol)
+        taus = e.select_n_p.bind(e.eq_p.bind(tidx, j), taus,
+                                 s.broadcast_in_dim_p.bind(tau, shape=batch + (k,),
+                                                           broadcast_dimensions=lead))
+        return a, taus
+
+    return _fori(k, body, [a, np.zeros(batch + (k,), dt)])
+
+
+def _householder_program(a, taus):
+    """Q (..., m, n): the first n columns of H_0 ... H_{k-1}."""
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    m, n = shape[nb:]
+    k = get_aval(taus).shape[-1]
+    eye = np.broadcast_to(np.eye(m, n, dtype=dt), shape)
+
+    def body(i, q):
+        j = e.sub_p.bind(np.int32(k - 1), i)
+        v = _reflector(a, j, nb)
+        return [_apply_left(q, v, _tau_at(taus, j, nb), nb, False)]
+
+    (q,) = _fori(k, body, [np.array(eye)])
+    return q
+
+
+def _ormqr_program(a, taus, c, left, transpose):
+    e, r, s = _ops()
+    nb = get_aval(a).ndim - 2
+    k = get_aval(taus).shape[-1]
+    # Q = H_0 ... H_{k-1}: Q c applies H_{k-1} first; Q^H c applies H_0^H first; c Q applies
+    # H_0 first; c Q^H applies H_{k-1}^H first
+    backwards = left != transpose
+
+    def body(i, c):
+        j = e.sub_p.bind(np.int32(k - 1), i) if backwards else i
+        v = _reflector(a, j, nb)
+        t = _tau_at(taus, j, nb)
+        if left:
+            return [_apply_left(c, v, t, nb, transpose)]
+        return [_apply_right(c, v, t, nb, transpose)]
+
+    (out,) = _fori(k, body, [c])
+    return out
+
+
+def _upcast(ctx, *xs):
+    dt = xs[0].aval.dtype
+    cdt = np.dtype(np.float32) if dt in _HALF else dt
+    return [ctx.convert(x, cdt) for x in xs]
+
+
+def _geqrf_lower(ctx, a):
+    out_a, out_t = ctx.avals_out
+    if a.aval.size == 0:
+        return [ctx.full(0, out_a), ctx.full(0, out_t)]
+    (aa,) = _upcast(ctx, a)
+    packed, taus = ctx.lower_fun(_geqrf_program, aa, multiple_results=True)
+    return [ctx.convert(packed, out_a.dtype), ctx.convert(taus, out_t.dtype)]
+
+
+def _householder_product_lower(ctx, a, taus):
+    out = ctx.avals_out[0]
+    if a.aval.size == 0 or taus.aval.shape[-1] == 0:
+        m, n = out.shape[-2:]
+        return ctx.constant(np.broadcast_to(np.eye(m, n, dtype=out.dtype), out.shape))
+    aa, tt = _upcast(ctx, a, taus)
+    return ctx.convert(ctx.lower_fun(_householder_program, aa, tt), out.dtype)
+
+
+def _ormqr_lower(ctx, a, taus, c, left=True, transpose=False):
+    out = ctx.avals_out[0]
+    if c.aval.size == 0 or taus.aval.shape[-1] == 0:
+        return c if c.aval.size else ctx.full(0, out)
+    aa, tt, cc = _upcast(ctx, a, taus, c)
+    return ctx.convert(ctx.lower_fun(
+        lambda x, t, y: _ormqr_program(x, t, y, left, transpose), aa, tt, cc), out.dtype)
+
+
+def _qr_lower(ctx, x, pivoting=False, full_matrices=True):
+    if pivoting:
+        raise ctx.unsupported("QR with column pivoting has no jaxlite-written algorithm yet")
+    q_aval, r_aval = ctx.avals_out
+    *batch, m, n = x.aval.shape
+    kq = q_aval.shape[-1]
+    if x.aval.size == 0:
+        return [ctx.constant(np.broadcast_to(np.eye(m, kq, dtype=q_aval.dtype), q_aval.shape)),
+                ctx.full(0, r_aval)]
+    (xx,) = _upcast(ctx, x)
+    cdt = xx.aval.dtype
+    nb = len(batch)
+
+    def program(v):
+        e, r, s = _ops()
+        packed, taus = _geqrf_program(v)
+        # Q's columns: the reflectors' block padded (or cut) to kq columns
+        if n >= kq:
+            block = s.slice_p.bind(packed, start_indices=(0,) * (nb + 2),
+                                   limit_indices=tuple(batch) + (m, kq), strides=None)
+        else:
+            block = s.pad_p.bind(packed, np.zeros((), cdt),
+                                 padding_config=((0, 0, 0),) * (nb + 1) + ((0, kq - n, 0),))
+        k = get_aval(taus).shape[-1]
+        if k > kq:
+            taus = s.slice_p.bind(taus, start_indices=(0,) * (nb + 1),
+                                  limit_indices=tuple(batch) + (kq,), strides=None)
+        q = _householder_program(block, taus)
+        rr = s.slice_p.bind(packed, start_indices=(0,) * (nb + 2),
+                            limit_indices=tuple(batch) + (r_aval.shape[-2], n), strides=None)
+        shape = get_aval(rr).shape
+        rows = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb)
+        cols = s.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+        rr = e.select_n_p.bind(e.le_p.bind(rows, cols), np.zeros(shape, cdt), rr)
+        return q, rr
+
+    q, rr = ctx.lower_fun(program, xx, multiple_results=True)
+    return [ctx.convert(q, q_aval.dtype), ctx.convert(rr, r_aval.dtype)]
+
+
+geqrf_p.lowering = _geqrf_lower
+householder_product_p.lowering = _householder_product_lower
+ormqr_p.lowering = _ormqr_lower
+qr_p.lowering = _qr_lower
+
+
+def _symmetric_product_lower(ctx, a, c, alpha=1.0, beta=0.0, symmetrize_output=False):
+    out = ctx.avals_out[0]
+    aa, cc = _upcast(ctx, a, c)
+    nb = aa.aval.ndim - 2
+    lead = list(range(nb))
+    dims = ((aa.aval.ndim - 1,), (aa.aval.ndim - 1,)), (tuple(lead), tuple(lead))
+    prod = ctx.op("stablehlo.dot_general", [aa, aa], cc.aval,
+                  {"dot_dimension_numbers": dot_general_text(ctx, dims),
+                   "precision_config": _precision_attr(None)})
+    r = ctx.binary("add", ctx.binary("multiply", ctx.full(alpha, prod.aval), prod),
+                   ctx.binary("multiply", ctx.full(beta, cc.aval), cc))
+    if symmetrize_output:
+        perm = lead + [nb + 1, nb]
+        t = ctx.op("stablehlo.transpose", [r], r.aval, {"permutation": ctx.i64s(perm)})
+        r = ctx.select(_tril_mask(ctx, r.aval.shape), r, t)
+    return ctx.convert(r, out.dtype)
+
+
+def _cholesky_update_program(r, w):
+    # the implementation's sweep of Givens rotations, row k against the running vector
+    e, red, s = _ops()
+    shape = get_aval(r).shape
+    dt = get_aval(r).dtype
+    nb = len(shape) - 2
+    lead = tuple(range(nb))
+    batch, n = shape[:nb], shape[-1]
+    i32 = np.dtype(np.int32)
+    rows = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    idx = s.iota_p.bind(dtype=i32, shape=batch + (n,), dimension=nb)
+    zeros_v = np.zeros(batch + (n,), dt)
+
+    def body(k, r, w):
+        at_k = e.eq_p.bind(rows, k)
+        row = red.reduce_sum_p.bind(e.select_n_p.bind(at_k, np.zeros(shape, dt), r),
+                                    axes=(nb,))
+        rkk = red.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, k), zeros_v, row),
+                                    axes=(nb,))
+        wk = red.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(idx, k), zeros_v, w),
+                                   axes=(nb,))
+        rad = e.sqrt_p.bind(e.add_p.bind(e.mul_p.bind(rkk, rkk), e.mul_p.bind(wk, wk)))
+        zero = e.eq_p.bind(rad, np.zeros((), dt))
+        safe = e.select_n_p.bind(zero, rad, np.ones(get_aval(rad).shape, dt))
+        c = e.select_n_p.bind(zero, e.div_p.bind(rkk, safe), np.ones(get_aval(rad).shape, dt))
+        sn = e.select_n_p.bind(zero, e.div_p.bind(wk, safe), np.zeros(get_aval(rad).shape, dt))
+        cb = s.broadcast_in_dim_p.bind(c, shape=batch + (n,), broadcast_dimensions=lead)
+        sb = s.broadcast_in_dim_p.bind(sn, shape=batch + (n,), broadcast_dimensions=lead)
+        tail = e.ge_p.bind(idx, k)
+        new_row = e.add_p.bind(e.mul_p.bind(cb, row), e.mul_p.bind(sb, w))
+        new_w = e.add_p.bind(e.neg_p.bind(e.mul_p.bind(sb, row)), e.mul_p.bind(cb, w))
+        new_row = e.select_n_p.bind(tail, row, new_row)
+        w = e.select_n_p.bind(tail, w, new_w)
+        full = s.broadcast_in_dim_p.bind(new_row, shape=shape,
+                                         broadcast_dimensions=lead + (nb + 1,))
+        r = e.select_n_p.bind(e.and_p.bind(at_k, e.ge_p.bind(cols, k)), r, full)
+        return r, w
+
+    r, _ = _fori(n, body, [r, w])
+    return r
+
+
+def _cholesky_update_lower(ctx, r, w):
+    # in the operands' precision (the implementation rotates in float64 and rounds once)
+    out = ctx.avals_out[0]
+    if r.aval.size == 0:
+        return ctx.full(0, out)
+    rr, ww = _upcast(ctx, r, w)
+    return ctx.convert(ctx.lower_fun(_cholesky_update_program, rr, ww), out.dtype)
+
+
+symmetric_product_p.lowering = _symmetric_product_lower
+cholesky_update_p.lowering = _cholesky_update_lower
+
+
+# Symmetric eigenvalues (eigh) and singular values (svd) by Jacobi rotations, as jaxlite
+# programs: cyclic sweeps over the pairs (p, q), each rotation chosen to zero one
+# off-diagonal element (two-sided for eigh; one-sided on the columns for svd, whose
+# singular values are then the column norms), until the off-diagonal part is below the
+# dtype's epsilon relative to the matrix (at most 30 sweeps).  Values come sorted as
+# LAPACK's (ascending eigenvalues, descending singular values); the vectors span the same
+# spaces as LAPACK's but each may have the opposite sign.  Real operands only.
+
+def _while_loop(cond, body, init):
+    """``while cond(*carry): carry = body(*carry)``, bound as one ``while`` equation."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    from .control_flow import while_p
+    avals = [get_aval(c).strip_weak_type() for c in init]
+    body_closed, body_consts = hoist_consts(trace_to_jaxpr(lambda *c: list(body(*c)), avals))
+    cond_closed, cond_consts = hoist_consts(trace_to_jaxpr(lambda *c: [cond(*c)], avals))
+    return while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond_closed,
+                        body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
+                        body_nconsts=len(body_consts))
+
+
+_MAX_SWEEPS = 30
+
+
+def _pick(x, mask, axes):
+    """The sum of ``x`` where ``mask`` holds, over ``axes`` (one element, exactly)."""
+    e, r, _ = _ops()
+    av = get_aval(x)
+    return r.reduce_sum_p.bind(e.select_n_p.bind(mask, np.zeros(av.shape, av.dtype), x),
+                               axes=tuple(axes))
+
+
+def _rotation(app, aqq, apq):
+    """(c, s) of the Jacobi rotation zeroing apq (Golub & Van Loan's sym.schur2)."""
+    e, _, _ = _ops()
+    dt = get_aval(app).dtype
+    shape = get_aval(app).shape
+    one, zero = np.ones(shape, dt), np.zeros(shape, dt)
+    nz = e.ne_p.bind(apq, zero)
+    safe = e.select_n_p.bind(nz, one, apq)
+    tau = e.div_p.bind(e.sub_p.bind(aqq, app), e.mul_p.bind(np.asarray(2, dt), safe))
+    sgn = e.select_n_p.bind(e.lt_p.bind(tau, zero), one, -one)
+    t = e.div_p.bind(sgn, e.add_p.bind(e.abs_p.bind(tau),
+                                       e.sqrt_p.bind(e.add_p.bind(one, e.mul_p.bind(tau, tau)))))
+    c = e.rsqrt_p.bind(e.add_p.bind(one, e.mul_p.bind(t, t)))
+    s = e.mul_p.bind(t, c)
+    return e.select_n_p.bind(nz, one, c), e.select_n_p.bind(nz, zero, s)
+
+
+def _rotate_cols(x, p, q, c, s, nb):
+    """x J on columns p, q: x[:, p] <- c x_p - s x_q, x[:, q] <- s x_p + c x_q."""
+    e, _, sh = _ops()
+    shape = get_aval(x).shape
+    lead = tuple(range(nb))
+    cols = sh.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+    at_p, at_q = e.eq_p.bind(cols, p), e.eq_p.bind(cols, q)
+    xp, xq = _pick(x, at_p, (nb + 1,)), _pick(x, at_q, (nb + 1,))
+    vshape = get_aval(xp).shape
+    cb = sh.broadcast_in_dim_p.bind(c, shape=vshape, broadcast_dimensions=lead)
+    sb = sh.broadcast_in_dim_p.bind(s, shape=vshape, broadcast_dimensions=lead)
+    new_p = e.sub_p.bind(e.mul_p.bind(cb, xp), e.mul_p.bind(sb, xq))
+    new_q = e.add_p.bind(e.mul_p.bind(sb, xp), e.mul_p.bind(cb, xq))
+    dims = lead + (nb,)
+    return e.select_n_p.bind(at_p, e.select_n_p.bind(
+        at_q, x, sh.broadcast_in_dim_p.bind(new_q, shape=shape, broadcast_dimensions=dims)),
+        sh.broadcast_in_dim_p.bind(new_p, shape=shape, broadcast_dimensions=dims))
+
+
+def _transpose_last(x, nb):
+    _, _, sh = _ops()
+    return sh.transpose_p.bind(x, permutation=tuple(range(nb)) + (nb + 1, nb))
+
+
+def _pair_tables(n):
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    return (np.array([p for p, _ in pairs], np.int32), np.array([q for _, q in pairs], np.int32))
+
+
+def _jacobi_sweeps(x, v, nb, two_sided, converged):
+    """Cyclic Jacobi sweeps on ``x`` (and the accumulated rotations ``v``) until
+    ``converged(x)`` or ``_MAX_SWEEPS``."""
+    e, r, sh = _ops()
+    n = get_aval(x).shape[-1]
+    ptab, qtab = _pair_tables(n)
+    npairs = len(ptab)
+    shape = get_aval(x).shape
+    i32 = np.dtype(np.int32)
+
+    def rotate(t, x, v):
+        pidx = sh.iota_p.bind(dtype=i32, shape=(npairs,), dimension=0)
+        p = r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(pidx, t),
+                                                  np.zeros(npairs, i32), ptab), axes=(0,))
+        q = r.reduce_sum_p.bind(e.select_n_p.bind(e.eq_p.bind(pidx, t),
+                                                  np.zeros(npairs, i32), qtab), axes=(0,))
+        rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+        cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+        if two_sided:
+            def el(i, j):
+                return _pick(x, e.and_p.bind(e.eq_p.bind(rows, i), e.eq_p.bind(cols, j)),
+                             (nb, nb + 1))
+            c, s = _rotation(el(p, p), el(q, q), el(p, q))
+            x = _rotate_cols(x, p, q, c, s, nb)
+            x = _transpose_last(_rotate_cols(_transpose_last(x, nb), p, q, c, s, nb), nb)
+            off = e.or_p.bind(e.and_p.bind(e.eq_p.bind(rows, p), e.eq_p.bind(cols, q)),
+                              e.and_p.bind(e.eq_p.bind(rows, q), e.eq_p.bind(cols, p)))
+            x = e.select_n_p.bind(off, x, np.zeros(shape, get_aval(x).dtype))
+        else:
+            # the Gram matrix's entries of columns p and q
+            xp = _pick(x, e.eq_p.bind(cols, p), (nb + 1,))
+            xq = _pick(x, e.eq_p.bind(cols, q), (nb + 1,))
+            dot = lambda a, b: r.reduce_sum_p.bind(e.mul_p.bind(a, b), axes=(nb,))  # noqa
+            c, s = _rotation(dot(xp, xp), dot(xq, xq), dot(xp, xq))
+            x = _rotate_cols(x, p, q, c, s, nb)
+        v = _rotate_cols(v, p, q, c, s, nb)
+        return x, v
+
+    def sweep(k, x, v):
+        x, v = _fori(npairs, rotate, [x, v])
+        return [e.add_p.bind(k, np.int32(1)), x, v]
+
+    def more(k, x, v):
+        return e.and_p.bind(e.lt_p.bind(k, np.int32(_MAX_SWEEPS)), e.not_p.bind(converged(x)))
+
+    if npairs == 0:
+        return x, v
+    _, x, v = _while_loop(more, sweep, [np.int32(0), x, v])
+    return x, v
+
+
+def _eye_like(shape, dt):
+    return np.array(np.broadcast_to(np.eye(shape[-2], shape[-1], dtype=dt), shape))
+
+
+def _sorted_by(keys, vecs, nb, descending):
+    """``keys`` (..., k) sorted (ascending, or descending) and the columns of ``vecs``
+    (..., m, k; or a list of such stacks) in that order (a product with the permutation
+    matrix: exact)."""
+    e, r, sh = _ops()
+    kshape = get_aval(keys).shape
+    i32 = np.dtype(np.int32)
+    idx = sh.iota_p.bind(dtype=i32, shape=kshape, dimension=nb)
+    sk = e.neg_p.bind(keys) if descending else keys
+    sk, perm = r.sort_p.bind(sk, idx, dimension=nb, is_stable=True, num_keys=1)
+    out = e.neg_p.bind(sk) if descending else sk
+    if vecs is None:
+        return out, None
+    k = kshape[-1]
+    pshape = kshape[:nb] + (k, k)
+    rowsk = sh.iota_p.bind(dtype=i32, shape=pshape, dimension=nb)
+    permb = sh.broadcast_in_dim_p.bind(perm, shape=pshape,
+                                       broadcast_dimensions=tuple(range(nb)) + (nb + 1,))
+    lead = tuple(range(nb))
+
+    def move(vv):
+        pm = e.convert_element_type_p.bind(e.eq_p.bind(rowsk, permb),
+                                           new_dtype=get_aval(vv).dtype, weak_type=False)
+        return dot_general_p.bind(vv, pm, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
+                                  precision=None, preferred_element_type=None)
+    if isinstance(vecs, list):
+        return out, [move(vv) for vv in vecs]
+    return out, move(vecs)
+
+
+def _sq_norm(x, axes):
+    e, r, _ = _ops()
+    return r.reduce_sum_p.bind(e.mul_p.bind(x, x), axes=tuple(axes))
+
+
+def _eigh_program(a, lower):
+    e, r, sh = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    i32 = np.dtype(np.int32)
+    rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    # the symmetric matrix of the triangle LAPACK reads
+    keep = e.ge_p.bind(rows, cols) if lower else e.le_p.bind(rows, cols)
+    a = e.select_n_p.bind(keep, _transpose_last(a, nb), a)
+    diag = e.eq_p.bind(rows, cols)
+    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    total = _sq_norm(a, (nb, nb + 1))
+
+    def converged(x):
+        off = _sq_norm(e.select_n_p.bind(diag, x, np.zeros(shape, dt)), (nb, nb + 1))
+        done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
+        return r.reduce_and_p.bind(done, axes=tuple(range(nb))) if nb else done
+
+    x, v = _jacobi_sweeps(a, _eye_like(shape, dt), nb, True, converged)
+    w = _pick(x, diag, (nb + 1,))
+    return _sorted_by(w, v, nb, False)
+
+
+def _eigh_lower(ctx, x, lower=True, sort_eigenvalues=True, subset_by_index=None):
+    v_aval, w_aval = ctx.avals_out
+    if x.aval.dtype.kind == "c":
+        raise ctx.unsupported("complex Hermitian matrices have no jaxlite-written "
+                              "eigensolver yet (real symmetric ones do)")
+    if x.aval.size == 0:
+        return [ctx.full(0, v_aval), ctx.full(0, w_aval)]
+    (xx,) = _upcast(ctx, x)
+    w, v = ctx.lower_fun(lambda m: _eigh_program(m, lower), xx, multiple_results=True)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        nd = xx.aval.ndim
+        w = ctx.op("stablehlo.slice", [w], ctx.aval(w.aval.shape[:-1] + (hi - lo,), w.aval.dtype),
+                   {"start_indices": ctx.i64s([0] * (nd - 2) + [lo]),
+                    "limit_indices": ctx.i64s(list(w.aval.shape[:-1]) + [hi]),
+                    "strides": ctx.i64s([1] * (nd - 1))})
+        v = ctx.op("stablehlo.slice", [v], ctx.aval(v.aval.shape[:-1] + (hi - lo,), v.aval.dtype),
+                   {"start_indices": ctx.i64s([0] * (nd - 1) + [lo]),
+                    "limit_indices": ctx.i64s(list(v.aval.shape[:-1]) + [hi]),
+                    "strides": ctx.i64s([1] * nd)})
+    return [ctx.convert(v, v_aval.dtype), ctx.convert(w, w_aval.dtype)]
+
+
+eigh_p.lowering = _eigh_lower
+
+
+def _svd_program(a, full_matrices, compute_uv):
+    """One-sided Jacobi on the columns of ``a`` (..., m, n), m >= n: singular values the
+    column norms, V the accumulated rotations, U the normalised columns completed to an
+    orthonormal basis by a Householder QR (signs fixed so that U's columns of nonzero
+    singular values are the normalised columns themselves)."""
+    e, r, sh = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    batch, (m, n) = shape[:nb], shape[nb:]
+    lead = tuple(range(nb))
+    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    i32 = np.dtype(np.int32)
+    gshape = batch + (n, n)
+    grows = sh.iota_p.bind(dtype=i32, shape=gshape, dimension=nb)
+    gcols = sh.iota_p.bind(dtype=i32, shape=gshape, dimension=nb + 1)
+    gdiag = e.eq_p.bind(grows, gcols)
+
+    def gram(x):
+        return dot_general_p.bind(x, x, dimension_numbers=(((nb,), (nb,)), (lead, lead)),
+                                  precision=None, preferred_element_type=None)
+
+    def converged(x):
+        g = gram(x)
+        off = _sq_norm(e.select_n_p.bind(gdiag, g, np.zeros(gshape, dt)), (nb, nb + 1))
+        total = _sq_norm(g, (nb, nb + 1))
+        done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
+        return r.reduce_and_p.bind(done, axes=lead) if nb else done
+
+    x, v = _jacobi_sweeps(a, _eye_like(gshape, dt), nb, False, converged)
+    s = e.sqrt_p.bind(_sq_norm(x, (nb,)))
+    if not compute_uv:
+        return [_sorted_by(s, None, nb, True)[0]]
+    s, (x, v) = _sorted_by(s, [x, v], nb, True)
+    zero = e.eq_p.bind(s, np.zeros((), dt))
+    safe = e.select_n_p.bind(zero, s, np.ones(get_aval(s).shape, dt))
+    u0 = e.div_p.bind(x, sh.broadcast_in_dim_p.bind(safe, shape=shape,
+                                                    broadcast_dimensions=lead + (nb + 1,)))
+    kq = m if full_matrices else n
+    block = u0 if kq == n else sh.pad_p.bind(
+        u0, np.zeros((), dt), padding_config=((0, 0, 0),) * (nb + 1) + ((0, kq - n, 0),))
+    packed, taus = _geqrf_program(block)
+    q = _householder_program(packed, taus)
+    # Q's column j is ±u0's: the sign of R's diagonal (which is ±1 there, 0 for a zero column)
+    rdiag = _pick(packed, e.eq_p.bind(sh.iota_p.bind(dtype=i32, shape=get_aval(packed).shape,
+                                                     dimension=nb),
+                                      sh.iota_p.bind(dtype=i32, shape=get_aval(packed).shape,
+                                                     dimension=nb + 1)), (nb,))
+    sgn = e.select_n_p.bind(e.lt_p.bind(rdiag, np.zeros((), dt)), np.ones(batch + (kq,), dt),
+                            -np.ones(batch + (kq,), dt))
+    u = e.mul_p.bind(q, sh.broadcast_in_dim_p.bind(sgn, shape=get_aval(q).shape,
+                                                   broadcast_dimensions=lead + (nb + 1,)))
+    return [u, s, _transpose_last(v, nb)]
+
+
+
+def _svd_lower(ctx, x, full_matrices=True, compute_uv=True):
+    outs = ctx.avals_out
+    if x.aval.dtype.kind == "c":
+        raise ctx.unsupported("complex matrices have no jaxlite-written SVD yet (real ones "
+                              "do)")
+    *batch, m, n = x.aval.shape
+    nb = len(batch)
+    if x.aval.size == 0:
+        if not compute_uv:
+            return [ctx.full(0, outs[0])]
+        u, s, vh = outs
+        return [ctx.constant(np.broadcast_to(np.eye(*u.shape[-2:], dtype=u.dtype), u.shape)),
+                ctx.full(0, s),
+                ctx.constant(np.broadcast_to(np.eye(*vh.shape[-2:], dtype=vh.dtype), vh.shape))]
+    (xx,) = _upcast(ctx, x)
+    wide = m < n
+    if wide:        # the SVD of the transpose, its factors swapped back
+        xx = ctx.op("stablehlo.transpose", [xx],
+                    ctx.aval(tuple(batch) + (n, m), xx.aval.dtype),
+                    {"permutation": ctx.i64s(list(range(nb)) + [nb + 1, nb])})
+    res = ctx.lower_fun(lambda a: _svd_program(a, full_matrices, compute_uv), xx,
+                        multiple_results=True)
+    if not compute_uv:
+        return [ctx.convert(res[0], outs[0].dtype)]
+    u, s, vh = res
+    if wide:
+        perm = ctx.i64s(list(range(nb)) + [nb + 1, nb])
+
+        def tr(v):
+            sh = v.aval.shape
+            return ctx.op("stablehlo.transpose", [v],
+                          ctx.aval(sh[:-2] + (sh[-1], sh[-2]), v.aval.dtype),
+                          {"permutation": perm})
+        u, vh = tr(vh), tr(u)
+    return [ctx.convert(u, outs[0].dtype), ctx.convert(s, outs[1].dtype),
+            ctx.convert(vh, outs[2].dtype)]
+
+
+svd_p.lowering = _svd_lower
+
+
+def _tridiagonal_solve_program(dl, d, du, b):
+    """The tridiagonal system as a dense matrix, solved by the LU program with partial
+    pivoting (the row exchanges LAPACK's gtsv makes: the larger of the two candidate rows,
+    the diagonal one on a tie) and two triangular solves; NaN for an exactly singular
+    system, as the implementation."""
+    e, r, sh = _ops()
+    bshape = get_aval(b).shape
+    nb = len(bshape) - 2
+    m = bshape[-2]
+    dt = get_aval(b).dtype
+    lead = tuple(range(nb))
+    shape = bshape[:nb] + (m, m)
+    i32 = np.dtype(np.int32)
+    rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+
+    def along_rows(v):
+        return sh.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
+
+    a = np.zeros(shape, dt)
+    a = e.select_n_p.bind(e.eq_p.bind(rows, cols), a, along_rows(d))
+    a = e.select_n_p.bind(e.eq_p.bind(rows, e.add_p.bind(cols, np.int32(1))), a, along_rows(dl))
+    a = e.select_n_p.bind(e.eq_p.bind(e.add_p.bind(rows, np.int32(1)), cols), a, along_rows(du))
+    lu, piv = _lu_program(a, m, m)
+    perm = _permutation_program(piv, m)
+    pmat = e.convert_element_type_p.bind(
+        e.eq_p.bind(sh.broadcast_in_dim_p.bind(perm, shape=shape,
+                                               broadcast_dimensions=lead + (nb,)), cols),
+        new_dtype=dt, weak_type=False)
+    pb = dot_general_p.bind(pmat, b, dimension_numbers=(((nb + 1,), (nb,)), (lead, lead)),
+                            precision=None, preferred_element_type=None)
+    y = triangular_solve_p.bind(lu, pb, left_side=True, lower=True, transpose_a=False,
+                                conjugate_a=False, unit_diagonal=True)
+    x = triangular_solve_p.bind(lu, y, left_side=True, lower=False, transpose_a=False,
+                                conjugate_a=False, unit_diagonal=False)
+    udiag = _pick(lu, e.eq_p.bind(rows, cols), (nb + 1,))
+    singular = r.reduce_or_p.bind(e.eq_p.bind(udiag, np.zeros((), dt)), axes=(nb,))
+    bad = sh.broadcast_in_dim_p.bind(singular, shape=bshape, broadcast_dimensions=lead)
+    return e.select_n_p.bind(bad, x, np.full(bshape, np.nan, dt))
+
+
+def _tridiagonal_solve_lower(ctx, dl, d, du, b, perturb_singular=False):
+    out = ctx.avals_out[0]
+    if b.aval.size == 0:
+        return ctx.full(0, out)
+    # (perturb_singular computes as the implementation does, which takes the system as it is)
+    dl, d, du, b = _upcast(ctx, dl, d, du, b)
+    if b.aval.shape[-2] == 1:           # one equation: b / d, as the implementation
+        dd = ctx.broadcast(d, b.aval.shape, range(d.aval.ndim))
+        return ctx.convert(ctx.binary("divide", b, dd), out.dtype)
+    return ctx.convert(ctx.lower_fun(_tridiagonal_solve_program, dl, d, du, b), out.dtype)
+
+
+tridiagonal_solve_p.lowering = _tridiagonal_solve_lower

@@ -65,3 +65,14 @@ reduce_precision_p = Primitive("reduce_precision", abstract_eval=_aval, impl=_im
 ad.deflinear(reduce_precision_p,
              lambda ct, x, **p: [reduce_precision_p.bind(ct, **p)])
 batching.elementwise_batcher(reduce_precision_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+
+def _lower(ctx, x, *, exponent_bits, mantissa_bits):
+    return ctx.op("stablehlo.reduce_precision", [x], x.aval,
+                  {"exponent_bits": ctx.i32(exponent_bits),
+                   "mantissa_bits": ctx.i32(mantissa_bits)})
+
+
+reduce_precision_p.lowering = _lower

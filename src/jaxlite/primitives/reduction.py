@@ -651,6 +651,8 @@ cumprod_p.jvp = _cumprod_jvp
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
 
+from . import _lowering as _lo  # noqa: E402
+
 _COMBINE = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum",
             "and": "and", "or": "or", "xor": "xor"}
 
@@ -671,8 +673,10 @@ def _combiner(ctx, monoid, dt):
     """The region combining two scalars of ``dt`` with ``monoid``."""
     if monoid in ("max", "min") and np.dtype(dt).kind == "c":
         return ctx.scalar_region([dt], lambda a, b: _lex_pick(ctx, a, b, monoid == "max"))
-    if monoid in ("max", "min") and np.dtype(dt) == np.bool_:
-        monoid = "or" if monoid == "max" else "and"
+    if monoid == "max":
+        return ctx.scalar_region([dt], lambda a, b: _lo.maximum(ctx, a, b))
+    if monoid == "min":
+        return ctx.scalar_region([dt], lambda a, b: _lo.minimum(ctx, a, b))
     return ctx.scalar_region([dt], lambda a, b: ctx.binary(_COMBINE[monoid], a, b))
 
 

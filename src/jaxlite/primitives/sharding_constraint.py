@@ -359,3 +359,18 @@ def _reshard_like_transpose(ct, v, ref, **params):
 
 reshard_like_p.jvp = _reshard_like_jvp
 reshard_like_p.transpose = _reshard_like_transpose
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# On one partition a placement annotation is the identity.  Over several partitions XLA's
+# partitioner would need the sharding as an annotation, which jaxlite does not emit yet.
+
+def _placement_lowering(ctx, x, *rest, **params):
+    if ctx.num_partitions != 1:
+        raise ctx.unsupported(f"sharding annotations over {ctx.num_partitions} partitions "
+                              f"are not lowered (one partition only)")
+    return x
+
+
+for _p in (sharding_constraint_p, reshard_p, reshard_tangent_p, reshard_like_p):
+    _p.lowering = _placement_lowering

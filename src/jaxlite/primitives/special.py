@@ -445,3 +445,226 @@ for _gp in (hyp1f1_grad_p, hyp2f1_grad_p):
 
 for _p in _DECLARED:
     batching.elementwise_batcher(_p)
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# The functions CHLO has an operation for; XLA expands each into polynomial and series
+# arithmetic when it compiles.  The others have no StableHLO or CHLO operation (their
+# implementation is SciPy's) and are not lowered (tests/test_pjrt_lowering.py lists them).
+
+from . import _lowering as _lo  # noqa: E402
+
+erf_inv_p.lowering = _lo.elementwise("chlo.erf_inv")
+bessel_i1e_p.lowering = _lo.elementwise("chlo.bessel_i1e")
+zeta_p.lowering = _lo.elementwise("chlo.zeta")
+polygamma_p.lowering = _lo.elementwise("chlo.polygamma")
+
+
+# bessel_i0e and ndtri written with jaxlite's primitives (no CHLO operation computes them),
+# in the operand's precision, float16/bfloat16 in float32; lowered like any program.
+
+def _i0e_program(x):
+    """exp(-|x|) I0(x): the power series sum_k (x^2/4)^k / (k!)^2 in Horner form below
+    |x| = 20, the asymptotic expansion exp(-x) I0(x) ~ (1 + 1/(8x) + 9/(2 (8x)^2) + ...)
+    / sqrt(2 pi x) above."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    ax = e.abs_p.bind(x)
+    small = e.lt_p.bind(ax, c(20.0))
+    xs = e.select_n_p.bind(small, c(1.0), ax)          # the series' operand (tame)
+    y = e.mul_p.bind(e.mul_p.bind(xs, xs), c(0.25))
+    t = c(1.0)
+    for k in range(45, 0, -1):
+        t = e.add_p.bind(c(1.0), e.mul_p.bind(t, e.div_p.bind(y, c(float(k * k)))))
+    series = e.mul_p.bind(e.exp_p.bind(e.neg_p.bind(xs)), t)
+    xl = e.select_n_p.bind(small, ax, c(20.0))          # the expansion's operand
+    inv8x = e.div_p.bind(c(1.0), e.mul_p.bind(c(8.0), xl))
+    term, acc = c(1.0), c(1.0)
+    for k in range(1, 12):
+        term = e.mul_p.bind(term, e.mul_p.bind(inv8x, c((2 * k - 1) ** 2 / k)))
+        acc = e.add_p.bind(acc, term)
+    asym = e.mul_p.bind(acc, e.rsqrt_p.bind(e.mul_p.bind(c(2 * math.pi), xl)))
+    return e.select_n_p.bind(small, asym, series)
+
+
+def _log_ndtr_program(x):
+    """log Phi(x) for x <= 0: log(erfc(-x / sqrt 2) / 2) down to x = -5, below it
+    -x^2/2 - log sqrt(2 pi) + log R(-x) with the Mills ratio R by its continued fraction
+    (no underflow); and R(-x) = Phi(x) / phi(x) itself, for Newton's steps."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    near = e.gt_p.bind(x, c(-5.0))
+    xn = e.select_n_p.bind(near, c(-5.0), x)
+    phi_c = e.mul_p.bind(c(0.5), e.erfc_p.bind(e.mul_p.bind(e.neg_p.bind(xn),
+                                                             c(1 / math.sqrt(2)))))
+    log_near = e.log_p.bind(phi_c)
+    pdf_near = e.mul_p.bind(c(1 / math.sqrt(2 * math.pi)),
+                            e.exp_p.bind(e.mul_p.bind(c(-0.5), e.mul_p.bind(xn, xn))))
+    r_near = e.div_p.bind(phi_c, pdf_near)
+    z = e.neg_p.bind(e.select_n_p.bind(near, x, c(-5.0)))         # z >= 5
+    cf = z
+    for k in range(40, 0, -1):
+        cf = e.add_p.bind(z, e.div_p.bind(c(float(k)), cf))
+    r_far = e.div_p.bind(c(1.0), cf)
+    log_far = e.add_p.bind(e.sub_p.bind(e.mul_p.bind(c(-0.5), e.mul_p.bind(z, z)),
+                                        c(0.5 * math.log(2 * math.pi))), e.log_p.bind(r_far))
+    return (e.select_n_p.bind(near, log_far, log_near), e.select_n_p.bind(near, r_far, r_near))
+
+
+def _ndtri_program(p):
+    """The standard normal quantile: sqrt(2) erf_inv(2p - 1) for 0.075 <= p <= 0.925; in
+    the tails x = -sqrt(-2 log q) for q = min(p, 1 - p), refined by Newton's method on
+    log Phi(x) = log q (three steps), mirrored for p > 1/2."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(p).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    central = e.and_p.bind(e.ge_p.bind(p, c(0.075)), e.le_p.bind(p, c(0.925)))
+    mid = e.mul_p.bind(c(math.sqrt(2)), erf_inv_p.bind(e.sub_p.bind(e.mul_p.bind(c(2.0), p),
+                                                                      c(1.0))))
+    upper = e.gt_p.bind(p, c(0.5))
+    q = e.select_n_p.bind(upper, p, e.sub_p.bind(c(1.0), p))
+    qs = e.select_n_p.bind(e.and_p.bind(e.gt_p.bind(q, c(0.0)), e.lt_p.bind(q, c(0.5))),
+                           c(0.01), q)                       # a tame operand elsewhere
+    logq = e.log_p.bind(qs)
+    x = e.neg_p.bind(e.sqrt_p.bind(e.mul_p.bind(c(-2.0), logq)))
+    for _ in range(4):
+        lphi, ratio = _log_ndtr_program(x)
+        x = e.sub_p.bind(x, e.mul_p.bind(e.sub_p.bind(lphi, logq), ratio))
+    tail = e.select_n_p.bind(upper, x, e.neg_p.bind(x))
+    out = e.select_n_p.bind(central, tail, mid)
+    # the ends and outside: -inf at 0, +inf at 1, NaN beyond (NaN stays NaN)
+    out = e.select_n_p.bind(e.eq_p.bind(p, c(0.0)), out, c(-np.inf))
+    out = e.select_n_p.bind(e.eq_p.bind(p, c(1.0)), out, c(np.inf))
+    bad = e.or_p.bind(e.or_p.bind(e.lt_p.bind(p, c(0.0)), e.gt_p.bind(p, c(1.0))),
+                      e.ne_p.bind(p, p))
+    return e.select_n_p.bind(bad, out, c(np.nan))
+
+
+def _program_lowering(program):
+    def rule(ctx, *xs):
+        out = ctx.avals_out[0]
+        xs = [ctx.broadcast(x, out.shape) for x in xs]
+        if out.dtype in _HALF_TYPES:
+            xs = [ctx.convert(x, np.float32) for x in xs]
+        return ctx.convert(ctx.lower_fun(program, *xs), out.dtype)
+    return rule
+
+
+import ml_dtypes as _ml  # noqa: E402
+
+_HALF_TYPES = (np.dtype(np.float16), np.dtype(_ml.bfloat16))
+bessel_i0e_p.lowering = _program_lowering(_i0e_program)
+ndtri_p.lowering = _program_lowering(_ndtri_program)
+
+
+def _igamma_program(a, x, complement):
+    """The regularized incomplete gamma function P(a, x) (or Q = 1 - P): the power series
+    of P where x <= 1 or x <= a, the continued fraction of Q (Lentz's method) elsewhere,
+    each a ``while`` loop until every element's next term is below the epsilon of the
+    dtype (at most 2000 terms); both scaled by exp(a log x - x - lgamma(a)).  The
+    implementation's values at the edges (a = 0 or inf, x = 0 or inf, negative or NaN)."""
+    from . import elementwise as e
+    from .reduction import reduce_or_p
+    from .linalg import _while_loop
+    from ..core.trace import get_aval
+    av = get_aval(x)
+    dt = av.dtype
+    axes = tuple(range(av.ndim))
+    eps = float(np.finfo(dt).eps)
+    tiny = float(np.finfo(dt).tiny) * 1e4
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    def full(v):
+        return np.full(av.shape, v, dt)
+
+    def anyof(b):
+        return reduce_or_p.bind(b, axes=axes) if axes else b
+
+    series = e.or_p.bind(e.le_p.bind(x, c(1.0)), e.le_p.bind(x, a))
+    # series: sum_n x^n / (a (a+1) ... (a+n)), tame operands where it is not used
+    sa = e.select_n_p.bind(series, full(1.0), a)
+    sx = e.select_n_p.bind(series, full(0.5), x)
+    term0 = e.div_p.bind(c(1.0), sa)
+
+    def s_more(n, term, total):
+        big = e.gt_p.bind(e.abs_p.bind(term), e.mul_p.bind(e.abs_p.bind(total), c(eps)))
+        return e.and_p.bind(e.lt_p.bind(n, np.int32(2000)), anyof(big))
+
+    def s_step(n, term, total):
+        nf = e.convert_element_type_p.bind(n, new_dtype=dt, weak_type=False)
+        term = e.mul_p.bind(term, e.div_p.bind(sx, e.add_p.bind(sa, nf)))
+        return [e.add_p.bind(n, np.int32(1)), term, e.add_p.bind(total, term)]
+
+    _, _, ssum = _while_loop(s_more, s_step, [np.int32(1), term0, term0])
+    # continued fraction of Q
+    ca = e.select_n_p.bind(series, a, full(1.0))
+    cx = e.select_n_p.bind(series, x, full(2.0))
+    b0 = e.sub_p.bind(e.add_p.bind(cx, c(1.0)), ca)
+    d0 = e.div_p.bind(c(1.0), b0)
+
+    def clamp_small(v):
+        return e.select_n_p.bind(e.lt_p.bind(e.abs_p.bind(v), c(tiny)), v, full(tiny))
+
+    def c_more(i, b, cc, d, h, delta):
+        off = e.gt_p.bind(e.abs_p.bind(e.sub_p.bind(delta, c(1.0))), c(eps))
+        return e.and_p.bind(e.lt_p.bind(i, np.int32(2000)), anyof(off))
+
+    def c_step(i, b, cc, d, h, delta):
+        fi = e.convert_element_type_p.bind(i, new_dtype=dt, weak_type=False)
+        an = e.neg_p.bind(e.mul_p.bind(fi, e.sub_p.bind(fi, ca)))
+        b = e.add_p.bind(b, c(2.0))
+        d = clamp_small(e.add_p.bind(e.mul_p.bind(an, d), b))
+        cc = clamp_small(e.add_p.bind(b, e.div_p.bind(an, cc)))
+        d = e.div_p.bind(c(1.0), d)
+        delta = e.mul_p.bind(d, cc)
+        return [e.add_p.bind(i, np.int32(1)), b, cc, d, e.mul_p.bind(h, delta), delta]
+
+    outs = _while_loop(c_more, c_step, [np.int32(1), b0, full(1 / tiny), d0, d0, full(2.0)])
+    cfrac = outs[4]
+    logx = e.log_p.bind(x)
+    scale = e.exp_p.bind(e.sub_p.bind(e.sub_p.bind(e.mul_p.bind(a, logx), x),
+                                      lgamma_p.bind(a)))
+    p_series = e.mul_p.bind(scale, ssum)
+    q_frac = e.mul_p.bind(scale, cfrac)
+    if complement:
+        out = e.select_n_p.bind(series, q_frac, e.sub_p.bind(c(1.0), p_series))
+        at_inf, at_zero_a = 0.0, 0.0
+        at_x0 = 1.0
+    else:
+        out = e.select_n_p.bind(series, e.sub_p.bind(c(1.0), q_frac), p_series)
+        at_inf, at_zero_a = 1.0, 1.0
+        at_x0 = 0.0
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, full(at_x0))
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), out, full(at_inf))
+    # the implementation's edges: a == 0, a == inf, negative or NaN operands
+    a0 = e.eq_p.bind(a, c(0.0))
+    x_lt1 = e.lt_p.bind(x, c(1.0))
+    zero_a = e.select_n_p.bind(x_lt1, full(at_zero_a), full(np.nan))
+    if complement:      # its complement is 0 at a == 0 for every x > 0
+        zero_a = e.select_n_p.bind(e.gt_p.bind(x, c(0.0)), zero_a, full(0.0))
+    out = e.select_n_p.bind(a0, out, zero_a)
+    inf_a = e.select_n_p.bind(x_lt1, e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), full(np.nan),
+                                                       full(at_inf)), full(1.0 - at_inf))
+    out = e.select_n_p.bind(e.eq_p.bind(a, c(np.inf)), out, inf_a)
+    bad = e.or_p.bind(e.or_p.bind(e.lt_p.bind(a, c(0.0)), e.lt_p.bind(x, c(0.0))),
+                      e.or_p.bind(e.ne_p.bind(a, a), e.ne_p.bind(x, x)))
+    return e.select_n_p.bind(bad, out, full(np.nan))
+
+
+from .elementwise import lgamma_p  # noqa: E402
+
+igamma_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, False))
+igammac_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, True))

@@ -33,7 +33,21 @@ What does not lower, on any PJRT platform:
   ``jax.debug.print`` / ``debug_callback``): NotImplementedError naming the primitive and
   the platform.  The program would have to stop on the device, hand values to Python and
   resume; jaxlite does not split programs around callbacks, and never silently runs part
-  of a program on the host.
+  of a program on the host;
+- a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
+  the platform and the reason (complex ``rem``; ``eigh`` and ``svd`` of complex matrices
+  and pivoted ``qr``, which have no jaxlite-written algorithm yet).
+Linear algebra XLA has no operation for (``lu``, ``qr`` and its Householder primitives,
+``eigh``, ``svd``, ``tridiagonal_solve``, ``cholesky_update``) lowers as jaxlite-written
+programs (``primitives/linalg.py``), never as a platform's custom call.  Which primitives
+are not lowered at all, each with its reason: ``tests/test_pjrt_lowering.py``
+``NOT_LOWERED``.
+
+Values equal the interpreter's (the primitives' NumPy implementations) bit for bit where
+XLA computes exactly (integer arithmetic, comparisons, conversions, selects, shifts,
+division and remainder by zero, max/min with NaN and signed zeros, which the rules spell
+out); transcendental functions within a few units in the last place.  XLA:CPU flushes
+subnormal floats to zero, as real JAX on the CPU does; the interpreter keeps them.
 """
 from __future__ import annotations
 
@@ -258,12 +272,10 @@ class LoweringContext:
     def dense_i64_2d(rows) -> str:
         """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` (padding and window attributes)."""
         rows = [[int(v) for v in r] for r in rows]
-        n = len(rows)
-        m = len(rows[0]) if rows else 2
+        if not rows:            # a rank-0 operand's padding: no rows of two
+            return "dense<> : tensor<0x2xi64>"
         body = "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows) + "]"
-        if not rows:
-            return f"dense<> : tensor<0x{m}xi64>"
-        return f"dense<{body}> : tensor<{n}x{m}xi64>"
+        return f"dense<{body}> : tensor<{len(rows)}x{len(rows[0])}xi64>"
 
     # ---- operations -------------------------------------------------------------------
 
@@ -463,7 +475,8 @@ class LoweringContext:
             try:
                 out = rule(self, *operands, **eqn.params)
             except NotImplementedError as e:
-                if prim.name in str(e) and self.platform in str(e):
+                # a lowering error of this or a nested equation names its own primitive
+                if f"for platform {self.platform}" in str(e):
                     raise
                 raise NotImplementedError(f"lowering primitive '{prim.name}' for platform "
                                           f"{self.platform}{self._at()}: {e}") from None
