@@ -45,7 +45,7 @@ from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
 from . import stages, profiler  # noqa: F401
 from .ad_checkpoint import checkpoint_policies  # noqa: F401
-from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
+from .runtime.sync import effects_barrier, copy_to_host_async  # noqa: F401
 from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
 from . import distributed  # noqa: F401
