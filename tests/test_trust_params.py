@@ -69,7 +69,7 @@ ALLOWED = {
         "donation: JAX on CPU keeps the source valid too",
     ("jaxlite._placement.device_put", "src"):
         "the source's placement: the Array already knows it (one process)",
-    ("jaxlite._callback.pure_callback", "sharding"):
+    ("jaxlite.lax._callback.pure_callback", "sharding"):
         "the callback's output sharding: jaxlite runs callbacks on the host, unsharded",
     ("jaxlite.transforms.autodiff.checkpoint", "policy"):
         "README, known differences: jaxlite's checkpoint recomputes everything whatever "

@@ -35,7 +35,7 @@ from .transforms.shard_map import shard_map, pmap  # noqa: F401
 from .transforms.derivatives import jacobian, linear_transpose, custom_gradient  # noqa: F401
 from .transforms.scopes import ensure_compile_time_eval, named_call, named_scope  # noqa
 from ._introspect import typeof, print_environment_info  # noqa: F401
-from ._callback import pure_callback  # noqa: F401
+from .lax._callback import pure_callback  # noqa: F401
 from .dtypes import float0  # noqa: F401
 from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
 from ._sharded_api import (make_array_from_callback,  # noqa: F401
