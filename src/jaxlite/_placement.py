@@ -257,10 +257,10 @@ def _run_plan(p):
     if kind == "keep":
         return x
     if kind == "reshard":
-        from ._sharding_constraints import reshard
+        from .lax._sharding_constraints import reshard
         return reshard(x, device)
     if kind == "place":
-        from ._sharding_constraints import with_sharding_constraint
+        from .lax._sharding_constraints import with_sharding_constraint
         from .sharding import NamedSharding, PartitionSpec, UNCONSTRAINED
         ndim = np.ndim(x)
         return with_sharding_constraint(

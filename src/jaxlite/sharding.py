@@ -1137,8 +1137,8 @@ NamedSharding.__module__ = "jaxlite.sharding"
 
 def reshard(xs, out_shardings):
     """Moves ``xs`` to ``out_shardings`` (``jax.sharding.reshard``); see
-    ``jaxlite._sharding_constraints.reshard`` for the arguments and errors."""
-    from ._sharding_constraints import reshard as _reshard
+    ``jaxlite.lax._sharding_constraints.reshard`` for the arguments and errors."""
+    from .lax._sharding_constraints import reshard as _reshard
     return _reshard(xs, out_shardings)
 
 
