@@ -37,7 +37,7 @@ from .transforms.scopes import ensure_compile_time_eval, named_call, named_scope
 from ._introspect import typeof, print_environment_info  # noqa: F401
 from .lax._callback import pure_callback  # noqa: F401
 from .dtypes import float0  # noqa: F401
-from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
+from .core.placement import device_put, device_get, block_until_ready, default_device  # noqa
 from ._sharded_api import (make_array_from_callback,  # noqa: F401
                            make_array_from_process_local_data,
                            make_array_from_single_device_arrays)

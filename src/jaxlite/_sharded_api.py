@@ -246,7 +246,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
         sharding does not divide it (naming this process and both shapes).
     """
     from .core.sharded import process_box, spans_processes, spec_tuple
-    from ._placement import device_put
+    from .core.placement import device_put
     if not isinstance(sharding, NamedSharding):
         raise TypeError(f"make_array_from_process_local_data takes a NamedSharding, got "
                         f"{sharding!r}")

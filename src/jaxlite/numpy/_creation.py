@@ -111,7 +111,7 @@ def _place(out, device, like=None, sharding=None, like_shape=True):
             _mesh_context.mesh, ((),) * out.ndim))
     if device is None or isinstance(out, Tracer):
         return out
-    from .._placement import device_put
+    from ..core.placement import device_put
     return device_put(out, device)
 
 

@@ -1054,7 +1054,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                         f"{x.aval.str_short()}. Move it with jaxlite.device_put(x, {w}) "
                         f"first.")
                 if have is None:
-                    from .._placement import device_put
+                    from ..core.placement import device_put
                     shape = np.shape(x)
                     if isinstance(w, NamedSharding) and len(w.spec) <= len(shape):
                         # as JAX: jit reports a dimension its in_sharding does not divide
@@ -1153,7 +1153,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         if t is None:
             result.append(o)
         elif isinstance(t, SingleDeviceSharding):
-            from .._placement import device_put
+            from ..core.placement import device_put
             result.append(device_put(o, t))
         elif isinstance(t, NamedSharding):
             from ..core.sharded import check_shardable
@@ -1476,7 +1476,7 @@ def _check_compiled_shardings(compiled, leaves, recorded, names_fn) -> list:
     Raises ValueError (JAX's message, listing every mismatch) for a sharded or committed
     argument whose sharding differs from the one it was compiled for."""
     from ..sharding import SingleDeviceSharding
-    from .._placement import device_put
+    from ..core.placement import device_put
     out, bad = [], []
     for k, (x, want) in enumerate(zip(leaves, recorded)):
         sharded = type(x) is ShardedArray
