@@ -1329,7 +1329,7 @@ def _auto_axes(fun, axes, out_sharding):
 def _drop_axes(tree, mesh, names):
     """Each array leaf of ``tree`` sharded over ``mesh`` resharded with the mesh axes
     ``names`` dropped from its sharding type (others returned as they are)."""
-    from ._introspect import typeof
+    from .lax._introspect import typeof
     from .tree_util import tree_map
 
     def drop(x):
