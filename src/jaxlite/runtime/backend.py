@@ -15,6 +15,12 @@ layer above reaches the platform through the device it works on:
 - ``compile(program, devices, name)``: an executable whose ``run`` takes and returns
   native values (the program is the compiler's optimised ClosedJaxpr; the runtime never
   looks inside it);
+- ``run_compiled(compiled, args, placement)``: one call of a jitted program on its
+  arguments, placed as ``jit`` decided (a ``Placement``): operands to native values, the
+  run, the temporaries' accounting and the outputs as Arrays.  ``jit`` traces, caches,
+  chooses the placement and makes this one call; how the program runs (a worker thread,
+  donation into outputs, several devices) is the platform's.  The default covers one
+  device of a platform whose memory is not host memory;
 - what it supports: ``dtypes`` (None: every dtype) and ``native_primitives`` (the
   primitives it has native code for; the others it runs another way, e.g. through their
   NumPy reference implementation).
@@ -127,12 +133,75 @@ class Backend(abc.ABC):
         ``temp_bytes`` (bytes of temporaries, charged while it runs), ``as_text()`` and
         ``backend`` (a name for printing)."""
 
+    def run_compiled(self, compiled, args: list, placement: "Placement") -> list:
+        """Runs the jitted program ``compiled`` once on ``args`` (the call's flat
+        arguments: Arrays, NumPy values, Python scalars) as ``placement`` says, and returns
+        its outputs as Arrays on ``placement.device``.
+
+        ``compiled`` is jit's compiled stage: ``compiled._program`` holds the compiler's
+        program (``executable``, the default platform's executable, and
+        ``executable_for(device)``), ``compiled._fun_name`` names it; a platform may keep
+        per-program facts in ``compiled.__dict__``.
+
+        Default (one device whose memory is not host memory): the operands as the
+        backend's native values (arguments elsewhere copied as counted implicit
+        transfers, freed after the run), the executable run synchronously with its
+        temporaries charged to the device, each output wrapped as an Array.  Donation is
+        accepted and ignored there (the arguments stay valid, as JAX does where a
+        platform cannot alias); a platform that aliases overrides this.
+
+        Raises JaxRuntimeError (RESOURCE_EXHAUSTED) naming ``placement.what`` when an
+        allocation fails, and whatever the executable raises.
+        """
+        return _RUN_ON_DEVICE(self, compiled, args, placement)
+
     def supports_dtype(self, dtype) -> bool:
         """Whether this platform can hold arrays of ``dtype``."""
         return self.dtypes is None or np.dtype(dtype) in self.dtypes
 
     def __repr__(self):
         return f"<{type(self).__name__} platform={self.platform!r}>"
+
+
+class Placement:
+    """How ``jit`` places one run of a compiled program (``Backend.run_compiled``).
+
+    Attributes:
+      device: the Device it runs on (its committed arguments', ``jit(device=)``, else the
+        default device).
+      committed: whether its outputs are committed to ``device``.
+      donate: the flat positions of donated arguments the program reads, or None.
+      what: the call, for error messages (``'jit of f'``).
+      check: None, or a function of the output Arrays that a synchronous run calls once
+        it has made them (``jax_debug_nans`` / ``jax_debug_infs``; outputs still being
+        computed on a worker are not checked).
+    """
+
+    __slots__ = ("device", "committed", "donate", "what", "check")
+
+    def __init__(self, device, committed: bool, donate=None, what: str = "jit",
+                 check=None):
+        self.device = device
+        self.committed = committed
+        self.donate = donate
+        self.what = what
+        self.check = check
+
+    def __repr__(self):
+        return (f"Placement(device={self.device!r}, committed={self.committed}, "
+                f"donate={self.donate}, what={self.what!r})")
+
+
+# Backend.run_compiled's default: it wraps outputs as Arrays, which are core's, so core
+# registers it (core/eager.py run_on_device) and the runtime imports nothing above it.
+_RUN_ON_DEVICE = None
+
+
+def set_device_runner(fn) -> None:
+    """Registers ``fn(backend, compiled, args, placement) -> outputs``, the default
+    ``Backend.run_compiled`` (called once, by core/eager.py, when it is imported)."""
+    global _RUN_ON_DEVICE
+    _RUN_ON_DEVICE = fn
 
 
 _BACKENDS: dict = {}   # platform name -> Backend, in registration order

@@ -9,9 +9,13 @@ compiles it through the compiler pipeline, and stores the executable only if all
 succeeded.  Inside another trace a jitted function stages a single ``jit`` equation
 carrying its program (so transformations compose); the compiler inlines it.
 
-A call runs its program inline, or, when the program's estimated work (``cost_analysis``
-flops + bytes) reaches ``jaxlite_async_min_cost``, on the device's worker thread: it then
-returns pending Arrays at once (runtime/dispatch.py).
+jit chooses where a call runs (its committed arguments' device, ``device=``, else the
+default; over a mesh, the shardings of its arguments and results) and hands the program
+with that placement to the device's backend (``Backend.run_compiled``, runtime/backend.py):
+on the CPU it runs inline or, when its estimated work (``cost_analysis`` flops + bytes)
+reaches ``jaxlite_async_min_cost``, on the device's worker thread, returning pending
+Arrays at once (backends/cpu/_run.py, runtime/dispatch.py).  The cached fast path of a
+call (``_FastEntry.launch``) runs a CPU program itself, with no call in between.
 """
 from __future__ import annotations
 
@@ -39,15 +43,15 @@ from ..core.sharded import ShardedArray, mesh_context as _mesh_context, on_mesh
 from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
-from ..core.eager import fp_ignore_begin, fp_ignore_end, placement, value_on, wrap
+from ..core.eager import dispatch_program, fp_ignore_begin, fp_ignore_end, placement, wrap
 from ..core.staging import DynamicJaxprTracer, trace_to_jaxpr
 from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
 from ..runtime import devices, get_default_device
 from ..runtime import buffer as _buffer
+from ..runtime.backend import Placement
 from ..runtime import dispatch as _dispatch
-from ..compiler.pipeline import cost_analysis
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
                      traced_mesh_types, typed_avals)
@@ -177,7 +181,7 @@ class _FastEntry:
         self.out_tree = entry.out_tree
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
         self.out_aval = self.program.executable.out_avals[0] if self.single else None
-        self.cost = _program_cost(self.program)
+        self.cost = self.program.dispatch_cost()
 
     def launch(self, args):
         device = self.device
@@ -196,8 +200,8 @@ class _FastEntry:
                 if v is None:
                     return None
                 vals.append(v)
-            res = _dispatch_program(self.program, vals, device, self.committed,
-                                    self.program.executable.out_avals)
+            res = dispatch_program(self.program, vals, device, self.committed,
+                                   self.program.executable.out_avals)
             return res[0] if self.single else tree_unflatten(self.out_tree, res)
         vals = []
         for x in args:
@@ -895,9 +899,11 @@ def _used_donations(compiled: Compiled, donate):
 
 
 def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
-    """Runs a compiled program on concrete leaves: placement, transfers, execution,
-    temporaries' accounting, and wrapping the outputs as Arrays.  ``donate``: flat
-    positions of donated Array leaves (``JitWrapped._donated``)."""
+    """Runs a compiled program on concrete leaves: the device it runs on chosen here (its
+    committed arguments', ``jit(device=)``'s, else the default), the run itself by that
+    device's backend (``Backend.run_compiled``: transfers, execution, temporaries'
+    accounting, the outputs as Arrays).  ``donate``: flat positions of donated Array
+    leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
     donate = _used_donations(compiled, donate)
     device = compiled._lowered._wrapped._device
@@ -912,36 +918,12 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
             # outside the except block, so the second error has the first not chained
             placement(leaves, what, names_fn())  # raises again, naming the arguments
             raise device
-    program = compiled._program
-    ex = program.executable if device.backend is program.backend else \
-        program.executable_for(device)
-    if not device._host_memory:
-        return _run_on_backend(ex, leaves, device, committed, donate, compiled)
-    if not donate and not monitoring._listeners and \
-            _program_cost(program) >= _dispatch._min_cost:
-        # big work: on the device's worker; pending arguments on this device are passed
-        # as futures (the worker's queue is FIFO), others are read (waited for) now
-        vals = [_dispatch.pending_or_value(x._buf) if type(x) is ArrayImpl and
-                _dispatch.is_pending(x._buf) and x._buf.device is device
-                else value_on(x, device) for x in leaves]
-        return _dispatch_program(program, vals, device, committed, ex.out_avals)
-    vals = [value_on(x, device) for x in leaves]
-    donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
-
-    def run():
-        outs = ex.run(vals, donated) if donated else ex.run(vals)
-        return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
-    try:
-        outs = device._run_charged(ex.temp_bytes, run)
-    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
-        raise _buffer.memory_error(e, device, what) from e
-    finally:
-        fp_ignore_end(token)
+    check = None
     if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
         from .fp_checks import check_jit_outputs
-        check_jit_outputs(compiled, leaves, outs)
-    return outs
+        check = functools.partial(check_jit_outputs, compiled, leaves)
+    return device.backend.run_compiled(compiled, leaves,
+                                       Placement(device, committed, donate, what, check))
 
 
 def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
@@ -1372,82 +1354,6 @@ def _same_sharding(a, b, ndim: int) -> bool:
         return a == b or a.is_equivalent_to(b, ndim)
     except (AttributeError, TypeError, ValueError):
         return False
-
-
-def _run_on_backend(ex, leaves, device, committed, donate, compiled):
-    """``_run_compiled`` on a device whose memory is not host memory: the arguments as
-    the backend's native values, the backend's executable run synchronously, its outputs
-    wrapped.  Donation is accepted and ignored there (the arguments stay valid, as JAX
-    does where a platform cannot alias)."""
-    temps = []
-    vals = _eager.backend_operands(leaves, device, temps)
-    try:
-        outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
-        outs = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
-        raise _buffer.memory_error(e, device, f"jit of {compiled._fun_name}") from e
-    finally:
-        for t in temps:     # after wrapping: an output that is an operand gets copied
-            t.delete()
-    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
-        from .fp_checks import check_jit_outputs
-        check_jit_outputs(compiled, leaves, outs)
-    return outs
-
-
-def _program_cost(program) -> float:
-    """The program's estimated work for the inline-or-worker decision (runtime/dispatch.py):
-    flops, transcendentals and bytes accessed from the compiler's ``cost_analysis``,
-    computed once."""
-    c = program.__dict__.get("_dispatch_cost")
-    if c is None:
-        try:
-            ca = cost_analysis(program.optimized)
-            c = ca["flops"] + ca["transcendentals"] + ca["bytes accessed"]
-        except Exception:   # noqa: BLE001 - no estimate: run inline, as always
-            c = 0.0
-        program._dispatch_cost = c
-    return c
-
-
-def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
-    """Queues ``program`` on ``device``'s worker; returns its output Arrays at once (each
-    pending until the worker has computed it; see runtime/dispatch.py).  Raises
-    JaxRuntimeError (RESOURCE_EXHAUSTED) at once when its outputs (``_dispatch.submit``)
-    or its temporaries have more bytes than the device can hold."""
-    tmp = program.executable.temp_bytes
-    if tmp and tmp > _buffer.bytes_limit(device) > 0:
-        what = f"jit of {getattr(program.executable, 'name', 'a program')}"
-        _buffer.check_fits(out_avals, device, what)      # the outputs named first
-        raise _buffer.out_of_memory(tmp, device=device, what=f"the temporaries of {what}")
-    bufs = _dispatch.new_job(device, len(out_avals), "")
-    outs = [ArrayImpl(b, a, committed) for b, a in zip(bufs, out_avals)]
-
-    def job(vals):
-        ex = program.executable      # the tier current when the job runs
-
-        def run():
-            res = ex.run(vals)
-            return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
-        return device._run_charged(ex.temp_bytes, run)
-    _dispatch.submit(device, job, vals, f"jit of {program.executable.name}"
-                     if hasattr(program.executable, "name") else "jit program", outs)
-    return outs
-
-
-def _donate_for_run(compiled, ex, leaves, vals, donate):
-    """Consumes the donated leaves an output can take (deleted before the run, so the
-    device's bytes never count them twice) and returns the positions whose buffers the
-    executable may write into; warns once per compiled signature about donated leaves no
-    output can take (they stay valid, as in JAX)."""
-    plans = compiled.__dict__.setdefault("_donation_plans", {})
-    plan = plans.get(donate)
-    if plan is None:
-        plan = plans[donate] = _buffer.plan_donation(ex.in_avals, ex.out_avals, donate)
-        if plan[1]:
-            warnings.warn(_buffer.unusable_donation_message(
-                [ex.in_avals[k] for k in plan[1]]), UserWarning, stacklevel=_user_stacklevel())
-    return _buffer.take_donated(leaves, vals, plan[0]) if plan[0] else None
 
 
 def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
