@@ -16,7 +16,6 @@ from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
 from ..runtime.buffer import (HOST_BYTES, DeviceBuffer, check_dtype, host_view,
                               memory_error, native_operand, out_of_memory)
-from ..runtime import backend as _backend_contract
 from ..runtime import dispatch as _dispatch
 from ..runtime.buffer import bytes_limit as _bytes_limit, check_fits as _check_fits
 from .array import ArrayImpl, deleted_error
@@ -453,31 +452,6 @@ def host_value(x):
     return x
 
 
-def run_on_device(backend, compiled, leaves, placement) -> list:
-    """``Backend.run_compiled``'s default (runtime/backend.py): jitted program
-    ``compiled`` run once on ``placement.device``, a device whose memory is not host
-    memory: the arguments as the backend's native values, the backend's executable run
-    synchronously, its outputs wrapped.  Donation is accepted and ignored there (the
-    arguments stay valid, as JAX does where a platform cannot alias)."""
-    device, committed = placement.device, placement.committed
-    program = compiled._program
-    ex = program.executable if device.backend is program.backend else \
-        program.executable_for(device)
-    temps = []
-    vals = backend_operands(leaves, device, temps)
-    try:
-        outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
-        outs = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
-        raise memory_error(e, device, placement.what) from e
-    finally:
-        for t in temps:     # after wrapping: an output that is an operand gets copied
-            t.delete()
-    if placement.check is not None:     # jax_debug_nans / jax_debug_infs
-        placement.check(outs)
-    return outs
-
-
 def dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
     """Queues compiled ``program`` on ``device``'s worker (a device of host memory);
     returns its output Arrays at once (each pending until the worker has computed it;
@@ -506,7 +480,7 @@ def dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
 
 config._on_change(_update_fp_checks)
 _update_fp_checks()
-_backend_contract.set_device_runner(run_on_device)
 
 from .sharded import ShardedArray as _ShardedArray, apply_sharded as _apply_sharded  # noqa: E402,I001
 from .sharded import apply_in_mesh as _apply_in_mesh, mesh_context as _mesh_context  # noqa: E402
+from . import run as _run  # noqa: E402,F401  (registers Backend.run_compiled's default)

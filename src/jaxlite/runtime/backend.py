@@ -143,12 +143,17 @@ class Backend(abc.ABC):
         ``executable_for(device)``), ``compiled._fun_name`` names it; a platform may keep
         per-program facts in ``compiled.__dict__``.
 
-        Default (one device whose memory is not host memory): the operands as the
+        Default, on one device whose memory is not host memory: the operands as the
         backend's native values (arguments elsewhere copied as counted implicit
         transfers, freed after the run), the executable run synchronously with its
         temporaries charged to the device, each output wrapped as an Array.  Donation is
         accepted and ignored there (the arguments stay valid, as JAX does where a
-        platform cannot alias); a platform that aliases overrides this.
+        platform cannot alias); a platform that aliases overrides this.  Over a mesh (a
+        placement with ``out_shardings``): the partitioned program ``placement.spmd``
+        builds, run on the arguments' global values (or on this process's shards when
+        the mesh spans several processes), or the program run once on one device, its
+        outputs placed by their shardings.  A platform that partitions programs itself
+        (XLA through PJRT) overrides this for such placements.
 
         Raises JaxRuntimeError (RESOURCE_EXHAUSTED) naming ``placement.what`` when an
         allocation fails, and whatever the executable raises.
@@ -166,40 +171,67 @@ class Backend(abc.ABC):
 class Placement:
     """How ``jit`` places one run of a compiled program (``Backend.run_compiled``).
 
+    A call on one device fills the first five; a call over a mesh, or with
+    ``out_shardings``, also ``out_shardings`` (which marks it) and the rest.
+
     Attributes:
       device: the Device it runs on (its committed arguments', ``jit(device=)``, else the
-        default device).
+        default device); for a sharded call, ``jit(device=)`` or None.
       committed: whether its outputs are committed to ``device``.
       donate: the flat positions of donated arguments the program reads, or None.
       what: the call, for error messages (``'jit of f'``).
-      check: None, or a function of the output Arrays that a synchronous run calls once
-        it has made them (``jax_debug_nans`` / ``jax_debug_infs``; outputs still being
+      check: None, or ``check(args, outputs)``, called once a synchronous run has made
+        its output Arrays (``jax_debug_nans`` / ``jax_debug_infs``; outputs still being
         computed on a worker are not checked).
+      out_shardings: per output, the Sharding it is placed by (None: where it is made).
+      mesh: the Mesh the call's arguments and results live on, or None.
+      across: whether ``mesh`` spans several processes (each runs on its own shards).
+      spmd: None (run the program as it is), or a function of no arguments returning
+        the program partitioned for this placement (a callable of the arguments' global
+        values) or None when it must run once: what a platform without a partitioner of
+        its own runs (the compiler's SPMD partition expanded over the mesh).
+      key, cache: a platform keeps what it builds for this placement in dict ``cache``
+        (owned by jit's compiled signature) under ``key``.
+      names: a function of no arguments giving the arguments' names (for errors), or
+        None.
+      delete_after: the donated sharded arguments, deleted once the results exist.
     """
 
-    __slots__ = ("device", "committed", "donate", "what", "check")
+    __slots__ = ("device", "committed", "donate", "what", "check", "out_shardings", "mesh",
+                 "across", "spmd", "key", "cache", "names", "delete_after")
 
     def __init__(self, device, committed: bool, donate=None, what: str = "jit",
-                 check=None):
+                 check=None, *, out_shardings=None, mesh=None, across: bool = False,
+                 spmd=None, key=None, cache=None, names=None, delete_after=()):
         self.device = device
         self.committed = committed
         self.donate = donate
         self.what = what
         self.check = check
+        self.out_shardings = out_shardings
+        self.mesh = mesh
+        self.across = across
+        self.spmd = spmd
+        self.key = key
+        self.cache = cache
+        self.names = names
+        self.delete_after = delete_after
 
     def __repr__(self):
+        mesh = "" if self.out_shardings is None else \
+            f", mesh={self.mesh!r}, out_shardings={self.out_shardings!r}"
         return (f"Placement(device={self.device!r}, committed={self.committed}, "
-                f"donate={self.donate}, what={self.what!r})")
+                f"donate={self.donate}, what={self.what!r}{mesh})")
 
 
 # Backend.run_compiled's default: it wraps outputs as Arrays, which are core's, so core
-# registers it (core/eager.py run_on_device) and the runtime imports nothing above it.
+# registers it (core/run.py run_compiled) and the runtime imports nothing above it.
 _RUN_ON_DEVICE = None
 
 
 def set_device_runner(fn) -> None:
     """Registers ``fn(backend, compiled, args, placement) -> outputs``, the default
-    ``Backend.run_compiled`` (called once, by core/eager.py, when it is imported)."""
+    ``Backend.run_compiled`` (called once, by core/run.py, when it is imported)."""
     global _RUN_ON_DEVICE
     _RUN_ON_DEVICE = fn
 

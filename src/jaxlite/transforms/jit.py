@@ -43,7 +43,7 @@ from ..core.sharded import ShardedArray, mesh_context as _mesh_context, on_mesh
 from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
-from ..core.eager import dispatch_program, fp_ignore_begin, fp_ignore_end, placement, wrap
+from ..core.eager import dispatch_program, fp_ignore_begin, fp_ignore_end, wrap
 from ..core.staging import DynamicJaxprTracer, trace_to_jaxpr
 from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
@@ -51,6 +51,7 @@ from ..primitives.control import jit_p
 from ..runtime import devices, get_default_device
 from ..runtime import buffer as _buffer
 from ..runtime.backend import Placement
+from ..core.run import run_device
 from ..runtime import dispatch as _dispatch
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
@@ -906,24 +907,18 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
     donate = _used_donations(compiled, donate)
-    device = compiled._lowered._wrapped._device
-    if device is not None:          # jit(..., device=d): run on d, commit the results
-        committed = True
-    else:
-        try:
-            device, committed = placement(leaves, what)
-        except ValueError as e:
-            device = e
-        if isinstance(device, ValueError):
-            # outside the except block, so the second error has the first not chained
-            placement(leaves, what, names_fn())  # raises again, naming the arguments
-            raise device
-    check = None
-    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
-        from .fp_checks import check_jit_outputs
-        check = functools.partial(check_jit_outputs, compiled, leaves)
-    return device.backend.run_compiled(compiled, leaves,
-                                       Placement(device, committed, donate, what, check))
+    device, committed = run_device(leaves, what, names_fn, compiled._lowered._wrapped._device)
+    return device.backend.run_compiled(compiled, leaves, Placement(
+        device, committed, donate, what, _fp_check(compiled)))
+
+
+def _fp_check(compiled):
+    """The output check of a run of ``compiled`` (``Placement.check``): None unless
+    ``jax_debug_nans`` / ``jax_debug_infs`` is on."""
+    if _eager._fp_checks is None:
+        return None
+    from .fp_checks import check_jit_outputs
+    return functools.partial(check_jit_outputs, compiled)
 
 
 def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
@@ -988,7 +983,10 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     """A call whose arguments include Arrays sharded over several devices, or that gives
     ``in_shardings``/``out_shardings``: the program runs on the arguments' global values
     and each output is placed by ``out_shardings``, else by the sharding propagation of
-    its program (the primitives' sharding rules), else replicated over the mesh.
+    its program (the primitives' sharding rules), else replicated over the mesh.  Decided
+    here: the arguments placed by ``in_shardings``, the mesh, the outputs' shardings; run
+    by the backend of the mesh's devices (``Backend.run_compiled`` with that Placement;
+    core/run.py for the CPU: the partitioned program, across processes as well).
 
     Donated sharded arguments (``donate``: their flat positions) are deleted once the
     results exist, as JAX deletes them whatever their outputs' sizes.
@@ -1003,9 +1001,8 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         if runner is not None:
             from ..tree_util import tree_flatten
             return tree_flatten(runner(leaves))[0]
-    from ..core.sharded import from_global, mesh_devices_check
-    from ..core.eager import host_value
-    from ..sharding import NamedSharding, SingleDeviceSharding
+    from ..core.sharded import mesh_devices_check
+    from ..sharding import NamedSharding
     what = f"jit of {entry.compiled._fun_name}"
     donate = _used_donations(entry.compiled, donate)
     given = leaves
@@ -1104,50 +1101,21 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                 closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed,
                 [on_mesh(x) for x in leaves]), leaves, out_avals)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
-    runner = None
+    spmd = None
     if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
         if entry.partitions is None:
             entry.partitions = {}
-        tkey = pkey + tuple(targets)
-        runner = entry.partitions.get(tkey)
-        if runner is None:
-            from ..core.sharded import check_shardable
-            for t, a in zip(targets, out_avals):
-                if isinstance(t, NamedSharding):
-                    check_shardable(t, a, f"the outputs of {what}")
-            runner = entry.partitions[tkey] = _spmd_runner(
-                closed, _leaf_specs(leaves, sharding0.mesh), targets, sharding0.mesh,
-                entry.compiled._fun_name, across) or False
-    if across:
-        result = _run_across(runner, leaves, out_avals, targets, sharding0.mesh, what)
-        for k in donate or ():
-            if type(given[k]) is ShardedArray:
-                given[k].delete()
-        return result
-    vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
-            for x in leaves]
-    if runner:
-        outs = runner(*vals)
-    else:       # no mesh, or a program that must run once (effects, host callbacks)
-        outs = _run_compiled(entry.compiled, vals, names_fn)
-    result = []
-    for o, a, t in zip(outs, out_avals, targets):
-        if t is None:
-            result.append(o)
-        elif isinstance(t, SingleDeviceSharding):
-            from ..core.placement import device_put
-            result.append(device_put(o, t))
-        elif isinstance(t, NamedSharding):
-            from ..core.sharded import check_shardable
-            check_shardable(t, a, f"the outputs of {what}")
-            o.block_until_ready()
-            result.append(from_global(host_value(o), a, t))
-        else:
-            raise TypeError(f"{what}: out_shardings entries must be Shardings, got {t!r}")
-    for k in donate or ():
-        if type(given[k]) is ShardedArray:
-            given[k].delete()
-    return result
+        # the partitioned program, built once per placement by the backend (core/run.py)
+        spmd = functools.partial(_spmd_of_leaves, closed, leaves, targets, sharding0.mesh,
+                                 entry.compiled._fun_name, across)
+    dead = [given[k] for k in donate or () if type(given[k]) is ShardedArray]
+    mesh = sharding0.mesh if sharding0 is not None else None
+    backend = (mesh.devices.flat[0] if mesh is not None else get_default_device()).backend
+    return backend.run_compiled(entry.compiled, leaves, Placement(
+        entry.compiled._lowered._wrapped._device, False, None, what,
+        _fp_check(entry.compiled), out_shardings=targets, mesh=mesh, across=across,
+        spmd=spmd, key=pkey + tuple(targets), cache=entry.partitions, names=names_fn,
+        delete_after=dead))
 
 
 def _partition_for(closed, in_specs, targets, mesh):
@@ -1170,32 +1138,9 @@ def _partition_for(closed, in_specs, targets, mesh):
     return partition(closed, in_specs, out_specs, dict(mesh.shape))
 
 
-def _run_across(runner, leaves, out_avals, targets, mesh, what) -> list:
-    """A call of a jitted function on arrays over a mesh spanning several processes:
-    each process runs the partitioned program (``runner``, made with ``across``) on its
-    own shards stacked (``local_stack``) and keeps its own shards of the results.
-
-    Raises NotImplementedError for a program that must run once (a host callback or an
-    effect) or a result placed off the mesh."""
-    from ..core.sharded import from_local_stack, local_stack, process_box
-    if not runner:
-        raise NotImplementedError(f"{what}: a program with a host callback or an effect "
-                                  f"(debug.print, io_callback ...) over arrays on a mesh "
-                                  f"spanning several processes; it must run once, but "
-                                  f"each process holds only its shards.")
-    box = process_box(mesh)
-    axes = list(mesh.axis_names)
-    part = runner._partition
-    stacks = [local_stack(x, sp, mesh, box, axes) for x, sp in zip(leaves, part.in_specs)]
-    outs = runner(*stacks)
-    result = []
-    for o, a, t, spec in zip(outs, out_avals, targets, part.out_specs):
-        if not (isinstance(t, NamedSharding) and t.mesh == mesh):
-            raise NotImplementedError(f"{what}: an output placed by {t} off the mesh of its "
-                                      f"arguments, which spans several processes")
-        val = o._buf.data if isinstance(o, ArrayImpl) else np.asarray(o)
-        result.append(from_local_stack(val, spec, a, t, box, axes))
-    return result
+def _spmd_of_leaves(closed, leaves, targets, mesh, name, across):
+    """``_spmd_runner`` for arguments ``leaves`` (their specs over ``mesh``)."""
+    return _spmd_runner(closed, _leaf_specs(leaves, mesh), targets, mesh, name, across)
 
 
 def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):

@@ -6,8 +6,10 @@ Layer: backends.  This folder is the whole native CPU backend:
   Its devices share host memory (``host_memory = True``: the runtime's host allocator and
   buffer pool serve them, and the eager hot paths run each primitive's NumPy reference
   implementation directly, which is exactly this backend's ``execute``).
-- ``_run.py``: one call of a jitted program (``run_compiled``): inline, or on the
-  device's worker when the program is big; donated buffers written into.
+- ``_run.py``: one call of a jitted program on one device (``run_compiled``): inline,
+  or on the device's worker when the program is big; donated buffers written into.
+  A call over a mesh of CPU devices runs as the runtime's default runs it (core/run.py):
+  the compiler's SPMD partition expanded over the mesh, across MPI processes as well.
 - ``_tiered.py``: programs start on the interpreter (backends/interpreter.py, the
   reference) and switch to native code built in the background once hot.
 - ``native.py``: the native executable (fused kernels as generated Numba loops, BLAS,
@@ -78,7 +80,10 @@ class CpuBackend(_backend.Backend):
         return get_backend(self.executor)(program, name)
 
     def run_compiled(self, compiled, args, placement):
-        # inline or on the device's worker, donation into outputs (cpu/_run.py)
+        if placement.out_shardings is not None:
+            # over a mesh: the partitioned program over the devices' shards (core/run.py)
+            return super().run_compiled(compiled, args, placement)
+        # one device: inline or on the device's worker, donation into outputs (_run.py)
         return _run.run_compiled(compiled, args, placement)
 
     @property

@@ -48,7 +48,7 @@ def run_compiled(compiled, leaves, placement) -> list:
     finally:
         fp_ignore_end(token)
     if placement.check is not None:     # jax_debug_nans / jax_debug_infs
-        placement.check(outs)
+        placement.check(leaves, outs)
     return outs
 
 
