@@ -907,9 +907,14 @@ def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
     leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
     donate = _used_donations(compiled, donate)
-    device, committed = run_device(leaves, what, names_fn, compiled._lowered._wrapped._device)
+    device = compiled._lowered._wrapped._device
+    if device is None:
+        device, committed = run_device(leaves, what, names_fn)
+    else:           # jit(..., device=d): run on d, commit the results
+        committed = True
     return device.backend.run_compiled(compiled, leaves, Placement(
-        device, committed, donate, what, _fp_check(compiled)))
+        device, committed, donate, what,
+        None if _eager._fp_checks is None else _fp_check(compiled)))
 
 
 def _fp_check(compiled):

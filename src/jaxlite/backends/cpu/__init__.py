@@ -79,12 +79,9 @@ class CpuBackend(_backend.Backend):
     def compile(self, program, devices, name):
         return get_backend(self.executor)(program, name)
 
-    def run_compiled(self, compiled, args, placement):
-        if placement.out_shardings is not None:
-            # over a mesh: the partitioned program over the devices' shards (core/run.py)
-            return super().run_compiled(compiled, args, placement)
-        # one device: inline or on the device's worker, donation into outputs (_run.py)
-        return _run.run_compiled(compiled, args, placement)
+    # one device: inline or on the device's worker, donation into outputs; over a mesh:
+    # the runtime's default, the partitioned program over the devices' shards (_run.py)
+    run_compiled = _run.run_compiled
 
     @property
     def native_primitives(self) -> frozenset:

@@ -17,11 +17,15 @@ from ...core.array import ArrayImpl
 from ...core.eager import dispatch_program, fp_ignore_begin, fp_ignore_end, value_on, wrap
 from ...runtime import buffer as _buffer
 from ...runtime import dispatch as _dispatch
+from ...runtime.backend import Backend as _Backend
 
 
-def run_compiled(compiled, leaves, placement) -> list:
-    """``CpuBackend.run_compiled``: ``compiled`` run once on ``leaves`` on
-    ``placement.device`` (see runtime/backend.py ``Backend.run_compiled``)."""
+def run_compiled(backend, compiled, leaves, placement) -> list:
+    """``CpuBackend.run_compiled`` (see runtime/backend.py ``Backend.run_compiled``):
+    ``compiled`` run once on ``leaves`` on ``placement.device``; a call over a mesh
+    (``placement.out_shardings`` given) as the runtime's default runs it (core/run.py)."""
+    if placement.out_shardings is not None:
+        return _Backend.run_compiled(backend, compiled, leaves, placement)
     device, committed, donate = placement.device, placement.committed, placement.donate
     program = compiled._program
     ex = program.executable if device.backend is program.backend else \
