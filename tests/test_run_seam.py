@@ -75,63 +75,72 @@ class Recording(rb.Backend):
         return super().run_compiled(compiled, args, placement)
 
 
-BACKEND = Recording()
-rb.register(BACKEND)
-DEV0, DEV1 = jaxlite.devices("seamtest")
+@pytest.fixture(scope="module")
+def backend():
+    # registered for this module only: other modules see the platforms they expect
+    b = rb.register(Recording())
+    try:
+        yield b
+    finally:
+        rb.unregister("seamtest")
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    BACKEND.placements.clear()
-    yield
+@pytest.fixture
+def devs(backend):
+    backend.placements.clear()
+    return jaxlite.devices("seamtest")
 
 
-def test_one_call_per_jit_call_with_its_placement():
-    x = jaxlite.device_put(np.arange(6, dtype=np.float32).reshape(2, 3), DEV1)
+def test_one_call_per_jit_call_with_its_placement(backend, devs):
+    _, d1 = devs
+    x = jaxlite.device_put(np.arange(6, dtype=np.float32).reshape(2, 3), d1)
 
     def scaled(v, w):
         return v * w + 1.0, jnp.sum(v, axis=0)
     f = jaxlite.jit(scaled)
     a, s = f(x, 2.0)
-    assert len(BACKEND.placements) == 1
-    p = BACKEND.placements[0]
-    assert p.device is DEV1 and p.committed is True and p.donate is None
+    assert len(backend.placements) == 1
+    p = backend.placements[0]
+    assert p.device is d1 and p.committed is True and p.donate is None
     assert p.what == "jit of scaled" and p.out_shardings is None and p.mesh is None
     host = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(np.asarray(a), host * 2.0 + 1.0)
     np.testing.assert_array_equal(np.asarray(s), host.sum(axis=0))
     assert a.dtype == np.float32 and a.shape == (2, 3) and s.shape == (3,)
-    assert a.device is DEV1 and s.device is DEV1 and a.committed
+    assert a.device is d1 and s.device is d1 and a.committed
     f(x, 3.0)       # the same signature: compiled once, still one call into the backend
-    assert len(BACKEND.placements) == 2 and f._cache_size() == 1
+    assert len(backend.placements) == 2 and f._cache_size() == 1
 
 
-def test_default_run_compiled_keeps_donated_arguments():
+def test_default_run_compiled_keeps_donated_arguments(backend, devs):
+    d0, d1 = devs
     # the base class's default cannot alias: donation is accepted and the argument stays
-    x = jaxlite.device_put(np.ones(4, np.float32), DEV0)
+    x = jaxlite.device_put(np.ones(4, np.float32), d0)
     out = jaxlite.jit(lambda v: v + 1, donate_argnums=0)(x)
-    (p,) = BACKEND.placements
-    assert p.donate == (0,) and p.device is DEV0
+    (p,) = backend.placements
+    assert p.donate == (0,) and p.device is d0
     np.testing.assert_array_equal(np.asarray(out), np.full(4, 2, np.float32))
     assert not x.is_deleted()
     np.testing.assert_array_equal(np.asarray(x), np.ones(4, np.float32))
 
 
-def test_compiled_stage_goes_through_the_seam_too():
-    x = jaxlite.device_put(np.arange(3, dtype=np.int32), DEV0)
+def test_compiled_stage_goes_through_the_seam_too(backend, devs):
+    d0, _ = devs
+    x = jaxlite.device_put(np.arange(3, dtype=np.int32), d0)
     c = jaxlite.jit(lambda v: v * v).lower(x).compile()
     out = c(x)
-    assert len(BACKEND.placements) == 1 and BACKEND.placements[0].device is DEV0
+    assert len(backend.placements) == 1 and backend.placements[0].device is d0
     np.testing.assert_array_equal(np.asarray(out), np.array([0, 1, 4], np.int32))
     assert out.dtype == np.int32
 
 
-def test_committed_arguments_on_two_devices_fail_before_the_backend():
-    x = jaxlite.device_put(np.ones(2, np.float32), DEV0)
-    y = jaxlite.device_put(np.ones(2, np.float32), DEV1)
+def test_committed_arguments_on_two_devices_fail_before_the_backend(backend, devs):
+    d0, d1 = devs
+    x = jaxlite.device_put(np.ones(2, np.float32), d0)
+    y = jaxlite.device_put(np.ones(2, np.float32), d1)
     with pytest.raises(ValueError, match="different devices|incompatible devices"):
         jaxlite.jit(lambda a, b: a + b)(x, y)
-    assert BACKEND.placements == []
+    assert backend.placements == []
 
 
 class _Spy:
@@ -184,8 +193,9 @@ def test_cpu_out_shardings_on_one_device_are_a_sharded_placement(monkeypatch):
 
 
 def test_placement_defaults_and_repr():
-    p = rb.Placement(DEV0, True)
+    cpu0 = jaxlite.devices("cpu")[0]
+    p = rb.Placement(cpu0, True)
     assert (p.donate, p.what, p.check, p.out_shardings, p.mesh, p.across, p.spmd,
             p.cache, p.names, p.delete_after) == (None, "jit", None, None, None, False,
                                                   None, None, None, ())
-    assert repr(p) == f"Placement(device={DEV0!r}, committed=True, donate=None, what='jit')"
+    assert repr(p) == f"Placement(device={cpu0!r}, committed=True, donate=None, what='jit')"
