@@ -171,8 +171,9 @@ class Backend(abc.ABC):
 class Placement:
     """How ``jit`` places one run of a compiled program (``Backend.run_compiled``).
 
-    A call on one device fills the first five; a call over a mesh, or with
-    ``out_shardings``, also ``out_shardings`` (which marks it) and the rest.
+    A call on one device fills the first five (``Placement(device, committed, ...)``); a
+    call over a mesh, or with ``out_shardings``, also ``out_shardings`` (which marks it)
+    and the rest (``Placement.sharded``).
 
     Attributes:
       device: the Device it runs on (its committed arguments', ``jit(device=)``, else the
@@ -197,25 +198,29 @@ class Placement:
       delete_after: the donated sharded arguments, deleted once the results exist.
     """
 
-    __slots__ = ("device", "committed", "donate", "what", "check", "out_shardings", "mesh",
-                 "across", "spmd", "key", "cache", "names", "delete_after")
+    # a sharded call's fields default here, so that a call on one device (every jitted
+    # call past the cached fast path) sets five attributes only
+    out_shardings = mesh = spmd = key = cache = names = None
+    across = False
+    delete_after = ()
 
     def __init__(self, device, committed: bool, donate=None, what: str = "jit",
-                 check=None, *, out_shardings=None, mesh=None, across: bool = False,
-                 spmd=None, key=None, cache=None, names=None, delete_after=()):
+                 check=None):
         self.device = device
         self.committed = committed
         self.donate = donate
         self.what = what
         self.check = check
-        self.out_shardings = out_shardings
-        self.mesh = mesh
-        self.across = across
-        self.spmd = spmd
-        self.key = key
-        self.cache = cache
-        self.names = names
-        self.delete_after = delete_after
+
+    @classmethod
+    def sharded(cls, device, what: str, check, *, out_shardings, mesh, across: bool,
+                spmd, key, cache, names, delete_after) -> "Placement":
+        """The placement of a call over a mesh or with ``out_shardings`` (see the class
+        docstring); ``device`` is ``jit(device=)`` or None."""
+        p = cls(device, False, None, what, check)
+        p.out_shardings, p.mesh, p.across, p.spmd = out_shardings, mesh, across, spmd
+        p.key, p.cache, p.names, p.delete_after = key, cache, names, delete_after
+        return p
 
     def __repr__(self):
         mesh = "" if self.out_shardings is None else \

@@ -1116,10 +1116,10 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     dead = [given[k] for k in donate or () if type(given[k]) is ShardedArray]
     mesh = sharding0.mesh if sharding0 is not None else None
     backend = (mesh.devices.flat[0] if mesh is not None else get_default_device()).backend
-    return backend.run_compiled(entry.compiled, leaves, Placement(
-        entry.compiled._lowered._wrapped._device, False, None, what,
-        _fp_check(entry.compiled), out_shardings=targets, mesh=mesh, across=across,
-        spmd=spmd, key=pkey + tuple(targets), cache=entry.partitions, names=names_fn,
+    return backend.run_compiled(entry.compiled, leaves, Placement.sharded(
+        entry.compiled._lowered._wrapped._device, what, _fp_check(entry.compiled),
+        out_shardings=targets, mesh=mesh, across=across, spmd=spmd,
+        key=pkey + tuple(targets), cache=entry.partitions, names=names_fn,
         delete_after=dead))
 
 
