@@ -16,8 +16,8 @@ from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
 from ..runtime.buffer import (HOST_BYTES, DeviceBuffer, check_dtype, host_view,
                               memory_error, native_operand, out_of_memory)
-from ..runtime import dispatch as _dispatch
 from ..runtime.buffer import bytes_limit as _bytes_limit, check_fits as _check_fits
+from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
 

@@ -21,10 +21,10 @@ import numpy as np
 from ..runtime import backend as _backend_contract
 from ..runtime import buffer as _buffer
 from ..runtime.backend import Placement
+from ..sharding import NamedSharding, SingleDeviceSharding
 from .array import ArrayImpl
 from .eager import backend_operands, host_value, placement as _placement, wrap
 from .sharded import ShardedArray, check_shardable, from_global
-from ..sharding import NamedSharding, SingleDeviceSharding
 
 
 def run_compiled(backend, compiled, args, placement) -> list:
@@ -166,4 +166,4 @@ def _run_across(runner, leaves, out_avals, targets, mesh, what) -> list:
     return result
 
 
-_backend_contract.set_device_runner(run_compiled)
+_backend_contract.set_default_run(run_compiled)

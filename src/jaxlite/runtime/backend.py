@@ -19,8 +19,9 @@ layer above reaches the platform through the device it works on:
   arguments, placed as ``jit`` decided (a ``Placement``): operands to native values, the
   run, the temporaries' accounting and the outputs as Arrays.  ``jit`` traces, caches,
   chooses the placement and makes this one call; how the program runs (a worker thread,
-  donation into outputs, several devices) is the platform's.  The default covers one
-  device of a platform whose memory is not host memory;
+  donation into outputs, several devices) is the platform's.  The default (core/run.py)
+  covers one device of a platform whose memory is not host memory, and calls over a mesh
+  run as the compiler's SPMD partition expanded over its devices;
 - what it supports: ``dtypes`` (None: every dtype) and ``native_primitives`` (the
   primitives it has native code for; the others it runs another way, e.g. through their
   NumPy reference implementation).
@@ -136,7 +137,8 @@ class Backend(abc.ABC):
     def run_compiled(self, compiled, args: list, placement: "Placement") -> list:
         """Runs the jitted program ``compiled`` once on ``args`` (the call's flat
         arguments: Arrays, NumPy values, Python scalars) as ``placement`` says, and returns
-        its outputs as Arrays on ``placement.device``.
+        its flat outputs as Arrays (on ``placement.device``, or sharded as
+        ``placement.out_shardings`` says).
 
         ``compiled`` is jit's compiled stage: ``compiled._program`` holds the compiler's
         program (``executable``, the default platform's executable, and
@@ -158,7 +160,7 @@ class Backend(abc.ABC):
         Raises JaxRuntimeError (RESOURCE_EXHAUSTED) naming ``placement.what`` when an
         allocation fails, and whatever the executable raises.
         """
-        return _RUN_ON_DEVICE(self, compiled, args, placement)
+        return _DEFAULT_RUN(self, compiled, args, placement)
 
     def supports_dtype(self, dtype) -> bool:
         """Whether this platform can hold arrays of ``dtype``."""
@@ -231,14 +233,14 @@ class Placement:
 
 # Backend.run_compiled's default: it wraps outputs as Arrays, which are core's, so core
 # registers it (core/run.py run_compiled) and the runtime imports nothing above it.
-_RUN_ON_DEVICE = None
+_DEFAULT_RUN = None
 
 
-def set_device_runner(fn) -> None:
+def set_default_run(fn) -> None:
     """Registers ``fn(backend, compiled, args, placement) -> outputs``, the default
     ``Backend.run_compiled`` (called once, by core/run.py, when it is imported)."""
-    global _RUN_ON_DEVICE
-    _RUN_ON_DEVICE = fn
+    global _DEFAULT_RUN
+    _DEFAULT_RUN = fn
 
 
 _BACKENDS: dict = {}   # platform name -> Backend, in registration order
