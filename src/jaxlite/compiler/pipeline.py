@@ -106,6 +106,20 @@ class CompiledProgram:
             ex = self._others[b] = b.compile(program, [device], self.name)
         return ex
 
+    def dispatch_cost(self) -> float:
+        """The program's estimated work for the inline-or-worker decision (a platform's
+        ``run_compiled``, runtime/dispatch.py): flops, transcendentals and bytes accessed
+        from ``cost_analysis``, computed once."""
+        c = self.__dict__.get("_dispatch_cost")
+        if c is None:
+            try:
+                ca = cost_analysis(self.optimized)
+                c = ca["flops"] + ca["transcendentals"] + ca["bytes accessed"]
+            except Exception:   # noqa: BLE001 - no estimate: run inline, as always
+                c = 0.0
+            self._dispatch_cost = c
+        return c
+
     def as_text(self) -> str:
         ex = self.executable
         text = ex.as_text()     # first: a tiered executable builds its native tier here

@@ -339,7 +339,7 @@ class Compiled:
     """An executable for one input signature (``jax.stages.Compiled``): call it with
     arguments of that signature."""
 
-    _run_impl = None  # installed by transforms.jit (it owns placement and wrapping)
+    _run_impl = None  # installed by transforms.jit (placement; the backend runs it)
     _partition_impl = None  # installed by transforms.jit: the SPMD partition of a call
 
     def _partition(self):

@@ -110,7 +110,7 @@ def _env_key() -> str:
         import llvmlite
         import llvmlite.binding as ll
         import numba
-        from ... import __version__
+        from ...version import __version__
         from . import _ops as _cpu_ops, _vecmath
         h = hashlib.sha256()
         parts = ["cpu", __version__, numba.__version__, llvmlite.__version__,
