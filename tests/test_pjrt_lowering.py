@@ -209,7 +209,7 @@ def _rows():
 
 
 # rows whose lowering refuses a case of its primitive, with the reason it gives
-UNSUPPORTED_ROWS = {("svd", 3): "complex matrices have no jaxlite-written SVD"}
+UNSUPPORTED_ROWS = {}
 
 
 def _compare(got, want, rtol, what):
@@ -261,12 +261,14 @@ def test_rule_table_programs(name, k, case):
     got, want = run_closed(closed, args)
     assert len(got) == len(want)
     if name == "svd" and len(got) == 3:
-        # singular vectors up to sign (Jacobi's and LAPACK's signs differ)
-        got[0], want[0] = _sign_fixed(got[0]), _sign_fixed(want[0])
-        got[2] = np.swapaxes(_sign_fixed(np.swapaxes(got[2], -1, -2)), -1, -2)
-        want[2] = np.swapaxes(_sign_fixed(np.swapaxes(want[2], -1, -2)), -1, -2)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg="svd program")
+        # singular vectors up to sign (Jacobi's and LAPACK's differ; for complex vectors a
+        # phase): singular values, and the product u s vh, compared
+        (gu, gs, gvh), (wu, ws, wvh) = got, want
+        np.testing.assert_allclose(gs, ws, rtol=1e-4, atol=1e-4, err_msg="svd program")
+        k = gs.shape[-1]
+        np.testing.assert_allclose((gu[..., :, :k] * gs[..., None, :]) @ gvh[..., :k, :],
+                                   (wu[..., :, :k] * ws[..., None, :]) @ wvh[..., :k, :],
+                                   atol=1e-4, err_msg="svd program")
         return
     for g, w in zip(got, want):
         _compare(g, w, PROGRAM_TOL, f"{name} program")
@@ -787,3 +789,33 @@ def test_dot_general_types(lt, rt, pet):
     if lt == rt == BF16:
         assert "(tensor<3x40xbf16>, tensor<40x2xbf16>) -> tensor<3x2xf32>" in \
             lower_module(closed).text
+
+
+def _herm(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+def test_eigh_svd_complex(shape):
+    """Hermitian eigh and complex SVD: each pair's phase taken out, then the real rotation."""
+    a = (_rn(*shape) + 1j * _rn(*shape)).astype(np.complex64)
+    h = a + _herm(a)
+    closed = jaxlite.make_jaxpr(lambda m: lax.linalg.eigh(m))(h)
+    (gv, gw), (wv, ww) = run_closed(closed, [h])
+    assert gv.dtype == np.complex64 and gw.dtype == np.float32
+    np.testing.assert_allclose(gw, ww, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(h @ gv, gv * gw[..., None, :], atol=5e-5)
+    np.testing.assert_allclose(_herm(gv) @ gv, np.broadcast_to(np.eye(shape[-1]), gv.shape),
+                               atol=3e-6)
+    b = a[..., :, :-1]                 # tall; its transpose wide
+    for m in (b, np.swapaxes(b, -1, -2)):
+        closed = jaxlite.make_jaxpr(lambda z: lax.linalg.svd(z, full_matrices=True))(m)
+        (gu, gs, gvh), (wu, ws, wvh) = run_closed(closed, [m])
+        np.testing.assert_allclose(gs, ws, rtol=1e-5, atol=1e-5)
+        k = min(m.shape[-2:])
+        np.testing.assert_allclose((gu[..., :, :k] * gs[..., None, :]) @ gvh[..., :k, :], m,
+                                   atol=5e-5)
+        for q in (gu, _herm(gvh)):
+            qhq = _herm(q) @ q
+            np.testing.assert_allclose(qhq, np.broadcast_to(np.eye(q.shape[-1]), qhq.shape),
+                                       atol=3e-6)
