@@ -176,6 +176,9 @@ def test_types_and_constants():
     assert dense_text(np.array([True, False]), np.bool_) == "dense<[true, false]>"
     assert dense_text(np.full((2, 2), np.nan, np.float32), np.float32) == "dense<0x7FC00000>"
     assert dense_text(np.zeros((0, 3), np.float32), np.float32) == "dense<0.0>"
+    assert dense_text(np.float64(-np.inf), np.float64) == "dense<0xFFF0000000000000>"
+    assert dense_text(np.array([1.5, -4.0], ml_dtypes.float4_e2m1fn),
+                      ml_dtypes.float4_e2m1fn) == "dense<[1.5, -4.0]>"
     with pytest.raises(TypeError, match="no StableHLO element type"):
         element_type(np.dtype("U3"))
 
@@ -831,3 +834,30 @@ def test_betainc_program():
                       [ShapedArray(a.shape, a.dtype)] * 3, {})
     got, want = run_closed(closed, [a, b, x])
     _compare(got[0], want[0], 1e-4, "betainc")
+
+
+_PROGRAMS_X64 = {
+    "lu": (lambda a: lax.linalg.lu(a), lambda: (_rn(4, 4, dtype=np.float64),)),
+    "qr": (lambda a: lax.linalg.qr(a), lambda: (_rn(4, 3, dtype=np.float64),)),
+    "solve": (lambda a, b: jnp.linalg.solve(a, b),
+              lambda: (_A4.astype(np.float64), _rn(4, 2, dtype=np.float64))),
+    "eigvalsh": (lambda a: jnp.linalg.eigvalsh(a + a.T), lambda: (_rn(5, 5, dtype=np.float64),)),
+    "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False),
+                lambda: (_rn(5, 3, dtype=np.float64),)),
+    "specials": (lambda p, x: (lax.igamma(x, p + 0.5), lax.bessel_i0e(x),
+                               jaxlite.scipy.special.ndtri(p)),
+                 lambda: (np.linspace(0.01, 0.99, 7), np.linspace(0.1, 30.0, 7))),
+    "scan-i64": (lambda x: lax.scan(lambda c, a: (c + a, c * a), np.int64(0), x),
+                 lambda: (np.arange(-3, 5, dtype=np.int64) * 2**40,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PROGRAMS_X64))
+def test_programs_x64(x64, name):
+    """The jaxlite-written algorithms and loops in float64/int64 (jax_enable_x64)."""
+    fn, make = _PROGRAMS_X64[name]
+    args = make()
+    closed = jaxlite.make_jaxpr(fn)(*args)
+    got, want = run_closed(closed, list(args))
+    for g, w in zip(got, want):
+        _compare(g, w, 1e-12 if name != "specials" else 1e-9, name)

@@ -150,9 +150,9 @@ def _bits(dt: np.dtype) -> int:
     m = re.match(r"u?i(\d+)$", name)
     if m:
         return int(m.group(1))
-    if name.startswith("f4"):
+    if name.startswith("f4E"):       # f4E2M1FN
         return 4
-    if name.startswith("f6"):
+    if name.startswith("f6E"):       # f6E2M3FN, f6E3M2FN
         return 6
     return dt.itemsize * 8
 
