@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test test-slow test-all bench fuzz install clean
+.PHONY: demo test test-slow test-all test-accelerator bench fuzz install clean
 
 $(STAMP): pyproject.toml setup.py src/jaxlite/core/_eager_ops.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -63,6 +63,13 @@ test-slow: $(TEST_STAMP)
 	if [ -n "$$failed" ]; then echo "make test-slow: failed:$$failed" >&2; exit 1; fi
 
 test-all: test test-slow
+
+# on a machine with an accelerator (a TPU by default; JAXLITE_TEST_PLATFORM=xla_cpu for the
+# XLA:CPU plugin): real JAX's results on the chip, then jaxlite's accelerator tests and the
+# chapter's programs there, one process at a time.  It needs no network: without a .venv it
+# installs what it lacks from the machine's own package index (tests/accelerator/run.sh).
+test-accelerator:
+	tests/accelerator/run.sh
 
 fuzz: $(TEST_STAMP)
 	$(BIN)/python tests/run_fuzz.py -n $${FUZZ_N:-10000}

@@ -298,7 +298,13 @@ def test_devices_of_absent_platform(rjax, backend, want):
         jaxlite.devices(backend)
     with pytest.raises(RuntimeError) as theirs:
         rjax.devices(backend)
-    assert str(mine.value) == want
+    # JAX's words, then (for a platform a PJRT plugin provides) the package to install
+    hint = {"gpu": ". No GPU PJRT plugin is installed: install it with `pip install "
+                   "jaxlite[cuda]` (the jax-cuda12-pjrt package).",
+            "tpu": ". No TPU PJRT plugin is installed: install it with `pip install "
+                   "jaxlite[tpu]` (the libtpu package), or set TPU_LIBRARY_PATH to "
+                   "libtpu.so."}.get(backend, "")
+    assert str(mine.value) == want + hint
     assert str(theirs.value).replace("'", "").startswith(want.replace("'", "")[:30])
 
 

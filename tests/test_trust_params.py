@@ -65,11 +65,11 @@ ALLOWED = {
         "JAX only requires it to be static; the iteration does not depend on it",
     ("jaxlite.transforms.shard_map.pmap", "donate_argnums"):
         "donation: JAX on CPU does not donate either (it warns)",
-    ("jaxlite._placement.device_put", "donate"):
+    ("jaxlite.core.placement.device_put", "donate"):
         "donation: JAX on CPU keeps the source valid too",
-    ("jaxlite._placement.device_put", "src"):
+    ("jaxlite.core.placement.device_put", "src"):
         "the source's placement: the Array already knows it (one process)",
-    ("jaxlite._callback.pure_callback", "sharding"):
+    ("jaxlite.lax._callback.pure_callback", "sharding"):
         "the callback's output sharding: jaxlite runs callbacks on the host, unsharded",
     ("jaxlite.transforms.autodiff.checkpoint", "policy"):
         "README, known differences: jaxlite's checkpoint recomputes everything whatever "

@@ -34,18 +34,19 @@ from .transforms.stages import ShapeDtypeStruct  # noqa: F401
 from .transforms.shard_map import shard_map, pmap  # noqa: F401
 from .transforms.derivatives import jacobian, linear_transpose, custom_gradient  # noqa: F401
 from .transforms.scopes import ensure_compile_time_eval, named_call, named_scope  # noqa
-from ._introspect import typeof, print_environment_info  # noqa: F401
-from ._callback import pure_callback  # noqa: F401
+from .lax._introspect import typeof  # noqa: F401
+from .runtime.environment import print_environment_info  # noqa: F401
+from .lax._callback import pure_callback  # noqa: F401
 from .dtypes import float0  # noqa: F401
-from ._placement import device_put, device_get, block_until_ready, default_device  # noqa
-from ._sharded_api import (make_array_from_callback,  # noqa: F401
-                           make_array_from_process_local_data,
-                           make_array_from_single_device_arrays)
+from .core.placement import device_put, device_get, block_until_ready, default_device  # noqa
+from .transforms.sharded_api import (make_array_from_callback,  # noqa: F401
+                                     make_array_from_process_local_data,
+                                     make_array_from_single_device_arrays)
 from .tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from . import tree  # noqa: F401
 from . import stages, profiler  # noqa: F401
 from .ad_checkpoint import checkpoint_policies  # noqa: F401
-from ._runtime_api import effects_barrier, copy_to_host_async  # noqa: F401
+from .runtime.sync import effects_barrier, copy_to_host_async  # noqa: F401
 from . import experimental, typing, version  # noqa: F401
 from . import dlpack  # noqa: F401
 from . import distributed  # noqa: F401

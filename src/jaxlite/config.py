@@ -106,6 +106,17 @@ def _env_bytes(name: str):
     return n
 
 
+def _env_plugin(name: str):
+    """A plugin path (``"PATH"`` or ``"PLATFORM:PATH"``), or None when unset; an empty or
+    blank value is refused."""
+    v = os.environ.get(name)
+    if v is None:
+        return None
+    if not v.strip():
+        raise _bad_env(name, v, 'expected a plugin path, "PATH" or "PLATFORM:PATH"')
+    return v
+
+
 _TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _TRANSFER_GUARD_FLAGS = ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
                          "jax_transfer_guard_device_to_host",
@@ -129,7 +140,7 @@ _THRESHOLD_FLAGS = {
     "jax_persistent_cache_min_compile_time_secs": (float, "a number of seconds"),
     "jax_persistent_cache_min_entry_size_bytes": (int, "a number of bytes")}
 _STRING_FLAGS = ("jax_platforms", "jax_platform_name", "jax_compilation_cache_dir",
-                 "jaxlite_backend")
+                 "jaxlite_backend", "jaxlite_pjrt_plugin")
 # The flags that change what jit compiles for a signature: their values are part of each
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
 # recompiles instead of reusing a program built under the old value.
@@ -319,6 +330,9 @@ class Config:
             # processes before it raises CollectiveTimeoutError
             "jaxlite_collective_timeout": _env_float("JAXLITE_COLLECTIVE_TIMEOUT", 300.0,
                                                      positive=True),
+            # a PJRT plugin to use (backends/pjrt/plugins.py): "PATH" or "PLATFORM:PATH",
+            # found before every other plugin of its platform; None: discovery only
+            "jaxlite_pjrt_plugin": _env_plugin("JAXLITE_PJRT_PLUGIN"),
         }
         for name, v in values.items():
             if v in _UNSUPPORTED_VALUES.get(name, ()):
@@ -408,6 +422,9 @@ class Config:
             if value is not None and type(value) is not str:
                 raise ValueError(f"{name}: new string config value must be None or of type "
                                  f"str, {got}")
+            if name == "jaxlite_pjrt_plugin" and value is not None and not value.strip():
+                raise ValueError(f"{name}: a plugin path (\"PATH\" or \"PLATFORM:PATH\") "
+                                 f"or None is expected, {got}")
             return value
         if name == "jax_default_device" and value is not None and not isinstance(value, str) \
                 and not hasattr(value, "platform"):

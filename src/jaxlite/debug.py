@@ -11,8 +11,8 @@ from .core.array import ArrayImpl
 from .core.trace import Tracer
 from .lax import debug_callback
 from .tree_util import tree_flatten, tree_unflatten
-from ._sharded_api import (inspect_array_sharding, visualize_array_sharding,  # noqa: F401
-                           visualize_sharding)
+from .transforms.sharded_api import (  # noqa: F401
+    inspect_array_sharding, visualize_array_sharding, visualize_sharding)
 
 
 def callback(fn, *args, ordered: bool = False, **kwargs) -> None:

@@ -113,7 +113,7 @@ def from_dlpack(external_array, device=None, copy=None):
       >>> jaxlite.dlpack.from_dlpack(x)
       Array([0., 1., 2.], dtype=float32)
     """
-    from ._placement import _target_device, device_put
+    from .core.placement import _target_device, device_put
     if not (hasattr(external_array, "__dlpack__") and
             hasattr(external_array, "__dlpack_device__")):
         raise TypeError(f"from_dlpack needs an object with __dlpack__ and __dlpack_device__ "

@@ -1137,8 +1137,8 @@ NamedSharding.__module__ = "jaxlite.sharding"
 
 def reshard(xs, out_shardings):
     """Moves ``xs`` to ``out_shardings`` (``jax.sharding.reshard``); see
-    ``jaxlite._sharding_constraints.reshard`` for the arguments and errors."""
-    from ._sharding_constraints import reshard as _reshard
+    ``jaxlite.lax._sharding_constraints.reshard`` for the arguments and errors."""
+    from .lax._sharding_constraints import reshard as _reshard
     return _reshard(xs, out_shardings)
 
 
@@ -1329,7 +1329,7 @@ def _auto_axes(fun, axes, out_sharding):
 def _drop_axes(tree, mesh, names):
     """Each array leaf of ``tree`` sharded over ``mesh`` resharded with the mesh axes
     ``names`` dropped from its sharding type (others returned as they are)."""
-    from ._introspect import typeof
+    from .lax._introspect import typeof
     from .tree_util import tree_map
 
     def drop(x):

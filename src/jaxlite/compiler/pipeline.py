@@ -100,12 +100,33 @@ class CompiledProgram:
             return self.executable
         ex = self._others.get(b)
         if ex is None:
-            ex = self._others[b] = b.compile(self.optimized, [device], self.name)
+            program = self.optimized
+            if not getattr(b, "fusion", True) and _has_kernels(program):
+                program = optimize(self.source, fusion=False)[0]   # its compiler fuses
+            ex = self._others[b] = b.compile(program, [device], self.name)
         return ex
+
+    def dispatch_cost(self) -> float:
+        """The program's estimated work for the inline-or-worker decision (a platform's
+        ``run_compiled``, runtime/dispatch.py): flops, transcendentals and bytes accessed
+        from ``cost_analysis``, computed once."""
+        c = self.__dict__.get("_dispatch_cost")
+        if c is None:
+            try:
+                ca = cost_analysis(self.optimized)
+                c = ca["flops"] + ca["transcendentals"] + ca["bytes accessed"]
+            except Exception:   # noqa: BLE001 - no estimate: run inline, as always
+                c = 0.0
+            self._dispatch_cost = c
+        return c
 
     def as_text(self) -> str:
         ex = self.executable
         text = ex.as_text()     # first: a tiered executable builds its native tier here
+        hlo = getattr(ex, "optimized_hlo_text", None)
+        hlo = hlo() if hlo is not None else None
+        if hlo:     # a PJRT plugin's executable: the StableHLO it got, then XLA's program
+            text += f"\n# optimised by {ex.backend}'s PJRT plugin (XLA HLO)\n{hlo}"
         return (f"# optimised program ({', '.join(n for n, _ in PASSES)})\n"
                 f"{self.optimized}\n{_kernels_text(self.optimized)}\n# executable: "
                 f"backend={ex.backend}, temporaries peak "
@@ -129,6 +150,10 @@ def compile_jaxpr(closed: ClosedJaxpr, backend="interpreter", name: str = "f",
     platform's Backend (what jit uses).
     ``devices``: the devices the executable is for (default: the backend's first)."""
     t0 = time.perf_counter()
+    if backend is None:
+        backend = _runtime_backend.get(default_backend())
+    if not isinstance(backend, str) and not getattr(backend, "fusion", True):
+        fusion = False     # the platform's own compiler fuses (XLA through PJRT)
     optimized, log = optimize(closed, record_passes, fusion)
     if isinstance(backend, str):
         executable = get_backend(backend)(optimized, name)
@@ -141,6 +166,10 @@ def compile_jaxpr(closed: ClosedJaxpr, backend="interpreter", name: str = "f",
         executable = platform.compile(optimized, list(devices), name)
     return CompiledProgram(closed, optimized, executable, log, time.perf_counter() - t0,
                            platform, name)
+
+
+def _has_kernels(closed: ClosedJaxpr) -> bool:
+    return any(e.primitive is _kernel.kernel_p for e in closed.jaxpr.eqns)
 
 
 def cost_analysis(closed: ClosedJaxpr) -> dict:

@@ -155,8 +155,11 @@ class ArrayImpl(Array):
         A computation dispatched asynchronously (runtime/dispatch.py) is waited for here,
         and its error, if it failed, is raised here (the same type, naming the operation
         or jitted function).  Raises RuntimeError if the array was deleted."""
-        if self._buf.data is None:
+        buf = self._buf
+        if buf.data is None:
             raise deleted_error(self.aval)
+        if not buf.device._host_memory:      # another platform's buffer: its ready event
+            buf.device.backend.block_until_ready(buf.data, buf.device)
         return self
 
     def copy_to_host_async(self) -> None:
@@ -382,9 +385,12 @@ class Shard:
 
 
 def _host_copy(buf) -> np.ndarray:
-    """A read-only host copy of the values of ``buf`` (a buffer of another platform)."""
+    """A read-only host copy of the values of ``buf`` (a buffer of another platform; its
+    backend's ``to_host`` result itself when that is a fresh array)."""
     from ..runtime.buffer import host_view
-    v = np.array(host_view(buf), copy=True)
+    v = host_view(buf)
+    if not (buf.device.backend.to_host_is_fresh and type(v) is np.ndarray):
+        v = np.array(v, copy=True)
     v.setflags(write=False)
     return v
 

@@ -16,6 +16,7 @@ from ..config import config
 from ..runtime import Buffer, check_transfer, get_default_device
 from ..runtime.buffer import (HOST_BYTES, DeviceBuffer, check_dtype, host_view,
                               memory_error, native_operand, out_of_memory)
+from ..runtime.buffer import bytes_limit as _bytes_limit, check_fits as _check_fits
 from ..runtime import dispatch as _dispatch
 from .array import ArrayImpl, deleted_error
 from .trace import get_aval
@@ -429,7 +430,9 @@ def put_host(arr, dtype, device):
         check_dtype(device, dtype)
     try:
         with np.errstate(all="ignore"):
-            data = np.array(arr, dtype=dtype, copy=True, order="C")
+            # another platform's from_host copies the values itself: cast/contiguous only
+            data = np.array(arr, dtype=dtype, copy=True, order="C") if device._host_memory \
+                else np.asarray(arr, dtype=dtype, order="C")
     except MemoryError as e:
         if np.asarray(arr).dtype != dtype:
             raise    # the cast on the host failed: NumPy's MemoryError, as in JAX
@@ -451,8 +454,35 @@ def host_value(x):
     return x
 
 
+def dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
+    """Queues compiled ``program`` on ``device``'s worker (a device of host memory);
+    returns its output Arrays at once (each pending until the worker has computed it;
+    see runtime/dispatch.py).  Raises JaxRuntimeError (RESOURCE_EXHAUSTED) at once when
+    its outputs (``_dispatch.submit``) or its temporaries have more bytes than the device
+    can hold."""
+    tmp = program.executable.temp_bytes
+    if tmp and tmp > _bytes_limit(device) > 0:
+        what = f"jit of {getattr(program.executable, 'name', 'a program')}"
+        _check_fits(out_avals, device, what)      # the outputs named first
+        raise out_of_memory(tmp, device=device, what=f"the temporaries of {what}")
+    bufs = _dispatch.new_job(device, len(out_avals), "")
+    outs = [ArrayImpl(b, a, committed) for b, a in zip(bufs, out_avals)]
+
+    def job(vals):
+        ex = program.executable      # the tier current when the job runs
+
+        def run():
+            res = ex.run(vals)
+            return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
+        return device._run_charged(ex.temp_bytes, run)
+    _dispatch.submit(device, job, vals, f"jit of {program.executable.name}"
+                     if hasattr(program.executable, "name") else "jit program", outs)
+    return outs
+
+
 config._on_change(_update_fp_checks)
 _update_fp_checks()
 
 from .sharded import ShardedArray as _ShardedArray, apply_sharded as _apply_sharded  # noqa: E402,I001
 from .sharded import apply_in_mesh as _apply_in_mesh, mesh_context as _mesh_context  # noqa: E402
+from . import run as _run  # noqa: E402,F401  (registers Backend.run_compiled's default)

@@ -40,7 +40,7 @@ class JaxprBuilder:
         self.invars: list = []
         self.collectives: list = []     # a shard_map body's (primitives/collectives.py)
         # (mesh, in_specs, meshed) when the inputs lie on a mesh: what ``typeof`` of a
-        # tracer types the equations staged so far by (``_introspect.typeof``)
+        # tracer types the equations staged so far by (``lax/_introspect.py typeof``)
         self.mesh_types = mesh_types
 
     def const_values(self) -> list:

@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from .._callback import io_callback
+from ..lax._callback import io_callback
 
 __all__ = ["pad_to_bucket", "io_callback"]
 

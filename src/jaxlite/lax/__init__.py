@@ -551,7 +551,7 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
 
 
 def _with_out_sharding(fn, out_sharding, who, *args, creation=False):
-    from .._sharding_constraints import call_with_out_sharding
+    from ._sharding_constraints import call_with_out_sharding
     return call_with_out_sharding(fn, args, {}, out_sharding, who, creation)
 
 
@@ -564,7 +564,7 @@ def _reducer(p):
             r = p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
             if out_sharding is None:
                 return r
-            from .._sharding_constraints import out_sharded
+            from ._sharding_constraints import out_sharded
             return out_sharded(r, out_sharding, "reduce_sum")
     else:
         def fn(operand, axes):
@@ -656,7 +656,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     resharded there (``jax.sharding.reshard``'s errors).
     """
     if out_sharding is not None:
-        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        from ._sharding_constraints import apply_out_sharding, out_sharding_of
         sh = out_sharding_of(out_sharding, "dot_general")
         return apply_out_sharding(dot_general(lhs, rhs, dimension_numbers, precision,
                                               preferred_element_type), sh)
@@ -765,4 +765,4 @@ from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
                     conv_transpose_shape_tuple, dtype, empty, full, mulhi, ragged_dot,
                     reciprocal, reduce, reduce_precision, reduce_window_shape_tuple, split,
                     stack, tile, unstack)
-from .._sharding_constraints import with_sharding_constraint  # noqa: E402,F401
+from ._sharding_constraints import with_sharding_constraint  # noqa: E402,F401

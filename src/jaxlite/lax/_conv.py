@@ -171,7 +171,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         >>> lax.conv_general_dilated(x, k, (1, 1), 'SAME')[0, 0, 0]   # [4., 6., 6., 4.]
     """
     if out_sharding is not None:
-        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        from ._sharding_constraints import apply_out_sharding, out_sharding_of
         sh = out_sharding_of(out_sharding, "conv_general_dilated")
         return apply_out_sharding(conv_general_dilated(
             lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,

@@ -58,7 +58,7 @@ def empty(shape, dtype, *, out_sharding=None):
     ``out_sharding``: as ``jnp.zeros``'s (JAX's errors, naming ``lax.empty``)."""
     if out_sharding is None:
         return full(shape, 0, dtype)
-    from .._sharding_constraints import apply_out_sharding, out_sharding_of
+    from ._sharding_constraints import apply_out_sharding, out_sharding_of
     sh = out_sharding_of(out_sharding, "lax.empty")
     return apply_out_sharding(full(shape, 0, dtype), sh, "lax.empty")
 
@@ -341,7 +341,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     """
     from ..tree_util import tree_flatten, tree_map, tree_unflatten
     if out_sharding is not None:
-        from .._sharding_constraints import apply_out_sharding, out_sharding_of
+        from ._sharding_constraints import apply_out_sharding, out_sharding_of
         sh = out_sharding_of(out_sharding, "reduce")     # checked before any work
         return tree_map(lambda r: apply_out_sharding(r, sh),
                         reduce(operands, init_values, computation, dimensions))

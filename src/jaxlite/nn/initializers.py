@@ -47,7 +47,7 @@ def _dtype(dtype):
 def _placed(x, out_sharding):
     if out_sharding is None:
         return x
-    from .._placement import device_put
+    from ..core.placement import device_put
     return device_put(x, out_sharding)
 
 

@@ -50,7 +50,7 @@ def _add_out_sharding():
     # JAX's ``out_sharding=`` of these layout functions: the result resharded there, its
     # operands made whole first (``_sharding_constraints.with_out_sharding``); the module's
     # own code calls the plain functions
-    from .._sharding_constraints import with_out_sharding
+    from ..lax._sharding_constraints import with_out_sharding
     g = globals()
     for name in ("reshape", "ravel", "repeat", "broadcast_to", "bincount", "percentile"):
         g[name] = with_out_sharding(g[name], f"jnp.{name}", creation=False)

@@ -33,7 +33,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     if copy and out is x:
         out = array(x, copy=True)
     if device is not None:
-        from .. import device_put
+        from ..core.placement import device_put
         out = device_put(out, device)
     return out
 

@@ -79,10 +79,10 @@ def _as_array(x):
 
 def _out_sharding(out_sharding, who, device):
     """``(checked NamedSharding, who)`` of an ``out_sharding=`` argument (None: none); see
-    ``jaxlite._sharding_constraints.out_sharding_of`` for its errors."""
+    ``jaxlite.lax._sharding_constraints.out_sharding_of`` for its errors."""
     if out_sharding is None:
         return None
-    from .._sharding_constraints import out_sharding_of
+    from ..lax._sharding_constraints import out_sharding_of
     return out_sharding_of(out_sharding, who, device), who
 
 
@@ -92,7 +92,7 @@ def _place(out, device, like=None, sharding=None, like_shape=True):
     devices when the result keeps its shape, ``like_shape``); with ``sharding`` (from
     ``_out_sharding``) resharded there (a ``reshard`` under jit)."""
     if sharding is not None:
-        from .._sharding_constraints import apply_out_sharding
+        from ..lax._sharding_constraints import apply_out_sharding
         return apply_out_sharding(out, *sharding)
     if device is None and isinstance(like, ArrayImpl) and like.committed:
         if len(like.sharding.device_set) > 1:
@@ -111,7 +111,7 @@ def _place(out, device, like=None, sharding=None, like_shape=True):
             _mesh_context.mesh, ((),) * out.ndim))
     if device is None or isinstance(out, Tracer):
         return out
-    from .._placement import device_put
+    from ..core.placement import device_put
     return device_put(out, device)
 
 

@@ -598,7 +598,7 @@ def _placed(fn, out_sharding, who, *operands):
     sharded dimension is allowed, as in JAX."""
     if out_sharding is None:
         return fn(*operands)
-    from .._sharding_constraints import with_out_sharding
+    from ..lax._sharding_constraints import with_out_sharding
     return with_out_sharding(fn, who, creation=False)(*operands, out_sharding=out_sharding)
 
 

@@ -51,10 +51,10 @@ def _flatten(x):
 
 def _out_sharding(out_sharding, who):
     """The checked NamedSharding of an ``out_sharding=`` argument, None for None (see
-    ``jaxlite._sharding_constraints.out_sharding_of``: JAX's errors)."""
+    ``jaxlite.lax._sharding_constraints.out_sharding_of``: JAX's errors)."""
     if out_sharding is None:
         return None
-    from .._sharding_constraints import out_sharding_of
+    from ..lax._sharding_constraints import out_sharding_of
     return out_sharding_of(out_sharding, who)
 
 
@@ -62,7 +62,7 @@ def _sharded(out, sharding):
     """``out`` resharded to ``sharding`` (a ``reshard`` under jit); ``out`` for None."""
     if sharding is None:
         return out
-    from .._sharding_constraints import apply_out_sharding
+    from ..lax._sharding_constraints import apply_out_sharding
     return apply_out_sharding(out, sharding)
 
 

@@ -420,7 +420,7 @@ def _to_device(self, device, *, stream=None):
     ``jax.device_put``)."""
     if stream is not None:
         raise NotImplementedError("to_device() does not take a stream")
-    from .._placement import device_put
+    from ..core.placement import device_put
     return device_put(self, device)
 
 

@@ -218,7 +218,7 @@ def _batch_like(args, dims, **params):
 def _place_like(v, ref):
     """Eager ``reshard_like``: ``v`` placed as ``ref`` is when ``ref`` is sharded over
     several devices (``v`` itself otherwise)."""
-    from .._placement import device_put
+    from ..core.placement import device_put
     from ..core.sharded import ShardedArray
     if type(ref) is ShardedArray and type(v) is not ShardedArray or (
             type(v) is ShardedArray and type(ref) is ShardedArray and
@@ -230,7 +230,7 @@ def _place_like(v, ref):
 def _place_eager(prim, x, params):
     """Eager application: ``x`` placed by the constraint (the operand itself when it
     already is sharded that way)."""
-    from .._placement import device_put
+    from ..core.placement import device_put
     from ..core.avals import aval_of_value
     from ..core.sharded import ShardedArray, check_shardable, spec_tuple, to_pspec
     from ..core.trace import get_aval

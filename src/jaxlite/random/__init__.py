@@ -35,7 +35,7 @@ from ._multivariate import multivariate_normal, orthogonal  # noqa
 
 def _add_out_sharding():
     # the samplers that take JAX's ``out_sharding=`` (their values do not depend on it)
-    from .._sharding_constraints import with_out_sharding
+    from ..lax._sharding_constraints import with_out_sharding
     g = globals()
     for name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
                  "dirichlet", "exponential", "f", "gamma", "generalized_normal",

@@ -15,6 +15,13 @@ layer above reaches the platform through the device it works on:
 - ``compile(program, devices, name)``: an executable whose ``run`` takes and returns
   native values (the program is the compiler's optimised ClosedJaxpr; the runtime never
   looks inside it);
+- ``run_compiled(compiled, args, placement)``: one call of a jitted program on its
+  arguments, placed as ``jit`` decided (a ``Placement``): operands to native values, the
+  run, the temporaries' accounting and the outputs as Arrays.  ``jit`` traces, caches,
+  chooses the placement and makes this one call; how the program runs (a worker thread,
+  donation into outputs, several devices) is the platform's.  The default (core/run.py)
+  covers one device of a platform whose memory is not host memory, and calls over a mesh
+  run as the compiler's SPMD partition expanded over its devices;
 - what it supports: ``dtypes`` (None: every dtype) and ``native_primitives`` (the
   primitives it has native code for; the others it runs another way, e.g. through their
   NumPy reference implementation).
@@ -58,6 +65,12 @@ class Backend(abc.ABC):
     priority = -1
     dtypes = None
     native_primitives = frozenset()
+    # whether programs given to ``compile`` may hold the compiler's fused kernels (False:
+    # the platform's own compiler fuses, e.g. XLA through PJRT)
+    fusion = True
+    # whether ``to_host`` returns a new array nobody else holds (a copy out of device
+    # memory), which a reader may keep without copying it again
+    to_host_is_fresh = False
 
     def __init__(self):
         self._devices = None
@@ -86,7 +99,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def from_host(self, array: np.ndarray, device):
-        """A native copy of the C-contiguous host array ``array`` on ``device``."""
+        """A native copy of the C-contiguous host array ``array`` on ``device``
+        (``array`` may be the caller's own: keep no reference to it once returned)."""
 
     @abc.abstractmethod
     def to_host(self, native, device) -> np.ndarray:
@@ -108,6 +122,11 @@ class Backend(abc.ABC):
         """Called once when the Buffer holding ``native`` is deleted or collected (after
         its bytes left the device's accounting).  Default: nothing to do."""
 
+    def block_until_ready(self, native, device) -> None:
+        """Waits until ``native``'s values (on ``device``) are computed (a platform whose
+        results come back before they are computed raises the computation's error here).
+        Default: nothing to wait for."""
+
     # ---- execution --------------------------------------------------------------------------
     @abc.abstractmethod
     def execute(self, prim, vals: list, params: dict, device, out_aval):
@@ -127,12 +146,113 @@ class Backend(abc.ABC):
         ``temp_bytes`` (bytes of temporaries, charged while it runs), ``as_text()`` and
         ``backend`` (a name for printing)."""
 
+    def run_compiled(self, compiled, args: list, placement: "Placement") -> list:
+        """Runs the jitted program ``compiled`` once on ``args`` (the call's flat
+        arguments: Arrays, NumPy values, Python scalars) as ``placement`` says, and returns
+        its flat outputs as Arrays (on ``placement.device``, or sharded as
+        ``placement.out_shardings`` says).
+
+        ``compiled`` is jit's compiled stage: ``compiled._program`` holds the compiler's
+        program (``executable``, the default platform's executable, and
+        ``executable_for(device)``), ``compiled._fun_name`` names it; a platform may keep
+        per-program facts in ``compiled.__dict__``.
+
+        Default, on one device whose memory is not host memory: the operands as the
+        backend's native values (arguments elsewhere copied as counted implicit
+        transfers, freed after the run), the executable run synchronously with its
+        temporaries charged to the device, each output wrapped as an Array.  Donation is
+        accepted and ignored there (the arguments stay valid, as JAX does where a
+        platform cannot alias); a platform that aliases overrides this.  Over a mesh (a
+        placement with ``out_shardings``): the partitioned program ``placement.spmd``
+        builds, run on the arguments' global values (or on this process's shards when
+        the mesh spans several processes), or the program run once on one device, its
+        outputs placed by their shardings.  A platform that partitions programs itself
+        (XLA through PJRT) overrides this for such placements.
+
+        Raises JaxRuntimeError (RESOURCE_EXHAUSTED) naming ``placement.what`` when an
+        allocation fails, and whatever the executable raises.
+        """
+        return _DEFAULT_RUN(self, compiled, args, placement)
+
     def supports_dtype(self, dtype) -> bool:
         """Whether this platform can hold arrays of ``dtype``."""
         return self.dtypes is None or np.dtype(dtype) in self.dtypes
 
     def __repr__(self):
         return f"<{type(self).__name__} platform={self.platform!r}>"
+
+
+class Placement:
+    """How ``jit`` places one run of a compiled program (``Backend.run_compiled``).
+
+    A call on one device fills the first five (``Placement(device, committed, ...)``); a
+    call over a mesh, or with ``out_shardings``, also ``out_shardings`` (which marks it)
+    and the rest (``Placement.sharded``).
+
+    Attributes:
+      device: the Device it runs on (its committed arguments', ``jit(device=)``, else the
+        default device); for a sharded call, ``jit(device=)`` or None.
+      committed: whether its outputs are committed to ``device``.
+      donate: the flat positions of donated arguments the program reads, or None.
+      what: the call, for error messages (``'jit of f'``).
+      check: None, or ``check(args, outputs)``, called once a synchronous run has made
+        its output Arrays (``jax_debug_nans`` / ``jax_debug_infs``; outputs still being
+        computed on a worker are not checked).
+      out_shardings: per output, the Sharding it is placed by (None: where it is made).
+      mesh: the Mesh the call's arguments and results live on, or None.
+      across: whether ``mesh`` spans several processes (each runs on its own shards).
+      spmd: None (run the program as it is), or a function of no arguments returning
+        the program partitioned for this placement (a callable of the arguments' global
+        values) or None when it must run once: what a platform without a partitioner of
+        its own runs (the compiler's SPMD partition expanded over the mesh).
+      key, cache: a platform keeps what it builds for this placement in dict ``cache``
+        (owned by jit's compiled signature) under ``key``.
+      names: a function of no arguments giving the arguments' names (for errors), or
+        None.
+      delete_after: the donated sharded arguments, deleted once the results exist.
+    """
+
+    # a sharded call's fields default here, so that a call on one device (every jitted
+    # call past the cached fast path) sets five attributes only
+    out_shardings = mesh = spmd = key = cache = names = None
+    across = False
+    delete_after = ()
+
+    def __init__(self, device, committed: bool, donate=None, what: str = "jit",
+                 check=None):
+        self.device = device
+        self.committed = committed
+        self.donate = donate
+        self.what = what
+        self.check = check
+
+    @classmethod
+    def sharded(cls, device, what: str, check, *, out_shardings, mesh, across: bool,
+                spmd, key, cache, names, delete_after) -> "Placement":
+        """The placement of a call over a mesh or with ``out_shardings`` (see the class
+        docstring); ``device`` is ``jit(device=)`` or None."""
+        p = cls(device, False, None, what, check)
+        p.out_shardings, p.mesh, p.across, p.spmd = out_shardings, mesh, across, spmd
+        p.key, p.cache, p.names, p.delete_after = key, cache, names, delete_after
+        return p
+
+    def __repr__(self):
+        mesh = "" if self.out_shardings is None else \
+            f", mesh={self.mesh!r}, out_shardings={self.out_shardings!r}"
+        return (f"Placement(device={self.device!r}, committed={self.committed}, "
+                f"donate={self.donate}, what={self.what!r}{mesh})")
+
+
+# Backend.run_compiled's default: it wraps outputs as Arrays, which are core's, so core
+# registers it (core/run.py run_compiled) and the runtime imports nothing above it.
+_DEFAULT_RUN = None
+
+
+def set_default_run(fn) -> None:
+    """Registers ``fn(backend, compiled, args, placement) -> outputs``, the default
+    ``Backend.run_compiled`` (called once, by core/run.py, when it is imported)."""
+    global _DEFAULT_RUN
+    _DEFAULT_RUN = fn
 
 
 _BACKENDS: dict = {}   # platform name -> Backend, in registration order
@@ -173,6 +293,61 @@ def get(platform: str) -> Backend | None:
     return _BACKENDS.get(platform)
 
 
+# Sources of platforms registered on demand (backends/pjrt: one per PJRT plugin found), so
+# that importing jaxlite loads no plugin and opens no chip.
+_PROVIDERS: list = []
+
+
+def add_provider(provider) -> None:
+    """Adds a source of platforms registered when first asked for.
+
+    ``provider.provide(name)`` registers (``register``) and returns the Backend of platform
+    ``name`` when it has one, returns None when it has none, and raises RuntimeError
+    naming the cause when it has the platform but cannot start it (the chip held by
+    another process, a plugin too old).  ``provider.hint(name)`` is None, or what to
+    install to get platform ``name`` (added to the "Unknown backend" error).
+    ``provider.autodetect()`` registers the platforms that become the default without
+    being named (accelerators whose client starts), warning for those that fail;
+    ``default_backend()`` calls it once, when ``jax_platforms`` is unset.
+    """
+    _PROVIDERS.append(provider)
+
+
+def provide(name: str) -> Backend | None:
+    """The Backend of platform ``name``: the registered one, else one a provider registers
+    now (``add_provider``), else None.  Raises the provider's RuntimeError when the
+    platform is known but cannot start."""
+    b = _BACKENDS.get(name)
+    if b is None:
+        for p in _PROVIDERS:
+            b = p.provide(name)
+            if b is not None:
+                break
+    return b
+
+
+def missing_hint(name: str) -> str:
+    """`` <what to install>`` for an absent platform ``name`` (from the providers), or
+    the empty string."""
+    for p in _PROVIDERS:
+        h = p.hint(name)
+        if h:
+            return f" {h}"
+    return ""
+
+
+_autodetected = False
+
+
+def autodetect() -> None:
+    """Lets every provider register its default-worthy platforms (once per process)."""
+    global _autodetected
+    if not _autodetected:
+        _autodetected = True
+        for p in _PROVIDERS:
+            p.autodetect()
+
+
 def registered() -> list:
     """Every registered Backend, in registration order."""
     return list(_BACKENDS.values())
@@ -195,7 +370,17 @@ def requested_platforms(spec: str) -> list:
     """
     out = []
     for p in spec.split(","):
+        cause = None
+        for a in ALIASES.get(p, (p,)):
+            try:
+                provide(a)
+            except RuntimeError as e:     # known, but it cannot start: say why
+                cause = cause or str(e)
         names = [a for a in ALIASES.get(p, (p,)) if a in _BACKENDS]
+        if not names and cause is not None:
+            raise RuntimeError(f"Unable to initialize backend '{p}': {cause} (set "
+                               f"JAX_PLATFORMS='' to automatically choose an available "
+                               f"backend)")
         if not names:
             have = list(_BACKENDS)
             if p in ALIASES:
@@ -203,6 +388,7 @@ def requested_platforms(spec: str) -> list:
                        f"({', '.join(ALIASES[p])}) is present; platforms present: {have}")
             else:
                 why = f"Backend '{p}' is not in the list of known backends: {have}."
+            why += missing_hint(p)
             raise RuntimeError(f"Unable to initialize backend '{p}': {why} (set "
                                f"JAX_PLATFORMS='' to automatically choose an available "
                                f"backend)")

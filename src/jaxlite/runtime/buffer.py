@@ -474,7 +474,9 @@ def take_donated(leaves, vals, usable) -> frozenset:
         if buf is None:
             continue
         buf.delete()
-        if _exclusive(vals, k):
+        if type(vals[k]) is not np.ndarray and not buf.device._host_memory:
+            writable.append(k)     # another platform's buffer: its runtime consumes it
+        elif _exclusive(vals, k):
             writable.append(k)
     return frozenset(writable)
 

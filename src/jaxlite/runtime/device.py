@@ -217,15 +217,25 @@ def _lookup(name: str):
     RuntimeError worded as JAX's when there is none."""
     b = _backend.get(name)
     if b is None:
+        cause = None
+        for p in _backend.ALIASES.get(name, (name,)):
+            try:     # a platform registered on demand (a PJRT plugin)
+                b = _backend.provide(p)
+            except RuntimeError as e:
+                cause = cause or e
+            if b is not None:
+                return b
         present = [p.platform for p in _backend.registered()]
+        if cause is not None:    # JAX's words for a platform that failed to start
+            raise RuntimeError(f"Backend '{name}' failed to initialize: {cause}. "
+                               f"Available backends are {present}") from None
+        hint = _backend.missing_hint(name)       # what to install, for a known platform
         if name in _backend.ALIASES:
-            for p in _backend.ALIASES[name]:
-                if _backend.get(p) is not None:
-                    return _backend.get(p)
             raise RuntimeError(f"Unknown backend: {name!r} requested, but no platforms that "
                                f"are instances of {name} are present. Platforms present "
-                               f"are: {','.join(present)}")
-        raise RuntimeError(f"Unknown backend '{name}'. Available backends are {present}")
+                               f"are: {','.join(present)}{'.' if hint else ''}{hint}")
+        raise RuntimeError(f"Unknown backend '{name}'. Available backends are "
+                           f"{present}{'.' if hint else ''}{hint}")
     return b
 
 
@@ -285,6 +295,9 @@ def default_backend() -> str:
         return _platforms_checked[1]
     if config.jax_platform_name:     # JAX's older flag: the default platform only
         return _lookup(config.jax_platform_name).platform
+    if not _backend._autodetected:   # accelerators found on demand (a TPU whose client
+        _backend.autodetect()        # starts becomes the default, as in JAX)
+        regs = _backend.registered()
     best = regs[0]
     for b in regs[1:]:
         if b.priority > best.priority:

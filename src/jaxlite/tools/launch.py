@@ -36,6 +36,7 @@ Layer: tools.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import secrets
@@ -165,12 +166,11 @@ class _Sink:
                 self.stream.flush()
         except BrokenPipeError:
             self.closed = True
-            try:   # so that Python's flush at exit does not complain about it again
+            # so that Python's flush at exit does not complain about it again
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, self.stream.fileno())
                 os.close(devnull)
-            except (OSError, ValueError, AttributeError):
-                pass
             raise _OutputClosed() from None
 
 
@@ -180,7 +180,7 @@ class _Drop:
     closed = False
 
     def write(self, data: bytes) -> None:
-        pass
+        """Discards ``data``."""
 
 
 class _Source:
@@ -302,10 +302,8 @@ def launch(script: str, args=(), *, nprocs: int, timeout: int, mpiexec: str,
         try:
             for key in list(sel.get_map().values()):
                 if key.data is not None:
-                    try:
+                    with contextlib.suppress(_OutputClosed):
                         key.data.close()       # emits a last line without its newline
-                    except _OutputClosed:
-                        pass
                 key.fileobj.close()
         finally:
             sel.close()
@@ -396,15 +394,12 @@ class _Job:
         return members
 
     def _signal(self, pids, sig) -> None:
-        try:      # mpiexec's process group: the job where /proc does not show more
+        # mpiexec's process group: the job where /proc does not show more
+        with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, sig)
-        except OSError:
-            pass
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):   # ended meanwhile
                 os.kill(pid, sig)
-            except OSError:                      # ended meanwhile
-                pass
 
     def stop(self) -> None:
         """Ends every process of the job: SIGTERM, then SIGKILL to those still running
@@ -427,10 +422,8 @@ class _Job:
                 elif not pids & table.keys():
                     break
                 time.sleep(0.05)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):   # unkillable (in the kernel)
             self.proc.wait(5)
-        except subprocess.TimeoutExpired:        # unkillable (stopped in the kernel)
-            pass
 
 
 def _pump(sel, listener, job, sinks, timeout):

@@ -9,9 +9,13 @@ compiles it through the compiler pipeline, and stores the executable only if all
 succeeded.  Inside another trace a jitted function stages a single ``jit`` equation
 carrying its program (so transformations compose); the compiler inlines it.
 
-A call runs its program inline, or, when the program's estimated work (``cost_analysis``
-flops + bytes) reaches ``jaxlite_async_min_cost``, on the device's worker thread: it then
-returns pending Arrays at once (runtime/dispatch.py).
+jit chooses where a call runs (its committed arguments' device, ``device=``, else the
+default; over a mesh, the shardings of its arguments and results) and hands the program
+with that placement to the device's backend (``Backend.run_compiled``, runtime/backend.py):
+on the CPU it runs inline or, when its estimated work (``cost_analysis`` flops + bytes)
+reaches ``jaxlite_async_min_cost``, on the device's worker thread, returning pending
+Arrays at once (backends/cpu/_run.py, runtime/dispatch.py).  The cached fast path of a
+call (``_FastEntry.launch``) runs a CPU program itself, with no call in between.
 """
 from __future__ import annotations
 
@@ -39,15 +43,16 @@ from ..core.sharded import ShardedArray, mesh_context as _mesh_context, on_mesh
 from ..sharding import NamedSharding
 from ..core.avals import ShapedArray, aval_of_value
 from ..core import eager as _eager
-from ..core.eager import fp_ignore_begin, fp_ignore_end, placement, value_on, wrap
+from ..core.eager import dispatch_program, fp_ignore_begin, fp_ignore_end, wrap
 from ..core.staging import DynamicJaxprTracer, trace_to_jaxpr
 from ..core.trace import Tracer
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control import jit_p
 from ..runtime import devices, get_default_device
 from ..runtime import buffer as _buffer
+from ..runtime.backend import Placement
+from ..core.run import run_device
 from ..runtime import dispatch as _dispatch
-from ..compiler.pipeline import cost_analysis
 from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
                      traced_mesh_types, typed_avals)
@@ -177,7 +182,7 @@ class _FastEntry:
         self.out_tree = entry.out_tree
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
         self.out_aval = self.program.executable.out_avals[0] if self.single else None
-        self.cost = _program_cost(self.program)
+        self.cost = self.program.dispatch_cost()
 
     def launch(self, args):
         device = self.device
@@ -196,8 +201,8 @@ class _FastEntry:
                 if v is None:
                     return None
                 vals.append(v)
-            res = _dispatch_program(self.program, vals, device, self.committed,
-                                    self.program.executable.out_avals)
+            res = dispatch_program(self.program, vals, device, self.committed,
+                                   self.program.executable.out_avals)
             return res[0] if self.single else tree_unflatten(self.out_tree, res)
         vals = []
         for x in args:
@@ -895,53 +900,30 @@ def _used_donations(compiled: Compiled, donate):
 
 
 def _run_compiled(compiled: Compiled, leaves, names_fn, donate=None):
-    """Runs a compiled program on concrete leaves: placement, transfers, execution,
-    temporaries' accounting, and wrapping the outputs as Arrays.  ``donate``: flat
-    positions of donated Array leaves (``JitWrapped._donated``)."""
+    """Runs a compiled program on concrete leaves: the device it runs on chosen here (its
+    committed arguments', ``jit(device=)``'s, else the default), the run itself by that
+    device's backend (``Backend.run_compiled``: transfers, execution, temporaries'
+    accounting, the outputs as Arrays).  ``donate``: flat positions of donated Array
+    leaves (``JitWrapped._donated``)."""
     what = f"jit of {compiled._fun_name}"
     donate = _used_donations(compiled, donate)
     device = compiled._lowered._wrapped._device
-    if device is not None:          # jit(..., device=d): run on d, commit the results
+    if device is None:
+        device, committed = run_device(leaves, what, names_fn)
+    else:           # jit(..., device=d): run on d, commit the results
         committed = True
-    else:
-        try:
-            device, committed = placement(leaves, what)
-        except ValueError as e:
-            device = e
-        if isinstance(device, ValueError):
-            # outside the except block, so the second error has the first not chained
-            placement(leaves, what, names_fn())  # raises again, naming the arguments
-            raise device
-    program = compiled._program
-    ex = program.executable if device.backend is program.backend else \
-        program.executable_for(device)
-    if not device._host_memory:
-        return _run_on_backend(ex, leaves, device, committed, donate, compiled)
-    if not donate and not monitoring._listeners and \
-            _program_cost(program) >= _dispatch._min_cost:
-        # big work: on the device's worker; pending arguments on this device are passed
-        # as futures (the worker's queue is FIFO), others are read (waited for) now
-        vals = [_dispatch.pending_or_value(x._buf) if type(x) is ArrayImpl and
-                _dispatch.is_pending(x._buf) and x._buf.device is device
-                else value_on(x, device) for x in leaves]
-        return _dispatch_program(program, vals, device, committed, ex.out_avals)
-    vals = [value_on(x, device) for x in leaves]
-    donated = _donate_for_run(compiled, ex, leaves, vals, donate) if donate else None
+    return device.backend.run_compiled(compiled, leaves, Placement(
+        device, committed, donate, what,
+        None if _eager._fp_checks is None else _fp_check(compiled)))
 
-    def run():
-        outs = ex.run(vals, donated) if donated else ex.run(vals)
-        return [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    token = fp_ignore_begin()   # JAX computes inf/nan (and casts) without warnings
-    try:
-        outs = device._run_charged(ex.temp_bytes, run)
-    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
-        raise _buffer.memory_error(e, device, what) from e
-    finally:
-        fp_ignore_end(token)
-    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
-        from .fp_checks import check_jit_outputs
-        check_jit_outputs(compiled, leaves, outs)
-    return outs
+
+def _fp_check(compiled):
+    """The output check of a run of ``compiled`` (``Placement.check``): None unless
+    ``jax_debug_nans`` / ``jax_debug_infs`` is on."""
+    if _eager._fp_checks is None:
+        return None
+    from .fp_checks import check_jit_outputs
+    return functools.partial(check_jit_outputs, compiled)
 
 
 def _prefix_shardings(shardings, tree_of, n: int, what: str) -> list:
@@ -1006,7 +988,10 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     """A call whose arguments include Arrays sharded over several devices, or that gives
     ``in_shardings``/``out_shardings``: the program runs on the arguments' global values
     and each output is placed by ``out_shardings``, else by the sharding propagation of
-    its program (the primitives' sharding rules), else replicated over the mesh.
+    its program (the primitives' sharding rules), else replicated over the mesh.  Decided
+    here: the arguments placed by ``in_shardings``, the mesh, the outputs' shardings; run
+    by the backend of the mesh's devices (``Backend.run_compiled`` with that Placement;
+    core/run.py for the CPU: the partitioned program, across processes as well).
 
     Donated sharded arguments (``donate``: their flat positions) are deleted once the
     results exist, as JAX deletes them whatever their outputs' sizes.
@@ -1021,9 +1006,8 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         if runner is not None:
             from ..tree_util import tree_flatten
             return tree_flatten(runner(leaves))[0]
-    from ..core.sharded import from_global, mesh_devices_check
-    from ..core.eager import host_value
-    from ..sharding import NamedSharding, SingleDeviceSharding
+    from ..core.sharded import mesh_devices_check
+    from ..sharding import NamedSharding
     what = f"jit of {entry.compiled._fun_name}"
     donate = _used_donations(entry.compiled, donate)
     given = leaves
@@ -1054,7 +1038,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                         f"{x.aval.str_short()}. Move it with jaxlite.device_put(x, {w}) "
                         f"first.")
                 if have is None:
-                    from .._placement import device_put
+                    from ..core.placement import device_put
                     shape = np.shape(x)
                     if isinstance(w, NamedSharding) and len(w.spec) <= len(shape):
                         # as JAX: jit reports a dimension its in_sharding does not divide
@@ -1122,50 +1106,21 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
                 closed, _leaf_specs(leaves, sharding0.mesh), sharding0.mesh, typed,
                 [on_mesh(x) for x in leaves]), leaves, out_avals)
         targets = [g if t is None else t for t, g in zip(targets, guessed)]
-    runner = None
+    spmd = None
     if sharding0 is not None and not _is_manual(entry.compiled._lowered._wrapped):
         if entry.partitions is None:
             entry.partitions = {}
-        tkey = pkey + tuple(targets)
-        runner = entry.partitions.get(tkey)
-        if runner is None:
-            from ..core.sharded import check_shardable
-            for t, a in zip(targets, out_avals):
-                if isinstance(t, NamedSharding):
-                    check_shardable(t, a, f"the outputs of {what}")
-            runner = entry.partitions[tkey] = _spmd_runner(
-                closed, _leaf_specs(leaves, sharding0.mesh), targets, sharding0.mesh,
-                entry.compiled._fun_name, across) or False
-    if across:
-        result = _run_across(runner, leaves, out_avals, targets, sharding0.mesh, what)
-        for k in donate or ():
-            if type(given[k]) is ShardedArray:
-                given[k].delete()
-        return result
-    vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
-            for x in leaves]
-    if runner:
-        outs = runner(*vals)
-    else:       # no mesh, or a program that must run once (effects, host callbacks)
-        outs = _run_compiled(entry.compiled, vals, names_fn)
-    result = []
-    for o, a, t in zip(outs, out_avals, targets):
-        if t is None:
-            result.append(o)
-        elif isinstance(t, SingleDeviceSharding):
-            from .._placement import device_put
-            result.append(device_put(o, t))
-        elif isinstance(t, NamedSharding):
-            from ..core.sharded import check_shardable
-            check_shardable(t, a, f"the outputs of {what}")
-            o.block_until_ready()
-            result.append(from_global(host_value(o), a, t))
-        else:
-            raise TypeError(f"{what}: out_shardings entries must be Shardings, got {t!r}")
-    for k in donate or ():
-        if type(given[k]) is ShardedArray:
-            given[k].delete()
-    return result
+        # the partitioned program, built once per placement by the backend (core/run.py)
+        spmd = functools.partial(_spmd_of_leaves, closed, leaves, targets, sharding0.mesh,
+                                 entry.compiled._fun_name, across)
+    dead = [given[k] for k in donate or () if type(given[k]) is ShardedArray]
+    mesh = sharding0.mesh if sharding0 is not None else None
+    backend = (mesh.devices.flat[0] if mesh is not None else get_default_device()).backend
+    return backend.run_compiled(entry.compiled, leaves, Placement.sharded(
+        entry.compiled._lowered._wrapped._device, what, _fp_check(entry.compiled),
+        out_shardings=targets, mesh=mesh, across=across, spmd=spmd,
+        key=pkey + tuple(targets), cache=entry.partitions, names=names_fn,
+        delete_after=dead))
 
 
 def _partition_for(closed, in_specs, targets, mesh):
@@ -1188,32 +1143,9 @@ def _partition_for(closed, in_specs, targets, mesh):
     return partition(closed, in_specs, out_specs, dict(mesh.shape))
 
 
-def _run_across(runner, leaves, out_avals, targets, mesh, what) -> list:
-    """A call of a jitted function on arrays over a mesh spanning several processes:
-    each process runs the partitioned program (``runner``, made with ``across``) on its
-    own shards stacked (``local_stack``) and keeps its own shards of the results.
-
-    Raises NotImplementedError for a program that must run once (a host callback or an
-    effect) or a result placed off the mesh."""
-    from ..core.sharded import from_local_stack, local_stack, process_box
-    if not runner:
-        raise NotImplementedError(f"{what}: a program with a host callback or an effect "
-                                  f"(debug.print, io_callback ...) over arrays on a mesh "
-                                  f"spanning several processes; it must run once, but "
-                                  f"each process holds only its shards.")
-    box = process_box(mesh)
-    axes = list(mesh.axis_names)
-    part = runner._partition
-    stacks = [local_stack(x, sp, mesh, box, axes) for x, sp in zip(leaves, part.in_specs)]
-    outs = runner(*stacks)
-    result = []
-    for o, a, t, spec in zip(outs, out_avals, targets, part.out_specs):
-        if not (isinstance(t, NamedSharding) and t.mesh == mesh):
-            raise NotImplementedError(f"{what}: an output placed by {t} off the mesh of its "
-                                      f"arguments, which spans several processes")
-        val = o._buf.data if isinstance(o, ArrayImpl) else np.asarray(o)
-        result.append(from_local_stack(val, spec, a, t, box, axes))
-    return result
+def _spmd_of_leaves(closed, leaves, targets, mesh, name, across):
+    """``_spmd_runner`` for arguments ``leaves`` (their specs over ``mesh``)."""
+    return _spmd_runner(closed, _leaf_specs(leaves, mesh), targets, mesh, name, across)
 
 
 def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
@@ -1374,82 +1306,6 @@ def _same_sharding(a, b, ndim: int) -> bool:
         return False
 
 
-def _run_on_backend(ex, leaves, device, committed, donate, compiled):
-    """``_run_compiled`` on a device whose memory is not host memory: the arguments as
-    the backend's native values, the backend's executable run synchronously, its outputs
-    wrapped.  Donation is accepted and ignored there (the arguments stay valid, as JAX
-    does where a platform cannot alias)."""
-    temps = []
-    vals = _eager.backend_operands(leaves, device, temps)
-    try:
-        outs = device._run_charged(ex.temp_bytes, lambda: ex.run(vals))
-        outs = [wrap(o, a, device, committed, vals) for o, a in zip(outs, ex.out_avals)]
-    except MemoryError as e:   # an allocation failed: JAX's RESOURCE_EXHAUSTED
-        raise _buffer.memory_error(e, device, f"jit of {compiled._fun_name}") from e
-    finally:
-        for t in temps:     # after wrapping: an output that is an operand gets copied
-            t.delete()
-    if _eager._fp_checks is not None:     # jax_debug_nans / jax_debug_infs
-        from .fp_checks import check_jit_outputs
-        check_jit_outputs(compiled, leaves, outs)
-    return outs
-
-
-def _program_cost(program) -> float:
-    """The program's estimated work for the inline-or-worker decision (runtime/dispatch.py):
-    flops, transcendentals and bytes accessed from the compiler's ``cost_analysis``,
-    computed once."""
-    c = program.__dict__.get("_dispatch_cost")
-    if c is None:
-        try:
-            ca = cost_analysis(program.optimized)
-            c = ca["flops"] + ca["transcendentals"] + ca["bytes accessed"]
-        except Exception:   # noqa: BLE001 - no estimate: run inline, as always
-            c = 0.0
-        program._dispatch_cost = c
-    return c
-
-
-def _dispatch_program(program, vals, device, committed: bool, out_avals) -> list:
-    """Queues ``program`` on ``device``'s worker; returns its output Arrays at once (each
-    pending until the worker has computed it; see runtime/dispatch.py).  Raises
-    JaxRuntimeError (RESOURCE_EXHAUSTED) at once when its outputs (``_dispatch.submit``)
-    or its temporaries have more bytes than the device can hold."""
-    tmp = program.executable.temp_bytes
-    if tmp and tmp > _buffer.bytes_limit(device) > 0:
-        what = f"jit of {getattr(program.executable, 'name', 'a program')}"
-        _buffer.check_fits(out_avals, device, what)      # the outputs named first
-        raise _buffer.out_of_memory(tmp, device=device, what=f"the temporaries of {what}")
-    bufs = _dispatch.new_job(device, len(out_avals), "")
-    outs = [ArrayImpl(b, a, committed) for b, a in zip(bufs, out_avals)]
-
-    def job(vals):
-        ex = program.executable      # the tier current when the job runs
-
-        def run():
-            res = ex.run(vals)
-            return [wrap(o, a, device, committed, vals)._buf for o, a in zip(res, out_avals)]
-        return device._run_charged(ex.temp_bytes, run)
-    _dispatch.submit(device, job, vals, f"jit of {program.executable.name}"
-                     if hasattr(program.executable, "name") else "jit program", outs)
-    return outs
-
-
-def _donate_for_run(compiled, ex, leaves, vals, donate):
-    """Consumes the donated leaves an output can take (deleted before the run, so the
-    device's bytes never count them twice) and returns the positions whose buffers the
-    executable may write into; warns once per compiled signature about donated leaves no
-    output can take (they stay valid, as in JAX)."""
-    plans = compiled.__dict__.setdefault("_donation_plans", {})
-    plan = plans.get(donate)
-    if plan is None:
-        plan = plans[donate] = _buffer.plan_donation(ex.in_avals, ex.out_avals, donate)
-        if plan[1]:
-            warnings.warn(_buffer.unusable_donation_message(
-                [ex.in_avals[k] for k in plan[1]]), UserWarning, stacklevel=_user_stacklevel())
-    return _buffer.take_donated(leaves, vals, plan[0]) if plan[0] else None
-
-
 def _run_staged(compiled: Compiled, leaves, names_fn, donate=None):
     """A call of ``jit(f).lower(...).compile()``: as the jitted function's own call, placed
     by its ``in_shardings``/``out_shardings``, sharded arguments and sharding constraints
@@ -1476,7 +1332,7 @@ def _check_compiled_shardings(compiled, leaves, recorded, names_fn) -> list:
     Raises ValueError (JAX's message, listing every mismatch) for a sharded or committed
     argument whose sharding differs from the one it was compiled for."""
     from ..sharding import SingleDeviceSharding
-    from .._placement import device_put
+    from ..core.placement import device_put
     out, bad = [], []
     for k, (x, want) in enumerate(zip(leaves, recorded)):
         sharded = type(x) is ShardedArray

@@ -1034,7 +1034,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
 def _global_from_local(x, mesh, name):
     """A pmap argument's local slices (one per local device, stacked in front) as the
     array over every process's devices they are part of."""
-    from .._sharded_api import make_array_from_process_local_data
+    from .sharded_api import make_array_from_process_local_data
     from ..sharding import NamedSharding, PartitionSpec
     return make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec(name)),
                                               np.asarray(x))

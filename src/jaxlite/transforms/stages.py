@@ -339,7 +339,7 @@ class Compiled:
     """An executable for one input signature (``jax.stages.Compiled``): call it with
     arguments of that signature."""
 
-    _run_impl = None  # installed by transforms.jit (it owns placement and wrapping)
+    _run_impl = None  # installed by transforms.jit (placement; the backend runs it)
     _partition_impl = None  # installed by transforms.jit: the SPMD partition of a call
 
     def _partition(self):
@@ -387,6 +387,10 @@ class Compiled:
         a jitted ``shard_map`` reports too (the collectives its body calls; its flops are
         the whole computation's)."""
         part = self._partition()
+        plugin = getattr(self._program.executable, "cost_analysis", None)
+        plugin = plugin() if part is None and plugin is not None else None
+        if plugin is not None:
+            return plugin       # compiled by a PJRT plugin: XLA's own figures
         if part is None:
             out = cost_analysis(self._program.optimized)
             manual = self._lowered.closed_jaxpr.collectives

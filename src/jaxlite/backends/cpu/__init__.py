@@ -6,6 +6,10 @@ Layer: backends.  This folder is the whole native CPU backend:
   Its devices share host memory (``host_memory = True``: the runtime's host allocator and
   buffer pool serve them, and the eager hot paths run each primitive's NumPy reference
   implementation directly, which is exactly this backend's ``execute``).
+- ``_run.py``: one call of a jitted program on one device (``run_compiled``): inline,
+  or on the device's worker when the program is big; donated buffers written into.
+  A call over a mesh of CPU devices runs as the runtime's default runs it (core/run.py):
+  the compiler's SPMD partition expanded over the mesh, across MPI processes as well.
 - ``_tiered.py``: programs start on the interpreter (backends/interpreter.py, the
   reference) and switch to native code built in the background once hot.
 - ``native.py``: the native executable (fused kernels as generated Numba loops, BLAS,
@@ -26,6 +30,7 @@ from ...runtime import backend as _backend
 from ...runtime.buffer import pool_empty
 from ...runtime.device import CpuDevice, num_cpu_devices
 from ..base import get_backend, register_backend
+from . import _run
 from ._tiered import compile_cpu
 
 register_backend("cpu", compile_cpu)   # the "cpu" executor: tiered native code
@@ -73,6 +78,10 @@ class CpuBackend(_backend.Backend):
 
     def compile(self, program, devices, name):
         return get_backend(self.executor)(program, name)
+
+    # one device: inline or on the device's worker, donation into outputs; over a mesh:
+    # the runtime's default, the partitioned program over the devices' shards (_run.py)
+    run_compiled = _run.run_compiled
 
     @property
     def native_primitives(self) -> frozenset:

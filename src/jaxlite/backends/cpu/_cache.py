@@ -110,7 +110,7 @@ def _env_key() -> str:
         import llvmlite
         import llvmlite.binding as ll
         import numba
-        from ... import __version__
+        from ...version import __version__
         from . import _ops as _cpu_ops, _vecmath
         h = hashlib.sha256()
         parts = ["cpu", __version__, numba.__version__, llvmlite.__version__,
@@ -344,10 +344,9 @@ def _dir_lock(d: str):
     if fd is None:
         raise OSError(f"cannot lock {path}")
     try:
-        try:
+        # a file system without locks: the manifests still decide
+        with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:             # a file system without locks: manifests still decide
-            pass
         yield
     finally:
         os.close(fd)
@@ -645,11 +644,11 @@ class ProgramBuild:
         for key, (entry, index, data) in self.pending.items():
             if self.why is None:
                 try:
-                    entry.write(index, data)
+                    # a full or read-only disk (OSError): this process goes without the entry
+                    with contextlib.suppress(OSError):
+                        entry.write(index, data)
                 except _Untrusted as e:
                     _refuse(os.path.dirname(entry.d), str(e))
-                except OSError:     # a full or read-only disk: this process only
-                    pass
                 else:
                     with _LOCK:
                         _UNWRITTEN.pop(key, None)

@@ -206,7 +206,7 @@ def _kernel_texts(jaxpr, out: list) -> None:
 def program_key(closed) -> str:
     """A hash of an optimised program (its text, its fused kernels, its constants) and the
     jaxlite/Python versions: the name of its "native code built before" marker."""
-    from ... import __version__
+    from ...version import __version__
     from ...core.eager import host_value
     h = hashlib.sha256()
     texts: list = []

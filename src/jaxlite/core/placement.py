@@ -1,11 +1,12 @@
 """``device_put``, ``device_get``, ``block_until_ready``, ``default_device``: moving data
 between the host and devices explicitly (``jax.device_put`` ...).
 
-Layer: just above core/runtime.  Every copy goes through the transfer guard (as an
-*explicit* transfer) and the transfer counters, and through the backends of the devices
-involved (runtime/buffer.py ``native_copy``, core/eager.py ``put_host``).  A pytree is checked whole before anything
-moves, so a refused transfer or a bad leaf leaves every source untouched and creates
-nothing.
+Layer: core (re-exported at the top level).  Every copy goes through the transfer guard
+(as an *explicit* transfer) and the transfer counters, and through the backends of the
+devices involved (runtime/buffer.py ``native_copy``, core/eager.py ``put_host``).  A pytree
+is checked whole before anything moves, so a refused transfer or a bad leaf leaves every
+source untouched and creates nothing.  A traced value is placed by binding the sharding
+primitives through lax's ``reshard``/``with_sharding_constraint``.
 """
 from __future__ import annotations
 
@@ -13,18 +14,18 @@ import contextlib
 
 import numpy as np
 
-from .core.array import ArrayImpl, deleted_error
-from .core.avals import aval_of_value
-from .core.sharded import ShardedArray, check_shardable, from_global, shard_indices
-from .core.trace import Tracer
-from .core.eager import put_host
-from .runtime import (Device, check_default_device, count_transfer, get_default_device,
+from .array import ArrayImpl, deleted_error
+from .avals import aval_of_value
+from .sharded import ShardedArray, check_shardable, from_global, shard_indices
+from .trace import Tracer
+from .eager import put_host
+from ..runtime import (Device, check_default_device, count_transfer, get_default_device,
                       guard_transfer)
-from .runtime.buffer import check_dtype, native_copy, new_buffer
-from .runtime.device import process_index
-from .runtime import device as _device_mod
-from .sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
-from .tree_util import tree_flatten, tree_map, tree_unflatten
+from ..runtime.buffer import check_dtype, native_copy, new_buffer
+from ..runtime.device import process_index
+from ..runtime import device as _device_mod
+from ..sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -51,7 +52,7 @@ def _target_device(device):
     if _is_named(device):
         return device
     if _is_pspec(device):
-        from .sharding import _state
+        from ..sharding import _state
         mesh = _state().mesh        # the mesh of set_mesh (also read under jit)
         if mesh is None or getattr(mesh, "empty", False):
             raise ValueError(f"jaxlite.device_put got the PartitionSpec {device} but no mesh "
@@ -133,7 +134,7 @@ def _plan(x, device, may_alias):
         if device is None:
             return ("keep", x, None, x.aval)
         if not x._readable():       # over several processes: the others' shards too
-            from .core.sharded import non_addressable_error
+            from .sharded import non_addressable_error
             raise non_addressable_error(x)
         return ("gather", x, device, x.aval)
     if type(x) is ArrayImpl:
@@ -257,16 +258,16 @@ def _run_plan(p):
     if kind == "keep":
         return x
     if kind == "reshard":
-        from ._sharding_constraints import reshard
+        from ..lax._sharding_constraints import reshard
         return reshard(x, device)
     if kind == "place":
-        from ._sharding_constraints import with_sharding_constraint
-        from .sharding import NamedSharding, PartitionSpec, UNCONSTRAINED
+        from ..lax._sharding_constraints import with_sharding_constraint
+        from ..sharding import NamedSharding, PartitionSpec, UNCONSTRAINED
         ndim = np.ndim(x)
         return with_sharding_constraint(
             x, NamedSharding(device.mesh, PartitionSpec(*[UNCONSTRAINED] * ndim)))
     if kind == "shard" and type(x) is ShardedArray and not x._readable():
-        from .core.sharded import move_across     # over several processes
+        from .sharded import move_across     # over several processes
         return move_across(x, device)
     if kind in ("shard", "gather"):
         moves = _shard_moves(p)

@@ -2,7 +2,7 @@
 ``jax.sharding.reshard`` (also top-level ``reshard``) and the ``out_sharding=`` argument
 of array creation and of the matrix products.
 
-Layer: top (above primitives/sharding_constraint.py, _placement.py and sharding.py).
+Layer: public ops (lax; above primitives/sharding_constraint.py and sharding.py).
 Under a transformation each binds the ``sharding_constraint`` / ``reshard`` primitive,
 whose sharding rule the propagation pass (and so ``jit``'s output placement) follows;
 eagerly the operand is placed there (``device_put``).  Every check that JAX makes when
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from .core.trace import Tracer, get_aval
-from .primitives.sharding_constraint import reshard_p, sharding_constraint_p
-from .sharding import (AxisType, NamedSharding, P, Sharding, UNCONSTRAINED, _entry_names,
+from ..core.trace import Tracer, get_aval
+from ..primitives.sharding_constraint import reshard_p, sharding_constraint_p
+from ..sharding import (AxisType, NamedSharding, P, Sharding, UNCONSTRAINED, _entry_names,
                        _state)
-from .tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["with_sharding_constraint", "reshard", "out_sharding_of", "apply_out_sharding"]
 
@@ -73,7 +73,7 @@ def _aval(x):
         pass
     # outside the except block: aval_of_value's own error for a non-array reaches the user
     # without get_aval's chained under it
-    from .core.avals import aval_of_value
+    from ..core.avals import aval_of_value
     return aval_of_value(x)
 
 
@@ -145,7 +145,7 @@ def with_sharding_constraint(x, shardings):
         flat = [shardings] * len(leaves)
     else:
         flat = _broadcast_prefix(shardings, x, "with_sharding_constraint")
-    from .core.array import ArrayImpl
+    from ..core.array import ArrayImpl
     plans = []
     for leaf, given in zip(leaves, flat):
         sh = _wsc_sharding(given)
@@ -180,7 +180,7 @@ def with_sharding_constraint(x, shardings):
                         f"The sharding on the input must be a `NamedSharding` since the "
                         f"target sharding has an `AbstractMesh` in it. Got sharding type "
                         f"{type(leaf.sharding)} for shape {aval.str_short()}")
-                from .core.sharded import check_shardable
+                from ..core.sharded import check_shardable
                 check_shardable(_without_unconstrained(sh), aval,
                                 "with_sharding_constraint arguments")
             free = frozenset(d for d, e in enumerate(sh.spec.partitions)
@@ -315,7 +315,7 @@ def out_sharded(x, out_sharding, who: str, creation: bool = False):
 
 def _whole_on(x, mesh):
     """``x`` resharded whole (``P()``) on ``mesh`` when it is sharded or traced."""
-    from .core.sharded import ShardedArray
+    from ..core.sharded import ShardedArray
     if type(x) is ShardedArray or isinstance(x, Tracer):
         return reshard_p.bind(x, dst_sharding=NamedSharding(mesh, P()),
                               unconstrained_dims=frozenset())
@@ -363,7 +363,7 @@ def _staged_over_devices(x, n: int) -> bool:
     devices (its program then runs there), or by another transformation (not checked)."""
     if not isinstance(x, Tracer):
         return False
-    from .core.staging import DynamicJaxprTracer
+    from ..core.staging import DynamicJaxprTracer
     if type(x) is not DynamicJaxprTracer:
         return True
     mt = getattr(x._trace.main.payload, "mesh_types", None)

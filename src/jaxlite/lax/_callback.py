@@ -1,7 +1,7 @@
 """Host callbacks: ``pure_callback`` (``jax.pure_callback``) and ``io_callback``
 (``jax.experimental.io_callback``).
 
-Layer: top.  The user's callback is wrapped into a flat function of NumPy operands (it
+Layer: public ops (lax).  The user's callback is wrapped into a flat function of NumPy operands (it
 receives jaxlite Arrays, with the argument pytree rebuilt, as JAX passes jax Arrays) and
 bound as the ``pure_callback``/``io_callback`` primitive (primitives/callback.py), so it
 runs eagerly, inside ``jit`` (when the program runs), under ``vmap`` and in control flow.
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes
-from .config import config
-from .core.avals import ShapedArray
-from .primitives.callback import VMAP_METHODS, io_callback_p, pure_callback_p
-from .tree_util import tree_flatten, tree_leaves, tree_unflatten
+from .. import dtypes
+from ..config import config
+from ..core.avals import ShapedArray
+from ..primitives.callback import VMAP_METHODS, io_callback_p, pure_callback_p
+from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["pure_callback", "io_callback"]
 
@@ -39,8 +39,8 @@ def _result_avals(result_shape_dtypes):
 def _as_array(v):
     """A NumPy operand as a jaxlite Array on the default device (a copy: the callback may
     keep it)."""
-    from .core.eager import wrap
-    from .runtime import get_default_device
+    from ..core.eager import wrap
+    from ..runtime import get_default_device
     v = np.array(v, copy=True)
     return wrap(v, ShapedArray(v.shape, v.dtype), get_default_device(), False)
 

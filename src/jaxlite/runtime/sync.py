@@ -1,12 +1,12 @@
-"""Top-level helpers about running work: ``effects_barrier`` and ``copy_to_host_async``
-(mirroring ``jax.effects_barrier`` and ``jax.copy_to_host_async``).
+"""Waiting for dispatched work: ``effects_barrier`` and ``copy_to_host_async`` (mirroring
+``jax.effects_barrier`` and ``jax.copy_to_host_async``; re-exported at the top level).
 
-Layer: top (uses the runtime's asynchronous dispatch).
+Layer: runtime (the asynchronous dispatch's queues, runtime/dispatch.py).
 """
 from __future__ import annotations
 
-from .runtime import dispatch as _dispatch
-from .tree_util import tree_leaves
+from . import dispatch as _dispatch
+from ..tree_util import tree_leaves
 
 __all__ = ["effects_barrier", "copy_to_host_async"]
 

@@ -6,8 +6,10 @@
 for a sharded array (``float32[8@x,4]``: the mesh axes of Explicit type that split each
 dimension).
 
-Layer: top (above core/sharded.py and _placement.py).  Everything is checked before
-anything is placed: a refused call leaves no new buffer on any device.
+Layer: transforms (above core/sharded.py and core/placement.py; the sharding a traced value
+would get comes from the staged program's sharding propagation, compiler/passes).
+Everything is checked before anything is placed: a refused call leaves no new buffer on
+any device.
 """
 from __future__ import annotations
 
@@ -16,15 +18,15 @@ import math
 
 import numpy as np
 
-from .core.array import ArrayImpl
-from .core.avals import ShapedArray, ShardedShapedArray, aval_of_value
-from .core.sharded import ShardedArray, from_global, shard_indices
-from .core.trace import Tracer
-from .runtime import count_transfer, guard_transfer
-from .runtime.buffer import Buffer, new_buffer
-from .runtime.device import process_index
-from .runtime.dispatch import PendingBuffer
-from .sharding import NamedSharding, Sharding, SingleDeviceSharding
+from ..core.array import ArrayImpl
+from ..core.avals import ShapedArray, ShardedShapedArray, aval_of_value
+from ..core.sharded import ShardedArray, from_global, shard_indices
+from ..core.trace import Tracer
+from ..runtime import count_transfer, guard_transfer
+from ..runtime.buffer import Buffer, new_buffer
+from ..runtime.device import process_index
+from ..runtime.dispatch import PendingBuffer
+from ..sharding import NamedSharding, Sharding, SingleDeviceSharding
 
 __all__ = ["make_array_from_callback", "make_array_from_single_device_arrays",
            "visualize_array_sharding", "visualize_sharding", "inspect_array_sharding"]
@@ -245,8 +247,8 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
       ValueError: ``global_shape`` differs from the one ``local_data`` implies, or the
         sharding does not divide it (naming this process and both shapes).
     """
-    from .core.sharded import process_box, spans_processes, spec_tuple
-    from ._placement import device_put
+    from ..core.sharded import process_box, spans_processes, spec_tuple
+    from ..core.placement import device_put
     if not isinstance(sharding, NamedSharding):
         raise TypeError(f"make_array_from_process_local_data takes a NamedSharding, got "
                         f"{sharding!r}")
@@ -270,7 +272,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                          f"passed data of shape {data.shape}, which over {sharding} makes a "
                          f"global shape {inferred}, not the global_shape "
                          f"{tuple(global_shape)} given")
-    from .runtime import mpi
+    from ..runtime import mpi
     ranks = tuple(range(mpi.world().size))
     shapes = mpi.gather_objects((data.shape, str(data.dtype), inferred),
                                 "make_array_from_process_local_data")
@@ -282,7 +284,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                 for r, s in zip(ranks, shapes)) + ". Every process must pass data of the "
             "same shape and dtype (its own devices' part).")
     aval = ShapedArray(inferred, data.dtype)
-    from .core.sharded import check_shardable
+    from ..core.sharded import check_shardable
     check_shardable(sharding, aval, "make_array_from_process_local_data")
     idx_map = sharding.devices_indices_map(inferred)
     mine = [d for d in sharding._device_assignment if d in box.coords]
@@ -315,7 +317,7 @@ def inspect_array_sharding(value, *, callback) -> None:
       AttributeError: a leaf that is no Array (a NumPy array, a Python scalar), as JAX.
       NotImplementedError: a value traced by ``vmap`` or inside ``shard_map``.
     """
-    from .tree_util import tree_leaves
+    from ..tree_util import tree_leaves
     for leaf in tree_leaves(value):
         if isinstance(leaf, Tracer):
             callback(_traced_sharding(leaf))
@@ -330,7 +332,7 @@ def inspect_array_sharding(value, *, callback) -> None:
 def _traced_sharding(x):
     """The sharding the compiler's propagation gives traced value ``x`` (see
     ``inspect_array_sharding``)."""
-    from .core.staging import DynamicJaxprTracer
+    from ..core.staging import DynamicJaxprTracer
     while type(x) is not DynamicJaxprTracer and hasattr(x, "primal"):
         x = x.primal        # under differentiation: the primal's layout
     if type(x) is not DynamicJaxprTracer:
@@ -339,16 +341,16 @@ def _traced_sharding(x):
             f"shard_map ({x.aval.str_short()}) is not supported; inspect it outside the "
             f"vmap/shard_map, where it is one array.")
     builder = x._trace.main.payload
-    from .transforms.stages import _resolved_mesh_types
+    from .stages import _resolved_mesh_types
     mt = _resolved_mesh_types(builder)
     if mt is None:
-        from .runtime import get_default_device
+        from ..runtime import get_default_device
         return SingleDeviceSharding(get_default_device())
     mesh, in_specs, _ = mt
-    from .compiler.passes.sharding_propagation import propagate
-    from .core.sharded import to_pspec
-    from .ir.jaxpr import ClosedJaxpr, Jaxpr
-    from .sharding import AxisType, Mesh
+    from ..compiler.passes.sharding_propagation import propagate
+    from ..core.sharded import to_pspec
+    from ..ir.jaxpr import ClosedJaxpr, Jaxpr
+    from ..sharding import AxisType, Mesh
     specs = [tuple(() if e is None else (e if isinstance(e, tuple) else (e,))
                    for e in tuple(s) + (None,) * (len(v.aval.shape) - len(tuple(s))))
              if s is not None else ((),) * len(v.aval.shape)
@@ -453,14 +455,14 @@ def visualize_array_sharding(arr, **kwargs) -> None:
 
 def sharded_typeof(x: ShardedArray) -> ShardedShapedArray:
     """The abstract value of a sharded Array, with its Explicit-axis sharding."""
-    from .core.sharded import spec_tuple, to_pspec
+    from ..core.sharded import spec_tuple, to_pspec
     sharding = x.sharding
     mesh = sharding.mesh
     explicit = set(mesh.explicit_axes)
     specs = tuple(tuple(n for n in e if n in explicit)
                   for e in spec_tuple(sharding, x.aval.ndim))
     pspec = to_pspec(specs)
-    from .sharding import P
+    from ..sharding import P
     pspec = P(*(tuple(pspec) + (None,) * (x.aval.ndim - len(pspec))))
     a = x.aval
     return ShardedShapedArray(a.shape, a.dtype, a.weak_type,

@@ -1,20 +1,18 @@
-"""Introspection helpers of the top-level namespace: ``typeof`` (the abstract value of a
-value) and ``print_environment_info``.
+"""``typeof`` (``jax.typeof``, re-exported at the top level): the abstract value of a value.
 
-Layer: top (uses core's abstract values and the runtime's device list).
+Layer: public ops (lax): typed keys come from ``random``, a traced value's sharding type
+from the staged program (transforms/stages.py), a sharded array's from
+transforms/sharded_api.py.
 """
 from __future__ import annotations
 
 import math
 
-import platform
-import sys
-
 import numpy as np
 
-from .core.trace import Tracer, get_aval
+from ..core.trace import Tracer, get_aval
 
-__all__ = ["typeof", "print_environment_info"]
+__all__ = ["typeof"]
 
 
 def typeof(x):
@@ -30,17 +28,17 @@ def typeof(x):
     Raises:
       TypeError: ``x`` is not an array-like value (a list, a tuple, None, a str).
     """
-    from .random._keys import PRNGKeyArray
+    from ..random._keys import PRNGKeyArray
     if isinstance(x, PRNGKeyArray):
         return KeyAval(x.shape, x.dtype)
     if isinstance(x, (list, tuple, dict, str, bytes, type(None))) or \
             (isinstance(x, np.ndarray) and x.dtype.kind in "OUSV"):
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
-    from .core.sharded import ShardedArray
+    from ..core.sharded import ShardedArray
     if type(x) is ShardedArray:
-        from ._sharded_api import sharded_typeof
+        from ..transforms.sharded_api import sharded_typeof
         return sharded_typeof(x)    # float32[8@x,4]: the Explicit mesh axes it uses
-    from .core.staging import DynamicJaxprTracer
+    from ..core.staging import DynamicJaxprTracer
     while isinstance(x, Tracer) and type(x) is not DynamicJaxprTracer and \
             hasattr(x, "primal"):   # differentiated inside jit: the primal's type
         x = x.primal
@@ -59,9 +57,9 @@ def _staged_typeof(x):
     """``typeof`` of a value being staged by ``jit`` over arguments on a mesh: its
     abstract value with JAX's sharding type (``float32[8@x,4]`` and ``.sharding``, see
     ``transforms/stages.py`` ``staged_tys``); None when the trace has no mesh."""
-    from .core.avals import ShardedShapedArray
-    from .sharding import NamedSharding, PartitionSpec
-    from .transforms.stages import staged_tys
+    from ..core.avals import ShardedShapedArray
+    from ..sharding import NamedSharding, PartitionSpec
+    from ..transforms.stages import staged_tys
     res = staged_tys([x])
     if res is None:
         return None
@@ -105,40 +103,3 @@ class KeyAval:
 
     def __repr__(self):
         return f"ShapedArray({self})"
-
-
-def _versions() -> list:
-    from . import __version__
-    rows = [("jaxlite", __version__), ("numpy", np.__version__)]
-    for mod in ("numba", "ml_dtypes", "optree"):
-        m = sys.modules.get(mod)
-        if m is None:
-            try:
-                m = __import__(mod)
-            except ImportError:
-                continue
-        rows.append((mod, getattr(m, "__version__", "?")))
-    return rows
-
-
-def print_environment_info(return_string: bool = False) -> str | None:
-    """Prints (or returns, with ``return_string=True``) the versions of jaxlite and its
-    libraries, Python, the devices, the process count and the platform: the facts a bug
-    report needs (mirrors ``jax.print_environment_info``, whose first lines name jax and
-    jaxlib; here jaxlite, NumPy, Numba, ml_dtypes and optree).
-
-    Returns None, or the text when ``return_string`` is true.
-    """
-    from .runtime import devices, process_count
-    devs = devices()
-    width = max(len(name) for name, _ in _versions()) + 2
-    lines = [f"{name + ':':<{width}}{ver}" for name, ver in _versions()]
-    lines.append(f"{'python:':<{width}}{sys.version}")
-    lines.append(f"device info: {devs[0].platform}-{len(devs)}, {len(devs)} local devices")
-    lines.append(f"process_count: {process_count()}")
-    lines.append(f"platform: {platform.uname()}")
-    text = "\n".join(lines) + "\n"
-    if return_string:
-        return text
-    print(text)
-    return None
