@@ -8,10 +8,12 @@ lowering rules.
 - Differential: every program of the rule tables (tests/test_rules.py ``CASES`` and
   ``CONTROL_CASES``) and one-equation programs of each elementwise primitive on every
   dtype's edge values (signed zeros, infinities, NaN, integer extremes, division by zero,
-  out-of-range shifts), plus hypothesis-drawn operands, are lowered, compiled and run on
-  the XLA:CPU PJRT plugin and compared with the interpreter (the primitives' NumPy
-  implementations): bit for bit for integers and booleans and for the exactly rounded
-  float operations, within a stated tolerance for each transcendental one.
+  out-of-range shifts), plus hypothesis-drawn operands and programs at the edges of the
+  structured primitives, are lowered, compiled and run on the XLA:CPU PJRT plugin (the
+  binding's ``run_mlir``; a sample also through ``jit`` on an xla_cpu device) and
+  compared with the interpreter (the primitives' NumPy implementations): bit for bit for
+  integers and booleans and for the exactly rounded float operations, within a stated
+  tolerance for each transcendental one and for the jaxlite-written algorithms.
 """
 from __future__ import annotations
 
@@ -37,28 +39,13 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # ---- running a lowered module on the XLA:CPU plugin ---------------------------------------
 #
-# ``RUNNER``: ``run(text, args) -> list of ndarrays`` compiling the module on the xla_cpu
-# plugin and running it on host arrays.  It comes from the PJRT binding
-# (jaxlite.backends.pjrt) once that is part of jaxlite; without it the tests that run
-# programs skip.
-
-RUNNER = None
-
-
-def _binding_runner():
-    try:
-        from jaxlite.backends.pjrt import client as _client    # the binding's module
-    except ImportError:
-        return None
-    run = getattr(_client, "run_mlir", None)
-    return run
-
+# The binding's ``run_mlir`` compiles a module text with the xla_cpu plugin's client and
+# runs it on host arrays (one-equation programs and whole programs alike); whole programs
+# also run through ``jit`` on an xla_cpu device (test_programs_through_jit).
 
 def run_module(text, args):
-    run = RUNNER or _binding_runner()
-    if run is None:
-        pytest.skip("the PJRT binding (jaxlite.backends.pjrt.client) is not in this build")
-    return run(text, [np.asarray(a) for a in args])
+    from jaxlite.backends.pjrt.client import run_mlir
+    return run_mlir(text, [np.asarray(a) for a in args])
 
 
 # ---- the table ----------------------------------------------------------------------------
@@ -861,3 +848,22 @@ def test_programs_x64(x64, name):
     got, want = run_closed(closed, list(args))
     for g, w in zip(got, want):
         _compare(g, w, 1e-12 if name != "specials" else 1e-9, name)
+
+
+@pytest.mark.parametrize("name", ["threefry", "mlp-step", "scatter-drop", "sort-nan",
+                                  "while-count", "scan-reverse", "cond-index-clamped",
+                                  "lu-pivoting", "qr-tall-full", "conv-groups", "solve"])
+def test_programs_through_jit(name):
+    """Programs run by ``jit`` on an xla_cpu device (their arguments placed there), the
+    results left on it, against the interpreter."""
+    fn, args = PROGRAMS[name]
+    dev = jaxlite.devices("xla_cpu")[0]
+    placed = [jaxlite.device_put(a, dev) for a in args]
+    outs = jaxlite.jit(fn)(*placed)
+    leaves = jaxlite.tree_util.tree_leaves(outs)
+    assert all(o.devices() == {dev} for o in leaves)
+    closed = jaxlite.make_jaxpr(fn)(*args)
+    want = eval_jaxpr_impl(closed.jaxpr, closed.consts, *[np.asarray(a) for a in args])
+    assert len(leaves) == len(want)
+    for g, w in zip(leaves, want):
+        _compare(np.asarray(g), np.asarray(w), 1e-5, name)
