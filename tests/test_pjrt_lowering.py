@@ -150,6 +150,17 @@ def test_module_shape_and_text():
         lower_module(closed, num_partitions=0)
 
 
+def test_rule_programs_located_in_their_equation():
+    """The operations of a rule's own program (lu's loop) are located as parts of the
+    user's equation: ``loc("lu/while at model.py:3")``."""
+    lu = primitives()["lu"]
+    a = ShapedArray((3, 3), np.float32)
+    closed = _one_eqn(lu, [a], {}, source="model.py:3")
+    text = lower_module(closed).text
+    assert 'loc("lu/while at model.py:3")' in text
+    assert 'loc("lu/lu_pivots_to_permutation' not in text
+
+
 def test_types_and_constants():
     assert element_type(np.bool_) == "i1"
     assert element_type(np.uint8) == "ui8"
