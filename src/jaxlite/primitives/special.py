@@ -810,3 +810,115 @@ def _random_gamma_grad_program(a, x):
 
 igamma_grad_a_p.lowering = _program_lowering(_igamma_grad_a_program)
 random_gamma_grad_p.lowering = _program_lowering(_random_gamma_grad_program)
+
+
+_EULER = 0.57721566490153286061
+
+
+def _erfcx_program(x):
+    """exp(x^2) erfc(x): for |x| < 4 the product (x^2 split into two exact parts so the
+    exponential keeps its digits), from 4 on Laplace's continued fraction of erfc
+    (30 levels), below -4 the reflection 2 exp(x^2) - erfcx(-x) (which overflows to inf
+    as the function does); +inf -> 0, -inf -> inf, NaN -> NaN."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    ax = e.abs_p.bind(x)
+    near = e.lt_p.bind(ax, c(4.0))
+    xn = e.select_n_p.bind(near, c(0.0), x)
+    # x^2 = hi + lo exactly (Veltkamp's split of x)
+    split = e.mul_p.bind(xn, c(4097.0 if dt == np.float32 else 134217729.0))
+    xh = e.sub_p.bind(split, e.sub_p.bind(split, xn))
+    xl = e.sub_p.bind(xn, xh)
+    hi = e.mul_p.bind(xn, xn)
+    lo = e.add_p.bind(e.add_p.bind(e.sub_p.bind(e.mul_p.bind(xh, xh), hi),
+                                   e.mul_p.bind(c(2.0), e.mul_p.bind(xh, xl))),
+                      e.mul_p.bind(xl, xl))
+    ex2 = e.mul_p.bind(e.exp_p.bind(hi), e.add_p.bind(c(1.0), lo))
+    val_near = e.mul_p.bind(ex2, erfc_p.bind(xn))
+    z = e.select_n_p.bind(near, ax, c(4.0))                 # |x| >= 4
+    cf = z
+    for k in range(30, 0, -1):
+        cf = e.add_p.bind(z, e.div_p.bind(c(k / 2), cf))
+    val_far = e.div_p.bind(c(1 / math.sqrt(math.pi)), cf)   # erfcx(|x|)
+    neg_far = e.sub_p.bind(e.mul_p.bind(c(2.0), e.exp_p.bind(e.mul_p.bind(z, z))), val_far)
+    far = e.select_n_p.bind(e.lt_p.bind(x, c(0.0)), val_far, neg_far)
+    out = e.select_n_p.bind(near, far, val_near)
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), out, c(0.0))
+    return e.select_n_p.bind(e.ne_p.bind(x, x), out, c(np.nan))
+
+
+def _e1_positive(x):
+    """E1(x) for x > 0 (anything else gives a finite placeholder): the power series
+    -gamma - log x - sum (-x)^k / (k k!) up to x = 1, the continued fraction
+    e^-x / (x + 1 - 1 / (x + 3 - 4 / (x + 5 - ...))) above."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    small = e.le_p.bind(x, c(1.0))
+    xs = e.select_n_p.bind(small, c(0.5), x)
+    term, acc = c(1.0), c(0.0)
+    for k in range(1, 25):
+        term = e.mul_p.bind(term, e.div_p.bind(e.neg_p.bind(xs), c(float(k))))
+        acc = e.add_p.bind(acc, e.div_p.bind(term, c(float(k))))
+    series = e.sub_p.bind(e.sub_p.bind(c(-_EULER), e.log_p.bind(xs)), acc)
+    xl = e.select_n_p.bind(small, x, c(2.0))
+    cf = e.add_p.bind(xl, c(2 * 40 + 1.0))
+    for k in range(40, 0, -1):
+        cf = e.sub_p.bind(e.add_p.bind(xl, c(2 * k - 1.0)), e.div_p.bind(c(float(k * k)), cf))
+    frac = e.div_p.bind(e.exp_p.bind(e.neg_p.bind(xl)), cf)
+    return e.select_n_p.bind(small, frac, series)
+
+
+def _exp1_program(x):
+    """E1(x): +inf at 0, NaN for x < 0, at +inf and NaN, as the implementation."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    pos = e.and_p.bind(e.gt_p.bind(x, c(0.0)), e.lt_p.bind(x, c(np.inf)))
+    out = e.select_n_p.bind(pos, c(np.nan), _e1_positive(e.select_n_p.bind(pos, c(1.0), x)))
+    return e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, c(np.inf))
+
+
+def _expi_program(x):
+    """Ei(x): -E1(-x) for x < 0; for x > 0 the series gamma + log x + sum x^k / (k k!)
+    up to x = 40 (its terms do not cancel), the asymptotic expansion e^x / x sum k! / x^k
+    beyond; NaN at 0, at +-inf and NaN, as the implementation."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    negative = e.lt_p.bind(x, c(0.0))
+    neg_val = e.neg_p.bind(_e1_positive(e.select_n_p.bind(negative, c(1.0),
+                                                          e.neg_p.bind(x))))
+    mid = e.and_p.bind(e.gt_p.bind(x, c(0.0)), e.le_p.bind(x, c(40.0)))
+    xm = e.select_n_p.bind(mid, c(1.0), x)
+    term, acc = c(1.0), c(0.0)
+    for k in range(1, 90):
+        term = e.mul_p.bind(term, e.div_p.bind(xm, c(float(k))))
+        acc = e.add_p.bind(acc, e.div_p.bind(term, c(float(k))))
+    series = e.add_p.bind(e.add_p.bind(c(_EULER), e.log_p.bind(xm)), acc)
+    xb = e.select_n_p.bind(e.gt_p.bind(x, c(40.0)), c(50.0), x)
+    term, acc = c(1.0), c(1.0)
+    for k in range(1, 30):
+        term = e.mul_p.bind(term, e.div_p.bind(c(float(k)), xb))
+        acc = e.add_p.bind(acc, term)
+    asym = e.mul_p.bind(e.div_p.bind(e.exp_p.bind(xb), xb), acc)
+    out = e.select_n_p.bind(mid, e.select_n_p.bind(negative, asym, neg_val), series)
+    bad = e.or_p.bind(e.or_p.bind(e.eq_p.bind(x, c(0.0)), e.ne_p.bind(x, x)),
+                      e.eq_p.bind(e.abs_p.bind(x), c(np.inf)))
+    return e.select_n_p.bind(bad, out, c(np.nan))
+
+
+from .elementwise import erfc_p  # noqa: E402
+
+erfcx_p.lowering = _program_lowering(_erfcx_program)
+exp1_p.lowering = _program_lowering(_exp1_program)
+expi_p.lowering = _program_lowering(_expi_program)
