@@ -17,8 +17,6 @@ lowering rules.
 """
 from __future__ import annotations
 
-import math
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -29,7 +27,7 @@ import jaxlite.numpy as jnp
 from jaxlite.core import primitives
 from jaxlite.core.avals import ShapedArray
 from jaxlite.ir.interpret import eval_jaxpr_impl
-from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from jaxlite.backends.pjrt.lowering import (LoweredModule, dense_text, element_type,
                                             lower_module, mlir_type)
 
