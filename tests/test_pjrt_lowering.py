@@ -77,8 +77,6 @@ NOT_LOWERED = {
               "calls, which cannot be tested here) and no jaxlite-written algorithm yet: an "
               "iterative eigen/singular value solver whose eigenvector signs and order follow "
               "LAPACK's") for name in ("eig", "schur")},
-    **{name: ("no XLA operation (a LAPACK call in JAX) and no jaxlite-written algorithm "
-              "yet") for name in ("hessenberg", "tridiagonal")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
                "lowering would have run; it never appears in a program handed to PJRT"),
 }
@@ -542,6 +540,12 @@ PROGRAMS = {
                               np.zeros(3, np.float32), _rn(3, 2))),
     "tridiagonal-one": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
                         (_rn(1), np.array([0.0], np.float32), _rn(1), _rn(1, 2))),
+    "hessenberg": (lambda a: lax.linalg.hessenberg(a), (_rn(2, 5, 5),)),
+    "hessenberg-complex": (lambda a: lax.linalg.hessenberg(a), (_rn(4, 4) + 1j * _rn(4, 4),)),
+    "tridiagonal-lower": (lambda a: lax.linalg.tridiagonal(a, lower=True), (_rn(2, 5, 5),)),
+    "tridiagonal-upper": (lambda a: lax.linalg.tridiagonal(a, lower=False), (_rn(5, 5),)),
+    "tridiagonal-complex": (lambda a: [lax.linalg.tridiagonal(a, lower=lo) for lo in (True, False)],
+                            (_rn(4, 4) + 1j * _rn(4, 4),)),
     "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
     "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2)
                                                        + 3 * jnp.eye(3)),
