@@ -449,8 +449,8 @@ for _p in _DECLARED:
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
 # The functions CHLO has an operation for; XLA expands each into polynomial and series
-# arithmetic when it compiles.  The others have no StableHLO or CHLO operation (their
-# implementation is SciPy's) and are not lowered (tests/test_pjrt_lowering.py lists them).
+# arithmetic when it compiles.  Some others are written below as jaxlite programs; the
+# rest are not lowered (tests/test_pjrt_lowering.py lists them).
 
 from . import _lowering as _lo  # noqa: E402
 

@@ -35,13 +35,16 @@ What does not lower, on any PJRT platform:
   resume; jaxlite does not split programs around callbacks, and never silently runs part
   of a program on the host;
 - a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
-  the platform and the reason (complex ``rem``; ``eigh`` and ``svd`` of complex matrices
-  and pivoted ``qr``, which have no jaxlite-written algorithm yet).
+  the platform and the reason (complex ``rem``; pivoted ``qr``; sharding annotations over
+  several partitions).
 Linear algebra XLA has no operation for (``lu``, ``qr`` and its Householder primitives,
-``eigh``, ``svd``, ``tridiagonal_solve``, ``cholesky_update``) lowers as jaxlite-written
-programs (``primitives/linalg.py``), never as a platform's custom call.  Which primitives
-are not lowered at all, each with its reason: ``tests/test_pjrt_lowering.py``
-``NOT_LOWERED``.
+``eigh`` and ``svd`` by Jacobi rotations, ``hessenberg``, ``tridiagonal``,
+``tridiagonal_solve``, ``cholesky_update``) and special functions CHLO lacks
+(``bessel_i0e``, ``ndtri``, ``igamma``/``igammac`` and their derivatives,
+``regularized_incomplete_beta``, ``erfcx``, ``exp1``, ``expi``) lower as jaxlite-written
+programs (``primitives/linalg.py``, ``primitives/special.py``), never as a platform's
+custom call.  Which primitives are not lowered at all, each with its reason:
+``tests/test_pjrt_lowering.py`` ``NOT_LOWERED``.
 
 Values equal the interpreter's (the primitives' NumPy implementations) bit for bit where
 XLA computes exactly (integer arithmetic, comparisons, conversions, selects, shifts,
