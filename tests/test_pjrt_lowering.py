@@ -70,9 +70,8 @@ NOT_LOWERED = {
                                        "ppermute", "all_to_all", "shard_slice")},
     **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
               "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
-        "zeta_grad_x", "dawsn", "spence", "expn", "sici_si",
-        "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1", "hyp2f1", "hyp1f1_grad",
-        "hyp2f1_grad", "owens_t")},
+        "zeta_grad_x", "dawsn", "spence", "expn", "fresnel_s", "fresnel_c", "hyp1f1",
+        "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
     **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
               "calls, which cannot be tested here) and no jaxlite-written algorithm yet: an "
               "iterative eigen/singular value solver whose eigenvector signs and order follow "
@@ -910,10 +909,11 @@ _XS = np.concatenate([np.linspace(-12, 12, 97), np.geomspace(1e-6, 80, 60),
                       [0, np.inf, -np.inf, np.nan, 3.99, 4.01, 0.999, 1.001, 39.9, 40.1]])
 
 
-@pytest.mark.parametrize("name", ["erfcx", "exp1", "expi"])
+@pytest.mark.parametrize("name", ["erfcx", "exp1", "expi", "sici_si", "sici_ci"])
 def test_exponential_special_programs(name):
-    """erfcx, E1 and Ei written as jaxlite programs (series, continued fractions and
-    asymptotic expansions by range), against SciPy's float64 values, edges included."""
+    """erfcx, E1, Ei, Si and Ci written as jaxlite programs (series, continued fractions
+    and asymptotic expansions by range), against SciPy's float64 values, edges
+    included."""
     x = _XS.astype(np.float32)
     closed = _one_eqn(primitives()[name], [ShapedArray(x.shape, x.dtype)], {})
     got, want = run_closed(closed, [x])

@@ -922,3 +922,59 @@ from .elementwise import erfc_p  # noqa: E402
 erfcx_p.lowering = _program_lowering(_erfcx_program)
 exp1_p.lowering = _program_lowering(_exp1_program)
 expi_p.lowering = _program_lowering(_expi_program)
+
+
+def _sici_program(x, want_si):
+    """Si(x) or Ci(x): their power series up to |x| = 4, above it E1(i|x|) by its
+    continued fraction in complex arithmetic (Ci = -Re E1(ix), Si = pi/2 + Im E1(ix));
+    Si odd, Ci(-x) = Ci(x); the implementation's values at 0, +-inf and NaN."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    cdt = np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    cc = lambda v: np.asarray(v, cdt)  # noqa: E731
+    ax = e.abs_p.bind(x)
+    small = e.le_p.bind(ax, c(4.0))
+    xs = e.select_n_p.bind(small, c(1.0), ax)
+    x2 = e.mul_p.bind(xs, xs)
+    if want_si:
+        t, acc = xs, xs
+        for k in range(1, 14):
+            t = e.neg_p.bind(e.div_p.bind(e.mul_p.bind(t, x2), c(float((2 * k) * (2 * k + 1)))))
+            acc = e.add_p.bind(acc, e.div_p.bind(t, c(float(2 * k + 1))))
+        series = acc
+    else:
+        u, acc = c(1.0), c(0.0)
+        for k in range(1, 14):
+            u = e.neg_p.bind(e.div_p.bind(e.mul_p.bind(u, x2),
+                                          c(float((2 * k - 1) * (2 * k)))))
+            acc = e.add_p.bind(acc, e.div_p.bind(u, c(float(2 * k))))
+        series = e.add_p.bind(e.add_p.bind(c(_EULER), e.log_p.bind(xs)), acc)
+    xl = e.select_n_p.bind(small, ax, c(5.0))
+    z = e.complex_p.bind(np.zeros(get_aval(x).shape, dt), xl)
+    frac = e.add_p.bind(z, cc(2 * 80 + 1.0))
+    for k in range(80, 0, -1):
+        frac = e.sub_p.bind(e.add_p.bind(z, cc(2 * k - 1.0)), e.div_p.bind(cc(float(k * k)),
+                                                                          frac))
+    ez = e.complex_p.bind(e.cos_p.bind(xl), e.neg_p.bind(e.sin_p.bind(xl)))   # e^{-z}
+    e1 = e.div_p.bind(ez, frac)
+    if want_si:
+        big = e.add_p.bind(c(math.pi / 2), e.imag_p.bind(e1))
+    else:
+        big = e.neg_p.bind(e.real_p.bind(e1))
+    out = e.select_n_p.bind(small, big, series)
+    inf = e.eq_p.bind(ax, c(np.inf))
+    if want_si:
+        out = e.select_n_p.bind(inf, out, c(math.pi / 2))
+        out = e.select_n_p.bind(e.lt_p.bind(x, c(0.0)), out, e.neg_p.bind(out))
+        out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, x)
+    else:
+        out = e.select_n_p.bind(inf, out, e.select_n_p.bind(e.gt_p.bind(x, c(0.0)),
+                                                            c(np.nan), c(0.0)))
+        out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, c(-np.inf))
+    return e.select_n_p.bind(e.ne_p.bind(x, x), out, c(np.nan))
+
+
+sici_si_p.lowering = _program_lowering(lambda x: _sici_program(x, True))
+sici_ci_p.lowering = _program_lowering(lambda x: _sici_program(x, False))

@@ -41,9 +41,9 @@ Linear algebra XLA has no operation for (``lu``, ``qr`` and its Householder prim
 ``eigh`` and ``svd`` by Jacobi rotations, ``hessenberg``, ``tridiagonal``,
 ``tridiagonal_solve``, ``cholesky_update``) and special functions CHLO lacks
 (``bessel_i0e``, ``ndtri``, ``igamma``/``igammac`` and their derivatives,
-``regularized_incomplete_beta``, ``erfcx``, ``exp1``, ``expi``) lower as jaxlite-written
-programs (``primitives/linalg.py``, ``primitives/special.py``), never as a platform's
-custom call.  Which primitives are not lowered at all, each with its reason:
+``regularized_incomplete_beta``, ``erfcx``, ``exp1``, ``expi``, ``sici``) lower as
+jaxlite-written programs (``primitives/linalg.py``, ``primitives/special.py``), never as
+a platform's custom call.  Which primitives are not lowered at all, each with its reason:
 ``tests/test_pjrt_lowering.py`` ``NOT_LOWERED``.
 
 Values equal the interpreter's (the primitives' NumPy implementations) bit for bit where
