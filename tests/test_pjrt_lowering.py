@@ -17,8 +17,6 @@ lowering rules.
 """
 from __future__ import annotations
 
-import math
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -29,7 +27,7 @@ import jaxlite.numpy as jnp
 from jaxlite.core import primitives
 from jaxlite.core.avals import ShapedArray
 from jaxlite.ir.interpret import eval_jaxpr_impl
-from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from jaxlite.backends.pjrt.lowering import (LoweredModule, dense_text, element_type,
                                             lower_module, mlir_type)
 
@@ -72,16 +70,12 @@ NOT_LOWERED = {
                                        "ppermute", "all_to_all", "shard_slice")},
     **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
               "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
-        "igamma_grad_a", "random_gamma_grad",
-        "zeta_grad_x", "erfcx", "dawsn", "exp1",
-        "expi", "spence", "expn", "sici_si", "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1",
+        "zeta_grad_x", "dawsn", "spence", "expn", "fresnel_s", "fresnel_c", "hyp1f1",
         "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
     **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
               "calls, which cannot be tested here) and no jaxlite-written algorithm yet: an "
               "iterative eigen/singular value solver whose eigenvector signs and order follow "
               "LAPACK's") for name in ("eig", "schur")},
-    **{name: ("no XLA operation (a LAPACK call in JAX) and no jaxlite-written algorithm "
-              "yet") for name in ("hessenberg", "tridiagonal")},
     "kernel": ("the CPU backend's fused kernel, made by its own compiler passes after "
                "lowering would have run; it never appears in a program handed to PJRT"),
 }
@@ -545,6 +539,12 @@ PROGRAMS = {
                               np.zeros(3, np.float32), _rn(3, 2))),
     "tridiagonal-one": (lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
                         (_rn(1), np.array([0.0], np.float32), _rn(1), _rn(1, 2))),
+    "hessenberg": (lambda a: lax.linalg.hessenberg(a), (_rn(2, 5, 5),)),
+    "hessenberg-complex": (lambda a: lax.linalg.hessenberg(a), (_rn(4, 4) + 1j * _rn(4, 4),)),
+    "tridiagonal-lower": (lambda a: lax.linalg.tridiagonal(a, lower=True), (_rn(2, 5, 5),)),
+    "tridiagonal-upper": (lambda a: lax.linalg.tridiagonal(a, lower=False), (_rn(5, 5),)),
+    "tridiagonal-complex": (lambda a: [lax.linalg.tridiagonal(a, lower=lo) for lo in (True, False)],
+                            (_rn(4, 4) + 1j * _rn(4, 4),)),
     "cholesky-not-pd": (lambda a: lax.linalg.cholesky(a), (-np.eye(3, dtype=np.float32),)),
     "cholesky-batched": (lambda a: lax.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2)
                                                        + 3 * jnp.eye(3)),
@@ -878,3 +878,78 @@ def test_programs_through_jit(name):
     assert len(leaves) == len(want)
     for g, w in zip(leaves, want):
         _compare(np.asarray(g), np.asarray(w), 1e-5, name)
+
+
+@pytest.mark.parametrize("name", ["igamma_grad_a", "random_gamma_grad"])
+def test_gamma_derivative_programs(name):
+    """d/da of igamma and the Gamma sample's derivative: forward-mode differentiation of
+    the igamma program through its loops, within 2e-5 of the implementation (float64)."""
+    a = np.array([0.5, 1.0, 2.5, 7.0, 30.0, 1.0, 3.0, 0.0, -1, np.nan, 2.0, 0.2], np.float32)
+    x = np.array([0.3, 1.0, 2.0, 10.0, 25.0, 0.0, np.inf, 1.0, 1.0, 1.0, 1e-3, 4.0],
+                 np.float32)
+    closed = _one_eqn(primitives()[name], [ShapedArray(a.shape, a.dtype)] * 2, {})
+    got, want = run_closed(closed, [a, x])
+    _compare(got[0], want[0], 2e-5, name)
+
+
+def test_gamma_sample_gradient_on_xla_cpu():
+    """jax.random.gamma's reparameterised gradient, jitted on an xla_cpu device."""
+    dev = jaxlite.devices("xla_cpu")[0]
+    k = jaxlite.random.PRNGKey(5)
+    f = jaxlite.jit(jaxlite.grad(lambda a: jnp.sum(jaxlite.random.gamma(k, a, (4,)))))
+    a = np.float32(2.5)
+    got = f(jaxlite.device_put(a, dev))
+    want = jaxlite.jit(jaxlite.grad(lambda a: jnp.sum(jaxlite.random.gamma(k, a, (4,)))))(a)
+    assert got.devices() == {dev}
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5)
+
+
+_XS = np.concatenate([np.linspace(-12, 12, 97), np.geomspace(1e-6, 80, 60),
+                      -np.geomspace(1e-6, 80, 30),
+                      [0, np.inf, -np.inf, np.nan, 3.99, 4.01, 0.999, 1.001, 39.9, 40.1]])
+
+
+@pytest.mark.parametrize("name", ["erfcx", "exp1", "expi", "sici_si", "sici_ci"])
+def test_exponential_special_programs(name):
+    """erfcx, E1, Ei, Si and Ci written as jaxlite programs (series, continued fractions
+    and asymptotic expansions by range), against SciPy's float64 values, edges
+    included."""
+    x = _XS.astype(np.float32)
+    closed = _one_eqn(primitives()[name], [ShapedArray(x.shape, x.dtype)], {})
+    got, want = run_closed(closed, [x])
+    _compare(got[0], want[0], 1e-5, name)
+
+
+def test_debug_callback_as_extra_results():
+    """With host_callbacks=True a top-level debug_callback's operands are extra results of
+    @main (after the program's own) and its callback is listed for the caller."""
+    from test_rules import _debug_fn
+    x = np.arange(3, dtype=np.float32)
+    closed = jaxlite.make_jaxpr(_debug_fn)(x)
+    mod = lower_module(closed, host_callbacks=True)
+    assert len(mod.callbacks) == 1 and mod.callback_avals == (ShapedArray((3,), np.float32),)
+    assert mod.out_avals == (ShapedArray((3,), np.float32),)
+    assert "-> (tensor<3xf32>, tensor<3xf32>)" in mod.text
+    got = run_module(mod.text, [x])
+    np.testing.assert_array_equal(got[0], x * 2)
+    np.testing.assert_array_equal(got[1], x)
+
+
+def test_debug_print_on_xla_cpu(capsys):
+    """jax.debug.print inside a jitted function on xla_cpu prints on every call (after the
+    program ran) with the values computed on the device; eagerly too; inside a loop it
+    fails naming the primitive and the platform."""
+    dev = jaxlite.devices("xla_cpu")[0]
+    f = jaxlite.jit(lambda x: (jaxlite.debug.print("x = {}", x * 2), x + 1)[1])
+    x = jaxlite.device_put(np.arange(3, dtype=np.float32), dev)
+    for _ in range(2):
+        out = f(x)
+        np.testing.assert_array_equal(np.asarray(out), [1, 2, 3])
+    assert capsys.readouterr().out == "x = [0. 2. 4.]\n" * 2
+    jaxlite.debug.print("eager {}", x)
+    assert capsys.readouterr().out == "eager [0. 1. 2.]\n"
+
+    def loop(x):
+        return lax.fori_loop(0, 2, lambda i, c: (jaxlite.debug.print("{}", c), c + 1)[1], x)
+    with pytest.raises(NotImplementedError, match="'debug_callback'.*platform xla_cpu"):
+        jaxlite.jit(loop)(x)

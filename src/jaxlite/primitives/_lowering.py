@@ -46,34 +46,6 @@ def identity(ctx, x, **params):
     return x
 
 
-def in_float32(op: str):
-    """An elementwise rule computing ``op`` in float32 for float16/bfloat16/narrow float
-    operands and rounding back (as the primitive's implementation does), directly
-    otherwise."""
-    def rule(ctx, *xs, **params):
-        out = ctx.avals_out[0]
-        xs = _operands_to(ctx, xs, out.shape)
-        if out.dtype in dtypes.UPCAST:
-            wide = ctx.aval(out.shape, np.float32)
-            r = ctx.op(op, [ctx.convert(x, np.float32) for x in xs], wide)
-            return ctx.convert(r, out.dtype)
-        return ctx.op(op, xs, out)
-    rule.__name__ = f"lower_{op.split('.')[-1]}_f32"
-    return rule
-
-
-def reduce(ctx, x, axes, init, combine: str):
-    """``stablehlo.reduce`` of ``x`` over ``axes`` from the scalar ``init`` (a Python or
-    NumPy value of x's dtype) with the binary ``stablehlo.<combine>``."""
-    dt = x.aval.dtype
-    axes = tuple(int(a) for a in axes)
-    shape = tuple(s for i, s in enumerate(x.aval.shape) if i not in axes)
-    init_v = ctx.constant(init, dt)
-    body = ctx.scalar_region([dt], lambda a, b: ctx.binary(combine, a, b))
-    return ctx.op("stablehlo.reduce", [x, init_v], ctx.aval(shape, dt),
-                  {"dimensions": ctx.i64s(axes)}, regions=[body])
-
-
 def _is_float(dt) -> bool:
     return dtypes.kind(np.dtype(dt)) == "f"
 

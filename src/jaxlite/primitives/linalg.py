@@ -1863,12 +1863,20 @@ def _tau_at(taus, j, nb):
 
 
 def _geqrf_program(a):
+    m, n = get_aval(a).shape[-2:]
+    return _householder_reduce(a, 0, False, min(m, n))
+
+
+def _householder_reduce(a, offset, two_sided, k):
+    """Reflectors H_0 .. H_{k-1}, H_j zeroing column j below row j + offset (the packed
+    factor: R or the Hessenberg/tridiagonal band above, the reflectors below; and the
+    taus).  One-sided (geqrf): H_j^H applied to the columns right of j; two-sided
+    (gehrd, hetrd): A <- H_j^H A H_j."""
     e, r, s = _ops()
     shape = get_aval(a).shape
     dt = get_aval(a).dtype
     nb = len(shape) - 2
     batch, (m, n) = shape[:nb], shape[nb:]
-    k = min(m, n)
     lead = tuple(range(nb))
     rdt = np.dtype(np.float64) if dt == np.complex128 else (
         np.dtype(np.float32) if dt.kind == "c" else dt)
@@ -1883,8 +1891,9 @@ def _geqrf_program(a):
 
     def body(j, a, taus):
         col = _col_of(a, j, nb)
-        at_j = e.eq_p.bind(rows_v, j)
-        below = e.gt_p.bind(rows_v, j)
+        piv = e.add_p.bind(j, np.int32(offset))
+        at_j = e.eq_p.bind(rows_v, piv)
+        below = e.gt_p.bind(rows_v, piv)
         zeros_v = np.zeros(batch + (m,), dt)
         alpha = r.reduce_sum_p.bind(e.select_n_p.bind(at_j, zeros_v, col), axes=(nb,))
         x = e.select_n_p.bind(below, zeros_v, col)
@@ -1912,6 +1921,8 @@ def _geqrf_program(a):
         v = e.div_p.bind(x, s.broadcast_in_dim_p.bind(denom, shape=batch + (m,),
                                                       broadcast_dimensions=lead))
         v = e.select_n_p.bind(at_j, v, np.ones(batch + (m,), dt))
+        if two_sided:       # H applied from the right first (it leaves columns <= j)
+            a = _apply_right(a, v, tau, nb, False)
         # H^H applied to the columns right of j
         applied = _apply_left(a, v, tau, nb, True)
         right = e.gt_p.bind(cols, j)
@@ -1920,8 +1931,8 @@ def _geqrf_program(a):
         colmask = e.eq_p.bind(cols, j)
         vb = s.broadcast_in_dim_p.bind(v, shape=shape, broadcast_dimensions=lead + (nb,))
         db = s.broadcast_in_dim_p.bind(new_diag, shape=shape, broadcast_dimensions=lead)
-        newcol = e.select_n_p.bind(e.eq_p.bind(rows, j), vb, db)
-        a = e.select_n_p.bind(e.and_p.bind(colmask, e.ge_p.bind(rows, j)), a, newcol)
+        newcol = e.select_n_p.bind(e.eq_p.bind(rows, piv), vb, db)
+        a = e.select_n_p.bind(e.and_p.bind(colmask, e.ge_p.bind(rows, piv)), a, newcol)
         taus = e.select_n_p.bind(e.eq_p.bind(tidx, j), taus,
                                  s.broadcast_in_dim_p.bind(tau, shape=batch + (k,),
                                                            broadcast_dimensions=lead))
@@ -2542,3 +2553,69 @@ def _tridiagonal_solve_lower(ctx, dl, d, du, b, perturb_singular=False):
 
 
 tridiagonal_solve_p.lowering = _tridiagonal_solve_lower
+
+
+def _hessenberg_lower(ctx, a):
+    h_aval, t_aval = ctx.avals_out
+    n = a.aval.shape[-1]
+    if a.aval.size == 0 or n == 1:
+        return [a, ctx.full(0, t_aval)]
+    (aa,) = _upcast(ctx, a)
+    h, taus = ctx.lower_fun(lambda x: _householder_reduce(x, 1, True, n - 1), aa,
+                            multiple_results=True)
+    return [ctx.convert(h, h_aval.dtype), ctx.convert(taus, t_aval.dtype)]
+
+
+def _tridiagonal_program(a, lower):
+    """LAPACK's hetrd/sytrd: the Hermitian matrix of the triangle ``lower`` names reduced
+    by reflectors from the top (lower; the upper case is the lower one of the matrix with
+    both axes reversed, its results reversed back); the other triangle of the packed
+    result keeps the operand's entries, the diagonal is real."""
+    e, r, s = _ops()
+    shape = get_aval(a).shape
+    dt = get_aval(a).dtype
+    nb = len(shape) - 2
+    n = shape[-1]
+    if not lower:
+        a = s.rev_p.bind(a, dimensions=(nb, nb + 1))
+    i32 = np.dtype(np.int32)
+    rows = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
+    cols = s.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+    herm = e.select_n_p.bind(e.ge_p.bind(rows, cols), _conj(_transpose_last(a, nb)), a)
+    diag = e.eq_p.bind(rows, cols)
+    if dt.kind == "c":
+        herm = e.select_n_p.bind(diag, herm, e.convert_element_type_p.bind(
+            e.real_p.bind(herm), new_dtype=dt, weak_type=False))
+    packed, taus = _householder_reduce(herm, 1, True, n - 1)
+    if dt.kind == "c":
+        packed = e.select_n_p.bind(diag, packed, e.convert_element_type_p.bind(
+            e.real_p.bind(packed), new_dtype=dt, weak_type=False))
+    c = e.select_n_p.bind(e.lt_p.bind(rows, cols), packed, a)    # upper: the operand's
+    d = _re(_pick(packed, diag, (nb + 1,)))
+    sub = e.eq_p.bind(rows, e.add_p.bind(cols, np.int32(1)))
+    off = _re(_pick(packed, sub, (nb,)))                           # (..., n): last is 0
+    off = s.slice_p.bind(off, start_indices=(0,) * (nb + 1),
+                         limit_indices=shape[:nb] + (n - 1,), strides=None)
+    if not lower:
+        c = s.rev_p.bind(c, dimensions=(nb, nb + 1))
+        d, off, taus = (s.rev_p.bind(v, dimensions=(nb,)) for v in (d, off, taus))
+    return c, d, off, taus
+
+
+def _tridiagonal_lower(ctx, a, lower=True):
+    outs = ctx.avals_out
+    n = a.aval.shape[-1]
+    if a.aval.size == 0 or n == 1:
+        d = (ctx.convert(ctx.reshape(a, a.aval.shape[:-1]), outs[1].dtype)
+             if a.aval.size and a.aval.dtype.kind != "c" else None)
+        if a.aval.size and a.aval.dtype.kind == "c":
+            d = ctx.op("stablehlo.real", [ctx.reshape(a, a.aval.shape[:-1])], outs[1])
+        return [a, d if d is not None else ctx.full(0, outs[1]), ctx.full(0, outs[2]),
+                ctx.full(0, outs[3])]
+    (aa,) = _upcast(ctx, a)
+    res = ctx.lower_fun(lambda x: _tridiagonal_program(x, lower), aa, multiple_results=True)
+    return [ctx.convert(v, o.dtype) for v, o in zip(res, outs)]
+
+
+hessenberg_p.lowering = _hessenberg_lower
+tridiagonal_p.lowering = _tridiagonal_lower

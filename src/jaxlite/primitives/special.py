@@ -449,8 +449,8 @@ for _p in _DECLARED:
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
 # The functions CHLO has an operation for; XLA expands each into polynomial and series
-# arithmetic when it compiles.  The others have no StableHLO or CHLO operation (their
-# implementation is SciPy's) and are not lowered (tests/test_pjrt_lowering.py lists them).
+# arithmetic when it compiles.  Some others are written below as jaxlite programs; the
+# rest are not lowered (tests/test_pjrt_lowering.py lists them).
 
 from . import _lowering as _lo  # noqa: E402
 
@@ -763,3 +763,218 @@ def _betainc_program(a, b, x):
 
 
 regularized_incomplete_beta_p.lowering = _program_lowering(_betainc_program)
+
+
+def _igamma_grad_a_program(a, x):
+    """d/da P(a, x): forward-mode differentiation of the igamma program above (through
+    its loops), the implementation's edges (0 at x = 0, NaN at x = inf or a = inf and for
+    a <= 0, negative or NaN operands)."""
+    from . import elementwise as e
+    from ..core import ad
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    _, (dp,) = ad.jvp_flat(lambda v: [_igamma_program(v, x, False)], [a],
+                           [np.ones(get_aval(a).shape, dt)])
+    full = lambda v: np.full(get_aval(x).shape, v, dt)  # noqa: E731
+    out = e.select_n_p.bind(e.eq_p.bind(x, np.asarray(0, dt)), dp, full(0.0))
+    bad = e.or_p.bind(e.or_p.bind(e.le_p.bind(a, np.asarray(0, dt)),
+                                  e.lt_p.bind(x, np.asarray(0, dt))),
+                      e.or_p.bind(e.or_p.bind(e.ne_p.bind(a, a), e.ne_p.bind(x, x)),
+                                  e.or_p.bind(e.eq_p.bind(x, np.asarray(np.inf, dt)),
+                                              e.eq_p.bind(a, np.asarray(np.inf, dt)))))
+    return e.select_n_p.bind(bad, out, full(np.nan))
+
+
+def _random_gamma_grad_program(a, x):
+    """The derivative of a Gamma(a, 1) sample at fixed quantile, -(dP/da) / (dP/dx), with
+    dP/dx = x^(a-1) e^-x / Gamma(a) in logs; 0 at x = 0, NaN at x = inf and for a <= 0.
+    (Where both derivatives underflow, deep in a tail, the implementation switches to
+    series and quadrature the program does not have: NaN there.)"""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    dpa = _igamma_grad_a_program(a, x)
+    dpx = e.exp_p.bind(e.sub_p.bind(e.sub_p.bind(e.mul_p.bind(e.sub_p.bind(a, c(1.0)),
+                                                              e.log_p.bind(x)), x),
+                                    lgamma_p.bind(a)))
+    out = e.neg_p.bind(e.div_p.bind(dpa, dpx))
+    full = np.full(get_aval(x).shape, 0.0, dt)
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, full)
+    bad = e.or_p.bind(e.or_p.bind(e.le_p.bind(a, c(0.0)), e.eq_p.bind(x, c(np.inf))),
+                      e.or_p.bind(e.ne_p.bind(a, a), e.ne_p.bind(x, x)))
+    return e.select_n_p.bind(bad, out, np.full(get_aval(x).shape, np.nan, dt))
+
+
+igamma_grad_a_p.lowering = _program_lowering(_igamma_grad_a_program)
+random_gamma_grad_p.lowering = _program_lowering(_random_gamma_grad_program)
+
+
+_EULER = 0.57721566490153286061
+
+
+def _erfcx_program(x):
+    """exp(x^2) erfc(x): for |x| < 4 the product (x^2 split into two exact parts so the
+    exponential keeps its digits), from 4 on Laplace's continued fraction of erfc
+    (30 levels), below -4 the reflection 2 exp(x^2) - erfcx(-x) (which overflows to inf
+    as the function does); +inf -> 0, -inf -> inf, NaN -> NaN."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    ax = e.abs_p.bind(x)
+    near = e.lt_p.bind(ax, c(4.0))
+    xn = e.select_n_p.bind(near, c(0.0), x)
+    # x^2 = hi + lo exactly (Veltkamp's split of x)
+    split = e.mul_p.bind(xn, c(4097.0 if dt == np.float32 else 134217729.0))
+    xh = e.sub_p.bind(split, e.sub_p.bind(split, xn))
+    xl = e.sub_p.bind(xn, xh)
+    hi = e.mul_p.bind(xn, xn)
+    lo = e.add_p.bind(e.add_p.bind(e.sub_p.bind(e.mul_p.bind(xh, xh), hi),
+                                   e.mul_p.bind(c(2.0), e.mul_p.bind(xh, xl))),
+                      e.mul_p.bind(xl, xl))
+    ex2 = e.mul_p.bind(e.exp_p.bind(hi), e.add_p.bind(c(1.0), lo))
+    val_near = e.mul_p.bind(ex2, erfc_p.bind(xn))
+    z = e.select_n_p.bind(near, ax, c(4.0))                 # |x| >= 4
+    cf = z
+    for k in range(30, 0, -1):
+        cf = e.add_p.bind(z, e.div_p.bind(c(k / 2), cf))
+    val_far = e.div_p.bind(c(1 / math.sqrt(math.pi)), cf)   # erfcx(|x|)
+    neg_far = e.sub_p.bind(e.mul_p.bind(c(2.0), e.exp_p.bind(e.mul_p.bind(z, z))), val_far)
+    far = e.select_n_p.bind(e.lt_p.bind(x, c(0.0)), val_far, neg_far)
+    out = e.select_n_p.bind(near, far, val_near)
+    out = e.select_n_p.bind(e.eq_p.bind(x, c(np.inf)), out, c(0.0))
+    return e.select_n_p.bind(e.ne_p.bind(x, x), out, c(np.nan))
+
+
+def _e1_positive(x):
+    """E1(x) for x > 0 (anything else gives a finite placeholder): the power series
+    -gamma - log x - sum (-x)^k / (k k!) up to x = 1, the continued fraction
+    e^-x / (x + 1 - 1 / (x + 3 - 4 / (x + 5 - ...))) above."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+
+    def c(v):
+        return np.asarray(v, dt)
+    small = e.le_p.bind(x, c(1.0))
+    xs = e.select_n_p.bind(small, c(0.5), x)
+    term, acc = c(1.0), c(0.0)
+    for k in range(1, 25):
+        term = e.mul_p.bind(term, e.div_p.bind(e.neg_p.bind(xs), c(float(k))))
+        acc = e.add_p.bind(acc, e.div_p.bind(term, c(float(k))))
+    series = e.sub_p.bind(e.sub_p.bind(c(-_EULER), e.log_p.bind(xs)), acc)
+    xl = e.select_n_p.bind(small, x, c(2.0))
+    cf = e.add_p.bind(xl, c(2 * 40 + 1.0))
+    for k in range(40, 0, -1):
+        cf = e.sub_p.bind(e.add_p.bind(xl, c(2 * k - 1.0)), e.div_p.bind(c(float(k * k)), cf))
+    frac = e.div_p.bind(e.exp_p.bind(e.neg_p.bind(xl)), cf)
+    return e.select_n_p.bind(small, frac, series)
+
+
+def _exp1_program(x):
+    """E1(x): +inf at 0, NaN for x < 0, at +inf and NaN, as the implementation."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    pos = e.and_p.bind(e.gt_p.bind(x, c(0.0)), e.lt_p.bind(x, c(np.inf)))
+    out = e.select_n_p.bind(pos, c(np.nan), _e1_positive(e.select_n_p.bind(pos, c(1.0), x)))
+    return e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, c(np.inf))
+
+
+def _expi_program(x):
+    """Ei(x): -E1(-x) for x < 0; for x > 0 the series gamma + log x + sum x^k / (k k!)
+    up to x = 40 (its terms do not cancel), the asymptotic expansion e^x / x sum k! / x^k
+    beyond; NaN at 0, at +-inf and NaN, as the implementation."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    negative = e.lt_p.bind(x, c(0.0))
+    neg_val = e.neg_p.bind(_e1_positive(e.select_n_p.bind(negative, c(1.0),
+                                                          e.neg_p.bind(x))))
+    mid = e.and_p.bind(e.gt_p.bind(x, c(0.0)), e.le_p.bind(x, c(40.0)))
+    xm = e.select_n_p.bind(mid, c(1.0), x)
+    term, acc = c(1.0), c(0.0)
+    for k in range(1, 90):
+        term = e.mul_p.bind(term, e.div_p.bind(xm, c(float(k))))
+        acc = e.add_p.bind(acc, e.div_p.bind(term, c(float(k))))
+    series = e.add_p.bind(e.add_p.bind(c(_EULER), e.log_p.bind(xm)), acc)
+    xb = e.select_n_p.bind(e.gt_p.bind(x, c(40.0)), c(50.0), x)
+    term, acc = c(1.0), c(1.0)
+    for k in range(1, 30):
+        term = e.mul_p.bind(term, e.div_p.bind(c(float(k)), xb))
+        acc = e.add_p.bind(acc, term)
+    asym = e.mul_p.bind(e.div_p.bind(e.exp_p.bind(xb), xb), acc)
+    out = e.select_n_p.bind(mid, e.select_n_p.bind(negative, asym, neg_val), series)
+    bad = e.or_p.bind(e.or_p.bind(e.eq_p.bind(x, c(0.0)), e.ne_p.bind(x, x)),
+                      e.eq_p.bind(e.abs_p.bind(x), c(np.inf)))
+    return e.select_n_p.bind(bad, out, c(np.nan))
+
+
+from .elementwise import erfc_p  # noqa: E402
+
+erfcx_p.lowering = _program_lowering(_erfcx_program)
+exp1_p.lowering = _program_lowering(_exp1_program)
+expi_p.lowering = _program_lowering(_expi_program)
+
+
+def _sici_program(x, want_si):
+    """Si(x) or Ci(x): their power series up to |x| = 4, above it E1(i|x|) by its
+    continued fraction in complex arithmetic (Ci = -Re E1(ix), Si = pi/2 + Im E1(ix));
+    Si odd, Ci(-x) = Ci(x); the implementation's values at 0, +-inf and NaN."""
+    from . import elementwise as e
+    from ..core.trace import get_aval
+    dt = get_aval(x).dtype
+    cdt = np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+    c = lambda v: np.asarray(v, dt)  # noqa: E731
+    cc = lambda v: np.asarray(v, cdt)  # noqa: E731
+    ax = e.abs_p.bind(x)
+    small = e.le_p.bind(ax, c(4.0))
+    xs = e.select_n_p.bind(small, c(1.0), ax)
+    x2 = e.mul_p.bind(xs, xs)
+    if want_si:
+        t, acc = xs, xs
+        for k in range(1, 14):
+            t = e.neg_p.bind(e.div_p.bind(e.mul_p.bind(t, x2), c(float((2 * k) * (2 * k + 1)))))
+            acc = e.add_p.bind(acc, e.div_p.bind(t, c(float(2 * k + 1))))
+        series = acc
+    else:
+        u, acc = c(1.0), c(0.0)
+        for k in range(1, 14):
+            u = e.neg_p.bind(e.div_p.bind(e.mul_p.bind(u, x2),
+                                          c(float((2 * k - 1) * (2 * k)))))
+            acc = e.add_p.bind(acc, e.div_p.bind(u, c(float(2 * k))))
+        series = e.add_p.bind(e.add_p.bind(c(_EULER), e.log_p.bind(xs)), acc)
+    xl = e.select_n_p.bind(small, ax, c(5.0))
+    z = e.complex_p.bind(np.zeros(get_aval(x).shape, dt), xl)
+    frac = e.add_p.bind(z, cc(2 * 80 + 1.0))
+    for k in range(80, 0, -1):
+        frac = e.sub_p.bind(e.add_p.bind(z, cc(2 * k - 1.0)), e.div_p.bind(cc(float(k * k)),
+                                                                          frac))
+    ez = e.complex_p.bind(e.cos_p.bind(xl), e.neg_p.bind(e.sin_p.bind(xl)))   # e^{-z}
+    e1 = e.div_p.bind(ez, frac)
+    if want_si:
+        big = e.add_p.bind(c(math.pi / 2), e.imag_p.bind(e1))
+    else:
+        big = e.neg_p.bind(e.real_p.bind(e1))
+    out = e.select_n_p.bind(small, big, series)
+    inf = e.eq_p.bind(ax, c(np.inf))
+    if want_si:
+        out = e.select_n_p.bind(inf, out, c(math.pi / 2))
+        out = e.select_n_p.bind(e.lt_p.bind(x, c(0.0)), out, e.neg_p.bind(out))
+        out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, x)
+    else:
+        out = e.select_n_p.bind(inf, out, e.select_n_p.bind(e.gt_p.bind(x, c(0.0)),
+                                                            c(np.nan), c(0.0)))
+        out = e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), out, c(-np.inf))
+    return e.select_n_p.bind(e.ne_p.bind(x, x), out, c(np.nan))
+
+
+sici_si_p.lowering = _program_lowering(lambda x: _sici_program(x, True))
+sici_ci_p.lowering = _program_lowering(lambda x: _sici_program(x, False))
