@@ -918,38 +918,3 @@ def test_exponential_special_programs(name):
     closed = _one_eqn(primitives()[name], [ShapedArray(x.shape, x.dtype)], {})
     got, want = run_closed(closed, [x])
     _compare(got[0], want[0], 1e-5, name)
-
-
-def test_debug_callback_as_extra_results():
-    """With host_callbacks=True a top-level debug_callback's operands are extra results of
-    @main (after the program's own) and its callback is listed for the caller."""
-    from test_rules import _debug_fn
-    x = np.arange(3, dtype=np.float32)
-    closed = jaxlite.make_jaxpr(_debug_fn)(x)
-    mod = lower_module(closed, host_callbacks=True)
-    assert len(mod.callbacks) == 1 and mod.callback_avals == (ShapedArray((3,), np.float32),)
-    assert mod.out_avals == (ShapedArray((3,), np.float32),)
-    assert "-> (tensor<3xf32>, tensor<3xf32>)" in mod.text
-    got = run_module(mod.text, [x])
-    np.testing.assert_array_equal(got[0], x * 2)
-    np.testing.assert_array_equal(got[1], x)
-
-
-def test_debug_print_on_xla_cpu(capsys):
-    """jax.debug.print inside a jitted function on xla_cpu prints on every call (after the
-    program ran) with the values computed on the device; eagerly too; inside a loop it
-    fails naming the primitive and the platform."""
-    dev = jaxlite.devices("xla_cpu")[0]
-    f = jaxlite.jit(lambda x: (jaxlite.debug.print("x = {}", x * 2), x + 1)[1])
-    x = jaxlite.device_put(np.arange(3, dtype=np.float32), dev)
-    for _ in range(2):
-        out = f(x)
-        np.testing.assert_array_equal(np.asarray(out), [1, 2, 3])
-    assert capsys.readouterr().out == "x = [0. 2. 4.]\n" * 2
-    jaxlite.debug.print("eager {}", x)
-    assert capsys.readouterr().out == "eager [0. 1. 2.]\n"
-
-    def loop(x):
-        return lax.fori_loop(0, 2, lambda i, c: (jaxlite.debug.print("{}", c), c + 1)[1], x)
-    with pytest.raises(NotImplementedError, match="'debug_callback'.*platform xla_cpu"):
-        jaxlite.jit(loop)(x)

@@ -247,8 +247,7 @@ def _lower_module(program, name, platform):
     """``lowering.lower_module`` (imported on first use: it is the other half of this
     platform, and programs compile far less often than jaxlite is imported)."""
     from .lowering import lower_module
-    # top-level jax.debug.print calls become extra results, printed after the run
-    return lower_module(program, name=name, platform=platform, host_callbacks=True)
+    return lower_module(program, name=name, platform=platform)
 
 
 class _Uncacheable(Exception):
@@ -312,10 +311,7 @@ class PjrtExecutable:
             self._loaded = client.compile(self.text, device.info)
         except PjrtError as e:
             raise _compile_error(e, self.text, name) from None
-        # a top-level debug callback's operands come after the outputs (lowering.py)
-        self._callbacks = lowered.callbacks
-        self._out_shapes = [(tuple(a.shape), a.dtype)
-                            for a in self.out_avals + list(lowered.callback_avals)]
+        self._out_shapes = [(tuple(a.shape), a.dtype) for a in self.out_avals]
         mem = self._loaded.compiled_memory_stats()
         self.temp_bytes = int(mem["temp_size_in_bytes"]) if mem else 0
         self._donating: dict = {}     # donated positions -> executable marking them donors
@@ -338,23 +334,10 @@ class PjrtExecutable:
                 except PjrtError as e:
                     raise _compile_error(e, self.text, self.name) from None
         try:
-            outs = loaded.execute(bufs, self._out_shapes, donated or ())
+            return loaded.execute(bufs, self._out_shapes, donated or ())
         except PjrtOutOfMemory as e:
             raise out_of_memory(None, device=self.device,
                                 what=f"the program {self.name}: {e}") from None
-        if self._callbacks:
-            outs = self._run_callbacks(outs)
-        return outs
-
-    def _run_callbacks(self, outs) -> list:
-        """Hands the debug callbacks' operands (the results after the program's own) to
-        the callbacks, in program order, on the host; returns the program's results."""
-        k = len(self.out_avals)
-        extra = outs[k:]
-        for callback, avals in self._callbacks:
-            vals, extra = extra[:len(avals)], extra[len(avals):]
-            callback(*[b.to_numpy() for b in vals])
-        return outs[:k]
 
     def _constant(self, v) -> PjrtBuffer:
         """A device buffer holding constant ``v`` (a NumPy scalar or array): scalars are

@@ -29,14 +29,11 @@ What does not lower, on any PJRT platform:
 - a primitive whose ``lowering`` is None: NotImplementedError, JAX's message
   ("MLIR translation rule for primitive 'foo' not found for platform xla_cpu"), naming
   the user's source line when the equation knows it;
-- host callbacks inside a compiled program (``pure_callback``, ``io_callback``, and
-  ``jax.debug.print`` / ``debug_callback`` inside a loop or branch or without
-  ``host_callbacks=True``): NotImplementedError naming the primitive and the platform.
-  The program would have to stop on the device, hand values to Python and resume; jaxlite
-  does not split programs around callbacks, and never silently runs part of a program on
-  the host.  A ``debug_callback`` at a program's top level, with ``host_callbacks=True``,
-  returns its operands as extra results and its callback runs after the program (a debug
-  print shows the values the program computed, printed when it has finished);
+- host callbacks inside a compiled program (``pure_callback``, ``io_callback``,
+  ``jax.debug.print`` / ``debug_callback``): NotImplementedError naming the primitive and
+  the platform.  The program would have to stop on the device, hand values to Python and
+  resume; jaxlite does not split programs around callbacks, and never silently runs part
+  of a program on the host;
 - a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
   the platform and the reason (complex ``rem``; pivoted ``qr``; sharding annotations over
   several partitions).
@@ -193,26 +190,14 @@ def _nested(arr, dt) -> str:
 class LoweredModule:
     """A lowered program: ``text`` (the StableHLO module, entry ``@main``), ``in_avals``
     (one per argument of ``@main``: the program's invars) and ``out_avals`` (one per
-    outvar).
+    result)."""
 
-    ``callbacks`` (only with ``lower_module(..., host_callbacks=True)``): the program's
-    top-level ``debug_callback`` equations, in program order, as ``(callback, avals)``;
-    ``@main`` returns their operands after the program's outputs (``callback_avals``, in
-    the same order), and whoever runs the module calls ``callback(*host_values)`` for each
-    once the program has run."""
+    __slots__ = ("text", "in_avals", "out_avals")
 
-    __slots__ = ("text", "in_avals", "out_avals", "callbacks")
-
-    def __init__(self, text: str, in_avals, out_avals, callbacks=()):
+    def __init__(self, text: str, in_avals, out_avals):
         self.text = text
         self.in_avals = tuple(in_avals)
         self.out_avals = tuple(out_avals)
-        self.callbacks = tuple(callbacks)
-
-    @property
-    def callback_avals(self) -> tuple:
-        """The avals of the extra results: every callback's operands, in order."""
-        return tuple(a for _, avals in self.callbacks for a in avals)
 
     def __str__(self):
         return self.text
@@ -242,8 +227,6 @@ class LoweringContext:
         self._loc = ""
         self._scope = ""            # "lu/" inside the lu rule's own program
         self._scope_source = None
-        # top-level debug callbacks, [(callback, operand Values)], or None: not allowed
-        self.host_callbacks = None
 
     # ---- values and types -------------------------------------------------------------
 
@@ -488,12 +471,6 @@ class LoweringContext:
         self._loc = f" loc({_quote(where)})"
         try:
             rule = getattr(prim, "lowering", None)
-            if (rule is None and self.host_callbacks is not None and len(self._blocks) == 1
-                    and prim.name == "debug_callback" and not eqn.outvars):
-                # at the program's top level: its operands become extra results, the
-                # callback runs on the host once the program has (see LoweredModule)
-                self.host_callbacks.append((eqn.params["callback"], list(operands)))
-                return []
             if rule is None and getattr(prim, "host_callback", False):
                 raise NotImplementedError(
                     f"primitive '{prim.name}' calls back into Python on the host, which a "
@@ -574,8 +551,7 @@ _NAME_OK = re.compile(r"[^A-Za-z0-9_.$]")
 
 
 def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
-                 platform: str = "xla_cpu", num_partitions: int = 1,
-                 host_callbacks: bool = False) -> LoweredModule:
+                 platform: str = "xla_cpu", num_partitions: int = 1) -> LoweredModule:
     """Lowers ``closed_jaxpr`` to a StableHLO module (MLIR text).
 
     The entry function is ``@main``: one argument per invar of the program in order (the
@@ -585,11 +561,6 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     rule choose a platform's own lowering; ``num_partitions`` is written as the module's
     ``mhlo.num_partitions``.
 
-    ``host_callbacks``: lower the program's top-level ``debug_callback`` equations
-    (``jax.debug.print``) as extra results whose values the caller hands to the callbacks
-    after the run (``LoweredModule.callbacks``); without it, or for one inside a loop or
-    branch, and for ``pure_callback`` / ``io_callback`` anywhere, lowering fails.
-
     Raises NotImplementedError for a primitive without a lowering rule, or one its rule
     cannot lower on this platform (host callbacks), naming the primitive, the platform and
     the equation's source line when known; TypeError for a dtype StableHLO has no type for.
@@ -597,15 +568,10 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     if num_partitions < 1:
         raise ValueError(f"lower_module: num_partitions must be >= 1, got {num_partitions}")
     ctx = LoweringContext(platform, num_partitions)
-    if host_callbacks:
-        ctx.host_callbacks = []
     jaxpr = closed_jaxpr.jaxpr
     args = [Value(f"%arg{i}", v.aval) for i, v in enumerate(jaxpr.invars)]
     outs = ctx.lower_jaxpr(jaxpr, closed_jaxpr.consts, args)
-    program_avals = [v.aval for v in jaxpr.outvars]
-    callbacks = [(cb, tuple(v.aval for v in vals)) for cb, vals in ctx.host_callbacks or ()]
-    outs = outs + [v for _, vals in ctx.host_callbacks or () for v in vals]
-    out_avals = [o.aval for o in outs]
+    out_avals = [v.aval for v in jaxpr.outvars]
     ctx._emit(f'"func.return"({", ".join(o.name for o in outs)}) : '
               f'({", ".join(o.type for o in outs)}) -> ()')
     sig = ", ".join(f"{a.name}: {a.type}" for a in args)
@@ -620,5 +586,5 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
             f"{_indent(body, 4)}\n"
             f"  }}\n"
             f"}}\n")
-    return LoweredModule(text, [v.aval for v in jaxpr.invars], program_avals, callbacks)
+    return LoweredModule(text, [v.aval for v in jaxpr.invars], out_avals)
 
