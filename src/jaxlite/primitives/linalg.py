@@ -2258,7 +2258,7 @@ def _jacobi_sweeps(x, v, nb, two_sided, converged):
     return x, v
 
 
-def _eye_like(shape, dt):
+def _eye_array(shape, dt):
     return np.array(np.broadcast_to(np.eye(shape[-2], shape[-1], dtype=dt), shape))
 
 
@@ -2317,7 +2317,7 @@ def _eigh_program(a, lower):
         done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
         return r.reduce_and_p.bind(done, axes=tuple(range(nb))) if nb else done
 
-    x, v = _jacobi_sweeps(a, _eye_like(shape, dt), nb, True, converged)
+    x, v = _jacobi_sweeps(a, _eye_array(shape, dt), nb, True, converged)
     w = _pick(x, diag, (nb + 1,))
     return _sorted_by(w, v, nb, False)
 
@@ -2377,7 +2377,7 @@ def _svd_program(a, full_matrices, compute_uv):
         done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
         return r.reduce_and_p.bind(done, axes=lead) if nb else done
 
-    x, v = _jacobi_sweeps(a, _eye_like(gshape, dt), nb, False, converged)
+    x, v = _jacobi_sweeps(a, _eye_array(gshape, dt), nb, False, converged)
     s = e.sqrt_p.bind(_sq_norm(x, (nb,)))
     if not compute_uv:
         return [_sorted_by(s, None, nb, True)[0]]
