@@ -225,12 +225,27 @@ class PjrtBackend(_runtime_backend.Backend):
 
     def compile(self, program, devices, name):
         """Lowers ``program`` (a ClosedJaxpr) to StableHLO and compiles it with the plugin
-        for ``devices[0]``.  Raises NotImplementedError for a primitive without a
-        lowering (lowering.py), PjrtError with XLA's message and the StableHLO lines it
-        names when the plugin rejects the module."""
+        for ``devices[0]``; a program holding host callbacks (``jax.debug.print``,
+        ``pure_callback``, ``io_callback``, at any depth) is compiled as pieces run around
+        them (pieces.py ``PiecewiseExecutable``).  Raises NotImplementedError for a
+        primitive without a lowering (lowering.py), PjrtError with XLA's message and the
+        StableHLO lines it names when the plugin rejects the module."""
         device = devices[0]
+        from .pieces import PiecewiseExecutable, holds_callback
+        if holds_callback(program.jaxpr):
+            return PiecewiseExecutable(self, program, device, name)
         lowered = _lower_module(program, name=name, platform=self.platform)
         return PjrtExecutable(self, lowered, device, name)
+
+    def run_compiled(self, compiled, args, placement):
+        """One call of a jitted program (runtime/backend.py ``Backend.run_compiled``): on
+        one device with donated arguments, the donated Arrays on that device an output
+        can take are consumed and handed to PJRT's donation (``_run.run_donating``);
+        everything else as the runtime's default runs it."""
+        if placement.donate and placement.out_shardings is None:
+            from ._run import run_donating
+            return run_donating(self, compiled, args, placement)
+        return super().run_compiled(compiled, args, placement)
 
     def __repr__(self):
         state = "started" if self._client is not None else "not started"

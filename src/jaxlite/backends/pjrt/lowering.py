@@ -59,8 +59,8 @@ import numpy as np
 from ...core.avals import ShapedArray
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
 
-__all__ = ["LoweredModule", "LoweringContext", "Value", "lower_module", "mlir_type",
-           "element_type"]
+__all__ = ["LoweredModule", "LoweringContext", "Value", "lower_module", "lower_function",
+           "mlir_type", "element_type"]
 
 
 # ---- types --------------------------------------------------------------------------------
@@ -555,7 +555,21 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     jaxpr = closed_jaxpr.jaxpr
     args = [Value(f"%arg{i}", v.aval) for i, v in enumerate(jaxpr.invars)]
     outs = ctx.lower_jaxpr(jaxpr, closed_jaxpr.consts, args)
-    out_avals = [v.aval for v in jaxpr.outvars]
+    return _module(ctx, name, args, outs, [v.aval for v in jaxpr.outvars], num_partitions)
+
+
+def lower_function(fn, in_avals, *, name: str = "main",
+                   platform: str = "xla_cpu") -> LoweredModule:
+    """A StableHLO module whose ``@main`` takes arguments of ``in_avals`` and returns
+    what ``fn(ctx, *args)`` emits through the LoweringContext ``ctx`` (a list of Values):
+    the small helper programs the backend writes directly (pieces.py)."""
+    ctx = LoweringContext(platform)
+    args = [Value(f"%arg{i}", a) for i, a in enumerate(in_avals)]
+    outs = list(fn(ctx, *args))
+    return _module(ctx, name, args, outs, [o.aval for o in outs], 1)
+
+
+def _module(ctx, name, args, outs, out_avals, num_partitions) -> LoweredModule:
     ctx._emit(f'"func.return"({", ".join(o.name for o in outs)}) : '
               f'({", ".join(o.type for o in outs)}) -> ()')
     sig = ", ".join(f"{a.name}: {a.type}" for a in args)
@@ -570,5 +584,4 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
             f"{_indent(body, 4)}\n"
             f"  }}\n"
             f"}}\n")
-    return LoweredModule(text, [v.aval for v in jaxpr.invars], out_avals)
-
+    return LoweredModule(text, [a.aval for a in args], out_avals)
