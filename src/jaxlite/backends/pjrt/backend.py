@@ -191,10 +191,41 @@ class PjrtBackend(_runtime_backend.Backend):
         ``EAGER_CACHE_SIZE`` programs); its results come back at once, still being
         computed."""
         multiple = prim.multiple_results
+        if prim.name == "slice" and type(vals[0]) is PjrtBuffer and \
+                not any(s != 1 for s in params.get("strides") or ()):
+            return self._eager_slice(vals[0], params["start_indices"], device, out_aval)
         out_avals = tuple(out_aval) if multiple else (out_aval,)
         ex = self._eager_executable(prim, vals, params, device, out_avals)
         outs = ex.run(vals)
         return outs if multiple else outs[0]
+
+    def _eager_slice(self, x, starts, device, out_aval):
+        """An eager unit-stride ``slice`` (``x[i]``, ``x[2:5]``): one program per operand
+        shape and slice size taking the start indices as operands, so that a Python loop
+        over ``x[i]`` compiles once, not once per ``i``."""
+        sizes = tuple(out_aval.shape)
+        key = ("slice", x.shape, x.dtype, sizes, device.id)
+        with self._eager_lock:
+            ex = self._eager.get(key)
+        if ex is None:
+            from .lowering import lower_function
+            avals = [ShapedArray(tuple(x.shape), x.dtype)] + \
+                [ShapedArray((), np.dtype(np.int64))] * len(sizes)
+
+            def dynamic_slice(ctx, operand, *index):
+                return [ctx.op("stablehlo.dynamic_slice", [operand, *index],
+                               ctx.aval(sizes, operand.aval.dtype),
+                               {"slice_sizes": ctx.i64s(sizes)})]
+            lowered = lower_function(dynamic_slice, avals, name="slice",
+                                     platform=self.platform)
+            ex = PjrtExecutable(self, lowered, device, "slice")
+            with self._eager_lock:
+                self._eager[key] = ex
+                if len(self._eager) > EAGER_CACHE_SIZE:
+                    self._eager.popitem(last=False)
+        # the starts are in range (the slice's own rule checked them), so dynamic_slice
+        # takes them as they are
+        return ex.run([x] + [np.int64(i) for i in starts])[0]
 
     def _eager_executable(self, prim, vals, params, device, out_avals):
         sig = tuple((v.shape, v.dtype) if type(v) is PjrtBuffer else
