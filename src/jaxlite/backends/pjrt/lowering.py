@@ -29,11 +29,14 @@ What does not lower, on any PJRT platform:
 - a primitive whose ``lowering`` is None: NotImplementedError, JAX's message
   ("MLIR translation rule for primitive 'foo' not found for platform xla_cpu"), naming
   the user's source line when the equation knows it;
-- host callbacks inside a compiled program (``pure_callback``, ``io_callback``,
-  ``jax.debug.print`` / ``debug_callback``): NotImplementedError naming the primitive and
-  the platform.  The program would have to stop on the device, hand values to Python and
-  resume; jaxlite does not split programs around callbacks, and never silently runs part
-  of a program on the host;
+- host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.print`` /
+  ``debug_callback``): a compiled program cannot stop on the device, hand values to
+  Python and resume, so ``lower_module`` refuses them (NotImplementedError naming the
+  primitive and the platform).  jaxlite runs such a program in pieces instead
+  (``PjrtBackend.compile`` -> ``pieces.PiecewiseExecutable``): each run of equations
+  between callbacks is lowered here and compiled by XLA, each callback runs on the host
+  between them with counted transfers, and loops and branches holding callbacks are
+  stepped from the host; the callbacks run in order, as often as on the CPU platform;
 - a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
   the platform and the reason (complex ``rem``; ``eigh`` and ``svd`` of complex matrices
   and pivoted ``qr``, which have no jaxlite-written algorithm yet).
@@ -466,8 +469,9 @@ class LoweringContext:
                 raise NotImplementedError(
                     f"primitive '{prim.name}' calls back into Python on the host, which a "
                     f"program compiled for platform {self.platform} cannot do{self._at()}: "
-                    f"call it outside the jitted function, or run the program on the "
-                    f"'cpu' platform")
+                    f"the PJRT backend's compile runs such a program in pieces around its "
+                    f"callbacks (backends/pjrt/pieces.py); lower only the pieces between "
+                    f"them")
             if rule is None:
                 raise NotImplementedError(
                     f"MLIR translation rule for primitive '{prim.name}' not found for "
