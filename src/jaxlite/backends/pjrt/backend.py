@@ -263,7 +263,7 @@ class PjrtBackend(_runtime_backend.Backend):
         StableHLO lines it names when the plugin rejects the module."""
         device = devices[0]
         from .pieces import PiecewiseExecutable, holds_callback
-        if holds_callback(program.jaxpr):
+        if isinstance(program, ClosedJaxpr) and holds_callback(program.jaxpr):
             return PiecewiseExecutable(self, program, device, name)
         lowered = _lower_module(program, name=name, platform=self.platform)
         return PjrtExecutable(self, lowered, device, name)
