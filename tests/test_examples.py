@@ -15,9 +15,7 @@ import jaxlite
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-# the platforms the example programs see (make test-accelerator: the chip first)
-ENV = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAXLITE_EXAMPLES_PLATFORMS", "cpu"),
-           PYTHONWARNINGS="default")
+ENV = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONWARNINGS="default")
 
 
 def run_py(args, cwd=ROOT, timeout=120):

@@ -8,10 +8,12 @@ lowering rules.
 - Differential: every program of the rule tables (tests/test_rules.py ``CASES`` and
   ``CONTROL_CASES``) and one-equation programs of each elementwise primitive on every
   dtype's edge values (signed zeros, infinities, NaN, integer extremes, division by zero,
-  out-of-range shifts), plus hypothesis-drawn operands, are lowered, compiled and run on
-  the XLA:CPU PJRT plugin and compared with the interpreter (the primitives' NumPy
-  implementations): bit for bit for integers and booleans and for the exactly rounded
-  float operations, within a stated tolerance for each transcendental one.
+  out-of-range shifts), plus hypothesis-drawn operands and programs at the edges of the
+  structured primitives, are lowered, compiled and run on the XLA:CPU PJRT plugin (the
+  binding's ``run_mlir``; a sample also through ``jit`` on an xla_cpu device) and
+  compared with the interpreter (the primitives' NumPy implementations): bit for bit for
+  integers and booleans and for the exactly rounded float operations, within a stated
+  tolerance for each transcendental one and for the jaxlite-written algorithms.
 """
 from __future__ import annotations
 
@@ -37,28 +39,13 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # ---- running a lowered module on the XLA:CPU plugin ---------------------------------------
 #
-# ``RUNNER``: ``run(text, args) -> list of ndarrays`` compiling the module on the xla_cpu
-# plugin and running it on host arrays.  It comes from the PJRT binding
-# (jaxlite.backends.pjrt) once that is part of jaxlite; without it the tests that run
-# programs skip.
-
-RUNNER = None
-
-
-def _binding_runner():
-    try:
-        from jaxlite.backends.pjrt import client as _client    # the binding's module
-    except ImportError:
-        return None
-    run = getattr(_client, "run_mlir", None)
-    return run
-
+# The binding's ``run_mlir`` compiles a module text with the xla_cpu plugin's client and
+# runs it on host arrays (one-equation programs and whole programs alike); whole programs
+# also run through ``jit`` on an xla_cpu device (test_programs_through_jit).
 
 def run_module(text, args):
-    run = RUNNER or _binding_runner()
-    if run is None:
-        pytest.skip("the PJRT binding (jaxlite.backends.pjrt.client) is not in this build")
-    return run(text, [np.asarray(a) for a in args])
+    from jaxlite.backends.pjrt.client import run_mlir
+    return run_mlir(text, [np.asarray(a) for a in args])
 
 
 # ---- the table ----------------------------------------------------------------------------
@@ -87,7 +74,7 @@ NOT_LOWERED = {
     **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
               "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
         "igamma_grad_a", "random_gamma_grad",
-        "regularized_incomplete_beta", "zeta_grad_x", "erfcx", "dawsn", "exp1",
+        "zeta_grad_x", "erfcx", "dawsn", "exp1",
         "expi", "spence", "expn", "sici_si", "sici_ci", "fresnel_s", "fresnel_c", "hyp1f1",
         "hyp2f1", "hyp1f1_grad", "hyp2f1_grad", "owens_t")},
     **{name: ("no XLA operation (JAX calls each platform's solver library through custom "
@@ -164,6 +151,17 @@ def test_module_shape_and_text():
         lower_module(closed, num_partitions=0)
 
 
+def test_rule_programs_located_in_their_equation():
+    """The operations of a rule's own program (lu's loop) are located as parts of the
+    user's equation: ``loc("lu/while at model.py:3")``."""
+    lu = primitives()["lu"]
+    a = ShapedArray((3, 3), np.float32)
+    closed = _one_eqn(lu, [a], {}, source="model.py:3")
+    text = lower_module(closed).text
+    assert 'loc("lu/while at model.py:3")' in text
+    assert 'loc("lu/lu_pivots_to_permutation' not in text
+
+
 def test_types_and_constants():
     assert element_type(np.bool_) == "i1"
     assert element_type(np.uint8) == "ui8"
@@ -177,6 +175,9 @@ def test_types_and_constants():
     assert dense_text(np.array([True, False]), np.bool_) == "dense<[true, false]>"
     assert dense_text(np.full((2, 2), np.nan, np.float32), np.float32) == "dense<0x7FC00000>"
     assert dense_text(np.zeros((0, 3), np.float32), np.float32) == "dense<0.0>"
+    assert dense_text(np.float64(-np.inf), np.float64) == "dense<0xFFF0000000000000>"
+    assert dense_text(np.array([1.5, -4.0], ml_dtypes.float4_e2m1fn),
+                      ml_dtypes.float4_e2m1fn) == "dense<[1.5, -4.0]>"
     with pytest.raises(TypeError, match="no StableHLO element type"):
         element_type(np.dtype("U3"))
 
@@ -210,7 +211,7 @@ def _rows():
 
 
 # rows whose lowering refuses a case of its primitive, with the reason it gives
-UNSUPPORTED_ROWS = {("svd", 3): "complex matrices have no jaxlite-written SVD"}
+UNSUPPORTED_ROWS = {}
 
 
 def _compare(got, want, rtol, what):
@@ -262,12 +263,14 @@ def test_rule_table_programs(name, k, case):
     got, want = run_closed(closed, args)
     assert len(got) == len(want)
     if name == "svd" and len(got) == 3:
-        # singular vectors up to sign (Jacobi's and LAPACK's signs differ)
-        got[0], want[0] = _sign_fixed(got[0]), _sign_fixed(want[0])
-        got[2] = np.swapaxes(_sign_fixed(np.swapaxes(got[2], -1, -2)), -1, -2)
-        want[2] = np.swapaxes(_sign_fixed(np.swapaxes(want[2], -1, -2)), -1, -2)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg="svd program")
+        # singular vectors up to sign (Jacobi's and LAPACK's differ; for complex vectors a
+        # phase): singular values, and the product u s vh, compared
+        (gu, gs, gvh), (wu, ws, wvh) = got, want
+        np.testing.assert_allclose(gs, ws, rtol=1e-4, atol=1e-4, err_msg="svd program")
+        k = gs.shape[-1]
+        np.testing.assert_allclose((gu[..., :, :k] * gs[..., None, :]) @ gvh[..., :k, :],
+                                   (wu[..., :, :k] * ws[..., None, :]) @ wvh[..., :k, :],
+                                   atol=1e-4, err_msg="svd program")
         return
     for g, w in zip(got, want):
         _compare(g, w, PROGRAM_TOL, f"{name} program")
@@ -788,3 +791,91 @@ def test_dot_general_types(lt, rt, pet):
     if lt == rt == BF16:
         assert "(tensor<3x40xbf16>, tensor<40x2xbf16>) -> tensor<3x2xf32>" in \
             lower_module(closed).text
+
+
+def _herm(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+def test_eigh_svd_complex(shape):
+    """Hermitian eigh and complex SVD: each pair's phase taken out, then the real rotation."""
+    a = (_rn(*shape) + 1j * _rn(*shape)).astype(np.complex64)
+    h = a + _herm(a)
+    closed = jaxlite.make_jaxpr(lambda m: lax.linalg.eigh(m))(h)
+    (gv, gw), (wv, ww) = run_closed(closed, [h])
+    assert gv.dtype == np.complex64 and gw.dtype == np.float32
+    np.testing.assert_allclose(gw, ww, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(h @ gv, gv * gw[..., None, :], atol=5e-5)
+    np.testing.assert_allclose(_herm(gv) @ gv, np.broadcast_to(np.eye(shape[-1]), gv.shape),
+                               atol=3e-6)
+    b = a[..., :, :-1]                 # tall; its transpose wide
+    for m in (b, np.swapaxes(b, -1, -2)):
+        closed = jaxlite.make_jaxpr(lambda z: lax.linalg.svd(z, full_matrices=True))(m)
+        (gu, gs, gvh), (wu, ws, wvh) = run_closed(closed, [m])
+        np.testing.assert_allclose(gs, ws, rtol=1e-5, atol=1e-5)
+        k = min(m.shape[-2:])
+        np.testing.assert_allclose((gu[..., :, :k] * gs[..., None, :]) @ gvh[..., :k, :], m,
+                                   atol=5e-5)
+        for q in (gu, _herm(gvh)):
+            qhq = _herm(q) @ q
+            np.testing.assert_allclose(qhq, np.broadcast_to(np.eye(q.shape[-1]), qhq.shape),
+                                       atol=3e-6)
+
+
+def test_betainc_program():
+    """regularized_incomplete_beta written as a jaxlite program (continued fraction in
+    float32): within 1e-4 of SciPy's float64 values; its edges as SciPy's."""
+    vals_a = np.array([0.5, 1.0, 2.5, 10.0, 0.0, -1.0, np.nan], np.float32)
+    vals_x = np.array([0.0, 0.01, 0.3, 0.5, 0.9, 1.0, -0.1, 1.1, np.nan], np.float32)
+    a, b, x = (v.ravel() for v in np.meshgrid(vals_a, vals_a[:5], vals_x))
+    closed = _one_eqn(primitives()["regularized_incomplete_beta"],
+                      [ShapedArray(a.shape, a.dtype)] * 3, {})
+    got, want = run_closed(closed, [a, b, x])
+    _compare(got[0], want[0], 1e-4, "betainc")
+
+
+_PROGRAMS_X64 = {
+    "lu": (lambda a: lax.linalg.lu(a), lambda: (_rn(4, 4, dtype=np.float64),)),
+    "qr": (lambda a: lax.linalg.qr(a), lambda: (_rn(4, 3, dtype=np.float64),)),
+    "solve": (lambda a, b: jnp.linalg.solve(a, b),
+              lambda: (_A4.astype(np.float64), _rn(4, 2, dtype=np.float64))),
+    "eigvalsh": (lambda a: jnp.linalg.eigvalsh(a + a.T), lambda: (_rn(5, 5, dtype=np.float64),)),
+    "svdvals": (lambda a: jnp.linalg.svd(a, compute_uv=False),
+                lambda: (_rn(5, 3, dtype=np.float64),)),
+    "specials": (lambda p, x: (lax.igamma(x, p + 0.5), lax.bessel_i0e(x),
+                               jaxlite.scipy.special.ndtri(p)),
+                 lambda: (np.linspace(0.01, 0.99, 7), np.linspace(0.1, 30.0, 7))),
+    "scan-i64": (lambda x: lax.scan(lambda c, a: (c + a, c * a), np.int64(0), x),
+                 lambda: (np.arange(-3, 5, dtype=np.int64) * 2**40,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PROGRAMS_X64))
+def test_programs_x64(x64, name):
+    """The jaxlite-written algorithms and loops in float64/int64 (jax_enable_x64)."""
+    fn, make = _PROGRAMS_X64[name]
+    args = make()
+    closed = jaxlite.make_jaxpr(fn)(*args)
+    got, want = run_closed(closed, list(args))
+    for g, w in zip(got, want):
+        _compare(g, w, 1e-12 if name != "specials" else 1e-9, name)
+
+
+@pytest.mark.parametrize("name", ["threefry", "mlp-step", "scatter-drop", "sort-nan",
+                                  "while-count", "scan-reverse", "cond-index-clamped",
+                                  "lu-pivoting", "qr-tall-full", "conv-groups", "solve"])
+def test_programs_through_jit(name):
+    """Programs run by ``jit`` on an xla_cpu device (their arguments placed there), the
+    results left on it, against the interpreter."""
+    fn, args = PROGRAMS[name]
+    dev = jaxlite.devices("xla_cpu")[0]
+    placed = [jaxlite.device_put(a, dev) for a in args]
+    outs = jaxlite.jit(fn)(*placed)
+    leaves = jaxlite.tree_util.tree_leaves(outs)
+    assert all(o.devices() == {dev} for o in leaves)
+    closed = jaxlite.make_jaxpr(fn)(*args)
+    want = eval_jaxpr_impl(closed.jaxpr, closed.consts, *[np.asarray(a) for a in args])
+    assert len(leaves) == len(want)
+    for g, w in zip(leaves, want):
+        _compare(np.asarray(g), np.asarray(w), 1e-5, name)

@@ -10,7 +10,8 @@
 #   1. real JAX, when installed, runs tests/accelerator/programs.py on the chip and saves
 #      its results (reference.py);
 #   2. jaxlite runs the accelerator tests on the chip in one process, compared with those;
-#   3. the chapter's example programs run with the platform as the default device.
+#   3. the chapter's example programs run with the platform as the default device;
+#   4. the demo (make demo's program) runs with it as the default device.
 # It prints the counts of each part and fails when any part failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,9 +58,10 @@ echo "== 2. jaxlite's accelerator tests on $PLATFORM"
     -o addopts="" --timeout=600 tests/accelerator ${JAXLITE_ACCEL_PYTEST_ARGS:-} \
     || failed="$failed tests/accelerator"
 echo "== 3. the chapter's programs with $PLATFORM as the default device"
-JAX_PLATFORMS=cpu JAXLITE_EXAMPLES_PLATFORMS=$PLATFORM,cpu $PY -m pytest -p no:xdist \
-    -p no:cacheprovider -q -o addopts="" --timeout=600 tests/test_examples.py -k section \
-    || failed="$failed examples"
+JAX_PLATFORMS=cpu $PY -m pytest -p no:xdist -p no:cacheprovider -q -o addopts="" \
+    --timeout=600 tests/test_examples_pjrt.py || failed="$failed examples"
+echo "== 4. the demo (python -m jaxlite demo) with $PLATFORM as the default device"
+JAX_PLATFORMS=$PLATFORM,cpu $PY -m jaxlite demo || failed="$failed demo"
 rm -rf "$TMP"
 if [ -n "$failed" ]; then echo "test-accelerator: failed:$failed" >&2; exit 1; fi
 echo "test-accelerator: all parts passed"

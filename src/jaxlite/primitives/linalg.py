@@ -1822,13 +1822,6 @@ def _reflector(packed, j, nb):
     return e.select_n_p.bind(e.eq_p.bind(rows, j), v, np.ones(av.shape, av.dtype))
 
 
-def _conj(x):
-    e, _, _ = _ops()
-    if get_aval(x).dtype.kind != "c":
-        return x
-    return e.conj_p.bind(x, input_dtype=get_aval(x).dtype)
-
-
 def _apply_left(c, v, tau, nb, conj_tau):
     """(I - t v v^H) c for the stack ``c`` (..., m, n), v (..., m), tau (...,); t is tau or
     its conjugate."""
@@ -2161,8 +2154,43 @@ def _pick(x, mask, axes):
                                axes=tuple(axes))
 
 
+def _re(x):
+    e, _, _ = _ops()
+    return e.real_p.bind(x) if get_aval(x).dtype.kind == "c" else x
+
+
+def _scale_col(x, q, phase, nb):
+    """``x`` with column ``q`` multiplied by ``phase`` (one scalar per matrix)."""
+    e, _, sh = _ops()
+    shape = get_aval(x).shape
+    cols = sh.iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=nb + 1)
+    pb = sh.broadcast_in_dim_p.bind(phase, shape=shape, broadcast_dimensions=tuple(range(nb)))
+    return e.select_n_p.bind(e.eq_p.bind(cols, q), x, e.mul_p.bind(x, pb))
+
+
 def _rotation(app, aqq, apq):
-    """(c, s) of the Jacobi rotation zeroing apq (Golub & Van Loan's sym.schur2)."""
+    """(c, s, u) of the Jacobi rotation zeroing apq (Golub & Van Loan's sym.schur2), in
+    apq's dtype; for a complex apq, u = apq / |apq| (1 at 0) is the phase taken out of it
+    first (None for a real one)."""
+    e, _, _ = _ops()
+    u = None
+    cdt = get_aval(apq).dtype
+    if cdt.kind == "c":
+        mag = e.abs_p.bind(apq)
+        nz = e.ne_p.bind(mag, np.zeros((), get_aval(mag).dtype))
+        safe = e.select_n_p.bind(nz, np.ones(get_aval(mag).shape, get_aval(mag).dtype), mag)
+        u = e.select_n_p.bind(nz, np.ones(get_aval(apq).shape, cdt), e.div_p.bind(
+            apq, e.convert_element_type_p.bind(safe, new_dtype=cdt, weak_type=False)))
+        c, s = _real_rotation(app, aqq, mag)
+
+        def cx(v):
+            return e.convert_element_type_p.bind(v, new_dtype=cdt, weak_type=False)
+        return cx(c), cx(s), u
+    c, s = _real_rotation(app, aqq, apq)
+    return c, s, u
+
+
+def _real_rotation(app, aqq, apq):
     e, _, _ = _ops()
     dt = get_aval(app).dtype
     shape = get_aval(app).shape
@@ -2225,11 +2253,17 @@ def _jacobi_sweeps(x, v, nb, two_sided, converged):
                                                   np.zeros(npairs, i32), qtab), axes=(0,))
         rows = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb)
         cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
+        # complex entries: column q is first turned by the phase that makes the pair's
+        # off-diagonal entry real (a diagonal unitary), then the real rotation applies
         if two_sided:
             def el(i, j):
                 return _pick(x, e.and_p.bind(e.eq_p.bind(rows, i), e.eq_p.bind(cols, j)),
                              (nb, nb + 1))
-            c, s = _rotation(el(p, p), el(q, q), el(p, q))
+            apq = el(p, q)
+            c, s, u = _rotation(_re(el(p, p)), _re(el(q, q)), apq)
+            if u is not None:
+                x = _scale_col(x, q, _conj(u), nb)
+                x = _transpose_last(_scale_col(_transpose_last(x, nb), q, u, nb), nb)
             x = _rotate_cols(x, p, q, c, s, nb)
             x = _transpose_last(_rotate_cols(_transpose_last(x, nb), p, q, c, s, nb), nb)
             off = e.or_p.bind(e.and_p.bind(e.eq_p.bind(rows, p), e.eq_p.bind(cols, q)),
@@ -2239,9 +2273,14 @@ def _jacobi_sweeps(x, v, nb, two_sided, converged):
             # the Gram matrix's entries of columns p and q
             xp = _pick(x, e.eq_p.bind(cols, p), (nb + 1,))
             xq = _pick(x, e.eq_p.bind(cols, q), (nb + 1,))
-            dot = lambda a, b: r.reduce_sum_p.bind(e.mul_p.bind(a, b), axes=(nb,))  # noqa
-            c, s = _rotation(dot(xp, xp), dot(xq, xq), dot(xp, xq))
+            dot = lambda a, b: r.reduce_sum_p.bind(e.mul_p.bind(_conj(a), b),  # noqa
+                                                   axes=(nb,))
+            c, s, u = _rotation(_re(dot(xp, xp)), _re(dot(xq, xq)), dot(xp, xq))
+            if u is not None:
+                x = _scale_col(x, q, _conj(u), nb)
             x = _rotate_cols(x, p, q, c, s, nb)
+        if u is not None:
+            v = _scale_col(v, q, _conj(u), nb)
         v = _rotate_cols(v, p, q, c, s, nb)
         return x, v
 
@@ -2258,7 +2297,7 @@ def _jacobi_sweeps(x, v, nb, two_sided, converged):
     return x, v
 
 
-def _eye_array(shape, dt):
+def _eye_stack(shape, dt):
     return np.array(np.broadcast_to(np.eye(shape[-2], shape[-1], dtype=dt), shape))
 
 
@@ -2294,6 +2333,8 @@ def _sorted_by(keys, vecs, nb, descending):
 
 def _sq_norm(x, axes):
     e, r, _ = _ops()
+    if get_aval(x).dtype.kind == "c":
+        x = e.abs_p.bind(x)
     return r.reduce_sum_p.bind(e.mul_p.bind(x, x), axes=tuple(axes))
 
 
@@ -2307,9 +2348,14 @@ def _eigh_program(a, lower):
     cols = sh.iota_p.bind(dtype=i32, shape=shape, dimension=nb + 1)
     # the symmetric matrix of the triangle LAPACK reads
     keep = e.ge_p.bind(rows, cols) if lower else e.le_p.bind(rows, cols)
-    a = e.select_n_p.bind(keep, _transpose_last(a, nb), a)
+    a = e.select_n_p.bind(keep, _conj(_transpose_last(a, nb)), a)
     diag = e.eq_p.bind(rows, cols)
-    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    if dt.kind == "c":      # the diagonal of a Hermitian matrix is real
+        a = e.select_n_p.bind(diag, a, e.convert_element_type_p.bind(
+            e.real_p.bind(a), new_dtype=dt, weak_type=False))
+    rdt = np.dtype(np.float64) if dt == np.complex128 else (
+        np.dtype(np.float32) if dt.kind == "c" else dt)
+    eps2 = np.asarray(float(np.finfo(rdt).eps) ** 2, rdt)
     total = _sq_norm(a, (nb, nb + 1))
 
     def converged(x):
@@ -2317,16 +2363,13 @@ def _eigh_program(a, lower):
         done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
         return r.reduce_and_p.bind(done, axes=tuple(range(nb))) if nb else done
 
-    x, v = _jacobi_sweeps(a, _eye_array(shape, dt), nb, True, converged)
-    w = _pick(x, diag, (nb + 1,))
+    x, v = _jacobi_sweeps(a, _eye_stack(shape, dt), nb, True, converged)
+    w = _re(_pick(x, diag, (nb + 1,)))
     return _sorted_by(w, v, nb, False)
 
 
 def _eigh_lower(ctx, x, lower=True, sort_eigenvalues=True, subset_by_index=None):
     v_aval, w_aval = ctx.avals_out
-    if x.aval.dtype.kind == "c":
-        raise ctx.unsupported("complex Hermitian matrices have no jaxlite-written "
-                              "eigensolver yet (real symmetric ones do)")
     if x.aval.size == 0:
         return [ctx.full(0, v_aval), ctx.full(0, w_aval)]
     (xx,) = _upcast(ctx, x)
@@ -2359,7 +2402,9 @@ def _svd_program(a, full_matrices, compute_uv):
     nb = len(shape) - 2
     batch, (m, n) = shape[:nb], shape[nb:]
     lead = tuple(range(nb))
-    eps2 = np.asarray(float(np.finfo(dt).eps) ** 2, dt)
+    rdt = np.dtype(np.float64) if dt == np.complex128 else (
+        np.dtype(np.float32) if dt.kind == "c" else dt)
+    eps2 = np.asarray(float(np.finfo(rdt).eps) ** 2, rdt)
     i32 = np.dtype(np.int32)
     gshape = batch + (n, n)
     grows = sh.iota_p.bind(dtype=i32, shape=gshape, dimension=nb)
@@ -2367,7 +2412,7 @@ def _svd_program(a, full_matrices, compute_uv):
     gdiag = e.eq_p.bind(grows, gcols)
 
     def gram(x):
-        return dot_general_p.bind(x, x, dimension_numbers=(((nb,), (nb,)), (lead, lead)),
+        return dot_general_p.bind(_conj(x), x, dimension_numbers=(((nb,), (nb,)), (lead, lead)),
                                   precision=None, preferred_element_type=None)
 
     def converged(x):
@@ -2377,13 +2422,15 @@ def _svd_program(a, full_matrices, compute_uv):
         done = e.le_p.bind(off, e.mul_p.bind(eps2, total))
         return r.reduce_and_p.bind(done, axes=lead) if nb else done
 
-    x, v = _jacobi_sweeps(a, _eye_array(gshape, dt), nb, False, converged)
+    x, v = _jacobi_sweeps(a, _eye_stack(gshape, dt), nb, False, converged)
     s = e.sqrt_p.bind(_sq_norm(x, (nb,)))
     if not compute_uv:
         return [_sorted_by(s, None, nb, True)[0]]
     s, (x, v) = _sorted_by(s, [x, v], nb, True)
-    zero = e.eq_p.bind(s, np.zeros((), dt))
-    safe = e.select_n_p.bind(zero, s, np.ones(get_aval(s).shape, dt))
+    zero = e.eq_p.bind(s, np.zeros((), rdt))
+    safe = e.select_n_p.bind(zero, s, np.ones(get_aval(s).shape, rdt))
+    if dt.kind == "c":
+        safe = e.convert_element_type_p.bind(safe, new_dtype=dt, weak_type=False)
     u0 = e.div_p.bind(x, sh.broadcast_in_dim_p.bind(safe, shape=shape,
                                                     broadcast_dimensions=lead + (nb + 1,)))
     kq = m if full_matrices else n
@@ -2396,19 +2443,15 @@ def _svd_program(a, full_matrices, compute_uv):
                                                      dimension=nb),
                                       sh.iota_p.bind(dtype=i32, shape=get_aval(packed).shape,
                                                      dimension=nb + 1)), (nb,))
-    sgn = e.select_n_p.bind(e.lt_p.bind(rdiag, np.zeros((), dt)), np.ones(batch + (kq,), dt),
+    sgn = e.select_n_p.bind(e.lt_p.bind(_re(rdiag), np.zeros((), rdt)),
+                            np.ones(batch + (kq,), dt),
                             -np.ones(batch + (kq,), dt))
     u = e.mul_p.bind(q, sh.broadcast_in_dim_p.bind(sgn, shape=get_aval(q).shape,
                                                    broadcast_dimensions=lead + (nb + 1,)))
-    return [u, s, _transpose_last(v, nb)]
-
-
+    return [u, s, _conj(_transpose_last(v, nb))]
 
 def _svd_lower(ctx, x, full_matrices=True, compute_uv=True):
     outs = ctx.avals_out
-    if x.aval.dtype.kind == "c":
-        raise ctx.unsupported("complex matrices have no jaxlite-written SVD yet (real ones "
-                              "do)")
     *batch, m, n = x.aval.shape
     nb = len(batch)
     if x.aval.size == 0:

@@ -736,7 +736,7 @@ def _slice_lower(ctx, x, start_indices, limit_indices, strides=None):
                    "limit_indices": ctx.i64s(limit_indices), "strides": ctx.i64s(strides)})
 
 
-def start_indices(ctx, idxs, shape):
+def _dynamic_starts(ctx, idxs, shape):
     """Start indices as int64 scalars for dynamic_slice/dynamic_update_slice (StableHLO
     wants one index type; XLA clamps them into range, as the implementations do): an
     unsigned index is first capped at its dimension so that int64 cannot wrap it."""
@@ -750,13 +750,13 @@ def start_indices(ctx, idxs, shape):
 
 
 def _dyn_slice_lower(ctx, x, *idxs, slice_sizes):
-    return ctx.op("stablehlo.dynamic_slice", [x] + start_indices(ctx, idxs, x.aval.shape),
+    return ctx.op("stablehlo.dynamic_slice", [x] + _dynamic_starts(ctx, idxs, x.aval.shape),
                   ctx.avals_out[0], {"slice_sizes": ctx.i64s(slice_sizes)})
 
 
 def _dus_lower(ctx, x, update, *idxs):
     return ctx.op("stablehlo.dynamic_update_slice",
-                  [x, update] + start_indices(ctx, idxs, x.aval.shape), ctx.avals_out[0])
+                  [x, update] + _dynamic_starts(ctx, idxs, x.aval.shape), ctx.avals_out[0])
 
 
 _IOTA_NATIVE = frozenset(np.dtype(t) for t in (

@@ -668,3 +668,98 @@ from .elementwise import lgamma_p  # noqa: E402
 
 igamma_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, False))
 igammac_p.lowering = _program_lowering(lambda a, x: _igamma_program(a, x, True))
+
+
+def _betainc_program(a, b, x):
+    """The regularized incomplete beta function I_x(a, b): its continued fraction
+    (Lentz's method, a ``while`` loop until every element's factor is within the dtype's
+    epsilon of 1, at most 2000 steps), on (b, a, 1 - x) with I = 1 - I' where x is past
+    the mean (a + 1) / (a + b + 2), scaled by x^a (1 - x)^b / (a B(a, b)); 0 at x = 0, 1
+    at x = 1, a step where a or b is 0, NaN outside 0 <= x <= 1, for negative a or b and
+    for NaN, as the implementation (SciPy)."""
+    from . import elementwise as e
+    from .reduction import reduce_or_p
+    from .linalg import _while_loop
+    from ..core.trace import get_aval
+    av = get_aval(x)
+    dt = av.dtype
+    axes = tuple(range(av.ndim))
+    eps = float(np.finfo(dt).eps)
+    tiny = float(np.finfo(dt).tiny) * 1e4
+
+    def c(v):
+        return np.asarray(v, dt)
+
+    def full(v):
+        return np.full(av.shape, v, dt)
+
+    inside = e.and_p.bind(e.and_p.bind(e.gt_p.bind(x, c(0.0)), e.lt_p.bind(x, c(1.0))),
+                          e.and_p.bind(e.gt_p.bind(a, c(0.0)), e.gt_p.bind(b, c(0.0))))
+    inside = e.and_p.bind(inside, e.and_p.bind(e.lt_p.bind(a, c(np.inf)),
+                                               e.lt_p.bind(b, c(np.inf))))
+    a_ = e.select_n_p.bind(inside, full(1.0), a)          # tame operands elsewhere
+    b_ = e.select_n_p.bind(inside, full(1.0), b)
+    x_ = e.select_n_p.bind(inside, full(0.5), x)
+    swap = e.gt_p.bind(x_, e.div_p.bind(e.add_p.bind(a_, c(1.0)),
+                                        e.add_p.bind(e.add_p.bind(a_, b_), c(2.0))))
+    pa = e.select_n_p.bind(swap, a_, b_)
+    pb = e.select_n_p.bind(swap, b_, a_)
+    px = e.select_n_p.bind(swap, x_, e.sub_p.bind(c(1.0), x_))
+    lx, l1x = e.log_p.bind(x_), e.log1p_p.bind(e.neg_p.bind(x_))
+    lpx = e.select_n_p.bind(swap, lx, l1x)
+    lp1x = e.select_n_p.bind(swap, l1x, lx)
+    lbeta = e.sub_p.bind(e.add_p.bind(lgamma_p.bind(pa), lgamma_p.bind(pb)),
+                         lgamma_p.bind(e.add_p.bind(pa, pb)))
+    front = e.div_p.bind(e.exp_p.bind(e.sub_p.bind(
+        e.add_p.bind(e.mul_p.bind(pa, lpx), e.mul_p.bind(pb, lp1x)), lbeta)), pa)
+
+    def clamp_small(v):
+        return e.select_n_p.bind(e.lt_p.bind(e.abs_p.bind(v), c(tiny)), v, full(tiny))
+
+    def lentz(aa, cc, d):
+        d = clamp_small(e.add_p.bind(c(1.0), e.mul_p.bind(aa, d)))
+        cc = clamp_small(e.add_p.bind(c(1.0), e.div_p.bind(aa, cc)))
+        return cc, e.div_p.bind(c(1.0), d)
+
+    apb = e.add_p.bind(pa, pb)
+    d0 = e.div_p.bind(c(1.0), clamp_small(e.sub_p.bind(
+        c(1.0), e.div_p.bind(e.mul_p.bind(apb, px), e.add_p.bind(pa, c(1.0))))))
+
+    def more(m, cc, d, h, delta):
+        off = e.gt_p.bind(e.abs_p.bind(e.sub_p.bind(delta, c(1.0))), c(eps))
+        anyoff = reduce_or_p.bind(off, axes=axes) if axes else off
+        return e.and_p.bind(e.lt_p.bind(m, np.int32(2000)), anyoff)
+
+    def step(m, cc, d, h, delta):
+        fm = e.convert_element_type_p.bind(m, new_dtype=dt, weak_type=False)
+        m2 = e.mul_p.bind(c(2.0), fm)
+        am2 = e.add_p.bind(pa, m2)
+        even = e.div_p.bind(e.mul_p.bind(e.mul_p.bind(fm, e.sub_p.bind(pb, fm)), px),
+                            e.mul_p.bind(e.sub_p.bind(am2, c(1.0)), am2))
+        cc, d = lentz(even, cc, d)
+        h = e.mul_p.bind(h, e.mul_p.bind(d, cc))
+        odd = e.neg_p.bind(e.div_p.bind(
+            e.mul_p.bind(e.mul_p.bind(e.add_p.bind(pa, fm), e.add_p.bind(apb, fm)), px),
+            e.mul_p.bind(am2, e.add_p.bind(am2, c(1.0)))))
+        cc, d = lentz(odd, cc, d)
+        delta = e.mul_p.bind(d, cc)
+        return [e.add_p.bind(m, np.int32(1)), cc, d, e.mul_p.bind(h, delta), delta]
+
+    outs = _while_loop(more, step, [np.int32(1), full(1.0), d0, d0, full(2.0)])
+    val = e.mul_p.bind(front, outs[3])
+    val = e.select_n_p.bind(swap, val, e.sub_p.bind(c(1.0), val))
+    ab_ok = e.and_p.bind(e.gt_p.bind(a, c(0.0)), e.gt_p.bind(b, c(0.0)))
+    out = e.select_n_p.bind(inside, full(np.nan), val)
+    out = e.select_n_p.bind(e.and_p.bind(ab_ok, e.eq_p.bind(x, c(0.0))), out, full(0.0))
+    out = e.select_n_p.bind(e.and_p.bind(ab_ok, e.eq_p.bind(x, c(1.0))), out, full(1.0))
+    # a point mass: at 0 when a == 0 < b (I is 1 for x > 0), at 1 when b == 0 < a
+    in01 = e.and_p.bind(e.ge_p.bind(x, c(0.0)), e.le_p.bind(x, c(1.0)))
+    at0 = e.and_p.bind(in01, e.and_p.bind(e.eq_p.bind(a, c(0.0)), e.gt_p.bind(b, c(0.0))))
+    out = e.select_n_p.bind(at0, out, e.select_n_p.bind(e.eq_p.bind(x, c(0.0)), full(1.0),
+                                                         full(0.0)))
+    at1 = e.and_p.bind(in01, e.and_p.bind(e.eq_p.bind(b, c(0.0)), e.gt_p.bind(a, c(0.0))))
+    return e.select_n_p.bind(at1, out, e.select_n_p.bind(e.eq_p.bind(x, c(1.0)), full(0.0),
+                                                         full(1.0)))
+
+
+regularized_incomplete_beta_p.lowering = _program_lowering(_betainc_program)

@@ -366,7 +366,9 @@ def run_section_in_child(path: Path, how: tuple, out) -> SectionResult | None:
     with tempfile.TemporaryDirectory(prefix="jaxlite-demo-") as tmp:
         report = os.path.join(tmp, "report")
         child = [str(_CHILD_SCRIPT), report, str(path)]
-        env = _child_env({"JAX_NUM_CPU_DEVICES": str(n_devices)})
+        # the programs shard over virtual CPU devices; and an accelerator this process
+        # holds cannot be opened by another (libtpu's lockfile)
+        env = _child_env({"JAX_NUM_CPU_DEVICES": str(n_devices), "JAX_PLATFORMS": "cpu"})
         if kind == "devices":
             cmd = [sys.executable, *child]
         else:

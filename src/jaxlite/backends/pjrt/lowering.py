@@ -153,9 +153,9 @@ def _bits(dt: np.dtype) -> int:
     m = re.match(r"u?i(\d+)$", name)
     if m:
         return int(m.group(1))
-    if name.startswith("f4"):
+    if name.startswith("f4E"):       # f4E2M1FN
         return 4
-    if name.startswith("f6"):
+    if name.startswith("f6E"):       # f6E2M3FN, f6E3M2FN
         return 6
     return dt.itemsize * 8
 
@@ -225,6 +225,8 @@ class LoweringContext:
         self._count = 0
         self._blocks: list[list[str]] = [[]]
         self._loc = ""
+        self._scope = ""            # "lu/" inside the lu rule's own program
+        self._scope_source = None
 
     # ---- values and types -------------------------------------------------------------
 
@@ -250,12 +252,6 @@ class LoweringContext:
         """``array<i64: 1, 2>``: a dense i64 array attribute."""
         vals = [int(v) for v in values]
         return "array<i64" + (": " + ", ".join(map(str, vals)) if vals else "") + ">"
-
-    @staticmethod
-    def bools(values) -> str:
-        """``array<i1: true, false>``."""
-        vals = ["true" if v else "false" for v in values]
-        return "array<i1" + (": " + ", ".join(vals) if vals else "") + ">"
 
     @staticmethod
     def i64(v) -> str:
@@ -405,8 +401,8 @@ class LoweringContext:
         return "{\n" + head + _indent("\n".join(lines)) + "\n}"
 
     def scalar_region(self, dtypes, body) -> str:
-        """A reduction/comparator region over rank-0 values of ``dtypes`` (twice each:
-        ``body(*lhs, *rhs)``)."""
+        """A reduction region over rank-0 values of ``dtypes``, each twice:
+        ``body(*accumulated, *incoming)`` (a reduce's, reduce_window's or scatter's)."""
         avals = [ShapedArray((), np.dtype(d)) for d in dtypes]
         return self.region(avals + avals, body)
 
@@ -450,7 +446,15 @@ class LoweringContext:
             out = fun(*xs)
             return list(out) if multiple_results else [out]
         closed = trace_to_jaxpr(flat, [a.aval for a in args])
-        outs = self.lower_closed(closed, *args)
+        # the program's operations are located as parts of the equation being lowered
+        saved = self._scope, self._scope_source
+        if self.primitive is not None:
+            self._scope = f"{self._scope}{self.primitive.name}/"
+            self._scope_source = self._source()
+        try:
+            outs = self.lower_closed(closed, *args)
+        finally:
+            self._scope, self._scope_source = saved
         return outs if multiple_results else outs[0]
 
     def lower_eqn(self, eqn, operands) -> list:
@@ -461,7 +465,9 @@ class LoweringContext:
         self.avals_in = tuple(v.aval for v in operands)
         self.avals_out = tuple(v.aval for v in eqn.outvars)
         self.eqn, self.primitive = eqn, prim
-        where = f"{prim.name} at {eqn.source}" if eqn.source else prim.name
+        where = self._scope + prim.name
+        if self._source():
+            where += f" at {self._source()}"
         self._loc = f" loc({_quote(where)})"
         try:
             rule = getattr(prim, "lowering", None)
@@ -490,8 +496,15 @@ class LoweringContext:
         finally:
             (self.avals_in, self.avals_out, self.eqn, self.primitive, self._loc) = saved
 
+    def _source(self):
+        """The user's source line of the equation being lowered (of the enclosing user
+        equation inside a rule's own program), or None."""
+        if self.eqn is not None and self.eqn.source:
+            return self.eqn.source
+        return self._scope_source
+
     def _at(self) -> str:
-        return f" (at {self.eqn.source})" if self.eqn is not None and self.eqn.source else ""
+        return f" (at {self._source()})" if self._source() else ""
 
     def _what(self) -> str:
         return f"'{self.primitive.name}'" if self.primitive is not None else "the program"
