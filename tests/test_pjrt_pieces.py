@@ -240,3 +240,34 @@ def test_vmap_of_debug_print_under_jit(xla, cpu, capsys):
     got = on_both(f, [jnp.arange(6.0).reshape(3, 2)], xla, cpu, capsys)
     assert got[1][1] == ["row [0. 1.]", "row [2. 3.]", "row [4. 5.]"]
     assert_same(got)
+
+
+def test_forward_derivative_of_a_checkpointed_callback(xla, cpu, capsys):
+    def f(x):
+        jax.debug.print("in f {x}", x=x)
+        return jnp.sin(x) * x
+
+    def g(x, t):
+        return jax.jvp(jax.checkpoint(f), (x,), (t,))
+    got = on_both(g, [jnp.array([0.5, 1.0]), jnp.ones(2)], xla, cpu, capsys)
+    # the checkpointed primal, then its JVP program, each calls back once
+    assert got[1][1] == ["in f [0.5 1. ]"] * 2 == got[0][1]
+    for a, b in zip(got[1][0], got[0][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert a.dtype == np.float32
+
+
+def test_a_callback_inside_a_primitive_it_cannot_drive_is_refused(xla):
+    import types
+    from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+    inner = jax.make_jaxpr(lambda x: (jax.debug.print("{x}", x=x), x * 2)[1])(
+        np.ones(2, np.float32))
+    holder = types.SimpleNamespace(name="holder", host_callback=False, kind="other",
+                                   multiple_results=True)
+    v, o = Var(inner.in_avals[0]), Var(inner.out_avals[0])
+    eqn = JaxprEqn(holder, [v], [o], {"jaxpr": inner}, source="model.py:3")
+    closed = ClosedJaxpr(Jaxpr([], [v], [eqn], [o]), [])
+    with pytest.raises(NotImplementedError,
+                       match=r"primitive 'holder' holds a host callback .*\(at model.py:3\), "
+                             r"which platform xla_cpu cannot run"):
+        xla.backend.compile(closed, [xla], "f")

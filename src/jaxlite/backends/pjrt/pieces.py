@@ -19,7 +19,8 @@ primitive (``prim.host_callback``: ``jax.debug.print`` / ``debug_callback``,
   ``scan`` is stepped from Python (each step's slices of the scanned operands cut and its
   outputs written into the stacked results by two small compiled helpers, on the
   device), a call (``jit``, ``custom_jvp_call``, ``custom_vjp_call``, ``checkpoint``,
-  ``custom_linear_solve``) runs its program; each body is itself run in pieces, and
+  ``custom_linear_solve``) runs its program (``checkpoint_jvp`` its JVP program); each
+  body is itself run in pieces, and
   every body and helper is compiled once, with the program.
 
 So every callback runs exactly when and as often as on the CPU platform: in program
@@ -232,6 +233,8 @@ def _control(plan: _Plan, eqn):
         return _Scan(plan, eqn)
     if eqn.primitive.kind == "call" or name in _CALLS:
         return _Call(plan, eqn)
+    if name == "checkpoint_jvp":
+        return _CheckpointJvp(plan, eqn)
     where = f" (at {eqn.source})" if eqn.source else ""
     raise NotImplementedError(
         f"primitive '{name}' holds a host callback (jax.debug.print, pure_callback or "
@@ -281,6 +284,27 @@ class _Call(_Control):
 
     def text(self):
         return self.head("its program run in pieces") + "\n" + self.sub("program", self.body)
+
+
+class _CheckpointJvp(_Control):
+    """Forward-mode derivative of a checkpointed program: its JVP program run in pieces,
+    the tangent outputs kept (as the primitive's implementation computes them)."""
+
+    def __init__(self, plan, eqn):
+        super().__init__(plan, eqn)
+        from ...core.ad import jvp_jaxpr
+        jaxpr = eqn.params["jaxpr"]
+        jclosed, _ = jvp_jaxpr(jaxpr, [True] * len(jaxpr.in_avals), instantiate_out=True)
+        self.primal_outs = len(jaxpr.out_avals)
+        self.body = _Plan(plan.top, jclosed)
+        self.temp_bytes = self.body.temp_bytes
+
+    def step(self, vals, **params):
+        return self.body.run(vals)[self.primal_outs:]
+
+    def text(self):
+        return self.head("its JVP program run in pieces") + "\n" + \
+            self.sub("program", self.body)
 
 
 class _Cond(_Control):
