@@ -1,12 +1,18 @@
 """Host callbacks inside jitted programs on a PJRT platform (backends/pjrt/pieces.py): the
 program runs in pieces around them, with the values, the order and the number of callback
-calls of the CPU platform (the oracle: the same function jitted on jaxlite's ``cpu``)."""
+calls of the CPU platform (the oracle: the same function jitted on jaxlite's ``cpu``).
+The platform is ``JAXLITE_TEST_PLATFORM`` (default ``xla_cpu``; ``tpu`` runs the same on
+the chip)."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
 
-pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+PLATFORM = os.environ.get("JAXLITE_TEST_PLATFORM", "xla_cpu")
+if PLATFORM == "xla_cpu":
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
 
 import jaxlite as jax  # noqa: E402
 import jaxlite.numpy as jnp  # noqa: E402
@@ -18,7 +24,7 @@ from jaxlite.experimental import io_callback  # noqa: E402
 
 @pytest.fixture(scope="module")
 def xla():
-    return jax.devices("xla_cpu")[0]
+    return jax.devices(PLATFORM)[0]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +33,7 @@ def cpu():
 
 
 def on_both(fn, args, xla, cpu, capsys):
-    """``jit(fn)`` run on ``args`` committed to the CPU platform, then to xla_cpu: the
+    """``jit(fn)`` run on ``args`` committed to the CPU platform, then to PLATFORM: the
     outputs (as NumPy) and the printed lines of each."""
     got = []
     for dev in (cpu, xla):
@@ -200,8 +206,8 @@ def test_compiled_text_describes_the_pieces(xla, capsys):
     ex = compiled._program.executable_for(xla)
     assert isinstance(ex, PiecewiseExecutable)
     text = ex.as_text()
-    assert text.startswith("// f holds host callbacks (debug_callback): on platform xla_cpu "
-                           "it runs in ")
+    assert text.startswith(f"// f holds host callbacks (debug_callback): on platform "
+                           f"{PLATFORM} it runs in ")
     assert "host callback debug_callback" in text and "stablehlo.multiply" in text
     assert "scan" in text and "stepped from the host (2 steps)" in text
     assert ex.out_avals[0].shape == (2,) and ex.in_avals[0].shape == (2,)
@@ -269,5 +275,5 @@ def test_a_callback_inside_a_primitive_it_cannot_drive_is_refused(xla):
     closed = ClosedJaxpr(Jaxpr([], [v], [eqn], [o]), [])
     with pytest.raises(NotImplementedError,
                        match=r"primitive 'holder' holds a host callback .*\(at model.py:3\), "
-                             r"which platform xla_cpu cannot run"):
+                             rf"which platform {PLATFORM} cannot run"):
         xla.backend.compile(closed, [xla], "f")
