@@ -277,3 +277,22 @@ def test_a_callback_inside_a_primitive_it_cannot_drive_is_refused(xla):
                        match=r"primitive 'holder' holds a host callback .*\(at model.py:3\), "
                              rf"which platform {PLATFORM} cannot run"):
         xla.backend.compile(closed, [xla], "f")
+
+
+def test_lowered_text_of_a_program_with_and_without_callbacks():
+    from jaxlite.backends.pjrt.pieces import lowered_text
+
+    def f(x):
+        y = jnp.exp(x)
+        jax.debug.print("{y}", y=y)
+        return jax.lax.cond(y.sum() > 1, lambda v: v * 2, lambda v: v, y)
+    closed = jax.make_jaxpr(f)(np.ones(3, np.float32))
+    text = lowered_text(closed, name="f", platform="tpu")      # lowered only: no chip needed
+    assert text.startswith("// f holds host callbacks (debug_callback): on platform tpu it "
+                           "runs in 3 pieces")
+    assert "// piece 1: device program of 1 equation (exp)" in text
+    assert "stablehlo.exponential" in text and "// piece 2: host callback debug_callback" in text
+    assert "stablehlo.case" in text        # the cond holds no callback: one device piece
+    plain = lowered_text(jax.make_jaxpr(jnp.sin)(np.ones(3, np.float32)), name="g",
+                         platform="tpu")
+    assert plain.startswith("module @g") and "stablehlo.sine" in plain

@@ -41,7 +41,7 @@ from ...runtime import transfer as _transfer
 from .client import PjrtBuffer
 from .lowering import lower_function, lower_module
 
-__all__ = ["holds_callback", "PiecewiseExecutable"]
+__all__ = ["holds_callback", "lowered_text", "PiecewiseExecutable"]
 
 _I64 = ShapedArray((), np.dtype(np.int64))
 # primitives that run their ``jaxpr`` param on all their operands, returning its outputs
@@ -512,3 +512,39 @@ def _callback_eqns(plan: _Plan):
                 yield from _callback_eqns(p)
         for p in getattr(s, "branches", ()):
             yield from _callback_eqns(p)
+
+
+def lowered_text(closed: ClosedJaxpr, *, name: str, platform: str) -> str:
+    """What ``lower().as_text()`` can show for ``closed`` on a PJRT ``platform``, nothing
+    compiled: its StableHLO module, or for a program holding host callbacks the note of
+    ``PiecewiseExecutable.as_text`` with each device piece's StableHLO.  Raises as
+    lowering does (NotImplementedError for a primitive without a rule, or a callback
+    inside a primitive the pieces cannot drive)."""
+    if not holds_callback(closed.jaxpr):
+        return lower_module(closed, name=name, platform=platform).text
+    return _Lowered(closed, name, platform).as_text()
+
+
+class _Lowered(PiecewiseExecutable):
+    """The pieces of a program lowered, not compiled (``lowered_text``)."""
+
+    def __init__(self, closed, name, platform):
+        self._backend = self.device = None
+        self.backend = self.platform = platform
+        self.name = name
+        self.pieces = 0
+        self._executables = []
+        self._plan = _Plan(self, closed)
+
+    def executable(self, lowered, name):
+        return _LoweredPiece(lowered)
+
+
+class _LoweredPiece:
+    temp_bytes = 0
+
+    def __init__(self, lowered):
+        self.text = lowered.text
+
+    def as_text(self) -> str:
+        return self.text
