@@ -174,6 +174,12 @@ class Backend(abc.ABC):
         """
         return _DEFAULT_RUN(self, compiled, args, placement)
 
+    def lowered_text(self, program, name: str):
+        """The traced ClosedJaxpr ``program`` in the form this platform's compiler takes
+        (StableHLO text for a PJRT platform), for ``jit(f).lower(x).as_text()``; None: the
+        platform compiles jaxlite's IR itself (the CPU), which then is what is shown."""
+        return None
+
     def supports_dtype(self, dtype) -> bool:
         """Whether this platform can hold arrays of ``dtype``."""
         return self.dtypes is None or np.dtype(dtype) in self.dtypes

@@ -283,6 +283,7 @@ class Lowered:
     """A traced program for one input signature (``jax.stages.Lowered``)."""
 
     _mesh_types = None      # (mesh, in_specs, meshed) of arguments on a mesh (jit.lower)
+    _device = None          # the device a call off any mesh runs on (jit.lower)
 
     def __init__(self, wrapped, closed: ClosedJaxpr, in_tree, out_tree, key, arg_names):
         self._wrapped = wrapped
@@ -317,11 +318,32 @@ class Lowered:
         arguments."""
         return _args_info(self)
 
-    def as_text(self, dialect=None) -> str:
-        """The traced program in jaxpr notation, with the argument names."""
+    def as_text(self, dialect: str | None = None) -> str:
+        """The traced program (``jax.stages.Lowered.as_text``): on a PJRT platform (a
+        TPU, ``xla_cpu``) the StableHLO module its plugin compiles, as JAX shows; on the
+        CPU platform, which compiles jaxlite's IR itself, the program in jaxpr notation
+        with the argument names.
+
+        ``dialect``: None (the platform's form) or ``"stablehlo"``.  Raises ValueError for
+        ``"stablehlo"`` on the CPU platform and for any other dialect (JAX's ``"hlo"``:
+        ``compile().as_text()`` shows XLA's HLO on a PJRT platform)."""
+        device = self._device
+        name = self._wrapped.__name__
+        text = None if device is None else device.backend.lowered_text(self.closed_jaxpr,
+                                                                       name)
+        if dialect not in (None, "stablehlo"):
+            raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r}; jaxlite shows "
+                             f"'stablehlo' on PJRT platforms (compile().as_text() shows "
+                             f"XLA's optimised HLO there)")
+        if dialect == "stablehlo" and text is None:
+            raise ValueError(f"Lowered.as_text(dialect='stablehlo'): the program is lowered "
+                             f"for {device}, whose platform compiles jaxlite's IR itself, "
+                             f"not StableHLO; lower it for a PJRT platform's device")
+        if text is not None:
+            return text
         args = ", ".join(f"{n}: {a.str_short()}" for n, a in
                          zip(self._arg_names, self.closed_jaxpr.in_avals))
-        return (f"# jit({self._wrapped.__name__}) lowered for ({args})\n"
+        return (f"# jit({name}) lowered for ({args})\n"
                 f"{self.closed_jaxpr}")
 
     @_api_boundary      # a traceback boundary (_traceback.py), as jit's own methods

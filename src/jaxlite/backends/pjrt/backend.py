@@ -282,6 +282,12 @@ class PjrtBackend(_runtime_backend.Backend):
         state = "started" if self._client is not None else "not started"
         return f"<PjrtBackend platform={self.platform!r} {self.info.path} ({state})>"
 
+    def lowered_text(self, program, name):
+        """``program`` (the traced ClosedJaxpr) as the StableHLO module the plugin takes
+        (``jit(f).lower(x).as_text()``; the executable compiles jaxlite's optimised
+        program, which ``compile().as_text()`` shows)."""
+        return _lower_module(program, name=name, platform=self.platform).text
+
 
 def _lower_module(program, name, platform):
     """``lowering.lower_module`` (imported on first use: it is the other half of this
@@ -291,7 +297,7 @@ def _lower_module(program, name, platform):
 
 
 class _Uncacheable(Exception):
-    pass
+    """A parameter of an eager operation that cannot be part of a cache key."""
 
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic,
