@@ -296,3 +296,13 @@ def test_lowered_text_of_a_program_with_and_without_callbacks():
     plain = lowered_text(jax.make_jaxpr(jnp.sin)(np.ones(3, np.float32)), name="g",
                          platform="tpu")
     assert plain.startswith("module @g") and "stablehlo.sine" in plain
+
+
+def test_lower_as_text_of_a_jitted_callback_program(xla):
+    def f(x):
+        jax.debug.print("{x}", x=x)
+        return x + 1
+    text = jax.jit(f).lower(jax.device_put(jnp.ones(2), xla)).as_text()
+    assert text.startswith(f"// f holds host callbacks (debug_callback): on platform "
+                           f"{PLATFORM} it runs in 2 pieces")
+    assert "// piece 1: host callback debug_callback" in text and "stablehlo.add" in text

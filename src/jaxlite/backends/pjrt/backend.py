@@ -285,8 +285,10 @@ class PjrtBackend(_runtime_backend.Backend):
     def lowered_text(self, program, name):
         """``program`` (the traced ClosedJaxpr) as the StableHLO module the plugin takes
         (``jit(f).lower(x).as_text()``; the executable compiles jaxlite's optimised
-        program, which ``compile().as_text()`` shows)."""
-        return _lower_module(program, name=name, platform=self.platform).text
+        program, which ``compile().as_text()`` shows); for a program holding host
+        callbacks, the pieces it runs in with each device piece's module (pieces.py)."""
+        from .pieces import lowered_text
+        return lowered_text(program, name=name, platform=self.platform)
 
 
 def _lower_module(program, name, platform):
