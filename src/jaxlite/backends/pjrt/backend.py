@@ -191,7 +191,7 @@ class PjrtBackend(_runtime_backend.Backend):
         ``EAGER_CACHE_SIZE`` programs); its results come back at once, still being
         computed."""
         multiple = prim.multiple_results
-        if prim.name == "slice" and type(vals[0]) is PjrtBuffer and \
+        if prim.name == "slice" and type(vals[0]) is PjrtBuffer and vals[0].shape and \
                 not any(s != 1 for s in params.get("strides") or ()):
             return self._eager_slice(vals[0], params["start_indices"], device, out_aval)
         out_avals = tuple(out_aval) if multiple else (out_aval,)
