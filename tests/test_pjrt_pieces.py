@@ -306,3 +306,17 @@ def test_lower_as_text_of_a_jitted_callback_program(xla):
     assert text.startswith(f"// f holds host callbacks (debug_callback): on platform "
                            f"{PLATFORM} it runs in 2 pieces")
     assert "// piece 1: host callback debug_callback" in text and "stablehlo.add" in text
+
+
+def test_eager_control_flow_with_different_callbacks_calls_each(xla, capsys):
+    """An eager cond on device arrays is compiled once per signature and program, but a
+    program's text names a callback, not the function it calls: each runs its own."""
+    x = jax.device_put(jnp.float32(1.0), xla)
+    for tag in ("a", "b"):
+        jax.lax.cond(x > 0, lambda v, t=tag: (jax.debug.print(t + " {v}", v=v), v)[1],
+                     lambda v: v, x)
+    assert capsys.readouterr().out.splitlines() == ["a 1.0", "b 1.0"]
+    outs = [jax.lax.cond(x > 0, lambda v, k=k: jax.pure_callback(
+        lambda a: np.asarray(a) * 0 + k, jax.ShapeDtypeStruct((), np.float32), v),
+        lambda v: v, x) for k in (2.0, 3.0)]
+    assert [float(o) for o in outs] == [2.0, 3.0] and outs[0].device == xla

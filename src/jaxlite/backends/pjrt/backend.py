@@ -298,6 +298,11 @@ def _lower_module(program, name, platform):
     return lower_module(program, name=name, platform=platform)
 
 
+def _holds_callback(jaxpr) -> bool:
+    from .pieces import holds_callback
+    return holds_callback(jaxpr)
+
+
 class _Uncacheable(Exception):
     """A parameter of an eager operation that cannot be part of a cache key."""
 
@@ -319,11 +324,12 @@ def _freeze(v):
     if isinstance(v, (frozenset, set)):
         return (type(v), frozenset(_freeze(x) for x in v))
     if isinstance(v, ClosedJaxpr):
-        if v.consts:
+        if v.consts or _holds_callback(v.jaxpr):
             raise _Uncacheable
         return ("closed_jaxpr", str(v.jaxpr), tuple(a.str_short() for a in v.in_avals))
     if isinstance(v, Jaxpr):
-        if v.constvars:
+        # (a program's text names a callback, not which function it calls)
+        if v.constvars or _holds_callback(v):
             raise _Uncacheable
         return ("jaxpr", str(v), tuple(a.str_short() for a in v.in_avals))
     if isinstance(v, np.ndarray) and v.nbytes <= 4096:
