@@ -49,7 +49,8 @@ def run_module(text, args):
 # ---- the table ----------------------------------------------------------------------------
 
 _HOST = ("calls back into Python on the host: a compiled PJRT program cannot stop for it "
-         "(lowering raises NotImplementedError naming the primitive and the platform)")
+         "(lowering raises NotImplementedError naming the primitive and the platform; the "
+         "backend runs such programs in pieces around it: tests/test_pjrt_pieces.py)")
 _MPI = ("crosses MPI processes (jaxlite's CPU runtime); a PJRT program runs on one "
         "process's devices")
 NOT_LOWERED = {

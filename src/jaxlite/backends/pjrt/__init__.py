@@ -10,7 +10,10 @@ Layer: backends.  This folder is the whole of it:
   config ``jaxlite_pjrt_plugin``), loading none;
 - ``backend.py``: ``PjrtBackend``, one runtime Backend per plugin (platforms ``tpu``,
   ``cuda`` (devices say ``gpu``), ``xla_cpu``), registered when first asked for;
-- ``lowering.py``: jaxlite's IR to StableHLO text.
+- ``lowering.py``: jaxlite's IR to StableHLO text;
+- ``pieces.py``: programs holding host callbacks (``jax.debug.print``, ``pure_callback``,
+  ``io_callback``), run in compiled pieces around them;
+- ``_run.py``: a jitted call with donated arguments, through PJRT's donation.
 
 Importing this package registers the provider of these platforms with the runtime
 (``runtime.backend.add_provider``) and nothing else: no plugin is loaded and no chip

@@ -191,10 +191,41 @@ class PjrtBackend(_runtime_backend.Backend):
         ``EAGER_CACHE_SIZE`` programs); its results come back at once, still being
         computed."""
         multiple = prim.multiple_results
+        if prim.name == "slice" and type(vals[0]) is PjrtBuffer and vals[0].shape and \
+                not any(s != 1 for s in params.get("strides") or ()):
+            return self._eager_slice(vals[0], params["start_indices"], device, out_aval)
         out_avals = tuple(out_aval) if multiple else (out_aval,)
         ex = self._eager_executable(prim, vals, params, device, out_avals)
         outs = ex.run(vals)
         return outs if multiple else outs[0]
+
+    def _eager_slice(self, x, starts, device, out_aval):
+        """An eager unit-stride ``slice`` (``x[i]``, ``x[2:5]``): one program per operand
+        shape and slice size taking the start indices as operands, so that a Python loop
+        over ``x[i]`` compiles once, not once per ``i``."""
+        sizes = tuple(out_aval.shape)
+        key = ("slice", x.shape, x.dtype, sizes, device.id)
+        with self._eager_lock:
+            ex = self._eager.get(key)
+        if ex is None:
+            from .lowering import lower_function
+            avals = [ShapedArray(tuple(x.shape), x.dtype)] + \
+                [ShapedArray((), np.dtype(np.int64))] * len(sizes)
+
+            def dynamic_slice(ctx, operand, *index):
+                return [ctx.op("stablehlo.dynamic_slice", [operand, *index],
+                               ctx.aval(sizes, operand.aval.dtype),
+                               {"slice_sizes": ctx.i64s(sizes)})]
+            lowered = lower_function(dynamic_slice, avals, name="slice",
+                                     platform=self.platform)
+            ex = PjrtExecutable(self, lowered, device, "slice")
+            with self._eager_lock:
+                self._eager[key] = ex
+                if len(self._eager) > EAGER_CACHE_SIZE:
+                    self._eager.popitem(last=False)
+        # the starts are in range (the slice's own rule checked them), so dynamic_slice
+        # takes them as they are
+        return ex.run([x] + [np.int64(i) for i in starts])[0]
 
     def _eager_executable(self, prim, vals, params, device, out_avals):
         sig = tuple((v.shape, v.dtype) if type(v) is PjrtBuffer else
@@ -225,12 +256,27 @@ class PjrtBackend(_runtime_backend.Backend):
 
     def compile(self, program, devices, name):
         """Lowers ``program`` (a ClosedJaxpr) to StableHLO and compiles it with the plugin
-        for ``devices[0]``.  Raises NotImplementedError for a primitive without a
-        lowering (lowering.py), PjrtError with XLA's message and the StableHLO lines it
-        names when the plugin rejects the module."""
+        for ``devices[0]``; a program holding host callbacks (``jax.debug.print``,
+        ``pure_callback``, ``io_callback``, at any depth) is compiled as pieces run around
+        them (pieces.py ``PiecewiseExecutable``).  Raises NotImplementedError for a
+        primitive without a lowering (lowering.py), PjrtError with XLA's message and the
+        StableHLO lines it names when the plugin rejects the module."""
         device = devices[0]
+        from .pieces import PiecewiseExecutable, holds_callback
+        if isinstance(program, ClosedJaxpr) and holds_callback(program.jaxpr):
+            return PiecewiseExecutable(self, program, device, name)
         lowered = _lower_module(program, name=name, platform=self.platform)
         return PjrtExecutable(self, lowered, device, name)
+
+    def run_compiled(self, compiled, args, placement):
+        """One call of a jitted program (runtime/backend.py ``Backend.run_compiled``): on
+        one device with donated arguments, the donated Arrays on that device an output
+        can take are consumed and handed to PJRT's donation (``_run.run_donating``);
+        everything else as the runtime's default runs it."""
+        if placement.donate and placement.out_shardings is None:
+            from ._run import run_donating
+            return run_donating(self, compiled, args, placement)
+        return super().run_compiled(compiled, args, placement)
 
     def __repr__(self):
         state = "started" if self._client is not None else "not started"
@@ -239,8 +285,10 @@ class PjrtBackend(_runtime_backend.Backend):
     def lowered_text(self, program, name):
         """``program`` (the traced ClosedJaxpr) as the StableHLO module the plugin takes
         (``jit(f).lower(x).as_text()``; the executable compiles jaxlite's optimised
-        program, which ``compile().as_text()`` shows)."""
-        return _lower_module(program, name=name, platform=self.platform).text
+        program, which ``compile().as_text()`` shows); for a program holding host
+        callbacks, the pieces it runs in with each device piece's module (pieces.py)."""
+        from .pieces import lowered_text
+        return lowered_text(program, name=name, platform=self.platform)
 
 
 def _lower_module(program, name, platform):
@@ -248,6 +296,11 @@ def _lower_module(program, name, platform):
     platform, and programs compile far less often than jaxlite is imported)."""
     from .lowering import lower_module
     return lower_module(program, name=name, platform=platform)
+
+
+def _holds_callback(jaxpr) -> bool:
+    from .pieces import holds_callback
+    return holds_callback(jaxpr)
 
 
 class _Uncacheable(Exception):
@@ -271,11 +324,12 @@ def _freeze(v):
     if isinstance(v, (frozenset, set)):
         return (type(v), frozenset(_freeze(x) for x in v))
     if isinstance(v, ClosedJaxpr):
-        if v.consts:
+        if v.consts or _holds_callback(v.jaxpr):
             raise _Uncacheable
         return ("closed_jaxpr", str(v.jaxpr), tuple(a.str_short() for a in v.in_avals))
     if isinstance(v, Jaxpr):
-        if v.constvars:
+        # (a program's text names a callback, not which function it calls)
+        if v.constvars or _holds_callback(v):
             raise _Uncacheable
         return ("jaxpr", str(v), tuple(a.str_short() for a in v.in_avals))
     if isinstance(v, np.ndarray) and v.nbytes <= 4096:

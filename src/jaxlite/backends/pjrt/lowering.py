@@ -29,11 +29,14 @@ What does not lower, on any PJRT platform:
 - a primitive whose ``lowering`` is None: NotImplementedError, JAX's message
   ("MLIR translation rule for primitive 'foo' not found for platform xla_cpu"), naming
   the user's source line when the equation knows it;
-- host callbacks inside a compiled program (``pure_callback``, ``io_callback``,
-  ``jax.debug.print`` / ``debug_callback``): NotImplementedError naming the primitive and
-  the platform.  The program would have to stop on the device, hand values to Python and
-  resume; jaxlite does not split programs around callbacks, and never silently runs part
-  of a program on the host;
+- host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.print`` /
+  ``debug_callback``): a compiled program cannot stop on the device, hand values to
+  Python and resume, so ``lower_module`` refuses them (NotImplementedError naming the
+  primitive and the platform).  jaxlite runs such a program in pieces instead
+  (``PjrtBackend.compile`` -> ``pieces.PiecewiseExecutable``): each run of equations
+  between callbacks is lowered here and compiled by XLA, each callback runs on the host
+  between them with counted transfers, and loops and branches holding callbacks are
+  stepped from the host; the callbacks run in order, as often as on the CPU platform;
 - a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
   the platform and the reason (complex ``rem``; pivoted ``qr``; sharding annotations over
   several partitions).
@@ -62,8 +65,8 @@ import numpy as np
 from ...core.avals import ShapedArray
 from ...ir.jaxpr import ClosedJaxpr, Jaxpr, Literal
 
-__all__ = ["LoweredModule", "LoweringContext", "Value", "lower_module", "mlir_type",
-           "element_type"]
+__all__ = ["LoweredModule", "LoweringContext", "Value", "lower_module", "lower_function",
+           "mlir_type", "element_type"]
 
 
 # ---- types --------------------------------------------------------------------------------
@@ -475,8 +478,9 @@ class LoweringContext:
                 raise NotImplementedError(
                     f"primitive '{prim.name}' calls back into Python on the host, which a "
                     f"program compiled for platform {self.platform} cannot do{self._at()}: "
-                    f"call it outside the jitted function, or run the program on the "
-                    f"'cpu' platform")
+                    f"the PJRT backend's compile runs such a program in pieces around its "
+                    f"callbacks (backends/pjrt/pieces.py); lower only the pieces between "
+                    f"them")
             if rule is None:
                 raise NotImplementedError(
                     f"MLIR translation rule for primitive '{prim.name}' not found for "
@@ -571,7 +575,21 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     jaxpr = closed_jaxpr.jaxpr
     args = [Value(f"%arg{i}", v.aval) for i, v in enumerate(jaxpr.invars)]
     outs = ctx.lower_jaxpr(jaxpr, closed_jaxpr.consts, args)
-    out_avals = [v.aval for v in jaxpr.outvars]
+    return _module(ctx, name, args, outs, [v.aval for v in jaxpr.outvars], num_partitions)
+
+
+def lower_function(fn, in_avals, *, name: str = "main",
+                   platform: str = "xla_cpu") -> LoweredModule:
+    """A StableHLO module whose ``@main`` takes arguments of ``in_avals`` and returns
+    what ``fn(ctx, *args)`` emits through the LoweringContext ``ctx`` (a list of Values):
+    the small helper programs the backend writes directly (pieces.py)."""
+    ctx = LoweringContext(platform)
+    args = [Value(f"%arg{i}", a) for i, a in enumerate(in_avals)]
+    outs = list(fn(ctx, *args))
+    return _module(ctx, name, args, outs, [o.aval for o in outs], 1)
+
+
+def _module(ctx, name, args, outs, out_avals, num_partitions) -> LoweredModule:
     ctx._emit(f'"func.return"({", ".join(o.name for o in outs)}) : '
               f'({", ".join(o.type for o in outs)}) -> ()')
     sig = ", ".join(f"{a.name}: {a.type}" for a in args)
@@ -586,5 +604,4 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
             f"{_indent(body, 4)}\n"
             f"  }}\n"
             f"}}\n")
-    return LoweredModule(text, [v.aval for v in jaxpr.invars], out_avals)
-
+    return LoweredModule(text, [a.aval for a in args], out_avals)
