@@ -55,7 +55,8 @@ if $PY -c "import jax" 2>/dev/null && [ "$PLATFORM" != xla_cpu ]; then
 fi
 echo "== 2. jaxlite's accelerator tests on $PLATFORM"
 "${REF[@]}" JAX_PLATFORMS=$PLATFORM,cpu $PY -m pytest -p no:xdist -p no:cacheprovider -q \
-    -o addopts="" --timeout=600 tests/accelerator ${JAXLITE_ACCEL_PYTEST_ARGS:-} \
+    -o addopts="" --timeout=600 tests/accelerator tests/test_pjrt_pieces.py \
+    ${JAXLITE_ACCEL_PYTEST_ARGS:-} \
     || failed="$failed tests/accelerator"
 echo "== 3. the chapter's programs with $PLATFORM as the default device"
 JAX_PLATFORMS=cpu $PY -m pytest -p no:xdist -p no:cacheprovider -q -o addopts="" \
