@@ -43,7 +43,7 @@ else
 fi
 failed=""
 echo "== test-accelerator on platform $PLATFORM ($($PY --version))"
-REF=()
+REF=(env)
 if $PY -c "import jax" 2>/dev/null && [ "$PLATFORM" != xla_cpu ]; then
     echo "== 1. real JAX's results on the chip"
     if JAX_PLATFORMS=$PLATFORM $PY tests/accelerator/reference.py --impl jax \
