@@ -108,7 +108,11 @@ def test_loop_vs_scan_on_platform():
     assert "same averages from all three: True" in lines
     rows = {ln.split()[0]: ln for ln in lines if ln.startswith("  (")}
     assert set(rows) == {"(a)", "(b)", "(c)"}
-    assert rows["(a)"].split()[-1] == "1606" and rows["(c)"].split()[-1] == "3"  # buffers
+    buffers = {k: int(r.split()[-1]) for k, r in rows.items()}
+    if PLATFORM == "xla_cpu":     # jaxlite's own accounting: every buffer counted
+        assert buffers["(a)"] == 1606 and buffers["(c)"] == 3
+    else:   # the plugin's allocator figures (a TPU's reuses its blocks): scan needs no more
+        assert buffers["(c)"] <= buffers["(a)"]
     assert any("lax.scan's peak is" in ln and "smaller" in ln for ln in lines)
 
 
@@ -120,8 +124,9 @@ def test_numerics_matches_the_cpu_platform():
     theirs = p.stdout.splitlines()
     assert len(lines) == len(theirs)
     for a, b in zip(lines, theirs):
-        if "eigh and svd agree" in a:        # rounding-level residues, both below 1e-5
-            assert _numbers(a)[-1] < 1e-5
+        if "eigh and svd agree" in a:        # rounding-level residues
+            # (a TPU's default matmul precision rounds the products' operands to bfloat16)
+            assert _numbers(a)[-1] < (1e-5 if PLATFORM == "xla_cpu" else 2e-3)
             continue
         na, nb = _numbers(a), _numbers(b)
         assert len(na) == len(nb), (a, b)

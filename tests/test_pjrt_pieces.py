@@ -320,3 +320,21 @@ def test_eager_control_flow_with_different_callbacks_calls_each(xla, capsys):
         lambda a: np.asarray(a) * 0 + k, jax.ShapeDtypeStruct((), np.float32), v),
         lambda v: v, x) for k in (2.0, 3.0)]
     assert [float(o) for o in outs] == [2.0, 3.0] and outs[0].device == xla
+
+
+def test_callback_operands_are_cpu_arrays_with_the_platform_as_default(xla, cpu):
+    # as in JAX: a callback's operands are put on the CPU device and the callback runs with
+    # it as the default device, whatever platform the program runs on (on a TPU machine
+    # the chip is the default device; an operand wrapped on it crashed the callback)
+    seen = []
+
+    def cb(a):
+        seen.append((a.devices(), (a * 2).devices(), jnp.ones(2).devices()))
+        return np.asarray(a) * 10
+
+    f = jax.jit(lambda x: jax.pure_callback(cb, jax.ShapeDtypeStruct((2,), np.float32), x))
+    with jax.default_device(xla):
+        out = f(jnp.array([1.0, 2.0], np.float32))
+    assert out.devices() == {xla}
+    np.testing.assert_array_equal(jax.device_get(out), np.array([10.0, 20.0], np.float32))
+    assert seen == [({cpu}, {cpu}, {cpu})]

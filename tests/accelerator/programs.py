@@ -116,7 +116,8 @@ def random_bits(jax, jnp, lax):
 
 
 def random_normal(jax, jnp, lax):
-    # the bits are the same everywhere; erf_inv's float math may round differently
+    # the bits are the same everywhere; erf_inv's float math rounds differently (on a TPU
+    # jaxlite's and JAX's lowerings of erf_inv differ by up to ~5e-6 relative)
     key = jax.random.PRNGKey(7)
     return jax.random.normal(key, (4, 5)), jax.jit(lambda k: jax.random.normal(k, (3, 7)))(key)
 
@@ -207,7 +208,7 @@ PROGRAMS = {
     "fori_sum": (fori_sum, lambda: (_f32(10, seed=9),), 1e-6),
     "vmap_grad": (vmap_grad, lambda: (_f32(8, 5, seed=10),), 2e-6),
     "random_bits": (random_bits, lambda: (), 0),
-    "random_normal": (random_normal, lambda: (), 2e-6),
+    "random_normal": (random_normal, lambda: (), 2e-5),
     "integer_ops": (integer_ops, lambda: (_rng(11).integers(-1000, 1000, 50).astype(np.int32),
                                           _rng(12).integers(1, 50, 50).astype(np.int32)), 0),
     "comparisons": (comparisons, lambda: (_f32(30, seed=13), _f32(30, seed=14)), 0),

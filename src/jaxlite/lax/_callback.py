@@ -36,19 +36,29 @@ def _result_avals(result_shape_dtypes):
     return tuple(avals), tree
 
 
-def _as_array(v):
-    """A NumPy operand as a jaxlite Array on the default device (a copy: the callback may
+def _host_device():
+    """The CPU device callbacks run on (as in JAX: the operands are put on the first local
+    CPU device, and the callback runs with it as the default device), whatever platform
+    the program runs on."""
+    from ..runtime.device import local_devices
+    return local_devices(backend="cpu")[0]
+
+
+def _as_array(v, device):
+    """A NumPy operand as a jaxlite Array on the host ``device`` (a copy: the callback may
     keep it)."""
     from ..core.eager import wrap
-    from ..runtime import get_default_device
     v = np.array(v, copy=True)
-    return wrap(v, ShapedArray(v.shape, v.dtype), get_default_device(), False)
+    return wrap(v, ShapedArray(v.shape, v.dtype), device, False)
 
 
 def _flat_callback(callback, in_tree):
     def flat(*vals):
-        args, kwargs = tree_unflatten(in_tree, [_as_array(v) for v in vals])
-        return tree_leaves(callback(*args, **kwargs))
+        from ..core.placement import default_device
+        device = _host_device()
+        args, kwargs = tree_unflatten(in_tree, [_as_array(v, device) for v in vals])
+        with default_device(device):
+            return tree_leaves(callback(*args, **kwargs))
     flat.__name__ = getattr(callback, "__name__", "callback")
     flat.callback = callback    # what the printed program names
     return flat
