@@ -22,6 +22,8 @@ whole process (a failed CHECK, no error returned), so no caller can send any.
 """
 from __future__ import annotations
 
+import contextlib
+
 import ctypes as C
 import os
 import threading
@@ -484,12 +486,11 @@ class PjrtBuffer:
         h = self.handle
         if h:
             self.handle = None
-            try:
+            # interpreter shutdown (modules half gone): nothing left to free it for
+            with contextlib.suppress(Exception):
                 err = self.client.api.fn("Buffer_Destroy")(C.byref(_capi.BufferArgs(buffer=h)))
                 if err:
                     self.client.api.error(err)     # destroys it; nothing to raise to
-            except Exception:   # noqa: BLE001 - interpreter shutdown: modules half gone
-                pass
 
     def __repr__(self):
         state = "deleted" if not self.handle else f"{self.dtype.name}{list(self.shape)}"
@@ -628,13 +629,11 @@ class LoadedExecutable:
         h = self.handle
         if h:
             self.handle = None
-            try:
+            with contextlib.suppress(Exception):      # interpreter shutdown
                 err = self.api.fn("LoadedExecutable_Destroy")(
                     C.byref(_capi.LoadedExecutableArgs(executable=h)))
                 if err:
                     self.api.error(err)
-            except Exception:   # noqa: BLE001 - interpreter shutdown
-                pass
 
 
 _ALL: dict = {}
