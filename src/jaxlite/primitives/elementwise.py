@@ -555,7 +555,7 @@ mul_p = elementwise("mul", np.multiply, NUM,
 # formula (not NumPy's)
 div_p = elementwise("div", _div, NUM,
                     inplace=InPlace(np.true_divide, "f", half=True))
-rem_p = elementwise("rem", _rem, NUM)
+rem_p = elementwise("rem", _rem, FLOAT + INTEGRAL)    # JAX: no complex remainder
 pow_p = elementwise("pow", _pow, INEXACT,
                     transcendental=True)
 
@@ -1152,7 +1152,7 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
                 (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"),
                 (population_count_p, "stablehlo.popcnt"), (add_p, "stablehlo.add"),
                 (add_any_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"),
-                (mul_p, "stablehlo.multiply"), (div_p, "stablehlo.divide"),
+                (mul_p, "stablehlo.multiply"),
                 (atan2_p, "stablehlo.atan2"),
                 (nextafter_p, "chlo.next_after"), (and_p, "stablehlo.and"),
                 (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
@@ -1164,6 +1164,40 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
 for _p, _dir in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
                  (ge_p, "GE")):
     _p.lowering = _lo.compare(_dir)
+
+
+def _div_lower(ctx, x, y):
+    """``x / y``; a scalar float divisor goes through an optimization barrier first, so
+    XLA keeps the division: its simplifier turns a division by a constant into a
+    multiplication by the constant's reciprocal, 1 ulp off the quotient in a third of
+    cases (x / 6, log10's log(x) / log(10), mean's sum / n)."""
+    out = ctx.avals_out[0]
+    if y.aval.ndim == 0 and dtypes.kind(out.dtype) in "fc":
+        y = ctx.op("stablehlo.optimization_barrier", [y], y.aval)
+    return _lo.elementwise("stablehlo.divide")(ctx, x, y)
+
+
+div_p.lowering = _div_lower
+
+
+def _erf_lower(ctx, x):
+    """``erf`` as chlo.erf for |x| < 1 and sign(x) (1 - erfc(|x|)) beyond: the XLA:CPU
+    plugin's chlo.erf stops at 0.9999998 (erf(inf) is 1 - 2e-7, so gelu's 1 + erf(x) is
+    not 0 at -inf); 1 - erfc(|x|) rounds to the correctly rounded value there, as the
+    implementation's erf does.  float16 and bfloat16 compute in float32, as it does."""
+    out = ctx.avals_out[0]
+    if out.dtype in dtypes.UPCAST:
+        x = ctx.convert(x, np.float32)
+    ax = ctx.unary("abs", x)
+    one = ctx.full(1, x.aval)
+    tail = ctx.binary("subtract", one, ctx.op("chlo.erfc", [ax], x.aval))
+    tail = ctx.select(ctx.compare(x, ctx.full(0, x.aval), "LT"), ctx.unary("negate", tail),
+                      tail)
+    r = ctx.select(ctx.compare(ax, one, "GE"), tail, ctx.op("chlo.erf", [x], x.aval))
+    return ctx.convert(r, out.dtype)
+
+
+erf_p.lowering = _erf_lower
 
 
 def _sign_lower(ctx, x):
@@ -1278,14 +1312,6 @@ def _convert_lower(ctx, x, new_dtype, weak_type=False):
     return ctx.convert(x, new)
 
 
-def _rem_lower(ctx, x, y):
-    if x.aval.dtype.kind == "c":
-        # the implementation has no complex remainder either (NumPy's fmod refuses it),
-        # and XLA:CPU's compiler crashes on one
-        raise ctx.unsupported("the remainder of complex numbers is not defined")
-    return _lo.elementwise("stablehlo.remainder")(ctx, x, y)
-
-
 def _bitcast_lower(ctx, x, new_dtype):
     return ctx.op("stablehlo.bitcast_convert", [x], ctx.avals_out[0])
 
@@ -1303,4 +1329,4 @@ select_n_p.lowering = _select_n_lower
 clamp_p.lowering = _clamp_lower
 convert_element_type_p.lowering = _convert_lower
 bitcast_convert_type_p.lowering = _bitcast_lower
-rem_p.lowering = _rem_lower
+rem_p.lowering = _lo.elementwise("stablehlo.remainder")
