@@ -1155,7 +1155,6 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
                 (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"),
                 (population_count_p, "stablehlo.popcnt"), (add_p, "stablehlo.add"),
                 (add_any_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"),
-
                 (atan2_p, "stablehlo.atan2"),
                 (nextafter_p, "chlo.next_after"), (and_p, "stablehlo.and"),
                 (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
