@@ -157,3 +157,54 @@ def test_random_program_xla_cpu_equals_interpreter_more(seed, n_exprs, n_ops):
     prog = fp.make_program(seed, n_exprs=n_exprs, n_ops=n_ops, approx=APPROX)
     errs = check_program_pjrt(prog)
     assert not errs, _report(prog, errs)
+
+
+@pytest.mark.parametrize("seed", [2166, 3257, 3356, 3588, 4205])
+def test_fuzz_finds_fixed(seed):
+    # 2166: f / (d / d) reassociated by XLA into (f * d) / d; 3257, 3356, 4205: abs(x * x)
+    # of a wrapped-around signed product dropped; 3588: nextafter's subnormal result
+    prog = fp.make_program(seed, n_exprs=2, approx=APPROX)
+    errs = check_program_pjrt(prog)
+    assert not errs, _report(prog, errs)
+
+
+def _jit_xla(f, *args):
+    dev = jaxlite.devices("xla_cpu")[0]
+    return np.asarray(jaxlite.jit(f)(*[jaxlite.device_put(a, dev) for a in args]))
+
+
+def test_integer_division_by_a_folded_zero_does_not_kill_the_process():
+    # found by the fuzzer (seed 122 then): XLA folded v - v to 0 and divided by it
+    from jaxlite import lax
+    v = np.array([3, 5], np.int32)
+    np.testing.assert_array_equal(_jit_xla(lambda v: lax.rem(np.int32(-184), v - v), v),
+                                  [-184, -184])
+    np.testing.assert_array_equal(_jit_xla(lambda v: lax.div(np.int32(-184), v - v), v),
+                                  [-1, -1])
+    np.testing.assert_array_equal(
+        _jit_xla(lambda v: lax.div(np.int32(-2**31), v - v - 1), v), [-2**31, -2**31])
+
+
+def test_false_times_inf_is_nan():
+    # found by the fuzzer (seed 86 then): XLA made convert(p) * x a select, 0 for inf/NaN
+    from jaxlite import lax
+    p = np.array([False, False, False, True])
+    x = np.array([-1.5, np.inf, np.nan, 2.0], np.float32)
+    got = _jit_xla(lambda p, x: lax.mul(lax.convert_element_type(p, np.float32), x), p, x)
+    np.testing.assert_array_equal(got, [-0.0, np.nan, np.nan, 2.0])
+    assert np.signbit(got[0]) and not np.signbit(got[3])
+
+
+def test_select_n_out_of_range_picks_the_nearest_case(rjax):
+    # found by the fuzzer (seed 78 then): the interpreter took a negative index for case 1
+    from jaxlite import lax
+    which = np.array([-3, 0, 1, 2, 7], np.int32)
+    cases = (np.zeros(5, np.float32), np.ones(5, np.float32), np.full(5, 2, np.float32))
+    want3 = np.asarray(rjax.lax.select_n(which, *cases))
+    want2 = np.asarray(rjax.lax.select_n(which.astype(np.int8), *cases[:2]))
+    np.testing.assert_array_equal(np.asarray(lax.select_n(which, *cases)), want3)
+    np.testing.assert_array_equal(_jit_xla(lax.select_n, which, *cases), want3)
+    np.testing.assert_array_equal(np.asarray(lax.select_n(which.astype(np.int8),
+                                                          *cases[:2])), want2)
+    np.testing.assert_array_equal(_jit_xla(lax.select_n, which.astype(np.int8),
+                                           *cases[:2]), want2)
