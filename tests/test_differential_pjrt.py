@@ -220,11 +220,13 @@ _ONE_FUNCTION = " ".join(
     ["numpy." + n for n in (
         "exp exp2 expm1 log log1p log2 log10 sin cos tan sinh cosh tanh arcsin asin arccos "
         "acos arctan atan arctan2 atan2 arcsinh asinh arccosh acosh arctanh atanh cbrt pow "
-        "power float_power sinc hypot logaddexp logaddexp2").split()] +
+        "power float_power sinc hypot logaddexp logaddexp2 angle").split()] +
     ["lax." + n for n in (
         "exp exp2 expm1 log log1p sin cos tan sinh cosh tanh asin acos atan atan2 asinh "
         "acosh atanh cbrt rsqrt erf erfc logistic pow cumlogsumexp").split()])
 ULPS: dict[str, int] = {
+    # XLA's float32 cbrt: 7 ulps off at 1e30 (cbrt is 1.0000007e10)
+    "numpy.cbrt lax.cbrt": 8,
     _ONE_FUNCTION: 2,
     "numpy.var numpy.nanvar numpy.std numpy.nanstd": 2,
     # composites of three transcendental functions: tanh(softplus(x)) * x
@@ -236,9 +238,10 @@ ULPS: dict[str, int] = {
     # the first pattern a function matches counts: this one last
     "nn.*": 2,
 }
-# Complex results, any function: XLA's complex division (Smith's algorithm), sqrt, exp and
-# log are formulas of its own, not NumPy's; each part may differ by this many ulps.
-COMPLEX_ULPS = 2
+# Complex results, any function: XLA's complex division (Smith's algorithm), sqrt, exp,
+# log, pow and atan2 are formulas of its own, not NumPy's, composed of its real
+# approximations; each part may differ by this many ulps (complex pow and atan2: 20).
+COMPLEX_ULPS = 24
 
 ULPS_MAGNIFIED = ("XLA's transcendental function differs from NumPy's by an ulp or two "
                   "(ULPS); a cancellation after it magnifies that here")
@@ -246,6 +249,8 @@ FLUSHED_TINY = ("XLA:CPU flushes a subnormal intermediate of its {} approximatio
                 "(normal inputs near 1.2e-38 included: 0 for erf and asin, 8.9e-16 for "
                 "cbrt, mantissa 0.5 for frexp); the interpreter computes NumPy's value")
 
+SIGNED_ZERO_TRIG = ("XLA's complex sin and cos (sin x cosh y + i cos x sinh y) give a zero "
+                    "imaginary part the other sign from NumPy's at some arguments")
 CBRT64 = ("XLA's float64 cbrt is its own approximation, up to 66 ulps off for large "
           "arguments (cbrt(1e300) is 9.999999999999872e+99); the interpreter's is the C "
           "library's")
@@ -260,33 +265,35 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("numpy.arcsin numpy.asin lax.asin", "*f32-tiny", "value"): FLUSHED_TINY.format("asin"),
     ("numpy.cbrt lax.cbrt", "*f32-tiny *f64-tiny", "value"): FLUSHED_TINY.format("cbrt"),
     ("numpy.frexp", "*f32-tiny *f64-tiny", "value"): FLUSHED_TINY.format("frexp"),
-    ("lax.lgamma", "*bf16 *f32 *f32-range *f32-2d *f32-0d *x64:f64", "value"):
+    ("lax.lgamma", "*bf16 f32 jit:f32 *f32-range *f32-2d *f32-0d py-float *x64:f64", "value"):
         "XLA's lgamma (a Lanczos approximation) is off by ~5e-7 absolute near its zeros "
         "(lgamma(1) is 4.8e-7, not 0) and by up to 50 ulps elsewhere in float32; the "
         "interpreter's is the C library's",
-    ("nn.gelu", "*f32-range *f32-2d *f32-0d *x64:i64 *x64:f64", "value"): ULPS_MAGNIFIED +
-        " (1 + tanh(...) near -1 for x near -4)",
-    ("nn.log1mexp", "*c64 *py-complex *x64:f64 *x64:i64", "value"): ULPS_MAGNIFIED +
+    ("nn.gelu", "f32 jit:f32 *f32-range *f32-2d *f32-0d *x64:i64 *x64:f64", "value"):
+        ULPS_MAGNIFIED + " (1 + tanh(...) near -1 for x near -4)",
+    ("nn.log1mexp", "*x64:f64 *x64:i64", "value"): ULPS_MAGNIFIED +
         " (log(-expm1(x)) for x near 0)",
-    ("numpy.logaddexp2", "*f16 *x64:f64 *x64:i64 *x64:c128", "value"):
+    ("numpy.logaddexp2", "*f16 *i8 *i16 *i32 jit:f32 *x64:f64 *x64:i64", "value"):
         ULPS_MAGNIFIED + " (at equal arguments the result is exact: 0 against a residue)",
-    ("lax.logistic nn.sigmoid", "*x64:c128", "value"): ULPS_MAGNIFIED +
-        " (1 / (1 + exp(-z)) near a pole of the complex logistic)",
-    ("numpy.logaddexp nn.softplus", "*c64", "value"): ULPS_MAGNIFIED + " (complex log1p)",
-    ("numpy.cbrt", "*x64:f64 *x64:i64 *x64:u64", "value"): CBRT64,
-    ("lax.cbrt", "*x64:f64", "value"): CBRT64,
+    ("numpy.cbrt lax.cbrt", "*x64:f64", "value"): CBRT64,
     ("numpy.cosh numpy.sinh lax.cosh lax.sinh", "*x64:f64", "value"):
         "XLA's float64 sinh and cosh of a large argument are exp(x) / 2 composed of its "
         "own exp: 10 ulps from the C library's at x = 100",
-    ("numpy.sin numpy.cos lax.sin lax.cos", "*x64:c128", "signed-zero"):
-        "XLA's complex sin and cos (sin x cosh y + i cos x sinh y) give a zero imaginary "
-        "part the other sign from NumPy's at some arguments",
+    ("numpy.sin numpy.cos lax.sin lax.cos", "*c64 *x64:c128", "signed-zero"):
+        SIGNED_ZERO_TRIG,
+    ("numpy.cos lax.cos", "*py-complex", "signed-zero"): SIGNED_ZERO_TRIG,
     ("numpy.arctan2 numpy.atan2 lax.atan2", "*x64:c128", "value"):
         "the complex atan2 is a composition of complex operations whose zeros carry the "
         "rounding residue of XLA's own log and atan2 (-1.4e-16 for 0.0), as against JAX "
         "(tests/test_differential.py)",
-    ("numpy.expm1 lax.expm1 numpy.logaddexp nn.gelu nn.log1mexp nn.softplus", "*x64:c128",
-     "value"): ULPS_MAGNIFIED + " (XLA's complex exp and log formulas, float64)",
+    ("numpy.logaddexp", "*x64:c128", "value"): ULPS_MAGNIFIED +
+        " (XLA's complex exp and log formulas, float64: 25 ulps)",
+    ("lax.digamma", "*f32-range *f32-2d", "value"): ULPS_MAGNIFIED +
+        " (digamma near its zero at 1.4616: 0.03649 is 29 ulps off)",
+    ("numpy.linalg.svd numpy.linalg.svdvals", "*t-ok *t-vals", "value"):
+        "the platform's SVD and LAPACK's agree to a few ulps of the matrix's norm, not of "
+        "each element: a zero singular value is 6.7e-8 in one and 3.9e-7 in the other, and "
+        "the singular vectors follow",
 }
 
 
