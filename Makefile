@@ -30,7 +30,8 @@ demo: $(DEMO_STAMP)
 	$(BIN)/python -m jaxlite demo
 
 # the fast tier (a fixed sample of the big oracle tables); test-slow runs the rest of them
-# and the differential harness on all of its inputs; test-all runs both (as CI does).  Each
+# and the differential harnesses (against JAX, and the xla_cpu platform against the
+# interpreter) on all of their inputs; test-all runs both (as CI does).  Each
 # test runs under a time limit, so a test that waits forever fails instead of hanging.
 # Test files are shared out among TEST_WORKERS processes (pytest-xdist; a file's tests stay
 # in one process, in order); TEST_WORKERS=0 runs everything in this process.
@@ -60,6 +61,8 @@ test-slow: $(TEST_STAMP)
 	    [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || failed="$$failed tests/multidevice"; \
 	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 tests/test_differential.py \
 	    || failed="$$failed tests/test_differential.py"; \
+	JAXLITE_DIFF_FULL=1 $(BIN)/python -m pytest --timeout=1800 \
+	    tests/test_differential_pjrt.py || failed="$$failed tests/test_differential_pjrt.py"; \
 	if [ -n "$$failed" ]; then echo "make test-slow: failed:$$failed" >&2; exit 1; fi
 
 test-all: test test-slow

@@ -59,9 +59,10 @@ _KEEPS_APPROX = {"mul", "div", "max", "min", "neg", "abs", "square"}
 class Val:
     """A traced value and how its two computations may differ."""
 
-    def __init__(self, x, cls="exact", eps=0.0):
+    def __init__(self, x, cls="exact", eps=0.0, product=False):
         self.x = x
         self.cls = cls        # "exact" | "approx"
+        self.product = product    # a float product (or its negation): an FMA operand
         # an approximate value's rounding differences are relative to the coarsest float
         # type on its path (a float32 exp converted to float64 keeps float32's error)
         self.eps = 0.0
@@ -106,8 +107,9 @@ def random_values(rng, shape, dtype):
 
 
 class _Builder:
-    def __init__(self, rng, inputs, host, outputs, big=False):
+    def __init__(self, rng, inputs, host, outputs, big=False, approx=frozenset()):
         self.big = big
+        self.approx = approx          # exact-listed ops a backend computes approximately
         self.rng = rng
         self.inputs = inputs          # list of (shape, dtype) appended while building
         self.host = host
@@ -189,7 +191,8 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                     op = b.choice(ops)
                     if a.dtype == np.float16 and op in _F_APPROX_UNARY:
                         op = "neg"
-                    cls = "approx" if (op in _F_APPROX_UNARY or a.cls != "exact") else "exact"
+                    cls = "approx" if (op in _F_APPROX_UNARY or op in b.approx or
+                                       a.cls != "exact") else "exact"
                     if op in ("atan2", "pow"):
                         c = second(a, True)
                         x = getattr(lax, op)(a.x, c.x)
@@ -201,7 +204,9 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                         x = getattr(lax, op)(a.x)
                     if op == "is_finite":
                         cls = "exact"
-                    pool.append(Val(x, cls, a.eps))
+                    prod = k == "f" and (op in ("square", "ipow") or
+                                         (op == "neg" and a.product))
+                    pool.append(Val(x, cls, a.eps, prod))
                 elif k in "iu":
                     op = b.choice(_I_UNARY)
                     if op == "ipow":
@@ -243,7 +248,10 @@ def _expr(b: _Builder, args, arg_iter, n_ops):
                     a, c = c, a
                 x = getattr(lax, op)(a.x, c.x)
                 cls = "approx" if "approx" in (a.cls, c.cls) else "exact"
-                pool.append(Val(x, cls, max(a.eps, c.eps)))
+                if "fma" in b.approx and op in ("add", "sub") and k == "f" and (
+                        a.product or c.product):
+                    cls = "approx"    # the backend may fuse the product into an FMA
+                pool.append(Val(x, cls, max(a.eps, c.eps), k == "f" and op == "mul"))
             elif kind < 0.72:                         # comparison
                 a = pick(exact=True)
                 c = second(a, True)
@@ -333,10 +341,16 @@ class Program:
         return f"program seed={self.seed} big={self.big}\n{self.closed}\ninputs:\n{ins}"
 
 
-def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8, big: bool = False) -> Program:
+def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8, big: bool = False,
+                 approx=frozenset()) -> Program:
     """The random program of ``seed``: ``n_exprs`` independent DAGs of about ``n_ops``
     operations each (same seed, same program); ``big``: over iteration spaces of about a
-    million elements (``BIG_SPACES``)."""
+    million elements (``BIG_SPACES``).  ``approx``: what the backend under test rounds
+    differently from the interpreter, classified approximate like the transcendental
+    functions: names of ``_F_EXACT_UNARY`` operations (XLA's ``rsqrt``), and ``"fma"``: a
+    float add or sub of a product (XLA:CPU contracts it into a fused multiply-add, one
+    rounding instead of two).  The classes steer the random choices, so a program made
+    with ``approx`` is not the default one of its seed."""
     # first pass: learn the inputs (shapes/dtypes/values) with a throwaway trace
     specs: list = []
     host: list = []
@@ -345,7 +359,7 @@ def make_program(seed: int, n_exprs: int = 1, n_ops: int = 8, big: bool = False)
     def make_f(inputs_known):
         def f(*args):
             rng = np.random.default_rng(seed)
-            b = _Builder(rng, [], [], [], big)
+            b = _Builder(rng, [], [], [], big, frozenset(approx))
             it = iter(args) if inputs_known else _Feeder(b)
             for _ in range(n_exprs):
                 _expr(b, args, it, int(rng.integers(1, n_ops + 1)))

@@ -796,7 +796,7 @@ NORMWISE = {"numpy.linalg.svd", "numpy.linalg.svdvals"}
 _normwise = [False]
 
 
-def _compare_floats(g, w, path):
+def _compare_floats(g, w, path, ulps=MAX_ULPS):
     if g.size == 0:
         return None
     gn, wn = np.isnan(g), np.isnan(w)
@@ -805,7 +805,7 @@ def _compare_floats(g, w, path):
     ok = ~gn
     gv, wv = g[ok], w[ok]
     d = _ulps(gv, wv)
-    bad = d > MAX_ULPS
+    bad = d > ulps
     if _normwise[0] and wv.size:
         scale = float(np.max(np.abs(wv.astype(np.float64))))
         eps = float(np.finfo(g.dtype).eps)
@@ -825,13 +825,15 @@ def _compare_floats(g, w, path):
     return None
 
 
-def _compare_array(got, want, path, flush=False):
+def _compare_array(got, want, path, flush=False, ulps=MAX_ULPS):
     if _is_key(want):
         if not _is_key(got):
             return f"type{path}: {type(got).__name__} != jax key array"
         if str(got.dtype) != str(want.dtype) or tuple(got.shape) != tuple(want.shape):
             return f"key{path}: {got.dtype}{got.shape} != jax {want.dtype}{want.shape}"
-        got, want = jaxlite.random.key_data(got), jax.random.key_data(want)
+        want_data = jax.random.key_data if isinstance(want, jax.Array) else \
+            jaxlite.random.key_data
+        got, want = jaxlite.random.key_data(got), want_data(want)
     if not _is_array(got):
         return f"type{path}: {type(got).__name__} != jax {type(want).__name__}"
     if tuple(got.shape) != tuple(want.shape):
@@ -851,19 +853,20 @@ def _compare_array(got, want, path, flush=False):
             return f"value{path}: {g.ravel()[:6].tolist()} != jax {w.ravel()[:6].tolist()}"
         return None
     if g.dtype.kind == "c":
-        return (_compare_floats(g.real.copy(), w.real.copy(), path + ".real")
-                or _compare_floats(g.imag.copy(), w.imag.copy(), path + ".imag"))
-    return _compare_floats(g, w, path)
+        return (_compare_floats(g.real.copy(), w.real.copy(), path + ".real", ulps)
+                or _compare_floats(g.imag.copy(), w.imag.copy(), path + ".imag", ulps))
+    return _compare_floats(g, w, path, ulps)
 
 
-def compare(got, want, path="", flush=False):
-    """None when ``got`` (jaxlite) matches ``want`` (JAX), else 'category: detail'."""
+def compare(got, want, path="", flush=False, ulps=MAX_ULPS):
+    """None when ``got`` (jaxlite) matches ``want`` (JAX, or jaxlite on another platform:
+    tests/test_differential_pjrt.py), else 'category: detail'; floats within ``ulps``."""
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return f"structure{path}: {type(got).__name__} != jax {type(want).__name__}" \
                    f"[{len(want)}]"
         for i, (g, w) in enumerate(zip(got, want)):
-            r = compare(g, w, f"{path}[{i}]", flush)
+            r = compare(g, w, f"{path}[{i}]", flush, ulps)
             if r:
                 return r
         return None
@@ -871,12 +874,12 @@ def compare(got, want, path="", flush=False):
         if not isinstance(got, dict) or sorted(got) != sorted(want):
             return f"structure{path}: dict keys"
         for k in want:
-            r = compare(got[k], want[k], f"{path}[{k!r}]", flush)
+            r = compare(got[k], want[k], f"{path}[{k!r}]", flush, ulps)
             if r:
                 return r
         return None
     if _is_array(want):
-        return _compare_array(got, want, path, flush)
+        return _compare_array(got, want, path, flush, ulps)
     if isinstance(want, (bool, int, float, complex, str, type(None))):
         if type(got) is not type(want):
             return f"type{path}: {type(got).__name__} != jax {type(want).__name__}"

@@ -52,15 +52,18 @@ def _is_float(dt) -> bool:
 
 def maximum(ctx, x, y):
     """``max(x, y)`` with the implementations' float semantics: a NaN operand wins (the
-    first of two), and of two zeros +0.0 unless both are -0.0 (their sum).  Spelled out
-    with compares and selects: XLA:CPU's own ``maximum`` may be the processor's, which
-    returns the second operand for a NaN and keeps the first of two zeros."""
+    first of two), and of two zeros +0.0 unless both are -0.0.  Spelled out with compares
+    and selects: XLA:CPU's own ``maximum`` may be the processor's, which returns the second
+    operand for a NaN and keeps the first of two zeros."""
     return _minmax(ctx, x, y, True)
 
 
 def minimum(ctx, x, y):
     """``min(x, y)``: as ``maximum``, the smaller; of two zeros -0.0 unless both are +0.0."""
     return _minmax(ctx, x, y, False)
+
+
+_SAME_WIDTH_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _minmax(ctx, x, y, is_max):
@@ -70,13 +73,13 @@ def _minmax(ctx, x, y, is_max):
             return ctx.binary("or" if is_max else "and", x, y)
         return ctx.binary("maximum" if is_max else "minimum", x, y)
     r = ctx.select(ctx.compare(x, y, "GT" if is_max else "LT"), x, y)
-    zero = ctx.full(0, x.aval)
-    both_zero = ctx.binary("and", ctx.compare(x, zero, "EQ"), ctx.compare(y, zero, "EQ"))
-    if is_max:
-        z = ctx.binary("add", x, y)
-    else:
-        z = ctx.unary("negate", ctx.binary("add", ctx.unary("negate", x),
-                                            ctx.unary("negate", y)))
-    r = ctx.select(both_zero, z, r)
+    # Of two equal operands, the AND (max) or OR (min) of their bits: the operand itself
+    # unless they are zeros of opposite signs, then +0.0 (max) or -0.0 (min).  Bit
+    # operations, not x + y: XLA simplifies ``x + 0.0`` to ``x``, which keeps a -0.0.
+    bits = ctx.aval(x.aval.shape, _SAME_WIDTH_UINT[np.dtype(dt).itemsize])
+    bx, by = (ctx.op("stablehlo.bitcast_convert", [v], bits) for v in (x, y))
+    same = ctx.op("stablehlo.bitcast_convert",
+                  [ctx.binary("and" if is_max else "or", bx, by)], x.aval)
+    r = ctx.select(ctx.compare(x, y, "EQ"), same, r)
     r = ctx.select(ctx.compare(y, y, "NE"), y, r)
     return ctx.select(ctx.compare(x, x, "NE"), x, r)

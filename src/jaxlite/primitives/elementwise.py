@@ -402,8 +402,11 @@ def _select_n(which, *cases):
                                                                       cases[0].shape)))
     if which.dtype == np.bool_:
         return np.where(which, cases[1], cases[0])
-    return np.choose(which.astype(np.intp), cases) if len(cases) > 2 else \
-        np.where(which != 0, cases[1], cases[0])
+    # an index out of range picks the nearest case (JAX's and XLA's select tree:
+    # negative -> the first, too large -> the last)
+    if len(cases) == 2:
+        return np.where(which > 0, cases[1], cases[0])
+    return np.choose(np.clip(which, 0, len(cases) - 1).astype(np.intp), cases)
 
 
 def _clamp(lo, x, hi):
@@ -555,7 +558,7 @@ mul_p = elementwise("mul", np.multiply, NUM,
 # formula (not NumPy's)
 div_p = elementwise("div", _div, NUM,
                     inplace=InPlace(np.true_divide, "f", half=True))
-rem_p = elementwise("rem", _rem, NUM)
+rem_p = elementwise("rem", _rem, FLOAT + INTEGRAL)    # JAX: no complex remainder
 pow_p = elementwise("pow", _pow, INEXACT,
                     transcendental=True)
 
@@ -1152,7 +1155,6 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
                 (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"),
                 (population_count_p, "stablehlo.popcnt"), (add_p, "stablehlo.add"),
                 (add_any_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"),
-                (mul_p, "stablehlo.multiply"), (div_p, "stablehlo.divide"),
                 (atan2_p, "stablehlo.atan2"),
                 (nextafter_p, "chlo.next_after"), (and_p, "stablehlo.and"),
                 (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
@@ -1164,6 +1166,86 @@ for _p, _op in ((neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"),
 for _p, _dir in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
                  (ge_p, "GE")):
     _p.lowering = _lo.compare(_dir)
+
+
+# divisors XLA's simplifier rewrites a float division by (into a multiplication, or a
+# division reassociated), each 1 ulp off the quotient in about a third of cases:
+# x / c -> x * (1/c); a / (b / c) -> (a * c) / b; a / sqrt(b) -> a * rsqrt(b);
+# a / rsqrt(b) -> a * sqrt(b); a / exp(b) -> a * exp(-b); a / pow(b, c) -> a * pow(b, -c)
+_REWRITTEN_DIVISORS = {"stablehlo.constant", "stablehlo.divide", "stablehlo.sqrt",
+                       "stablehlo.rsqrt", "stablehlo.exponential", "stablehlo.power"}
+
+
+def _barrier(ctx, v):
+    return ctx.op("stablehlo.optimization_barrier", [v], v.aval)
+
+
+def _div_lower(ctx, x, y):
+    """``x / y``, a float division kept a division: a divisor XLA would rewrite the
+    division by (``_REWRITTEN_DIVISORS``; a scalar, which may be a constant once folded,
+    or a broadcast constant) and a dividend that is itself a quotient ((a / b) / c ->
+    a / (b * c)) go through an optimization barrier, which the simplifier does not see
+    through (x / 6, log10's log(x) / log(10), mean's sum / n agree with the interpreter
+    bit for bit)."""
+    out = ctx.avals_out[0]
+    if dtypes.kind(out.dtype) in "iu":
+        return _int_div_lower(ctx, x, y, "divide")
+    if y.aval.ndim == 0 or y.producer in _REWRITTEN_DIVISORS or (
+            y.producer == "stablehlo.broadcast_in_dim" and
+            y.inputs[0].producer == "stablehlo.constant"):
+        y = _barrier(ctx, y)
+    if x.producer == "stablehlo.divide":
+        x = _barrier(ctx, x)
+    return _lo.elementwise("stablehlo.divide")(ctx, x, y)
+
+
+def _int_div_lower(ctx, x, y, op):
+    """Integer ``x / y`` or ``x % y`` (``op``: divide, remainder) by a divisor made safe
+    first: 1 where it is 0 or where INT_MIN is divided by -1, then XLA's results there
+    (x / 0 = -1, x % 0 = x; INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0, which the safe
+    divisor 1 gives).  XLA's own operation guards these cases too, but once its simplifier
+    has folded a divisor to the constant 0 (``rem(c, v - v)``) the compiled program
+    divides by zero and the process dies of SIGFPE."""
+    out = ctx.avals_out[0]
+    x, y = (ctx.broadcast(v, out.shape) for v in (x, y))
+    zero = ctx.compare(y, ctx.full(0, y.aval), "EQ")
+    bad = zero
+    if dtypes.kind(out.dtype) == "i":
+        lowest = ctx.compare(x, ctx.full(dtypes.iinfo(out.dtype).min, x.aval), "EQ")
+        minus_one = ctx.compare(y, ctx.full(-1, y.aval), "EQ")
+        bad = ctx.binary("or", zero, ctx.binary("and", lowest, minus_one))
+    safe = ctx.select(bad, ctx.full(1, y.aval), y)
+    r = ctx.op(f"stablehlo.{op}", [x, safe], out)
+    return ctx.select(zero, ctx.full(-1, out) if op == "divide" else x, r)
+
+
+def _rem_lower(ctx, x, y):
+    if dtypes.kind(ctx.avals_out[0].dtype) in "iu":
+        return _int_div_lower(ctx, x, y, "remainder")
+    return _lo.elementwise("stablehlo.remainder")(ctx, x, y)
+
+
+div_p.lowering = _div_lower
+
+
+def _erf_lower(ctx, x):
+    """``erf`` as chlo.erf for |x| < 1 and sign(x) (1 - erfc(|x|)) beyond: the XLA:CPU
+    plugin's chlo.erf stops at 0.9999998 (erf(inf) is 1 - 2e-7, so gelu's 1 + erf(x) is
+    not 0 at -inf); 1 - erfc(|x|) rounds to the correctly rounded value there, as the
+    implementation's erf does.  float16 and bfloat16 compute in float32, as it does."""
+    out = ctx.avals_out[0]
+    if out.dtype in dtypes.UPCAST:
+        x = ctx.convert(x, np.float32)
+    ax = ctx.unary("abs", x)
+    one = ctx.full(1, x.aval)
+    tail = ctx.binary("subtract", one, ctx.op("chlo.erfc", [ax], x.aval))
+    tail = ctx.select(ctx.compare(x, ctx.full(0, x.aval), "LT"), ctx.unary("negate", tail),
+                      tail)
+    r = ctx.select(ctx.compare(ax, one, "GE"), tail, ctx.op("chlo.erf", [x], x.aval))
+    return ctx.convert(r, out.dtype)
+
+
+erf_p.lowering = _erf_lower
 
 
 def _sign_lower(ctx, x):
@@ -1194,8 +1276,23 @@ def _conj_lower(ctx, x, input_dtype=None):
     return ctx.op("stablehlo.complex", [re, ctx.unary("negate", im)], out)
 
 
+def _mul_lower(ctx, x, y):
+    """``x * y``; a signed integer times itself is a square (``_square_lower``)."""
+    if x.name == y.name and dtypes.kind(x.aval.dtype) == "i":
+        return _square_lower(ctx, ctx.broadcast(x, ctx.avals_out[0].shape))
+    return _lo.elementwise("stablehlo.multiply")(ctx, x, y)
+
+
+mul_p.lowering = _mul_lower
+
+
 def _square_lower(ctx, x):
-    return ctx.binary("multiply", x, x)
+    """``x * x``; of a signed integer, with the second factor through an optimization
+    barrier: XLA takes a product of one value with itself for non-negative and drops an
+    ``abs`` of it (``abs(x * x)`` is ``x * x``), which is wrong once the product wraps
+    around (int8 -34 squared is -124; its abs is 124)."""
+    y = _barrier(ctx, x) if dtypes.kind(x.aval.dtype) == "i" else x
+    return ctx.binary("multiply", x, y)
 
 
 def _integer_pow_lower(ctx, x, y):
@@ -1211,7 +1308,7 @@ def _integer_pow_lower(ctx, x, y):
             acc = base if acc is None else ctx.binary("multiply", acc, base)
         n >>= 1
         if n:
-            base = ctx.binary("multiply", base, base)
+            base = _square_lower(ctx, base)
     if y < 0:
         return ctx.binary("divide", ctx.full(1, x.aval), acc)
     return acc
@@ -1273,17 +1370,15 @@ def _convert_lower(ctx, x, new_dtype, weak_type=False):
         return x
     if new == np.bool_:
         return ctx.compare(x, ctx.full(0, x.aval), "NE")
+    if x.aval.dtype == np.bool_ and dtypes.kind(new) in "fc":
+        # a select, not a convert: XLA rewrites convert(p) * y into select(p, y, 0),
+        # which makes False * inf and False * NaN 0 (NaN in IEEE arithmetic) and
+        # False * -1.0 +0.0 (-0.0); it leaves select(p, 1, 0) * y alone
+        out = ctx.aval(x.aval.shape, new)
+        return ctx.select(x, ctx.full(1, out), ctx.full(0, out))
     if x.aval.dtype.kind == "c" and new.kind != "c":
         x = ctx.op("stablehlo.real", [x], ctx.aval(x.aval.shape, _real_dtype(x.aval.dtype)))
     return ctx.convert(x, new)
-
-
-def _rem_lower(ctx, x, y):
-    if x.aval.dtype.kind == "c":
-        # the implementation has no complex remainder either (NumPy's fmod refuses it),
-        # and XLA:CPU's compiler crashes on one
-        raise ctx.unsupported("the remainder of complex numbers is not defined")
-    return _lo.elementwise("stablehlo.remainder")(ctx, x, y)
 
 
 def _bitcast_lower(ctx, x, new_dtype):

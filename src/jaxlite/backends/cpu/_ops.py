@@ -258,9 +258,10 @@ def emit(op: str, args, in_dtypes, out_dtype, params) -> str:
             return cases[0]
         if dt == np.bool_:
             return f"({cases[1]} if {which} else {cases[0]})"
+        # an index out of range picks the nearest case, as XLA's select tree does
         expr = cases[-1]
         for i in range(len(cases) - 2, -1, -1):
-            expr = f"({cases[i]} if {which} == {i} else {expr})"
+            expr = f"({cases[i]} if {which} <= {i} else {expr})"
         return expr
     if op == "clamp":
         lo, x, hi = args

@@ -109,14 +109,19 @@ def mlir_type(aval) -> str:
 
 
 class Value:
-    """An SSA value of the module being built: its name (``%4``, ``%7#1``) and the
-    ShapedArray it holds."""
+    """An SSA value of the module being built: its name (``%4``, ``%7#1``), the
+    ShapedArray it holds, and the operation that made it with that operation's operands
+    (``producer``, ``inputs``: None and () for arguments), so a rule can see what XLA's
+    simplifier will see."""
 
-    __slots__ = ("name", "aval")
+    __slots__ = ("name", "aval", "producer", "inputs")
 
-    def __init__(self, name: str, aval: ShapedArray):
+    def __init__(self, name: str, aval: ShapedArray, producer: str | None = None,
+                 inputs=()):
         self.name = name
         self.aval = aval
+        self.producer = producer
+        self.inputs = tuple(inputs)
 
     @property
     def type(self) -> str:
@@ -309,9 +314,9 @@ class LoweringContext:
         text += f" : ({in_t}) -> {out_t}{self._loc}"
         self._emit(text)
         if n == 1:
-            vals = [Value(res, outs[0])]
+            vals = [Value(res, outs[0], name, operands)]
         else:
-            vals = [Value(f"{res}#{i}", a) for i, a in enumerate(outs)]
+            vals = [Value(f"{res}#{i}", a, name, operands) for i, a in enumerate(outs)]
         return vals[0] if single else vals
 
     def constant(self, value, dtype=None, shape=None) -> Value:
