@@ -183,7 +183,8 @@ def test_pieces_compile_once_per_signature(xla, capsys, monkeypatch):
         jax.debug.print("{x}", x=x)
         return x + 1
     g = jax.jit(f)
-    x = jax.device_put(jnp.zeros(3), xla)
+    # from NumPy: an eager jnp.zeros would compile on the default device (a TPU machine's)
+    x = jax.device_put(np.zeros(3, np.float32), xla)
     g(x)
     first = len(compiles)
     assert first == 2          # the piece before the callback and the piece after it

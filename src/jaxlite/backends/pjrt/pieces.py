@@ -460,7 +460,7 @@ class PiecewiseExecutable:
     def to_host(self, v, aval) -> np.ndarray:
         """``v``'s value on the host; reading a device buffer is a counted transfer."""
         if type(v) is PjrtBuffer:
-            _transfer.count("device_to_host", False, v.nbytes, self.device, "host", aval)
+            _transfer.count("device_to_host", False, _nbytes(aval), self.device, "host", aval)
             return self._backend.to_host(v, self.device)
         return np.asarray(v, aval.dtype)
 
