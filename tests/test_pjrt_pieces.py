@@ -191,7 +191,7 @@ def test_pieces_compile_once_per_signature(xla, capsys, monkeypatch):
     for _ in range(3):
         g(x)
     assert len(compiles) == first
-    g(jax.device_put(jnp.zeros(5), xla))     # a new signature: its own pieces
+    g(jax.device_put(np.zeros(5, np.float32), xla))     # a new signature: its own pieces
     assert len(compiles) == 2 * first
     assert capsys.readouterr().out.splitlines() == ["[1. 1. 1.]"] * 4 + ["[1. 1. 1. 1. 1.]"]
 
