@@ -19,15 +19,16 @@ the xla_cpu device; values bit for bit (NaN positions and the sign of zero inclu
 integers, booleans and every float result of exactly rounded operations, and within
 ``ULPS`` units in the last place for functions that go through a transcendental function
 (XLA evaluates exp, log, sin, tanh... with its own polynomials, NumPy with the C library;
-both are within a few ulps of the exact value, not bit for bit equal) or a float sum
-(XLA's reduction order is not NumPy's pairwise one).
+both are within a few ulps of the exact value, not bit for bit equal) or a product
+followed by an add (XLA:CPU contracts them into a fused multiply-add).
 
 XLA:CPU flushes subnormal inputs and results of float operations to zero (the processor's
 FTZ/DAZ modes, set while a program runs); jaxlite's interpreter keeps IEEE arithmetic.  A
 difference that disappears when the reference is rerun on inputs with subnormals flushed
 and both results are flushed too is of category "subnormal" and accepted everywhere (as in
-the harness; ``test_subnormals_are_flushed`` shows it exists).  Every other difference is fixed in the lowering rules or listed in
-``KNOWN_DIFFERENCES`` with its reason; a listed entry that no longer differs fails too.
+the harness; ``test_subnormals_are_flushed`` shows it exists).  Every other difference is
+fixed in the lowering rules or listed in ``KNOWN_DIFFERENCES`` with its reason; a listed
+entry that no longer differs fails too.
 
 ``make test`` runs a seeded sample (``FRACTION`` of the cases, plus each known difference's
 first case); ``JAXLITE_DIFF_FULL=1`` runs all of them (``make test-slow``).
@@ -225,8 +226,8 @@ _ONE_FUNCTION = " ".join(
         "exp exp2 expm1 log log1p sin cos tan sinh cosh tanh asin acos atan atan2 asinh "
         "acosh atanh cbrt rsqrt erf erfc logistic pow cumlogsumexp").split()])
 ULPS: dict[str, int] = {
-    # XLA's float32 cbrt: 7 ulps off at 1e30 (cbrt is 1.0000007e10)
-    "numpy.cbrt lax.cbrt": 8,
+    # XLA's float32 cbrt: up to 9 ulps off (cbrt(1e30) is 1.0000007e10)
+    "numpy.cbrt lax.cbrt": 12,
     _ONE_FUNCTION: 2,
     "numpy.var numpy.nanvar numpy.std numpy.nanstd": 2,
     # composites of three transcendental functions: tanh(softplus(x)) * x
@@ -282,10 +283,10 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("numpy.sin numpy.cos lax.sin lax.cos", "*c64 *x64:c128", "signed-zero"):
         SIGNED_ZERO_TRIG,
     ("numpy.cos lax.cos", "*py-complex", "signed-zero"): SIGNED_ZERO_TRIG,
-    ("numpy.arctan2 numpy.atan2 lax.atan2", "*x64:c128", "value"):
+    ("numpy.arctan2 numpy.atan2 lax.atan2", "*c64 *x64:c128", "value"):
         "the complex atan2 is a composition of complex operations whose zeros carry the "
-        "rounding residue of XLA's own log and atan2 (-1.4e-16 for 0.0), as against JAX "
-        "(tests/test_differential.py)",
+        "rounding residue of XLA's own log and atan2 (1.2e-7 or -1.4e-16 for 0.0), as "
+        "against JAX (tests/test_differential.py)",
     ("numpy.logaddexp", "*x64:c128", "value"): ULPS_MAGNIFIED +
         " (XLA's complex exp and log formulas, float64: 25 ulps)",
     ("lax.digamma", "*f32-range *f32-2d", "value"): ULPS_MAGNIFIED +
