@@ -39,8 +39,11 @@ def cli(*args, cwd=None):
     ("test", 0, 1, "tests/multidevice"),
     ("test", 1, 1, "tests tests/multidevice"),
     ("test", 0, 0, None),
-    ("test-slow", 1, 5, "tests tests/test_differential.py"),   # 5: no slow multidevice test
-    ("test-slow", 0, 2, "tests/multidevice tests/test_differential.py"),
+    # 5: no slow multidevice test; the stand-in python fails both differential runs
+    ("test-slow", 1, 5,
+     "tests tests/test_differential.py tests/test_differential_pjrt.py"),
+    ("test-slow", 0, 2,
+     "tests/multidevice tests/test_differential.py tests/test_differential_pjrt.py"),
 ])
 def test_make_test_runs_every_tier_and_fails_at_the_end(tmp_path, target, first, second,
                                                         failed):

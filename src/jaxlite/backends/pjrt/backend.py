@@ -191,7 +191,7 @@ class PjrtBackend(_runtime_backend.Backend):
         ``EAGER_CACHE_SIZE`` programs); its results come back at once, still being
         computed."""
         multiple = prim.multiple_results
-        if prim.name == "slice" and type(vals[0]) is PjrtBuffer and vals[0].shape and \
+        if prim is _slice_p() and type(vals[0]) is PjrtBuffer and vals[0].shape and \
                 not any(s != 1 for s in params.get("strides") or ()):
             return self._eager_slice(vals[0], params["start_indices"], device, out_aval)
         out_avals = tuple(out_aval) if multiple else (out_aval,)
@@ -289,6 +289,13 @@ class PjrtBackend(_runtime_backend.Backend):
         callbacks, the pieces it runs in with each device piece's module (pieces.py)."""
         from .pieces import lowered_text
         return lowered_text(program, name=name, platform=self.platform)
+
+
+def _slice_p():
+    """The ``slice`` primitive (its eager unit-stride case compiles per shape, not per
+    start; imported on first use, as the primitives import after the backends)."""
+    from ...primitives.shape import slice_p
+    return slice_p
 
 
 def _lower_module(program, name, platform):

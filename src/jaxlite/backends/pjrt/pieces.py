@@ -44,8 +44,6 @@ from .lowering import lower_function, lower_module
 __all__ = ["holds_callback", "lowered_text", "PiecewiseExecutable"]
 
 _I64 = ShapedArray((), np.dtype(np.int64))
-# primitives that run their ``jaxpr`` param on all their operands, returning its outputs
-_CALLS = ("checkpoint",)
 
 
 def _programs(value):
@@ -224,16 +222,21 @@ class _Callback:
 
 
 def _control(plan: _Plan, eqn):
-    name = eqn.primitive.name
-    if name == "cond":
+    # the primitives themselves, not their names (facts live on primitives): checkpoint
+    # runs its ``jaxpr`` on all its operands like a call
+    from ...primitives.control import remat_jvp_p, remat_p
+    from ...primitives.control_flow import cond_p, scan_p, while_p
+    prim = eqn.primitive
+    name = prim.name
+    if prim is cond_p:
         return _Cond(plan, eqn)
-    if name == "while":
+    if prim is while_p:
         return _While(plan, eqn)
-    if name == "scan":
+    if prim is scan_p:
         return _Scan(plan, eqn)
-    if eqn.primitive.kind == "call" or name in _CALLS:
+    if prim.kind == "call" or prim is remat_p:
         return _Call(plan, eqn)
-    if name == "checkpoint_jvp":
+    if prim is remat_jvp_p:
         return _CheckpointJvp(plan, eqn)
     where = f" (at {eqn.source})" if eqn.source else ""
     raise NotImplementedError(
