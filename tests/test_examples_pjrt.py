@@ -103,6 +103,7 @@ def test_section_3_5_on_platform():
     assert without_timings(lines) == S35
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_loop_vs_scan_on_platform():
     lines, _, _ = run_on_platform("loop_vs_scan.py", "--steps", "200", "--width", "256")
     assert "same averages from all three: True" in lines
@@ -116,6 +117,7 @@ def test_loop_vs_scan_on_platform():
     assert any("lax.scan's peak is" in ln and "smaller" in ln for ln in lines)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_numerics_matches_the_cpu_platform():
     lines, _, _ = run_on_platform("numerics.py")
     p = subprocess.run([sys.executable, str(EXAMPLES / "numerics.py")], capture_output=True,
@@ -133,6 +135,7 @@ def test_numerics_matches_the_cpu_platform():
         assert all(abs(x - y) <= RTOL * (1 + abs(y)) for x, y in zip(na, nb)), (a, b)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_train_digits_on_platform():
     lines, _, _ = run_on_platform("train_digits.py", "--epochs", "1")
     # the CPU platform's figures for this seed (tests/test_demo_digits.py checks them

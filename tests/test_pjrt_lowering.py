@@ -580,6 +580,7 @@ def test_eigh_jacobi(sym, lower):
         np.testing.assert_allclose(_sign_fixed(gv), _sign_fixed(wv), atol=2e-5)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("a", [_rn(4, 3), _rn(3, 5), _rn(2, 4, 4),
                                np.array([[1, 2], [2, 4], [0, 0]], np.float32),
                                np.zeros((2, 3), np.float32)],
@@ -655,6 +656,7 @@ def _check_drawn(name, args, tol):
     _compare(got[0], want, tol, f"{name} on {args}")
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("name", _EXACT_F32)
 @_SETTINGS
 @given(x=_f32, y=_f32)
@@ -662,6 +664,7 @@ def test_drawn_float32_exact(name, x, y):
     _check_drawn(name, [x, y], 0)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("name", _INT32)
 @_SETTINGS
 @given(x=_i32, y=_i32)
@@ -669,6 +672,7 @@ def test_drawn_int32(name, x, y):
     _check_drawn(name, [x, y], 0)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("name", _APPROX_F32)
 @_SETTINGS
 @given(x=hnp.arrays(np.float32, (6,), elements=st.floats(-30, 30, width=32)),
@@ -696,6 +700,7 @@ _OPS64 = ["add", "sub", "mul", "div", "rem", "max", "min", "shift_left",
           "is_finite", "xor", "not"]
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("dt", _DT64)
 @pytest.mark.parametrize("name", _OPS64)
 def test_elementwise_edge_values_x64(x64, name, dt):
@@ -788,6 +793,7 @@ def _herm(x):
     return np.conj(np.swapaxes(x, -1, -2))
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
 def test_eigh_svd_complex(shape):
     """Hermitian eigh and complex SVD: each pair's phase taken out, then the real rotation."""
@@ -884,6 +890,7 @@ def test_gamma_derivative_programs(name):
     _compare(got[0], want[0], 2e-5, name)
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_gamma_sample_gradient_on_xla_cpu():
     """jax.random.gamma's reparameterised gradient, jitted on an xla_cpu device."""
     dev = jaxlite.devices("xla_cpu")[0]
@@ -901,6 +908,7 @@ _XS = np.concatenate([np.linspace(-12, 12, 97), np.geomspace(1e-6, 80, 60),
                       [0, np.inf, -np.inf, np.nan, 3.99, 4.01, 0.999, 1.001, 39.9, 40.1]])
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 @pytest.mark.parametrize("name", ["erfcx", "exp1", "expi", "sici_si", "sici_ci"])
 def test_exponential_special_programs(name):
     """erfcx, E1, Ei, Si and Ci written as jaxlite programs (series, continued fractions
