@@ -4,14 +4,30 @@ The device count of a process is fixed when its first device is made, so these t
 in a pytest process of their own started with ``JAX_NUM_CPU_DEVICES=8`` (``make test``
 does).  Collected in a process with another device count (a plain ``pytest tests``), they
 are skipped with that reason.
+
+``JAXLITE_MULTIDEVICE_PLATFORM=xla_cpu`` runs the same tests on the XLA:CPU PJRT plugin's
+devices (jaxlite's default platform becomes ``xla_cpu``, which ``JAX_NUM_CPU_DEVICES``
+gives 8 devices; real JAX stays on its CPU): the sharded programs are then partitioned by
+XLA (tests/test_pjrt_sharding.py runs it).
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
 import jaxlite
 
 N_DEVICES = 8
+PLATFORM = os.environ.get("JAXLITE_MULTIDEVICE_PLATFORM", "")
+if PLATFORM:
+    jaxlite.config.update("jax_platforms", f"{PLATFORM},cpu")
+    if PLATFORM == "xla_cpu":
+        # the oracle's shardings print CpuDevice(id=k): the XLA:CPU plugin's devices print
+        # as the plugin itself names them (jaxlite says XlaCpuDevice to tell them apart
+        # from its own CPU devices, which are not in this process's default platform)
+        from jaxlite.backends.pjrt import backend as _pjrt_backend
+        _pjrt_backend.DEVICE_CLASS["xla_cpu"] = "CpuDevice"
 
 
 def _have_devices() -> bool:

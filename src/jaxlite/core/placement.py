@@ -16,12 +16,12 @@ import numpy as np
 
 from .array import ArrayImpl, deleted_error
 from .avals import aval_of_value
-from .sharded import ShardedArray, check_shardable, from_global, shard_indices
+from .sharded import ShardedArray, check_shardable, from_global, host_buffer, shard_indices
 from .trace import Tracer
 from .eager import put_host
 from ..runtime import (Device, check_default_device, count_transfer, get_default_device,
                       guard_transfer)
-from ..runtime.buffer import check_dtype, native_copy, new_buffer
+from ..runtime.buffer import check_dtype, host_view, native_copy, new_buffer
 from ..runtime.device import process_index
 from ..runtime import device as _device_mod
 from ..sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
@@ -272,10 +272,11 @@ def _run_plan(p):
     if kind in ("shard", "gather"):
         moves = _shard_moves(p)
         if kind == "gather":
-            out = ArrayImpl(new_buffer(np.array(x._buf.data, copy=True), device), aval, True)
+            out = ArrayImpl(host_buffer(np.array(x._buf.data, copy=True), device), aval,
+                            True)
         else:
             if type(x) in (ArrayImpl, ShardedArray):
-                value = x._buf.data         # read-only: the shards may view it
+                value = host_view(x._buf)     # read-only: the shards may view it
             else:
                 with np.errstate(all="ignore"):
                     value = np.array(x, dtype=aval.dtype, copy=True, order="C")

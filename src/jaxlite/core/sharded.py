@@ -6,9 +6,11 @@ holds; it keeps one counted Buffer per device of the sharding, in the sharding's
 order, so each device's ``memory_stats`` holds exactly its shards' bytes (``nbytes / n``
 per device along a sharded dimension, ``nbytes`` where replicated).
 
-Only devices whose memory is host memory (the CPU platform) hold shards.  A shard along
-dimension 0 is a view of one host array (no copy); a replicated shard shares the host
-array too: the accounting says what each device holds, not how the host stores it.
+On devices whose memory is host memory (the CPU platform) a shard along dimension 0 is a
+view of one host array (no copy); a replicated shard shares the host array too: the
+accounting says what each device holds, not how the host stores it.  On another platform
+(a PJRT plugin's devices) each shard is a native buffer of the device's backend (a
+``DeviceBuffer``), made and read through that backend only.
 
 Reading the whole array (``np.asarray``, printing, a computation without a sharding rule)
 assembles the global value once from the shards and keeps it (the array is immutable).
@@ -27,7 +29,7 @@ import numpy as np
 
 from .. import monitoring
 from ..runtime import mpi as _mpi, transfer as _transfer
-from ..runtime.buffer import Buffer
+from ..runtime.buffer import Buffer, DeviceBuffer, host_view
 from ..runtime.dispatch import PendingBuffer as _PendingBuffer
 from .array import ArrayImpl, Shard, deleted_error
 
@@ -84,7 +86,7 @@ class ShardedArray(ArrayImpl):
                                           self._shards):
                 key = tuple((i.start, i.stop) for i in idx)
                 if b is not None and key not in have:
-                    value[idx] = b.data
+                    value[idx] = host_view(b)
                     have.add(key)
             if remote and not _covers(have, self._sharding, self.aval.shape):
                 raise non_addressable_error(self)
@@ -187,6 +189,9 @@ class ShardedArray(ArrayImpl):
     def block_until_ready(self):
         if any(b is not None and b.data is None for b in self._shards):
             raise deleted_error(self.aval)
+        for b in self._shards:      # a platform whose results come back before computed
+            if type(b) is DeviceBuffer:
+                b.device.backend.block_until_ready(b.data, b.device)
         return self
 
     def copy_to_host_async(self) -> None:
@@ -229,13 +234,12 @@ class ShardedArray(ArrayImpl):
 
     def _rows(self):
         # as JAX: the rows of a sharded array are uncommitted arrays on its first device
-        from ..runtime.buffer import new_buffer
         from .avals import ShapedArray
         a = self.aval
         row = ShapedArray(a.shape[1:], a.dtype, a.weak_type)
         dev = self._local_device()
         for i in range(a.shape[0]):
-            yield ArrayImpl(new_buffer(np.array(self._buf.data[i]), dev), row, False)
+            yield ArrayImpl(host_buffer(np.array(self._buf.data[i]), dev), row, False)
 
     def __copy__(self):
         """A new sharded array with the same sharding and buffers of its own."""
@@ -367,11 +371,16 @@ def check_shardable(sharding, aval, what: str = "array", typed: bool = False) ->
 
 def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:
     """A ShardedArray of the global host array ``value`` (owned: read-only from now on,
-    of ``aval``'s dtype and shape): each device's buffer is a view of its index (a copy
-    where the view is not contiguous).  Counts no transfer."""
+    of ``aval``'s dtype and shape): on host memory each device's buffer is a view of its
+    index (a copy where the view is not contiguous); on another platform each device gets
+    its index copied into a native buffer by its backend (``from_host``), and the global
+    value is not kept.  Counts no transfer."""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"from_global takes a host NumPy array, got {type(value).__name__}")
     value.setflags(write=False)
     bufs = []
     me = _process_index()
+    host = True
     for dev, idx, _ in shard_indices(sharding, aval.shape):
         if dev.process_index != me:        # another process's device: its own shard
             bufs.append(None)
@@ -379,10 +388,36 @@ def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:
         piece = value[tuple(idx) + (Ellipsis,)]     # an ndarray view, also for rank 0
         if not piece.flags.c_contiguous:
             piece = np.ascontiguousarray(piece)
-        bufs.append(Buffer(piece, dev))
-    if None in bufs:
+        if dev._host_memory:
+            bufs.append(Buffer(piece, dev))
+        else:
+            host = False
+            bufs.append(DeviceBuffer(dev.backend.from_host(piece, dev), dev))
+    if None in bufs or not host:
         value = None
     return ShardedArray(aval, sharding, bufs, value)
+
+
+def from_natives(natives, aval, sharding) -> ShardedArray:
+    """A ShardedArray of ``aval`` over ``sharding`` whose shards are the native values
+    ``natives`` (one per device of ``sharding._device_assignment``, in that order, each
+    made by that device's backend: a partitioned program's per-device results).  Each is
+    counted on its device.  Counts no transfer."""
+    devs = sharding._device_assignment
+    if len(natives) != len(devs):
+        raise ValueError(f"from_natives: {len(natives)} shards for the {len(devs)} devices "
+                         f"of {sharding}")
+    from ..runtime.buffer import new_buffer
+    return ShardedArray(aval, sharding, [new_buffer(n, d) for n, d in zip(natives, devs)])
+
+
+def host_buffer(value: np.ndarray, device):
+    """A counted buffer on ``device`` holding host array ``value`` (owned): the array
+    itself on host memory, a copy made by the device's backend otherwise."""
+    if device._host_memory:
+        return Buffer(value, device)
+    return DeviceBuffer(device.backend.from_host(np.asarray(value, order="C"), device),
+                        device)
 
 
 def is_sharded(x) -> bool:
@@ -687,6 +722,9 @@ def apply_sharded(prim, args, params, sharding0=None):
     if sharding0.mesh.explicit_axes:
         typed = check_explicit_eager(prim, args, avals, out_avals, params, sharding0.mesh)
     vals = [a._buf.data if type(a) is ShardedArray else value_on(a, dev0) for a in args]
+    if not dev0._host_memory:      # the global computation runs on the host
+        vals = [v if isinstance(v, (np.ndarray, np.generic)) else
+                dev0.backend.to_host(v, dev0) for v in vals]
     token = fp_ignore_begin()
     try:
         res = prim.impl(*vals, **params)

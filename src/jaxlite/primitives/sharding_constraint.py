@@ -362,14 +362,24 @@ reshard_like_p.transpose = _reshard_like_transpose
 
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
-# On one partition a placement annotation is the identity.  Over several partitions XLA's
-# partitioner would need the sharding as an annotation, which jaxlite does not emit yet.
+# On one partition a placement annotation is the identity.  In a program XLA partitions
+# (jit over a mesh on a PJRT platform) it is XLA's own annotation: a custom call
+# ``Sharding`` carrying the value's HloSharding, which XLA's partitioner honours; a
+# constraint leaving dimensions to the propagation (UNCONSTRAINED), or one on another
+# kind of sharding, leaves the value to XLA's propagation (the identity).
 
 def _placement_lowering(ctx, x, *rest, **params):
-    if ctx.num_partitions != 1:
-        raise ctx.unsupported(f"sharding annotations over {ctx.num_partitions} partitions "
-                              f"are not lowered (one partition only)")
-    return x
+    prim = ctx.primitive
+    if ctx.num_partitions == 1 or prim is reshard_like_p:
+        return x
+    sharding = _target(_as_reshard(prim), params)
+    spec = getattr(sharding, "spec", None)
+    if not isinstance(sharding, NamedSharding) or spec is None or \
+            any(e is UNCONSTRAINED for e in spec) or params.get("unconstrained_dims"):
+        return x
+    text = ctx.sharding_text(sharding, x.aval.ndim)
+    return ctx.op("stablehlo.custom_call", [x], x.aval,
+                  {"call_target_name": '"Sharding"', "mhlo.sharding": f'"{text}"'})
 
 
 for _p in (sharding_constraint_p, reshard_p, reshard_tangent_p, reshard_like_p):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.array import ArrayImpl
 from ..core.avals import ShapedArray, ShardedShapedArray, aval_of_value
-from ..core.sharded import ShardedArray, from_global, shard_indices
+from ..core.sharded import ShardedArray, from_global, host_buffer, shard_indices
 from ..core.trace import Tracer
 from ..runtime import count_transfer, guard_transfer
 from ..runtime.buffer import Buffer, new_buffer
@@ -135,10 +135,11 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
         guard_transfer("host_to_device" if src == "host" else "device_to_device", False,
                        nbytes, src, dev, aval)
     if isinstance(sharding, SingleDeviceSharding):
-        out = ArrayImpl(new_buffer(np.array(pieces[0], copy=True), devices[0]), aval, True)
+        out = ArrayImpl(host_buffer(np.array(pieces[0], copy=True), devices[0]), aval,
+                        True)
     elif any(remote):
         mine = iter(pieces)
-        bufs = [None if r else Buffer(np.array(next(mine), copy=True), d)
+        bufs = [None if r else host_buffer(np.array(next(mine), copy=True), d)
                 for d, r in zip(sharding._device_assignment, remote)]
         out = ShardedArray(aval, sharding, bufs)
     else:
@@ -298,7 +299,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
         local = tuple(slice(i.indices(n)[0] - s0, i.indices(n)[1] - s0)
                       for i, n, s0 in zip(idx_map[d], inferred, starts))
         piece = np.array(data[local], copy=True, order="C")
-        bufs.append(Buffer(piece, d))
+        bufs.append(host_buffer(piece, d))
     return ShardedArray(aval, sharding, bufs)
 
 

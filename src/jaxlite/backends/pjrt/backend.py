@@ -272,10 +272,15 @@ class PjrtBackend(_runtime_backend.Backend):
         """One call of a jitted program (runtime/backend.py ``Backend.run_compiled``): on
         one device with donated arguments, the donated Arrays on that device an output
         can take are consumed and handed to PJRT's donation (``_run.run_donating``);
+        over a mesh of its devices, one module partitioned by XLA (``_spmd``);
         everything else as the runtime's default runs it."""
         if placement.donate and placement.out_shardings is None:
             from ._run import run_donating
             return run_donating(self, compiled, args, placement)
+        if placement.mesh is not None and not placement.across:
+            # over a mesh: one module XLA partitions (_spmd.py), not jaxlite's partition
+            from ._spmd import run_partitioned
+            return run_partitioned(self, compiled, args, placement)
         return super().run_compiled(compiled, args, placement)
 
     def __repr__(self):
@@ -533,6 +538,21 @@ def _start_client(info, options) -> Client:
     return box["client"]
 
 
+def client_options(platform: str) -> dict:
+    """The create options jaxlite gives ``platform``'s client: for the XLA:CPU plugin,
+    ``cpu_device_count`` when ``jax_num_cpu_devices`` (``JAX_NUM_CPU_DEVICES``, or
+    ``XLA_FLAGS``' host device count) asks for a number of CPU devices, as it does for
+    jaxlite's own CPU platform (the plugin's default is 4); none for other plugins."""
+    if platform != "xla_cpu":
+        return {}
+    from ...config import config
+    from ...runtime.device import _xla_flags_cpu_count
+    n = config.jax_num_cpu_devices
+    if n is None or n < 0:
+        n = _xla_flags_cpu_count()
+    return {} if not n else {"cpu_device_count": int(n)}
+
+
 class _Provider:
     """Registers a PjrtBackend for a platform when it is first asked for (the runtime's
     provider protocol, runtime/backend.py ``add_provider``)."""
@@ -552,7 +572,7 @@ class _Provider:
             if info.error is not None:
                 raise RuntimeError(f"the {name} PJRT plugin found through {info.source} "
                                    f"cannot be used: {info.error}")
-            b = self._backends[name] = PjrtBackend(info)
+            b = self._backends[name] = PjrtBackend(info, client_options(name))
         return b
 
     def provide(self, name: str, found=None):

@@ -56,6 +56,29 @@ def compile_options(device_id: int = 0) -> bytes:
     return b"\x1a" + _varint(len(build)) + build
 
 
+def partitioned_compile_options(device_ids) -> bytes:
+    """The serialized CompileOptionsProto of a program XLA partitions over the devices of
+    global ids ``device_ids`` (one replica, ``len(device_ids)`` partitions, in that
+    order: partition ``k`` runs on ``device_ids[k]``): executable_build_options with
+    num_replicas 1, num_partitions N, use_spmd_partitioning (field 6) true and the
+    device_assignment (DeviceAssignmentProto{replica_count 1, computation_count N,
+    computation_devices [{replica_device_ids [id]} per partition]}).
+
+    Raises ValueError for no devices or a repeated one (the bytes are only ever built
+    here, from checked ids: other options can abort the XLA:CPU plugin's process)."""
+    ids = [int(i) for i in device_ids]
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+        raise ValueError(f"a partitioned program needs distinct non-negative device ids, "
+                         f"got {ids}")
+    assignment = b"\x08\x01\x10" + _varint(len(ids))
+    for i in ids:
+        dev = b"\x08" + _varint(i)
+        assignment += b"\x1a" + _varint(len(dev)) + dev
+    build = b"\x20\x01\x28" + _varint(len(ids)) + b"\x30\x01\x4a" + \
+        _varint(len(assignment)) + assignment
+    return b"\x1a" + _varint(len(build)) + build
+
+
 def _varint(n: int) -> bytes:
     """Protocol-buffer base-128 encoding of the non-negative int ``n``."""
     out = bytearray()
@@ -357,6 +380,32 @@ class Client:
             compile_options_size=len(opts)))
         return LoadedExecutable(self, a.executable, device)
 
+    def compile_partitioned(self, mlir: str, devices) -> "LoadedExecutable":
+        """Compiles a StableHLO module whose arguments and results carry ``mhlo.sharding``
+        attributes into one program XLA partitions over ``devices`` (DeviceInfos of
+        this client, partition ``k`` on ``devices[k]``; ``partitioned_compile_options``).
+        The result's ``devices`` lists them; run it with ``execute_partitioned``.
+
+        Raises ValueError for devices of another client or repeated ones, PjrtError with
+        XLA's message when the plugin rejects the module."""
+        devices = list(devices)
+        mine = {d.handle for d in self.devices}
+        for d in devices:
+            if d.handle not in mine:
+                raise ValueError(f"compile_partitioned: {d!r} is not a device of {self!r}")
+        opts = partitioned_compile_options([d.id for d in devices])
+        code = mlir.encode() if isinstance(mlir, str) else bytes(mlir)
+        buf = C.create_string_buffer(code, len(code))
+        prog = _capi.Program(code=C.addressof(buf), code_size=len(code),
+                             format=C.addressof(self._mlir), format_size=4)
+        obuf = C.create_string_buffer(opts, len(opts))
+        a = self.api.call("Client_Compile", _capi.ClientCompileArgs(
+            client=self.handle, program=C.pointer(prog), compile_options=C.addressof(obuf),
+            compile_options_size=len(opts)))
+        ex = LoadedExecutable(self, a.executable, devices[0])
+        ex.devices = devices
+        return ex
+
     def __repr__(self):
         return (f"<PJRT client {self.platform_name!r} of {self.plugin.path}: "
                 f"{len(self.devices)} device(s)>")
@@ -624,6 +673,34 @@ class LoadedExecutable:
             raise self.api.error(err)
         client = self.client
         return [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+
+    def execute_partitioned(self, arg_lists, out_shapes) -> list:
+        """Runs a program of ``compile_partitioned`` once on all its devices:
+        ``arg_lists[k]`` are partition ``k``'s PjrtBuffers (one per parameter, on
+        ``devices[k]``); ``out_shapes[k]`` the ``(shape, dtype)`` of each of its outputs
+        (its shards).  Returns one list of new PjrtBuffers per partition, at once (values
+        may still be computed).  No argument is donated.
+        Raises PjrtOutOfMemory / PjrtError when the plugin refuses to launch it."""
+        n_dev = len(arg_lists)
+        n = len(arg_lists[0]) if n_dev else 0
+        args = [(_capi._P * max(1, n))(*[b._live() for b in lst]) for lst in arg_lists]
+        arg_ptrs = (_capi._P * n_dev)(*[C.addressof(a) for a in args])
+        n_out = max(1, self.num_outputs)
+        outs = [(_capi._P * n_out)() for _ in range(n_dev)]
+        out_ptrs = (_capi._P * n_dev)(*[C.addressof(o) for o in outs])
+        opts = _capi.ExecuteOptions()
+        keep = _all_indices(n)
+        opts.non_donatable_input_indices = C.addressof(keep)
+        opts.num_non_donatable_input_indices = n
+        a = _capi.ExecuteArgs(executable=self.handle, options=C.pointer(opts),
+                              argument_lists=C.addressof(arg_ptrs), num_devices=n_dev,
+                              num_args=n, output_lists=C.addressof(out_ptrs))
+        err = self.api.fn("LoadedExecutable_Execute")(C.byref(a))
+        if err:
+            raise self.api.error(err)
+        client = self.client
+        return [[PjrtBuffer(client, outs[k][i], s, d) for i, (s, d) in enumerate(shapes)]
+                for k, shapes in enumerate(out_shapes)]
 
     def __del__(self):
         h = self.handle

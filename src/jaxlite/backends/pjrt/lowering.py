@@ -219,13 +219,15 @@ class LoweringContext:
     """What a lowering rule emits operations through (see the module docstring).
 
     Attributes a rule reads: ``platform`` (``"xla_cpu"``, ``"tpu"``, ``"gpu"``),
-    ``num_partitions``, ``avals_in`` / ``avals_out`` (the ShapedArrays of the equation
+    ``num_partitions``, ``devices`` (over several partitions: the Devices partition
+    ``0 .. num_partitions-1`` run on, which ``sharding_text`` numbers), ``avals_in`` / ``avals_out`` (the ShapedArrays of the equation
     being lowered), ``eqn`` (the equation; None inside ``lower_fun``'s own program when
     no user equation is current), ``primitive`` (its primitive)."""
 
-    def __init__(self, platform: str = "xla_cpu", num_partitions: int = 1):
+    def __init__(self, platform: str = "xla_cpu", num_partitions: int = 1, devices=None):
         self.platform = platform
         self.num_partitions = num_partitions
+        self.devices = None if devices is None else tuple(devices)
         self.avals_in: tuple = ()
         self.avals_out: tuple = ()
         self.eqn = None
@@ -283,6 +285,15 @@ class LoweringContext:
             return "dense<> : tensor<0x2xi64>"
         body = "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows) + "]"
         return f"dense<{body}> : tensor<{len(rows)}x{len(rows[0])}xi64>"
+
+    def sharding_text(self, sharding, ndim: int) -> str:
+        """XLA's HloSharding text of ``sharding`` (a NamedSharding over some of
+        ``devices``) for a value of rank ``ndim``: ``{replicated}``,
+        ``{devices=[2,2]0,1,2,3}``, ``{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}``
+        (``hlo_sharding``)."""
+        if self.devices is None:
+            raise self.unsupported("a sharding annotation outside a partitioned program")
+        return hlo_sharding(sharding, ndim, self.devices)
 
     # ---- operations -------------------------------------------------------------------
 
@@ -559,8 +570,48 @@ def _host(c):
 _NAME_OK = re.compile(r"[^A-Za-z0-9_.$]")
 
 
+def hlo_sharding(sharding, ndim: int, devices) -> str:
+    """XLA's HloSharding text for a value of rank ``ndim`` laid out by ``sharding`` (a
+    NamedSharding; a sharding with no spec, a SingleDeviceSharding or a fully
+    replicated one is ``{replicated}``) in a program partitioned over ``devices``
+    (partition ``k`` runs on ``devices[k]``; the text names partitions).  The tile
+    assignment lists, for each block of the value in row-major block order, the
+    partition holding it; mesh axes the spec leaves out make a last dimension of
+    replicas (``last_tile_dim_replicate``).
+
+    Raises ValueError when the sharding's mesh holds a device not in ``devices``."""
+    spec = getattr(sharding, "spec", None)
+    mesh = getattr(sharding, "mesh", None)
+    if spec is None or mesh is None:
+        return "{replicated}"
+    names = list(mesh.axis_names)
+    sizes = dict(mesh.shape)
+    parts = list(spec) + [None] * max(0, ndim - len(spec))
+    entries = [() if e is None or not isinstance(e, (str, tuple)) else
+               (e if isinstance(e, tuple) else (e,)) for e in parts[:ndim]]
+    used = [a for e in entries for a in e if sizes[a] > 1]
+    if not used:
+        return "{replicated}"
+    pos = {d: k for k, d in enumerate(devices)}
+    try:
+        ids = np.array([pos[d] for d in mesh.devices.flat]).reshape(mesh.devices.shape)
+    except KeyError:
+        raise ValueError(f"the sharding {sharding} names devices outside the program's "
+                         f"partitions {list(devices)}") from None
+    rest = [a for a in names if a not in used]
+    ids = ids.transpose([names.index(a) for a in used + rest])
+    tile = [int(np.prod([sizes[a] for a in e if sizes[a] > 1], dtype=np.int64))
+            for e in entries]
+    reps = int(np.prod([sizes[a] for a in rest], dtype=np.int64))
+    dims = tile + ([reps] if reps > 1 else [])
+    flat = ",".join(str(int(i)) for i in ids.reshape(dims).flat)
+    last = " last_tile_dim_replicate" if reps > 1 else ""
+    return "{devices=[" + ",".join(map(str, dims)) + "]" + flat + last + "}"
+
+
 def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
-                 platform: str = "xla_cpu", num_partitions: int = 1) -> LoweredModule:
+                 platform: str = "xla_cpu", num_partitions: int = 1, devices=None,
+                 arg_shardings=None, result_shardings=None) -> LoweredModule:
     """Lowers ``closed_jaxpr`` to a StableHLO module (MLIR text).
 
     The entry function is ``@main``: one argument per invar of the program in order (the
@@ -568,7 +619,10 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     result per outvar.  ``name`` names the module (``module @jit_f``; characters MLIR
     symbol names do not allow become ``_``).  ``platform`` is named in errors and lets a
     rule choose a platform's own lowering; ``num_partitions`` is written as the module's
-    ``mhlo.num_partitions``.
+    ``mhlo.num_partitions``.  A program XLA partitions also gets ``devices`` (the Devices
+    of its partitions, in order: sharding annotations inside name them by position) and
+    ``arg_shardings`` / ``result_shardings``: one HloSharding text per argument / result
+    (``hlo_sharding``), written as its ``mhlo.sharding`` attribute.
 
     Raises NotImplementedError for a primitive without a lowering rule, or one its rule
     cannot lower on this platform (host callbacks), naming the primitive, the platform and
@@ -576,11 +630,12 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     """
     if num_partitions < 1:
         raise ValueError(f"lower_module: num_partitions must be >= 1, got {num_partitions}")
-    ctx = LoweringContext(platform, num_partitions)
+    ctx = LoweringContext(platform, num_partitions, devices)
     jaxpr = closed_jaxpr.jaxpr
     args = [Value(f"%arg{i}", v.aval) for i, v in enumerate(jaxpr.invars)]
     outs = ctx.lower_jaxpr(jaxpr, closed_jaxpr.consts, args)
-    return _module(ctx, name, args, outs, [v.aval for v in jaxpr.outvars], num_partitions)
+    return _module(ctx, name, args, outs, [v.aval for v in jaxpr.outvars], num_partitions,
+                   arg_shardings, result_shardings)
 
 
 def lower_function(fn, in_avals, *, name: str = "main",
@@ -594,11 +649,18 @@ def lower_function(fn, in_avals, *, name: str = "main",
     return _module(ctx, name, args, outs, [o.aval for o in outs], 1)
 
 
-def _module(ctx, name, args, outs, out_avals, num_partitions) -> LoweredModule:
+def _sharding_attr(shardings, k) -> str:
+    return "" if shardings is None else f" {{mhlo.sharding = {_quote(shardings[k])}}}"
+
+
+def _module(ctx, name, args, outs, out_avals, num_partitions, arg_shardings=None,
+            result_shardings=None) -> LoweredModule:
     ctx._emit(f'"func.return"({", ".join(o.name for o in outs)}) : '
               f'({", ".join(o.type for o in outs)}) -> ()')
-    sig = ", ".join(f"{a.name}: {a.type}" for a in args)
-    res = ", ".join(mlir_type(a) for a in out_avals)
+    sig = ", ".join(f"{a.name}: {a.type}{_sharding_attr(arg_shardings, k)}"
+                    for k, a in enumerate(args))
+    res = ", ".join(f"{mlir_type(a)}{_sharding_attr(result_shardings, k)}"
+                    for k, a in enumerate(out_avals))
     mod = _NAME_OK.sub("_", name) or "main"
     if not re.match(r"[A-Za-z_]", mod):
         mod = "_" + mod
