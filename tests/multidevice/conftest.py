@@ -23,11 +23,14 @@ PLATFORM = os.environ.get("JAXLITE_MULTIDEVICE_PLATFORM", "")
 if PLATFORM:
     jaxlite.config.update("jax_platforms", f"{PLATFORM},cpu")
     if PLATFORM == "xla_cpu":
-        # the oracle's shardings print CpuDevice(id=k): the XLA:CPU plugin's devices print
-        # as the plugin itself names them (jaxlite says XlaCpuDevice to tell them apart
-        # from its own CPU devices, which are not in this process's default platform)
+        # the oracle's devices are CPU devices (``CpuDevice(id=k)``, platform ``cpu``, in
+        # shardings' and meshes' reprs, transfer counters, visualize_array_sharding): the
+        # XLA:CPU plugin's devices are CPU devices too, and here they say so as the plugin
+        # names them (jaxlite says XlaCpuDevice / xla_cpu elsewhere to tell them apart
+        # from its own CPU platform's, which the tests here do not use)
         from jaxlite.backends.pjrt import backend as _pjrt_backend
         _pjrt_backend.DEVICE_CLASS["xla_cpu"] = "CpuDevice"
+        _pjrt_backend.DEVICE_PLATFORM["xla_cpu"] = "cpu"
 
 
 def _have_devices() -> bool:

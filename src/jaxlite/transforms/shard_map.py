@@ -30,6 +30,7 @@ from .._traceback import api_boundary as _api_boundary
 from .._traceback import user_stacklevel as _user_stacklevel
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global, spec_tuple
+from ..runtime.buffer import host_view
 from ..core.trace import Tracer, is_tracing as _is_tracing
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 
@@ -425,7 +426,7 @@ class _ShardMapped:
                         for s, o in zip(out_axes, outs)]
         placed = []
         for o, spec in zip(outs, out_axes):
-            placed.append(from_global(o._buf.data, o.aval, NamedSharding(mesh, spec)))
+            placed.append(from_global(host_view(o._buf), o.aval, NamedSharding(mesh, spec)))
         return tree_unflatten(out_tree, placed)
 
     def _call_across(self, mesh, manual, outer_manual, in_tree, in_axes, statics, dyn):
