@@ -335,6 +335,7 @@ def check_shardable(sharding, aval, what: str = "array", typed: bool = False) ->
     spec = getattr(sharding, "spec", None)
     if spec is None:
         return
+    check_mesh_devices(sharding.mesh, what)
     shape = aval.shape
     if len(spec) > len(shape):
         raise ValueError(
@@ -367,6 +368,46 @@ def check_shardable(sharding, aval, what: str = "array", typed: bool = False) ->
                 f"Sharding {sharding} implies that array axis {d} is partitioned {n} "
                 f"times, but the dimension size is {shape[d]} (full shape: {tuple(shape)}, "
                 f"per-dimension tiling factors: {tiling} should evenly divide the shape)")
+
+
+_MESHES_CHECKED: dict = {}
+
+
+def check_mesh_devices(mesh, what: str = "array") -> None:
+    """Raises ValueError when the concrete ``mesh`` cannot hold arrays: it mixes devices
+    of several platforms (a program runs on one platform's devices), or holds a device
+    more than once (more partitions than the platform has devices: one shard per device).
+    Checked once per mesh; an abstract mesh passes."""
+    devs = getattr(mesh, "devices", None)
+    if not isinstance(devs, np.ndarray):
+        return
+    key = id(mesh)
+    if _MESHES_CHECKED.get(key) is mesh:
+        return
+    flat = list(devs.flat)
+    platforms = {}
+    for d in flat:
+        platforms.setdefault(d.platform if d.backend is None else d.backend.platform,
+                             []).append(d)
+    if len(platforms) > 1:
+        raise ValueError(
+            f"{what}: the mesh {dict(mesh.shape)} mixes devices of the platforms "
+            f"{sorted(platforms)} ({', '.join(f'{p}: {v}' for p, v in platforms.items())}); "
+            f"the devices of a mesh must be of one platform: build it from "
+            f"jaxlite.devices(platform).")
+    if len(set(flat)) != len(flat):
+        twice = sorted({repr(d) for d in flat if flat.count(d) > 1})
+        (platform, have), = platforms.items()
+        n_plat = len(have[0].backend.devices()) if have[0].backend is not None else None
+        raise ValueError(
+            f"{what}: the mesh {dict(mesh.shape)} has {len(flat)} positions but "
+            f"{len(set(flat))} distinct devices (it holds {', '.join(twice)} more than "
+            f"once): a sharding over it needs {len(flat)} partitions, one per device, and "
+            f"platform {platform!r} has {n_plat} devices. Build the mesh from distinct "
+            f"devices (jaxlite.make_mesh).")
+    if len(_MESHES_CHECKED) > 256:
+        _MESHES_CHECKED.clear()
+    _MESHES_CHECKED[key] = mesh
 
 
 def from_global(value: np.ndarray, aval, sharding) -> ShardedArray:

@@ -83,16 +83,19 @@ def run_partitioned(backend, compiled, args, placement) -> list:
     (a mesh of ``backend``'s devices), partitioned by XLA (see the module docstring);
     returns its flat outputs as Arrays placed by ``placement.out_shardings``.
 
-    Raises ValueError for a mesh holding devices of another platform, and what the
-    default run raises."""
+    Raises ValueError for a mesh mixing platforms or holding a device twice
+    (core/sharded.py ``check_mesh_devices``), and what the default run raises."""
     from ...core.array import ArrayImpl
     from ...core.placement import device_put
-    from ...core.sharded import ShardedArray, from_natives
+    from ...core.sharded import ShardedArray, check_mesh_devices, from_natives
     from ...sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
     from .pieces import holds_callback
     mesh, what = placement.mesh, placement.what
     devices = list(mesh.devices.flat)
-    check_mesh_devices(devices, backend, what)
+    check_mesh_devices(mesh, what)
+    for t in placement.out_shardings:
+        if isinstance(t, NamedSharding):
+            check_mesh_devices(t.mesh, what)
     closed = compiled._lowered.closed_jaxpr
     if holds_callback(closed.jaxpr):
         # it must run once (host callbacks in order): the default's one-device run
@@ -153,15 +156,3 @@ def run_partitioned(backend, compiled, args, placement) -> list:
     if placement.check is not None:
         placement.check(args, result)
     return result
-
-
-def check_mesh_devices(devices, backend, what: str) -> None:
-    """Raises ValueError (as JAX) when the mesh ``devices`` of a call on ``backend``'s
-    platform include another platform's devices, naming both platforms."""
-    others = [d for d in devices if d.backend is not backend]
-    if others:
-        raise ValueError(
-            f"{what}: the mesh mixes devices of platforms {backend.platform!r} "
-            f"({[d for d in devices if d.backend is backend]}) and "
-            f"{sorted({d.platform for d in others})!r} ({others}); a program runs on the "
-            f"devices of one platform: build the mesh from jaxlite.devices(platform).")

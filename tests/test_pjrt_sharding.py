@@ -1,0 +1,253 @@
+"""Several devices of a PJRT platform (the XLA:CPU plugin's, 4 by default): sharded Arrays
+whose shards are PJRT buffers, jit over a mesh lowered to ONE StableHLO module with its
+shardings and partitioned by XLA, sharding constraints as XLA annotations, and the bad
+input of meshes (two platforms, more partitions than devices).  Values against NumPy,
+shardings against what the CPU platform gives for the same program.
+
+``test_multidevice_suite_on_xla_cpu`` (slow tier) runs the CPU platform's sharding tests
+(tests/multidevice, against real JAX) on 8 XLA:CPU devices in a process of their own and
+reports per-file counts; every failure must be a known one (``KNOWN``, with its reason).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+
+from jaxlite.backends.pjrt import _spmd  # noqa: E402
+from jaxlite.backends.pjrt.client import PjrtBuffer, partitioned_compile_options  # noqa: E402
+from jaxlite.backends.pjrt.lowering import hlo_sharding  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def xdevs():
+    devs = jaxlite.devices("xla_cpu")
+    assert len(devs) >= 4
+    return devs[:4]
+
+
+@pytest.fixture(scope="module")
+def mesh(xdevs):
+    return Mesh(np.array(xdevs).reshape(2, 2), ("x", "y"))
+
+
+@pytest.fixture
+def modules(monkeypatch):
+    """The StableHLO text of every partitioned module compiled while the test runs."""
+    seen = []
+    init = _spmd.PartitionedExecutable.__init__
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        seen.append(self.text)
+    monkeypatch.setattr(_spmd.PartitionedExecutable, "__init__", record)
+    return seen
+
+
+X = np.arange(32, dtype=np.float32).reshape(8, 4)
+
+
+def _natives(arr):
+    return [type(s.data._buf.data) for s in arr.addressable_shards]
+
+
+@pytest.mark.parametrize("spec", [P("x", "y"), P("x"), P(None, "y"), P(("x", "y")), P(),
+                                  P("y", "x")])
+def test_device_put_makes_one_pjrt_buffer_per_device(mesh, xdevs, spec):
+    before = [d.memory_stats()["bytes_in_use"] for d in xdevs]
+    jaxlite.transfer_stats(reset=True)
+    y = jaxlite.device_put(X, NamedSharding(mesh, spec))
+    assert y.sharding == NamedSharding(mesh, spec)
+    stats = jaxlite.transfer_stats(reset=True)
+    assert _natives(y) == [PjrtBuffer] * 4
+    idx = y.sharding.devices_indices_map(X.shape)
+    blocks = {d: X[idx[d]].nbytes for d in xdevs}
+    # memory per device: exactly its shard; one counted host-to-device copy per shard
+    after = [d.memory_stats()["bytes_in_use"] for d in xdevs]
+    assert [a - b for a, b in zip(after, before)] == [blocks[d] for d in xdevs]
+    assert stats == {("host", str(d)): {"count": 1, "bytes": blocks[d]} for d in xdevs}
+    for s in y.addressable_shards:
+        assert s.index == idx[s.device]
+        np.testing.assert_array_equal(np.asarray(s.data), X[s.index])
+        assert s.data.dtype == np.float32 and s.data.devices() == {s.device}
+    jaxlite.transfer_stats(reset=True)
+    # reading it back gathers each distinct block once (counted device-to-host copies)
+    got = np.asarray(y)
+    np.testing.assert_array_equal(got, X)
+    assert got.dtype == np.float32
+    n_blocks = len({tuple((i.start, i.stop) for i in v) for v in idx.values()})
+    stats = jaxlite.transfer_stats(reset=True)
+    assert sum(v["count"] for v in stats.values()) == n_blocks
+    assert sum(v["bytes"] for v in stats.values()) == X.nbytes
+    y.block_until_ready()
+    y.delete()
+    assert y.is_deleted()
+    assert [d.memory_stats()["bytes_in_use"] for d in xdevs] == before
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(y)
+
+
+def test_reshard_gather_and_single_device(mesh, xdevs):
+    y = jaxlite.device_put(jnp.asarray(X, device=xdevs[0]), NamedSharding(mesh, P("x", "y")))
+    z = jaxlite.device_put(y, NamedSharding(mesh, P(None, "x")))
+    assert z.sharding.spec == P(None, "x") and _natives(z) == [PjrtBuffer] * 4
+    assert [s.data.shape for s in z.addressable_shards] == [(8, 2)] * 4
+    np.testing.assert_array_equal(np.asarray(z), X)
+    g = jaxlite.device_put(y, xdevs[2])
+    assert g.devices() == {xdevs[2]} and type(g._buf.data) is PjrtBuffer
+    np.testing.assert_array_equal(np.asarray(g), X)
+    rows = list(y)
+    assert len(rows) == 8 and rows[3].dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(rows[3]), X[3])
+    w = jaxlite.make_array_from_callback(X.shape, NamedSharding(mesh, P("y")),
+                                         lambda i: X[i])
+    assert _natives(w) == [PjrtBuffer] * 4
+    np.testing.assert_array_equal(np.asarray(w), X)
+    s = jaxlite.make_array_from_callback(X.shape, SingleDeviceSharding(xdevs[1]),
+                                         lambda i: X[i])
+    assert s.devices() == {xdevs[1]} and type(s._buf.data) is PjrtBuffer
+    # an eager operation on a sharded array: its result's shards are PJRT buffers too
+    e = y * 2 + 1
+    assert _natives(e) == [PjrtBuffer] * 4 and e.sharding.spec == P("x", "y")
+    np.testing.assert_array_equal(np.asarray(e), X * 2 + 1)
+
+
+def test_hlo_sharding_text(mesh, xdevs):
+    devs = list(mesh.devices.flat)
+    assert hlo_sharding(NamedSharding(mesh, P()), 2, devs) == "{replicated}"
+    assert hlo_sharding(NamedSharding(mesh, P("x", "y")), 2, devs) == \
+        "{devices=[2,2]0,1,2,3}"
+    assert hlo_sharding(NamedSharding(mesh, P("y", "x")), 2, devs) == \
+        "{devices=[2,2]0,2,1,3}"
+    assert hlo_sharding(NamedSharding(mesh, P("x")), 2, devs) == \
+        "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}"
+    assert hlo_sharding(NamedSharding(mesh, P(None, "x")), 2, devs) == \
+        "{devices=[1,2,2]0,1,2,3 last_tile_dim_replicate}"
+    assert hlo_sharding(NamedSharding(mesh, P(("y", "x"))), 1, devs) == \
+        "{devices=[4]0,2,1,3}"
+    # partitions are positions in the program's device order, not device ids
+    assert hlo_sharding(NamedSharding(mesh, P("x", "y")), 2, devs[::-1]) == \
+        "{devices=[2,2]3,2,1,0}"
+    with pytest.raises(ValueError, match="outside the program's partitions"):
+        hlo_sharding(NamedSharding(mesh, P("x")), 1, devs[:2])
+
+
+def test_partitioned_compile_options_bytes():
+    # CompileOptionsProto{executable_build_options{num_replicas 1, num_partitions 4,
+    # use_spmd_partitioning true, device_assignment{1, 4, [[3], [1], [0], [2]]}}}
+    assert partitioned_compile_options([3, 1, 0, 2]).hex() == \
+        "1a1c2001280430014a14080110041a0208031a0208011a0208001a020802"
+    for bad in ([], [1, 1], [-1]):
+        with pytest.raises(ValueError, match="distinct non-negative"):
+            partitioned_compile_options(bad)
+
+
+def test_jit_over_a_mesh_is_one_module_partitioned_by_xla(mesh, xdevs, modules):
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+    v = jaxlite.device_put(X[:, 0], NamedSharding(mesh, P("x")))
+
+    def f(a, b, s):
+        return a @ a.T, a.sum(0), jnp.sin(a).T * s, (a.T * b).max(1)
+    jaxlite.transfer_stats(reset=True)
+    outs = jaxlite.jit(f)(y, v, 3.0)
+    want = (X @ X.T, X.sum(0), np.sin(X).T * 3.0, (X.T * X[:, 0]).max(1))
+    for o, w in zip(outs, want):
+        assert o.dtype == np.float32 and o.shape == w.shape
+        assert _natives(o) == [PjrtBuffer] * 4
+        assert {s.device for s in o.addressable_shards} == set(xdevs)
+        np.testing.assert_allclose(np.asarray(o), w, rtol=1e-5)
+    # the placements the CPU platform's propagation gives the same program
+    assert [o.sharding.spec for o in outs] == [P("x"), P("y"), P("y", "x"), P("y")]
+    assert len(modules) == 1
+    text = modules[0]
+    assert "mhlo.num_partitions = 4 : i32" in text and "mhlo.num_replicas = 1" in text
+    assert '%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,2]0,1,2,3}"}' in text
+    assert '%arg2: tensor<f32> {mhlo.sharding = "{replicated}"}' in text
+    assert 'tensor<4x8xf32> {mhlo.sharding = "{devices=[2,2]0,2,1,3}"}' in text
+    # a second call reuses the module; it reads nothing back to the host (the scalar
+    # goes to every device, replicated)
+    jaxlite.transfer_stats(reset=True)
+    again = jaxlite.jit(f)(y, v, 3.0)
+    stats = jaxlite.transfer_stats(reset=True)
+    assert stats == {("host", str(d)): {"count": 1, "bytes": 4} for d in xdevs}
+    np.testing.assert_allclose(np.asarray(again[0]), want[0], rtol=1e-5)
+    assert len(modules) == 1
+
+
+def test_jit_out_in_shardings_and_constraints(mesh, xdevs, modules):
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+    want = NamedSharding(mesh, P(None, "x"))
+    o = jaxlite.jit(lambda a: a + 1, out_shardings=want)(y)
+    assert o.sharding == want and _natives(o) == [PjrtBuffer] * 4
+    np.testing.assert_array_equal(np.asarray(o), X + 1)
+    # in_shardings places a host argument first
+    f = jaxlite.jit(lambda a: a * 2, in_shardings=NamedSharding(mesh, P("y")))
+    o = f(X)
+    assert o.sharding.spec == P("y")
+    np.testing.assert_array_equal(np.asarray(o), X * 2)
+    # an output placed on one device of the mesh
+    o = jaxlite.jit(lambda a: a - 1, out_shardings=SingleDeviceSharding(xdevs[3]))(y)
+    assert o.devices() == {xdevs[3]} and type(o._buf.data) is PjrtBuffer
+    np.testing.assert_array_equal(np.asarray(o), X - 1)
+    # with_sharding_constraint: XLA's annotation, custom_call @Sharding
+    modules.clear()
+    g = jaxlite.jit(lambda a: jaxlite.lax.with_sharding_constraint(
+        a * 3, NamedSharding(mesh, P("y"))).sum(1))
+    o = g(y)
+    np.testing.assert_allclose(np.asarray(o), (X * 3).sum(1), rtol=1e-6)
+    assert o.sharding.spec == P("y")
+    assert len(modules) == 1
+    assert '"stablehlo.custom_call"' in modules[0] and 'call_target_name = "Sharding"' in \
+        modules[0] and 'mhlo.sharding = "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"' \
+        in modules[0]
+
+
+def test_shard_map_values_on_pjrt_devices(mesh):
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+    f = jaxlite.shard_map(lambda b: jaxlite.lax.psum(b.sum(0), "x"), mesh=mesh,
+                          in_specs=P("x", "y"), out_specs=P("y"))
+    for fn in (f, jaxlite.jit(f)):
+        o = fn(y)
+        assert o.sharding.spec == P("y") and _natives(o) == [PjrtBuffer] * 4
+        np.testing.assert_allclose(np.asarray(o), X.sum(0), rtol=1e-6)
+
+
+def test_mesh_of_two_platforms_is_refused(xdevs):
+    cpu = jaxlite.devices("cpu")[0]
+    mixed = Mesh(np.array([cpu, xdevs[0]]), ("x",))
+    sh = NamedSharding(mixed, P("x"))
+    live = [d.memory_stats()["bytes_in_use"] for d in (cpu, xdevs[0])]
+    with pytest.raises(ValueError, match=r"mixes devices of the platforms \['cpu', "
+                                         r"'xla_cpu'\]"):
+        jaxlite.device_put(np.ones(8, np.float32), sh)
+    with pytest.raises(ValueError, match="mixes devices"):
+        jaxlite.jit(lambda a: a + 1, out_shardings=sh)(np.ones(8, np.float32))
+    # nothing was placed
+    assert [d.memory_stats()["bytes_in_use"] for d in (cpu, xdevs[0])] == live
+
+
+def test_more_partitions_than_devices_is_refused(xdevs):
+    n = len(jaxlite.devices("xla_cpu"))
+    with pytest.raises(ValueError, match=f"Number of devices {n} must be >="):
+        jaxlite.make_mesh((2 * n,), ("x",), devices=jaxlite.devices("xla_cpu"))
+    twice = Mesh(np.array(list(xdevs) * 2), ("x",))
+    live = [d.memory_stats()["bytes_in_use"] for d in xdevs]
+    with pytest.raises(ValueError, match="8 positions but 4 distinct devices"):
+        jaxlite.device_put(np.ones(8, np.float32), NamedSharding(twice, P("x")))
+    y = jaxlite.device_put(np.ones(8, np.float32), NamedSharding(
+        Mesh(np.array(xdevs), ("x",)), P("x")))
+    live = [d.memory_stats()["bytes_in_use"] for d in xdevs]
+    with pytest.raises(ValueError, match="8 positions but 4 distinct devices"):
+        jaxlite.jit(lambda a: a + 1, out_shardings=NamedSharding(twice, P("x")))(y)
+    assert [d.memory_stats()["bytes_in_use"] for d in xdevs] == live
