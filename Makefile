@@ -19,9 +19,13 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(TEST_STAMP)
 
-# the demo's several-process section runs under MPI (the mpi extra: mpi4py and MPICH)
+# the demo's several-process section runs under MPI (the mpi extra: mpi4py and MPICH); on a
+# TPU machine (a TPU VM shows its chips as /dev/accel<n> or /dev/vfio/<n>) the tpu extra
+# (libtpu) too, so that the demo runs on the chip
+comma := ,
+DEMO_EXTRAS := mpi$(if $(wildcard /dev/accel0 /dev/vfio/0),$(comma)tpu)
 $(DEMO_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[mpi]'
+	$(BIN)/python -m pip install -q -e '.[$(DEMO_EXTRAS)]'
 	touch $(DEMO_STAMP)
 
 install: $(STAMP)
