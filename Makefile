@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test test-slow test-all test-accelerator bench fuzz install clean
+.PHONY: demo test test-slow test-all test-accelerator bench bench-accelerator fuzz install clean
 
 $(STAMP): pyproject.toml setup.py src/jaxlite/core/_eager_ops.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,9 +19,13 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(TEST_STAMP)
 
-# the demo's several-process section runs under MPI (the mpi extra: mpi4py and MPICH)
+# the demo's several-process section runs under MPI (the mpi extra: mpi4py and MPICH); on a
+# TPU machine (a TPU VM shows its chips as /dev/accel<n> or /dev/vfio/<n>) the tpu extra
+# (libtpu) too, so that the demo runs on the chip
+comma := ,
+DEMO_EXTRAS := mpi$(if $(wildcard /dev/accel0 /dev/vfio/0),$(comma)tpu)
 $(DEMO_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[mpi]'
+	$(BIN)/python -m pip install -q -e '.[$(DEMO_EXTRAS)]'
 	touch $(DEMO_STAMP)
 
 install: $(STAMP)
@@ -73,6 +77,11 @@ test-all: test test-slow
 # installs what it lacks from the machine's own package index (tests/accelerator/run.sh).
 test-accelerator:
 	tests/accelerator/run.sh
+
+# on a machine with an accelerator: the accelerator workloads T0-T8, jaxlite and real JAX
+# back to back, into bench/RESULTS.md (bench/accelerator.sh)
+bench-accelerator:
+	bench/accelerator.sh
 
 fuzz: $(TEST_STAMP)
 	$(BIN)/python tests/run_fuzz.py -n $${FUZZ_N:-10000}

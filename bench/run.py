@@ -933,6 +933,26 @@ def report(runs: dict, mach: dict, cfg: dict, quick: bool, when: str) -> str:
     return "\n".join(out)
 
 
+KEPT_SECTIONS = ("## Several devices", "## Accelerator")
+"""Sections of RESULTS.md that other scripts write (bench/_workloads_multi.py,
+bench/_workloads_tpu.py on an accelerator machine): a run of this suite keeps them."""
+
+
+def _kept_sections(path: Path) -> str:
+    """The sections of ``path`` named in ``KEPT_SECTIONS``, each with a blank line
+    before it ("" when there is none or no file)."""
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    kept = []
+    for part in ("\n" + old).split("\n## ")[1:]:
+        section = "## " + part
+        if section.startswith(KEPT_SECTIONS):
+            kept.append("\n" + section.rstrip("\n") + "\n")
+    return "".join(kept)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -967,7 +987,7 @@ def main(argv=None) -> int:
     print(text)
     out = args.out or (None if args.quick else str(HERE / "RESULTS.md"))
     if out and not args.no_write:
-        Path(out).write_text(text, encoding="utf-8")
+        Path(out).write_text(text + _kept_sections(Path(out)), encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
     failed = [lib for lib in libs if "error" in runs[lib]]
     # a library that is not installed is reported, not an error of the benchmark

@@ -112,3 +112,71 @@ def test_w7_counts_input_and_output(lib):
     assert r["input_bytes"] == 4_000_000
     assert r["peak_bytes"] >= 8_000_000 and r["peak_bytes"] == r["input_bytes"] + r[
         "added_bytes"]
+
+
+# ---- bench/_workloads_tpu.py: the accelerator workloads (issue 32) -----------------------
+
+def test_accelerator_report_ratios_goals_and_checks():
+    tpu = _load("_workloads_tpu")
+    lite = {"device": "TPU_0", "open": {"median_s": 7.0},
+            "T1": {"median_s": 60e-6, "check": 38.0},
+            "T2": {"median_s": 4e-3, "check": 1.0},
+            "T7": {"median_s": 8e-3, "rate": 150.0, "check": 5.0},
+            "H2D": {"median_s": 0.05, "rate": 5.0},
+            "T0_cold": {"median_s": 0.1, "check": 2.0},
+            "T0_warm": {"median_s": 0.02, "check": 2.0},
+            "T8": {"error": "boom"}}
+    jx = {"open": {"median_s": 6.8}, "T1": {"median_s": 120e-6, "check": 38.0},
+          "T2": {"median_s": 3.3e-3, "check": 1.5},
+          "T7": {"median_s": 7e-3, "rate": 165.0, "check": 5.0},
+          "H2D": {"median_s": 0.045, "rate": 5.5}, "T0_cold": {"median_s": 0.09},
+          "T8": {"median_s": 290e-6}}
+    text = tpu.report({"jaxlite": lite, "jax": jx}, "tpu", "now", False)
+    rows = {ln.split("|")[1].split()[0]: [c.strip() for c in ln.strip().strip("|").split("|")]
+            for ln in text.splitlines() if ln.startswith("| T") or ln.startswith("| H")}
+    assert rows["T1"][2:7] == ["60", "120", "0.50x", "<= 1.0x", "yes"], rows["T1"]
+    assert rows["T1"][7] == "yes"
+    # a device-bound time goal missed, and checksums that disagree
+    assert rows["T2"][4:7] == ["1.21x", "<= 1.05x", "NO"], rows["T2"]
+    assert rows["T2"][7].startswith("NO (1 vs 1.5)"), rows["T2"]
+    # rates: higher is better
+    assert rows["T7"][2:7] == ["150", "165", "0.91x", ">= 0.95x", "NO"], rows["T7"]
+    assert rows["H2D"][4:7] == ["0.91x", ">= 0.95x", "NO"], rows["H2D"]
+    assert rows["T8"][2] == "n/a" and rows["T8"][6] == "n/a"
+    assert "jaxlite T8: error: boom" in text
+    assert "warm-cache first result is 0.20x its cold one" in text
+    assert text.startswith("## Accelerator (T0-T8)")
+
+
+def test_results_sections_kept_and_replaced(tmp_path):
+    run, tpu = _load("run"), _load("_workloads_tpu")
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# r\n\n## Results\nold\n\n## Accelerator (T0-T8)\nT old\n\n"
+                    "## Notes\nn\n", encoding="utf-8")
+    tpu.write_section("## Accelerator (T0-T8)\n\nT new\n", path)
+    text = path.read_text(encoding="utf-8")
+    assert "T old" not in text and text.count("## Accelerator") == 1
+    assert "## Notes\nn" in text and text.rstrip().endswith("T new")
+    kept = run._kept_sections(path)
+    assert kept == "\n## Accelerator (T0-T8)\n\nT new\n"
+
+
+@pytest.mark.slow
+def test_accelerator_quick_run_on_xla_cpu():
+    """The whole driver, jaxlite only, on the XLA:CPU plugin at quick sizes: every row
+    measured, nothing written."""
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+    results = BENCH / "RESULTS.md"
+    before = results.read_text(encoding="utf-8")
+    p = subprocess.run([sys.executable, str(BENCH / "_workloads_tpu.py"), "--platform",
+                        "xla_cpu", "--libs", "jaxlite", "--quick"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    tpu = _load("_workloads_tpu")
+    for key, title, *_ in tpu.ROWS:
+        label = title if key == "open" else f"{key} {title}"
+        line = next(ln for ln in p.stdout.splitlines() if ln.startswith(f"| {label} |"))
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert float(cells[2].replace(",", "")) > 0, cells
+    assert "error" not in p.stdout
+    assert results.read_text(encoding="utf-8") == before

@@ -192,7 +192,11 @@ def test_demo_runs_every_section_and_explains():
     p = run_py(["-m", "jaxlite", "demo"])
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
-    assert "8 of 8 programs ran" in out and "FAILED" not in out
+    assert "9 of 9 programs ran" in out and "FAILED" not in out
+    # the timed lessons on the default device (examples/device_lessons.py)
+    lessons = out.split("== The chapter's lessons, timed")[1].split("\n== ")[0]
+    assert "|    8 calls, lengths 1000..1007: 8 compiles; padded to 1024: 1 compile(s)" \
+        in lessons and "|    same result: True" in lessons, lessons
     # the several-device section ran on 4 devices, its losses equal to one device's
     assert "| 4 CPU devices" in out and "largest difference" in out, out
     # the several-process section: 2 MPI processes of 2 devices, the same losses

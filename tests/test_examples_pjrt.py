@@ -103,6 +103,18 @@ def test_section_3_5_on_platform():
     assert without_timings(lines) == S35
 
 
+def test_device_lessons_on_platform():
+    """The timed lessons run on the platform's device: their results and compile counts
+    are the CPU platform's; the times are the device's (printed, never asserted)."""
+    lines, _, compiles = run_on_platform("device_lessons.py")
+    assert lines[0].startswith(f"default device: {PLATFORM} (")
+    assert lines.count("   same result: True") == 1
+    assert "   8 calls, lengths 1000..1007: 8 compiles; padded to 1024: 1 compile(s)" in lines
+    assert "   same sums: True [1000.0, 1001.0, 1002.0]" in lines
+    assert "   each step copies 4,000,000 bytes when the input stays on the host" in lines
+    assert compiles >= 10      # the jitted step, 8 + 1 of total, the eager operations
+
+
 @pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_loop_vs_scan_on_platform():
     lines, _, _ = run_on_platform("loop_vs_scan.py", "--steps", "200", "--width", "256")

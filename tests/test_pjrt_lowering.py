@@ -918,3 +918,29 @@ def test_exponential_special_programs(name):
     closed = _one_eqn(primitives()[name], [ShapedArray(x.shape, x.dtype)], {})
     got, want = run_closed(closed, [x])
     _compare(got[0], want[0], 1e-5, name)
+
+
+def test_accelerators_lower_float_max_min_to_xlas_own_ops():
+    """On a TPU or GPU float max/min (elementwise, and in reductions: softmax, logsumexp)
+    lower to XLA's own ``maximum``/``minimum``, as JAX emits them there; XLA:CPU keeps the
+    compares and selects that fix its NaN and signed-zero results.  The accelerator module
+    computes the same values (run here on XLA:CPU) wherever no zero ties."""
+    def f(x, y):
+        return jnp.maximum(x, y), jnp.minimum(x, y), jnp.max(x, axis=1), jnp.min(y, axis=0)
+    x, y = _rn(4, 5), _rn(4, 5)
+    closed = jaxlite.make_jaxpr(f)(x, y)
+    tpu = lower_module(closed, platform="tpu").text
+    cpu = lower_module(closed).text
+    assert '"stablehlo.maximum"' in tpu and '"stablehlo.minimum"' in tpu
+    assert "bitcast_convert" not in tpu and "select" not in tpu
+    assert '"stablehlo.maximum"' not in cpu and "bitcast_convert" in cpu
+    want = [np.maximum(x, y), np.minimum(x, y), x.max(1), y.min(0)]
+    for text in (tpu, cpu):
+        got = run_module(text, [x, y])
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+    # integers and booleans lower the same way everywhere
+    closed = jaxlite.make_jaxpr(lambda a, b: (jnp.maximum(a, b), a & b))(
+        np.arange(3, dtype=np.int32), np.ones(3, np.bool_))
+    assert lower_module(closed, platform="tpu").text.count("stablehlo.maximum") == 1

@@ -4,9 +4,8 @@
 #   JAXLITE_TEST_PLATFORM   the platform (default tpu; xla_cpu runs the same on the CPU plugin)
 #
 # Works on a TPU machine without network: when `make` has made no .venv, it uses python3 and
-# installs what jaxlite needs beyond it (numba, llvmlite, optree) from the machine's own
-# package index (/opt/pypi/simple; pytest-timeout too) into a folder under /tmp, and builds the C extension in
-# place.  Then, one program at a time (one process may hold a chip):
+# installs what jaxlite needs beyond it from the machine's own package index
+# (tests/accelerator/env.sh).  Then, one program at a time (one process may hold a chip):
 #   1. real JAX, when installed, runs tests/accelerator/programs.py on the chip and saves
 #      its results (reference.py);
 #   2. jaxlite runs the accelerator tests on the chip in one process, compared with those;
@@ -18,29 +17,7 @@ cd "$(dirname "$0")/../.."
 PLATFORM=${JAXLITE_TEST_PLATFORM:-tpu}
 export JAXLITE_TEST_PLATFORM=$PLATFORM
 TMP=$(mktemp -d)
-if [ -x .venv/bin/python ]; then
-    PY=.venv/bin/python
-else
-    PY=python3
-    SITE=/tmp/jaxlite-site
-    if ! $PY -c "import numba, optree, pytest_timeout" 2>/dev/null; then
-        if [ -d /opt/pypi/simple ]; then
-            INDEX=(--index-url file:///opt/pypi/simple)
-        else
-            INDEX=()
-        fi
-        PIP_CONFIG_FILE=/dev/null $PY -m pip install --isolated -q --only-binary=:all: \
-            "${INDEX[@]}" --target "$SITE" "numba>=0.68,<0.70" "optree>=0.11,<1" \
-            "pytest-timeout>=2.3,<3" \
-            || { echo "test-accelerator: could not install numba, optree, pytest-timeout" >&2; exit 1; }
-    fi
-    # the machine's own numpy/JAX stay first; jaxlite is read from src/
-    export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}:$SITE
-    if ! ls src/jaxlite/core/_eager_ops*.so >/dev/null 2>&1; then
-        $PY setup.py -q build_ext --inplace >/dev/null 2>&1 \
-            || echo "test-accelerator: C extension not built (the Python path is used)" >&2
-    fi
-fi
+source tests/accelerator/env.sh
 failed=""
 echo "== test-accelerator on platform $PLATFORM ($($PY --version))"
 REF=(env)

@@ -91,19 +91,24 @@ class CompiledProgram:
         self.compile_seconds = compile_seconds
         self.backend = backend
         self.name = name
-        self._others: dict = {}     # Backend -> its executable of this program
+        # another Backend (host memory) or device (else) -> its executable of this program
+        self._others: dict = {}
 
     def executable_for(self, device):
         """The executable that runs this program on ``device`` (its backend's)."""
         b = device.backend
-        if b is self.backend:
-            return self.executable
-        ex = self._others.get(b)
+        ex = self.executable
+        # a host-memory platform's executable runs on any of its devices; another's (a
+        # PJRT executable) on the one device it was compiled for
+        if b is self.backend and (b.host_memory or getattr(ex, "device", device) is device):
+            return ex
+        key = b if b.host_memory else device
+        ex = self._others.get(key)
         if ex is None:
             program = self.optimized
             if not getattr(b, "fusion", True) and _has_kernels(program):
                 program = optimize(self.source, fusion=False)[0]   # its compiler fuses
-            ex = self._others[b] = b.compile(program, [device], self.name)
+            ex = self._others[key] = b.compile(program, [device], self.name)
         return ex
 
     def dispatch_cost(self) -> float:

@@ -322,9 +322,16 @@ def fp_problem(values):
     nans, infs = checks
     for v in values:
         if type(v) is ArrayImpl:
-            v = v._buf.data
+            if v.aval.dtype.kind not in "fc":
+                continue
+            buf = v._buf
+            v = buf.data
             if v is None:
                 continue
+            if not buf.device._host_memory:
+                # an accelerator's buffer: read to the host for the check, as JAX's
+                # checks do (an internal read, not a user's transfer)
+                v = buf.device.backend.to_host(v, buf.device)
         if not isinstance(v, (np.ndarray, np.generic)) or v.dtype.kind not in "fc":
             continue
         if nans and np.isnan(v).any():

@@ -63,8 +63,7 @@ def run_on_device(backend, compiled, leaves, placement) -> list:
     arguments stay valid, as JAX does where a platform cannot alias)."""
     device, committed = placement.device, placement.committed
     program = compiled._program
-    ex = program.executable if device.backend is program.backend else \
-        program.executable_for(device)
+    ex = program.executable_for(device)
     temps = []
     vals = backend_operands(leaves, device, temps)
     try:

@@ -52,9 +52,13 @@ def _is_float(dt) -> bool:
 
 def maximum(ctx, x, y):
     """``max(x, y)`` with the implementations' float semantics: a NaN operand wins (the
-    first of two), and of two zeros +0.0 unless both are -0.0.  Spelled out with compares
-    and selects: XLA:CPU's own ``maximum`` may be the processor's, which returns the second
-    operand for a NaN and keeps the first of two zeros."""
+    first of two), and of two zeros +0.0 unless both are -0.0.  On XLA:CPU spelled out
+    with compares and selects: its own ``maximum`` may be the processor's, which returns
+    the second operand for a NaN and keeps the first of two zeros.  On an accelerator
+    (``tpu``, ``gpu``) XLA's own ``maximum``, as JAX emits it there: NaN-propagating, and
+    four selects per element inside a reduction would cost a TPU's row reductions (softmax,
+    logsumexp) about 15% (bench T3); the sign of a max of two zeros is then the chip's, as
+    in JAX."""
     return _minmax(ctx, x, y, True)
 
 
@@ -64,11 +68,13 @@ def minimum(ctx, x, y):
 
 
 _SAME_WIDTH_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+# platforms whose float max/min lower to XLA's own ops (see ``maximum``)
+_NATIVE_MINMAX = frozenset({"tpu", "gpu"})
 
 
 def _minmax(ctx, x, y, is_max):
     dt = x.aval.dtype
-    if not _is_float(dt):
+    if not _is_float(dt) or ctx.platform in _NATIVE_MINMAX:
         if dt == np.bool_:
             return ctx.binary("or" if is_max else "and", x, y)
         return ctx.binary("maximum" if is_max else "minimum", x, y)

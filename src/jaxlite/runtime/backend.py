@@ -174,6 +174,20 @@ class Backend(abc.ABC):
         """
         return _DEFAULT_RUN(self, compiled, args, placement)
 
+    def fast_launcher(self, program, device, committed: bool):
+        """A launcher for jit's cached-call fast path on ``device``, a device of this
+        platform whose memory is not host memory (host-memory platforms have theirs in
+        jit), or None (the default: every call takes ``run_compiled``).
+
+        ``program`` is a compiled program (``compiled._program``) that just ran on
+        ``device`` with Array arguments only, no donation and no sharding; the launcher
+        is ``launch(args) -> list | None``: ``args`` are the call's Arrays (the same
+        avals, committed as before), its result the outputs as Arrays, placed and
+        committed as ``run_compiled`` would.  It returns None, having done nothing, when
+        the call needs the full path (an argument on another device or deleted, a check
+        to run): that path then raises or transfers exactly as always."""
+        return None
+
     def lowered_text(self, program, name: str):
         """The traced ClosedJaxpr ``program`` in the form this platform's compiler takes
         (StableHLO text for a PJRT platform), for ``jit(f).lower(x).as_text()``; None: the

@@ -38,7 +38,8 @@ HELP = "run the chapter's example programs and show what happened underneath"
 _SECTION_RE = re.compile(r"section_(\d+)_(\d+)_\w*\.py$")
 # Programs beyond the chapter's sections, run after them when the examples directory has
 # them: (name for --section, file name).
-_EXTRA_PROGRAMS = (("scan", "loop_vs_scan.py"), ("digits", "train_digits.py"),
+_EXTRA_PROGRAMS = (("lessons", "device_lessons.py"), ("scan", "loop_vs_scan.py"),
+                   ("digits", "train_digits.py"),
                    ("sharding", "sharded_training.py"),
                    ("processes", "multiprocess_training.py"))
 # Programs that run in other processes (see the module docstring): file name -> (how,
@@ -54,8 +55,9 @@ _LABEL_W = 11
 
 def add_arguments(parser) -> None:
     parser.add_argument("--section", "-s", action="append", metavar="N.M",
-                        help="run only this section (e.g. 3.3, or scan, digits, sharding, "
-                             "processes for the loop vs lax.scan, digits-training, "
+                        help="run only this section (e.g. 3.3, or lessons, scan, digits, "
+                             "sharding, processes for the timed lessons on the default "
+                             "device, the loop vs lax.scan, digits-training, "
                              "several-device and several-process programs); may be "
                              "repeated")
     parser.add_argument("--examples", metavar="DIR",

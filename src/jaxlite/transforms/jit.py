@@ -172,9 +172,9 @@ class _FastEntry:
     """
 
     __slots__ = ("program", "device", "committed", "out_tree", "single", "out_aval",
-                 "cost")
+                 "cost", "remote")
 
-    def __init__(self, entry, device):
+    def __init__(self, entry, device, remote=None):
         # the program, not its executable: a later tier may replace the executable
         self.program = entry.compiled._program
         self.device = device
@@ -183,9 +183,20 @@ class _FastEntry:
         self.single = entry.out_tree.num_nodes == 1 and entry.out_tree.num_leaves == 1
         self.out_aval = self.program.executable.out_avals[0] if self.single else None
         self.cost = self.program.dispatch_cost()
+        # on a device whose memory is not host memory: (that device, its backend's
+        # launcher: runtime/backend.py ``Backend.fast_launcher``)
+        self.remote = remote
 
     def launch(self, args):
         device = self.device
+        remote = self.remote
+        if remote is not None:
+            if remote[0] is not (device or get_default_device()):
+                return None
+            res = remote[1](args)
+            if res is None or self.single:
+                return res and res[0]
+            return tree_unflatten(self.out_tree, res)
         if device is None:
             device = get_default_device()
             if not device._host_memory:
@@ -627,9 +638,18 @@ class JitWrapped:
         """Registers a signature that just ran for the fast path of ``__call__``."""
         committed = {d for _, d in key[1] if d is not None}
         fast = self._fast64 if key[4] else self._fast
-        if len(committed) <= 1 and len(fast) < 4096 and \
-                all(d._host_memory for d in committed):
-            fast[key[1]] = _FastEntry(entry, committed.pop() if committed else None)
+        if len(committed) > 1 or len(fast) >= 4096:
+            return
+        device = committed.pop() if committed else None
+        run_on = device or get_default_device()
+        remote = None
+        if not run_on._host_memory:
+            launcher = run_on.backend.fast_launcher(entry.compiled._program, run_on,
+                                                    device is not None)
+            if launcher is None:
+                return
+            remote = (run_on, launcher)
+        fast[key[1]] = _FastEntry(entry, device, remote)
 
     def _donated(self, args, kwargs, leaves):
         """Flat positions of the donated Array leaves (``donate_argnums`` and

@@ -30,8 +30,7 @@ def run_donating(backend, compiled, leaves, placement) -> list:
     allocation fails; whatever the executable raises."""
     device, committed = placement.device, placement.committed
     program = compiled._program
-    ex = program.executable if device.backend is program.backend else \
-        program.executable_for(device)
+    ex = program.executable_for(device)
     here = tuple(k for k in placement.donate
                  if type(leaves[k]) is ArrayImpl and leaves[k]._buf.device is device)
     plans = compiled.__dict__.setdefault("_pjrt_donation_plans", {})

@@ -283,6 +283,40 @@ class PjrtBackend(_runtime_backend.Backend):
             return run_partitioned(self, compiled, args, placement)
         return super().run_compiled(compiled, args, placement)
 
+    def fast_launcher(self, program, device, committed):
+        """jit's cached-call fast path on a PJRT device (runtime/backend.py
+        ``Backend.fast_launcher``): the argument buffers gathered, the loaded executable
+        launched, the outputs wrapped, and nothing else.  None for a program compiled as
+        pieces, one for another device, or one an output of which could never fit."""
+        ex = program.executable_for(device)
+        if type(ex) is not PjrtExecutable or ex.device is not device:
+            return None
+        out_avals = ex.out_avals
+        try:
+            check_fits(out_avals, device, ex.name)
+        except Exception:  # noqa: BLE001  (the full path raises it at each call)
+            return None
+        loaded, shapes, tmp = ex._loaded, ex._out_shapes, ex.temp_bytes
+        from ...core import eager as _eager_mod
+        wrap = _eager_mod.wrap
+
+        def launch(args):
+            if _eager_mod._fp_checks is not None:      # jax_debug_nans / _infs
+                return None
+            bufs = []
+            for x in args:
+                b = x._buf
+                v = b.data
+                if b.device is not device or v is None:
+                    return None
+                bufs.append(v)
+            try:
+                outs = device._run_charged(tmp, lambda: loaded.execute(bufs, shapes))
+            except PjrtError:       # nothing launched: the full path raises it as always
+                return None
+            return [wrap(o, a, device, committed, bufs) for o, a in zip(outs, out_avals)]
+        return launch
+
     def __repr__(self):
         state = "started" if self._client is not None else "not started"
         return f"<PjrtBackend platform={self.platform!r} {self.info.path} ({state})>"

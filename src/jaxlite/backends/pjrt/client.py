@@ -22,7 +22,6 @@ whole process (a failed CHECK, no error returned), so no caller can send any.
 """
 from __future__ import annotations
 
-import contextlib
 
 import ctypes as C
 import os
@@ -535,11 +534,14 @@ class PjrtBuffer:
         h = self.handle
         if h:
             self.handle = None
-            # interpreter shutdown (modules half gone): nothing left to free it for
-            with contextlib.suppress(Exception):
+            # at interpreter shutdown modules are half gone (even ``contextlib``): a
+            # failure then has nothing left to free the buffer for
+            try:
                 err = self.client.api.fn("Buffer_Destroy")(C.byref(_capi.BufferArgs(buffer=h)))
                 if err:
                     self.client.api.error(err)     # destroys it; nothing to raise to
+            except Exception:  # noqa: BLE001
+                return
 
     def __repr__(self):
         state = "deleted" if not self.handle else f"{self.dtype.name}{list(self.shape)}"
@@ -706,11 +708,13 @@ class LoadedExecutable:
         h = self.handle
         if h:
             self.handle = None
-            with contextlib.suppress(Exception):      # interpreter shutdown
+            try:                    # (interpreter shutdown: see PjrtBuffer.__del__)
                 err = self.api.fn("LoadedExecutable_Destroy")(
                     C.byref(_capi.LoadedExecutableArgs(executable=h)))
                 if err:
                     self.api.error(err)
+            except Exception:  # noqa: BLE001
+                return
 
 
 _ALL: dict = {}
