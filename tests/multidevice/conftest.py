@@ -37,7 +37,20 @@ def _have_devices() -> bool:
     return len(jaxlite.devices()) == N_DEVICES
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "own_partitioner: checks jaxlite's own SPMD partitioner (the CPU "
+                   "platform's compiled text and counted collectives); skipped on a PJRT "
+                   "platform, whose sharded programs XLA partitions")
+
+
 def pytest_collection_modifyitems(config, items):
+    if PLATFORM:
+        skip = pytest.mark.skip(reason=f"jaxlite's own SPMD partitioner: on {PLATFORM} "
+                                       f"XLA partitions sharded programs")
+        for item in items:
+            if item.get_closest_marker("own_partitioner"):
+                item.add_marker(skip)
     if _have_devices():
         return
     skip = pytest.mark.skip(reason=f"needs {N_DEVICES} CPU devices: run with "

@@ -16,13 +16,17 @@ from jaxlite.sharding import NamedSharding, PartitionSpec as P
 
 @pytest.fixture
 def placements(monkeypatch):
+    # the backend of the tests' devices: the CPU's, or a PJRT plugin's under
+    # JAXLITE_MULTIDEVICE_PLATFORM (whose run over a mesh is XLA's partitioned module)
+    cls = type(jaxlite.devices()[0].backend)
+    assert cls is CpuBackend or cls.__name__ == "PjrtBackend"
     seen = []
-    real = CpuBackend.run_compiled
+    real = cls.run_compiled
 
     def spy(backend, compiled, args, placement):
         seen.append(placement)
         return real(backend, compiled, args, placement)
-    monkeypatch.setattr(CpuBackend, "run_compiled", spy)
+    monkeypatch.setattr(cls, "run_compiled", spy)
     return seen
 
 
@@ -43,8 +47,8 @@ def test_sharded_call_is_one_mesh_placement(placements, mesh):
     p = outer[0]
     assert p.mesh is mesh and p.out_shardings == [out_sh] and p.across is False
     assert p.spmd is not None and p.what == "jit of <lambda>"
-    runner = p.cache[p.key]
-    assert callable(runner)         # the partitioned program, kept for this placement
+    runner = p.cache[p.key]         # the partitioned program, kept for this placement
+    assert runner is not None
     np.testing.assert_allclose(np.asarray(out), np.sin(a) * 2.0, rtol=1e-6)
     assert out.dtype == np.float32 and out.shape == (8, 4) and out.sharding == out_sh
     placements.clear()

@@ -313,6 +313,7 @@ def test_a_value_is_resharded_once_for_all_its_readers(mesh):
     np.testing.assert_allclose(np.asarray(f(xa)), a[0] + a[1] + a[5] + a[7], rtol=1e-6)
 
 
+@pytest.mark.own_partitioner
 def test_jit_of_shard_map_is_not_partitioned_again(mesh):
     """A jitted shard_map is the per-device program already (manual, as in JAX): its
     collectives are the body's (counted: one all-reduce of one device's float32[4]), and
@@ -390,6 +391,7 @@ def test_in_shardings_on_a_like_mesh_of_other_devices_moves_the_argument(rjax8):
     assert got[1:] == want[1:]
 
 
+@pytest.mark.own_partitioner
 def test_jitted_shard_map_counts_its_collectives():
     """A jitted shard_map reports the collectives its body runs (hand-checked kinds and
     bytes: one device's operand): one per collective, none for a psum traced only for

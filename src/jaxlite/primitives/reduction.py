@@ -675,7 +675,7 @@ def _combiner(ctx, monoid, dt):
     ``minimum``: its partitioner turns the reduction of a split dimension into an
     all-reduce only over a region it recognises (the spelled-out NaN and signed-zero
     rules of ``_lowering.maximum`` are then XLA's, as in JAX)."""
-    if monoid in ("max", "min") and ctx.num_partitions > 1 and np.dtype(dt).kind != "c":
+    if monoid in ("max", "min") and ctx.num_partitions > 1 and np.dtype(dt).kind == "f":
         return ctx.scalar_region([dt], lambda a, b: ctx.binary(_COMBINE[monoid], a, b))
     if monoid in ("max", "min") and np.dtype(dt).kind == "c":
         return ctx.scalar_region([dt], lambda a, b: _lex_pick(ctx, a, b, monoid == "max"))

@@ -159,7 +159,10 @@ class Device:
         return f"{self.platform}:{self.id}"
 
     def __reduce__(self):
-        return (_device_by_id, (self.id, self.platform))
+        # by its backend's platform: the name a device reports may be an alias of it
+        # (a CUDA device's 'gpu')
+        b = self.backend
+        return (_device_by_id, (self.id, self.platform if b is None else b.platform))
 
 
 class CpuDevice(Device):

@@ -393,8 +393,10 @@ class _ShardMapped:
                                      dyn)
         # eager: one jitted expansion per signature; the operands are read as global
         # values, the results placed on the mesh by out_specs
-        vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray else x
-                for x in dyn]
+        # (a platform that partitions programs itself, a PJRT plugin's, takes the sharded
+        # arrays as they are: the jitted expansion then runs as one partitioned program)
+        vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray and
+                x._local_device()._host_memory else x for x in dyn]
         # the avals too: the output tree (and so its specs) may depend on the shapes
         key = (in_tree, tuple(in_axes), mesh, manual,
                tuple((_aval_of(x).shape, _aval_of(x).dtype, _aval_of(x).weak_type)

@@ -32,21 +32,22 @@ class PartitionedExecutable:
     laid out by), ``text`` (the StableHLO module), ``loaded`` (the plugin's executable).
     """
 
-    def __init__(self, backend, closed, name, devices, in_shardings, out_shardings):
+    def __init__(self, backend, closed, name, mesh, in_shardings, out_shardings):
         from .backend import _compile_error
         from .lowering import hlo_sharding, lower_module
-        self.devices = list(devices)
+        self.devices = list(mesh.devices.flat)
         self.in_shardings = list(in_shardings)
         self.out_shardings = list(out_shardings)
         jaxpr = closed.jaxpr
         self.in_avals = [v.aval for v in jaxpr.invars]
         self.out_avals = [v.aval for v in jaxpr.outvars]
-        arg_text = [hlo_sharding(s, a.ndim, self.devices)
+        arg_text = [hlo_sharding(s, a.ndim, self.devices, mesh)
                     for s, a in zip(self.in_shardings, self.in_avals)]
-        res_text = [hlo_sharding(s, a.ndim, self.devices)
+        res_text = [hlo_sharding(s, a.ndim, self.devices, mesh)
                     for s, a in zip(self.out_shardings, self.out_avals)]
         lowered = lower_module(closed, name=name, platform=backend.platform,
                                num_partitions=len(self.devices), devices=self.devices,
+                               mesh=mesh,
                                arg_shardings=arg_text, result_shardings=res_text)
         self.text = lowered.text
         self.name = name
@@ -87,16 +88,17 @@ def run_partitioned(backend, compiled, args, placement) -> list:
     (core/sharded.py ``check_mesh_devices``), and what the default run raises."""
     from ...core.array import ArrayImpl
     from ...core.placement import device_put
-    from ...core.sharded import ShardedArray, check_mesh_devices, from_natives
+    from ...core.sharded import (ShardedArray, check_mesh_devices, check_shardable,
+                                 from_natives)
     from ...sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
     from .pieces import holds_callback
     mesh, what = placement.mesh, placement.what
     devices = list(mesh.devices.flat)
     check_mesh_devices(mesh, what)
-    for t in placement.out_shardings:
-        if isinstance(t, NamedSharding):
-            check_mesh_devices(t.mesh, what)
     closed = compiled._lowered.closed_jaxpr
+    for t, v in zip(placement.out_shardings, closed.jaxpr.outvars):
+        if isinstance(t, NamedSharding):
+            check_shardable(t, v.aval, f"the outputs of {what}")
     if holds_callback(closed.jaxpr):
         # it must run once (host callbacks in order): the default's one-device run
         once = Placement.sharded(
@@ -122,12 +124,15 @@ def run_partitioned(backend, compiled, args, placement) -> list:
             out_sh.append(t)
         else:       # placed elsewhere afterwards (device_put from the replicated result)
             out_sh.append(replicated)
-    key = ("pjrt-spmd", tuple(in_sh), tuple(out_sh)) + tuple(placement.key or ())
+    # the placement's key says the arguments' and results' shardings, which decide the
+    # module (kept in the cache jit hands over, as the CPU keeps its partitioned program)
+    key = placement.key if placement.key is not None else \
+        ("pjrt-spmd", tuple(in_sh), tuple(out_sh))
     cache = placement.cache if placement.cache is not None else {}
     ex = cache.get(key)
     if ex is None:
         ex = cache[key] = PartitionedExecutable(backend, closed, compiled._fun_name,
-                                                devices, in_sh, out_sh)
+                                                mesh, in_sh, out_sh)
     arg_lists = [[] for _ in devices]
     pos = {d: k for k, d in enumerate(devices)}
     for x in leaves:

@@ -224,10 +224,12 @@ class LoweringContext:
     being lowered), ``eqn`` (the equation; None inside ``lower_fun``'s own program when
     no user equation is current), ``primitive`` (its primitive)."""
 
-    def __init__(self, platform: str = "xla_cpu", num_partitions: int = 1, devices=None):
+    def __init__(self, platform: str = "xla_cpu", num_partitions: int = 1, devices=None,
+                 mesh=None):
         self.platform = platform
         self.num_partitions = num_partitions
         self.devices = None if devices is None else tuple(devices)
+        self.mesh = mesh
         self.avals_in: tuple = ()
         self.avals_out: tuple = ()
         self.eqn = None
@@ -293,7 +295,7 @@ class LoweringContext:
         (``hlo_sharding``)."""
         if self.devices is None:
             raise self.unsupported("a sharding annotation outside a partitioned program")
-        return hlo_sharding(sharding, ndim, self.devices)
+        return hlo_sharding(sharding, ndim, self.devices, self.mesh)
 
     # ---- operations -------------------------------------------------------------------
 
@@ -570,11 +572,29 @@ def _host(c):
 _NAME_OK = re.compile(r"[^A-Za-z0-9_.$]")
 
 
-def hlo_sharding(sharding, ndim: int, devices) -> str:
+def _device_grid(mesh, call_mesh):
+    """The device array of ``mesh``; for an abstract mesh (a sharding type's, inside jit)
+    the device array of ``call_mesh`` when it has the same axes and sizes.  ValueError
+    otherwise."""
+    try:
+        devs = mesh.devices
+    except (ValueError, AttributeError):
+        devs = None
+    if isinstance(devs, np.ndarray):
+        return devs
+    if call_mesh is not None and tuple(call_mesh.axis_names) == tuple(mesh.axis_names) \
+            and dict(call_mesh.shape) == dict(mesh.shape):
+        return call_mesh.devices
+    raise ValueError(f"a sharding over the abstract mesh {mesh} in a program partitioned "
+                     f"over {call_mesh}: their axes differ")
+
+
+def hlo_sharding(sharding, ndim: int, devices, call_mesh=None) -> str:
     """XLA's HloSharding text for a value of rank ``ndim`` laid out by ``sharding`` (a
     NamedSharding; a sharding with no spec, a SingleDeviceSharding or a fully
     replicated one is ``{replicated}``) in a program partitioned over ``devices``
-    (partition ``k`` runs on ``devices[k]``; the text names partitions).  The tile
+    (partition ``k`` runs on ``devices[k]``; the text names partitions; a sharding over
+    an abstract mesh takes the devices of ``call_mesh``, the program's).  The tile
     assignment lists, for each block of the value in row-major block order, the
     partition holding it; mesh axes the spec leaves out make a last dimension of
     replicas (``last_tile_dim_replicate``).
@@ -593,8 +613,9 @@ def hlo_sharding(sharding, ndim: int, devices) -> str:
     if not used:
         return "{replicated}"
     pos = {d: k for k, d in enumerate(devices)}
+    grid = _device_grid(mesh, call_mesh)
     try:
-        ids = np.array([pos[d] for d in mesh.devices.flat]).reshape(mesh.devices.shape)
+        ids = np.array([pos[d] for d in grid.flat]).reshape(grid.shape)
     except KeyError:
         raise ValueError(f"the sharding {sharding} names devices outside the program's "
                          f"partitions {list(devices)}") from None
@@ -611,7 +632,7 @@ def hlo_sharding(sharding, ndim: int, devices) -> str:
 
 def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
                  platform: str = "xla_cpu", num_partitions: int = 1, devices=None,
-                 arg_shardings=None, result_shardings=None) -> LoweredModule:
+                 mesh=None, arg_shardings=None, result_shardings=None) -> LoweredModule:
     """Lowers ``closed_jaxpr`` to a StableHLO module (MLIR text).
 
     The entry function is ``@main``: one argument per invar of the program in order (the
@@ -620,7 +641,8 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     symbol names do not allow become ``_``).  ``platform`` is named in errors and lets a
     rule choose a platform's own lowering; ``num_partitions`` is written as the module's
     ``mhlo.num_partitions``.  A program XLA partitions also gets ``devices`` (the Devices
-    of its partitions, in order: sharding annotations inside name them by position) and
+    of its partitions, in order: sharding annotations inside name them by position),
+    ``mesh`` (the call's Mesh: annotations over an abstract mesh use its devices) and
     ``arg_shardings`` / ``result_shardings``: one HloSharding text per argument / result
     (``hlo_sharding``), written as its ``mhlo.sharding`` attribute.
 
@@ -630,7 +652,7 @@ def lower_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     """
     if num_partitions < 1:
         raise ValueError(f"lower_module: num_partitions must be >= 1, got {num_partitions}")
-    ctx = LoweringContext(platform, num_partitions, devices)
+    ctx = LoweringContext(platform, num_partitions, devices, mesh)
     jaxpr = closed_jaxpr.jaxpr
     args = [Value(f"%arg{i}", v.aval) for i, v in enumerate(jaxpr.invars)]
     outs = ctx.lower_jaxpr(jaxpr, closed_jaxpr.consts, args)
