@@ -251,3 +251,66 @@ def test_more_partitions_than_devices_is_refused(xdevs):
     with pytest.raises(ValueError, match="8 positions but 4 distinct devices"):
         jaxlite.jit(lambda a: a + 1, out_shardings=NamedSharding(twice, P("x")))(y)
     assert [d.memory_stats()["bytes_in_use"] for d in xdevs] == live
+
+
+# ---- the CPU platform's sharding tests, on the XLA:CPU plugin's devices -----------------
+
+# a sample of tests/multidevice run in the fast tier (about 20 s of tests); the whole
+# directory runs in the slow tier
+FAST_FILES = ("test_collectives_shard_map.py", "test_run_seam_mesh.py", "test_pmap.py",
+              "test_trust_errors_multi.py", "test_sharding_api_gaps.py",
+              "test_set_mesh_placement.py")
+
+
+def _run_multidevice(tmp_path, files, marker):
+    """Runs ``files`` of tests/multidevice (all of it for None) in a pytest process of
+    its own on 8 XLA:CPU devices (JAXLITE_MULTIDEVICE_PLATFORM, JAX_NUM_CPU_DEVICES; real
+    JAX, the oracle, on 8 CPU devices); returns {file: Counter(passed/failed/skipped)}
+    and the ids of the failed tests with their messages."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.dirname(os.path.dirname(os.path.abspath(jaxlite.__file__)))
+    here = os.path.join(root, "tests", "multidevice")
+    targets = [here] if files is None else [os.path.join(here, f) for f in files]
+    xml = tmp_path / "multidevice.xml"
+    env = dict(os.environ, JAXLITE_MULTIDEVICE_PLATFORM="xla_cpu", JAX_NUM_CPU_DEVICES="8",
+               JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+           "--timeout=600", f"--junitxml={xml}", *(["-m", marker] if marker else []),
+           *targets]
+    r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                       timeout=3000)
+    assert xml.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    counts = collections.defaultdict(collections.Counter)
+    failed = {}
+    for tc in ET.parse(xml).iter("testcase"):
+        name = tc.get("classname").rsplit(".", 1)[-1] + ".py"
+        state = "passed"
+        for child in tc:
+            if child.tag in ("failure", "error"):
+                state = "failed"
+                failed[f"{name}::{tc.get('name')}"] = (child.get("message") or "")[:300]
+            elif child.tag == "skipped":
+                state = "skipped"
+                assert "needs 8 CPU devices" not in (child.get("message") or ""), \
+                    "the XLA:CPU plugin did not get 8 devices (cpu_device_count)"
+        counts[name][state] += 1
+    table = "\n".join(f"  {f:40s} {c['passed']:5d} passed {c['failed']:3d} failed "
+                      f"{c['skipped']:3d} skipped" for f, c in sorted(counts.items()))
+    print(f"tests/multidevice on xla_cpu (8 devices):\n{table}")
+    return counts, failed
+
+
+def test_multidevice_sample_on_xla_cpu(tmp_path):
+    counts, failed = _run_multidevice(tmp_path, FAST_FILES, "not slow")
+    assert sorted(counts) == sorted(FAST_FILES)
+    assert not failed, failed
+    assert all(c["passed"] for c in counts.values()), counts
+
+
+@pytest.mark.slow
+def test_multidevice_suite_on_xla_cpu(tmp_path):
+    counts, failed = _run_multidevice(tmp_path, None, None)
+    assert len(counts) >= 20, sorted(counts)
+    assert not failed, failed
+    assert sum(c["passed"] for c in counts.values()) > 1800

@@ -393,10 +393,8 @@ class _ShardMapped:
                                      dyn)
         # eager: one jitted expansion per signature; the operands are read as global
         # values, the results placed on the mesh by out_specs
-        # (a platform that partitions programs itself, a PJRT plugin's, takes the sharded
-        # arrays as they are: the jitted expansion then runs as one partitioned program)
-        vals = [ArrayImpl(x._buf, x.aval, False) if type(x) is ShardedArray and
-                x._local_device()._host_memory else x for x in dyn]
+        vals = [ArrayImpl(_global_buffer(x), x.aval, False) if type(x) is ShardedArray
+                else x for x in dyn]
         # the avals too: the output tree (and so its specs) may depend on the shapes
         key = (in_tree, tuple(in_axes), mesh, manual,
                tuple((_aval_of(x).shape, _aval_of(x).dtype, _aval_of(x).weak_type)
@@ -625,6 +623,17 @@ class _ShardMapped:
                 out_axes.append(PartitionSpec() if s is None else s)
             return result, o_tree, out_axes
         return fn
+
+
+def _global_buffer(x):
+    """The global value of ShardedArray ``x`` as a buffer on its first device: a view of
+    host memory there, else a copy made by that device's backend (the uncounted host
+    view ``x._buf`` is no native value of such a device)."""
+    dev = x._local_device()
+    if dev._host_memory:
+        return x._buf
+    from ..core.sharded import host_buffer
+    return host_buffer(np.array(x._buf.data), dev)
 
 
 def _with_auto_axes(jitted, vals, dyn, mesh, auto, out_axes) -> list:
