@@ -8,6 +8,7 @@ contract is in ``primitives``' docstring helpers below.
 from __future__ import annotations
 
 import contextvars
+import threading
 from typing import NamedTuple
 
 from .trace import Trace, Tracer, get_aval
@@ -178,6 +179,24 @@ def batched_along(x, name) -> bool:
 spmd_levels = 0
 
 
+class _ManualTracing(threading.local):
+    """``depth`` > 0 while a shard_map's body is traced as its per-device program (the
+    body of a manually partitioned module, transforms/shard_map.py ``per_device``): its
+    collectives stay equations, ``lax.axis_index`` becomes one (a ``shard_slice`` of the
+    positions) instead of the vmap's index; ``vma`` is set when the body checks
+    replication (check_vma), whose reverse-mode rule for shared values needs the
+    batched expansion (``spmd_cotangent`` then refuses: NotImplementedError)."""
+    depth = 0
+    vma = False
+
+
+manual_tracing = _ManualTracing()
+
+
+class ManualUnsupported(NotImplementedError):
+    """A shard_map body that cannot be traced as one per-device program."""
+
+
 def spmd_cotangent(primal, ct):
     """The cotangent of ``primal`` as a shard_map with check_vma defines it: a value the
     devices along a mesh axis share (``primal`` not mapped along it) has ONE cotangent,
@@ -186,6 +205,9 @@ def spmd_cotangent(primal, ct):
     Plain vmap axes are left alone (per-example gradients)."""
     if not spmd_levels or ct is None:
         return ct
+    if manual_tracing.depth and manual_tracing.vma:
+        raise ManualUnsupported("reverse-mode differentiation of values shared by the "
+                                "devices inside a replication-checking shard_map body")
     from .staging import JaxprTrace
     from .trace import current_main
     names = []

@@ -104,6 +104,15 @@ def axis_index(axis_name):
             stride *= batching.find_axis(name).payload.global_size
         return index
     main = batching.find_axis(axis_name)
+    if batching.manual_tracing.depth:
+        # the per-device program of a shard_map lowered over a mesh (backends/pjrt): this
+        # device's block of the positions, an equation the program keeps
+        from ..primitives.shape import reshape_p
+        from ..primitives.shard_slice import shard_slice_p
+        n = main.payload.global_size
+        block = shard_slice_p.bind(np.arange(n, dtype=np.int32), axis_name=axis_name,
+                                   dimension=0, axis_size=n)
+        return reshape_p.bind(block, new_sizes=(), dimensions=None)
     trace = batching.BatchTrace(main)
     split = main.payload.split
     start = 0 if split is None else split.offset     # this process's first device on it

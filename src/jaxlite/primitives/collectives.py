@@ -21,6 +21,8 @@ from ..core.primitive import Primitive
 from ..core.trace import get_aval
 
 
+
+
 def _aval(x, axes):
     return x
 
@@ -701,3 +703,87 @@ def _pvary(x, name):
 
 psum_p.jvp = _psum_jvp
 psum_p.transpose = _psum_transpose
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# In a shard_map lowered over a mesh (its body manual: each partition runs it on its
+# shards, XLA partitions nothing) each collective is XLA's own, over the partitions
+# sharing their positions along the other mesh axes (``ctx.replica_groups``), with a
+# channel and global device ids (partition numbers).  Anywhere else an equation of one
+# names an unbound axis: ``ctx`` refuses it.
+
+def _manual_attrs(ctx, axes) -> dict:
+    return {"replica_groups": ctx.replica_groups(axes),
+            "channel_handle": ctx.channel_handle(), "use_global_device_ids": "unit"}
+
+
+def _reducer(ctx, kind, dt):
+    if np.dtype(dt) == np.bool_:
+        op = {"sum": "or", "max": "or", "min": "and"}[kind]
+    else:
+        op = {"sum": "add", "max": "maximum", "min": "minimum"}[kind]
+    return ctx.scalar_region([dt], lambda a, b: ctx.binary(op, a, b))
+
+
+def _all_reduce_lowering(kind):
+    def rule(ctx, x, *, axes):
+        return ctx.op("stablehlo.all_reduce", [x], x.aval, _manual_attrs(ctx, axes),
+                      regions=[_reducer(ctx, kind, x.aval.dtype)])
+    return rule
+
+
+psum_p.lowering = _all_reduce_lowering("sum")
+pmax_p.lowering = _all_reduce_lowering("max")
+pmin_p.lowering = _all_reduce_lowering("min")
+
+
+def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+    dim = all_gather_dimension
+    if not tiled:       # a new dimension of one, gathered into axis_size
+        shape = list(x.aval.shape)
+        shape.insert(dim, 1)
+        x = ctx.reshape(x, shape)
+    out = ctx.avals_out[0]
+    attrs = {"all_gather_dim": ctx.i64(dim), **_manual_attrs(ctx, axis_name)}
+    return ctx.op("stablehlo.all_gather", [x], ctx.aval(out.shape, out.dtype), attrs)
+
+
+all_gather_p.lowering = _all_gather_lowering
+
+
+def _reduce_scatter_lowering(ctx, x, *, axis_name, scatter_dimension, axis_size, tiled):
+    out = ctx.avals_out[0]
+    shape = list(x.aval.shape)
+    shape[scatter_dimension] //= axis_size
+    attrs = {"scatter_dimension": ctx.i64(scatter_dimension),
+             **_manual_attrs(ctx, axis_name)}
+    r = ctx.op("stablehlo.reduce_scatter", [x], ctx.aval(shape, x.aval.dtype), attrs,
+               regions=[_reducer(ctx, "sum", x.aval.dtype)])
+    return r if tiled else ctx.reshape(r, out.shape)
+
+
+psum_scatter_p.lowering = _reduce_scatter_lowering
+
+
+def _ppermute_lowering(ctx, x, *, axis_name, perm, axis_size):
+    pairs = [[g[i], g[j]] for g in ctx.groups(axis_name) for i, j in perm]
+    if not pairs:       # nothing is sent: every partition receives zeros
+        return ctx.full(0, x.aval)
+    return ctx.op("stablehlo.collective_permute", [x], x.aval,
+                  {"source_target_pairs": ctx.dense_i64_2d(pairs),
+                   "channel_handle": ctx.channel_handle()})
+
+
+ppermute_p.lowering = _ppermute_lowering
+
+
+def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_size):
+    out = ctx.avals_out[0]
+    attrs = {"split_dimension": ctx.i64(split_axis),
+             "concat_dimension": ctx.i64(concat_axis), "split_count": ctx.i64(axis_size),
+             "replica_groups": ctx.replica_groups(axis_name),
+             "channel_handle": ctx.channel_handle()}
+    return ctx.op("stablehlo.all_to_all", [x], ctx.aval(out.shape, out.dtype), attrs)
+
+
+all_to_all_p.lowering = _all_to_all_lowering

@@ -118,3 +118,22 @@ def _transpose(ct, x, *, axis_name, dimension, axis_size):
 
 shard_slice_p.jvp = _jvp
 shard_slice_p.transpose = _transpose
+
+
+# ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
+# In a shard_map lowered over a mesh each partition keeps the block at its position along
+# ``axis_name`` (``ctx.axis_position``: from its partition id); anywhere else the
+# equation names an unbound axis and ``ctx`` refuses it.
+
+def _lowering(ctx, x, *, axis_name, dimension, axis_size):
+    out = ctx.avals_out[0]
+    pos = ctx.axis_position(axis_name)
+    blk = out.shape[dimension]
+    zero = ctx.constant(np.int32(0), np.int32)
+    start = ctx.binary("multiply", pos, ctx.constant(np.int32(blk), np.int32))
+    starts = [start if d == dimension else zero for d in range(len(out.shape))]
+    return ctx.op("stablehlo.dynamic_slice", [x, *starts], ctx.aval(out.shape, out.dtype),
+                  {"slice_sizes": ctx.i64s(out.shape)})
+
+
+shard_slice_p.lowering = _lowering

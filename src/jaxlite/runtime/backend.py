@@ -230,11 +230,15 @@ class Placement:
       names: a function of no arguments giving the arguments' names (for errors), or
         None.
       delete_after: the donated sharded arguments, deleted once the results exist.
+      manual: None, or (a jitted ``shard_map``) a function of no arguments returning its
+        per-device program ``(closed, in_axes, out_axes)`` (transforms/shard_map.py
+        ``per_device``; NotImplementedError where it has none), for a platform that
+        lowers it as manually partitioned code.
     """
 
     # a sharded call's fields default here, so that a call on one device (every jitted
     # call past the cached fast path) sets five attributes only
-    out_shardings = mesh = spmd = key = cache = names = None
+    out_shardings = mesh = spmd = key = cache = names = manual = None
     across = False
     delete_after = ()
 
@@ -248,12 +252,13 @@ class Placement:
 
     @classmethod
     def sharded(cls, device, what: str, check, *, out_shardings, mesh, across: bool,
-                spmd, key, cache, names, delete_after) -> "Placement":
+                spmd, key, cache, names, delete_after, manual=None) -> "Placement":
         """The placement of a call over a mesh or with ``out_shardings`` (see the class
         docstring); ``device`` is ``jit(device=)`` or None."""
         p = cls(device, False, None, what, check)
         p.out_shardings, p.mesh, p.across, p.spmd = out_shardings, mesh, across, spmd
         p.key, p.cache, p.names, p.delete_after = key, cache, names, delete_after
+        p.manual = manual
         return p
 
     def __repr__(self):

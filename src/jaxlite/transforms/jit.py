@@ -1133,6 +1133,14 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         # the partitioned program, built once per placement by the backend (core/run.py)
         spmd = functools.partial(_spmd_of_leaves, closed, leaves, targets, sharding0.mesh,
                                  entry.compiled._fun_name, across)
+    manual = None
+    if sharding0 is not None and _is_manual(entry.compiled._lowered._wrapped):
+        # a jitted shard_map: its per-device program, for a platform lowering it as such
+        low = entry.compiled._lowered
+        if entry.partitions is None:
+            entry.partitions = {}
+        manual = functools.partial(low._wrapped.fun.per_device, low.in_tree,
+                                   [v.aval for v in closed.jaxpr.invars], sharding0.mesh)
     dead = [given[k] for k in donate or () if type(given[k]) is ShardedArray]
     mesh = sharding0.mesh if sharding0 is not None else None
     backend = (mesh.devices.flat[0] if mesh is not None else get_default_device()).backend
@@ -1140,7 +1148,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         entry.compiled._lowered._wrapped._device, what, _fp_check(entry.compiled),
         out_shardings=targets, mesh=mesh, across=across, spmd=spmd,
         key=pkey + tuple(targets), cache=entry.partitions, names=names_fn,
-        delete_after=dead))
+        delete_after=dead, manual=manual))
 
 
 def _partition_for(closed, in_specs, targets, mesh):

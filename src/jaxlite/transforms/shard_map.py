@@ -324,6 +324,74 @@ class _ShardMapped:
         outer_manual = outer[1] if outer is not None else frozenset()
         return mesh, manual, outer_manual
 
+    def per_device(self, in_tree, avals, mesh):
+        """The per-device program of this shard_map called (jitted, outermost) on flat
+        arguments of ``avals`` (``in_tree``: the jitted call's ``(args, kwargs)`` tree)
+        over the concrete ``mesh``: ``(closed, in_axes, out_axes)``: the body traced on
+        one device's shards with its collectives (and ``axis_index``) kept as equations,
+        and each flat argument's and result's spec as one tuple of mesh axes per
+        dimension.  What a platform that partitions programs itself lowers as manual
+        code (backends/pjrt/_spmd.py); the same values the expansion computes.
+
+        Raises NotImplementedError where the body is not one per-device program over the
+        whole mesh: axes left automatic, inside another shard_map, specs inferred from the
+        arguments or None (passed whole), keyword arguments, another mesh."""
+        from ..core import batching as _batching
+        from ..core.avals import ShapedArray
+        from ..core.staging import trace_to_jaxpr
+        from .vmap import vmap
+        mesh0, manual, outer_manual = self._setup()
+        if outer_manual or manual != frozenset(mesh.axis_names) or \
+                self.in_specs is Infer or mesh0 != mesh:
+            raise NotImplementedError("a shard_map that is not manual over its whole mesh")
+        args, kwargs = tree_unflatten(in_tree, list(range(len(avals))))
+        if kwargs:
+            raise NotImplementedError("a shard_map called with keyword arguments")
+        leaves, args_tree = tree_flatten(args)
+        specs = _prefix_leaves(self.in_specs, args, "in_specs")
+        if any(s is None for s in specs):
+            raise NotImplementedError("a shard_map argument passed whole (spec None)")
+        sizes = dict(mesh.shape)
+        in_axes, local = [], []
+        for k, (s, a) in enumerate(zip(specs, avals)):
+            sa = _spec_axes(s, len(a.shape), "in_specs", k)
+            _check_spec(sa, tuple(a.shape), mesh, manual, "in_specs", f"argument {k}")
+            in_axes.append(sa)
+            shape = tuple(n // int(np.prod([sizes[x] for x in e], dtype=np.int64))
+                          for n, e in zip(a.shape, sa))
+            local.append(ShapedArray(shape, a.dtype, a.weak_type))
+        box = {}
+
+        def body(*xs):
+            out = self.f(*tree_unflatten(args_tree, list(xs)))
+            outs, box["tree"] = tree_flatten(out)
+            return outs
+
+        def innermost(dummy):
+            state = _batching.manual_tracing
+            depth, vma = state.depth, state.vma
+            state.depth, state.vma = depth + 1, bool(self.check_vma)
+            if self.check_vma:
+                _batching.spmd_levels += 1
+            try:
+                box["closed"] = trace_to_jaxpr(body, local)
+            finally:
+                state.depth, state.vma = depth, vma
+                if self.check_vma:
+                    _batching.spmd_levels -= 1
+            return dummy
+        fn = innermost
+        for name in reversed(mesh.axis_names):
+            fn = vmap(fn, axis_name=name)
+        fn(np.zeros(tuple(sizes[n] for n in mesh.axis_names), np.float32))
+        closed = box["closed"]
+        out_specs = _prefix_leaves(self.out_specs,
+                                   tree_unflatten(box["tree"], list(range(len(
+                                       closed.jaxpr.outvars)))), "out_specs")
+        out_axes = [_spec_axes(s, len(v.aval.shape), "out_specs", k)
+                    for k, (s, v) in enumerate(zip(out_specs, closed.jaxpr.outvars))]
+        return closed, in_axes, out_axes
+
     @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args):
         from ..sharding import AxisType, NamedSharding

@@ -32,23 +32,33 @@ class PartitionedExecutable:
     laid out by), ``text`` (the StableHLO module), ``loaded`` (the plugin's executable).
     """
 
-    def __init__(self, backend, closed, name, mesh, in_shardings, out_shardings):
+    def __init__(self, backend, closed, name, mesh, in_shardings, out_shardings,
+                 manual=None):
         from .backend import _compile_error
         from .lowering import hlo_sharding, lower_module
         self.devices = list(mesh.devices.flat)
         self.in_shardings = list(in_shardings)
         self.out_shardings = list(out_shardings)
-        jaxpr = closed.jaxpr
-        self.in_avals = [v.aval for v in jaxpr.invars]
-        self.out_avals = [v.aval for v in jaxpr.outvars]
+        self.manual = manual is not None
+        if manual is None:
+            jaxpr = closed.jaxpr
+            self.in_avals = [v.aval for v in jaxpr.invars]
+            self.out_avals = [v.aval for v in jaxpr.outvars]
+        else:
+            self.in_avals = [v.aval for v in closed.jaxpr.invars]
+            self.out_avals = [v.aval for v in closed.jaxpr.outvars]
         arg_text = [hlo_sharding(s, a.ndim, self.devices, mesh)
                     for s, a in zip(self.in_shardings, self.in_avals)]
         res_text = [hlo_sharding(s, a.ndim, self.devices, mesh)
                     for s, a in zip(self.out_shardings, self.out_avals)]
-        lowered = lower_module(closed, name=name, platform=backend.platform,
-                               num_partitions=len(self.devices), devices=self.devices,
-                               mesh=mesh,
-                               arg_shardings=arg_text, result_shardings=res_text)
+        if manual is None:
+            lowered = lower_module(closed, name=name, platform=backend.platform,
+                                   num_partitions=len(self.devices), devices=self.devices,
+                                   mesh=mesh, arg_shardings=arg_text,
+                                   result_shardings=res_text)
+        else:
+            lowered = lower_manual(manual, self.in_avals, self.out_avals, name,
+                                   backend.platform, mesh, arg_text, res_text)
         self.text = lowered.text
         self.name = name
         client = backend.client
@@ -77,6 +87,42 @@ class PartitionedExecutable:
 
     def as_text(self) -> str:
         return self.text
+
+
+def lower_manual(manual, in_avals, out_avals, name, platform, mesh, arg_text, res_text):
+    """The module of a jitted shard_map whose per-device program is ``manual``
+    (``(closed, in_axes, out_axes)``, transforms/shard_map.py ``per_device``): each
+    argument (global, laid out by ``arg_text``) is annotated with its in_spec's sharding
+    and cut to this partition's shard (``SPMDFullToShardShape``, manual), the body runs on
+    the shards with its collectives as XLA's (the collectives' lowering rules), and each
+    result is assembled from the partitions' shards by its out_spec
+    (``SPMDShardToFullShape``), laid out by ``res_text``."""
+    from ...core.sharded import to_pspec
+    from ...sharding import NamedSharding
+    from .lowering import LoweringContext, Value, _module, _quote, hlo_sharding
+    closed, in_axes, out_axes = manual
+    devices = list(mesh.devices.flat)
+    ctx = LoweringContext(platform, len(devices), devices, mesh)
+    args = [Value(f"%arg{i}", a) for i, a in enumerate(in_avals)]
+    manual_text = _quote("{manual}")
+    shards = []
+    for a, axes, v in zip(args, in_axes, closed.jaxpr.invars):
+        spec = hlo_sharding(NamedSharding(mesh, to_pspec(axes)), a.aval.ndim, devices, mesh)
+        a = ctx.op("stablehlo.custom_call", [a], a.aval,
+                   {"call_target_name": '"Sharding"', "mhlo.sharding": _quote(spec)})
+        shards.append(ctx.op("stablehlo.custom_call", [a], v.aval,
+                             {"call_target_name": '"SPMDFullToShardShape"',
+                              "mhlo.sharding": manual_text}))
+    outs = ctx.lower_jaxpr(closed.jaxpr, closed.consts, shards)
+    full = []
+    for o, axes, g in zip(outs, out_axes, out_avals):
+        spec = hlo_sharding(NamedSharding(mesh, to_pspec(axes)), g.ndim, devices, mesh)
+        o = ctx.op("stablehlo.custom_call", [o], o.aval,
+                   {"call_target_name": '"Sharding"', "mhlo.sharding": manual_text})
+        full.append(ctx.op("stablehlo.custom_call", [o], g,
+                           {"call_target_name": '"SPMDShardToFullShape"',
+                            "mhlo.sharding": _quote(spec)}))
+    return _module(ctx, name, args, full, list(out_avals), len(devices), arg_text, res_text)
 
 
 def run_partitioned(backend, compiled, args, placement) -> list:
@@ -131,8 +177,17 @@ def run_partitioned(backend, compiled, args, placement) -> list:
     cache = placement.cache if placement.cache is not None else {}
     ex = cache.get(key)
     if ex is None:
+        manual = None
+        if placement.manual is not None:
+            # a jitted shard_map: its body as manual code with XLA's collectives, where
+            # it is one per-device program over the whole mesh (else its expansion,
+            # partitioned by XLA like any program)
+            try:
+                manual = placement.manual()
+            except NotImplementedError:
+                manual = None
         ex = cache[key] = PartitionedExecutable(backend, closed, compiled._fun_name,
-                                                mesh, in_sh, out_sh)
+                                                mesh, in_sh, out_sh, manual)
     arg_lists = [[] for _ in devices]
     pos = {d: k for k, d in enumerate(devices)}
     for x in leaves:

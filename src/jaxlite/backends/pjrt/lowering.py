@@ -297,6 +297,55 @@ class LoweringContext:
             raise self.unsupported("a sharding annotation outside a partitioned program")
         return hlo_sharding(sharding, ndim, self.devices, self.mesh)
 
+    # ---- collectives over the mesh of a manually partitioned program (shard_map) --------
+
+    def _manual_mesh(self):
+        if self.mesh is None or self.devices is None or self.num_partitions == 1:
+            raise self.unsupported(
+                "a collective outside a shard_map lowered over a mesh (resolved while "
+                "tracing: an equation left in a program names an unbound axis)")
+        return self.mesh
+
+    def replica_groups(self, axes) -> str:
+        """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>``: the partitions that communicate
+        over mesh ``axes`` (those sharing their positions along the other axes), each
+        group ordered by position along ``axes`` (row-major, in their order)."""
+        return self.dense_i64_2d(self.groups(axes))
+
+    def groups(self, axes) -> list:
+        """The groups of ``replica_groups`` as lists of partition numbers."""
+        mesh = self._manual_mesh()
+        names = list(mesh.axis_names)
+        axes = [a for a in ((axes,) if isinstance(axes, str) else tuple(axes))]
+        pos = {d: k for k, d in enumerate(self.devices)}
+        ids = np.array([pos[d] for d in mesh.devices.flat]).reshape(mesh.devices.shape)
+        rest = [a for a in names if a not in axes]
+        ids = ids.transpose([names.index(a) for a in rest + axes])
+        size = int(np.prod([dict(mesh.shape)[a] for a in axes], dtype=np.int64))
+        return ids.reshape(-1, size).tolist()
+
+    def channel_handle(self) -> str:
+        """A fresh ``#stablehlo.channel_handle`` (device to device) for one collective."""
+        self._channels = getattr(self, "_channels", 0) + 1
+        return f"#stablehlo.channel_handle<handle = {self._channels}, type = 1>"
+
+    def axis_position(self, axis) -> "Value":
+        """This partition's position (an ``i32`` scalar) along mesh axis ``axis``:
+        ``partition_id``'s coordinate in the mesh's row-major numbering."""
+        mesh = self._manual_mesh()
+        names = list(mesh.axis_names)
+        if list(mesh.devices.flat) != list(self.devices):
+            raise self.unsupported("a position along a mesh axis in a program whose "
+                                   "partitions are not the mesh's devices in mesh order")
+        sizes = dict(mesh.shape)
+        stride = int(np.prod([sizes[a] for a in names[names.index(axis) + 1:]],
+                             dtype=np.int64))
+        pid = self.op("stablehlo.partition_id", [], self.aval((), np.uint32))
+        pid = self.convert(pid, np.int32)
+        if stride > 1:
+            pid = self.binary("divide", pid, self.constant(np.int32(stride), np.int32))
+        return self.binary("remainder", pid, self.constant(np.int32(sizes[axis]), np.int32))
+
     # ---- operations -------------------------------------------------------------------
 
     def op(self, name: str, operands, results, attrs: dict | None = None, regions=()):
