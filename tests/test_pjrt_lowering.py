@@ -64,11 +64,6 @@ NOT_LOWERED = {
     "cross_process_permute": _MPI,
     "custom_lin": ("exists only between linearisation and transposition of a custom_vjp "
                    "function; evaluating it is a TypeError on every backend"),
-    **{name: ("resolved while tracing: vmap, shard_map and pmap run a collective over "
-              "their axis as ordinary primitives (the operand itself on one device); an "
-              "equation left in a program names an unbound axis, a NameError on every "
-              "backend") for name in ("psum", "pmax", "pmin", "all_gather", "reduce_scatter",
-                                       "ppermute", "all_to_all", "shard_slice")},
     **{name: ("no StableHLO or CHLO operation computes it and jaxlite's implementation is "
               "SciPy's (float64); no jaxlite-written algorithm for it yet") for name in (
         "zeta_grad_x", "dawsn", "spence", "expn", "fresnel_s", "fresnel_c", "hyp1f1",

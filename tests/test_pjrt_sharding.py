@@ -314,3 +314,85 @@ def test_multidevice_suite_on_xla_cpu(tmp_path):
     assert len(counts) >= 20, sorted(counts)
     assert not failed, failed
     assert sum(c["passed"] for c in counts.values()) > 1800
+
+
+# ---- shard_map lowered as manual code with XLA's collectives ------------------------------
+
+def _blocks(a, n):
+    return np.split(a, n)
+
+
+COLLECTIVES = {
+    # name: (body, out_spec, the module's collective, expected from the 4 row blocks)
+    "psum": (lambda v: jaxlite.lax.psum(v, "i"), P(), "stablehlo.all_reduce",
+             lambda b: sum(b)),
+    "pmax": (lambda v: jaxlite.lax.pmax(v, "i"), P(), "stablehlo.all_reduce",
+             lambda b: np.maximum.reduce(b)),
+    "pmean": (lambda v: jaxlite.lax.pmean(v, "i"), P(), "stablehlo.all_reduce",
+              lambda b: sum(b) / 4),
+    "all_gather": (lambda v: jaxlite.lax.all_gather(v, "i"), P(), "stablehlo.all_gather",
+                   lambda b: np.stack(b)),
+    "all_gather tiled": (lambda v: jaxlite.lax.all_gather(v, "i", tiled=True), P(),
+                         "stablehlo.all_gather", lambda b: np.concatenate(b)),
+    "psum_scatter": (lambda v: jaxlite.lax.psum_scatter(v, "i", tiled=True), P("i"),
+                     "stablehlo.reduce_scatter", lambda b: sum(b)),
+    "all_to_all": (lambda v: jaxlite.lax.all_to_all(v, "i", 0, 0, tiled=True), P("i"),
+                   "stablehlo.all_to_all",
+                   lambda b: np.concatenate([np.concatenate([np.split(x, 4)[k] for x in b])
+                                             for k in range(4)])),
+    "ppermute": (lambda v: jaxlite.lax.ppermute(v, "i", [(k, (k + 1) % 4) for k in range(4)]),
+                 P("i"), "stablehlo.collective_permute",
+                 lambda b: np.concatenate([b[3], b[0], b[1], b[2]])),
+    "axis_index": (lambda v: v * jaxlite.lax.axis_index("i"), P("i"), "stablehlo.partition_id",
+                   lambda b: np.concatenate([x * k for k, x in enumerate(b)])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIVES))
+def test_jitted_shard_map_is_manual_code_with_xla_collectives(xdevs, modules, name):
+    body, out_spec, op, want = COLLECTIVES[name]
+    mesh1 = Mesh(np.array(xdevs), ("i",))
+    a = np.arange(64, dtype=np.float32).reshape(16, 4) - 20.0
+    x = jaxlite.device_put(a, NamedSharding(mesh1, P("i")))
+    f = jaxlite.jit(jaxlite.shard_map(body, mesh=mesh1, in_specs=P("i"), out_specs=out_spec))
+    out = f(x)
+    expect = want(_blocks(a, 4))
+    assert out.shape == expect.shape and out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), expect, rtol=1e-6)
+    assert _natives(out) == [PjrtBuffer] * 4
+    (text,) = modules
+    assert 'call_target_name = "SPMDFullToShardShape", mhlo.sharding = "{manual}"' in text
+    assert 'call_target_name = "SPMDShardToFullShape"' in text
+    assert f'"{op}"' in text
+    if op != "stablehlo.partition_id":
+        assert "replica_groups = dense<[[0, 1, 2, 3]]>" in text or \
+            "source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]>" in text
+
+
+def test_manual_collectives_over_one_axis_of_two(mesh, modules):
+    """Replica groups over one axis of a 2x2 mesh: the partitions sharing the other."""
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+    f = jaxlite.jit(jaxlite.shard_map(
+        lambda b: (jaxlite.lax.psum(b, "x"), jaxlite.lax.all_gather(b, "y", axis=1,
+                                                                     tiled=True)),
+        mesh=mesh, in_specs=P("x", "y"), out_specs=(P(None, "y"), P("x"))))
+    s, g = f(y)
+    np.testing.assert_allclose(np.asarray(s), X[:4] + X[4:], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g), X, rtol=1e-6)
+    assert s.sharding.spec == P(None, "y") and g.sharding.spec == P("x")
+    (text,) = modules
+    assert "replica_groups = dense<[[0, 2], [1, 3]]>" in text       # over 'x'
+    assert "replica_groups = dense<[[0, 1], [2, 3]]>" in text       # over 'y'
+
+
+def test_collective_outside_a_shard_map_does_not_lower():
+    from jaxlite.backends.pjrt.lowering import lower_module
+    from jaxlite.core.avals import ShapedArray
+    from jaxlite.ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+    from jaxlite.primitives.collectives import psum_p
+    a = ShapedArray((3,), np.dtype(np.float32))
+    x, y = Var(a), Var(a)
+    closed = ClosedJaxpr(Jaxpr([], [x], [JaxprEqn(psum_p, [x], [y], {"axes": ("i",)})],
+                               [y]), [])
+    with pytest.raises(NotImplementedError, match="psum.*unbound axis"):
+        lower_module(closed, platform="xla_cpu")
