@@ -196,6 +196,8 @@ def bind_collective(prim, x, axes):
     from ..core.trace import Tracer
     mains = [batching.find_axis(a) for a in axes]
     main = max(mains, key=lambda m: m.level)
+    if batching.manual_tracing.depth:
+        return prim.bind(x, axes=tuple(axes))   # a per-device program's equation
     if not (isinstance(x, Tracer) and x._trace.main.level >= main.level):
         x = batching.BatchTracer(batching.BatchTrace(main), x, None)
     return prim.bind(x, axes=tuple(axes))
@@ -250,6 +252,8 @@ def lift(x, name):
     the batching rule that resolves ``name`` (NameError when no vmap has that name)."""
     from ..core.trace import Tracer
     main = batching.find_axis(name)
+    if batching.manual_tracing.depth:
+        return x        # a per-device program: the collective is an equation of it
     if not (isinstance(x, Tracer) and x._trace.main.level >= main.level):
         x = batching.BatchTracer(batching.BatchTrace(main), x, None)
     return x

@@ -375,6 +375,12 @@ class _ShardMapped:
                 _batching.spmd_levels += 1
             try:
                 box["closed"] = trace_to_jaxpr(body, local)
+            except _batching.ManualUnsupported:
+                raise
+            except Exception as e:      # noqa: BLE001 - the expansion then runs it,
+                # and raises what the body raises there (its own errors are the user's)
+                raise _batching.ManualUnsupported(
+                    f"the body does not trace as one per-device program: {e!r}") from e
             finally:
                 state.depth, state.vma = depth, vma
                 if self.check_vma:
@@ -456,6 +462,25 @@ class _ShardMapped:
                              f"devices to place its results, got the abstract mesh {mesh}.")
         _check_devices(dyn, mesh)
         from ..core.sharded import spans_processes
+        if not statics and not outer_manual and self.in_specs is not Infer and \
+                manual == frozenset(mesh.axis_names) and \
+                not mesh.devices.flat[0]._host_memory:
+            # a platform that partitions programs itself (a PJRT plugin's devices): the
+            # arguments placed by in_specs, the body run as one manually partitioned
+            # program (jit of this shard_map; backends/pjrt/_spmd.py)
+            from ..core.placement import device_put
+            from .jit import jit
+            fn = self._jitted.get("partitioned")
+            if fn is None:
+                fn = self._jitted["partitioned"] = jit(self)
+            placed = [device_put(x, NamedSharding(mesh, _as_pspec(sa)))
+                      for x, sa in zip(dyn, in_axes)]
+            outs = fn(*tree_unflatten(in_tree, placed))
+            # as the eager call places them: by out_specs as spelled
+            leaves_o, out_tree = tree_flatten(outs)
+            specs = _prefix_leaves(self.out_specs, outs, "out_specs")
+            return tree_unflatten(out_tree, [_relabel(o, NamedSharding(mesh, sp))
+                                             for o, sp in zip(leaves_o, specs)])
         if spans_processes(mesh):
             return self._call_across(mesh, manual, outer_manual, in_tree, in_axes, statics,
                                      dyn)
@@ -691,6 +716,23 @@ class _ShardMapped:
                 out_axes.append(PartitionSpec() if s is None else s)
             return result, o_tree, out_axes
         return fn
+
+
+def _relabel(o, sharding):
+    """Result ``o`` with ``sharding``: the same shards when it lays them out as ``o``'s
+    sharding does (a spec spelled otherwise), else moved there (``device_put``)."""
+    from ..core.placement import device_put
+    from ..core.sharded import shard_indices
+    if o.sharding == sharding:
+        return o
+    shape = o.aval.shape
+    same = type(o) is ShardedArray and [(d, tuple((i.start, i.stop) for i in idx)) for d, idx, _
+                                        in shard_indices(o.sharding, shape)] == \
+        [(d, tuple((i.start, i.stop) for i in idx)) for d, idx, _ in
+         shard_indices(sharding, shape)]
+    if same:
+        return ShardedArray(o.aval, sharding, o._shards)
+    return device_put(o, sharding)
 
 
 def _global_buffer(x):
