@@ -396,3 +396,24 @@ def test_collective_outside_a_shard_map_does_not_lower():
                                [y]), [])
     with pytest.raises(NotImplementedError, match="psum.*unbound axis"):
         lower_module(closed, platform="xla_cpu")
+
+
+def test_eager_shard_map_and_pmap_run_as_manual_modules(xdevs, mesh, modules):
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+    out = jaxlite.shard_map(lambda b: jaxlite.lax.pmean(b, "y"), mesh=mesh,
+                            in_specs=P("x", "y"), out_specs=P("x"))(y)
+    halves = np.split(X, 2, axis=1)
+    np.testing.assert_allclose(np.asarray(out), (halves[0] + halves[1]) / 2, rtol=1e-6)
+    assert out.sharding == NamedSharding(mesh, P("x")) and _natives(out) == [PjrtBuffer] * 4
+    assert len(modules) == 1 and '"stablehlo.all_reduce"' in modules[0]
+    # pmap over the plugin's devices: one manual module, the psum XLA's all-reduce
+    modules.clear()
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    r = jaxlite.pmap(lambda v: v - jaxlite.lax.psum(v, "i") / 4, axis_name="i",
+                     devices=xdevs)(a)
+    np.testing.assert_allclose(np.asarray(r), a - a.mean(0), rtol=1e-6)
+    assert r.shape == (4, 3) and r.dtype == np.float32
+    assert {s.device for s in r.addressable_shards} == set(xdevs)
+    assert _natives(r) == [PjrtBuffer] * 4
+    assert len(modules) == 1 and '"stablehlo.all_reduce"' in modules[0]
+    assert "SPMDFullToShardShape" in modules[0]

@@ -38,8 +38,16 @@ What does not lower, on any PJRT platform:
   between them with counted transfers, and loops and branches holding callbacks are
   stepped from the host; the callbacks run in order, as often as on the CPU platform;
 - a rule's own refusal (``ctx.unsupported``): NotImplementedError naming the primitive,
-  the platform and the reason (complex ``rem``; pivoted ``qr``; sharding annotations over
-  several partitions).
+  the platform and the reason (complex ``rem``; pivoted ``qr``; a collective outside a
+  shard_map lowered over a mesh, where its axis is unbound).
+
+Programs over several devices (backends/pjrt/_spmd.py): a jitted program over a mesh is
+one module whose arguments and results carry ``mhlo.sharding`` (``hlo_sharding``: XLA's
+HloSharding text), sharding constraints become ``custom_call @Sharding``, and XLA's SPMD
+partitioner splits it; a shard_map's body is manual code (``SPMDFullToShardShape`` /
+``SPMDShardToFullShape``) whose collectives lower to XLA's (``all_reduce``,
+``all_gather``, ``reduce_scatter``, ``all_to_all``, ``collective_permute``) over the
+partitions ``ctx.replica_groups`` names.
 Linear algebra XLA has no operation for (``lu``, ``qr`` and its Householder primitives,
 ``eigh`` and ``svd`` by Jacobi rotations, ``hessenberg``, ``tridiagonal``,
 ``tridiagonal_solve``, ``cholesky_update``) and special functions CHLO lacks
