@@ -597,3 +597,14 @@ def test_log_compiles_names_the_hit(devs, client, cdir, caplog):
     assert r.levelname == "WARNING"
     assert r.getMessage() == f"Persistent compilation cache hit for 'cache_probe' with " \
                              f"key '{key}'"
+
+
+def test_summary_line(devs, client, cdir, monkeypatch):
+    monkeypatch.setattr(_cache, "_STATS", dict.fromkeys(_cache._STATS, 0))
+    _cache.load_or_compile(client, TEXT, devs[0].info)
+    _cache.load_or_compile(client, TEXT, devs[0].info)
+    _cache.load_or_compile(client, TEXT, devs[1].info)
+    assert _cache.summary() == (f"PJRT executables: 2 compiled, 1 loaded from the "
+                                f"persistent cache ({cdir})")
+    with config._override("jax_enable_compilation_cache", False):
+        assert _cache.summary().endswith("loaded from the persistent cache (off)")
