@@ -370,6 +370,8 @@ def _persist(client, entry: _Entry, ex, seconds: float, device) -> None:
     cannot be written warns once."""
     from ...config import config
     min_s = config.jax_persistent_cache_min_compile_time_secs
+    if client.plugin.path in _UNSUPPORTED:
+        return
     if seconds < min_s or entry.d in _NO_WRITE:
         logger.debug("Not writing persistent cache entry for '%s': it took %.3f s to "
                      "compile, less than %s s, or its directory is not writable",

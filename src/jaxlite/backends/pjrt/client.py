@@ -369,12 +369,11 @@ class Client:
         of another plugin or version, damaged bytes); RuntimeError when the plugin lacks
         ``PJRT_Executable_DeserializeAndLoad``."""
         device = self.devices[0] if device is None else device
-        data = bytes(data)
-        buf = C.create_string_buffer(data, len(data))
+        data = bytes(data)      # immutable: the plugin reads it in place (no copy)
         opts = compile_options(device.id)
         obuf = C.create_string_buffer(opts, len(opts))
         a = self.api.call("Executable_DeserializeAndLoad", _capi.DeserializeAndLoadArgs(
-            client=self.handle, serialized_executable=C.addressof(buf),
+            client=self.handle, serialized_executable=C.cast(C.c_char_p(data), C.c_void_p),
             serialized_executable_size=len(data),
             overridden_serialized_compile_options=C.addressof(obuf),
             overridden_serialized_compile_options_size=len(opts)))
