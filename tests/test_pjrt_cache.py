@@ -608,3 +608,22 @@ def test_summary_line(devs, client, cdir, monkeypatch):
                                 f"persistent cache ({cdir})")
     with config._override("jax_enable_compilation_cache", False):
         assert _cache.summary().endswith("loaded from the persistent cache (off)")
+
+
+def test_no_room_to_load_keeps_the_entry(devs, client, cdir, monkeypatch):
+    # the device cannot hold the executable now: the entry is sound, so it is kept (the
+    # compile that follows reports the device's state), not discarded
+    _cache.load_or_compile(client, TEXT, devs[0].info)
+
+    def full(self, data, device=None):
+        raise _capi.PjrtOutOfMemory(_capi.RESOURCE_EXHAUSTED, "out of device memory")
+
+    with monkeypatch.context() as m:
+        m.setattr(type(client), "deserialize", full)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ex, n = compile_counted(client, devs[0].info)
+    assert n == {"compiled": 1, "loaded": 0, "written": 0, "discarded": 0}
+    np.testing.assert_array_equal(run(client, ex, devs[0].info), fresh(client, devs[0].info))
+    ex, n = compile_counted(client, devs[0].info)
+    assert n == {"compiled": 0, "loaded": 1, "written": 0, "discarded": 0}

@@ -51,7 +51,7 @@ import warnings
 import weakref
 
 from ...runtime import cache_files as _files
-from ._capi import UNIMPLEMENTED, PjrtError
+from ._capi import UNIMPLEMENTED, PjrtError, PjrtOutOfMemory
 
 logger = logging.getLogger("jaxlite")
 
@@ -348,6 +348,8 @@ def _load(client, entry: _Entry, device):
         seen, payload = found
         try:
             ex = client.deserialize(payload, device)
+        except PjrtOutOfMemory:
+            return None                 # a sound entry, no room to load it: compile says
         except PjrtError as e:
             if e.code == UNIMPLEMENTED:
                 _UNSUPPORTED.setdefault(client.plugin.path, f"the PJRT plugin "
