@@ -14,7 +14,8 @@ jaxlite's arrays or programs: NumPy arrays in, NumPy arrays out, MLIR text compi
   last Python reference goes (``PJRT_Buffer_Destroy``), or at ``delete()``.
 - ``LoadedExecutable``: ``execute`` on device buffers (donation through PJRT's
   non-donatable input indices), ``num_outputs``, ``optimized_program``,
-  ``cost_analysis``, ``compiled_memory_stats``.
+  ``cost_analysis``, ``compiled_memory_stats``, ``serialize`` (the plugin's bytes, which
+  ``Client.deserialize`` loads again: the persistent executable cache, _cache.py).
 
 Compile options are always the serialized ``CompileOptionsProto`` for one replica and one
 partition (``COMPILE_OPTIONS_1x1``): other options can make the XLA:CPU plugin abort the
@@ -356,6 +357,27 @@ class Client:
             compile_options_size=len(opts)))
         return LoadedExecutable(self, a.executable, device)
 
+    def deserialize(self, data: bytes, device: DeviceInfo | None = None) \
+            -> "LoadedExecutable":
+        """Loads an executable that ``LoadedExecutable.serialize`` made (the same plugin
+        and version: the format is the plugin's own and not stable across versions) for
+        ``device`` (default: the first; its compile options, ``compile_options``, are
+        sent along, so the executable runs there whatever it was serialized with).
+
+        Raises PjrtError with the plugin's message when it cannot load ``data`` (bytes
+        of another plugin or version, damaged bytes); RuntimeError when the plugin lacks
+        ``PJRT_Executable_DeserializeAndLoad``."""
+        device = self.devices[0] if device is None else device
+        data = bytes(data)      # immutable: the plugin reads it in place (no copy)
+        opts = compile_options(device.id)
+        obuf = C.create_string_buffer(opts, len(opts))
+        a = self.api.call("Executable_DeserializeAndLoad", _capi.DeserializeAndLoadArgs(
+            client=self.handle, serialized_executable=C.cast(C.c_char_p(data), C.c_void_p),
+            serialized_executable_size=len(data),
+            overridden_serialized_compile_options=C.addressof(obuf),
+            overridden_serialized_compile_options_size=len(opts)))
+        return LoadedExecutable(self, a.loaded_executable, device)
+
     def __repr__(self):
         return (f"<PJRT client {self.platform_name!r} of {self.plugin.path}: "
                 f"{len(self.devices)} device(s)>")
@@ -565,6 +587,29 @@ class LoadedExecutable:
         except PjrtError:
             return None
         return (_capi.text(prog.format, prog.format_size), code.raw[:prog.code_size])
+
+    def serialize(self) -> bytes:
+        """The plugin's serialization of this executable (``PJRT_Executable_Serialize``:
+        a format of the plugin's own, loadable by the same plugin and version with
+        ``Client.deserialize``).  Raises PjrtError when the plugin cannot serialize it
+        (UNIMPLEMENTED on a plugin without the feature), RuntimeError when the plugin
+        lacks the function."""
+        api = self.api
+        ex = api.call("LoadedExecutable_GetExecutable",
+                      _capi.GetExecutableArgs(loaded_executable=self.handle)).executable
+        try:
+            a = api.call("Executable_Serialize", _capi.ExecutableSerializeArgs(executable=ex))
+            try:
+                return C.string_at(a.serialized_bytes, a.serialized_bytes_size) \
+                    if a.serialized_bytes_size else b""
+            finally:
+                # the bytes belong to the plugin's serialized_executable: copied above,
+                # then freed by its deleter, exactly once
+                if a.serialized_executable_deleter and a.serialized_executable:
+                    _capi.SerializedDeleter(a.serialized_executable_deleter)(
+                        a.serialized_executable)
+        finally:
+            api.call("Executable_Destroy", _capi.ExecutableArgs(executable=ex))
 
     def cost_analysis(self) -> dict | None:
         """The plugin's cost analysis (``{'flops': ..., 'bytes accessed': ...,
