@@ -5,6 +5,8 @@ dtypes, shapes, devices, committedness, memory accounting, and the full path's e
 checks whenever the call needs them (another device, a deleted argument, debug_nans)."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,14 @@ pytest.importorskip("xla_plugins.xla_cpu_pjrt")
 import jaxlite as jax  # noqa: E402
 import jaxlite.numpy as jnp  # noqa: E402
 from jaxlite.backends.pjrt import backend as pjrt_backend  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collected():
+    """Arrays held by a caught error's traceback go with their test, not in a later
+    test's byte counts."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="module")

@@ -550,6 +550,10 @@ class LoadedExecutable:
         self._outs = (_capi._P * max(1, self.num_outputs))()
         self._out_lists = (_capi._P * 1)(C.addressof(self._outs))
         self._opts = _capi.ExecuteOptions()
+        # each output's on-device size: fixed by the compiled layouts, so asked of the
+        # plugin once (at the first run whose outputs all answered), then given to every
+        # later run's buffers
+        self._out_nbytes = None
 
     def _cost_analysis(self, ex):
         if not self.api.has("Executable_GetCostAnalysis"):
@@ -670,7 +674,14 @@ class LoadedExecutable:
         if err:
             raise self.api.error(err)
         client = self.client
-        return [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+        bufs = [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+        sizes = self._out_nbytes
+        if sizes is not None:
+            for b, n in zip(bufs, sizes):
+                b._nbytes = n
+        else:
+            self._out_nbytes = _on_device_sizes(bufs)
+        return bufs
 
     def __del__(self):
         h = self.handle
@@ -686,6 +697,22 @@ class LoadedExecutable:
 
 
 _ALL: dict = {}
+
+
+def _on_device_sizes(bufs):
+    """The plugin's on-device size of each of ``bufs`` (set on them), or None when one
+    cannot answer (a buffer in an error state: its size is then its values' bytes, which
+    must not be remembered for later runs)."""
+    sizes = []
+    for b in bufs:
+        try:
+            a = b.client.api.call("Buffer_OnDeviceSizeInBytes",
+                                  _capi.BufferSizeArgs(buffer=b._live()))
+        except PjrtError:
+            return None
+        b._nbytes = int(a.size)
+        sizes.append(b._nbytes)
+    return sizes
 
 
 def _all_indices(n: int):
