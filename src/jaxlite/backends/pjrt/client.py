@@ -400,7 +400,7 @@ class PjrtBuffer:
     destroyed when this object is garbage-collected.
     """
 
-    __slots__ = ("client", "handle", "shape", "dtype", "_nbytes", "__weakref__")
+    __slots__ = ("client", "handle", "shape", "dtype", "_nbytes", "_done", "__weakref__")
 
     def __init__(self, client: Client, handle: int, shape: tuple, dtype):
         self.client = client
@@ -408,6 +408,7 @@ class PjrtBuffer:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self._nbytes = None
+        self._done = None       # the _Completion of the execution that made it, if any
 
     @property
     def nbytes(self) -> int:
@@ -443,7 +444,13 @@ class PjrtBuffer:
         return out
 
     def block_until_ready(self) -> "PjrtBuffer":
-        """Waits until the values are computed (the buffer's ready event)."""
+        """Waits until the values are computed (the buffer's ready event, or the
+        completion event of the execution that made it, shared by its outputs)."""
+        done = self._done
+        if done is not None:
+            self._live()
+            done.wait()
+            return self
         api = self.client.api
         a = _capi.BufferReadyEventArgs(buffer=self._live())
         err = api.fn("Buffer_ReadyEvent")(C.byref(a))
@@ -554,6 +561,9 @@ class LoadedExecutable:
         # plugin once (at the first run whose outputs all answered), then given to every
         # later run's buffers
         self._out_nbytes = None
+        # a program of several outputs asks for its execution's completion event, which
+        # ``block_until_ready`` of any of them awaits once for all (``_Completion``)
+        self._completion = self.num_outputs > 1
 
     def _cost_analysis(self, ex):
         if not self.api.has("Executable_GetCostAnalysis"):
@@ -668,6 +678,9 @@ class LoadedExecutable:
         a = _capi.ExecuteArgs(executable=self.handle, options=C.pointer(opts),
                               argument_lists=C.addressof(arg_lists), num_devices=1,
                               num_args=n, output_lists=C.addressof(out_lists))
+        if self._completion:
+            events = (_capi._P * 1)()
+            a.device_complete_events = C.addressof(events)
         # (no execute_device: the executable was compiled for its device, and naming one
         # at launch is optional for a plugin to support)
         err = self.api.fn("LoadedExecutable_Execute")(C.byref(a))
@@ -675,6 +688,10 @@ class LoadedExecutable:
             raise self.api.error(err)
         client = self.client
         bufs = [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+        if self._completion and events[0]:
+            done = _Completion(self.api, events[0])
+            for b in bufs:
+                b._done = done
         sizes = self._out_nbytes
         if sizes is not None:
             for b, n in zip(bufs, sizes):
@@ -697,6 +714,41 @@ class LoadedExecutable:
 
 
 _ALL: dict = {}
+
+
+class _Completion:
+    """The completion event of one execution (``device_complete_events``), shared by its
+    output buffers: the first ``wait`` awaits and destroys it, later ones (the other
+    outputs') return at once, or raise the execution's error again.  An execution
+    complete means every output is computed, so one wait serves them all, where each
+    output's own ready event would cost three plugin calls."""
+
+    __slots__ = ("api", "event", "error", "lock", "__weakref__")
+
+    def __init__(self, api, event: int):
+        self.api, self.event, self.error = api, event, None
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if self.event:
+            with self.lock:
+                event, self.event = self.event, 0
+                if event:
+                    try:
+                        self.api.await_event(event)     # destroys it
+                    except PjrtError as e:
+                        self.error = e
+        if self.error is not None:
+            raise self.error
+
+    def __del__(self):
+        event = self.event
+        if event:
+            self.event = 0
+            try:        # (interpreter shutdown: see PjrtBuffer.__del__)
+                self.api.fn("Event_Destroy")(C.byref(_capi.EventArgs(event=event)))
+            except Exception:  # noqa: BLE001
+                return
 
 
 def _on_device_sizes(bufs):
