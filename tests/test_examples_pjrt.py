@@ -31,17 +31,21 @@ DEVICES = {"xla_cpu": "[XlaCpuDevice(id=0), XlaCpuDevice(id=1), XlaCpuDevice(id=
 RTOL = 2e-3 if PLATFORM == "xla_cpu" else 3e-2
 
 # runs an example as __main__, then says where jaxlite computed: the default platform and
-# how many programs the PJRT plugin compiled (jit's and the eager operations')
+# how many programs the PJRT plugin compiled (jit's and the eager operations'), or loaded
+# from the persistent cache instead
 _DRIVER = """
 import runpy, sys
 import jaxlite
 from jaxlite.backends.pjrt import client
 compiles = []
-_compile = client.Client.compile
+_compile, _load = client.Client.compile, client.Client.deserialize
 def counting(self, *a, **k):
     compiles.append(1)
     return _compile(self, *a, **k)
-client.Client.compile = counting
+def loading(self, *a, **k):
+    compiles.append(1)
+    return _load(self, *a, **k)
+client.Client.compile, client.Client.deserialize = counting, loading
 path = sys.argv[1]
 sys.argv = sys.argv[1:]
 try:
@@ -181,6 +185,8 @@ b[0].block_until_ready()
 compiles = []
 _compile = client.Client.compile
 client.Client.compile = lambda self, *a, **k: (compiles.append(1), _compile(self, *a, **k))[1]
+_load = client.Client.deserialize      # (or loaded from the persistent cache)
+client.Client.deserialize = lambda self, *a, **k: (compiles.append(1), _load(self, *a, **k))[1]
 rows = [b[i] for i in range(10)]
 assert all(r.device == b.device and r.shape == (4,) for r in rows)
 assert np.array_equal(np.stack([np.asarray(r) for r in rows]),

@@ -5,6 +5,8 @@ dtypes, shapes, devices, committedness, memory accounting, and the full path's e
 checks whenever the call needs them (another device, a deleted argument, debug_nans)."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,14 @@ pytest.importorskip("xla_plugins.xla_cpu_pjrt")
 import jaxlite as jax  # noqa: E402
 import jaxlite.numpy as jnp  # noqa: E402
 from jaxlite.backends.pjrt import backend as pjrt_backend  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collected():
+    """Arrays held by a caught error's traceback go with their test, not in a later
+    test's byte counts."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +165,36 @@ print("ok", len(jax.devices()), jax.default_backend())
                                              JAX_PLATFORMS="xla_cpu,cpu"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["ok", "4", "xla_cpu"]
+
+
+def test_outputs_of_one_execution_share_its_completion_event(devs):
+    """A program of several outputs asks for its execution's completion event: waiting
+    for one output awaits it once for all (the others then return at once), the values
+    are the program's, and an output deleted first does not stop the others."""
+    from jaxlite.backends.pjrt.client import _Completion
+    f = jax.jit(lambda a, b: (a + b, a * b, jnp.sum(a - b)))
+    x = jax.device_put(np.arange(6, dtype=np.float32), devs[0])
+    y = jax.device_put(np.full(6, 2.0, np.float32), devs[0])
+    for _ in range(2):          # the full path, then the fast path
+        s, p, t = f(x, y)
+        done = s._buf.data._done
+        assert type(done) is _Completion and p._buf.data._done is done
+        assert t._buf.data._done is done
+        p.delete()
+        t.block_until_ready()
+        assert done.event == 0 and done.error is None     # awaited and destroyed
+        s.block_until_ready()
+        np.testing.assert_array_equal(np.asarray(s), np.arange(6) + 2.0)
+        assert float(t) == 3.0 and t.dtype == np.float32
+        with pytest.raises(RuntimeError, match="deleted"):
+            p.block_until_ready()
+    # one output: its own ready event, no completion requested
+    g = jax.jit(lambda a: a * 2)
+    assert g(x)._buf.data._done is None
+    # never waited: the completion (and its event) goes with the outputs
+    import weakref
+    outs = f(x, y)
+    done = weakref.ref(outs[0]._buf.data._done)
+    del outs
+    gc.collect()
+    assert done() is None

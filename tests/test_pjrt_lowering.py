@@ -939,3 +939,33 @@ def test_accelerators_lower_float_max_min_to_xlas_own_ops():
     closed = jaxlite.make_jaxpr(lambda a, b: (jnp.maximum(a, b), a & b))(
         np.arange(3, dtype=np.int32), np.ones(3, np.bool_))
     assert lower_module(closed, platform="tpu").text.count("stablehlo.maximum") == 1
+
+
+def test_gather_scatter_positions_int32_unless_an_index_needs_int64():
+    """Index positions are int32, as JAX's (a TPU emulates 64-bit integers), when the
+    index dtype and the dimensions allow; an int64 or uint32 index array keeps int64
+    positions, so an index beyond int32 is clamped (or filled), never wrapped into range."""
+    x = _rn(5, 7)
+    i32 = np.array([[0], [4], [-1]], np.int32)
+    closed = jaxlite.make_jaxpr(lambda a, i: jnp.take_along_axis(a, i, axis=0))(x, i32)
+    text = lower_module(closed).text
+    assert "tensor<3x7x2xi32>" in text and "xi64>" not in text
+    np.testing.assert_array_equal(run_module(text, [x, i32])[0],
+                                  np.take_along_axis(x, i32 % 5, axis=0))
+    with jaxlite.enable_x64():
+        big = np.array([2 ** 32 + 1, 3, -(2 ** 32)], np.int64)    # wrap to 1, 3, 0 in int32
+        f = lambda a, i: (a.at[i].get(mode="fill", fill_value=-1.0),  # noqa: E731
+                          a.at[i].get(mode="clip"), a.at[i].add(1.0, mode="drop"))
+        closed = jaxlite.make_jaxpr(f)(x[0], big)
+        text = lower_module(closed).text
+        assert "xi64>" in text
+        got = run_module(text, [x[0], big])
+        want = [np.array([-1.0, x[0, 3], -1.0], np.float32),
+                x[0][[6, 3, 0]], x[0] + np.isin(np.arange(7), [3])]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        u32 = np.array([2 ** 32 - 1, 2], np.uint32)
+        closed = jaxlite.make_jaxpr(lambda a, i: a.at[i].get(mode="clip"))(x[0], u32)
+        text = lower_module(closed).text
+        assert "xi64>" in text
+        np.testing.assert_array_equal(run_module(text, [x[0], u32])[0], x[0][[6, 2]])

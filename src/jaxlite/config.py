@@ -269,7 +269,8 @@ class Config:
             "jax_enable_compilation_cache": _env_bool("JAX_ENABLE_COMPILATION_CACHE", True),
             # a program's native code is written to the persistent cache only when its
             # build took at least this long and its kernels' files hold at least this
-            # many bytes (_cache.program_build).  0 s, not JAX's 1 s: a small program's
+            # many bytes (_cache.program_build); a PJRT executable likewise
+            # (backends/pjrt/_cache.py).  0 s, not JAX's 1 s: a small program's
             # build takes less, and its warm start in the next process is what the cache
             # is for (README, Known differences)
             "jax_persistent_cache_min_compile_time_secs": _env_float(

@@ -790,19 +790,22 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
     if length == 0:          # no step: the carry as it came, empty stacked outputs
         return carry + [ctx.full(0, (0,) + a.shape, a.dtype) for a in y_avals]
     ys = [ctx.constant(np.zeros((), a.dtype), a.dtype, (length,) + a.shape) for a in y_avals]
-    i0 = ctx.constant(0, np.int64)
+    # the step counter: int32 as JAX's (a TPU has no 64-bit integer unit), int64 only for a
+    # length it cannot count to
+    it = np.int32 if length < 2 ** 31 - 1 else np.int64
+    i0 = ctx.constant(0, it)
     init = [i0] + consts + carry + xs + ys
     avals = [v.aval for v in init]
     nc, nk, nx = len(consts), len(carry), len(xs)
 
     def cond(i, *rest):
-        return ctx.compare(i, ctx.constant(length, np.int64), "LT")
+        return ctx.compare(i, ctx.constant(length, it), "LT")
 
     def body(i, *rest):
         cs, cr = list(rest[:nc]), list(rest[nc:nc + nk])
         xv, yv = list(rest[nc + nk:nc + nk + nx]), list(rest[nc + nk + nx:])
-        k = ctx.binary("subtract", ctx.constant(length - 1, np.int64), i) if reverse else i
-        zero = ctx.constant(0, np.int64)
+        k = ctx.binary("subtract", ctx.constant(length - 1, it), i) if reverse else i
+        zero = ctx.constant(0, it)
         slices = []
         for x in xv:
             shape = x.aval.shape
@@ -816,7 +819,7 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
             upd = ctx.reshape(o, (1,) + o.aval.shape)
             new_ys.append(ctx.op("stablehlo.dynamic_update_slice",
                                  [y, upd, k] + [zero] * o.aval.ndim, y.aval))
-        nxt = ctx.binary("add", i, ctx.constant(1, np.int64))
+        nxt = ctx.binary("add", i, ctx.constant(1, it))
         return [nxt] + cs + list(outs[:num_carry]) + xv + new_ys
 
     outs = ctx.op("stablehlo.while", init, avals,

@@ -745,8 +745,8 @@ gather_p.local_params = scatter_p.local_params = _indexer_local_params
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------
 # An index becomes, for every element of the indexed part (its shape without the new axes),
-# the operand position it reads or writes: per dimension of the operand, an int64 array of
-# that shape (a slice's ``start + step * iota``, an index array broadcast NumPy's way, a
+# the operand position it reads or writes: per dimension of the operand, an int32 array
+# (int64 where a dimension or index needs it: ``_position_dtype``) of that shape (a slice's ``start + step * iota``, an index array broadcast NumPy's way, a
 # static integer), stacked on a last axis.  One element-wise ``stablehlo.gather`` /
 # ``stablehlo.scatter`` then moves the elements.  Negative index-array entries wrap once;
 # out-of-bounds positions are clamped (mode "clip", gather's "promise_in_bounds"), filled
@@ -754,7 +754,7 @@ gather_p.local_params = scatter_p.local_params = _indexer_local_params
 # the update (scatter "drop" and "promise_in_bounds"): the implementations' semantics.
 
 def _positions(ctx, shape, indexer, idxs):
-    """``(positions, in_bounds, s_shape)``: the int64 operand positions, shape
+    """``(positions, in_bounds, s_shape)``: the operand positions (int32 or int64), shape
     ``s_shape + (ndim,)`` (``s_shape``: the indexed shape without new axes); ``in_bounds``:
     a bool array of ``s_shape`` (None when every position is in bounds by construction);
     positions are not clamped."""
@@ -778,7 +778,7 @@ def _positions(ctx, shape, indexer, idxs):
     slice_lens = [len(range(*e[1:])) for e in entries if e[0] == "slice"]
     s_shape = slice_lens[:b0] + list(bshape) + slice_lens[b0:]
     s_shape = tuple(s_shape)
-    i64 = np.dtype(np.int64)
+    i64 = _position_dtype(shape, s_shape, entries, idxs)
     cols, ok = [], None
     dim = 0
     for e in entries:
@@ -811,18 +811,39 @@ def _positions(ctx, shape, indexer, idxs):
     return cols, ok, s_shape
 
 
+_I32_MAX = 2 ** 31 - 1
+
+
+def _position_dtype(shape, s_shape, entries, idxs) -> np.dtype:
+    """The integer type of the positions: int32, as JAX's (a TPU emulates 64-bit integers
+    with pairs of 32-bit ones), when every dimension, static index and index-array value
+    fits it (index arrays of at most 32-bit signed or 16-bit unsigned integers: converting
+    a wider one could wrap an out-of-range index into range); else int64."""
+    if max(shape + s_shape, default=0) >= _I32_MAX:
+        return np.dtype(np.int64)
+    for e in entries:
+        if e[0] == "int" and not -_I32_MAX <= int(e[1]) < _I32_MAX:
+            return np.dtype(np.int64)
+        if e[0] == "array":
+            dt = np.dtype(idxs[e[1]].aval.dtype)
+            if not (dt.kind == "i" and dt.itemsize <= 4 or dt.kind in "ub" and
+                    dt.itemsize <= 2):
+                return np.dtype(np.int64)
+    return np.dtype(np.int32)
+
+
 def _stack(ctx, cols, s_shape):
     parts = [ctx.reshape(c, s_shape + (1,)) for c in cols]
     if len(parts) == 1:
         return parts[0]
     return ctx.op("stablehlo.concatenate", parts,
-                  ctx.aval(s_shape + (len(parts),), np.int64),
+                  ctx.aval(s_shape + (len(parts),), parts[0].aval.dtype),
                   {"dimension": ctx.i64(len(s_shape))})
 
 
 def _clamped(ctx, cols):
-    return [ctx.op("stablehlo.clamp", [ctx.constant(0, np.int64), c,
-                                       ctx.constant(max(n - 1, 0), np.int64)], c.aval)
+    return [ctx.op("stablehlo.clamp", [ctx.constant(0, c.aval.dtype), c,
+                                       ctx.constant(max(n - 1, 0), c.aval.dtype)], c.aval)
             for c, n in cols]
 
 

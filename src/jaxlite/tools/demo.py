@@ -583,6 +583,10 @@ def run(args) -> int:
         # hot programs finish their native build, so the next demo run loads them
         from ..backends.cpu import _tiered
         print(_INDENT + _tiered.summary(timeout=300))
+    pjrt_cache = sys.modules.get("jaxlite.backends.pjrt._cache")
+    if pjrt_cache is not None and any(pjrt_cache.stats().values()):
+        # programs ran on a PJRT device: compiled here vs loaded from the persistent cache
+        print(_INDENT + pjrt_cache.summary())
     pitfalls = [p for s, _, p in sections if s == "3.5"]
     if pitfalls:   # end with what `jaxlite doctor` says about the chapter's pitfalls
         from .doctor import demo_report

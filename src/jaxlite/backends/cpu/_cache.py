@@ -47,24 +47,22 @@ process sends back to the user's process, which loads them with ``load_only``).
 from __future__ import annotations
 
 import contextlib
-import errno
 import glob
 import hashlib
 import io
 import json
 import os
 import pickle
-import shutil
 import stat
 import sys
 import threading
 import time
 import types
-import uuid
 import warnings
 
 import numpy as np
 
+from ...runtime import cache_files as _files
 from ._paths import cache_dir  # noqa: F401  (one definition, re-exported)
 
 _STATS = {"compiled": 0, "loaded": 0, "memory": 0, "discarded": 0}
@@ -79,9 +77,7 @@ _UNWRITTEN: dict = {}
 _BUILD = threading.local()  # the program build in progress in this thread
 _FORMAT = "jaxlite native kernel entry 1"
 _MAX_MANIFEST = 1 << 16
-_MAX_FILE = 1 << 28
-_O_SAFE = (getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-           | getattr(os, "O_CLOEXEC", 0))
+_MAX_FILE = _files.MAX_FILE
 
 
 def stats() -> dict:
@@ -165,27 +161,17 @@ def module_text(source: str, glb: dict, signature: str, parallel: bool, opts: di
 
 # ---- files: private, checked, written atomically -----------------------------------------
 
-class _Bad(Exception):
-    """An entry's file is not what its manifest records (or is no regular file): the entry
-    is discarded and rebuilt."""
-
-
-class _Untrusted(Exception):
-    """A directory or file of the cache that is not the user's own or that others may
-    write: the cache is not used."""
-
-
-def _trust_problem(st, path: str) -> str | None:
-    """Why ``path`` (its ``os.stat`` result ``st``) may not be trusted, or None."""
-    if not hasattr(os, "getuid"):       # pragma: no cover - no POSIX owners (Windows)
-        return None
-    uid = os.getuid()
-    if st.st_uid != uid:
-        return f"{path} belongs to uid {st.st_uid}, not to you (uid {uid})"
-    if st.st_mode & 0o022:
-        return (f"{path} has mode {oct(stat.S_IMODE(st.st_mode))}: group or others may "
-                "write it")
-    return None
+# the shared file helpers (runtime/cache_files.py), under this module's old names
+_Bad = _files.BadEntry
+_Untrusted = _files.Untrusted
+_trust_problem = _files.trust_problem
+_private_dir = _files.private_dir
+_read_private = _files.read_private
+_remove = _files.remove
+_new_file = _files.new_file
+_replace = _files.replace
+_write_if_absent = _files.write_if_absent
+_dir_lock = _files.dir_lock
 
 
 def _refuse(base: str, why: str) -> None:
@@ -200,156 +186,6 @@ def _refuse(base: str, why: str) -> None:
             "and writable by you alone; native kernels are compiled in memory instead. "
             f"To use it: chown -R $USER {base} && chmod -R go-w {base}, or set "
             "JAXLITE_CACHE_DIR to a directory of your own", RuntimeWarning, stacklevel=4)
-
-
-def _private_dir(path: str, create: bool) -> None:
-    """Checks (creating it with mode 0o700 if asked) a directory of the cache.  Raises
-    _Untrusted, or OSError when it is no directory or cannot be made."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if not create:
-            raise
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
-    why = _trust_problem(st, path)
-    if why:
-        raise _Untrusted(why)
-
-
-def _read_private(path: str, size: int | None = None, limit: int = _MAX_FILE) -> bytes:
-    """The bytes of the regular file ``path`` (not through a symlink; a fifo does not
-    block), which must be the user's own and writable by nobody else.  Raises
-    FileNotFoundError, _Untrusted, or _Bad (a symlink, directory, fifo, a size other than
-    ``size``, unreadable)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_SAFE)
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise _Bad(f"{path} is a symbolic link") from None
-        raise _Bad(f"{path} cannot be opened ({e.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        why = _trust_problem(st, path)
-        if why:
-            raise _Untrusted(why)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise _Bad(f"{path} is {kind}")
-        if size is not None and st.st_size != size:
-            raise _Bad(f"{path} has {st.st_size} bytes, not the {size} recorded")
-        if st.st_size > limit:
-            raise _Bad(f"{path} is too large ({st.st_size} bytes)")
-        chunks, n = [], 0
-        while n <= limit:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-            n += len(b)
-        return b"".join(chunks)
-    except OSError as e:
-        raise _Bad(f"{path} cannot be read ({e.strerror})") from None
-    finally:
-        os.close(fd)
-
-
-def _remove(path: str) -> None:
-    """Removes whatever is at ``path`` (a directory with its contents; a symlink itself)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    # best effort: another process may have removed it first
-    with contextlib.suppress(OSError):
-        if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-
-
-def _new_file(path: str, data: bytes) -> str:
-    """Writes ``data`` to a fresh private temporary file beside ``path``; its name."""
-    tmp = f"{path}.tmp.{uuid.uuid4().hex[:12]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_SAFE, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    return tmp
-
-
-def _replace(path: str, data: bytes) -> None:
-    """Puts ``data`` at ``path`` atomically (temporary file, then rename), replacing what is
-    there, even a directory."""
-    tmp = _new_file(path, data)
-    try:
-        try:
-            os.replace(tmp, path)
-        except OSError:             # a directory (or worse) in the file's place
-            _remove(path)
-            os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            _remove(tmp)
-
-
-def _write_if_absent(path: str, text: str) -> bool:
-    """Writes ``text`` at ``path`` unless something is there already (atomically: a
-    temporary file linked into place); whether it wrote."""
-    tmp = _new_file(path, text.encode("utf-8"))
-    try:
-        try:
-            os.link(tmp, path)      # atomic, never replaces a file another process wrote
-            return True
-        except FileExistsError:
-            return False
-        except OSError:             # no hard links here
-            if os.path.lexists(path):
-                return False
-            os.replace(tmp, path)
-            return True
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
-@contextlib.contextmanager
-def _dir_lock(d: str):
-    """Holds ``d/.lock`` exclusively (writers and discarders of entries take it)."""
-    try:
-        import fcntl
-    except ImportError:             # pragma: no cover - no flock: manifests still decide
-        yield
-        return
-    path = os.path.join(d, ".lock")
-    fd = None
-    for _ in (0, 1):
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _O_SAFE, 0o600)
-        except OSError:
-            _remove(path)           # a directory or a symlink in its place
-            continue
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            break
-        os.close(fd)
-        fd = None
-        _remove(path)
-    if fd is None:
-        raise OSError(f"cannot lock {path}")
-    try:
-        # a file system without locks: the manifests still decide
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 # ---- entries ------------------------------------------------------------------------------

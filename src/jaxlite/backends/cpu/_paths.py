@@ -14,14 +14,6 @@ def cache_dir() -> str | None:
     ``<dir>`` from ``jax_compilation_cache_dir`` / ``JAXLITE_CACHE_DIR``, by default
     ``$XDG_CACHE_HOME/jaxlite`` or ``~/.cache/jaxlite``), or None when the cache is off
     (an empty setting, or ``jax_enable_compilation_cache`` False)."""
-    from ...config import config
-    if not config.jax_enable_compilation_cache:
-        return None
-    d = config.jax_compilation_cache_dir
-    if d is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                 ".cache")
-        d = os.path.join(base, "jaxlite")
-    elif not str(d).strip():
-        return None
-    return os.path.join(os.fspath(d), "native")
+    from ...runtime.cache_files import cache_base
+    base = cache_base()
+    return None if base is None else os.path.join(base, "native")

@@ -242,6 +242,21 @@ COMPILED_MEMORY_FIELDS = (
     "alias_size_in_bytes", "temp_size_in_bytes", "host_generated_code_size_in_bytes",
     "host_argument_size_in_bytes", "host_output_size_in_bytes", "host_alias_size_in_bytes",
     "host_temp_size_in_bytes", "peak_memory_in_bytes")
+# The serialized bytes live in the plugin's ``serialized_executable`` until its
+# ``serialized_executable_deleter`` (a ``void (*)(PJRT_SerializedExecutable*)``) is called
+# on it, once: the caller copies the bytes out first.
+ExecutableSerializeArgs = _struct(
+    "PJRT_Executable_Serialize_Args", ("executable", _P), ("serialized_bytes", _P),
+    ("serialized_bytes_size", _SZ), ("serialized_executable", _P),
+    ("serialized_executable_deleter", _P))
+SerializedDeleter = C.CFUNCTYPE(None, _P)
+# ``overridden_serialized_compile_options``: a CompileOptionsProto, or null to use those
+# the executable was compiled with
+DeserializeAndLoadArgs = _struct(
+    "PJRT_Executable_DeserializeAndLoad_Args", ("client", _P),
+    ("serialized_executable", _P), ("serialized_executable_size", _SZ),
+    ("loaded_executable", _P), ("overridden_serialized_compile_options", _P),
+    ("overridden_serialized_compile_options_size", _SZ))
 CompiledMemoryStatsArgs = _struct("PJRT_Executable_GetCompiledMemoryStats_Args",
                                   ("executable", _P),
                                   *[(f, _I64) for f in COMPILED_MEMORY_FIELDS])

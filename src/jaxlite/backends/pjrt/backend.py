@@ -31,6 +31,7 @@ from ...runtime import backend as _runtime_backend
 from ...runtime.buffer import HOST_BYTES, check_fits, out_of_memory
 from ...runtime.device import Device
 from . import plugins
+from ._cache import load_or_compile
 from ._capi import PjrtError, PjrtOutOfMemory
 from .client import DTYPES, Client, Plugin, PjrtBuffer
 
@@ -408,7 +409,7 @@ class PjrtExecutable:
         self.text = lowered.text
         self._client = client = backend.client
         try:
-            self._loaded = client.compile(self.text, device.info)
+            self._loaded = load_or_compile(client, self.text, device.info, name)
         except PjrtError as e:
             raise _compile_error(e, self.text, name) from None
         self._out_shapes = [(tuple(a.shape), a.dtype) for a in self.out_avals]
@@ -429,8 +430,9 @@ class PjrtExecutable:
             loaded = self._donating.get(donated)
             if loaded is None:
                 try:
-                    loaded = self._donating[donated] = self._client.compile(
-                        mark_donors(self.text, donated), self.device.info)
+                    loaded = self._donating[donated] = load_or_compile(
+                        self._client, mark_donors(self.text, donated), self.device.info,
+                        self.name)
                 except PjrtError as e:
                     raise _compile_error(e, self.text, self.name) from None
         try:

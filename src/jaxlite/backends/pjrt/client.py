@@ -14,7 +14,8 @@ jaxlite's arrays or programs: NumPy arrays in, NumPy arrays out, MLIR text compi
   last Python reference goes (``PJRT_Buffer_Destroy``), or at ``delete()``.
 - ``LoadedExecutable``: ``execute`` on device buffers (donation through PJRT's
   non-donatable input indices), ``num_outputs``, ``optimized_program``,
-  ``cost_analysis``, ``compiled_memory_stats``.
+  ``cost_analysis``, ``compiled_memory_stats``, ``serialize`` (the plugin's bytes, which
+  ``Client.deserialize`` loads again: the persistent executable cache, _cache.py).
 
 Compile options are always the serialized ``CompileOptionsProto`` for one replica and one
 partition (``COMPILE_OPTIONS_1x1``): other options can make the XLA:CPU plugin abort the
@@ -405,6 +406,27 @@ class Client:
         ex.devices = devices
         return ex
 
+    def deserialize(self, data: bytes, device: DeviceInfo | None = None) \
+            -> "LoadedExecutable":
+        """Loads an executable that ``LoadedExecutable.serialize`` made (the same plugin
+        and version: the format is the plugin's own and not stable across versions) for
+        ``device`` (default: the first; its compile options, ``compile_options``, are
+        sent along, so the executable runs there whatever it was serialized with).
+
+        Raises PjrtError with the plugin's message when it cannot load ``data`` (bytes
+        of another plugin or version, damaged bytes); RuntimeError when the plugin lacks
+        ``PJRT_Executable_DeserializeAndLoad``."""
+        device = self.devices[0] if device is None else device
+        data = bytes(data)      # immutable: the plugin reads it in place (no copy)
+        opts = compile_options(device.id)
+        obuf = C.create_string_buffer(opts, len(opts))
+        a = self.api.call("Executable_DeserializeAndLoad", _capi.DeserializeAndLoadArgs(
+            client=self.handle, serialized_executable=C.cast(C.c_char_p(data), C.c_void_p),
+            serialized_executable_size=len(data),
+            overridden_serialized_compile_options=C.addressof(obuf),
+            overridden_serialized_compile_options_size=len(opts)))
+        return LoadedExecutable(self, a.loaded_executable, device)
+
     def __repr__(self):
         return (f"<PJRT client {self.platform_name!r} of {self.plugin.path}: "
                 f"{len(self.devices)} device(s)>")
@@ -427,7 +449,7 @@ class PjrtBuffer:
     destroyed when this object is garbage-collected.
     """
 
-    __slots__ = ("client", "handle", "shape", "dtype", "_nbytes", "__weakref__")
+    __slots__ = ("client", "handle", "shape", "dtype", "_nbytes", "_done", "__weakref__")
 
     def __init__(self, client: Client, handle: int, shape: tuple, dtype):
         self.client = client
@@ -435,6 +457,7 @@ class PjrtBuffer:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self._nbytes = None
+        self._done = None       # the _Completion of the execution that made it, if any
 
     @property
     def nbytes(self) -> int:
@@ -470,7 +493,13 @@ class PjrtBuffer:
         return out
 
     def block_until_ready(self) -> "PjrtBuffer":
-        """Waits until the values are computed (the buffer's ready event)."""
+        """Waits until the values are computed (the buffer's ready event, or the
+        completion event of the execution that made it, shared by its outputs)."""
+        done = self._done
+        if done is not None:
+            self._live()
+            done.wait()
+            return self
         api = self.client.api
         a = _capi.BufferReadyEventArgs(buffer=self._live())
         err = api.fn("Buffer_ReadyEvent")(C.byref(a))
@@ -577,6 +606,13 @@ class LoadedExecutable:
         self._outs = (_capi._P * max(1, self.num_outputs))()
         self._out_lists = (_capi._P * 1)(C.addressof(self._outs))
         self._opts = _capi.ExecuteOptions()
+        # each output's on-device size: fixed by the compiled layouts, so asked of the
+        # plugin once (at the first run whose outputs all answered), then given to every
+        # later run's buffers
+        self._out_nbytes = None
+        # a program of several outputs asks for its execution's completion event, which
+        # ``block_until_ready`` of any of them awaits once for all (``_Completion``)
+        self._completion = self.num_outputs > 1
 
     def _cost_analysis(self, ex):
         if not self.api.has("Executable_GetCostAnalysis"):
@@ -614,6 +650,29 @@ class LoadedExecutable:
         except PjrtError:
             return None
         return (_capi.text(prog.format, prog.format_size), code.raw[:prog.code_size])
+
+    def serialize(self) -> bytes:
+        """The plugin's serialization of this executable (``PJRT_Executable_Serialize``:
+        a format of the plugin's own, loadable by the same plugin and version with
+        ``Client.deserialize``).  Raises PjrtError when the plugin cannot serialize it
+        (UNIMPLEMENTED on a plugin without the feature), RuntimeError when the plugin
+        lacks the function."""
+        api = self.api
+        ex = api.call("LoadedExecutable_GetExecutable",
+                      _capi.GetExecutableArgs(loaded_executable=self.handle)).executable
+        try:
+            a = api.call("Executable_Serialize", _capi.ExecutableSerializeArgs(executable=ex))
+            try:
+                return C.string_at(a.serialized_bytes, a.serialized_bytes_size) \
+                    if a.serialized_bytes_size else b""
+            finally:
+                # the bytes belong to the plugin's serialized_executable: copied above,
+                # then freed by its deleter, exactly once
+                if a.serialized_executable_deleter and a.serialized_executable:
+                    _capi.SerializedDeleter(a.serialized_executable_deleter)(
+                        a.serialized_executable)
+        finally:
+            api.call("Executable_Destroy", _capi.ExecutableArgs(executable=ex))
 
     def cost_analysis(self) -> dict | None:
         """The plugin's cost analysis (``{'flops': ..., 'bytes accessed': ...,
@@ -668,13 +727,27 @@ class LoadedExecutable:
         a = _capi.ExecuteArgs(executable=self.handle, options=C.pointer(opts),
                               argument_lists=C.addressof(arg_lists), num_devices=1,
                               num_args=n, output_lists=C.addressof(out_lists))
+        if self._completion:
+            events = (_capi._P * 1)()
+            a.device_complete_events = C.addressof(events)
         # (no execute_device: the executable was compiled for its device, and naming one
         # at launch is optional for a plugin to support)
         err = self.api.fn("LoadedExecutable_Execute")(C.byref(a))
         if err:
             raise self.api.error(err)
         client = self.client
-        return [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+        bufs = [PjrtBuffer(client, outs[i], s, d) for i, (s, d) in enumerate(out_shapes)]
+        if self._completion and events[0]:
+            done = _Completion(self.api, events[0])
+            for b in bufs:
+                b._done = done
+        sizes = self._out_nbytes
+        if sizes is not None:
+            for b, n in zip(bufs, sizes):
+                b._nbytes = n
+        else:
+            self._out_nbytes = _on_device_sizes(bufs)
+        return bufs
 
     def execute_partitioned(self, arg_lists, out_shapes) -> list:
         """Runs a program of ``compile_partitioned`` once on all its devices:
@@ -718,6 +791,57 @@ class LoadedExecutable:
 
 
 _ALL: dict = {}
+
+
+class _Completion:
+    """The completion event of one execution (``device_complete_events``), shared by its
+    output buffers: the first ``wait`` awaits and destroys it, later ones (the other
+    outputs') return at once, or raise the execution's error again.  An execution
+    complete means every output is computed, so one wait serves them all, where each
+    output's own ready event would cost three plugin calls."""
+
+    __slots__ = ("api", "event", "error", "lock", "__weakref__")
+
+    def __init__(self, api, event: int):
+        self.api, self.event, self.error = api, event, None
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if self.event:
+            with self.lock:
+                event, self.event = self.event, 0
+                if event:
+                    try:
+                        self.api.await_event(event)     # destroys it
+                    except PjrtError as e:
+                        self.error = e
+        if self.error is not None:
+            raise self.error
+
+    def __del__(self):
+        event = self.event
+        if event:
+            self.event = 0
+            try:        # (interpreter shutdown: see PjrtBuffer.__del__)
+                self.api.fn("Event_Destroy")(C.byref(_capi.EventArgs(event=event)))
+            except Exception:  # noqa: BLE001
+                return
+
+
+def _on_device_sizes(bufs):
+    """The plugin's on-device size of each of ``bufs`` (set on them), or None when one
+    cannot answer (a buffer in an error state: its size is then its values' bytes, which
+    must not be remembered for later runs)."""
+    sizes = []
+    for b in bufs:
+        try:
+            a = b.client.api.call("Buffer_OnDeviceSizeInBytes",
+                                  _capi.BufferSizeArgs(buffer=b._live()))
+        except PjrtError:
+            return None
+        b._nbytes = int(a.size)
+        sizes.append(b._nbytes)
+    return sizes
 
 
 def _all_indices(n: int):
