@@ -228,7 +228,8 @@ class LoweringContext:
 
     Attributes a rule reads: ``platform`` (``"xla_cpu"``, ``"tpu"``, ``"gpu"``),
     ``num_partitions``, ``devices`` (over several partitions: the Devices partition
-    ``0 .. num_partitions-1`` run on, which ``sharding_text`` numbers), ``avals_in`` / ``avals_out`` (the ShapedArrays of the equation
+    ``0 .. num_partitions-1`` run on, which ``sharding_text`` numbers), ``mesh`` (the
+    call's Mesh there), ``avals_in`` / ``avals_out`` (the ShapedArrays of the equation
     being lowered), ``eqn`` (the equation; None inside ``lower_fun``'s own program when
     no user equation is current), ``primitive`` (its primitive)."""
 
