@@ -417,3 +417,20 @@ def test_eager_shard_map_and_pmap_run_as_manual_modules(xdevs, mesh, modules):
     assert _natives(r) == [PjrtBuffer] * 4
     assert len(modules) == 1 and '"stablehlo.all_reduce"' in modules[0]
     assert "SPMDFullToShardShape" in modules[0]
+
+
+def test_host_callback_and_donation_over_a_mesh(mesh, modules, capsys):
+    y = jaxlite.device_put(X, NamedSharding(mesh, P("x", "y")))
+
+    def f(a):
+        jaxlite.debug.print("sum {s}", s=a.sum())
+        return a * 2
+    o = jaxlite.jit(f)(y)
+    # a program with a host callback runs once (in pieces), its result placed as asked
+    assert capsys.readouterr().out == "sum 496.0\n"
+    assert o.sharding.spec == P("x", "y") and _natives(o) == [PjrtBuffer] * 4
+    np.testing.assert_array_equal(np.asarray(o), X * 2)
+    assert modules == []
+    d = jaxlite.jit(lambda a: a + 1, donate_argnums=0)(y)
+    assert y.is_deleted()
+    np.testing.assert_array_equal(np.asarray(d), X + 1)
