@@ -30,8 +30,8 @@ from .._traceback import api_boundary as _api_boundary
 from .._traceback import user_stacklevel as _user_stacklevel
 from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global, spec_tuple
-from ..runtime.buffer import host_view
 from ..core.trace import Tracer, is_tracing as _is_tracing
+from ..runtime.buffer import host_view
 from ..tree_util import tree_flatten, tree_structure, tree_unflatten
 
 
@@ -726,11 +726,11 @@ def _relabel(o, sharding):
     if o.sharding == sharding:
         return o
     shape = o.aval.shape
-    same = type(o) is ShardedArray and [(d, tuple((i.start, i.stop) for i in idx)) for d, idx, _
-                                        in shard_indices(o.sharding, shape)] == \
-        [(d, tuple((i.start, i.stop) for i in idx)) for d, idx, _ in
-         shard_indices(sharding, shape)]
-    if same:
+
+    def layout(s):
+        return [(d, tuple((i.start, i.stop) for i in idx))
+                for d, idx, _ in shard_indices(s, shape)]
+    if type(o) is ShardedArray and layout(o.sharding) == layout(sharding):
         return ShardedArray(o.aval, sharding, o._shards)
     return device_put(o, sharding)
 
