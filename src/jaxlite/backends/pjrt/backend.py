@@ -294,7 +294,9 @@ class PjrtBackend(_runtime_backend.Backend):
             return None
         loaded, shapes, tmp = ex._loaded, ex._out_shapes, ex.temp_bytes
         from ...core import eager as _eager_mod
-        wrap = _eager_mod.wrap
+        from ...core.array import ArrayImpl
+        from ...runtime.buffer import DeviceBuffer
+        execute = loaded.execute
 
         def launch(args):
             if _eager_mod._fp_checks is not None:      # jax_debug_nans / _infs
@@ -307,10 +309,16 @@ class PjrtBackend(_runtime_backend.Backend):
                     return None
                 bufs.append(v)
             try:
-                outs = device._run_charged(tmp, lambda: loaded.execute(bufs, shapes))
+                if tmp:
+                    outs = device._run_charged(tmp, lambda: execute(bufs, shapes))
+                else:
+                    outs = execute(bufs, shapes)
             except PjrtError:       # nothing launched: the full path raises it as always
                 return None
-            return [wrap(o, a, device, committed, bufs) for o, a in zip(outs, out_avals)]
+            # (core/eager.py ``wrap``, inlined: an execution's outputs are new buffers,
+            # never one of its arguments)
+            return [ArrayImpl(DeviceBuffer(o, device), a, committed)
+                    for o, a in zip(outs, out_avals)]
         return launch
 
     def __repr__(self):
