@@ -279,6 +279,16 @@ class PjrtBackend(_runtime_backend.Backend):
             return run_donating(self, compiled, args, placement)
         return super().run_compiled(compiled, args, placement)
 
+    def clear_caches(self):
+        """Drops the eager operations' executables and the scalar constants kept on this
+        platform's devices (``jaxlite.clear_caches``; the persistent cache on disk
+        stays)."""
+        with self._eager_lock:
+            self._eager.clear()
+        with _CONSTANTS_LOCK:
+            for key in [k for k, b in _CONSTANTS.items() if k[0] == self.platform]:
+                del _CONSTANTS[key]
+
     def fast_launcher(self, program, device, committed):
         """jit's cached-call fast path on a PJRT device (runtime/backend.py
         ``Backend.fast_launcher``): the argument buffers gathered, the loaded executable
