@@ -76,7 +76,7 @@ traces = []
 
 
 def total(v):
-    traces.append(v.shape)       # runs only while tracing: one entry per compile
+    traces.append(v.shape)  # runs only while tracing: one entry per compile  # noqa: JL006
     return jnp.sum(v * v)
 
 

@@ -198,3 +198,20 @@ def test_outputs_of_one_execution_share_its_completion_event(devs):
     del outs
     gc.collect()
     assert done() is None
+
+
+def test_clear_caches_drops_the_platforms_eager_executables_and_constants(devs):
+    """``jaxlite.clear_caches`` reaches each platform (``Backend.clear_caches``): the PJRT
+    backend's eager executables and device constants go; results stay right."""
+    from jaxlite.backends.pjrt import backend as pb
+    x = jax.device_put(np.arange(3, dtype=np.float32), devs[0])
+    y = x + 1.0
+    backend = devs[0].backend
+    assert len(backend._eager) > 0
+    assert any(k[0] == "xla_cpu" for k in pb._CONSTANTS)
+    jax.clear_caches()
+    assert len(backend._eager) == 0
+    assert not any(k[0] == "xla_cpu" for k in pb._CONSTANTS)
+    np.testing.assert_array_equal(np.asarray(y), [1, 2, 3])
+    np.testing.assert_array_equal(np.asarray(x + 1.0), [1, 2, 3])
+    assert len(backend._eager) > 0

@@ -60,8 +60,9 @@ def clear_caches() -> None:
     Empties the compiled-signature cache of every ``jit``-wrapped function (the next
     call traces and compiles again), the memoised abstract-evaluation results of the
     primitives, the eager operators' memos, the pytree structure memos, the native kernels
-    compiled in this process (the persistent on-disk cache is kept), and the pool of free
-    host buffers kept for reuse: every program, constant and function they held is
+    compiled in this process (the persistent on-disk cache is kept), each platform's
+    eager executables and device constants, and the pool of free host buffers kept for
+    reuse: every program, constant and function they held is
     released.  Live arrays are untouched.  Takes no arguments, returns None, raises
     nothing.
     """
@@ -83,6 +84,9 @@ def clear_caches() -> None:
     tree_util._sorted_specs.clear()
     _cache.clear_memory()
     clear_buffer_pool()
+    from .runtime.backend import registered
+    for backend in registered():
+        backend.clear_caches()
 
 
 def __getattr__(name):

@@ -174,6 +174,12 @@ class Backend(abc.ABC):
         """
         return _DEFAULT_RUN(self, compiled, args, placement)
 
+    def clear_caches(self) -> None:
+        """Drops what this platform compiled and keeps in memory for reuse (eager
+        operations' executables, constants on its devices): ``jaxlite.clear_caches``
+        calls it.  Default: nothing kept."""
+        return None
+
     def fast_launcher(self, program, device, committed: bool):
         """A launcher for jit's cached-call fast path on ``device``, a device of this
         platform whose memory is not host memory (host-memory platforms have theirs in

@@ -284,6 +284,16 @@ class PjrtBackend(_runtime_backend.Backend):
             return run_partitioned(self, compiled, args, placement)
         return super().run_compiled(compiled, args, placement)
 
+    def clear_caches(self):
+        """Drops the eager operations' executables and the scalar constants kept on this
+        platform's devices (``jaxlite.clear_caches``; the persistent cache on disk
+        stays)."""
+        with self._eager_lock:
+            self._eager.clear()
+        with _CONSTANTS_LOCK:
+            for key in [k for k, b in _CONSTANTS.items() if k[0] == self.platform]:
+                del _CONSTANTS[key]
+
     def fast_launcher(self, program, device, committed):
         """jit's cached-call fast path on a PJRT device (runtime/backend.py
         ``Backend.fast_launcher``): the argument buffers gathered, the loaded executable
@@ -299,7 +309,9 @@ class PjrtBackend(_runtime_backend.Backend):
             return None
         loaded, shapes, tmp = ex._loaded, ex._out_shapes, ex.temp_bytes
         from ...core import eager as _eager_mod
-        wrap = _eager_mod.wrap
+        from ...core.array import ArrayImpl
+        from ...runtime.buffer import DeviceBuffer
+        execute = loaded.execute
 
         def launch(args):
             if _eager_mod._fp_checks is not None:      # jax_debug_nans / _infs
@@ -312,10 +324,16 @@ class PjrtBackend(_runtime_backend.Backend):
                     return None
                 bufs.append(v)
             try:
-                outs = device._run_charged(tmp, lambda: loaded.execute(bufs, shapes))
+                if tmp:
+                    outs = device._run_charged(tmp, lambda: execute(bufs, shapes))
+                else:
+                    outs = execute(bufs, shapes)
             except PjrtError:       # nothing launched: the full path raises it as always
                 return None
-            return [wrap(o, a, device, committed, bufs) for o, a in zip(outs, out_avals)]
+            # (core/eager.py ``wrap``, inlined: an execution's outputs are new buffers,
+            # never one of its arguments)
+            return [ArrayImpl(DeviceBuffer(o, device), a, committed)
+                    for o, a in zip(outs, out_avals)]
         return launch
 
     def __repr__(self):
