@@ -386,8 +386,11 @@ def test_a_damaged_entry_is_discarded_and_rebuilt(kind, devs, client, cdir, tmp_
     if kind in ("payload a symlink", "manifest a symlink"):
         assert os.path.isfile(tmp_path / ("elsewhere." + ("pjrt" if "payload" in kind
                                                           else "manifest")))
-    if kind not in ("undeserializable",):
-        assert len(open(payload, "rb").read()) == len(good)
+    # the rebuilt payload is whole: its manifest's size and a serialized executable's
+    # length (which may differ from the first by a few bytes: XLA numbers the modules it
+    # compiles in a process, and the serialized form holds that number)
+    size = json.loads(open(manifest, encoding="utf-8").read())["payload"]["size"]
+    assert os.path.getsize(payload) == size and abs(size - len(good)) <= 16
 
 
 def test_the_jit_path_rebuilds_a_damaged_entry(devs, cdir):
