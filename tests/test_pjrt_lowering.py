@@ -969,3 +969,29 @@ def test_gather_scatter_positions_int32_unless_an_index_needs_int64():
         text = lower_module(closed).text
         assert "xi64>" in text
         np.testing.assert_array_equal(run_module(text, [x[0], u32])[0], x[0][[6, 2]])
+
+
+@pytest.mark.parametrize("pads,ld", [(((-1, 1), (0, 0)), (1, 1)), (((1, -2), (-1, 2)), (1, 1)),
+                                     (((-2, 1), (1, -1)), (2, 3)), (((0, 0), (0, 0)), (2, 1))])
+def test_conv_with_negative_padding_cuts_as_on_the_cpu(pads, ld):
+    """XLA:CPU's convolution reads outside its input for a negative padding (real JAX's
+    jit of a conv with padding (-1, 1) returned 6.3e30): the rule pads and cuts the input
+    first, so the result is the CPU platform's (the explicit pad-then-cut)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 2, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 2)).astype(np.float32)
+
+    def f(a, b):
+        return lax.conv_general_dilated(a, b, (1, 2), pads, lhs_dilation=ld)
+    want = np.asarray(f(x, w))
+    closed = jaxlite.make_jaxpr(f)(x, w)
+    text = lower_module(closed).text
+    got = run_module(text, [x, w])[0]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # the gradient's convolutions (their paddings are often negative) too
+    g = jaxlite.grad(lambda a, b: jnp.sum(f(a, b) ** 2), argnums=(0, 1))
+    gw = [np.asarray(v) for v in g(x, w)]
+    gt = run_module(lower_module(jaxlite.make_jaxpr(g)(x, w)).text, [x, w])
+    for a, b in zip(gt, gw):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)

@@ -663,6 +663,13 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     if cdt == np.bool_:
         cdt = np.dtype(np.int32)
         lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        # XLA:CPU's convolution reads outside its input for a negative padding (real JAX
+        # 0.10.2's jit of a conv with padding (-1, 1) returned 6.3e30): the input is
+        # dilated and cut by a stablehlo.pad first, the convolution then has neither
+        lhs = _dilate_pad_lower(ctx, lhs, dimension_numbers[0][2:], lhs_dilation, padding)
+        padding = [(0, 0)] * len(padding)
+        lhs_dilation = (1,) * len(lhs_dilation)
     r = ctx.op("stablehlo.convolution", [lhs, rhs], ctx.aval(out.shape, cdt), {
         "window_strides": ctx.i64s(window_strides),
         "padding": ctx.dense_i64_2d(padding),
@@ -673,6 +680,20 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
         "batch_group_count": ctx.i64(batch_group_count),
         "precision_config": _precision_attr(precision)})
     return _convert_lower(ctx, r, out.dtype)
+
+
+def _dilate_pad_lower(ctx, x, axes, dilation, padding):
+    """``x`` with its ``axes`` interior-dilated and padded with zeros (negative padding
+    cuts): one ``stablehlo.pad``, as ``_dilate_pad`` does on the host."""
+    lo, hi, interior = [0] * x.aval.ndim, [0] * x.aval.ndim, [0] * x.aval.ndim
+    shape = list(x.aval.shape)
+    for a, d, (l, h) in zip(axes, dilation, padding):
+        lo[a], hi[a], interior[a] = l, h, d - 1
+        shape[a] = _dilate(shape[a], d) + l + h
+    zero = ctx.constant(np.zeros((), x.aval.dtype), x.aval.dtype)
+    return ctx.op("stablehlo.pad", [x, zero], ctx.aval(tuple(shape), x.aval.dtype),
+                  {"edge_padding_low": ctx.i64s(lo), "edge_padding_high": ctx.i64s(hi),
+                   "interior_padding": ctx.i64s(interior)})
 
 
 def _rw_lowering(kind):
