@@ -90,3 +90,33 @@ def test_average_bad_weights(axis, wshape):
 def test_average_list_weights_named():
     err = _same_error(lambda m: m.numpy.average(np.float32([1, 2]), weights=[1, 2]))
     assert "position 1" in str(err)
+
+
+# ---- jnp.polyval ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("pshape,x", [
+    ((3, 2), np.float32(2.0)), ((3, 2), 2.0), ((3, 2), np.float32([0.5, -1.0])),
+    ((3, 2), _np((4, 2))), ((3, 2, 2), _np((3, 1, 1))), ((4,), _np((2, 3))),
+    ((0, 3), _np((3,))), ((1, 1), _np((2, 1))), ((3,), 2)])
+def test_polyval_nd_coefficients(pshape, x):
+    p = _np(pshape) / 4
+    _same(lambda m: m.numpy.polyval(p, x))
+    _same(lambda m: m.jit(m.numpy.polyval)(p, x))
+
+
+@pytest.mark.parametrize("unroll", [0, 1, 3, True, False, 100])
+def test_polyval_unroll(unroll):
+    p, x = _np((5, 2)) / 3, np.float32([0.5, 2.0])
+    _same(lambda m: m.numpy.polyval(p, x, unroll=unroll))
+
+
+def test_polyval_int_and_vmap():
+    _same(lambda m: m.numpy.polyval(np.int8([1, 2, 3]), 2))
+    _same(lambda m: m.vmap(m.numpy.polyval, in_axes=(1, 0))(_np((3, 4)), _np((4,))))
+
+
+@pytest.mark.parametrize("p,x,unroll", [
+    (np.float32(3.0), np.float32(2.0), 1), (_np((2, 2)), _np((3,)), 1),
+    (_np((3,)), _np((2,)), -1), (_np((3,)), _np((2,)), 1.5), (_np((3,)), _np((2,)), None)])
+def test_polyval_bad_input(p, x, unroll):
+    _same_error(lambda m: m.numpy.polyval(p, x, unroll=unroll))
