@@ -120,3 +120,57 @@ def test_polyval_int_and_vmap():
     (_np((3,)), _np((2,)), -1), (_np((3,)), _np((2,)), 1.5), (_np((3,)), _np((2,)), None)])
 def test_polyval_bad_input(p, x, unroll):
     _same_error(lambda m: m.numpy.polyval(p, x, unroll=unroll))
+
+
+# ---- the functions vjp / linearize / linear_transpose return, through jit and vmap ----
+
+_X = np.float32([0.5, 1.0, -2.0])
+_EYE = np.eye(3, dtype=np.float32)
+
+
+def _f(m):
+    return lambda x: m.numpy.sin(x) * x + 1.0
+
+
+def _vjp_fn(m):
+    return m.vjp(_f(m), _X)[1]
+
+
+def _lin_fn(m):
+    return m.linearize(_f(m), _X)[1]
+
+
+def _lt_fn(m):
+    c = np.float32(3.0)
+    return m.linear_transpose(lambda v: c * v[::-1], _X)
+
+
+@pytest.mark.parametrize("make", [_vjp_fn, _lin_fn, _lt_fn], ids=["vjp", "linearize",
+                                                                   "linear_transpose"])
+def test_derivative_functions_through_jit_and_vmap(make):
+    _same(lambda m: m.jit(make(m))(_X))
+    _same(lambda m: m.vmap(make(m))(_EYE))
+    _same(lambda m: m.jit(m.vmap(make(m)))(_EYE))
+    # as an argument: its residuals are pytree leaves
+    _same(lambda m: m.jit(lambda g, c: g(c))(make(m), _X))
+    _same(lambda m: m.vmap(lambda g, c: g(c), in_axes=(None, 0))(make(m), _EYE))
+    # the same function twice hits jit's cache (same program, same residual types)
+    _same(lambda m: [m.jit(lambda g, c: g(c))(g, _X) for g in [make(m)] * 2])
+
+
+def test_derivative_function_returned_from_jit():
+    _same(lambda m: m.jit(lambda x: m.vjp(_f(m), x)[1])(_X)(_X))
+    _same(lambda m: m.jit(lambda x: m.linearize(_f(m), x)[1])(_X)(_X))
+
+
+def test_derivative_function_leaves_are_residuals():
+    g = _vjp_fn(jaxlite)
+    want = _vjp_fn(jax)
+    assert len(jaxlite.tree_util.tree_leaves(g)) == len(jax.tree_util.tree_leaves(want))
+    # has_aux and the cotangent checks still hold
+    out, g2, aux = jaxlite.vjp(lambda x: (x * 2.0, 7), _X, has_aux=True)
+    assert aux == 7
+    assert_like_jax(jaxlite.jit(lambda g, c: g(c)[0])(g2, _X),
+                    jax.vjp(lambda x: x * 2.0, _X)[1](_X)[0])
+    with pytest.raises(ValueError, match="cotangent"):
+        g(np.float32([1.0, 2.0]))
