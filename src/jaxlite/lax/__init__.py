@@ -283,8 +283,12 @@ def _convert(x, new_dtype, weak_type):
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """``operand`` broadcast to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
-    (``jax.lax.broadcast_in_dim``).  ``out_sharding``: the result's sharding (see
-    ``_sharding_constraints.with_out_sharding``)."""
+    (``jax.lax.broadcast_in_dim``); the dimensions may come in any order (distinct, each a
+    target axis), as in JAX: for a permuted order the operand is transposed first.
+    ``out_sharding``: the result's sharding (see ``_sharding_constraints.with_out_sharding``).
+    Raises TypeError, naming the shapes and dimensions, when an entry is negative, out of
+    the target's range or repeated, when there is not one per operand axis, or when an
+    operand axis is neither size 1 nor its target axis's size."""
     if out_sharding is not None:
         return _with_out_sharding(broadcast_in_dim, out_sharding, "broadcast_in_dim",
                                   operand, shape, broadcast_dimensions)
@@ -293,6 +297,12 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
     aval = get_aval(operand)
     if aval.shape == shape and bd == tuple(range(len(shape))):
         return _as_array(operand)
+    if list(bd) != sorted(bd) and len(bd) == aval.ndim and len(set(bd)) == len(bd) and \
+            all(0 <= d < len(shape) and aval.shape[i] in (1, shape[d])
+                for i, d in enumerate(bd)):
+        # valid but permuted: the primitive takes ascending dimensions
+        order = tuple(sorted(range(len(bd)), key=bd.__getitem__))
+        operand, bd = transpose(operand, order), tuple(sorted(bd))
     return _s.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd,
                                       sharding=None)
 

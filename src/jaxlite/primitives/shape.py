@@ -28,12 +28,22 @@ def _bid_aval(x, shape, broadcast_dimensions, sharding=None):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} has {len(bd)} "
                         f"entries but the operand has ndim {x.ndim}; it needs one entry "
                         f"per operand axis.")
+    if any(d < 0 for d in bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} has a negative "
+                        f"entry; each has to be a target axis in [0, {len(shape)})")
+    if any(d >= len(shape) for d in bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} names an axis "
+                        f"outside the target shape {shape} (operand shape {x.shape})")
+    if len(set(bd)) != len(bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} repeats an axis")
     for i, d in enumerate(bd):
-        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+        if x.shape[i] not in (1, shape[d]):
             raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot broadcast to "
                             f"{shape} with broadcast_dimensions {bd}: each operand axis "
                             f"has to be size 1 or the size of the target axis it maps to")
-    if list(bd) != sorted(bd) or len(set(bd)) != len(bd):
+    # the primitive keeps its dimensions ascending (its implementations, transpose rule and
+    # lowerings rely on it); lax.broadcast_in_dim transposes the operand for other orders
+    if list(bd) != sorted(bd):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} is not strictly "
                         f"increasing")
     return ShapedArray(shape, x.dtype, x.weak_type)
