@@ -263,3 +263,29 @@ def test_broadcast_in_dim_permuted_derivatives():
 def test_broadcast_in_dim_bad_dimensions(xshape, shape, dims):
     _same_error(lambda m: m.lax.broadcast_in_dim(_np(xshape), shape, dims),
                 r"broadcast_dimensions|broadcast")
+
+
+# ---- vmap(out_axes=None) on an output passed through ----------------------------------
+
+_XV = np.float32([1.0, 2.0, 3.0])
+
+
+def test_vmap_out_axes_none_passthrough():
+    b = np.float32(2.0)
+    _same(lambda m: m.vmap(lambda a, b: (a * b, b), in_axes=(0, None), out_axes=(0, None))(
+        _XV, b))
+    _same(lambda m: m.jit(m.vmap(lambda a, b: (a * b, b), in_axes=(0, None),
+                                 out_axes=(0, None)))(_XV, b))
+    _same(lambda m: m.vmap(lambda a, b: {"x": b}, in_axes=(0, None), out_axes={"x": None})(
+        _XV, b))
+    _same(lambda m: m.vmap(m.vmap(lambda a, b: b, in_axes=(0, None), out_axes=None),
+                           in_axes=(0, 0))(np.ones((2, 3), np.float32), np.float32([1, 2])))
+    _same(lambda m: m.grad(lambda b: m.vmap(lambda a, b: b * 3.0, in_axes=(0, None),
+                                            out_axes=None)(_XV, b))(b))
+    _same(lambda m: m.vmap(lambda a, c: c * 2.0, in_axes=(0, None), out_axes=None)(_XV, b))
+
+
+def test_vmap_out_axes_none_of_a_batched_output():
+    _same_error(lambda m: m.vmap(lambda a: a * 2.0, out_axes=None)(_XV), "out_axes")
+    _same_error(lambda m: m.vmap(lambda a, b: (a, b), in_axes=(0, None), out_axes=None)(
+        _XV, np.float32(1.0)), "out_axes")
