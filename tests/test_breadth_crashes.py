@@ -289,3 +289,49 @@ def test_vmap_out_axes_none_of_a_batched_output():
     _same_error(lambda m: m.vmap(lambda a: a * 2.0, out_axes=None)(_XV), "out_axes")
     _same_error(lambda m: m.vmap(lambda a, b: (a, b), in_axes=(0, None), out_axes=None)(
         _XV, np.float32(1.0)), "out_axes")
+
+
+# ---- lax: axis and dtype arguments raise JAX's exception types ------------------------
+
+_M = _np((2, 3))
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"])
+@pytest.mark.parametrize("axis", [-1, -3, 2, 1, 0])
+def test_lax_cumulative_axis(fn, axis):
+    if 0 <= axis < 2:
+        _same(lambda m: getattr(m.lax, fn)(_M, axis, reverse=True))
+    else:
+        _same_error(lambda m: getattr(m.lax, fn)(_M, axis), "axis")
+
+
+@pytest.mark.parametrize("dim", [-1, -2, -3, 2, 1])
+def test_lax_sort_dimension(dim):
+    if -2 <= dim < 2:
+        _same(lambda m: m.lax.sort((_M, -_M), dimension=dim, num_keys=1))
+    else:
+        _same_error(lambda m: m.lax.sort(_M, dimension=dim), "dimension")
+        _same_error(lambda m: m.lax.sort((_M, _M), dimension=dim), "dimension")
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+@pytest.mark.parametrize("axis,dt", [
+    (1, np.int32), (0, np.uint8), (2, np.int32), (-1, np.int32), (0, np.float32),
+    (0, bool)])
+def test_lax_argmax_arguments(fn, axis, dt):
+    if axis in (0, 1) and np.issubdtype(dt, np.integer):
+        _same(lambda m: getattr(m.lax, fn)(_M, axis, dt))
+    else:
+        _same_error(lambda m: getattr(m.lax, fn)(_M, axis, dt), "axis|index_dtype")
+    # a float axis: JAX's TypeError comes from indexing the shape with it, unless its
+    # cache already holds the call with the equal int (1.0 == 1), so it is no oracle here
+    with pytest.raises(TypeError, match="axis"):
+        getattr(lax, fn)(_M, 1.0, np.int32)
+
+
+@pytest.mark.parametrize("dims", [(-1,), (0, 3), (-4,), (3,), (0, 0), (0, -3), (1.0,), ()])
+def test_lax_expand_dims(dims):
+    if dims in [(-1,), (0, 3), (), (0, -3)]:
+        _same(lambda m: m.lax.expand_dims(_M, dims))
+    else:
+        _same_error(lambda m: m.lax.expand_dims(_M, dims), "axis|dimensions")

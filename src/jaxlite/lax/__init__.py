@@ -9,6 +9,7 @@ float32, complex64 or bool; 64-bit under x64), so ``lax.add(f32_array, 2.5)`` wo
 from __future__ import annotations
 
 import builtins
+import operator as _operator
 
 import numpy as np
 
@@ -360,10 +361,23 @@ def squeeze(array, dimensions):
 
 
 def expand_dims(array, dimensions):
-    """Inserts size-1 dimensions at ``dimensions`` (``jax.lax.expand_dims``)."""
+    """Inserts size-1 dimensions at ``dimensions`` (``jax.lax.expand_dims``), each an int
+    in ``[-n, n)`` for the result's rank ``n``.  Raises TypeError for a non-int entry and
+    ValueError for one out of range or repeated, as JAX."""
     aval = get_aval(array)
     nd = aval.ndim + len(dimensions)
-    dims = sorted(int(d) % nd for d in dimensions)
+    try:
+        given = [_operator.index(d) for d in dimensions]
+    except TypeError:
+        raise TypeError(f"expand_dims: dimensions must be ints; got {tuple(dimensions)}") \
+            from None
+    for d in given:
+        if not -nd <= d < nd:
+            raise ValueError(f"expand_dims: axis {d} is out of bounds for array of "
+                             f"dimension {nd}")
+    dims = sorted(d % nd for d in given)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in dimensions {tuple(given)}")
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)
@@ -527,6 +541,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
                         f"{get_aval(operand).dtype.name}. Accepted dtypes are subtypes of "
                         f"floating.")
 
+    axis = _cum_axis("cumlogsumexp", operand, axis)
+
     def logaddexp(a, b):
         m = max(a, b)
         fin = _e.is_finite_p.bind(m)
@@ -593,23 +609,53 @@ reduce_or = _reducer(_r.reduce_or_p)
 reduce_xor = _reducer(_r.reduce_xor_p)
 
 
+def _arg_params(name, operand, axis, index_dtype):
+    """``argmax``/``argmin``'s parameters checked as JAX does: ``axis`` an int (TypeError)
+    in ``[0, ndim)`` (ValueError: no negative axis in lax), ``index_dtype`` an integer
+    dtype (TypeError)."""
+    try:
+        axis = _operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int; got {axis!r}") from None
+    shape = get_aval(operand).shape
+    if shape and not 0 <= axis < len(shape):
+        raise ValueError(f"{name}: invalid axis {axis} for operand shape {shape} (lax takes "
+                         f"an axis in [0, {len(shape)}))")
+    dt = dtypes.canonicalize_dtype(index_dtype)
+    if not np.issubdtype(dt, np.integer):
+        raise TypeError(f"{name}: index_dtype must be an integer type, but got {dt.name}")
+    return dict(axes=(axis,), index_dtype=dt)
+
+
 def argmax(operand, axis, index_dtype):
     """Index of the largest element along ``axis``; NaN counts as largest
-    (``jax.lax.argmax``)."""
-    return _r.argmax_p.bind(operand, axes=(int(axis),),
-                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    (``jax.lax.argmax``).  Raises TypeError for a non-int ``axis`` or a non-integer
+    ``index_dtype``, ValueError for an axis outside ``[0, ndim)``."""
+    return _r.argmax_p.bind(operand, **_arg_params("argmax", operand, axis, index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
-    """Index of the smallest element along ``axis`` (``jax.lax.argmin``)."""
-    return _r.argmin_p.bind(operand, axes=(int(axis),),
-                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the smallest element along ``axis`` (``jax.lax.argmin``); errors as
+    ``argmax``'s."""
+    return _r.argmin_p.bind(operand, **_arg_params("argmin", operand, axis, index_dtype))
+
+
+def _cum_axis(name, operand, axis):
+    """``axis`` of a cumulative reduction checked as JAX does (ValueError): XLA takes no
+    negative axis there, and it has to be one of the operand's."""
+    nd, axis = get_aval(operand).ndim, int(axis)
+    if axis < 0:
+        raise ValueError(f"{name}: axis {axis} is negative; lax's cumulative reductions "
+                         f"take an axis in [0, {nd}) (XLA allows no negative axes)")
+    if nd and axis >= nd:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape "
+                         f"{get_aval(operand).shape}")
+    return axis % builtins.max(nd, 1)
 
 
 def _cum(p):
     def fn(operand, axis=0, reverse=False):
-        return p.bind(operand, axis=int(axis) % builtins.max(get_aval(operand).ndim, 1),
-                      reverse=bool(reverse))
+        return p.bind(operand, axis=_cum_axis(p.name, operand, axis), reverse=bool(reverse))
     fn.__name__ = p.name
     fn.__doc__ = f"Cumulative ``{p.name}`` along ``axis`` (``jax.lax.{p.name}``)."
     return fn
@@ -626,8 +672,11 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     ``dimension`` (``jax.lax.sort``)."""
     single = not isinstance(operand, (tuple, list))
     ops = [operand] if single else list(operand)
-    nd = get_aval(ops[0]).ndim
-    out = _r.sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
+    nd, dimension = get_aval(ops[0]).ndim, int(dimension)
+    if nd and not -nd <= dimension < nd:
+        raise ValueError(f"sort: dimension {dimension} is out of bounds for array of "
+                         f"dimension {nd}")
+    out = _r.sort_p.bind(*ops, dimension=dimension % builtins.max(nd, 1),
                          is_stable=bool(is_stable), num_keys=int(num_keys))
     return out[0] if single else tuple(out)
 
