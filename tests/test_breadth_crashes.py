@@ -335,3 +335,49 @@ def test_lax_expand_dims(dims):
         _same(lambda m: m.lax.expand_dims(_M, dims))
     else:
         _same_error(lambda m: m.lax.expand_dims(_M, dims), "axis|dimensions")
+
+
+# ---- reducers given a bad initial, or nothing to reduce -------------------------------
+
+_E = np.zeros((0, 3), np.float32)
+
+
+@pytest.mark.parametrize("fn", ["sum", "prod", "max", "min", "amax", "amin", "nansum",
+                                "nanprod", "nanmax", "nanmin"])
+@pytest.mark.parametrize("initial", [np.float32([1, 2]), np.float32([[1]]), [1], (1,), "a",
+                                     np.float32(1.5), 2])
+def test_reducer_initial(fn, initial):
+    f = lambda m: getattr(m.numpy, fn)(_M, axis=0, initial=initial)  # noqa: E731
+    if np.ndim(initial) == 0 and not isinstance(initial, str):
+        _same(f)
+    else:
+        _same_error(f, "initial|position|scalar")
+
+
+@pytest.mark.parametrize("fn", ["max", "min", "amax", "amin", "nanmax", "nanmin", "ptp",
+                                "argmax", "argmin"])
+def test_reducer_of_nothing(fn):
+    _same_error(lambda m: getattr(m.numpy, fn)(_E), "empty|identity|initial")
+    _same_error(lambda m: getattr(m.numpy, fn)(_E, axis=0), "empty|identity|initial")
+    _same(lambda m: getattr(m.numpy, fn)(_E, axis=1))
+    if fn not in ("ptp", "argmax", "argmin"):
+        _same(lambda m: getattr(m.numpy, fn)(_E, axis=0, initial=-1.0))
+
+
+@pytest.mark.parametrize("u", ["add", "multiply", "maximum", "minimum", "logical_and",
+                               "logical_or", "bitwise_or"])
+def test_ufunc_reduce_initial(u):
+    for initial in [np.float32(1), 0.0, True]:
+        f = lambda m: getattr(m.numpy, u).reduce(_M, axis=0, initial=initial)  # noqa: E731
+        if u.startswith("bitwise"):
+            _same_error(f, "integer")
+            _same(lambda m: getattr(m.numpy, u).reduce(_M.astype(np.int32), axis=0,
+                                                        initial=int(initial)))
+        else:
+            _same(f)
+    _same_error(lambda m: getattr(m.numpy, u).reduce(_M, axis=0, initial=np.float32([1, 2])),
+                "initial|scalar|integer")
+    if u.startswith("bitwise"):
+        _same_error(lambda m: getattr(m.numpy, u).reduce(_E, axis=0), "integer")
+    if u in ("logical_and", "logical_or"):
+        _same(lambda m: getattr(m.numpy, u).reduce(_E, axis=0, initial=True))

@@ -155,6 +155,15 @@ def _select(mask, a, fill):
 
 # ---- sum / prod ---------------------------------------------------------------------------
 
+def _check_initial(name, initial):
+    """``initial`` is one array-like scalar: TypeError for a list or other non-array,
+    ValueError for an array of another shape (as JAX; NumPy would broadcast it)."""
+    check_arraylike(name, initial)
+    if np.ndim(initial) != 0:
+        raise ValueError(f"{name}: initial value must be a scalar; got an array of shape "
+                         f"{np.shape(initial)}")
+
+
 def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, where,
               promote_integers):
     a = _arr(name, a)
@@ -174,7 +183,7 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
         a = _select(_where_mask(name, where, a.shape), a, identity)
     out = _strong(prim(a, axes))
     if initial is not None:
-        check_arraylike(name, initial)
+        _check_initial(name, initial)
         out = combine(out, convert(ensure_array(initial), dt))
     return _keep(out, a.shape, axes, keepdims)
 
@@ -346,7 +355,7 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     else:
         out = _strong(prim(a, axes))
     if initial is not None:
-        check_arraylike(name, initial)
+        _check_initial(name, initial)
         init = convert(ensure_array(initial), out.dtype)
         if out.dtype.kind == "c":
             # as JAX: initial if initial > result (lexicographic, NaN compares False)
