@@ -381,3 +381,34 @@ def test_ufunc_reduce_initial(u):
         _same_error(lambda m: getattr(m.numpy, u).reduce(_E, axis=0), "integer")
     if u in ("logical_and", "logical_or"):
         _same(lambda m: getattr(m.numpy, u).reduce(_E, axis=0, initial=True))
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.lax.pad(_M, np.float32([0]), [(0, 0, 0), (0, 0, 0)]),
+    lambda m: m.lax.slice(_M, (0,), (1,)),
+    lambda m: m.lax.slice(_M, (0, 0, 0), (1, 1, 1)),
+    lambda m: m.lax.slice(_M, (0, 0), (1, 1), (1,)),
+    lambda m: m.lax.dynamic_slice(_M, (0,), (1, 1)),
+    lambda m: m.lax.dynamic_update_slice(_M, _M, (0,)),
+    lambda m: m.lax.reshape(_M, (6,), (0, 0)),
+    lambda m: m.lax.reshape(_M, (6,), (0,)),
+    lambda m: m.lax.integer_pow(_M, 1.5),
+    lambda m: m.lax.round(_M, 7),
+], ids=["pad-value-shape", "slice-starts", "slice-limits", "slice-strides", "dslice-starts",
+        "dus-starts", "reshape-dims-repeat", "reshape-dims-short", "integer-pow-float",
+        "round-method"])
+def test_lax_bad_arguments(case):
+    _same_error(case)
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.lax.reshape(_M, (3, 2), (1, 0)),
+    lambda m: m.lax.integer_pow(_M, np.int32(3)),
+    lambda m: m.lax.integer_pow(_M, True),
+    lambda m: m.lax.round(_M - 2.5, 1),
+    lambda m: m.lax.round(_M - 2.5, 1.0),
+    lambda m: m.lax.round(_M - 2.5, m.lax.RoundingMethod.TO_NEAREST_EVEN),
+    lambda m: m.lax.slice(_M, (0, 1), (2, 3), (2, 1)),
+])
+def test_lax_valid_arguments(case):
+    _same(case)

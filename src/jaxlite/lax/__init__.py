@@ -9,6 +9,7 @@ float32, complex64 or bool; 64-bit under x64), so ``lax.add(f32_array, 2.5)`` wo
 from __future__ import annotations
 
 import builtins
+import enum
 import operator as _operator
 
 import numpy as np
@@ -221,15 +222,31 @@ shift_right_arithmetic = _binary(_e.shift_right_arithmetic_p)
 complex = _binary(_e.complex_p)
 
 
+class RoundingMethod(enum.IntEnum):
+    """How ``round`` breaks ties (``jax.lax.RoundingMethod``)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
 def round(x, rounding_method=0):
     """Rounds to the nearest integer; ties away from zero (0) or to even (1)
-    (``jax.lax.round``)."""
+    (``jax.lax.round``; ``RoundingMethod`` members are those ints).  ValueError for any
+    other ``rounding_method``, as JAX."""
+    if rounding_method not in (0, 1):
+        raise ValueError(f"round: {rounding_method!r} is not a valid RoundingMethod (0: "
+                         f"away from zero, 1: to nearest even)")
     return _e.round_p.bind(x, rounding_method=int(rounding_method))
 
 
 def integer_pow(x, y: int):
-    """``x ** y`` for a static Python int ``y`` (``jax.lax.integer_pow``)."""
-    return _e.integer_pow_p.bind(x, y=int(y))
+    """``x ** y`` for a static Python int ``y`` (``jax.lax.integer_pow``); TypeError for a
+    ``y`` that is not an integer."""
+    try:
+        y = _operator.index(y)
+    except TypeError:
+        raise TypeError(f"integer_pow: y must be an int; got {y!r} of type "
+                        f"{type(y).__name__}") from None
+    return _e.integer_pow_p.bind(x, y=y)
 
 
 def select_n(which, *cases):
@@ -411,7 +428,9 @@ def slice(operand, start_indices, limit_indices, strides=None):
     """Static slice ``[start:limit:stride]`` per dimension (``jax.lax.slice``)."""
     st = tuple(int(i) for i in start_indices)
     li = tuple(int(i) for i in limit_indices)
-    sd = None if strides is None or builtins.all(s == 1 for s in strides) \
+    # unit strides are left out, but only a full set (a short one is the shape rule's error)
+    sd = None if strides is None or (len(strides) == len(st) and
+                                     builtins.all(s == 1 for s in strides)) \
         else tuple(int(s) for s in strides)
     return _s.slice_p.bind(operand, start_indices=st, limit_indices=li, strides=sd)
 
@@ -458,7 +477,7 @@ def _start_index(i, size: int):
 def _start_indices(name, operand, start_indices, allow_negative_indices):
     shape = get_aval(operand).shape
     if len(start_indices) != len(shape):
-        raise TypeError(f"{name}: got {len(start_indices)} start indices for operand of shape "
+        raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of shape "
                         f"{shape}; give one per dimension")
     return [_start_index(i, n if allow_negative_indices else 0)
             for i, n in zip(start_indices, shape)]

@@ -80,6 +80,9 @@ def _reshape_aval(x, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(int(d) for d in new_sizes)
     if any(d < 0 for d in new_sizes):
         raise TypeError(f"reshape new_sizes must all be non-negative, got {new_sizes}.")
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape: dimensions {tuple(dimensions)} must be a permutation of "
+                        f"the operand's dimensions (shape {x.shape})")
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         # ValueError, as JAX 0.10 (whose lowering, not its shape rule, refuses the sizes)
         raise ValueError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
@@ -170,7 +173,8 @@ concatenate_p = _shape_prim(
 def _pad_aval(x, padding_value, padding_config):
     check_same_dtypes("pad", (x, padding_value))
     if padding_value.shape != ():
-        raise TypeError(f"pad padding_value must be a scalar, got shape {padding_value.shape}")
+        raise ValueError(f"pad: padding_value must be a scalar, got shape "
+                         f"{padding_value.shape}")
     if len(padding_config) != x.ndim:
         raise ValueError(f"pad: padding_config has {len(padding_config)} entries for operand "
                          f"of shape {x.shape}")
@@ -234,6 +238,11 @@ rev_p = _shape_prim("rev", _rev_aval, lambda x, dimensions: np.flip(x, tuple(dim
 # slice ---------------------------------------------------------------------------------
 
 def _slice_aval(x, start_indices, limit_indices, strides=None):
+    # a start or limit count that differs is JAX's ValueError, a strides count its TypeError
+    if not len(start_indices) == len(limit_indices) == x.ndim:
+        raise ValueError(f"slice: start_indices {start_indices} and limit_indices "
+                         f"{limit_indices} must each have one entry per dimension of "
+                         f"operand shape {x.shape}")
     strides = strides or (1,) * x.ndim
     if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim):
         raise TypeError(f"slice: start_indices {start_indices}, limit_indices "
@@ -271,7 +280,7 @@ slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True,
 
 def _check_index_operands(name, x, idxs):
     if len(idxs) != x.ndim:
-        raise TypeError(f"{name}: got {len(idxs)} start indices for operand of shape {x.shape}; "
+        raise ValueError(f"{name}: got {len(idxs)} start indices for operand of shape {x.shape}; "
                         f"give one per dimension")
     for i in idxs:
         if i.shape != () or i.dtype.kind not in "iu":
