@@ -412,3 +412,79 @@ def test_lax_bad_arguments(case):
 ])
 def test_lax_valid_arguments(case):
     _same(case)
+
+
+# ---- lax.gather / lax.scatter*: dimension-number checks raise JAX's TypeError ---------
+
+_OP = _np((3, 4))
+_IDX = np.int32([[0], [2]])
+
+
+def _gdn(m, **kw):
+    d = dict(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+    d.update(kw)
+    return m.lax.GatherDimensionNumbers(**d)
+
+
+@pytest.mark.parametrize("kw,sizes,idx", [
+    (dict(offset_dims=(2,)), (1, 4), _IDX),
+    (dict(offset_dims=(1, 2)), (1, 4), _IDX),
+    (dict(offset_dims=(), collapsed_slice_dims=(1, 0)), (1, 1), _IDX),
+    (dict(collapsed_slice_dims=(2,)), (1, 4), _IDX),
+    (dict(offset_dims=(), collapsed_slice_dims=(0, 0)), (1, 1), _IDX),
+    (dict(start_index_map=(2,)), (1, 4), _IDX),
+    (dict(start_index_map=(0, 0)), (1, 4), np.int32([[0, 0]])),
+    (dict(operand_batching_dims=(0,), start_indices_batching_dims=(0,)), (1, 4), _IDX),
+    ({}, (2, 4), _IDX), ({}, (1, 5), _IDX), ({}, (1,), _IDX)])
+def test_gather_bad_dimension_numbers(kw, sizes, idx):
+    _same_error(lambda m: m.lax.gather(_OP, idx, _gdn(m, **kw), sizes),
+                "gather|slice_sizes|offset")
+
+
+def test_gather_batching_dims_order():
+    op, idx = _np((2, 2, 3, 4)), np.zeros((2, 2, 1), np.int32) + np.int32([[[0]], [[2]]])
+
+    def g(m, ob, ib):
+        dn = m.lax.GatherDimensionNumbers(
+            offset_dims=(2,), collapsed_slice_dims=(2,), start_index_map=(2,),
+            operand_batching_dims=ob, start_indices_batching_dims=ib)
+        return m.lax.gather(op, idx, dn, (1, 1, 1, 4))
+    _same(lambda m: g(m, (0, 1), (0, 1)))
+    _same(lambda m: g(m, (0, 1), (1, 0)))
+    _same_error(lambda m: g(m, (1, 0), (1, 0)), "operand_batching_dims")
+
+
+def _sdn(m, **kw):
+    d = dict(update_window_dims=(1,), inserted_window_dims=(0,),
+             scatter_dims_to_operand_dims=(0,))
+    d.update(kw)
+    return m.lax.ScatterDimensionNumbers(**d)
+
+
+_UPD = np.ones((2, 4), np.float32)
+
+
+@pytest.mark.parametrize("fn", ["scatter", "scatter_add", "scatter_sub", "scatter_mul",
+                                "scatter_min", "scatter_max"])
+@pytest.mark.parametrize("kw,upd,idx", [
+    (dict(update_window_dims=(2,)), _UPD, _IDX),
+    (dict(inserted_window_dims=(2,)), _UPD, _IDX),
+    (dict(update_window_dims=(), inserted_window_dims=(0, 0)), _UPD, _IDX),
+    (dict(update_window_dims=(), inserted_window_dims=(1, 0)), np.ones(2, np.float32), _IDX),
+    (dict(scatter_dims_to_operand_dims=(2,)), _UPD, _IDX),
+    (dict(scatter_dims_to_operand_dims=(0, 0)), _UPD, np.int32([[0, 0]])),
+    (dict(operand_batching_dims=(1,)), _UPD, _IDX),
+    ({}, np.ones((2,), np.float32), _IDX),
+    ({}, np.ones((2, 4), np.int32), _IDX),
+    ({}, np.ones((2, 4), np.float16), _IDX),
+    ({}, np.ones((2, 5), np.float32), _IDX)], ids=lambda v: str(v)[:30])
+def test_scatter_bad_dimension_numbers(fn, kw, upd, idx):
+    _same_error(lambda m: getattr(m.lax, fn)(_OP, idx, upd, _sdn(m, **kw)),
+                "scatter|updates|dims")
+
+
+@pytest.mark.parametrize("fn", ["scatter", "scatter_add", "scatter_mul", "scatter_max"])
+def test_scatter_valid(fn):
+    _same(lambda m: getattr(m.lax, fn)(_OP, _IDX, _UPD * 2, _sdn(m)))
+    # float64 updates are float32 once canonicalised (64-bit types off), as in JAX
+    _same(lambda m: getattr(m.lax, fn)(_OP, _IDX, np.ones((2, 4)), _sdn(m)))
