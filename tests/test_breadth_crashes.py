@@ -488,3 +488,13 @@ def test_scatter_valid(fn):
     _same(lambda m: getattr(m.lax, fn)(_OP, _IDX, _UPD * 2, _sdn(m)))
     # float64 updates are float32 once canonicalised (64-bit types off), as in JAX
     _same(lambda m: getattr(m.lax, fn)(_OP, _IDX, np.ones((2, 4)), _sdn(m)))
+
+
+# ---- found by probing: jnp.interp with complex coordinates ----------------------------
+
+def test_interp_complex_coordinates():
+    xp, fp = np.float32([0, 1, 2]), np.float32([0, 10, 20])
+    _same_error(lambda m: m.numpy.interp(np.complex64([0.5]), xp, fp), "complex")
+    _same_error(lambda m: m.numpy.interp(np.float32([0.5]), xp.astype(np.complex64), fp),
+                "complex")
+    _same(lambda m: m.numpy.interp(np.float32([0.5, 3]), xp, fp.astype(np.complex64)))
