@@ -1071,23 +1071,49 @@ def _qr_jvp(primals, tangents, pivoting=False, full_matrices=True):
     if pivoting:
         raise NotImplementedError("qr: derivatives of the pivoted decomposition are not "
                                   "implemented (as in JAX)")
-    if m < n or (full_matrices and m != n):
+    if m > n and full_matrices:
         raise NotImplementedError(f"Unimplemented case of QR decomposition derivative: "
                                   f"operand shape {get_aval(x).shape} with "
-                                  f"full_matrices={full_matrices} (needs m >= n and "
-                                  f"full_matrices=False, or a square matrix)")
+                                  f"full_matrices=True (needs m <= n, or "
+                                  f"full_matrices=False)")
     q, r = outs
+    if m < n:
+        return outs, _qr_jvp_wide(x, dx, q, r, m)
+    dq, dr = _qr_jvp_tall(q, r, dx)
+    return outs, [dq, dr]
+
+
+def _qr_jvp_tall(q, r, dx):
+    """``(dQ, dR)`` of the QR decomposition of a (..., m, n) matrix, m >= n, with reduced
+    (or square) factors ``q``, ``r``, along ``dx``."""
     y = _tsolve(r, dx, left_side=False, lower=False)
     c = _mm(_H(q), y)
     low = _tril(c, -1)
     omega = _sub(low, _H(low))
-    if get_aval(x).dtype.kind == "c":
+    if get_aval(dx).dtype.kind == "c":
         from .elementwise import imag_p, complex_p
         im = _mul(_ew("complex").bind(_zeros(imag_p.bind(c)), imag_p.bind(c)), _eye_like(c))
         omega = _add(omega, im)
     dq = _add(_mm(q, _sub(omega, c)), y)
     dr = _mm(_sub(c, omega), r)
-    return outs, [dq, dr]
+    return dq, dr
+
+
+def _qr_jvp_wide(x, dx, q, r, m):
+    """``[dQ, dR]`` of a wide (..., m, n) matrix, m < n: with ``x = [X | Y]`` (X its first
+    m columns), ``X = Q R_X`` is square and ``R = [R_X | Q^H Y]``, so the square rule gives
+    dQ and dR_X, and ``dR_Y = dQ^H Y + Q^H dY``."""
+    from .shape import concatenate_p, slice_p
+    shape = get_aval(x).shape
+    nd = len(shape)
+
+    def cols(a, lo, hi):    # columns lo:hi of a (..., m, n) stack
+        return slice_p.bind(a, start_indices=(0,) * (nd - 1) + (lo,),
+                            limit_indices=tuple(shape[:-1]) + (hi,), strides=None)
+    n = shape[-1]
+    dq, dr_x = _qr_jvp_tall(q, cols(r, 0, m), cols(dx, 0, m))
+    dr_y = _add(_mm(_H(dq), cols(x, m, n)), _mm(_H(q), cols(dx, m, n)))
+    return [dq, concatenate_p.bind(dr_x, dr_y, dimension=nd - 1)]
 
 
 qr_p.jvp = _qr_jvp
