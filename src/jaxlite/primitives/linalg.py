@@ -1069,18 +1069,36 @@ def _qr_jvp(primals, tangents, pivoting=False, full_matrices=True):
         return outs, [None] * len(outs)
     *_, m, n = get_aval(x).shape
     if pivoting:
-        raise NotImplementedError("qr: derivatives of the pivoted decomposition are not "
-                                  "implemented (as in JAX)")
+        # x[..., p] = Q R: the unpivoted rule along the tangent's permuted columns; the
+        # integer permutation has no tangent
+        *qr_outs, perm = outs
+        tans = _qr_tangents(_permute_columns(x, perm), _permute_columns(dx, perm), *qr_outs,
+                            m, n, full_matrices)
+        return outs, tans + [None]
+    return outs, _qr_tangents(x, dx, *outs, m, n, full_matrices)
+
+
+def _permute_columns(a, perm):
+    """``a[..., :, perm]`` for a (..., n) integer stack ``perm``: ``a`` times the
+    permutation matrix ``P[i, j] = (perm[j] == i)``."""
+    from .shape import iota_p
+    shape = get_aval(a).shape
+    sq = tuple(shape[:-2]) + (shape[-1], shape[-1])
+    rows = iota_p.bind(dtype=get_aval(perm).dtype, shape=sq, dimension=len(sq) - 2)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, sq, -1), rows), get_aval(a).dtype)
+    return _mm(a, pmat)
+
+
+def _qr_tangents(x, dx, q, r, m, n, full_matrices):
+    """``[dQ, dR]`` of ``x = Q R`` (unpivoted) along ``dx``."""
     if m > n and full_matrices:
         raise NotImplementedError(f"Unimplemented case of QR decomposition derivative: "
                                   f"operand shape {get_aval(x).shape} with "
                                   f"full_matrices=True (needs m <= n, or "
                                   f"full_matrices=False)")
-    q, r = outs
     if m < n:
-        return outs, _qr_jvp_wide(x, dx, q, r, m)
-    dq, dr = _qr_jvp_tall(q, r, dx)
-    return outs, [dq, dr]
+        return _qr_jvp_wide(x, dx, q, r, m)
+    return list(_qr_jvp_tall(q, r, dx))
 
 
 def _qr_jvp_tall(q, r, dx):
