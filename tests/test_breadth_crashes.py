@@ -567,3 +567,16 @@ def test_qr_derivative_pivoted_wide_and_batched():
         _, one = jaxlite.jvp(qr, (stack[k],), (tans[k],))
         for g, w in zip(got[:2], one[:2]):
             np.testing.assert_allclose(np.asarray(g[k]), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+# ---- found by probing: the quantile family on a 0-d array with keepdims ---------------
+
+@pytest.mark.parametrize("fn", ["median", "nanmedian", "quantile", "nanquantile",
+                                "percentile", "nanpercentile"])
+@pytest.mark.parametrize("axis", [None, ()])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_quantiles_of_a_scalar(fn, axis, keepdims):
+    q = () if "median" in fn else ((50.0,) if "percentile" in fn else (0.5,))
+    _same(lambda m: getattr(m.numpy, fn)(np.float32(2.5), *q, axis=axis, keepdims=keepdims))
+    _same(lambda m: getattr(m.numpy, fn)(np.float32([1, 4]), *q, axis=axis,
+                                         keepdims=keepdims))

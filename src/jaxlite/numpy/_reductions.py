@@ -954,7 +954,8 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     else:
         axes = _axes(axis, a.ndim)
     out_shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
-    kept_shape = _keep_shape(a.shape, axes)
+    # as JAX: a 0-d input counts as 1-d for keepdims (its result keeps one axis)
+    kept_shape = _keep_shape(a.shape, axes) if a.ndim else (1,)
     # move the reduced axes last and merge them: x is (batch..., n)
     rest = [i for i in range(a.ndim) if i not in axes]
     n = _count(a.shape, axes)
