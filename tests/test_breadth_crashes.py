@@ -580,3 +580,12 @@ def test_quantiles_of_a_scalar(fn, axis, keepdims):
     _same(lambda m: getattr(m.numpy, fn)(np.float32(2.5), *q, axis=axis, keepdims=keepdims))
     _same(lambda m: getattr(m.numpy, fn)(np.float32([1, 4]), *q, axis=axis,
                                          keepdims=keepdims))
+
+
+@pytest.mark.parametrize("fn", ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"])
+@pytest.mark.parametrize("axes", [(-1,), (0, -1), (2,), (1,), (0, 1), ()])
+def test_lax_reduce_axes(fn, axes):
+    if all(0 <= a < 2 for a in axes):
+        _same(lambda m: getattr(m.lax, fn)(_M, axes))
+    else:
+        _same_error(lambda m: getattr(m.lax, fn)(_M, axes), "axes|axis")

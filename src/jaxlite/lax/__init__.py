@@ -602,18 +602,29 @@ def _with_out_sharding(fn, out_sharding, who, *args, creation=False):
 
 # ---- reductions -----------------------------------------------------------------------
 
+def _reduce_axes(name, operand, axes):
+    """``axes`` of a lax reduction as ints; a negative one is JAX's ValueError (lax takes
+    no negative axes; jnp's reductions normalise theirs)."""
+    axes = tuple(int(a) for a in axes)
+    if any(a < 0 for a in axes):
+        aval = get_aval(operand)
+        raise ValueError(f"{name}: reduction axes {axes} contain out-of-bounds indices for "
+                         f"{aval.str_short()} (lax takes axes in [0, {aval.ndim}))")
+    return axes
+
+
 def _reducer(p):
     if p is _r.reduce_sum_p:
         # only reduce_sum takes out_sharding, as in JAX: the sum resharded there
         def fn(operand, axes, *, out_sharding=None):
-            r = p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+            r = p.bind(operand, axes=_reduce_axes(p.name, operand, axes), out_sharding=None)
             if out_sharding is None:
                 return r
             from ._sharding_constraints import out_sharded
             return out_sharded(r, out_sharding, "reduce_sum")
     else:
         def fn(operand, axes):
-            return p.bind(operand, axes=tuple(int(a) for a in axes))
+            return p.bind(operand, axes=_reduce_axes(p.name, operand, axes))
     fn.__name__ = p.name
     fn.__doc__ = f"``{p.name}`` over ``axes`` (``jax.lax.{p.name}``)."
     return fn
