@@ -505,9 +505,9 @@ def test_interp_complex_coordinates():
 
 # ---- found by probing: derivatives of the QR decomposition of a wide matrix -----------
 
-@pytest.mark.parametrize("shape", [(3, 4), (2, 5), (2, 3, 5), (1, 3)])
-@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
-@pytest.mark.parametrize("mode", ["reduced", "complete"])
+@pytest.mark.parametrize("shape,dtype,mode", [
+    ((3, 4), np.float32, "reduced"), ((2, 5), np.complex64, "reduced"),
+    ((2, 3, 5), np.float32, "complete"), ((1, 3), np.complex64, "complete")])
 def test_qr_derivative_of_wide_matrix(shape, dtype, mode):
     rng = np.random.RandomState(len(shape) * 7 + shape[-1])
     a, t = (rng.randn(*shape) + (1j * rng.randn(*shape) if dtype == np.complex64 else 0)
