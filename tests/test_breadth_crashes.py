@@ -589,3 +589,26 @@ def test_lax_reduce_axes(fn, axes):
         _same(lambda m: getattr(m.lax, fn)(_M, axes))
     else:
         _same_error(lambda m: getattr(m.lax, fn)(_M, axes), "axes|axis")
+
+
+# ---- linear algebra given a vector or a non-square matrix -----------------------------
+
+_LINALG = [("numpy.linalg", n) for n in ("svd", "eig", "eigvals", "svdvals", "qr")] + \
+    [("lax.linalg", n) for n in ("svd", "eigh", "eig", "qr", "cholesky", "lu", "schur",
+                                 "hessenberg", "tridiagonal")]
+
+
+@pytest.mark.parametrize("where,name", _LINALG)
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_linalg_operand_rank_and_shape(where, name, shape):
+    def call(m):
+        mod = m
+        for part in where.split("."):
+            mod = getattr(mod, part)
+        return getattr(mod, name)(np.ones(shape, np.float32))
+    try:
+        call(jax)
+    except Exception:
+        _same_error(call, "rank|square|shape|incompatible")
+    else:
+        call(jaxlite)

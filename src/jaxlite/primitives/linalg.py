@@ -213,11 +213,19 @@ def _lapack_dtype(name, x):
                                   f"CPU); convert to float32 first")
 
 
+def _check_rank2(name, x):
+    """TypeError, as JAX's shape rules, for an operand that is not a stack of matrices
+    (a non-square one is the caller's ValueError)."""
+    if x.ndim < 2:
+        raise TypeError(f"{name} requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
+
+
 def _svd_aval(x, full_matrices=True, compute_uv=True):
     check_dtypes("svd", (x,), "fc")
     if x.ndim < 2:
-        raise ValueError(f"svd requires an operand of rank >= 2 (a stack of matrices), got "
-                         f"shape {x.shape}")
+        raise TypeError(f"svd requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
     *batch, m, n = x.shape
     k = min(m, n)
     batch = tuple(batch)
@@ -520,7 +528,8 @@ def _scipy_linalg():
 
 def _square_aval(name, x):
     check_dtypes(name, (x,), "fc")
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+    _check_rank2(name, x)
+    if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name} requires a stack of square matrices (shape [..., n, n]), "
                          f"got shape {x.shape}")
 
@@ -617,8 +626,8 @@ triangular_solve_p = Primitive(
 def _lu_aval(x):
     check_dtypes("lu", (x,), "fc")
     if x.ndim < 2:
-        raise ValueError(f"lu requires an operand of rank >= 2 (a stack of matrices), got "
-                         f"shape {x.shape}")
+        raise TypeError(f"lu requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
     *batch, m, n = x.shape
     i32 = np.dtype(np.int32)
     return [ShapedArray(x.shape, x.dtype), ShapedArray(tuple(batch) + (min(m, n),), i32),
@@ -1407,7 +1416,8 @@ ormqr_p = Primitive("ormqr", abstract_eval=_ormqr_aval, impl=_ormqr_impl,
 
 def _hessenberg_aval(a):
     check_dtypes("hessenberg", (a,), "fc")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    _check_rank2("hessenberg", a)
+    if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"Argument to Hessenberg reduction must have shape [..., n, n], got "
                          f"shape {a.shape}")
     return [ShapedArray(a.shape, a.dtype),
@@ -1433,7 +1443,8 @@ hessenberg_p = Primitive("hessenberg", abstract_eval=_hessenberg_aval, impl=_hes
 
 def _schur_aval(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
     check_dtypes("schur", (x,), "fc")
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+    _check_rank2("schur", x)
+    if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape}.")
     out = [ShapedArray(x.shape, x.dtype)]
     return out + [ShapedArray(x.shape, x.dtype)] if compute_schur_vectors else out
@@ -1459,8 +1470,10 @@ schur_p = Primitive("schur", abstract_eval=_schur_aval, impl=_schur_impl,
 
 def _tridiagonal_aval(a, lower=True):
     check_dtypes("tridiagonal", (a,), "fc")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Input must be a square matrix; got shape {a.shape}")
+    _check_rank2("tridiagonal", a)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"The input to tridiagonal must be a square matrix; got shape "
+                         f"{a.shape}")
     n = a.shape[-1]
     b = a.shape[:-2]
     r = _real_of(a.dtype)
