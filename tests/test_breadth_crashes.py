@@ -612,3 +612,28 @@ def test_linalg_operand_rank_and_shape(where, name, shape):
         _same_error(call, "rank|square|shape|incompatible")
     else:
         call(jaxlite)
+
+
+# ---- bitcast_convert_type of bool and complex values, argmax of complex ones ----------
+
+@pytest.mark.parametrize("src", [np.float32([1.5, -2]), np.int32([1, -2]), np.bool_([1, 0]),
+                                 np.complex64([1 + 1j, 2]), np.int8([1, 2, 3])])
+@pytest.mark.parametrize("dt", [np.int32, np.float16, np.bool_, np.complex64, np.uint8])
+def test_bitcast_convert_type_kinds(src, dt):
+    try:
+        want = jax.lax.bitcast_convert_type(src, dt)
+    except Exception:
+        _same_error(lambda m: m.lax.bitcast_convert_type(src, dt),
+                    "bitcast|bool|complex|size")
+    else:
+        assert_like_jax(lax.bitcast_convert_type(src, dt), want)
+
+
+def test_array_view_of_complex_still_works():
+    x = np.complex64([1 + 2j, 3])
+    _same(lambda m: m.numpy.asarray(x).view(np.float32))
+    _same(lambda m: m.numpy.asarray(x).byteswap())
+
+
+def test_lax_argmax_of_complex():
+    _same_error(lambda m: m.lax.argmax(np.complex64([1, 2j]), 0, np.int32), "complex")

@@ -282,9 +282,17 @@ def convert_element_type(operand, new_dtype):
 def bitcast_convert_type(operand, new_dtype):
     """The bits of ``operand`` reread as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
     same-size dtypes keep the shape; a narrower dtype adds a last dimension, a wider one
-    consumes it.  Raises TypeError when the sizes do not fit."""
-    return _e.bitcast_convert_type_p.bind(operand,
-                                          new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    consumes it.  Raises TypeError for a bool or complex operand or target unless the two
+    dtypes are the same (as JAX), ValueError when the sizes do not fit the shape."""
+    new = np.dtype(dtypes.canonicalize_dtype(new_dtype))
+    old = np.dtype(get_aval(operand).dtype)
+    if old != new and (old.kind in "bc" or new.kind in "bc"):
+        # the size check comes first, as in JAX
+        _e.bitcast_convert_type_p.abstract_eval(get_aval(operand), new_dtype=new)
+        raise TypeError(f"bitcast_convert_type: bool and complex values are reinterpreted "
+                        f"only as their own dtype; got operand dtype {old.name}, new_dtype "
+                        f"{new.name}")
+    return _e.bitcast_convert_type_p.bind(operand, new_dtype=new)
 
 
 def _convert(x, new_dtype, weak_type):
@@ -654,13 +662,16 @@ def _arg_params(name, operand, axis, index_dtype):
     dt = dtypes.canonicalize_dtype(index_dtype)
     if not np.issubdtype(dt, np.integer):
         raise TypeError(f"{name}: index_dtype must be an integer type, but got {dt.name}")
+    if np.dtype(get_aval(operand).dtype).kind == "c":
+        raise TypeError(f"{name} does not accept dtype {get_aval(operand).dtype.name} "
+                        f"(complex numbers are not ordered)")
     return dict(axes=(axis,), index_dtype=dt)
 
 
 def argmax(operand, axis, index_dtype):
     """Index of the largest element along ``axis``; NaN counts as largest
-    (``jax.lax.argmax``).  Raises TypeError for a non-int ``axis`` or a non-integer
-    ``index_dtype``, ValueError for an axis outside ``[0, ndim)``."""
+    (``jax.lax.argmax``).  Raises TypeError for a complex operand, a non-int ``axis`` or
+    a non-integer ``index_dtype``, ValueError for an axis outside ``[0, ndim)``."""
     return _r.argmax_p.bind(operand, **_arg_params("argmax", operand, axis, index_dtype))
 
 
