@@ -637,3 +637,13 @@ def test_array_view_of_complex_still_works():
 
 def test_lax_argmax_of_complex():
     _same_error(lambda m: m.lax.argmax(np.complex64([1, 2j]), 0, np.int32), "complex")
+
+
+@pytest.mark.parametrize("fn", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+@pytest.mark.parametrize("axis", [(0, 1), [0], -1])
+def test_fft_one_axis_only(fn, axis):
+    x = _np((2, 4))
+    if isinstance(axis, int):
+        _same(lambda m: getattr(m.numpy.fft, fn)(x, axis=axis))
+    else:
+        _same_error(lambda m: getattr(m.numpy.fft, fn)(x, axis=axis), "multiple axes")
