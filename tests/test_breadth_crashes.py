@@ -647,3 +647,16 @@ def test_fft_one_axis_only(fn, axis):
         _same(lambda m: getattr(m.numpy.fft, fn)(x, axis=axis))
     else:
         _same_error(lambda m: getattr(m.numpy.fft, fn)(x, axis=axis), "multiple axes")
+
+
+# ---- static arguments of jnp's jitted definitions must be hashable --------------------
+
+@pytest.mark.parametrize("fn,static", [
+    ("sort", "axis"), ("argsort", "axis"), ("count_nonzero", "axis"), ("nansum", "axis"),
+    ("nanprod", "axis"), ("cumsum", "axis"), ("cumprod", "axis"), ("round", "decimals")])
+@pytest.mark.parametrize("value", [[1], np.array(1), [0, 1]], ids=["list", "ndarray", "list2"])
+def test_unhashable_static_arguments(fn, static, value):
+    t = _np((2, 3, 4))
+    _same_error(lambda m: getattr(m.numpy, fn)(t, **{static: value}), "hashable")
+    _same_error(lambda m: getattr(m.numpy, fn)(t, value), "hashable")
+    _same(lambda m: getattr(m.numpy, fn)(t, **{static: 1}))
