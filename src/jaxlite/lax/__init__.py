@@ -485,8 +485,8 @@ def _start_index(i, size: int):
 def _start_indices(name, operand, start_indices, allow_negative_indices):
     shape = get_aval(operand).shape
     if len(start_indices) != len(shape):
-        raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of shape "
-                        f"{shape}; give one per dimension")
+        raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of "
+                         f"shape {shape}; give one per dimension")
     return [_start_index(i, n if allow_negative_indices else 0)
             for i, n in zip(start_indices, shape)]
 

@@ -280,8 +280,8 @@ slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True,
 
 def _check_index_operands(name, x, idxs):
     if len(idxs) != x.ndim:
-        raise ValueError(f"{name}: got {len(idxs)} start indices for operand of shape {x.shape}; "
-                        f"give one per dimension")
+        raise ValueError(f"{name}: got {len(idxs)} start indices for operand of shape "
+                         f"{x.shape}; give one per dimension")
     for i in idxs:
         if i.shape != () or i.dtype.kind not in "iu":
             raise TypeError(f"{name}: start indices must be integer scalars, got "
