@@ -385,8 +385,9 @@ def test_svdvals_and_linalg_errors(rjnp):
             lib.linalg.matrix_power(r(2, 3), 2)
     with pytest.raises(TypeError):
         jnp.linalg.matrix_power(r(2, 2), 1.5)
-    with pytest.raises(ValueError):
-        jnp.linalg.svd(r(3))
+    for lib in (jnp, rjnp):  # JAX 0.10.2: TypeError for an operand of rank < 2
+        with pytest.raises(TypeError):
+            lib.linalg.svd(r(3))
     with pytest.raises(TypeError):
         jaxlite.lax.linalg.svd(np.ones((2, 2), np.int32))
 

@@ -149,7 +149,7 @@ LAX = {
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
                             "PrecisionLike RaggedDotDimensionNumbers RandomAlgorithm "
-                            "RoundingMethod Tolerance"),
+                            "Tolerance"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
     **_group(LAX_NUMERICS, "ragged_dot_general"),

@@ -84,8 +84,6 @@ ALLOWED = {
     ("jaxlite.numpy._setops.setdiff1d", "assume_unique"): _PROMISE,
     ("jaxlite.numpy._setops.setxor1d", "assume_unique"): _PROMISE,
     ("jaxlite.scipy.linalg.expm", "upper_triangular"): _PROMISE,
-    ("jaxlite.numpy._polynomial.polyval", "unroll"):
-        "JAX's loop-unrolling factor: compile-time only, no effect on values",
     ("jaxlite.scipy.optimize.minimize", "tol"): _JAX_IGNORES + " (JAX never reads it)",
     ("jaxlite.scipy.linalg.polar", "max_iterations"):
         _JAX_IGNORES + " (JAX does not pass it to its QDWH iteration)",

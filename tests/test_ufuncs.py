@@ -739,8 +739,9 @@ def test_lax_bitcast_convert_type(rjax):
     y = np.arange(8, dtype=np.uint8).reshape(2, 4)
     want = rjax.lax.bitcast_convert_type(y, np.float32)
     compare(lax.bitcast_convert_type(jnp.asarray(y), np.float32), want, want)
-    with pytest.raises(TypeError):
-        lax.bitcast_convert_type(jnp.ones(3, np.uint8), np.float32)
+    for lib in (lax, rjax.lax):     # JAX 0.10.2: ValueError for a last axis of 3 bytes
+        with pytest.raises(ValueError):
+            lib.bitcast_convert_type(np.ones(3, np.uint8), np.float32)
 
 
 # ---- complex exp / expm1 / log / log1p at special values and near 0 (issue 10) --------

@@ -9,6 +9,8 @@ float32, complex64 or bool; 64-bit under x64), so ``lax.add(f32_array, 2.5)`` wo
 from __future__ import annotations
 
 import builtins
+import enum
+import operator as _operator
 
 import numpy as np
 
@@ -220,15 +222,31 @@ shift_right_arithmetic = _binary(_e.shift_right_arithmetic_p)
 complex = _binary(_e.complex_p)
 
 
+class RoundingMethod(enum.IntEnum):
+    """How ``round`` breaks ties (``jax.lax.RoundingMethod``)."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
 def round(x, rounding_method=0):
     """Rounds to the nearest integer; ties away from zero (0) or to even (1)
-    (``jax.lax.round``)."""
+    (``jax.lax.round``; ``RoundingMethod`` members are those ints).  ValueError for any
+    other ``rounding_method``, as JAX."""
+    if rounding_method not in (0, 1):
+        raise ValueError(f"round: {rounding_method!r} is not a valid RoundingMethod (0: "
+                         f"away from zero, 1: to nearest even)")
     return _e.round_p.bind(x, rounding_method=int(rounding_method))
 
 
 def integer_pow(x, y: int):
-    """``x ** y`` for a static Python int ``y`` (``jax.lax.integer_pow``)."""
-    return _e.integer_pow_p.bind(x, y=int(y))
+    """``x ** y`` for a static Python int ``y`` (``jax.lax.integer_pow``); TypeError for a
+    ``y`` that is not an integer."""
+    try:
+        y = _operator.index(y)
+    except TypeError:
+        raise TypeError(f"integer_pow: y must be an int; got {y!r} of type "
+                        f"{type(y).__name__}") from None
+    return _e.integer_pow_p.bind(x, y=y)
 
 
 def select_n(which, *cases):
@@ -264,9 +282,17 @@ def convert_element_type(operand, new_dtype):
 def bitcast_convert_type(operand, new_dtype):
     """The bits of ``operand`` reread as ``new_dtype`` (``jax.lax.bitcast_convert_type``):
     same-size dtypes keep the shape; a narrower dtype adds a last dimension, a wider one
-    consumes it.  Raises TypeError when the sizes do not fit."""
-    return _e.bitcast_convert_type_p.bind(operand,
-                                          new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    consumes it.  Raises TypeError for a bool or complex operand or target unless the two
+    dtypes are the same (as JAX), ValueError when the sizes do not fit the shape."""
+    new = np.dtype(dtypes.canonicalize_dtype(new_dtype))
+    old = np.dtype(get_aval(operand).dtype)
+    if old != new and (old.kind in "bc" or new.kind in "bc"):
+        # the size check comes first, as in JAX
+        _e.bitcast_convert_type_p.abstract_eval(get_aval(operand), new_dtype=new)
+        raise TypeError(f"bitcast_convert_type: bool and complex values are reinterpreted "
+                        f"only as their own dtype; got operand dtype {old.name}, new_dtype "
+                        f"{new.name}")
+    return _e.bitcast_convert_type_p.bind(operand, new_dtype=new)
 
 
 def _convert(x, new_dtype, weak_type):
@@ -283,8 +309,12 @@ def _convert(x, new_dtype, weak_type):
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """``operand`` broadcast to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
-    (``jax.lax.broadcast_in_dim``).  ``out_sharding``: the result's sharding (see
-    ``_sharding_constraints.with_out_sharding``)."""
+    (``jax.lax.broadcast_in_dim``); the dimensions may come in any order (distinct, each a
+    target axis), as in JAX: for a permuted order the operand is transposed first.
+    ``out_sharding``: the result's sharding (see ``_sharding_constraints.with_out_sharding``).
+    Raises TypeError, naming the shapes and dimensions, when an entry is negative, out of
+    the target's range or repeated, when there is not one per operand axis, or when an
+    operand axis is neither size 1 nor its target axis's size."""
     if out_sharding is not None:
         return _with_out_sharding(broadcast_in_dim, out_sharding, "broadcast_in_dim",
                                   operand, shape, broadcast_dimensions)
@@ -293,6 +323,12 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
     aval = get_aval(operand)
     if aval.shape == shape and bd == tuple(range(len(shape))):
         return _as_array(operand)
+    if list(bd) != sorted(bd) and len(bd) == aval.ndim and len(set(bd)) == len(bd) and \
+            all(0 <= d < len(shape) and aval.shape[i] in (1, shape[d])
+                for i, d in enumerate(bd)):
+        # valid but permuted: the primitive takes ascending dimensions
+        order = tuple(sorted(range(len(bd)), key=bd.__getitem__))
+        operand, bd = transpose(operand, order), tuple(sorted(bd))
     return _s.broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd,
                                       sharding=None)
 
@@ -350,10 +386,23 @@ def squeeze(array, dimensions):
 
 
 def expand_dims(array, dimensions):
-    """Inserts size-1 dimensions at ``dimensions`` (``jax.lax.expand_dims``)."""
+    """Inserts size-1 dimensions at ``dimensions`` (``jax.lax.expand_dims``), each an int
+    in ``[-n, n)`` for the result's rank ``n``.  Raises TypeError for a non-int entry and
+    ValueError for one out of range or repeated, as JAX."""
     aval = get_aval(array)
     nd = aval.ndim + len(dimensions)
-    dims = sorted(int(d) % nd for d in dimensions)
+    try:
+        given = [_operator.index(d) for d in dimensions]
+    except TypeError:
+        raise TypeError(f"expand_dims: dimensions must be ints; got {tuple(dimensions)}") \
+            from None
+    for d in given:
+        if not -nd <= d < nd:
+            raise ValueError(f"expand_dims: axis {d} is out of bounds for array of "
+                             f"dimension {nd}")
+    dims = sorted(d % nd for d in given)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in dimensions {tuple(given)}")
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)
@@ -387,7 +436,9 @@ def slice(operand, start_indices, limit_indices, strides=None):
     """Static slice ``[start:limit:stride]`` per dimension (``jax.lax.slice``)."""
     st = tuple(int(i) for i in start_indices)
     li = tuple(int(i) for i in limit_indices)
-    sd = None if strides is None or builtins.all(s == 1 for s in strides) \
+    # unit strides are left out, but only a full set (a short one is the shape rule's error)
+    sd = None if strides is None or (len(strides) == len(st) and
+                                     builtins.all(s == 1 for s in strides)) \
         else tuple(int(s) for s in strides)
     return _s.slice_p.bind(operand, start_indices=st, limit_indices=li, strides=sd)
 
@@ -434,8 +485,8 @@ def _start_index(i, size: int):
 def _start_indices(name, operand, start_indices, allow_negative_indices):
     shape = get_aval(operand).shape
     if len(start_indices) != len(shape):
-        raise TypeError(f"{name}: got {len(start_indices)} start indices for operand of shape "
-                        f"{shape}; give one per dimension")
+        raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of "
+                         f"shape {shape}; give one per dimension")
     return [_start_index(i, n if allow_negative_indices else 0)
             for i, n in zip(start_indices, shape)]
 
@@ -517,6 +568,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
                         f"{get_aval(operand).dtype.name}. Accepted dtypes are subtypes of "
                         f"floating.")
 
+    axis = _cum_axis("cumlogsumexp", operand, axis)
+
     def logaddexp(a, b):
         m = max(a, b)
         fin = _e.is_finite_p.bind(m)
@@ -557,18 +610,29 @@ def _with_out_sharding(fn, out_sharding, who, *args, creation=False):
 
 # ---- reductions -----------------------------------------------------------------------
 
+def _reduce_axes(name, operand, axes):
+    """``axes`` of a lax reduction as ints; a negative one is JAX's ValueError (lax takes
+    no negative axes; jnp's reductions normalise theirs)."""
+    axes = tuple(int(a) for a in axes)
+    if any(a < 0 for a in axes):
+        aval = get_aval(operand)
+        raise ValueError(f"{name}: reduction axes {axes} contain out-of-bounds indices for "
+                         f"{aval.str_short()} (lax takes axes in [0, {aval.ndim}))")
+    return axes
+
+
 def _reducer(p):
     if p is _r.reduce_sum_p:
         # only reduce_sum takes out_sharding, as in JAX: the sum resharded there
         def fn(operand, axes, *, out_sharding=None):
-            r = p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+            r = p.bind(operand, axes=_reduce_axes(p.name, operand, axes), out_sharding=None)
             if out_sharding is None:
                 return r
             from ._sharding_constraints import out_sharded
             return out_sharded(r, out_sharding, "reduce_sum")
     else:
         def fn(operand, axes):
-            return p.bind(operand, axes=tuple(int(a) for a in axes))
+            return p.bind(operand, axes=_reduce_axes(p.name, operand, axes))
     fn.__name__ = p.name
     fn.__doc__ = f"``{p.name}`` over ``axes`` (``jax.lax.{p.name}``)."
     return fn
@@ -583,23 +647,56 @@ reduce_or = _reducer(_r.reduce_or_p)
 reduce_xor = _reducer(_r.reduce_xor_p)
 
 
+def _arg_params(name, operand, axis, index_dtype):
+    """``argmax``/``argmin``'s parameters checked as JAX does: ``axis`` an int (TypeError)
+    in ``[0, ndim)`` (ValueError: no negative axis in lax), ``index_dtype`` an integer
+    dtype (TypeError)."""
+    try:
+        axis = _operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int; got {axis!r}") from None
+    shape = get_aval(operand).shape
+    if shape and not 0 <= axis < len(shape):
+        raise ValueError(f"{name}: invalid axis {axis} for operand shape {shape} (lax takes "
+                         f"an axis in [0, {len(shape)}))")
+    dt = dtypes.canonicalize_dtype(index_dtype)
+    if not np.issubdtype(dt, np.integer):
+        raise TypeError(f"{name}: index_dtype must be an integer type, but got {dt.name}")
+    if np.dtype(get_aval(operand).dtype).kind == "c":
+        raise TypeError(f"{name} does not accept dtype {get_aval(operand).dtype.name} "
+                        f"(complex numbers are not ordered)")
+    return dict(axes=(axis,), index_dtype=dt)
+
+
 def argmax(operand, axis, index_dtype):
     """Index of the largest element along ``axis``; NaN counts as largest
-    (``jax.lax.argmax``)."""
-    return _r.argmax_p.bind(operand, axes=(int(axis),),
-                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    (``jax.lax.argmax``).  Raises TypeError for a complex operand, a non-int ``axis`` or
+    a non-integer ``index_dtype``, ValueError for an axis outside ``[0, ndim)``."""
+    return _r.argmax_p.bind(operand, **_arg_params("argmax", operand, axis, index_dtype))
 
 
 def argmin(operand, axis, index_dtype):
-    """Index of the smallest element along ``axis`` (``jax.lax.argmin``)."""
-    return _r.argmin_p.bind(operand, axes=(int(axis),),
-                            index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    """Index of the smallest element along ``axis`` (``jax.lax.argmin``); errors as
+    ``argmax``'s."""
+    return _r.argmin_p.bind(operand, **_arg_params("argmin", operand, axis, index_dtype))
+
+
+def _cum_axis(name, operand, axis):
+    """``axis`` of a cumulative reduction checked as JAX does (ValueError): XLA takes no
+    negative axis there, and it has to be one of the operand's."""
+    nd, axis = get_aval(operand).ndim, int(axis)
+    if axis < 0:
+        raise ValueError(f"{name}: axis {axis} is negative; lax's cumulative reductions "
+                         f"take an axis in [0, {nd}) (XLA allows no negative axes)")
+    if nd and axis >= nd:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape "
+                         f"{get_aval(operand).shape}")
+    return axis % builtins.max(nd, 1)
 
 
 def _cum(p):
     def fn(operand, axis=0, reverse=False):
-        return p.bind(operand, axis=int(axis) % builtins.max(get_aval(operand).ndim, 1),
-                      reverse=bool(reverse))
+        return p.bind(operand, axis=_cum_axis(p.name, operand, axis), reverse=bool(reverse))
     fn.__name__ = p.name
     fn.__doc__ = f"Cumulative ``{p.name}`` along ``axis`` (``jax.lax.{p.name}``)."
     return fn
@@ -616,8 +713,11 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     ``dimension`` (``jax.lax.sort``)."""
     single = not isinstance(operand, (tuple, list))
     ops = [operand] if single else list(operand)
-    nd = get_aval(ops[0]).ndim
-    out = _r.sort_p.bind(*ops, dimension=int(dimension) % builtins.max(nd, 1),
+    nd, dimension = get_aval(ops[0]).ndim, int(dimension)
+    if nd and not -nd <= dimension < nd:
+        raise ValueError(f"sort: dimension {dimension} is out of bounds for array of "
+                         f"dimension {nd}")
+    out = _r.sort_p.bind(*ops, dimension=dimension % builtins.max(nd, 1),
                          is_stable=bool(is_stable), num_keys=int(num_keys))
     return out[0] if single else tuple(out)
 

@@ -20,6 +20,7 @@ clamped, and no derivative for a window that did not fit; the scatters' is
 """
 from __future__ import annotations
 
+import builtins
 import enum
 from typing import NamedTuple, Sequence
 
@@ -142,12 +143,23 @@ def _coordinates(name, op_shape, idx, window_dims_out, window_sizes, dropped, in
     return coords, jnp.broadcast_to(valid, out_shape)
 
 
-def _check_dims(name, what, dims, rank):
+def _check_dims(name, what, dims, rank, ordered=False):
+    """TypeError, as JAX's shape rules, for dimension numbers ``dims`` outside
+    ``[0, rank)``, repeated, or (``ordered``) not ascending."""
     for d in dims:
         if not 0 <= d < rank:
-            raise ValueError(f"{name}: {what} {tuple(dims)} out of range for rank {rank}")
+            raise TypeError(f"{name}: {what} {tuple(dims)} out of range for rank {rank}")
     if len(set(dims)) != len(dims):
-        raise ValueError(f"{name}: {what} {tuple(dims)} repeats a dimension")
+        raise TypeError(f"{name}: {what} {tuple(dims)} repeats a dimension")
+    if ordered and list(dims) != sorted(dims):
+        raise TypeError(f"{name}: {what} {tuple(dims)} must be sorted")
+
+
+def _check_disjoint(name, what, dims, batch):
+    both = sorted(set(dims) & set(batch))
+    if both:
+        raise TypeError(f"{name}: {what} {tuple(dims)} and operand_batching_dims "
+                        f"{tuple(batch)} must be disjoint; both hold {tuple(both)}")
 
 
 def _default_fill(dtype):
@@ -182,8 +194,9 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
       ``offset_dims``).
 
     Raises:
-      ValueError: non-integer indices, dimension numbers out of range or repeated;
-      TypeError: shapes that do not agree with the dimension numbers.
+      ValueError: non-integer indices;
+      TypeError: dimension numbers out of range, repeated, unsorted (collapsed and
+        batching dimensions) or overlapping, shapes that do not agree with them.
     """
     from .. import numpy as jnp
     dn = dimension_numbers
@@ -213,9 +226,10 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         if (d in collapsed or d in op_batch) and s != 1:
             raise TypeError(f"gather: slice_sizes[{d}] must be 1 for a collapsed or batching "
                             f"dimension, got {s}")
-    _check_dims("gather", "collapsed_slice_dims", collapsed, r)
+    _check_dims("gather", "collapsed_slice_dims", collapsed, r, ordered=True)
     _check_dims("gather", "start_index_map", index_map, r)
-    _check_dims("gather", "operand_batching_dims", op_batch, r)
+    _check_dims("gather", "operand_batching_dims", op_batch, r, ordered=True)
+    _check_disjoint("gather", "collapsed_slice_dims", collapsed, op_batch)
     if iaval.ndim == 0 or iaval.shape[-1] != len(index_map):
         raise TypeError(f"gather: the last dimension of start_indices {iaval.shape} must "
                         f"equal len(start_index_map) = {len(index_map)}")
@@ -265,6 +279,10 @@ def _scatter(name, method, operand, scatter_indices, updates, dimension_numbers,
     else:
         updates = jnp.asarray(updates)
         upd_shape = get_aval(updates).shape
+        if get_aval(updates).dtype != aval.dtype:
+            raise TypeError(f"{name}: updates of dtype {get_aval(updates).dtype.name} do not "
+                            f"match the operand's dtype {aval.dtype.name}; lax.scatter "
+                            f"requires the same dtypes")
     if not dtypes.is_int(iaval.dtype):
         raise ValueError(f"{name}: indices must have an integer type, got "
                          f"{iaval.dtype.name}")
@@ -273,9 +291,15 @@ def _scatter(name, method, operand, scatter_indices, updates, dimension_numbers,
         _ints(dn.inserted_window_dims), _ints(dn.scatter_dims_to_operand_dims)
     op_batch, idx_batch = _ints(dn.operand_batching_dims), \
         _ints(dn.scatter_indices_batching_dims)
-    _check_dims(name, "inserted_window_dims", inserted, r)
+    want_rank = builtins.max(iaval.ndim - 1, 0) + len(uwd)
+    if len(upd_shape) != want_rank:
+        raise TypeError(f"{name}: updates must be of rank {want_rank} (the indices' "
+                        f"{builtins.max(iaval.ndim - 1, 0)} batch dimensions and "
+                        f"{len(uwd)} update_window_dims); got shape {upd_shape}")
+    _check_dims(name, "inserted_window_dims", inserted, r, ordered=True)
     _check_dims(name, "scatter_dims_to_operand_dims", index_map, r)
-    _check_dims(name, "operand_batching_dims", op_batch, r)
+    _check_dims(name, "operand_batching_dims", op_batch, r, ordered=True)
+    _check_disjoint(name, "inserted_window_dims", inserted, op_batch)
     _check_dims(name, "update_window_dims", uwd, len(upd_shape))
     if iaval.ndim == 0 or iaval.shape[-1] != len(index_map):
         raise TypeError(f"{name}: the last dimension of scatter_indices {iaval.shape} must "
@@ -328,8 +352,10 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are
       leaves the order unspecified).
 
     Raises:
-      ValueError: non-integer indices, dimension numbers out of range or repeated;
-      TypeError: shapes that disagree with the dimension numbers.
+      ValueError: non-integer indices;
+      TypeError: dimension numbers out of range, repeated, unsorted (inserted and batching
+        dimensions) or overlapping, updates of another rank or dtype than the dimension
+        numbers and the operand ask for.
     """
     return _scatter("scatter", "set", operand, scatter_indices, updates, dimension_numbers,
                     mode, unique_indices, indices_are_sorted)

@@ -207,6 +207,10 @@ class ufunc:
         x = ensure_array(a)
         if dtype is not None:
             x = x.astype(dtype)
+        if self.__name__.startswith("bitwise_") and x.dtype.kind not in "biu":
+            # as JAX, whose reduction asks for an integer identity (even of an empty axis)
+            raise ValueError(f"{self.__name__}.reduce: integer argument required; got "
+                             f"dtype={x.dtype.name}")
         axes = tuple(range(x.ndim)) if axis is None else \
             tuple(canonicalize_axis(ax, x.ndim) for ax in
                   (axis if isinstance(axis, tuple) else (axis,)))
@@ -344,14 +348,23 @@ def wrap_ufuncs(ns: dict) -> dict:
     def _red(name):
         f = getattr(jnp, name)
 
+        logical = name in ("all", "any")
+
         def red(a, axis=0, dtype=None, keepdims=False, initial=None):
-            kw = {} if initial is None else {"initial": initial}
+            kw = {} if initial is None or logical else {"initial": initial}
             if dtype is not None:
                 if name in ("sum", "prod"):
                     kw["dtype"] = dtype
                 else:
                     a = ensure_array(a).astype(dtype)
-            return f(a, axis=axis, keepdims=keepdims, **kw)
+            r = f(a, axis=axis, keepdims=keepdims, **kw)
+            if initial is not None and logical:
+                # jnp.all/any take no initial: it joins the result as one more element
+                from ._reductions import _check_initial
+                _check_initial(f"logical_{'and' if name == 'all' else 'or'}.reduce",
+                               initial)
+                r = (jnp.logical_and if name == "all" else jnp.logical_or)(r, initial)
+            return r
         return red
 
     def _acc(fn):

@@ -372,19 +372,19 @@ def _view(self, dtype=None, type=None):
     # sizes in bits: an int8 holds two int4 (JAX's packed sizes, dtypes.itemsize_bits)
     old_bits, new_bits = dtypes.itemsize_bits(old), dtypes.itemsize_bits(new)
     if old_bits == new_bits:
-        return lax.bitcast_convert_type(x, new)
+        return _bitcast(x, new)
     if not x.ndim:
         raise ValueError(f"a 0-d {old.name} array cannot be viewed as {new.name}: the item "
                          f"sizes differ")
     if old_bits > new_bits:
-        out = lax.bitcast_convert_type(x, new)    # adds a trailing axis of the ratio
+        out = _bitcast(x, new)    # adds a trailing axis of the ratio
         return _shape.reshape(out, x.shape[:-1] + (-1,))
     ratio = new_bits // old_bits
     if x.shape[-1] % ratio:
         raise ValueError(f"the last axis of shape {tuple(x.shape)} ({old.name}) does not hold a "
                          f"whole number of {new.name} items")
     grouped = _shape.reshape(x, x.shape[:-1] + (x.shape[-1] // ratio, ratio))
-    return lax.bitcast_convert_type(grouped, new)
+    return _bitcast(grouped, new)
 
 
 def _pyround(self, ndigits=None):
@@ -405,14 +405,21 @@ _traceback.register_boundary(_pyround)
 _OPS["__round__"] = _pyround
 
 
+def _bitcast(x, new):
+    """The bitcast primitive itself: ``Array.view`` and ``byteswap`` reread complex values
+    too, which ``lax.bitcast_convert_type`` refuses (as JAX's does)."""
+    from ..primitives.elementwise import bitcast_convert_type_p
+    return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new))
+
+
 def _byteswap(self):
     """Each element with its bytes in reverse order (``jax.Array.byteswap``; arrays are
     immutable, so there is no ``inplace``)."""
     size = np.dtype(self.dtype).itemsize
     if size == 1:
         return self
-    as_bytes = lax.bitcast_convert_type(self, np.uint8)
-    return lax.bitcast_convert_type(as_bytes[..., ::-1], self.dtype)
+    as_bytes = _bitcast(self, np.uint8)
+    return _bitcast(as_bytes[..., ::-1], self.dtype)
 
 
 def _to_device(self, device, *, stream=None):

@@ -9,6 +9,7 @@ grad/vmap run eagerly) the function runs directly, so eager calls cost one check
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -29,13 +30,22 @@ def staging() -> bool:
 def named_jit(name, static_argnames=()):
     """Decorator: ``fun`` staged as ``jit[name=name]`` when called while a program is being
     traced (arguments named in ``static_argnames`` are static, as in JAX's definition).
-    Arguments of other kinds (lists, strings) leave the call unstaged, so ``fun`` itself
-    checks them and raises its own error."""
+    An unhashable static value (a list, an ndarray) is JAX's ValueError on every call, as
+    for JAX's jitted definitions.  Arguments of other kinds (lists, strings) leave the
+    call unstaged, so ``fun`` itself checks them and raises its own error."""
     def wrap(fun):
         jitted = []
+        params = list(inspect.signature(fun).parameters)
+        # (position, name) of each static parameter: it may come positionally too
+        statics = tuple((params.index(k) if k in params else None, k)
+                        for k in static_argnames)
 
         @functools.wraps(fun)
         def call(*args, **kwargs):
+            for pos, k in statics:
+                v = args[pos] if pos is not None and pos < len(args) else kwargs.get(k)
+                if isinstance(v, (list, dict, set, bytearray, np.ndarray)):
+                    _unhashable(name, k, v)
             if _trace_state().dynamic.trace_type is not JaxprTrace:   # staging(), inlined
                 return fun(*args, **kwargs)
             if not all(isinstance(a, _LEAF) for a in args) or not all(
@@ -48,6 +58,13 @@ def named_jit(name, static_argnames=()):
             return jitted[0](*args, **kwargs)
         return call
     return wrap
+
+
+def _unhashable(name, arg, value):
+    """JAX's ValueError for an unhashable value of a static parameter (``axis=[0, 1]``,
+    an ndarray): its jitted definition cannot key its cache on it, eager calls included."""
+    raise ValueError(f"jnp.{name}: non-hashable static arguments are not supported; "
+                     f"{arg}={value!r} is a {type(value).__name__} (pass a tuple or an int)")
 
 
 def _hashable(kwargs, static_argnames):

@@ -45,17 +45,40 @@ def _coeffs(name, *ps, inexact=False):
     return [ensure_array(a) for a in promote(*ps)]
 
 
+def _check_unroll(unroll):
+    """JAX's rule for ``unroll``: a bool or a non-negative int (TypeError, ValueError)."""
+    if isinstance(unroll, (bool, np.bool_)):
+        return
+    try:
+        n = operator.index(unroll)
+    except TypeError:
+        raise TypeError(f"polyval: unroll must be a bool or a non-negative int; got "
+                        f"{unroll!r} of type {type(unroll).__name__}") from None
+    if n < 0:
+        raise ValueError(f"polyval: unroll must be a bool or a non-negative int; got {n}")
+
+
 def polyval(p, x, *, unroll: int = 16):
     """The polynomial with coefficients ``p`` at ``x``, by Horner's rule
-    (``jax.numpy.polyval``); the promoted dtype of ``p`` and ``x``, ``x``'s shape.
-    ``unroll`` is accepted for JAX's signature."""
+    (``jax.numpy.polyval``), in the promoted dtype of ``p`` and ``x``.
+
+    ``p`` runs along its first axis, highest power first; its other axes broadcast with
+    ``x``: the result's shape is ``broadcast_shapes(p.shape[1:], x.shape)``.  ``unroll``
+    (how many steps of JAX's scan one iteration holds) only shapes JAX's loop; here the
+    loop is unrolled at trace time, so the result is the same for every valid value.
+    Raises TypeError for non-array arguments or a non-integer ``unroll``, ValueError for a
+    negative ``unroll`` or shapes that do not broadcast, IndexError for a 0-d ``p`` (it
+    has no axis to run along, as in JAX)."""
     check_arraylike("polyval", p, x)
+    _check_unroll(unroll)
     jnp = _jnp()
     # raw values into the promotion: a Python scalar takes the promoted dtype's weak type
     pa, xa = (ensure_array(v) for v in promote_dtypes(p, x))
-    if pa.ndim != 1:
-        raise ValueError(f"polyval: p must be 1-d; got shape {tuple(pa.shape)}")
-    y = jnp.zeros_like(xa)
+    if pa.ndim == 0:
+        raise IndexError("polyval: p must have at least one axis (the coefficients, "
+                         "highest power first); got a 0-d array")
+    shape = jnp.broadcast_shapes(tuple(pa.shape[1:]), tuple(xa.shape))
+    y = jnp.zeros_like(xa, shape=shape)
     for i in range(pa.shape[0]):
         y = y * xa + pa[i]
     return y

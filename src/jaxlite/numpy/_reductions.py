@@ -155,6 +155,15 @@ def _select(mask, a, fill):
 
 # ---- sum / prod ---------------------------------------------------------------------------
 
+def _check_initial(name, initial):
+    """``initial`` is one array-like scalar: TypeError for a list or other non-array,
+    ValueError for an array of another shape (as JAX; NumPy would broadcast it)."""
+    check_arraylike(name, initial)
+    if np.ndim(initial) != 0:
+        raise ValueError(f"{name}: initial value must be a scalar; got an array of shape "
+                         f"{np.shape(initial)}")
+
+
 def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, where,
               promote_integers):
     a = _arr(name, a)
@@ -174,7 +183,7 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
         a = _select(_where_mask(name, where, a.shape), a, identity)
     out = _strong(prim(a, axes))
     if initial is not None:
-        check_arraylike(name, initial)
+        _check_initial(name, initial)
         out = combine(out, convert(ensure_array(initial), dt))
     return _keep(out, a.shape, axes, keepdims)
 
@@ -346,7 +355,7 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     else:
         out = _strong(prim(a, axes))
     if initial is not None:
-        check_arraylike(name, initial)
+        _check_initial(name, initial)
         init = convert(ensure_array(initial), out.dtype)
         if out.dtype.kind == "c":
             # as JAX: initial if initial > result (lexicographic, NaN compares False)
@@ -647,12 +656,15 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """Weighted mean over ``axis`` (``jax.numpy.average``).
 
-    ``weights`` has ``a``'s shape, or is 1-D along the single ``axis``.  With ``returned``,
-    also returns the sum of weights broadcast to the result's shape.  Raises ValueError when
-    the weights' shape fits neither rule (or ``axis`` is missing for 1-D weights).
+    ``weights`` has ``a``'s shape, or, with ``axis`` given (an int or a tuple), the shape of
+    ``a`` along those axes in the order they are named (``a.shape[axis[0]], ...``), as in
+    JAX.  With ``returned``, also returns the sum of weights broadcast to the result's
+    shape.  Raises TypeError for a non-array ``a`` or ``weights`` and ValueError when the
+    weights' shape fits neither rule, when ``axis`` is missing for weights of another
+    shape, or for an out-of-range or repeated axis.
     """
-    a = _arr("average", a)
     if weights is None:
+        a = _arr("average", a)
         _axes(axis, a.ndim)     # a bad axis is a ValueError here (mean's is an IndexError)
         avg = mean(a, axis, keepdims=keepdims)
         if not returned:
@@ -660,23 +672,24 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         axes = _axes(axis, a.ndim)
         cnt = lax.scalar_as(_count(a.shape, axes), avg.dtype, False)
         return avg, broadcast_to_shape(ensure_array(cnt), avg.shape)
-    check_arraylike("average", weights)
-    w = ensure_array(weights)
-    a, w = promote_dtypes_inexact(a, w)
+    check_arraylike("average", a, weights)
+    a, w = promote_dtypes_inexact(a, weights)
     a, w = ensure_array(a), ensure_array(w)
     axes = _axes(axis, a.ndim)
     if w.shape != a.shape:
         if axis is None:
             raise ValueError(f"average: weights of shape {w.shape} differ from a's shape "
                              f"{a.shape}, so an axis is required")
-        if len(axes) != 1 or w.ndim != 1:
-            raise ValueError(f"1D weights expected when shapes of a and weights differ "
-                             f"(a shape {a.shape}, weights shape {w.shape}).")
-        if w.shape[0] != a.shape[axes[0]]:
-            raise ValueError(f"average: the length of the 1-D weights must equal a's length "
-                             f"along the axis (a shape {a.shape}, weights shape {w.shape}, "
-                             f"axis {axis})")
-        w = lax.broadcast_in_dim(w, a.shape, axes)
+        along = tuple(a.shape[ax] for ax in axes)
+        if w.shape != along:
+            raise ValueError(f"average: weights of shape {w.shape} do not fit a of shape "
+                             f"{a.shape} along axis {axis}: they have to be a's shape or "
+                             f"{along}")
+        # weights' axes follow ``axis``'s order; broadcast_in_dim wants them ascending
+        order = sorted(range(len(axes)), key=lambda k: axes[k])
+        if order != list(range(len(axes))):
+            w = lax.transpose(w, tuple(order))
+        w = lax.broadcast_in_dim(w, a.shape, tuple(sorted(axes)))
     wsum = sum(w, axis=axes, keepdims=keepdims)
     avg = lax.div(sum(lax.mul(a, w), axis=axes, keepdims=keepdims), wsum)
     if returned:
@@ -941,7 +954,8 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     else:
         axes = _axes(axis, a.ndim)
     out_shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
-    kept_shape = _keep_shape(a.shape, axes)
+    # as JAX: a 0-d input counts as 1-d for keepdims (its result keeps one axis)
+    kept_shape = _keep_shape(a.shape, axes) if a.ndim else (1,)
     # move the reduced axes last and merge them: x is (batch..., n)
     rest = [i for i in range(a.ndim) if i not in axes]
     n = _count(a.shape, axes)

@@ -172,12 +172,17 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     (``jax.numpy.interp``); ``xp`` increasing (not checked). Outside ``xp`` the result is
     ``left``/``right`` (default: ``fp``'s end values); with ``period`` the coordinates
     wrap. Result: ``x``'s shape, float (complex if ``fp`` is). Raises ValueError when
-    ``xp``/``fp`` are not 1-d of one length, or ``period`` is 0."""
+    ``xp``/``fp`` are not 1-d of one length, when ``x`` or ``xp`` is complex, or when
+    ``period`` is 0."""
     check_arraylike("interp", x, xp, fp)
     jnp = _jnp()
     xa, xpa, fpa = ensure_array(x), ensure_array(xp), ensure_array(fp)
     if xpa.ndim != 1 or fpa.ndim != 1 or xpa.shape[0] != fpa.shape[0]:
         raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    if xa.dtype.kind == "c" or xpa.dtype.kind == "c":
+        # complex coordinates have no order to interpolate along (JAX refuses them too)
+        raise ValueError(f"interp: complex x values not supported (x {xa.dtype.name}, xp "
+                         f"{xpa.dtype.name}); only fp may be complex")
     xa, xpa = promote_dtypes_inexact(xa, xpa)
     (fpa,) = promote_dtypes_inexact(fpa)
     if period is not None:

@@ -171,6 +171,16 @@ def _one(n):
     return None if n is None else (n,)
 
 
+def _axis1(name, axis):
+    """``(axis,)`` for a one-dimensional transform; ValueError for a tuple or list of
+    axes, as JAX (the n-dimensional transforms take those)."""
+    if isinstance(axis, (tuple, list)):
+        raise ValueError(f"jax.numpy.fft.{name} does not support multiple axes (got "
+                         f"axis={axis!r}); the n-dimensional transforms (fftn, rfftn, ...) "
+                         f"take several")
+    return (axis,)
+
+
 def fft(a, n=None, axis=-1, norm=None):
     """One-dimensional discrete Fourier transform along ``axis`` (``jax.numpy.fft.fft``).
 
@@ -185,13 +195,13 @@ def fft(a, n=None, axis=-1, norm=None):
 
     Example: ``jnp.fft.fft(jnp.array([1., 0., 0., 0.]))`` is four ones (complex64).
     """
-    return _fft_core("fft", FftType.FFT, a, _one(n), (axis,), norm)
+    return _fft_core("fft", FftType.FFT, a, _one(n), _axis1("fft", axis), norm)
 
 
 def ifft(a, n=None, axis=-1, norm=None):
     """Inverse of ``fft`` along ``axis`` (``jax.numpy.fft.ifft``): scaled by ``1/n`` under
     the default norm.  Arguments, dtypes and errors as ``fft``."""
-    return _fft_core("ifft", FftType.IFFT, a, _one(n), (axis,), norm)
+    return _fft_core("ifft", FftType.IFFT, a, _one(n), _axis1("ifft", axis), norm)
 
 
 def rfft(a, n=None, axis=-1, norm=None):
@@ -206,7 +216,7 @@ def rfft(a, n=None, axis=-1, norm=None):
         bfloat16 input; an empty axis; ``n < 1``; ``axis`` out of range; an unknown norm.
       TypeError: a list for ``a``; a non-integer ``n``.
     """
-    return _fft_core("rfft", FftType.RFFT, a, _one(n), (axis,), norm)
+    return _fft_core("rfft", FftType.RFFT, a, _one(n), _axis1("rfft", axis), norm)
 
 
 def irfft(a, n=None, axis=-1, norm=None):
@@ -217,7 +227,7 @@ def irfft(a, n=None, axis=-1, norm=None):
 
     Returns float32 (float64 for complex128 input).  Errors as ``fft``.
     """
-    return _fft_core("irfft", FftType.IRFFT, a, _one(n), (axis,), norm)
+    return _fft_core("irfft", FftType.IRFFT, a, _one(n), _axis1("irfft", axis), norm)
 
 
 def hfft(a, n=None, axis=-1, norm=None):
@@ -232,7 +242,8 @@ def hfft(a, n=None, axis=-1, norm=None):
     if get_aval(x).dtype.kind == "c":
         x = lax.conj(x)
     # the inverse transform, normalised as the forward one it stands for
-    out = _fft_core("hfft", FftType.IRFFT, x, _one(n), (axis,), norm, inverse=False)
+    out = _fft_core("hfft", FftType.IRFFT, x, _one(n), _axis1("hfft", axis), norm,
+                    inverse=False)
     nn = _int(n) if n is not None else 2 * (get_aval(x).shape[axis] - 1)
     return lax.mul(out, get_aval(out).dtype.type(nn))
 
@@ -244,7 +255,8 @@ def ihfft(a, n=None, axis=-1, norm=None):
     Returns complex64 (complex128 for float64 input).  Errors as ``rfft`` (real input
     only).
     """
-    out = _fft_core("ihfft", FftType.RFFT, a, _one(n), (axis,), norm, inverse=True)
+    out = _fft_core("ihfft", FftType.RFFT, a, _one(n), _axis1("ihfft", axis), norm,
+                    inverse=True)
     nn = _int(n) if n is not None else get_aval(ensure_array(a)).shape[axis]
     return lax.mul(lax.conj(out), get_aval(out).dtype.type(1.0 / nn))
 

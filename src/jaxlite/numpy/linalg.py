@@ -652,9 +652,13 @@ def eig(a):
     """Eigenvalues and right eigenvectors (unit-norm columns) of general square matrices
     (``jax.numpy.linalg.eig``): ``EigResult(eigenvalues, eigenvectors)``, always complex
     (complex64 for float32 input).  Not differentiable (as in JAX: eigenvector derivatives
-    raise NotImplementedError).  Raises ValueError for non-square input."""
+    raise NotImplementedError).  Raises TypeError for input of rank < 2, ValueError for
+    non-square input."""
     a = _inexact("eig", a)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    if a.ndim < 2:      # JAX: TypeError for a non-matrix, ValueError for a non-square one
+        raise TypeError(f"eig: the input must have rank at least 2 (a stack of square "
+                        f"matrices); got shape {a.shape}")
+    if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"The input to eig must be a square matrix. Got shape {a.shape}.")
     w, v = _lax_linalg.eig(a, compute_left_eigenvectors=False)
     return _EigResult(w, v)
@@ -662,9 +666,13 @@ def eig(a):
 
 def eigvals(a):
     """Eigenvalues of general square matrices, complex (``jax.numpy.linalg.eigvals``);
-    differentiable.  Raises ValueError for non-square input."""
+    differentiable.  Raises TypeError for input of rank < 2, ValueError for non-square
+    input."""
     a = _inexact("eigvals", a)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    if a.ndim < 2:      # JAX: TypeError for a non-matrix, ValueError for a non-square one
+        raise TypeError(f"eigvals: the input must have rank at least 2 (a stack of square "
+                        f"matrices); got shape {a.shape}")
+    if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"The input to eig must be a square matrix. Got shape {a.shape}.")
     return _lax_linalg.eig(a, compute_left_eigenvectors=False,
                            compute_right_eigenvectors=False)[0]

@@ -685,9 +685,9 @@ def _bitcast_aval(x, new_dtype):
         return ShapedArray(x.shape + (ob // nb,), new, False)
     ratio = nb // ob
     if nb % ob or not x.shape or x.shape[-1] != ratio:
-        raise TypeError(f"bitcast_convert_type from {old.name} ({ob} bits) to the wider "
-                        f"{new.name} ({nb} bits) needs a last dimension of size {ratio}, "
-                        f"got shape {x.shape}")
+        raise ValueError(f"bitcast_convert_type from {old.name} ({ob} bits) to the wider "
+                         f"{new.name} ({nb} bits) needs a last dimension of size {ratio}, "
+                         f"got shape {x.shape}")
     return ShapedArray(x.shape[:-1], new, False)
 
 

@@ -213,11 +213,19 @@ def _lapack_dtype(name, x):
                                   f"CPU); convert to float32 first")
 
 
+def _check_rank2(name, x):
+    """TypeError, as JAX's shape rules, for an operand that is not a stack of matrices
+    (a non-square one is the caller's ValueError)."""
+    if x.ndim < 2:
+        raise TypeError(f"{name} requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
+
+
 def _svd_aval(x, full_matrices=True, compute_uv=True):
     check_dtypes("svd", (x,), "fc")
     if x.ndim < 2:
-        raise ValueError(f"svd requires an operand of rank >= 2 (a stack of matrices), got "
-                         f"shape {x.shape}")
+        raise TypeError(f"svd requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
     *batch, m, n = x.shape
     k = min(m, n)
     batch = tuple(batch)
@@ -520,7 +528,8 @@ def _scipy_linalg():
 
 def _square_aval(name, x):
     check_dtypes(name, (x,), "fc")
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+    _check_rank2(name, x)
+    if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name} requires a stack of square matrices (shape [..., n, n]), "
                          f"got shape {x.shape}")
 
@@ -617,8 +626,8 @@ triangular_solve_p = Primitive(
 def _lu_aval(x):
     check_dtypes("lu", (x,), "fc")
     if x.ndim < 2:
-        raise ValueError(f"lu requires an operand of rank >= 2 (a stack of matrices), got "
-                         f"shape {x.shape}")
+        raise TypeError(f"lu requires an operand of rank >= 2 (a stack of matrices), got "
+                        f"shape {x.shape}")
     *batch, m, n = x.shape
     i32 = np.dtype(np.int32)
     return [ShapedArray(x.shape, x.dtype), ShapedArray(tuple(batch) + (min(m, n),), i32),
@@ -1069,25 +1078,69 @@ def _qr_jvp(primals, tangents, pivoting=False, full_matrices=True):
         return outs, [None] * len(outs)
     *_, m, n = get_aval(x).shape
     if pivoting:
-        raise NotImplementedError("qr: derivatives of the pivoted decomposition are not "
-                                  "implemented (as in JAX)")
-    if m < n or (full_matrices and m != n):
+        # x[..., p] = Q R: the unpivoted rule along the tangent's permuted columns; the
+        # integer permutation has no tangent
+        *qr_outs, perm = outs
+        tans = _qr_tangents(_permute_columns(x, perm), _permute_columns(dx, perm), *qr_outs,
+                            m, n, full_matrices)
+        return outs, tans + [None]
+    return outs, _qr_tangents(x, dx, *outs, m, n, full_matrices)
+
+
+def _permute_columns(a, perm):
+    """``a[..., :, perm]`` for a (..., n) integer stack ``perm``: ``a`` times the
+    permutation matrix ``P[i, j] = (perm[j] == i)``."""
+    from .shape import iota_p
+    shape = get_aval(a).shape
+    sq = tuple(shape[:-2]) + (shape[-1], shape[-1])
+    rows = iota_p.bind(dtype=get_aval(perm).dtype, shape=sq, dimension=len(sq) - 2)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, sq, -1), rows), get_aval(a).dtype)
+    return _mm(a, pmat)
+
+
+def _qr_tangents(x, dx, q, r, m, n, full_matrices):
+    """``[dQ, dR]`` of ``x = Q R`` (unpivoted) along ``dx``."""
+    if m > n and full_matrices:
         raise NotImplementedError(f"Unimplemented case of QR decomposition derivative: "
                                   f"operand shape {get_aval(x).shape} with "
-                                  f"full_matrices={full_matrices} (needs m >= n and "
-                                  f"full_matrices=False, or a square matrix)")
-    q, r = outs
+                                  f"full_matrices=True (needs m <= n, or "
+                                  f"full_matrices=False)")
+    if m < n:
+        return _qr_jvp_wide(x, dx, q, r, m)
+    return list(_qr_jvp_tall(q, r, dx))
+
+
+def _qr_jvp_tall(q, r, dx):
+    """``(dQ, dR)`` of the QR decomposition of a (..., m, n) matrix, m >= n, with reduced
+    (or square) factors ``q``, ``r``, along ``dx``."""
     y = _tsolve(r, dx, left_side=False, lower=False)
     c = _mm(_H(q), y)
     low = _tril(c, -1)
     omega = _sub(low, _H(low))
-    if get_aval(x).dtype.kind == "c":
+    if get_aval(dx).dtype.kind == "c":
         from .elementwise import imag_p, complex_p
         im = _mul(_ew("complex").bind(_zeros(imag_p.bind(c)), imag_p.bind(c)), _eye_like(c))
         omega = _add(omega, im)
     dq = _add(_mm(q, _sub(omega, c)), y)
     dr = _mm(_sub(c, omega), r)
-    return outs, [dq, dr]
+    return dq, dr
+
+
+def _qr_jvp_wide(x, dx, q, r, m):
+    """``[dQ, dR]`` of a wide (..., m, n) matrix, m < n: with ``x = [X | Y]`` (X its first
+    m columns), ``X = Q R_X`` is square and ``R = [R_X | Q^H Y]``, so the square rule gives
+    dQ and dR_X, and ``dR_Y = dQ^H Y + Q^H dY``."""
+    from .shape import concatenate_p, slice_p
+    shape = get_aval(x).shape
+    nd = len(shape)
+
+    def cols(a, lo, hi):    # columns lo:hi of a (..., m, n) stack
+        return slice_p.bind(a, start_indices=(0,) * (nd - 1) + (lo,),
+                            limit_indices=tuple(shape[:-1]) + (hi,), strides=None)
+    n = shape[-1]
+    dq, dr_x = _qr_jvp_tall(q, cols(r, 0, m), cols(dx, 0, m))
+    dr_y = _add(_mm(_H(dq), cols(x, m, n)), _mm(_H(q), cols(dx, m, n)))
+    return [dq, concatenate_p.bind(dr_x, dr_y, dimension=nd - 1)]
 
 
 qr_p.jvp = _qr_jvp
@@ -1363,7 +1416,8 @@ ormqr_p = Primitive("ormqr", abstract_eval=_ormqr_aval, impl=_ormqr_impl,
 
 def _hessenberg_aval(a):
     check_dtypes("hessenberg", (a,), "fc")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    _check_rank2("hessenberg", a)
+    if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"Argument to Hessenberg reduction must have shape [..., n, n], got "
                          f"shape {a.shape}")
     return [ShapedArray(a.shape, a.dtype),
@@ -1389,7 +1443,8 @@ hessenberg_p = Primitive("hessenberg", abstract_eval=_hessenberg_aval, impl=_hes
 
 def _schur_aval(x, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
     check_dtypes("schur", (x,), "fc")
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+    _check_rank2("schur", x)
+    if x.shape[-1] != x.shape[-2]:
         raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape}.")
     out = [ShapedArray(x.shape, x.dtype)]
     return out + [ShapedArray(x.shape, x.dtype)] if compute_schur_vectors else out
@@ -1415,8 +1470,10 @@ schur_p = Primitive("schur", abstract_eval=_schur_aval, impl=_schur_impl,
 
 def _tridiagonal_aval(a, lower=True):
     check_dtypes("tridiagonal", (a,), "fc")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Input must be a square matrix; got shape {a.shape}")
+    _check_rank2("tridiagonal", a)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"The input to tridiagonal must be a square matrix; got shape "
+                         f"{a.shape}")
     n = a.shape[-1]
     b = a.shape[:-2]
     r = _real_of(a.dtype)

@@ -28,12 +28,22 @@ def _bid_aval(x, shape, broadcast_dimensions, sharding=None):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} has {len(bd)} "
                         f"entries but the operand has ndim {x.ndim}; it needs one entry "
                         f"per operand axis.")
+    if any(d < 0 for d in bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} has a negative "
+                        f"entry; each has to be a target axis in [0, {len(shape)})")
+    if any(d >= len(shape) for d in bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} names an axis "
+                        f"outside the target shape {shape} (operand shape {x.shape})")
+    if len(set(bd)) != len(bd):
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} repeats an axis")
     for i, d in enumerate(bd):
-        if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+        if x.shape[i] not in (1, shape[d]):
             raise TypeError(f"broadcast_in_dim: operand shape {x.shape} cannot broadcast to "
                             f"{shape} with broadcast_dimensions {bd}: each operand axis "
                             f"has to be size 1 or the size of the target axis it maps to")
-    if list(bd) != sorted(bd) or len(set(bd)) != len(bd):
+    # the primitive keeps its dimensions ascending (its implementations, transpose rule and
+    # lowerings rely on it); lax.broadcast_in_dim transposes the operand for other orders
+    if list(bd) != sorted(bd):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} is not strictly "
                         f"increasing")
     return ShapedArray(shape, x.dtype, x.weak_type)
@@ -70,6 +80,9 @@ def _reshape_aval(x, new_sizes, dimensions=None, sharding=None):
     new_sizes = tuple(int(d) for d in new_sizes)
     if any(d < 0 for d in new_sizes):
         raise TypeError(f"reshape new_sizes must all be non-negative, got {new_sizes}.")
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(f"reshape: dimensions {tuple(dimensions)} must be a permutation of "
+                        f"the operand's dimensions (shape {x.shape})")
     if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
         # ValueError, as JAX 0.10 (whose lowering, not its shape rule, refuses the sizes)
         raise ValueError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
@@ -160,7 +173,8 @@ concatenate_p = _shape_prim(
 def _pad_aval(x, padding_value, padding_config):
     check_same_dtypes("pad", (x, padding_value))
     if padding_value.shape != ():
-        raise TypeError(f"pad padding_value must be a scalar, got shape {padding_value.shape}")
+        raise ValueError(f"pad: padding_value must be a scalar, got shape "
+                         f"{padding_value.shape}")
     if len(padding_config) != x.ndim:
         raise ValueError(f"pad: padding_config has {len(padding_config)} entries for operand "
                          f"of shape {x.shape}")
@@ -224,6 +238,11 @@ rev_p = _shape_prim("rev", _rev_aval, lambda x, dimensions: np.flip(x, tuple(dim
 # slice ---------------------------------------------------------------------------------
 
 def _slice_aval(x, start_indices, limit_indices, strides=None):
+    # a start or limit count that differs is JAX's ValueError, a strides count its TypeError
+    if not len(start_indices) == len(limit_indices) == x.ndim:
+        raise ValueError(f"slice: start_indices {start_indices} and limit_indices "
+                         f"{limit_indices} must each have one entry per dimension of "
+                         f"operand shape {x.shape}")
     strides = strides or (1,) * x.ndim
     if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim):
         raise TypeError(f"slice: start_indices {start_indices}, limit_indices "
@@ -261,8 +280,8 @@ slice_p = _shape_prim("slice", _slice_aval, _slice_impl, kind="view", view=True,
 
 def _check_index_operands(name, x, idxs):
     if len(idxs) != x.ndim:
-        raise TypeError(f"{name}: got {len(idxs)} start indices for operand of shape {x.shape}; "
-                        f"give one per dimension")
+        raise ValueError(f"{name}: got {len(idxs)} start indices for operand of shape "
+                         f"{x.shape}; give one per dimension")
     for i in idxs:
         if i.shape != () or i.dtype.kind not in "iu":
             raise TypeError(f"{name}: start indices must be integer scalars, got "

@@ -243,10 +243,13 @@ def linearize(fun, *primals, has_aux=False):
     out_tree = _store(store, "tree")
     keys, out_keys = _may_hold_keys(p_leaves), _may_hold_keys(lin.primals_out)
     from ..ir.interpret import eval_jaxpr
+    key_primals = tuple(primals) if keys else None      # only their structure
+    prog = _program_of(lin)
 
-    def f_jvp(*tangents):
+    def f_jvp(consts, *tangents):
+        lin = prog
         if keys:
-            tangents = _keys_from_float0(tuple(primals), tuple(tangents))
+            tangents = _keys_from_float0(key_primals, tuple(tangents))
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
             raise TypeError(f"the function returned by linearize takes tangents with pytree "
@@ -263,28 +266,51 @@ def linearize(fun, *primals, has_aux=False):
                                  f"{_dtype_str(_tangent_dtype(a))}{list(a.shape)}")
         ins = [_as_dtype(t, a.dtype) for t, a, m in zip(t_leaves, lin.in_avals, lin.in_mask)
                if m]
-        outs = iter(eval_jaxpr(lin.jaxpr, lin.consts, *ins))
+        outs = iter(eval_jaxpr(lin.jaxpr, consts, *ins))
         res = [_like_aval(_zero_tangent(a) if z else next(outs), a)
                for a, z in zip(lin.out_avals, lin.out_zero)]
         res = tree_unflatten(out_tree, res)
         return _keys_as_float0(res) if out_keys else res
 
     out = tree_unflatten(out_tree, lin.primals_out)
+    f_jvp = _residual_partial(f_jvp, lin.consts)
     if has_aux:
-        return out, _api_boundary(f_jvp), _lower_aux(_store(store, "aux"))
-    return out, _api_boundary(f_jvp)
+        return out, f_jvp, _lower_aux(_store(store, "aux"))
+    return out, f_jvp
+
+
+def _residual_partial(fun, residuals):
+    """``fun`` (which takes the residuals first) with ``residuals`` bound, as a
+    ``tree_util.Partial``: the residuals are its pytree leaves, so the function that
+    ``vjp``/``linearize``/``linear_transpose`` return can be passed into or returned from
+    ``jit`` and mapped over by ``vmap``, as JAX's can."""
+    from ..tree_util import Partial
+    return Partial(_api_boundary(fun), list(residuals))
 
 
 # ---- reverse mode ---------------------------------------------------------------------
 
-def _vjp_flat(flat, p_leaves):
-    lin = ad.linearize_flat(flat, p_leaves)
+def _program_of(lin):
+    """``lin`` without its residuals and primal outputs: what the function ``vjp`` or
+    ``linearize`` returns keeps in its closure, which a jit cache key may hold (the
+    residuals travel as the function's pytree leaves instead)."""
+    return ad.LinearizeResult((), lin.jaxpr, (), lin.in_mask, lin.in_avals, lin.out_avals,
+                              lin.out_zero)
 
-    def pullback(ct_leaves):
+
+def _vjp_flat(flat, p_leaves):
+    """Linearises ``flat`` at ``p_leaves``: ``(lin, pullback)``, where
+    ``pullback(ct_leaves, consts)`` runs the transposed program on the residuals
+    ``consts`` (``lin.consts``, or the same values traced)."""
+    lin = ad.linearize_flat(flat, p_leaves)
+    prog = _program_of(lin)
+
+    def pullback(ct_leaves, consts):
+        lin = prog
         cts = [c for c, z in zip(ct_leaves, lin.out_zero) if not z]
         args = [ad.UndefinedPrimal(a.strip_weak_type())
                 for a, m in zip(lin.in_avals, lin.in_mask) if m]
-        got = iter(ad.backward_pass(lin.jaxpr, lin.consts, args, cts))
+        got = iter(ad.backward_pass(lin.jaxpr, consts, args, cts))
         out = []
         for p, a, m in zip(p_leaves, lin.in_avals, lin.in_mask):
             if m:
@@ -315,10 +341,13 @@ def vjp(fun, *primals, has_aux=False):
 
     out = tree_unflatten(out_tree, lin.primals_out)
     keys = _may_hold_keys(p_leaves)
+    key_outs = out if _may_hold_keys(lin.primals_out) else None   # only their structure
+    prog = _program_of(lin)
 
-    def f_vjp(ct):
-        if _may_hold_keys(lin.primals_out):
-            ct = _keys_from_float0(out, ct)
+    def f_vjp(consts, ct):
+        lin = prog
+        if key_outs is not None:
+            ct = _keys_from_float0(key_outs, ct)
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP "
@@ -341,12 +370,13 @@ def vjp(fun, *primals, has_aux=False):
                                  f"{a.str_short()}")
         ct_leaves = [_as_dtype(c, a.dtype) if ad.is_differentiable(a) else None
                      for c, a in zip(ct_leaves, lin.out_avals)]
-        g = tree_unflatten(p_tree, pullback(ct_leaves))
+        g = tree_unflatten(p_tree, pullback(ct_leaves, consts))
         return _keys_as_float0(g) if keys else g
 
+    f_vjp = _residual_partial(f_vjp, lin.consts)
     if has_aux:
-        return out, _api_boundary(f_vjp), _lower_aux(_store(store, "aux"))
-    return out, _api_boundary(f_vjp)
+        return out, f_vjp, _lower_aux(_store(store, "aux"))
+    return out, f_vjp
 
 
 def _as_dtype(x, dt):
@@ -464,7 +494,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         one = np.ones((), aval.dtype)
         # a cotangent that passes straight through (grad of an identity) is the seed
         # itself: it comes back as an Array, as in JAX
-        g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one])]
+        g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one],
+                                            lin.consts)]
         g_tree = tree_unflatten(d_tree, g)
         if _may_hold_keys(d_leaves):
             g_tree = _keys_as_float0(g_tree)

@@ -21,7 +21,7 @@ from ..ir.interpret import eval_jaxpr
 from ..ir.jaxpr import hoist_consts
 from ..tree_util import (register_pytree_node, tree_flatten, tree_structure,
                          tree_unflatten)
-from .autodiff import custom_vjp, jacrev
+from .autodiff import _residual_partial, custom_vjp, jacrev
 
 __all__ = ["jacobian", "linear_transpose", "custom_gradient"]
 
@@ -95,7 +95,9 @@ def linear_transpose(fun, *primals, reduce_axes=()):
                         f"complex], and integer -> integer functions, but got {in_dts} -> "
                         f"{out_dts}.")
 
-    def transposed(out_cotangent):
+    jaxpr = closed.jaxpr    # the closure keeps the program; its constants are the leaves
+
+    def transposed(consts, out_cotangent):
         ct_leaves, ct_tree = tree_flatten(out_cotangent)
         if ct_tree != out_tree:
             raise TypeError(f"cotangent tree does not match function output, expected "
@@ -113,7 +115,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
             raise TypeError(f"cotangent type does not match function output, expected "
                             f"{tuple(out_avals)} but got {ct_leaves}")
         args = [ad.UndefinedPrimal(a) for a in in_avals]
-        cts = ad.backward_pass(closed.jaxpr, closed.consts, args, list(ct_leaves))
+        cts = ad.backward_pass(jaxpr, consts, args, list(ct_leaves))
         out = []
         for c, a in zip(cts, in_avals):
             if c is None:
@@ -121,7 +123,8 @@ def linear_transpose(fun, *primals, reduce_axes=()):
             out.append(_retype(c, a))
         return tuple(tree_unflatten(in_tree, out))
 
-    return _api_boundary(transposed)
+    # a Partial over the constants, as vjp's function (passes into and out of jit)
+    return _residual_partial(transposed, closed.consts)
 
 
 def _retype(x, aval):
