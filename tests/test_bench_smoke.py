@@ -33,6 +33,7 @@ def _row(out: str, row_id: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_quick_run_prints_every_workload():
     results = BENCH / "RESULTS.md"
     before = results.stat().st_mtime_ns if results.exists() else None

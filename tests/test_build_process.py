@@ -122,6 +122,7 @@ def _check_values(r):
         np.testing.assert_array_equal(np.asarray(got[1], np.float32), want[1])
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_the_user_process_compiles_nothing(tmp_path):
     r, err = _python(tmp_path, HOT)
     # the build process compiled the kernels; this process only loaded them

@@ -424,6 +424,7 @@ HOT_THEN_EXIT = """
 """
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_second_default_process_loads_what_the_first_compiled(tmp_path):
     # defaults (tiered, tier-up at the 2nd call): the first process exits while its hot
     # program builds in the build process, which finishes it: the second process compiles
@@ -465,6 +466,7 @@ MARKER_LOOKUPS = """
 """
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_the_first_call_of_a_fresh_process_looks_up_no_marker(tmp_path):
     """The first call of a process's first program runs on the interpreter whatever the
     persistent cache holds (Numba is not set up yet), so the program's key (which prints

@@ -225,6 +225,7 @@ def test_thresholds_decide_what_is_written(tmp_path, build_process):
         assert all(r["compiled"] >= 1 for r in out), out
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_disabled_cache_reads_and_writes_nothing(tmp_path):
     # first a program written to the cache, then the cache disabled: the same program in a
     # new process neither loads it (nothing read) nor writes anything
@@ -241,6 +242,7 @@ def test_disabled_cache_reads_and_writes_nothing(tmp_path):
     assert "built in a background thread" in err
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_a_program_not_written_is_built_again_by_the_next_process(tmp_path):
     out, _ = _steps(tmp_path, [{}], JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1e9")
     assert _nothing(out[0]) and out[0]["build_process"], out

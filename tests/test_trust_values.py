@@ -250,6 +250,7 @@ def _peak_in_child(case, cap_bytes=3 << 30, timeout=900):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_multinomial_host_memory_is_bounded():
     """JAX's testMultinomialNumpy (11 categories, 11 trials) at 20,000 samples (JAX's
     test draws 10**6; the cost per sample is the point): the samples (0.9 MB) and a
