@@ -321,7 +321,6 @@ def _many_closures(n):
     return marks
 
 
-@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 min
 def test_ten_thousand_jitted_closures_stay_flat():
     base = _usage(jax)[0]
     (rss_half, live_half), (rss_end, live_end) = _many_closures(10_000)
