@@ -29,6 +29,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import _sections  # noqa: E402  (bench/ is on the path from here on)
+
 N_DEV = 4
 FULL = {"w9_sizes": (784, 512, 512, 10), "w9_batch": 256, "w9_repeats": 20,
         "w10_mib": 64, "w10_repeats": 10, "w10_small_repeats": 200}
@@ -263,13 +267,7 @@ def main(argv=None) -> int:
     print(text)
     if args.write and not args.quick:
         path = HERE / "RESULTS.md"
-        old = path.read_text(encoding="utf-8")
-        head = "## Several devices (W9, W10)"
-        if head in old:
-            start = old.index(head)
-            nxt = old.find("\n## ", start + len(head))
-            old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
-        path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+        _sections.write_section(text, path)
         print(f"wrote {path}", file=sys.stderr)
     return 1 if any("error" in r for r in runs.values()) else 0
 

@@ -49,6 +49,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import _sections  # noqa: E402  (bench/ is on the path from here on)
+
 FULL = {"t0_functions": 5, "t1_inner": 1000, "t1_repeats": 7, "t1_sync_inner": 200,
         "t8_inner": 200, "t8_repeats": 7, "w2_n": 100_000_000, "w3_shape": (2048, 4096),
         "w4_sizes": (784, 512, 512, 10), "w4_batch": 256, "w5_steps": 1000,
@@ -330,15 +332,8 @@ def report(runs: dict, platform: str, when: str, quick: bool) -> str:
 
 
 def write_section(text: str, path: Path = HERE / "RESULTS.md") -> None:
-    """Puts ``text`` (a "## " section) in ``path``, replacing the section of the same
-    heading."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    head = text.splitlines()[0]
-    if head in old:
-        start = old.index(head)
-        nxt = old.find("\n## ", start + len(head))
-        old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    """Puts ``text`` (the "Accelerator" section) in ``path`` (bench/_sections.py)."""
+    _sections.write_section(text, path)
 
 
 def main(argv=None) -> int:

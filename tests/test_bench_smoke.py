@@ -162,6 +162,20 @@ def test_results_sections_kept_and_replaced(tmp_path):
     assert kept == "\n## Accelerator (T0-T8)\n\nT new\n"
 
 
+def test_multi_and_accelerator_scripts_share_one_section_writer(tmp_path):
+    """bench/_workloads_multi.py and _workloads_tpu.py write through bench/_sections.py: a
+    missing file is created, a second section is appended, a rewrite replaces only its own."""
+    sections, multi = _load("_sections"), _load("_workloads_multi")
+    assert Path(multi._sections.__file__) == BENCH / "_sections.py"
+    path = tmp_path / "RESULTS.md"
+    sections.write_section("## Several devices (W9, W10)\n\nW9 a\n", path)
+    sections.write_section("## Accelerator (T0-T8)\n\nT a\n", path)
+    sections.write_section("## Several devices (W9, W10)\n\nW9 b\n", path)
+    text = path.read_text(encoding="utf-8")
+    assert text.count("## Several devices") == 1 and "W9 a" not in text
+    assert text.index("## Accelerator") < text.index("W9 b") and "T a" in text
+
+
 @pytest.mark.slow
 def test_accelerator_quick_run_on_xla_cpu():
     """The whole driver, jaxlite only, on the XLA:CPU plugin at quick sizes: every row
