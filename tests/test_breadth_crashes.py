@@ -526,12 +526,47 @@ def test_qr_derivative_of_wide_matrix(shape, dtype, mode):
             assert_like_jax(g, w, rtol=2e-4, atol=2e-5)
 
 
-def test_qr_derivative_tall_complete_still_refused():
-    # JAX 0.10.2 differentiates this case too (its extra columns of Q by a published
-    # construction); jaxlite still raises, naming the case
-    with pytest.raises(NotImplementedError, match="full_matrices=True"):
-        a = _np((4, 2))
-        jaxlite.jvp(lambda z: jnp.linalg.qr(z, mode="complete"), (a,), (a,))
+@pytest.mark.parametrize("shape,dtype", [((4, 2), np.float32), ((3, 1), np.float32),
+                                         ((2, 5, 3), np.float32), ((4, 2), np.complex64)])
+def test_qr_derivative_of_tall_matrix_complete(shape, dtype):
+    # the extra m - n columns of the complete Q have a tangent too (LAPACK's Householder
+    # construction fixes them); JAX 0.10.2 gives it, and so does jaxlite: jvp and grad
+    rng = np.random.RandomState(shape[-2] * 5 + shape[-1])
+    a, t = (rng.randn(*shape) + (1j * rng.randn(*shape) if dtype == np.complex64 else 0)
+            for _ in range(2))
+    a, t = a.astype(dtype), t.astype(dtype)
+
+    def jvp(m):
+        return m.jvp(lambda z: m.numpy.linalg.qr(z, mode="complete"), (a,), (t,))
+
+    def grad(m):
+        return m.grad(lambda z: m.numpy.abs(m.numpy.linalg.qr(z, mode="complete")[0]
+                                            ).sum())(a)
+
+    for fn in (jvp, grad):
+        want, got = _leaves(fn(jax)), jaxlite.tree_util.tree_leaves(fn(jaxlite))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_like_jax(g, w, rtol=2e-4, atol=2e-5)
+
+
+def test_qr_derivative_of_tall_matrix_complete_by_differences():
+    # the oracle is independent of JAX: a central difference of the complete Q and R in
+    # float64 (LAPACK's Householder Q is smooth in the input here); pivoted too
+    rng = np.random.RandomState(3)
+    a, t = rng.randn(5, 3), rng.randn(5, 3)
+    eps = 1e-6
+    with jaxlite.enable_x64():
+        for pivoting in (False, True):
+            def qr(z):
+                return lax.linalg.qr(z, pivoting=pivoting, full_matrices=True)
+            hi, lo = qr(a + eps * t), qr(a - eps * t)
+            _, tans = jaxlite.jvp(qr, (a,), (t,))
+            assert tans[0].shape == (5, 5) and tans[1].shape == (5, 3)
+            for k in (0, 1):
+                np.testing.assert_allclose(np.asarray(tans[k]), (np.asarray(hi[k]) -
+                                           np.asarray(lo[k])) / (2 * eps), atol=1e-8)
+            np.testing.assert_array_equal(np.asarray(tans[1])[3:], 0)
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (4, 2)])

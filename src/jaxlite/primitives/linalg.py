@@ -1101,10 +1101,7 @@ def _permute_columns(a, perm):
 def _qr_tangents(x, dx, q, r, m, n, full_matrices):
     """``[dQ, dR]`` of ``x = Q R`` (unpivoted) along ``dx``."""
     if m > n and full_matrices:
-        raise NotImplementedError(f"Unimplemented case of QR decomposition derivative: "
-                                  f"operand shape {get_aval(x).shape} with "
-                                  f"full_matrices=True (needs m <= n, or "
-                                  f"full_matrices=False)")
+        return _qr_jvp_tall_complete(dx, q, r, m, n)
     if m < n:
         return _qr_jvp_wide(x, dx, q, r, m)
     return list(_qr_jvp_tall(q, r, dx))
@@ -1124,6 +1121,51 @@ def _qr_jvp_tall(q, r, dx):
     dq = _add(_mm(q, _sub(omega, c)), y)
     dr = _mm(_sub(c, omega), r)
     return dq, dr
+
+
+def _qr_jvp_tall_complete(dx, q, r, m, n):
+    """``[dQ, dR]`` of a tall (..., m, n) matrix, m > n, with the complete (m, m) ``q``
+    and (m, n) ``r``.  The first n columns of Q and the top n rows of R are the reduced
+    factors (the tall rule).  The other p = m - n columns Q_mp are fixed by the
+    Householder construction LAPACK uses: with Q_mn = [Q_nn; Q_pn] split after row n and
+    Z = Q_pn (Q_nn - I)^-1, their tangent is
+    ``dQ_mp = dQ_mn Z^H - (Q_mn + Q_mp Z) (dQ_pn - Z dQ_nn)^H`` (Roberts and Roberts, 2024,
+    arXiv:2409.13374, eqs. 32-33; the same as JAX's).  dR's last p rows are zero."""
+    from .shape import concatenate_p, pad_p, slice_p
+    shape = get_aval(q).shape
+    nb = len(shape) - 2
+    batch = tuple(shape[:-2])
+
+    def block(a, r0, r1, c0, c1):   # a[..., r0:r1, c0:c1]
+        return slice_p.bind(a, start_indices=(0,) * nb + (r0, c0),
+                            limit_indices=batch + (r1, c1), strides=None)
+    q_mn, q_mp = block(q, 0, m, 0, n), block(q, 0, m, n, m)
+    dq_mn, dr_nn = _qr_jvp_tall(q_mn, block(r, 0, n, 0, n), dx)
+    z = _right_solve(_sub(block(q_mn, 0, n, 0, n), _eye_like(dr_nn)), block(q_mn, n, m, 0, n))
+    dq_nn, dq_pn = block(dq_mn, 0, n, 0, n), block(dq_mn, n, m, 0, n)
+    dq_mp = _sub(_mm(dq_mn, _H(z)),
+                 _mm(_add(q_mn, _mm(q_mp, z)), _H(_sub(dq_pn, _mm(z, dq_nn)))))
+    dq = concatenate_p.bind(dq_mn, dq_mp, dimension=nb + 1)
+    zero = np.array(0, get_aval(dr_nn).dtype)
+    dr = pad_p.bind(dr_nn, zero, padding_config=((0, 0, 0),) * nb + ((0, m - n, 0),
+                                                                       (0, 0, 0)))
+    return [dq, dr]
+
+
+def _right_solve(a, b):
+    """``b a^-1`` for square ``a`` (..., n, n) and ``b`` (..., p, n), by LU with partial
+    pivoting: ``a[perm] = L U``, so with ``P[i, j] = (perm[i] == j)``, ``b a^-1 =
+    ((b U^-1) L^-1) P``."""
+    from .shape import iota_p
+    lu, _, perm = lu_p.bind(a)
+    av = get_aval(a)
+    lower = _add(_tril(lu, -1), _eye_like(lu))
+    w = _tsolve(_triu(lu), b, left_side=False, lower=False)
+    v = _tsolve(lower, w, left_side=False, lower=True, unit_diagonal=True)
+    cols = iota_p.bind(dtype=get_aval(perm).dtype, shape=tuple(av.shape),
+                       dimension=av.ndim - 1)
+    pmat = _to(_ew("eq").bind(_bcast_last(perm, av.shape, -2), cols), av.dtype)
+    return _mm(v, pmat)
 
 
 def _qr_jvp_wide(x, dx, q, r, m):
