@@ -25,9 +25,8 @@ import numpy as np
 from .. import dtypes, lax
 from ._continuous import check_castable, float_dtype, param, result_shape
 from ._distributions import _array, _normal_real, _split2, _to, _uniform
-from ._keys import _shape, unpack_key
+from ._keys import _shape, is_threefry, key_at, key_split, split2, unpack_key
 from ._math import fma, log, log1p
-from . import _threefry
 
 
 def _gamma_one(raw, alpha, log_space):
@@ -53,9 +52,8 @@ def _gamma_one(raw, alpha, log_space):
 
     def draw(state):
         key = state[0]
-        keys = _threefry.split(key, (3,))
-        key, x_key, u_key = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,))
-                             for i in range(3))
+        keys = key_split(key, (3,))
+        key, x_key, u_key = (key_at(keys, i) for i in range(3))
 
         def positive_v(s):
             k, sub = _split2(s[0])
@@ -86,11 +84,17 @@ def _gamma_samples(raw, a, log_space):
     from ..transforms.vmap import vmap
     shape = tuple(a.shape)
     n = math.prod(shape)
-    keys = _threefry.split(raw, (n,))
+    keys = key_split(raw, (n,))
     flat = lax.reshape(a, (n,))
     if n == 0:
         return a
-    out = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, flat)
+    one = lambda args: _gamma_one(*args, log_space)     # noqa: E731
+    if is_threefry(raw):
+        out = vmap(lambda k, x: one((k, x)))(keys, flat)
+    else:
+        # as JAX: a loop over the keys, since batching XLA's bit generator would draw every
+        # element's bits from the first key (its batching rule)
+        out = lax.map(one, (keys, flat))
     return lax.reshape(out, shape)
 
 
@@ -310,8 +314,7 @@ def _static_float(p, name, what="p"):
 
 def _generalized_normal(raw, p, shape, dt):
     from ._continuous import rademacher
-    keys = _threefry.split(raw, (2,))
-    k_g, k_r = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,)) for i in range(2))
+    k_g, k_r = split2(raw)
     g = _gamma(k_g, lax.div(dt.type(1), param(p, dt)), shape, dt, False)
     r = rademacher(k_r, shape, dt)
     return lax.mul(r, lax.pow(g, _to(lax.div(dt.type(1), param(p, dt)), shape)))
@@ -358,8 +361,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
     dt = float_dtype(dtype, "ball")
     shape = _shape(shape, "ball")
     d = operator.index(d)
-    keys = _threefry.split(raw, (2,))
-    k1, k2 = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,)) for i in range(2))
+    k1, k2 = split2(raw)
     g = _generalized_normal(k1, p, shape + (d,), dt)
     e = _exponential(k2, shape, dt)
     pp = param(p, dt)
