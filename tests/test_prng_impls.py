@@ -525,3 +525,20 @@ def test_grad_through_rbg_sampling(rjax, rr):
         gk = lib.grad(lambda x, k: f(m, x, k), argnums=(0, 1), allow_int=True)(
             np.float32(2.0), m.key(2, impl="rbg"))
         assert gk[1].dtype == rjax.dtypes.float0 and gk[1].shape == ()
+
+
+def test_rng_bit_generator_typed_key_and_out_sharding(rjax, rr, rlax):
+    # a typed rbg key is taken as its key data and comes back typed, as in JAX
+    got = lax.rng_bit_generator(jr.key(3, impl="rbg"), (5,))
+    want = rlax.rng_bit_generator(rr.key(3, impl="rbg"), (5,))
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+    # out_sharding places the bits; the values do not depend on it
+    mesh = jaxlite.make_mesh((1,), ("x",))
+    sh = jaxlite.NamedSharding(mesh, jaxlite.P("x"))
+    key = _keys(1, 2)[0]
+    new_key, bits = lax.rng_bit_generator(jnp.asarray(key), (4,), out_sharding=sh)
+    assert bits.sharding == sh
+    want = rlax.rng_bit_generator(key, (4,))
+    assert_same(new_key, want[0])
+    assert_same(bits, want[1])

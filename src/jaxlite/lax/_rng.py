@@ -44,9 +44,11 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     from ..numpy._creation import _user_dtype
     from ..random._keys import PRNGKeyArray
     if out_sharding is not None:
-        from ._sharding_constraints import call_with_out_sharding
-        return call_with_out_sharding(rng_bit_generator, (key, shape, dtype, algorithm), {},
-                                      out_sharding, "rng_bit_generator", True)
+        # the bits are placed; the new key keeps the key's placement (as JAX)
+        from ._sharding_constraints import out_sharded, out_sharding_of
+        sh = out_sharding_of(out_sharding, "rng_bit_generator")
+        new_key, bits = rng_bit_generator(key, shape, dtype, algorithm)
+        return new_key, out_sharded(bits, sh, "rng_bit_generator", creation=True)
     shape = _shape_arg(shape)
     dt = _user_dtype(dtype, "rng_bit_generator")
     if dt not in _UINTS:

@@ -1,4 +1,4 @@
-"""Samplers (``jax.random.bits``, ``uniform``, ``normal``, ...) built on Threefry bits.
+"""Samplers (``jax.random.bits``, ``uniform``, ``normal``, ...) built on the key's random bits.
 
 Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops; eager and jit).
 Each sampler draws exactly the bits JAX 0.10 draws for the same key and turns them into

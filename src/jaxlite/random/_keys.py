@@ -1,8 +1,12 @@
-"""PRNG keys: typed key arrays (``key<fry>``), raw ``uint32[..., 2]`` keys, seeding, and the
-checks every sampler runs on its ``key`` argument.
+"""PRNG keys: typed key arrays (``key<fry>``, ``key<rbg>``, ``key<urbg>``), raw uint32 keys,
+seeding, and the checks every sampler runs on its ``key`` argument.
 
-Layer: random.  A typed key array is a pytree node around its raw uint32 data, so it passes
-through ``jit`` (as a uint32 argument/result) and comes back typed.
+Layer: random.  A typed key array is a pytree node around its raw uint32 data (its
+implementation, ``_impls.py``, is the node's static part), so it passes through ``jit``,
+``vmap`` and ``scan`` (as a uint32 argument/result) and comes back typed.  Raw keys are
+taken as keys of the default implementation (``jax_default_prng_impl``).  The samplers
+turn their key argument into one typed key (``unpack_key``) and draw from it through
+``key_split``/``key_bits``, so every sampler runs on every implementation.
 """
 from __future__ import annotations
 
