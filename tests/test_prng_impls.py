@@ -389,6 +389,13 @@ def test_default_prng_impl_config(rr):
         with pytest.raises(ValueError, match=match):
             jaxlite.config.update("jax_default_prng_impl", bad)
     assert jaxlite.config.jax_default_prng_impl == "threefry2x32"
+    # the context manager, as jax.default_prng_impl
+    with jaxlite.default_prng_impl("unsafe_rbg"):
+        assert_same(jr.key(2), rr.key(2, impl="unsafe_rbg"))
+    assert str(jr.key(2).dtype) == "key<fry>"
+    with pytest.raises(ValueError, match="new enum value"):
+        with jaxlite.default_prng_impl("xx"):
+            pass
 
 
 @pytest.mark.parametrize("value, ok", [("rbg", True), ("unsafe_rbg", True), ("bad", False),

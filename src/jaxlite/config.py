@@ -532,6 +532,14 @@ def enable_checks(new_val: bool = True):
     return config._override("jax_enable_checks", bool(new_val))
 
 
+def default_prng_impl(new_val: str):
+    """Context manager setting ``jax_default_prng_impl`` inside its block
+    (``jax.default_prng_impl``): keys made without ``impl=`` and raw uint32 keys belong to
+    implementation ``new_val`` (``"threefry2x32"``, ``"rbg"`` or ``"unsafe_rbg"``).
+    ValueError for another name."""
+    return config._override("jax_default_prng_impl", new_val)
+
+
 def disable_jit(disable: bool = True):
     """Context manager under which ``jit`` runs functions eagerly (``jax.disable_jit``)."""
     return config._override("jax_disable_jit", bool(disable))
