@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from ..primitives.rng import RandomAlgorithm, rng_bit_generator_p
+from ._keyaware import is_key
 
 _UINTS = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 
@@ -42,7 +43,6 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
         new_key, bits = lax.rng_bit_generator(key, (3,))    # new_key: [0 0 1 42]
     """
     from ..numpy._creation import _user_dtype
-    from ..random._keys import PRNGKeyArray
     if out_sharding is not None:
         # the bits are placed; the new key keeps the key's placement (as JAX)
         from ._sharding_constraints import out_sharded, out_sharding_of
@@ -56,7 +56,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     if type(algorithm) is not RandomAlgorithm:
         raise TypeError(f"rng_bit_generator: algorithm must be a lax.RandomAlgorithm, got "
                         f"{algorithm!r}")
-    typed = isinstance(key, PRNGKeyArray)
+    typed = is_key(key)     # a typed key array (random's, registered in _keyaware)
     if isinstance(key, (list, tuple)):
         raise TypeError(f"Error interpreting argument to rng_bit_generator as a JAX value. "
                         f"The problematic value is of type {type(key)} and was passed to "
