@@ -549,3 +549,15 @@ def test_rng_bit_generator_typed_key_and_out_sharding(rjax, rr, rlax):
     want = rlax.rng_bit_generator(key, (4,))
     assert_same(new_key, want[0])
     assert_same(bits, want[1])
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_rbg_with_x64(rr, x64, impl):
+    # 64-bit seeds (both words), float64 uniforms and uint64 bits from XLA's generator
+    for seed in (2 ** 40 + 5, -7, 2 ** 63 - 1):
+        k, rk = jr.key(seed, impl=impl), rr.key(seed, impl=impl)
+        assert_same(jr.PRNGKey(seed, impl=impl), rr.PRNGKey(seed, impl=impl))
+        assert_same(jr.uniform(k, (3,)), rr.uniform(rk, (3,)))
+        assert_same(jr.bits(k, (3,), np.uint64), rr.bits(rk, (3,), np.uint64))
+        assert_same(jr.randint(k, (4,), 0, 2 ** 40, np.int64),
+                    rr.randint(rk, (4,), 0, 2 ** 40, np.int64))
