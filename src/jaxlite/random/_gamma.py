@@ -30,7 +30,7 @@ from ._math import fma, log, log1p
 
 
 def _gamma_one(raw, alpha, log_space):
-    """One Gamma(``alpha``) sample (or its logarithm) from one raw key; ``alpha`` is a
+    """One Gamma(``alpha``) sample (or its logarithm) from one typed key; ``alpha`` is a
     0-d float array."""
     dt = np.dtype(alpha.dtype)
     f = dt.type
@@ -88,13 +88,14 @@ def _gamma_samples(raw, a, log_space):
     flat = lax.reshape(a, (n,))
     if n == 0:
         return a
-    one = lambda args: _gamma_one(*args, log_space)     # noqa: E731
+    def one(k, x):
+        return _gamma_one(k, x, log_space)
     if is_threefry(raw):
-        out = vmap(lambda k, x: one((k, x)))(keys, flat)
+        out = vmap(one)(keys, flat)
     else:
         # as JAX: a loop over the keys, since batching XLA's bit generator would draw every
         # element's bits from the first key (its batching rule)
-        out = lax.map(one, (keys, flat))
+        out = lax.map(lambda kx: one(*kx), (keys, flat))
     return lax.reshape(out, shape)
 
 
