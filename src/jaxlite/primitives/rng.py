@@ -22,7 +22,10 @@ the result, and the advanced key.
 - 8- and 16-bit results are the 32-bit ones truncated.
 
 Not differentiable (integer results).  Its batching rule is JAX's: a batch of keys draws
-``(batch, *shape)`` bits from the first key alone and advances only that key.
+``(batch, *shape)`` bits from the first key alone and advances only that key.  An equation
+with ``batch_by_loop=True`` (jaxlite's, not printed) is batched as a loop over the keys
+instead, each drawing its own bits: what JAX's gamma sampler, a primitive whose batching
+rule loops over its keys, gives the bits drawn inside it (random/_gamma.py sets it).
 """
 from __future__ import annotations
 
@@ -61,7 +64,7 @@ def check_key_aval(shape, dtype, who: str = "rng_bit_generator") -> None:
                         f"{dt.name}{list(shape)}")
 
 
-def _rbg_aval(key, *, shape, dtype, algorithm, out_sharding):
+def _rbg_aval(key, *, shape, dtype, algorithm, out_sharding, batch_by_loop=False):
     check_key_aval(key.shape, key.dtype)
     dt = np.dtype(dtype)
     if dt not in _OUT_DTYPES:
@@ -164,7 +167,7 @@ def _threefry_bits(s0: int, s1: int, shape: tuple, wide: bool):
     return np.take(out, np.arange(shape[split]), axis=split), (s1 + n) & _MASK64
 
 
-def _rbg_impl(key, *, shape, dtype, algorithm, out_sharding):
+def _rbg_impl(key, *, shape, dtype, algorithm, out_sharding, batch_by_loop=False):
     key = np.asarray(key)
     s0, s1 = _state(key)
     dt = np.dtype(dtype)
@@ -181,6 +184,9 @@ def _rbg_impl(key, *, shape, dtype, algorithm, out_sharding):
 rng_bit_generator_p = Primitive("rng_bit_generator", abstract_eval=_rbg_aval, impl=_rbg_impl,
                                 multiple_results=True, kind="other", foldable=False,
                                 flops=lambda key, **p: 0)
+# printed as JAX prints it: batch_by_loop is jaxlite's own, and only shown when set
+rng_bit_generator_p.pp_params = lambda params: {
+    k: v for k, v in params.items() if k != "batch_by_loop" or v}
 
 
 # ---- transformation rules -----------------------------------------------------------------
@@ -188,13 +194,16 @@ rng_bit_generator_p = Primitive("rng_bit_generator", abstract_eval=_rbg_aval, im
 from ..core import batching  # noqa: E402
 
 
-def _rbg_batch(args, dims, *, shape, dtype, algorithm, out_sharding):
+def _rbg_batch(args, dims, *, shape, dtype, algorithm, out_sharding, batch_by_loop=False):
     # JAX's rule: the first key of the batch draws bits for the whole batch and is the only
     # key advanced (the others come back unchanged)
     from . import shape as _s
     keys, = args
     d, = dims
     keys = batching.moveaxis(keys, d, 0)
+    if batch_by_loop:
+        return _loop_batch(keys, shape=shape, dtype=dtype, algorithm=algorithm,
+                           out_sharding=out_sharding)
     size, width = keys.shape[0], keys.shape[1]
     first = _s.reshape_p.bind(
         _s.slice_p.bind(keys, start_indices=(0, 0), limit_indices=(1, width), strides=None),
@@ -207,6 +216,19 @@ def _rbg_batch(args, dims, *, shape, dtype, algorithm, out_sharding):
     return [new_keys, bits], [0, 0]
 
 
+def _loop_batch(keys, **params):
+    """A scan over the batch of keys, each drawing its own bits (``batch_by_loop``)."""
+    from ..core.avals import ShapedArray as _SA
+    from ..core.staging import trace_to_jaxpr
+    from .control_flow import scan_p
+    key_aval = _SA(tuple(keys.shape[1:]), np.dtype(keys.dtype))
+    body = trace_to_jaxpr(
+        lambda k: rng_bit_generator_p.bind(k, batch_by_loop=True, **params), [key_aval])
+    outs = scan_p.bind(keys, jaxpr=body, num_consts=0, num_carry=0, length=keys.shape[0],
+                       reverse=False, unroll=1)
+    return list(outs), [0, 0]
+
+
 rng_bit_generator_p.batch = _rbg_batch
 
 
@@ -217,7 +239,7 @@ _ALGORITHM_TEXT = {RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
                    RandomAlgorithm.RNG_PHILOX: "PHILOX"}
 
 
-def _rbg_lower(ctx, key, *, shape, dtype, algorithm, out_sharding):
+def _rbg_lower(ctx, key, *, shape, dtype, algorithm, out_sharding, batch_by_loop=False):
     """``stablehlo.rng_bit_generator`` on the key as ``uint64[2]`` (a ``uint32[4]`` key is
     bitcast to it and back, as JAX lowers it); ``DEFAULT`` leaves the algorithm to the
     platform (Philox on XLA:CPU, as the implementation; another chip's own elsewhere)."""

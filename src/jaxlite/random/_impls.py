@@ -15,11 +15,14 @@ implementation is four functions of one key's raw data (``seed``, ``split``, ``f
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import numpy as np
 
 from .. import lax
+from ..primitives.rng import RandomAlgorithm, rng_bit_generator_p
 from . import _threefry
 
 _U32 = np.dtype(np.uint32)
@@ -74,21 +77,45 @@ def _rbg_fold_in(key, data):
     return lax.concatenate([_threefry.fold_in(h, data) for h in _halves(key)], 0)
 
 
-def _rbg_random_bits(key, bit_width: int, shape: tuple):
-    _, bits = lax.rng_bit_generator(key, shape, dtype=_UINT_BY_BITS[bit_width])
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def batched_by_loop():
+    """Inside the block, the bits the rbg implementations draw are batched by a loop over
+    the keys (``rng_bit_generator``'s ``batch_by_loop``), as inside JAX's gamma primitive;
+    elsewhere by JAX's rule (all of a batch's bits from its first key)."""
+    old = getattr(_state, "loop", False)
+    _state.loop = True
+    try:
+        yield
+    finally:
+        _state.loop = old
+
+
+def _bits(key, shape: tuple, dtype):
+    """``rng_bit_generator``'s bits (RNG_DEFAULT) from a raw ``uint32[4]`` key."""
+    _, bits = rng_bit_generator_p.bind(key, shape=tuple(shape), dtype=np.dtype(dtype),
+                                       algorithm=RandomAlgorithm.RNG_DEFAULT,
+                                       out_sharding=None,
+                                       batch_by_loop=getattr(_state, "loop", False))
     return bits
+
+
+def _rbg_random_bits(key, bit_width: int, shape: tuple):
+    return _bits(key, shape, _UINT_BY_BITS[bit_width])
 
 
 def _unsafe_rbg_split(key, shape: tuple):
     # ten rows of bits per key, every tenth row kept: JAX's "hash" of the key
     n = math.prod(shape)
-    _, rows = lax.rng_bit_generator(key, (10 * n, 4), dtype=_U32)
+    rows = _bits(key, (10 * n, 4), _U32)
     return lax.reshape(lax.slice(rows, (0, 0), (10 * n, 4), (10, 1)), tuple(shape) + (4,))
 
 
 def _unsafe_rbg_fold_in(key, data):
     words = lax.concatenate([np.zeros((1,), _U32), lax.reshape(data, (1,))], 0)
-    _, rows = lax.rng_bit_generator(_rbg_seed(words), (10, 4), dtype=_U32)
+    rows = _bits(_rbg_seed(words), (10, 4), _U32)
     return lax.bitwise_xor(key, lax.reshape(lax.slice(rows, (9, 0), (10, 4)), (4,)))
 
 
