@@ -222,6 +222,13 @@ def test_rbg_sampler_through_jit_on_xla_cpu(rr):
     out = f(data)
     assert out.devices() == {dev}
     assert_same(out, rr.uniform(rr.key(5, impl="rbg"), (6,)))
+    # the gamma family's loop over a batch of keys lowers too (a scan of bit generators)
+    keys = jaxlite.device_put(jr.key_data(jr.split(jr.key(5, impl="rbg"), 3)), dev)
+    g = jaxlite.jit(lambda d: jaxlite.vmap(lambda k: jr.gamma(k, 0.7, (2,)))(
+        jr.wrap_key_data(d, impl="rbg")))(keys)
+    import jax
+    w = jax.vmap(lambda k: rr.gamma(k, 0.7, (2,)))(rr.split(rr.key(5, impl="rbg"), 3))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5)
 
 
 # ---- the implementations: keys --------------------------------------------------------------
