@@ -107,8 +107,9 @@ def bits(key, shape=(), dtype=None):
         warning).
 
     Returns:
-      ``uint[*shape]``: element ``i`` (row-major) is the Threefry hash of counter ``i``, the
-      two output words xor-ed (truncated to the width), or joined for 64 bits.
+      ``uint[*shape]``: for a threefry2x32 key element ``i`` (row-major) is the Threefry
+      hash of counter ``i``, the two output words xor-ed (truncated to the width), or
+      joined for 64 bits; for rbg and unsafe_rbg keys XLA's bit generator's bits.
 
     Raises:
       ValueError: a non-unsigned dtype, a negative dimension or a batch of keys.
