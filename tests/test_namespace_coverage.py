@@ -95,7 +95,7 @@ TOP = {
     **_group(XLA_ONLY, "ffi export memory"),
     **_group(UNIMPLEMENTED_FLAGS,
              "allow_f16_reductions array_garbage_collection_guard "
-             "debug_key_reuse default_matmul_precision default_prng_impl "
+             "debug_key_reuse default_matmul_precision "
              "enable_custom_prng jax2tf_associative_scan_reductions "
              "legacy_prng_key no_execution no_tracing numpy_dtype_promotion "
              "numpy_rank_promotion softmax_custom_jvp thread_guard threefry_partitionable"),
@@ -116,9 +116,9 @@ LAX_XLA_OPS = ("XLA-specific operations: ordering tokens, optimisation barriers,
                "platform-dependent dispatch, composites, dynamic-shape staging")
 LAX_NUMERICS = ("ragged dots with general dimension numbers (RaggedDotDimensionNumbers): "
                 "not built yet; ragged_dot, its common case, is")
-LAX_XLA_RNG = ("XLA's own random-bit generators (RngBitGenerator, RngUniform): their bits "
-               "are XLA's implementation, not reproducible without it; jax.random's "
-               "threefry keys are implemented bit for bit")
+LAX_XLA_RNG = ("XLA's RngUniform (the deprecated rng_uniform): its values are XLA's "
+               "implementation on each platform; rng_bit_generator (XLA:CPU's bits) and "
+               "jax.random's keys are implemented bit for bit")
 LAX_FP8 = "scaled (fp8/mxfp) matmuls: XLA/GPU-specific"
 
 LAX = {
@@ -148,12 +148,11 @@ LAX = {
     **_group(LAX_COLLECTIVES, "precv psend ragged_all_to_all"),
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
-                            "PrecisionLike RaggedDotDimensionNumbers RandomAlgorithm "
-                            "Tolerance"),
+                            "PrecisionLike RaggedDotDimensionNumbers Tolerance"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
     **_group(LAX_NUMERICS, "ragged_dot_general"),
-    **_group(LAX_XLA_RNG, "rng_bit_generator rng_uniform"),
+    **_group(LAX_XLA_RNG, "rng_uniform"),
     **_group(LAX_FP8, "scaled_dot"),
 }
 

@@ -21,7 +21,7 @@ from _transform_checks import check_grads, check_vmap, check_vs_jax
 INTEGER_OUTPUT = {"is_finite", "not", "population_count", "and", "or", "xor", "eq", "ne",
                   "lt", "le", "gt", "ge", "shift_left", "shift_right_logical",
                   "shift_right_arithmetic", "reduce_and", "reduce_or", "reduce_xor",
-                  "argmax", "argmin"}
+                  "argmax", "argmin", "rng_bit_generator"}
 # intentional exceptions, each with its reason
 NO_JVP = {
     "iota": "takes no operands, so no tangent ever reaches it",
@@ -429,6 +429,13 @@ CONTROL_CASES = {
     "fft": [unary(lambda x: jnp.real(jnp.fft.rfft(x)) * jnp.fft.fft(x).imag[
         ..., :x.shape[-1] // 2 + 1], X),
             unary(lambda x: jnp.fft.irfft(jnp.fft.ifftn(x), n=5), X, order=1)],
+    # XLA's bit generator with a shared key: its batching rule over keys is JAX's (all of a
+    # batch's bits from the first key), not per example; tests/test_prng_impls.py checks
+    # batched keys against real JAX
+    "rng_bit_generator": [Case(lambda x, k: lax.rng_bit_generator(k, (4,))[1] ^ x,
+                               (ints(4, hi=100, dtype=np.uint32),
+                                np.array([1, 2, 3, 4], np.uint32)), order=None,
+                               axes=[(0, None)])],
     # collectives: inside a named vmap over the leading axis
     "psum": [unary(jaxlite.vmap(lambda v: v * lax.psum(v, "i"), axis_name="i"), X)],
     "pmax": [unary(jaxlite.vmap(lambda v: v * lax.pmax(v, "i"), axis_name="i"), X, order=1)],

@@ -9,7 +9,7 @@ from .version import __version__  # noqa: F401
 
 from .config import (config, enable_x64, log_compiles, disable_jit,  # noqa: F401
                      debug_nans, debug_infs, explain_cache_misses, enable_checks,
-                     check_tracer_leaks, checking_leaks)
+                     check_tracer_leaks, checking_leaks, default_prng_impl)
 from . import dtypes, errors, monitoring, tree_util  # noqa: F401
 from .runtime import (Device, devices, local_devices, device_count,  # noqa: F401
                       local_device_count, default_backend, process_index, process_count,

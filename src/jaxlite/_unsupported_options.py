@@ -40,7 +40,6 @@ JAX_DEFAULTS = {
     'jax_debug_key_reuse': False,
     'jax_debug_leaked_clients_on_clear_backends': False,
     'jax_debug_log_modules': '',
-    'jax_default_prng_impl': 'threefry2x32',
     'jax_disable_bwd_checks': False,
     'jax_disable_most_optimizations': False,
     'jax_disable_vmap_shmap_error': False,

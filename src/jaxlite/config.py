@@ -145,7 +145,7 @@ _STRING_FLAGS = ("jax_platforms", "jax_platform_name", "jax_compilation_cache_di
 # jit cache key (``config._jit_key``, kept up to date by ``_set``), so changing one
 # recompiles instead of reusing a program built under the old value.
 _JIT_KEY_FLAGS = ("jaxlite_fusion", "jaxlite_tiered", "jaxlite_tier_up_calls",
-                  "jaxlite_backend", "jax_check_static_indices")
+                  "jaxlite_backend", "jax_check_static_indices", "jax_default_prng_impl")
 _ENUMS = {name: _TRANSFER_GUARD_LEVELS for name in _TRANSFER_GUARD_FLAGS}
 _TRACEBACK_FILTERING = ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto")
 # JAX's accepted values of jax_default_matmul_precision; on a CPU every one computes in the
@@ -162,11 +162,15 @@ _ENUMS["jax_default_matmul_precision"] = _MATMUL_PRECISIONS
 _COMPILER_BACKENDS = ("cpu", "interpreter")
 # enums whose value may not be None (the others take None: "unset")
 _REQUIRED_ENUMS = {"jax_numpy_rank_promotion": ("allow", "warn", "raise"),
-                   "jax_traceback_filtering": _TRACEBACK_FILTERING}
+                   "jax_traceback_filtering": _TRACEBACK_FILTERING,
+                   # JAX's PRNG implementations (random/_impls.py has the first three)
+                   "jax_default_prng_impl": ("threefry2x32", "threefry4x32", "rbg",
+                                             "unsafe_rbg", "philox2x32", "philox4x32")}
 _ENUMS.update(_REQUIRED_ENUMS)
 # values JAX accepts that jaxlite does not act on: refused (ValueError saying so) rather than
 # silently ignored
-_UNSUPPORTED_VALUES = {"jax_numpy_rank_promotion": ("warn", "raise")}
+_UNSUPPORTED_VALUES = {"jax_numpy_rank_promotion": ("warn", "raise"),
+                       "jax_default_prng_impl": ("threefry4x32", "philox2x32", "philox4x32")}
 
 
 def _unsupported(name, value, source=None) -> ValueError:
@@ -175,8 +179,10 @@ def _unsupported(name, value, source=None) -> ValueError:
         return ValueError(f"jaxlite does not support the config option {name}{where}: it "
                           f"always behaves as JAX's default {_UNSUPPORTED[name]!r}, and "
                           f"cannot be set to {value!r}")
+    have = [v for v in _REQUIRED_ENUMS[name] if v not in _UNSUPPORTED_VALUES[name]]
     return ValueError(f"jaxlite does not support {name}={value!r}{where}: only "
-                      f"{_REQUIRED_ENUMS[name][0]!r} is implemented")
+                      f"{', '.join(map(repr, have))} {'is' if len(have) == 1 else 'are'} "
+                      f"implemented")
 
 
 def _is_default(name, value) -> bool:
@@ -298,6 +304,11 @@ class Config:
             # traceback (_traceback.py; JAX's values, default 'auto')
             "jax_traceback_filtering": _env_enum("JAX_TRACEBACK_FILTERING",
                                                  _TRACEBACK_FILTERING, "auto"),
+            # the PRNG implementation of keys made without impl= and of raw uint32 keys
+            # (random/_impls.py): threefry2x32, rbg or unsafe_rbg
+            "jax_default_prng_impl": _env_enum("JAX_DEFAULT_PRNG_IMPL",
+                                               _REQUIRED_ENUMS["jax_default_prng_impl"],
+                                               "threefry2x32"),
             # the compiler backend jit uses: "cpu" (native Numba kernels, tiered) or
             # "interpreter" (NumPy, the reference)
             "jaxlite_backend": _env_enum("JAXLITE_BACKEND", _COMPILER_BACKENDS, "cpu"),
@@ -519,6 +530,14 @@ def enable_checks(new_val: bool = True):
     type-checked with ``jaxlite.ir.check_jaxpr``; an ill-typed one raises JaxprTypeError
     naming the pass and the equation.  Makes compiling slower, never running."""
     return config._override("jax_enable_checks", bool(new_val))
+
+
+def default_prng_impl(new_val: str):
+    """Context manager setting ``jax_default_prng_impl`` inside its block
+    (``jax.default_prng_impl``): keys made without ``impl=`` and raw uint32 keys belong to
+    implementation ``new_val`` (``"threefry2x32"``, ``"rbg"`` or ``"unsafe_rbg"``).
+    ValueError for another name."""
+    return config._override("jax_default_prng_impl", new_val)
 
 
 def disable_jit(disable: bool = True):

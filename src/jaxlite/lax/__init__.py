@@ -853,6 +853,7 @@ from ._parallel import (all_gather, all_to_all, axis_index, axis_size,  # noqa: 
 from ._special import (bessel_i0e, bessel_i1e, betainc, erf_inv, igamma,  # noqa: E402,F401
                        igamma_grad_a, igammac, polygamma, random_gamma_grad, zeta)
 from ._fft import FftType, fft  # noqa: E402,F401
+from ._rng import RandomAlgorithm, rng_bit_generator  # noqa: E402,F401
 from ._custom_solve import custom_linear_solve, custom_root  # noqa: E402,F401
 from ._gather_scatter import (GatherDimensionNumbers, GatherScatterMode,  # noqa: E402,F401
                               ScatterDimensionNumbers, gather, index_take, scatter,

@@ -1,14 +1,17 @@
 """Typed PRNG key arrays in the shape and selection functions of ``lax`` and ``numpy``.
 
 Layer: lax (imported by numpy; knows nothing of the random module).  A typed key array
-(``jax.random.key``) holds ``uint32[*shape, 2]`` key data.  The functions that only move,
-select or copy elements (reshape, transpose, concatenate, stack, tile, where, take, ...)
-accept key arrays in JAX; here they run once on each 32-bit word of the keys (both words
-see the same indices and shapes) and the two results are joined back into keys.  Functions
-that compute with values (arithmetic, reductions, sorting) still refuse keys.
+(``jax.random.key``) holds ``uint32[*shape, words]`` key data (2 words a key for
+threefry2x32, 4 for the rbg implementations).  The functions that only move, select or copy
+elements (reshape, transpose, concatenate, stack, tile, where, take, ...) accept key arrays
+in JAX; here they run once on each 32-bit word of the keys (every word sees the same
+indices and shapes) and the results are joined back into keys.  Functions that compute with
+values (arithmetic, reductions, sorting) still refuse keys, and so does combining keys of
+two implementations (JAX's ValueError: key dtypes take part in no type promotion).
 
-The random module registers its key class with ``register_key_type``; a key class has its
-data as ``_base`` and is rebuilt by calling the class on new data.
+The random module registers its key class with ``register_key_type``; a key array has its
+data as ``_base``, its dtype as ``dtype``, and ``_with_data(data)`` rebuilds keys of its
+implementation over new data.
 """
 from __future__ import annotations
 
@@ -40,32 +43,36 @@ def _holds_key(v) -> bool:
     return False
 
 
-def _word(v, i, name):
+def _word(v, i, name, dtype):
     """Word ``i`` of the key data of element argument ``v`` (a key array or a sequence of
-    them); ValueError for numbers mixed with keys (JAX refuses to promote keys)."""
+    them); ValueError for numbers mixed with keys, or keys of another dtype than ``dtype``
+    (JAX refuses to promote keys)."""
     if type(v) in _key_types:
+        if v.dtype != dtype:
+            raise ValueError(f"dtype={v.dtype} is not a valid dtype for JAX type promotion.")
         return v._base[..., i]
     if type(v) in (list, tuple):
-        return type(v)(_word(e, i, name) for e in v)
+        return type(v)(_word(e, i, name, dtype) for e in v)
     raise ValueError(f"{name}: typed PRNG key arrays cannot be combined with "
                      f"{type(v).__name__} values (keys take part in no dtype promotion); "
                      f"all of these operands must be key arrays")
 
 
-def _join(cls, r0, r1):
-    """Key arrays of class ``cls`` from the results for word 0 and word 1."""
+def _join(like, results):
+    """Key arrays of ``like``'s implementation from the results for each word."""
     from ..primitives import shape as _s
     from ..core.trace import get_aval
+    r0 = results[0]
     if isinstance(r0, (list, tuple)):
-        return type(r0)(_join(cls, a, b) for a, b in zip(r0, r1))
-    if not hasattr(r0, "dtype"):       # a shape, a size: the same for both words
+        return type(r0)(_join(like, rs) for rs in zip(*results))
+    if not hasattr(r0, "dtype"):       # a shape, a size: the same for every word
         return r0
     nd = get_aval(r0).ndim
     shape = tuple(get_aval(r0).shape) + (1,)
     dims = tuple(range(nd))
     parts = [_s.broadcast_in_dim_p.bind(r, shape=shape, broadcast_dimensions=dims,
-                                        sharding=None) for r in (r0, r1)]
-    return cls(_s.concatenate_p.bind(*parts, dimension=nd))
+                                        sharding=None) for r in results]
+    return like._with_data(_s.concatenate_p.bind(*parts, dimension=nd))
 
 
 def key_aware(*elements: str):
@@ -93,12 +100,13 @@ def key_aware(*elements: str):
                 next(e for e in keys[0] if type(e) in _key_types)
             which = set(which)
             outs = []
-            for i in (0, 1):
-                a = [_word(v, i, name) if j in which and v is not None else v
+            for i in range(first._base.shape[-1]):
+                a = [_word(v, i, name, first.dtype) if j in which and v is not None else v
                      for j, v in enumerate(args)]
-                kw = {k: (_word(v, i, name) if k in elements and v is not None else v)
+                kw = {k: (_word(v, i, name, first.dtype) if k in elements and v is not None
+                          else v)
                       for k, v in kwargs.items()}
                 outs.append(fn(*a, **kw))
-            return _join(type(first), *outs)
+            return _join(first, outs)
         return wrapper
     return wrap

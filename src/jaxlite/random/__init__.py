@@ -1,4 +1,6 @@
-"""``jaxlite.random``: JAX's counter-based PRNG (``jax.random``), Threefry-2x32.
+"""``jaxlite.random``: JAX's counter-based PRNG (``jax.random``): Threefry-2x32 by default,
+and the ``rbg``/``unsafe_rbg`` implementations built on XLA's bit generator
+(``key(seed, impl="rbg")``, or ``jax_default_prng_impl``).
 
 Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops, so every function
 runs eagerly and under ``jit``).  Keys are explicit values: ``key(seed)`` gives a typed key

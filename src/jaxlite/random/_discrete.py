@@ -21,9 +21,8 @@ from .. import dtypes, lax
 from .. import numpy as jnp
 from ._continuous import result_shape
 from ._distributions import _array, _dtype_arg, _is_float, _split2, _to, _uniform
-from ._keys import _shape, unpack_key
+from ._keys import _shape, is_threefry, key_at, key_split, split2, unpack_key
 from ._math import log, log1p
-from . import _threefry
 
 _F32 = np.dtype(np.float32)
 
@@ -32,9 +31,9 @@ def _full(value, shape, dtype):
     return lax.broadcast_in_dim(np.dtype(dtype).type(value), tuple(shape), ())
 
 
-def _split3(raw):
-    keys = _threefry.split(raw, (3,))
-    return tuple(lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,)) for i in range(3))
+def _split3(key):
+    keys = key_split(key, (3,))
+    return tuple(key_at(keys, i) for i in range(3))
 
 
 def _any(x):
@@ -121,6 +120,9 @@ def poisson(key, lam, shape=None, dtype=None):
         jax.random.poisson(jax.random.key(0), 3.0, (4,))            # int32[4]
     """
     raw, _ = unpack_key(key, "poisson")
+    if not is_threefry(raw):
+        raise NotImplementedError(f"`poisson` is only implemented for the threefry2x32 RNG, "
+                                  f"not {raw._impl}")
     dt = _dtype_arg(dtype, dtypes.default_int_dtype(), "poisson",
                     lambda d: d.kind in "iu", "an integer dtype")
     lam = _array(lam)
@@ -182,8 +184,7 @@ def _binomial_inversion(raw, count, prob, shape):
 
     def body(state):
         i, num, total, key = state
-        keys = _threefry.split(key, (2,))
-        sub, key = (lax.reshape(lax.slice_in_dim(keys, j, j + 1), (2,)) for j in range(2))
+        sub, key = split2(key)
         num = lax.select(lax.le(total, count), lax.add(num, f(1)), num)
         u = _uniform(sub, shape, dt, 0.0, 1.0)
         geom = lax.ceil(lax.div(log(u), log_q))
@@ -358,7 +359,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     remaining = lax.cumsum(p, 0, reverse=True)
     ratios = lax.div(p, lax.select(lax.eq(remaining, common.type(0)),
                                    _full(1, remaining.shape, common), remaining))
-    keys = _threefry.split(raw, (shape[-1],))
+    keys = key_split(raw, (shape[-1],))
 
     def step(left, xs):
         ratio, k = xs

@@ -1,4 +1,4 @@
-"""Samplers (``jax.random.bits``, ``uniform``, ``normal``, ...) built on Threefry bits.
+"""Samplers (``jax.random.bits``, ``uniform``, ``normal``, ...) built on the key's random bits.
 
 Layer: random (compositions of ``jaxlite.lax`` / ``jaxlite.numpy`` ops; eager and jit).
 Each sampler draws exactly the bits JAX 0.10 draws for the same key and turns them into
@@ -21,8 +21,7 @@ from .._traceback import user_stacklevel as _user_stacklevel
 from .. import numpy as jnp
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer
-from . import _threefry
-from ._keys import _shape, unpack_key
+from ._keys import _shape, key_bits, split2, unpack_key
 from ._math import erf_inv, fma, log, log1p
 
 _UINT_BY_BITS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -91,10 +90,9 @@ def _to(x, shape):
     return jnp.broadcast_to(x, tuple(shape))
 
 
-def _split2(raw):
-    keys = _threefry.split(raw, (2,))
-    return (lax.reshape(lax.slice(keys, (0, 0), (1, 2)), (2,)),
-            lax.reshape(lax.slice(keys, (1, 0), (2, 2)), (2,)))
+def _split2(key):
+    """The two keys of ``split(key)`` (one typed key in, two out)."""
+    return split2(key)
 
 
 # ---- bits and uniform -----------------------------------------------------------------
@@ -109,8 +107,9 @@ def bits(key, shape=(), dtype=None):
         warning).
 
     Returns:
-      ``uint[*shape]``: element ``i`` (row-major) is the Threefry hash of counter ``i``, the
-      two output words xor-ed (truncated to the width), or joined for 64 bits.
+      ``uint[*shape]``: for a threefry2x32 key element ``i`` (row-major) is the Threefry
+      hash of counter ``i``, the two output words xor-ed (truncated to the width), or
+      joined for 64 bits; for rbg and unsafe_rbg keys XLA's bit generator's bits.
 
     Raises:
       ValueError: a non-unsigned dtype, a negative dimension or a batch of keys.
@@ -123,7 +122,7 @@ def bits(key, shape=(), dtype=None):
     raw, _ = unpack_key(key, "bits")
     dt = _dtype_arg(dtype, dtypes.default_uint_dtype(), "bits",
                     lambda d: dtypes.issubdtype(d, np.unsignedinteger), "an unsigned int dtype")
-    return _threefry.random_bits(raw, dt.itemsize * 8, _shape(shape, "bits"))
+    return key_bits(raw, dt.itemsize * 8, _shape(shape, "bits"))
 
 
 def _uniform_bits_to_float(raw, shape, dtype):
@@ -133,7 +132,7 @@ def _uniform_bits_to_float(raw, shape, dtype):
     nbits = next(b for b in (8, 16, 32, 64) if b >= nmant)
     width = np.dtype(dtype).itemsize * 8
     u = _UINT_BY_BITS[width]
-    r = _threefry.random_bits(raw, nbits, shape)
+    r = key_bits(raw, nbits, shape)
     if nbits != width:
         r = lax.convert_element_type(r, u)
     one_bits = int(np.array(1.0, dtype).view(u))
@@ -425,8 +424,8 @@ def _randint(raw, shape, minval, maxval, dtype):
     _check_shape("randint", shape, minval.shape, maxval.shape)
     lo, hi = _to(minval, shape), _to(maxval, shape)
     k1, k2 = _split2(raw)
-    higher = _threefry.random_bits(k1, nbits, shape)
-    lower = _threefry.random_bits(k2, nbits, shape)
+    higher = key_bits(k1, nbits, shape)
+    lower = key_bits(k2, nbits, shape)
     empty = lax.le(hi, lo)
     span = lax.select(empty, _full(1, shape, udt),
                       lax.convert_element_type(lax.sub(hi, lo), udt))
@@ -490,7 +489,7 @@ def _shuffle(raw, x, axis):
     rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
     for _ in range(rounds):
         raw, sub = _split2(raw)
-        sort_keys = _threefry.random_bits(sub, 32, tuple(x.shape))
+        sort_keys = key_bits(sub, 32, tuple(x.shape))
         _, x = lax.sort_key_val(sort_keys, x, axis)
     return x
 

@@ -25,13 +25,13 @@ import numpy as np
 from .. import dtypes, lax
 from ._continuous import check_castable, float_dtype, param, result_shape
 from ._distributions import _array, _normal_real, _split2, _to, _uniform
-from ._keys import _shape, unpack_key
+from ._impls import batched_by_loop
+from ._keys import _shape, is_threefry, key_at, key_split, split2, unpack_key
 from ._math import fma, log, log1p
-from . import _threefry
 
 
 def _gamma_one(raw, alpha, log_space):
-    """One Gamma(``alpha``) sample (or its logarithm) from one raw key; ``alpha`` is a
+    """One Gamma(``alpha``) sample (or its logarithm) from one typed key; ``alpha`` is a
     0-d float array."""
     dt = np.dtype(alpha.dtype)
     f = dt.type
@@ -53,9 +53,8 @@ def _gamma_one(raw, alpha, log_space):
 
     def draw(state):
         key = state[0]
-        keys = _threefry.split(key, (3,))
-        key, x_key, u_key = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,))
-                             for i in range(3))
+        keys = key_split(key, (3,))
+        key, x_key, u_key = (key_at(keys, i) for i in range(3))
 
         def positive_v(s):
             k, sub = _split2(s[0])
@@ -81,26 +80,39 @@ def _gamma_one(raw, alpha, log_space):
     return lax.mul(lax.mul(d, v3), scale)
 
 
-def _gamma_samples(raw, a, log_space):
-    """Samples for every element of the float array ``a``, one split key each."""
+def _gamma_samples(data, a, log_space, impl):
+    """Samples for every element of the float array ``a``, one split key each, from the
+    key with raw ``data`` of implementation ``impl``."""
     from ..transforms.vmap import vmap
+    from ._keys import PRNGKeyArray
+    raw = PRNGKeyArray(data, impl)
     shape = tuple(a.shape)
     n = math.prod(shape)
-    keys = _threefry.split(raw, (n,))
+    keys = key_split(raw, (n,))
     flat = lax.reshape(a, (n,))
     if n == 0:
         return a
-    out = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, flat)
+
+    def one(k, x):
+        return _gamma_one(k, x, log_space)
+    if is_threefry(raw):
+        out = vmap(one)(keys, flat)
+    else:
+        # as JAX: a loop over the keys, since batching XLA's bit generator would draw every
+        # element's bits from the first key (its batching rule); and a batch of keys given
+        # to the sampler (vmap) is looped over too, as by JAX's gamma primitive
+        with batched_by_loop():
+            out = lax.map(lambda kx: one(*kx), (keys, flat))
     return lax.reshape(out, shape)
 
 
-def _gamma_samples_jvp(log_space, primals, tangents):
+def _gamma_samples_jvp(log_space, impl, primals, tangents):
     """The reparameterised derivative in ``a`` (JAX's rule for its gamma primitive):
     ``d sample / d a = -(dP(a, x)/da) / p(x; a)`` at the sample, via
     ``lax.random_gamma_grad``; for log samples divided by the sample."""
-    raw, a = primals
+    data, a = primals
     a_dot = tangents[1]
-    out = _gamma_samples(raw, a, log_space)
+    out = _gamma_samples(data, a, log_space, impl)
     if log_space:
         x = lax.exp(out)
         dt = np.dtype(x.dtype)
@@ -115,7 +127,9 @@ def _gamma_samples_jvp(log_space, primals, tangents):
 
 def _gamma(raw, a, shape, dt, log_space):
     a = _to(param(a, dt), shape)
-    return _gamma_diff(raw, a, log_space)
+    # the key enters the differentiated function as its raw data (an integer input) and its
+    # implementation (static)
+    return _gamma_diff(raw._base, a, log_space, raw._impl)
 
 
 def _gamma_args(key, a, shape, dtype, name):
@@ -310,8 +324,7 @@ def _static_float(p, name, what="p"):
 
 def _generalized_normal(raw, p, shape, dt):
     from ._continuous import rademacher
-    keys = _threefry.split(raw, (2,))
-    k_g, k_r = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,)) for i in range(2))
+    k_g, k_r = split2(raw)
     g = _gamma(k_g, lax.div(dt.type(1), param(p, dt)), shape, dt, False)
     r = rademacher(k_r, shape, dt)
     return lax.mul(r, lax.pow(g, _to(lax.div(dt.type(1), param(p, dt)), shape)))
@@ -358,8 +371,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
     dt = float_dtype(dtype, "ball")
     shape = _shape(shape, "ball")
     d = operator.index(d)
-    keys = _threefry.split(raw, (2,))
-    k1, k2 = (lax.reshape(lax.slice_in_dim(keys, i, i + 1), (2,)) for i in range(2))
+    k1, k2 = split2(raw)
     g = _generalized_normal(k1, p, shape + (d,), dt)
     e = _exponential(k2, shape, dt)
     pp = param(p, dt)
@@ -370,7 +382,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
 
 def _make_gamma_diff():
     from ..transforms.autodiff import custom_jvp
-    fn = custom_jvp(_gamma_samples, nondiff_argnums=(2,))
+    fn = custom_jvp(_gamma_samples, nondiff_argnums=(2, 3))
     fn.defjvp(_gamma_samples_jvp)
     return fn
 

@@ -117,8 +117,8 @@ def _keys_from_float0(primals, tangents):
     def fix(p, t):
         if is_key(p) and getattr(t, "dtype", None) == dtypes.float0 and \
                 tuple(np.shape(t)) == tuple(p.shape):
-            return type(p)(np.zeros(tuple(p.shape) + tuple(p._base.shape[-1:]),
-                                    dtypes.float0))
+            # a node of the primal's implementation (its key data's trailing shape)
+            return p._with_data(np.zeros(tuple(p._base.shape), dtypes.float0))
         return t
     try:
         return tree_map(fix, primals, tangents, is_leaf=is_key)
