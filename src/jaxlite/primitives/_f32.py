@@ -65,6 +65,7 @@ def _function(name, numpy_fn, fallback64=None):
         return dst if (dst.ndim or out is not None) else dst[()]
     fn.__name__ = name
     fn.__qualname__ = name
+    fn.nin = fn.nout = 1        # as a unary ufunc (what an ``InPlace`` row is asked)
     fn.__doc__ = (f"{name} of an array; float32 through the shared kernel (see "
                   f"primitives/_f32.py), other dtypes through NumPy.")
     return fn
@@ -90,6 +91,11 @@ arccosh = _function("acosh", np.arccosh)
 arctanh = _function("atanh", np.arctanh)
 erf = _function("erf", _erf64)
 erfc = _function("erfc", _erfc64)
+
+FUNCTIONS = {f.__name__: f for f in (exp, exp2, expm1, log, log1p, tanh, logistic, sin, cos,
+                                     tan, arcsin, arccos, arctan, sinh, cosh, arcsinh,
+                                     arccosh, arctanh, erf, erfc)}
+"""The functions above by their ``_f32math`` names."""
 
 NATIVE_BITS = _C is not None
 """Whether the functions here give the native backend's bits (the C extension is built)."""
