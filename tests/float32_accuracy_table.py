@@ -145,6 +145,10 @@ def xla_results(name: str, x: np.ndarray) -> np.ndarray:
     return np.asarray(jax.jit(attr(jax, FUNCTIONS[name][0]))(x))
 
 
+def _pct(p: float) -> str:
+    return "100%" if p == 100.0 else f"{min(p, 99.999):.3f}%"
+
+
 def table(n: int) -> str:
     """The README's Markdown table: per function, jaxlite's max ulp over all ``n`` inputs,
     then jaxlite's and XLA's max ulp and share of correctly rounded results where no
@@ -164,8 +168,8 @@ def table(n: int) -> str:
         ours = figures(got, want, keep)
         xla = figures(xla_results(name, x), want, keep)
         label = f"`{name}`" + (" (composed)" if name in COMPOSED else "")
-        rows.append(f"| {label} | {figures(got, want)[0]} | {ours[0]} / {ours[1]:.2f}% | "
-                    f"{xla[0]} / {xla[1]:.2f}% |")
+        rows.append(f"| {label} | {figures(got, want)[0]} | {ours[0]} / {_pct(ours[1])} | "
+                    f"{xla[0]} / {_pct(xla[1])} |")
     return "\n".join(rows)
 
 

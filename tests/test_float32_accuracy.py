@@ -238,3 +238,23 @@ def test_kernels_take_any_layout_and_write_out():
     assert type(s) is np.float32 and s == np.float32(2.7182817)
     d = _f32.exp(np.array([1.0]))              # float64: NumPy's own
     assert d.dtype == np.float64 and d[0] == np.exp(1.0)
+
+
+def test_without_the_c_extension_float64_rounded_once(monkeypatch):
+    # an install without a C compiler: NumPy's float64 function rounded to float32 (as
+    # accurate; it may differ from a native kernel at a near-tie), same shapes and types
+    monkeypatch.setattr(_f32, "_C", None)
+    x = sweep.inputs("exp", 30_000)
+    for name, np_name in (("exp", "exp"), ("log", "log"), ("sin", "sin"), ("erf", "erf"),
+                          ("logistic", "logistic")):
+        fn = _f32._function(name, getattr(np, np_name, None) or
+                            {"erf": _f32._erf64, "logistic": _f32._logistic64}[name],
+                            fallback64=None)
+        with np.errstate(all="ignore"):     # (callers run implementations under one)
+            got = fn(x)
+            out = np.empty_like(x)
+            assert fn(x, out=out) is out and out.tobytes() == got.tobytes()
+        assert got.dtype == np.float32 and got.shape == x.shape
+        assert sweep.ulps(got, sweep.reference(name, x)).max() <= 1, name
+        s = fn(np.float32(0.5))
+        assert type(s) is np.float32

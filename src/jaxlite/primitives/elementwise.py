@@ -435,6 +435,8 @@ def _pow(x, y):
 
 
 # ---- the table ------------------------------------------------------------------------
+# float32 transcendentals (exp, log, sin, ..., erf, logistic) go through ``_f32``: float64
+# algorithms rounded once, the native backend's bits on every path (see _f32.py)
 
 neg_p = elementwise("neg", np.negative, NUM,
                     inplace=InPlace(np.negative, "fciu", half=True))
