@@ -214,6 +214,24 @@ def test_half_precision_computes_in_float32_and_rounds(name, dtype, rjax):
     assert agree >= 0.99, (name, dtype, agree)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_logistic_is_xlas_steps(dtype, rjax):
+    # XLA expands half-precision logistic into 1 / (1 + exp(-x)), each step rounded to
+    # the operand's type: every value gives JAX's bits (but subnormals, flushed there)
+    import ml_dtypes
+    dt = np.dtype(np.float16 if dtype == "float16" else ml_dtypes.bfloat16)
+    x = np.arange(2 ** 16, dtype=np.uint16).view(dt)
+    got = np.asarray(jaxlite.nn.sigmoid(x))
+    assert got.dtype == dt
+    assert _same_bits(np.asarray(jaxlite.jit(jaxlite.nn.sigmoid)(x)), got)[0]
+    want = np.asarray(rjax.jit(rjax.nn.sigmoid)(x))
+    f32 = x.astype(np.float32)
+    keep = sweep.normal(f32, sweep.reference("logistic", f32)) & sweep.normal(
+        got.astype(np.float32), got.astype(np.float32))
+    ok, bad = _same_bits(got[keep], want[keep])
+    assert ok, (x[keep][bad][:5], got[keep][bad][:5], want[keep][bad][:5])
+
+
 def test_the_c_kernels_are_built_and_match_vecmath_constants():
     # the native backend's polynomials and the C kernels' are the same numbers
     from jaxlite.backends.cpu import _vecmath

@@ -17,11 +17,15 @@
  * C library ones (float64, error below 1 float64 ulp, rounded once) in practice always.
  *
  * Each function ``f(x, out)`` takes two C-contiguous float32 buffers of one length and
- * writes f(x) into ``out`` (which may be ``x`` itself), without the interpreter lock.
+ * writes f(x) into ``out`` (which may be ``x`` itself), without the interpreter lock; a
+ * large array is split over the CPUs (see run_all).
  */
+#define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -329,6 +333,75 @@ get_buffers(PyObject *const *args, Py_ssize_t nargs, const char *name,
     return 0;
 }
 
+/* f over x[0:n] into out: the vectorised loop, or element by element when sin/cos meet
+ * an argument beyond LIMIT */
+static void
+run_range(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t i = far != NULL ? 0 : n;
+    for (; i < n && !trig_far(x[i]); i++)
+        ;
+    if (i == n) {
+        loop(x, out, n);
+        return;
+    }
+    for (Py_ssize_t j = 0; j < n; j++)
+        (trig_far(x[j]) ? far : loop)(x + j, out + j, 1);
+}
+
+/* Large arrays are split over the process's CPUs (the results are elementwise: the same
+ * bits however they are split).  One call at a time does so: a call arriving while
+ * another is split (the interpreter runs a large kernel's chunks on several threads)
+ * runs in its own thread only, so the CPUs are not oversubscribed. */
+#define SPLIT_MIN ((Py_ssize_t)1 << 18)       /* elements: below, one thread is faster */
+#define MAX_THREADS 16
+static int ncpu = 1;
+static int splitting;
+
+typedef struct {
+    loop_fn loop, far;
+    const float *x;
+    float *out;
+    Py_ssize_t n;
+} part;
+
+static void *
+run_part(void *arg)
+{
+    part *p = (part *)arg;
+    run_range(p->loop, p->far, p->x, p->out, p->n);
+    return NULL;
+}
+
+static void
+run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t t = n / (SPLIT_MIN / 2);
+    t = t < ncpu ? t : ncpu;
+    t = t < MAX_THREADS ? t : MAX_THREADS;
+    if (t < 2 || __atomic_exchange_n(&splitting, 1, __ATOMIC_ACQUIRE)) {
+        run_range(loop, far, x, out, n);
+        return;
+    }
+    part parts[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS];
+    Py_ssize_t step = ((n / t) + 15) & ~(Py_ssize_t)15;     /* whole vectors */
+    for (Py_ssize_t k = 0; k < t; k++) {
+        Py_ssize_t lo = k * step < n ? k * step : n;
+        Py_ssize_t hi = lo + step < n ? lo + step : n;
+        parts[k] = (part){loop, far, x + lo, out + lo, hi - lo};
+        started[k] = k > 0 && pthread_create(&tid[k], NULL, run_part, &parts[k]) == 0;
+    }
+    for (Py_ssize_t k = 0; k < t; k++)
+        if (!started[k])
+            run_part(&parts[k]);     /* the caller's part, and any that did not start */
+    for (Py_ssize_t k = 1; k < t; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    __atomic_store_n(&splitting, 0, __ATOMIC_RELEASE);
+}
+
 static PyObject *
 run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loop_fn far)
 {
@@ -339,16 +412,7 @@ run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loo
     const float *x = (const float *)xb.buf;
     float *out = (float *)ob.buf;
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t i = far != NULL ? 0 : n;
-    for (; i < n && !trig_far(x[i]); i++)
-        ;
-    if (i == n) {
-        loop(x, out, n);
-    } else {
-        /* sin/cos with an argument beyond LIMIT: element by element */
-        for (Py_ssize_t j = 0; j < n; j++)
-            (trig_far(x[j]) ? far : loop)(x + j, out + j, 1);
-    }
+    run_all(loop, far, x, out, n);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     PyBuffer_Release(&ob);
@@ -408,6 +472,12 @@ PyInit__f32math(void)
 #else
     isa = 0;
 #endif
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        ncpu = CPU_COUNT(&set);
+#endif
+    ncpu = ncpu > 0 ? ncpu : 1;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -461,6 +461,23 @@ tanh_p = elementwise("tanh", _complex_aware(_f32.tanh, _complex.tanh), INEXACT,
                      transcendental=True, inplace=InPlace(_f32.tanh, "f"))
 logistic_p = elementwise("logistic", _logistic, INEXACT,
                          transcendental=True, extra_flops=3)
+_F16_BF16 = frozenset({np.dtype(np.float16), _BF16})
+
+
+def _logistic_half_steps(x, _whole=logistic_p.impl):
+    """float16/bfloat16 logistic as XLA on CPU computes it: 1 / (1 + exp(-x)) in the
+    operand's precision, each step rounded (exp computed in float32), not the float32
+    function rounded once; other dtypes as declared."""
+    if x.dtype not in _F16_BF16:
+        return _whole(x)
+    f32 = np.float32
+    e = _f32.exp(-x.astype(f32)).astype(x.dtype)
+    s = (e.astype(f32) + f32(1)).astype(x.dtype)
+    return (f32(1) / s.astype(f32)).astype(x.dtype)
+
+
+_logistic_half_steps.__wrapped__ = _logistic     # eager fast paths: other dtypes
+logistic_p.impl = _logistic_half_steps
 sin_p = elementwise("sin", _complex_aware(_f32.sin, _complex.sin), INEXACT,
                     transcendental=True, inplace=InPlace(_f32.sin, "f"))
 cos_p = elementwise("cos", _complex_aware(_f32.cos, _complex.cos), INEXACT,
