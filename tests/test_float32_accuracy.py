@@ -258,6 +258,19 @@ def test_kernels_take_any_layout_and_write_out():
     assert d.dtype == np.float64 and d[0] == np.exp(1.0)
 
 
+@pytest.mark.parametrize("n", [(1 << 18) - 1, 1 << 19, (1 << 19) + 1, (1 << 20) + 17])
+def test_large_arrays_split_over_cpus_give_the_same_bits(n):
+    # the kernels split a large array over the CPUs: every element is computed, and as
+    # in small pieces (far sin arguments in one part only included)
+    x = np.random.default_rng(n).uniform(-50, 50, n).astype(np.float32)
+    x[-1], x[n // 3] = 0.5, 1e30
+    for fn in (_f32.exp, _f32.sin, _f32.tan):
+        whole = fn(x)
+        pieces = np.concatenate([fn(x[i:i + 4096]) for i in range(0, n, 4096)])
+        assert whole.tobytes() == pieces.tobytes(), (fn.__name__, n)
+        assert whole[-1] == fn(np.float32(0.5))
+
+
 def test_without_the_c_extension_float64_rounded_once(monkeypatch):
     # an install without a C compiler: NumPy's float64 function rounded to float32 (as
     # accurate; it may differ from a native kernel at a near-tie), same shapes and types

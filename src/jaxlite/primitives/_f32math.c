@@ -386,7 +386,7 @@ run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
     part parts[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS];
-    Py_ssize_t step = ((n / t) + 15) & ~(Py_ssize_t)15;     /* whole vectors */
+    Py_ssize_t step = ((n + t - 1) / t + 15) & ~(Py_ssize_t)15;   /* whole vectors */
     for (Py_ssize_t k = 0; k < t; k++) {
         Py_ssize_t lo = k * step < n ? k * step : n;
         Py_ssize_t hi = lo + step < n ? lo + step : n;
