@@ -241,6 +241,30 @@ def test_the_c_kernels_are_built_and_match_vecmath_constants():
         assert float(getattr(_vecmath, k)) == v, k
 
 
+def test_every_instruction_set_gives_the_same_bits():
+    # the C loops exist for AVX-512, for AVX2 with FMA and for any CPU (fma() from the C
+    # library): the same bits, those of the native backend
+    from jaxlite.primitives import _f32math
+    names = ["exp", "expm1", "log", "tanh", "logistic", "sin", "cos"]
+    xs = {n: sweep.inputs(n, 60_000) for n in names}
+    xs["sin"] = xs["sin"][np.abs(xs["sin"]) <= 65536]
+    xs["cos"] = xs["cos"][np.abs(xs["cos"]) <= 65536]
+    top = _f32math._use_isa(0)
+    try:
+        for level in range(top + 1):
+            _f32math._use_isa(level)
+            for n in names:
+                out = np.empty_like(xs[n])
+                getattr(_f32math, n)(xs[n], out)
+                if level == 0:
+                    xs[n + " want"] = out
+                assert _same_bits(out, xs[n + " want"])[0], (n, level)
+    finally:
+        _f32math._use_isa(top)
+    with pytest.raises(ValueError, match="not in"):
+        _f32math._use_isa(top + 1)
+
+
 def test_kernels_take_any_layout_and_write_out():
     x = np.linspace(-5, 5, 24, dtype=np.float32).reshape(4, 6)
     want = _f32.exp(np.ascontiguousarray(x))

@@ -444,6 +444,26 @@ LIBM_FN(tan) LIBM_FN(asin) LIBM_FN(acos) LIBM_FN(atan) LIBM_FN(sinh) LIBM_FN(cos
 LIBM_FN(asinh) LIBM_FN(acosh) LIBM_FN(atanh) LIBM_FN(log1p) LIBM_FN(exp2) LIBM_FN(erf)
 LIBM_FN(erfc)
 
+/* _use_isa(level): the loops to run from now on (0 plain, 1 AVX2+FMA, 2 AVX-512), at most
+ * what this CPU has; returns the level in use before (tests compare the three) */
+static int isa_max;
+
+static PyObject *
+py_use_isa(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    long level = PyLong_AsLong(arg);
+    if (level == -1 && PyErr_Occurred())
+        return NULL;
+    if (level < 0 || level > isa_max) {
+        PyErr_Format(PyExc_ValueError, "_use_isa: level %ld is not in [0, %d] (this CPU)",
+                     level, isa_max);
+        return NULL;
+    }
+    int before = isa;
+    isa = (int)level;
+    return PyLong_FromLong(before);
+}
+
 #define ENTRY(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, \
     #name "(x, out): float32 " #name " of buffer x into buffer out"}
 
@@ -452,6 +472,7 @@ static PyMethodDef methods[] = {
     ENTRY(cos), ENTRY(tan), ENTRY(asin), ENTRY(acos), ENTRY(atan), ENTRY(sinh),
     ENTRY(cosh), ENTRY(asinh), ENTRY(acosh), ENTRY(atanh), ENTRY(log1p), ENTRY(exp2),
     ENTRY(erf), ENTRY(erfc),
+    {"_use_isa", py_use_isa, METH_O, "_use_isa(level): the loops' instruction set (tests)"},
     {NULL, NULL, 0, NULL}
 };
 
@@ -472,6 +493,7 @@ PyInit__f32math(void)
 #else
     isa = 0;
 #endif
+    isa_max = isa;
 #ifdef CPU_COUNT
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
