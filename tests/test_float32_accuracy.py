@@ -303,8 +303,7 @@ def test_without_the_c_extension_float64_rounded_once(monkeypatch):
     for name, np_name in (("exp", "exp"), ("log", "log"), ("sin", "sin"), ("erf", "erf"),
                           ("logistic", "logistic")):
         fn = _f32._function(name, getattr(np, np_name, None) or
-                            {"erf": _f32._erf64, "logistic": _f32._logistic64}[name],
-                            fallback64=None)
+                            {"erf": _f32._erf64, "logistic": _f32._logistic64}[name])
         with np.errstate(all="ignore"):     # (callers run implementations under one)
             got = fn(x)
             out = np.empty_like(x)

@@ -21,9 +21,9 @@ import pytest
 import jaxlite  # noqa: F401  (declares every primitive)
 from jaxlite.backends.cpu import _ops as _cpu_ops
 from jaxlite.core.avals import ShapedArray
-from jaxlite.primitives import _f32
 from jaxlite.core.primitive import InPlace, Reduction, primitives
 from jaxlite.ir.interpret import exact
+from jaxlite.primitives import _f32
 from jaxlite.primitives.kernel import MONOIDS
 
 PRIMS = primitives()

@@ -37,21 +37,20 @@ def _logistic64(x):
     return 1 / (1 + np.exp(-x))
 
 
-def _function(name, numpy_fn, fallback64=None):
+def _function(name, numpy_fn):
     """The ufunc-like ``f(x, out=None)``: float32 ``x`` through ``_f32math.<name>`` (or,
-    without the extension, ``fallback64`` in float64 rounded once), any other dtype
-    through ``numpy_fn``.  ``out``: a float32 array of ``x``'s shape for float32 ``x``
-    (it may be ``x`` itself), as a ufunc's ``out``; a 0-d ``x`` without ``out`` gives a
-    NumPy scalar, as a ufunc does."""
+    without the extension, ``numpy_fn`` in float64 rounded once), any other dtype through
+    ``numpy_fn``.  ``out``: a float32 array of ``x``'s shape for float32 ``x`` (it may be
+    ``x`` itself), as a ufunc's ``out``; a 0-d ``x`` without ``out`` gives a NumPy scalar,
+    as a ufunc does."""
     kernel = getattr(_C, name) if _C is not None else None
-    wide = fallback64 or numpy_fn
 
     def fn(x, out=None):
         x = np.asarray(x)
         if x.dtype != _F32:
             return numpy_fn(x) if out is None else numpy_fn(x, out=out)
         if kernel is None:
-            r = np.asarray(wide(x.astype(np.float64))).astype(np.float32)
+            r = np.asarray(numpy_fn(x.astype(np.float64))).astype(np.float32)
             if out is None:
                 return r if r.ndim else r[()]
             out[...] = r

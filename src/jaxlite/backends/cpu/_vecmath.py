@@ -10,8 +10,8 @@ constant is split so that every product ``k * part`` is exact), a polynomial of 
 enough degree (exp, sin, cos: fitted, relative error below 2**-37, see the coefficients;
 log: the atanh series) is evaluated in float64 by Horner's rule with fused multiply-adds
 (``_fma``: the ``llvm.fma`` intrinsic, one rounding per step; one vector instruction on
-an FMA CPU), the result is scaled by a power
-of two built from its bits and rounded once to float32.  Arguments of exp/expm1/logistic
+an FMA CPU), the result is scaled by a power of two built from its bits and rounded once
+to float32.  Arguments of exp/expm1/logistic
 are first clamped to [-110, 110], beyond which every float32 result is already 0, -1, 1
 or inf, so one normal double ``2**k`` scales.  The float64 arithmetic leaves an error far
 below half a float32 ulp, so the results are the correctly rounded float32 values but for
