@@ -46,7 +46,8 @@ def _function(name, numpy_fn):
     kernel = getattr(_C, name) if _C is not None else None
 
     def fn(x, out=None):
-        x = np.asarray(x)
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
         if x.dtype != _F32:
             return numpy_fn(x) if out is None else numpy_fn(x, out=out)
         if kernel is None:
@@ -55,13 +56,19 @@ def _function(name, numpy_fn):
                 return r if r.ndim else r[()]
             out[...] = r
             return out
-        dst = out if out is not None and out.flags.c_contiguous else \
-            np.empty(x.shape, _F32)
-        kernel(np.ascontiguousarray(x), dst)
-        if out is not None and dst is not out:
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if out is None:
+            dst = np.empty(x.shape, _F32)
+            kernel(x, dst)
+            return dst if dst.ndim else dst[()]
+        if out.flags.c_contiguous:
+            kernel(x, out)
+        else:
+            dst = np.empty(x.shape, _F32)
+            kernel(x, dst)
             out[...] = dst
-            return out
-        return dst if (dst.ndim or out is not None) else dst[()]
+        return out
     fn.__name__ = name
     fn.__qualname__ = name
     fn.nin = fn.nout = 1        # as a unary ufunc (what an ``InPlace`` row is asked)
