@@ -9,7 +9,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: demo test test-slow test-all test-accelerator bench bench-accelerator fuzz install clean
 
-$(STAMP): pyproject.toml setup.py src/jaxlite/core/_eager_ops.c
+$(STAMP): pyproject.toml setup.py src/jaxlite/core/_eager_ops.c src/jaxlite/primitives/_f32math.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .

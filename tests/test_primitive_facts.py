@@ -23,6 +23,7 @@ from jaxlite.backends.cpu import _ops as _cpu_ops
 from jaxlite.core.avals import ShapedArray
 from jaxlite.core.primitive import InPlace, Reduction, primitives
 from jaxlite.ir.interpret import exact
+from jaxlite.primitives import _f32
 from jaxlite.primitives.kernel import MONOIDS
 
 PRIMS = primitives()
@@ -71,7 +72,10 @@ def test_facts_are_consistent(name):
             # a copy: a fresh array holding its operand's elements
             assert p.renames({}) and not p.view, name
         else:
-            assert isinstance(p.inplace.ufunc, np.ufunc) and p.elementwise, name
+            # a ufunc, or one of the float32 transcendentals (ufunc-like: ``nin``, ``out=``)
+            assert isinstance(p.inplace.ufunc, np.ufunc) or \
+                p.inplace.ufunc in _f32.FUNCTIONS.values(), name
+            assert p.elementwise, name
     if p.reduction is not None:
         assert p.kind == "reduction" and not p.multiple_results, name
         assert "axes" in inspect.signature(p.impl).parameters, name

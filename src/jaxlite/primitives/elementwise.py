@@ -18,6 +18,7 @@ from ..core.avals import ShapedArray
 from ..core import sharding_rules as _sr
 from ..core.primitive import InPlace, Primitive
 from . import _complex
+from . import _f32
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
                      upcast_half)
 
@@ -207,12 +208,12 @@ def _complex_of(re, im, dt):
 
 
 def _exp(x):
-    return _complex.exp(x) if x.dtype.kind == "c" else np.exp(x)
+    return _complex.exp(x) if x.dtype.kind == "c" else _f32.exp(x)
 
 
 def _expm1(x):
     if x.dtype.kind != "c":
-        return np.expm1(x)
+        return _f32.expm1(x)
     # e**z - 1 with the real part kept accurate near 0: expm1(a) cos b + (cos b - 1), the
     # second term as -2 sin(b/2)**2 (+0 at b = 0, so expm1(-0+0j) is +0 as in XLA); the
     # imaginary part e**a sin b, +0 for a zero b (NumPy gives NaN parts at infinities)
@@ -225,7 +226,7 @@ def _expm1(x):
 
 def _log(x):
     if x.dtype.kind != "c":
-        return np.log(x)
+        return _f32.log(x)
     # XLA: a NaN part makes both parts NaN (C99 and NumPy give log(inf + nan*i) = inf + nan*i)
     nan = np.isnan(x.real) | np.isnan(x.imag)
     out = np.log(x)
@@ -260,7 +261,7 @@ def _sum_exact(*terms):
 
 def _log1p(x):
     if x.dtype.kind != "c":
-        return np.log1p(x)
+        return _f32.log1p(x)
     # log|1 + z| = log1p(s) / 2 with s = |1 + z|**2 - 1 = a (2 + a) + b**2 keeps the digits
     # NumPy's log(1 + z) loses where |1 + z| is near 1 (log1p(1e-8 + 1e-8j) has real part
     # 1e-8, not 0); elsewhere log(hypot(1 + a, b)) is exact enough and cannot overflow.
@@ -279,7 +280,7 @@ def _log1p(x):
 def _logistic(x):
     if x.dtype.kind == "c":
         return _complex.logistic(x)
-    return 1 / (1 + np.exp(-x))
+    return _f32.logistic(x)
 
 
 def _rsqrt(x):
@@ -307,8 +308,6 @@ def _integer_pow(x, y):
     return 1 / acc
 
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-_erfc = np.vectorize(math.erfc, otypes=[np.float64])
 _lgamma_finite = np.vectorize(math.lgamma, otypes=[np.float64])
 
 
@@ -436,6 +435,8 @@ def _pow(x, y):
 
 
 # ---- the table ------------------------------------------------------------------------
+# float32 transcendentals (exp, log, sin, ..., erf, logistic) go through ``_f32``: float64
+# algorithms rounded once, the native backend's bits on every path (see _f32.py)
 
 neg_p = elementwise("neg", np.negative, NUM,
                     inplace=InPlace(np.negative, "fciu", half=True))
@@ -447,41 +448,58 @@ ceil_p = elementwise("ceil", np.ceil, FLOAT,
 round_p = elementwise("round", _round, FLOAT)
 is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=_bool_out)
 exp_p = elementwise("exp", _exp, INEXACT,
-                    transcendental=True, inplace=InPlace(np.exp, "f"))
-exp2_p = elementwise("exp2", _complex_aware(np.exp2, _complex.exp2), INEXACT,
-                     transcendental=True, extra_flops=1, inplace=InPlace(np.exp2, "f"))
+                    transcendental=True, inplace=InPlace(_f32.exp, "f"))
+exp2_p = elementwise("exp2", _complex_aware(_f32.exp2, _complex.exp2), INEXACT,
+                     transcendental=True, extra_flops=1, inplace=InPlace(_f32.exp2, "f"))
 log_p = elementwise("log", _log, INEXACT,
-                    transcendental=True, inplace=InPlace(np.log, "f"))
+                    transcendental=True, inplace=InPlace(_f32.log, "f"))
 log1p_p = elementwise("log1p", _log1p, INEXACT,
-                      transcendental=True, inplace=InPlace(np.log1p, "f"))
+                      transcendental=True, inplace=InPlace(_f32.log1p, "f"))
 expm1_p = elementwise("expm1", _expm1, INEXACT,
-                      transcendental=True, inplace=InPlace(np.expm1, "f"))
-tanh_p = elementwise("tanh", _complex_aware(np.tanh, _complex.tanh), INEXACT,
-                     transcendental=True, inplace=InPlace(np.tanh, "f"))
+                      transcendental=True, inplace=InPlace(_f32.expm1, "f"))
+tanh_p = elementwise("tanh", _complex_aware(_f32.tanh, _complex.tanh), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.tanh, "f"))
 logistic_p = elementwise("logistic", _logistic, INEXACT,
                          transcendental=True, extra_flops=3)
-sin_p = elementwise("sin", _complex_aware(np.sin, _complex.sin), INEXACT,
-                    transcendental=True, inplace=InPlace(np.sin, "f"))
-cos_p = elementwise("cos", _complex_aware(np.cos, _complex.cos), INEXACT,
-                    transcendental=True, inplace=InPlace(np.cos, "f"))
-tan_p = elementwise("tan", _complex_aware(np.tan, _complex.tan), INEXACT,
-                    transcendental=True, inplace=InPlace(np.tan, "f"))
-asin_p = elementwise("asin", _complex_aware(np.arcsin, _complex.asin), INEXACT,
-                     transcendental=True, inplace=InPlace(np.arcsin, "f"))
-acos_p = elementwise("acos", _complex_aware(np.arccos, _complex.acos), INEXACT,
-                     transcendental=True, inplace=InPlace(np.arccos, "f"))
-atan_p = elementwise("atan", _complex_aware(np.arctan, _complex.atan), INEXACT,
-                     transcendental=True, inplace=InPlace(np.arctan, "f"))
-sinh_p = elementwise("sinh", _complex_aware(np.sinh, _complex.sinh), INEXACT,
-                     transcendental=True, inplace=InPlace(np.sinh, "f"))
-cosh_p = elementwise("cosh", _complex_aware(np.cosh, _complex.cosh), INEXACT,
-                     transcendental=True, inplace=InPlace(np.cosh, "f"))
-asinh_p = elementwise("asinh", _complex_aware(np.arcsinh, _complex.asinh), INEXACT,
-                      transcendental=True, inplace=InPlace(np.arcsinh, "f"))
-acosh_p = elementwise("acosh", _complex_aware(np.arccosh, _complex.acosh), INEXACT,
-                      transcendental=True, inplace=InPlace(np.arccosh, "f"))
-atanh_p = elementwise("atanh", _complex_aware(np.arctanh, _complex.atanh), INEXACT,
-                      transcendental=True, inplace=InPlace(np.arctanh, "f"))
+_F16_BF16 = frozenset({np.dtype(np.float16), _BF16})
+
+
+def _logistic_half_steps(x, _whole=logistic_p.impl):
+    """float16/bfloat16 logistic as XLA on CPU computes it: 1 / (1 + exp(-x)) in the
+    operand's precision, each step rounded (exp computed in float32), not the float32
+    function rounded once; other dtypes as declared."""
+    if x.dtype not in _F16_BF16:
+        return _whole(x)
+    f32 = np.float32
+    e = _f32.exp(-x.astype(f32)).astype(x.dtype)
+    s = (e.astype(f32) + f32(1)).astype(x.dtype)
+    return (f32(1) / s.astype(f32)).astype(x.dtype)
+
+
+_logistic_half_steps.__wrapped__ = _logistic     # eager fast paths: other dtypes
+logistic_p.impl = _logistic_half_steps
+sin_p = elementwise("sin", _complex_aware(_f32.sin, _complex.sin), INEXACT,
+                    transcendental=True, inplace=InPlace(_f32.sin, "f"))
+cos_p = elementwise("cos", _complex_aware(_f32.cos, _complex.cos), INEXACT,
+                    transcendental=True, inplace=InPlace(_f32.cos, "f"))
+tan_p = elementwise("tan", _complex_aware(_f32.tan, _complex.tan), INEXACT,
+                    transcendental=True, inplace=InPlace(_f32.tan, "f"))
+asin_p = elementwise("asin", _complex_aware(_f32.arcsin, _complex.asin), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.arcsin, "f"))
+acos_p = elementwise("acos", _complex_aware(_f32.arccos, _complex.acos), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.arccos, "f"))
+atan_p = elementwise("atan", _complex_aware(_f32.arctan, _complex.atan), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.arctan, "f"))
+sinh_p = elementwise("sinh", _complex_aware(_f32.sinh, _complex.sinh), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.sinh, "f"))
+cosh_p = elementwise("cosh", _complex_aware(_f32.cosh, _complex.cosh), INEXACT,
+                     transcendental=True, inplace=InPlace(_f32.cosh, "f"))
+asinh_p = elementwise("asinh", _complex_aware(_f32.arcsinh, _complex.asinh), INEXACT,
+                      transcendental=True, inplace=InPlace(_f32.arcsinh, "f"))
+acosh_p = elementwise("acosh", _complex_aware(_f32.arccosh, _complex.acosh), INEXACT,
+                      transcendental=True, inplace=InPlace(_f32.arccosh, "f"))
+atanh_p = elementwise("atanh", _complex_aware(_f32.arctanh, _complex.atanh), INEXACT,
+                      transcendental=True, inplace=InPlace(_f32.arctanh, "f"))
 sqrt_p = elementwise("sqrt", _complex_aware(np.sqrt, _complex.sqrt), INEXACT,
                      transcendental=True, inplace=InPlace(np.sqrt, "f"))
 rsqrt_p = elementwise("rsqrt", _rsqrt, INEXACT,
@@ -531,9 +549,9 @@ def _integer_pow_aval(x, y):
 
 
 integer_pow_p.abstract_eval = _integer_pow_aval
-erf_p = elementwise("erf", _erf, FLOAT,
+erf_p = elementwise("erf", _f32.erf, FLOAT,
                     transcendental=True)
-erfc_p = elementwise("erfc", _erfc, FLOAT,
+erfc_p = elementwise("erfc", _f32.erfc, FLOAT,
                      transcendental=True)
 lgamma_p = elementwise("lgamma", _lgamma, FLOAT,
                        transcendental=True)

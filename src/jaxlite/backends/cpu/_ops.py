@@ -187,8 +187,11 @@ def _unary(op, a, dt, out, params):
     if op == "logistic":
         return f"1.0 / (1.0 + math.exp(-np.float64({a})))"
     if op == "exp2":
-        return f"math.pow(2.0, np.float64({a}))"
+        # the C library's exp2, as the reference's float32 kernel (primitives/_f32math.c)
+        return f"np.exp2(np.float64({a}))"
     if op in _LIBM_UNARY:
+        # float32: the C library's float64 function rounded once, as the reference's
+        # float32 kernels compute it (primitives/_f32math.c: the same bits)
         return f"math.{_LIBM_UNARY[op]}(np.float64({a}))"
     raise Unsupported(f"scalar op {op!r}")
 

@@ -9,9 +9,9 @@ Method: the float32 argument is widened to float64, reduced exactly (Cody-Waite:
 constant is split so that every product ``k * part`` is exact), a polynomial of just
 enough degree (exp, sin, cos: fitted, relative error below 2**-37, see the coefficients;
 log: the atanh series) is evaluated in float64 by Horner's rule with fused multiply-adds
-(``_fma``: the ``llvm.fma`` intrinsic, one rounding per step, whatever the caller's
-fast-math flags; one vector instruction on an FMA CPU), the result is scaled by a power
-of two built from its bits and rounded once to float32.  Arguments of exp/expm1/logistic
+(``_fma``: the ``llvm.fma`` intrinsic, one rounding per step; one vector instruction on
+an FMA CPU), the result is scaled by a power of two built from its bits and rounded once
+to float32.  Arguments of exp/expm1/logistic
 are first clamped to [-110, 110], beyond which every float32 result is already 0, -1, 1
 or inf, so one normal double ``2**k`` scales.  The float64 arithmetic leaves an error far
 below half a float32 ulp, so the results are the correctly rounded float32 values but for
@@ -48,6 +48,11 @@ Large arguments of sin/cos: beyond ``SIN_COS_LIMIT`` the reduction above loses a
 kernel on its NumPy reference when any is set (so large arguments are exact, only slow).
 
 float64 arguments are not handled here: code generators call libm for them (scalar).
+
+The reference implementations (eager operations, the interpreter, a jitted program before
+it tiers up) compute the same functions in C with the same operations in the same order
+(primitives/_f32math.c), so a float32 result has the same bits on every path
+(tests/test_float32_accuracy.py).  A change here is made there too.
 """
 from __future__ import annotations
 
@@ -64,9 +69,11 @@ __all__ = ["exp_f32", "expm1_f32", "log_f32", "tanh_f32", "logistic_f32", "sin_f
            "cos_f32", "trig_out_of_range", "maximum", "minimum", "SIN_COS_LIMIT",
            "FUNCTIONS", "MAX_ULP"]
 
-# the fast-math flags every function here is compiled with: FMA contraction only (no
-# reassociation, no assumption about NaN/inf)
-_OPTS = dict(fastmath={"contract"}, error_model="numpy", cache=False, nogil=True,
+# no fast-math flags: the only fused multiply-adds are the explicit ``_fma`` calls, so
+# every function gives the same bits wherever it is inlined, and the same as the
+# reference implementations' C kernels (primitives/_f32math.c), which repeat these
+# operations one for one (keep the two alike)
+_OPTS = dict(fastmath=False, error_model="numpy", cache=False, nogil=True,
              inline="always")   # Numba-level inlining: LLVM would not inline big bodies
 
 
@@ -81,29 +88,17 @@ def _bits_to_f64(typingctx, x):
     return types.float64(types.int64), codegen
 
 
-def _host_has_fma() -> bool:
-    try:
-        import llvmlite.binding as ll
-        return bool(ll.get_host_cpu_features().get("fma", False))
-    except Exception:      # pragma: no cover - llvmlite without host queries
-        return False
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c rounded once (llvm.fma.f64: one instruction on a CPU with FMA, which
+    vectorises; elsewhere LLVM calls the C library's exact ``fma``, slower but the same
+    bits, which the reference implementations' C kernels rely on)."""
+    if not (a == b == c == types.float64):
+        return None
 
-
-if _host_has_fma():
-    @intrinsic
-    def _fma(typingctx, a, b, c):
-        """a * b + c rounded once (llvm.fma.f64: one instruction, vectorises)."""
-        if not (a == b == c == types.float64):
-            return None
-
-        def codegen(context, builder, signature, args):
-            return builder.fma(*args)
-        return types.float64(types.float64, types.float64, types.float64), codegen
-else:      # pragma: no cover - without the instruction llvm.fma is a scalar libm call
-    @njit(fastmath=False, error_model="numpy", cache=False, nogil=True, inline="always")
-    def _fma(a, b, c):
-        """a * b + c (two roundings: no FMA instruction on this CPU)."""
-        return a * b + c
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return types.float64(types.float64, types.float64, types.float64), codegen
 
 
 def _ieee_minmax(name):

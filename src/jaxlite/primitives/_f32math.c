@@ -1,0 +1,523 @@
+/* jaxlite.primitives._f32math: the float32 transcendental functions of the reference
+ * implementations (eager operations, the interpreter backend, jit before tier-up).
+ *
+ * Why C: a float32 result must not depend on which path computed it.  The native CPU
+ * backend's vectorisable functions (backends/cpu/_vecmath.py: exp, expm1, log, tanh,
+ * logistic, sin, cos) compute in float64 with their own polynomials and round once to
+ * float32; the other functions there call the C library's float64 function and round.
+ * Each function here performs exactly the same float64 operations in the same order
+ * (fused multiply-adds where _vecmath has ``_fma``, no other contraction: this file is
+ * compiled with -ffp-contract=off; -fno-trapping-math only lets the compiler turn the
+ * selects into vector blends), so both give the same bits for every argument;
+ * tests/test_float32_accuracy.py checks it.  Keep the two alike: a change to a polynomial
+ * or a constant there is made here too (``CONSTANTS`` below is compared with _vecmath's).
+ *
+ * Accuracy (float32 ulps against the float64 function rounded to float32): at most 1 for
+ * every function; the vectorisable ones are correctly rounded but for rare near-ties, the
+ * C library ones (float64, error below 1 float64 ulp, rounded once) in practice always.
+ *
+ * Each function ``f(x, out)`` takes two C-contiguous float32 buffers of one length and
+ * writes f(x) into ``out`` (which may be ``x`` itself), without the interpreter lock; a
+ * large array is split over the CPUs (see run_all).
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+/* the constants of _vecmath.py, as exact hexadecimal doubles */
+#define LOG2E 0x1.71547652b82fep+0
+#define LN2_HI 0x1.62e42fefa2000p-1
+#define LN2_LO 0x1.9ef35793c7673p-41
+#define E0 0x1.555555742fbe5p-3
+#define E1 0x1.555555664c3e4p-5
+#define E2 0x1.1110b0c8e7fe7p-7
+#define E3 0x1.6c1666aa2f08cp-10
+#define E4 0x1.a1714e3193499p-13
+#define E5 0x1.a13fa9b15d1fcp-16
+#define S0 (-0x1.5555554c7e119p-3)
+#define S1 0x1.11110876a5cd2p-7
+#define S2 (-0x1.a00f89773e354p-13)
+#define S3 0x1.6cd456ff1b680p-19
+#define C0 0x1.5555554f0f61ep-5
+#define C1 (-0x1.6c16b860f6f8ep-10)
+#define C2 0x1.a01100b71ae63p-16
+#define C3 (-0x1.242527c0e6977p-22)
+#define PIO2_1 0x1.921fb54000000p+0
+#define PIO2_2 0x1.10b4611800000p-30
+#define PIO2_3 0x1.313198a2e0370p-61
+#define TWO_OVER_PI 0x1.45f306dc9c883p-1
+#define SQRT2 0x1.6a09e667f3bcdp+0
+#define MAGIC 0x1.8p+52               /* 1.5 * 2**52: (x + M) - M rounds x to an integer */
+#define TINY32 0x1p-13f               /* tanh(x) rounds to x below this */
+#define LIMIT 65536.0                 /* _vecmath.SIN_COS_LIMIT */
+
+typedef void (*loop_fn)(const float *, float *, Py_ssize_t);
+
+/* 2: AVX-512 (and FMA), 1: AVX2 and FMA, 0: neither (set once, at import) */
+static int isa;
+
+static inline int64_t f64_bits(double x) { int64_t b; memcpy(&b, &x, 8); return b; }
+static inline double bits_f64(int64_t b) { double x; memcpy(&x, &b, 8); return x; }
+
+/* 2**k for -1022 <= k <= 1023, reading only k's low 12 bits (k may be rint_bits' bits) */
+static inline double pow2(int64_t k)
+{
+    return bits_f64((int64_t)(((uint64_t)k + 1023u) << 52));
+}
+
+/* x * log2(e) rounded to an integer kf (as a double) and the bits kb holding it */
+static inline double exp_kp(double x, int64_t *kb, double *p)
+{
+    double t = x * LOG2E + MAGIC;
+    double kf = t - MAGIC;
+    *kb = f64_bits(t);
+    double r = fma(-kf, LN2_LO, fma(-kf, LN2_HI, x));
+    double q = fma(r, E5, E4);
+    q = fma(r, q, E3);
+    q = fma(r, q, E2);
+    q = fma(r, q, E1);
+    q = fma(r, q, E0);
+    q = fma(r, q, 0.5);
+    q = fma(r, q, 1.0);
+    *p = r * q;
+    return kf;
+}
+
+static inline double clamp_exp_arg(double x)
+{
+    double y = x > -110.0 ? x : -110.0;    /* NaN becomes -110; callers put it back */
+    return y < 110.0 ? y : 110.0;
+}
+
+static inline double exp64(double x)
+{
+    int64_t kb;
+    double p;
+    exp_kp(clamp_exp_arg(x), &kb, &p);
+    double s = pow2(kb);
+    return fma(s, p, s);
+}
+
+static inline float exp_f32(float x)
+{
+    float r = (float)exp64((double)x);
+    return x != x ? x : r;
+}
+
+static inline float expm1_f32(float x)
+{
+    int64_t kb;
+    double p;
+    exp_kp(clamp_exp_arg((double)x), &kb, &p);
+    double s = pow2(kb);
+    float r = (float)fma(s, p, s - 1.0);
+    return (x != x || x == 0) ? x : r;
+}
+
+static inline float log_f32(float x)
+{
+    double xd = (double)x;
+    int64_t bits = f64_bits(xd);
+    /* the exponent as an int32 (an int64 -> double conversion does not vectorise on
+     * AVX2); exact either way */
+    int32_t e = (int32_t)((bits >> 52) & 0x7FF) - 1023;
+    double m = bits_f64((bits & 0xFFFFFFFFFFFFFLL) | 0x3FF0000000000000LL);
+    int big = m > SQRT2;
+    m = big ? m * 0.5 : m;
+    e = big ? e + 1 : e;
+    double s = (m - 1.0) / (m + 1.0);
+    double s2 = s * s;
+    double lm = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (
+        1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13)))))));
+    double ef = (double)e;
+    float r = (float)(ef * LN2_HI + (ef * LN2_LO + lm));
+    r = x == 0 ? -INFINITY : r;
+    r = x == INFINITY ? INFINITY : r;
+    return (x != x || x < 0) ? NAN : r;
+}
+
+static inline float tanh_f32(float x)
+{
+    double a = (double)x;
+    a = a < 0 ? -a : a;
+    a = a < 10.0 ? a : 10.0;
+    int64_t kb;
+    double p;
+    exp_kp(2.0 * a, &kb, &p);
+    double s = pow2(kb);
+    double em = fma(s, p, s - 1.0);
+    double t = em / (em + 2.0);
+    t = x < 0 ? -t : t;
+    float r = (float)t;
+    float ax = x < 0 ? -x : x;
+    return (x != x || ax < TINY32) ? x : r;
+}
+
+static inline float logistic_f32(float x)
+{
+    double e = exp64(-(double)x);
+    float r = (float)(1.0 / (1.0 + e));
+    return x != x ? x : r;
+}
+
+/* x = q * pi/2 + r with abs(r) <= pi/4 for abs(x) <= LIMIT; the quadrant's low bits in kb */
+static inline double reduce_pio2(double x, int64_t *kb)
+{
+    double ax = x < 0 ? -x : x;
+    double xs = ax <= LIMIT ? x : 0.0;
+    double t = xs * TWO_OVER_PI + MAGIC;
+    double kf = t - MAGIC;
+    *kb = f64_bits(t);
+    return fma(-kf, PIO2_3, fma(-kf, PIO2_2, fma(-kf, PIO2_1, xs)));
+}
+
+static inline double sin_poly(double r)
+{
+    double z = r * r;
+    double q = fma(z, S3, S2);
+    q = fma(z, q, S1);
+    q = fma(z, q, S0);
+    return fma(r * z, q, r);
+}
+
+static inline double cos_poly(double r)
+{
+    double z = r * r;
+    double q = fma(z, C3, C2);
+    q = fma(z, q, C1);
+    q = fma(z, q, C0);
+    q = fma(z, q, -0.5);
+    return fma(z, q, 1.0);
+}
+
+static inline double quadrant(int64_t k, double s, double c)
+{
+    double v = (k & 1) == 1 ? c : s;
+    return (k & 2) == 2 ? -v : v;
+}
+
+/* beyond LIMIT _vecmath's reduction is inexact and a native kernel reruns on this
+ * reference: the C library's float64 function, rounded once */
+static inline int trig_far(float x)
+{
+    float a = x < 0 ? -x : x;
+    return a > (float)LIMIT && a != INFINITY;
+}
+
+static inline float sin_f32(float x)
+{
+    int64_t k;
+    double r = reduce_pio2((double)x, &k);
+    float out = (float)quadrant(k, sin_poly(r), cos_poly(r));
+    out = (x == INFINITY || x == -INFINITY) ? x - x : out;
+    return (x != x || x == 0) ? x : out;
+}
+
+static inline float cos_f32(float x)
+{
+    int64_t k;
+    double r = reduce_pio2((double)x, &k);
+    float out = (float)quadrant(k + 1, sin_poly(r), cos_poly(r));
+    out = (x == INFINITY || x == -INFINITY) ? x - x : out;
+    return x != x ? x : out;
+}
+
+/* the vectorisable loops: for CPUs with AVX-512 (8 doubles a vector), with AVX2 and FMA
+ * (fma() is one instruction there), and for any other CPU (fma() is the C library's,
+ * exact and slower); all give the same bits */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define HAVE_CLONES 1
+#define FMA_TARGET __attribute__((target("avx2,fma")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,fma,"      \
+                                            "prefer-vector-width=512")))
+#else
+#define HAVE_CLONES 0
+#define FMA_TARGET
+#define AVX512_TARGET
+#endif
+
+#define VEC_LOOP(name)                                                              \
+    static void loop_##name(const float *x, float *out, Py_ssize_t n)               \
+    {                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                          \
+            out[i] = name##_f32(x[i]);                                              \
+    }                                                                               \
+    FMA_TARGET static void loop_##name##_fma(const float *x, float *out,            \
+                                             Py_ssize_t n)                          \
+    {                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                          \
+            out[i] = name##_f32(x[i]);                                              \
+    }                                                                               \
+    AVX512_TARGET static void loop_##name##_avx512(const float *x, float *out,      \
+                                                   Py_ssize_t n)                    \
+    {                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++)                                          \
+            out[i] = name##_f32(x[i]);                                              \
+    }                                                                               \
+    static loop_fn pick_##name(void)                                                \
+    {                                                                               \
+        return isa == 2 ? loop_##name##_avx512 : isa == 1 ? loop_##name##_fma       \
+            : loop_##name;                                                          \
+    }
+
+VEC_LOOP(exp)
+VEC_LOOP(expm1)
+VEC_LOOP(log)
+VEC_LOOP(tanh)
+VEC_LOOP(logistic)
+
+VEC_LOOP(sin)
+VEC_LOOP(cos)
+
+/* the C library's float64 function, rounded once (what a native kernel calls) */
+#define LIBM_LOOP(name, expr)                                                       \
+    static void loop_##name(const float *x, float *out, Py_ssize_t n)               \
+    {                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++) {                                        \
+            double v = (double)x[i];                                                \
+            out[i] = (float)(expr);                                                 \
+        }                                                                           \
+    }
+
+LIBM_LOOP(tan, tan(v))
+LIBM_LOOP(asin, asin(v))
+LIBM_LOOP(acos, acos(v))
+LIBM_LOOP(atan, atan(v))
+LIBM_LOOP(sinh, sinh(v))
+LIBM_LOOP(cosh, cosh(v))
+LIBM_LOOP(asinh, asinh(v))
+LIBM_LOOP(acosh, acosh(v))
+LIBM_LOOP(atanh, atanh(v))
+LIBM_LOOP(log1p, log1p(v))
+LIBM_LOOP(exp2, exp2(v))
+LIBM_LOOP(erf, erf(v))
+LIBM_LOOP(erfc, erfc(v))
+LIBM_LOOP(sin_far, sin(v))
+LIBM_LOOP(cos_far, cos(v))
+
+
+/* fills the Py_buffers of (x, out); 0, or -1 with an error set */
+static int
+get_buffers(PyObject *const *args, Py_ssize_t nargs, const char *name,
+            Py_buffer *xb, Py_buffer *ob)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s takes 2 arguments (x, out), got %zd", name,
+                     nargs);
+        return -1;
+    }
+    if (PyObject_GetBuffer(args[0], xb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (PyObject_GetBuffer(args[1], ob,
+                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(xb);
+        return -1;
+    }
+    int ok = xb->itemsize == 4 && ob->itemsize == 4 && xb->format && ob->format
+        && strcmp(xb->format, "f") == 0 && strcmp(ob->format, "f") == 0
+        && xb->len == ob->len;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s needs two C-contiguous float32 buffers of one "
+                     "length (x: format %s, %zd bytes; out: format %s, %zd bytes)", name,
+                     xb->format ? xb->format : "B", xb->len,
+                     ob->format ? ob->format : "B", ob->len);
+        PyBuffer_Release(xb);
+        PyBuffer_Release(ob);
+        return -1;
+    }
+    return 0;
+}
+
+/* f over x[0:n] into out: the vectorised loop, or element by element when sin/cos meet
+ * an argument beyond LIMIT */
+static void
+run_range(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t i = far != NULL ? 0 : n;
+    for (; i < n && !trig_far(x[i]); i++)
+        ;
+    if (i == n) {
+        loop(x, out, n);
+        return;
+    }
+    for (Py_ssize_t j = 0; j < n; j++)
+        (trig_far(x[j]) ? far : loop)(x + j, out + j, 1);
+}
+
+/* Large arrays are split over the process's CPUs (the results are elementwise: the same
+ * bits however they are split).  One call at a time does so: a call arriving while
+ * another is split (the interpreter runs a large kernel's chunks on several threads)
+ * runs in its own thread only, so the CPUs are not oversubscribed. */
+#define SPLIT_MIN ((Py_ssize_t)1 << 18)       /* elements: below, one thread is faster */
+#define MAX_THREADS 16
+static int ncpu = 1;
+static int splitting;
+
+typedef struct {
+    loop_fn loop, far;
+    const float *x;
+    float *out;
+    Py_ssize_t n;
+} part;
+
+static void *
+run_part(void *arg)
+{
+    part *p = (part *)arg;
+    run_range(p->loop, p->far, p->x, p->out, p->n);
+    return NULL;
+}
+
+static void
+run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t t = n / (SPLIT_MIN / 2);
+    t = t < ncpu ? t : ncpu;
+    t = t < MAX_THREADS ? t : MAX_THREADS;
+    if (t < 2 || __atomic_exchange_n(&splitting, 1, __ATOMIC_ACQUIRE)) {
+        run_range(loop, far, x, out, n);
+        return;
+    }
+    part parts[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS];
+    Py_ssize_t step = ((n + t - 1) / t + 15) & ~(Py_ssize_t)15;   /* whole vectors */
+    for (Py_ssize_t k = 0; k < t; k++) {
+        Py_ssize_t lo = k * step < n ? k * step : n;
+        Py_ssize_t hi = lo + step < n ? lo + step : n;
+        parts[k] = (part){loop, far, x + lo, out + lo, hi - lo};
+        started[k] = k > 0 && pthread_create(&tid[k], NULL, run_part, &parts[k]) == 0;
+    }
+    for (Py_ssize_t k = 0; k < t; k++)
+        if (!started[k])
+            run_part(&parts[k]);     /* the caller's part, and any that did not start */
+    for (Py_ssize_t k = 1; k < t; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    __atomic_store_n(&splitting, 0, __ATOMIC_RELEASE);
+}
+
+static PyObject *
+run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loop_fn far)
+{
+    Py_buffer xb, ob;
+    if (get_buffers(args, nargs, name, &xb, &ob) < 0)
+        return NULL;
+    Py_ssize_t n = xb.len / 4;
+    const float *x = (const float *)xb.buf;
+    float *out = (float *)ob.buf;
+    Py_BEGIN_ALLOW_THREADS
+    run_all(loop, far, x, out, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&ob);
+    Py_RETURN_NONE;
+}
+
+#define VEC_FN(name)                                                                \
+    static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
+                               Py_ssize_t n)                                        \
+    {                                                                               \
+        return run(a, n, #name, pick_##name(), NULL);                               \
+    }
+#define TRIG_FN(name)                                                               \
+    static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
+                               Py_ssize_t n)                                        \
+    {                                                                               \
+        return run(a, n, #name, pick_##name(), loop_##name##_far);                  \
+    }
+#define LIBM_FN(name)                                                               \
+    static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
+                               Py_ssize_t n)                                        \
+    {                                                                               \
+        return run(a, n, #name, loop_##name, NULL);                                 \
+    }
+
+VEC_FN(exp) VEC_FN(expm1) VEC_FN(log) VEC_FN(tanh) VEC_FN(logistic)
+TRIG_FN(sin) TRIG_FN(cos)
+LIBM_FN(tan) LIBM_FN(asin) LIBM_FN(acos) LIBM_FN(atan) LIBM_FN(sinh) LIBM_FN(cosh)
+LIBM_FN(asinh) LIBM_FN(acosh) LIBM_FN(atanh) LIBM_FN(log1p) LIBM_FN(exp2) LIBM_FN(erf)
+LIBM_FN(erfc)
+
+/* _use_isa(level): the loops to run from now on (0 plain, 1 AVX2+FMA, 2 AVX-512), at most
+ * what this CPU has; returns the level in use before (tests compare the three) */
+static int isa_max;
+
+static PyObject *
+py_use_isa(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    long level = PyLong_AsLong(arg);
+    if (level == -1 && PyErr_Occurred())
+        return NULL;
+    if (level < 0 || level > isa_max) {
+        PyErr_Format(PyExc_ValueError, "_use_isa: level %ld is not in [0, %d] (this CPU)",
+                     level, isa_max);
+        return NULL;
+    }
+    int before = isa;
+    isa = (int)level;
+    return PyLong_FromLong(before);
+}
+
+#define ENTRY(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, \
+    #name "(x, out): float32 " #name " of buffer x into buffer out"}
+
+static PyMethodDef methods[] = {
+    ENTRY(exp), ENTRY(expm1), ENTRY(log), ENTRY(tanh), ENTRY(logistic), ENTRY(sin),
+    ENTRY(cos), ENTRY(tan), ENTRY(asin), ENTRY(acos), ENTRY(atan), ENTRY(sinh),
+    ENTRY(cosh), ENTRY(asinh), ENTRY(acosh), ENTRY(atanh), ENTRY(log1p), ENTRY(exp2),
+    ENTRY(erf), ENTRY(erfc),
+    {"_use_isa", py_use_isa, METH_O, "_use_isa(level): the loops' instruction set (tests)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_f32math",
+    "float32 transcendental functions shared by the reference implementations "
+    "(see _f32math.c)", -1, methods, NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC
+PyInit__f32math(void)
+{
+#if HAVE_CLONES
+    __builtin_cpu_init();
+    int fma3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    isa = fma3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+        && __builtin_cpu_supports("avx512vl") ? 2 : fma3 ? 1 : 0;
+#else
+    isa = 0;
+#endif
+    isa_max = isa;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        ncpu = CPU_COUNT(&set);
+#endif
+    ncpu = ncpu > 0 ? ncpu : 1;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    PyObject *c = Py_BuildValue(
+        "{sdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsdsd}",
+        "_LOG2E", LOG2E, "_LN2_HI", LN2_HI, "_LN2_LO", LN2_LO, "_E0", E0, "_E1", E1,
+        "_E2", E2, "_E3", E3, "_E4", E4, "_E5", E5, "_S0", S0, "_S1", S1, "_S2", S2,
+        "_S3", S3, "_C0", C0, "_C1", C1, "_C2", C2, "_C3", C3, "_PIO2_1", PIO2_1,
+        "_PIO2_2", PIO2_2, "_PIO2_3", PIO2_3, "_TWO_OVER_PI", TWO_OVER_PI,
+        "_SQRT2", SQRT2, "_MAGIC", MAGIC);
+    if (c == NULL || PyModule_AddObject(m, "CONSTANTS", c) < 0) {
+        Py_XDECREF(c);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "ISA", isa) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
