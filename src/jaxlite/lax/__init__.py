@@ -727,19 +727,51 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     return sort((keys, values), dimension, is_stable, 1)
 
 
-def top_k(operand, k):
-    """The ``k`` largest entries along the last axis, descending, and their indices (int32)
-    (``jax.lax.top_k``).  Ties keep the lower index first; NaN counts as largest."""
+def top_k(operand, k, *, axis=-1):
+    """The ``k`` largest entries of ``operand`` along ``axis``, in descending order, and their
+    int32 positions along it (``jax.lax.top_k``); both results have ``operand``'s shape with
+    ``k`` at ``axis``, and the positions are weakly typed when ``operand`` is.
+
+    The order is IEEE total order, as XLA's: NaN above +inf, 0.0 above -0.0, a NaN with its
+    sign bit set below -inf; equal entries keep the lower position first.  Raises ValueError
+    for an ``axis`` out of bounds (a 0-d operand has none), a negative ``k`` or one larger
+    than the axis, and for a complex operand; TypeError for a ``k`` that is not a concrete
+    integer.
+    """
     aval = get_aval(operand)
-    k, last = int(k), aval.ndim - 1
-    if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
-        raise ValueError(f"top_k: k={k} must be in [0, {aval.shape[-1] if aval.ndim else 0}] "
-                         f"for operand of shape {aval.shape}")
-    # ascending stable sort of the reversed row, reversed back: descending, ties in order
-    idx = broadcasted_iota(np.int32, aval.shape, last)
-    vals, ids = sort((rev(operand, (last,)), rev(idx, (last,))), last, True, 1)
-    vals, ids = rev(vals, (last,)), rev(ids, (last,))
-    return [slice_in_dim(vals, 0, k, axis=last), slice_in_dim(ids, 0, k, axis=last)]
+    try:
+        k = _operator.index(k)
+    except TypeError:
+        raise TypeError(f"top_k: k must be a concrete integer, got {k!r}") from None
+    nd, ax = aval.ndim, _operator.index(axis)
+    if not -nd <= ax < nd:
+        raise ValueError(f"axis {ax} is out of bounds for array of dimension {nd}")
+    ax %= nd
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if k > aval.shape[ax]:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(aval.shape)} and axis={ax}")
+    dt = np.dtype(aval.dtype)
+    if dt.kind == "c":
+        raise ValueError("top_k is not compatible with complex inputs.")
+    key = operand
+    if dt.kind == "f":
+        # sign-magnitude bits read as a signed integer, the negative half flipped: integer
+        # order is then IEEE total order (what XLA's top_k compares by)
+        ity = np.dtype(f"int{8 * dt.itemsize}")
+        bits = bitcast_convert_type(operand, ity)
+        key = select(lt(bits, full_like(bits, 0)), bitwise_xor(bits, full_like(
+            bits, np.iinfo(ity).max)), bits)
+    idx = broadcasted_iota(np.int32, aval.shape, ax)
+    # a stable ascending sort of the reversed axis, reversed back: descending, and equal
+    # entries keep their order
+    _, vals, ids = sort((rev(key, (ax,)), rev(operand, (ax,)), rev(idx, (ax,))), ax, True, 1)
+    vals, ids = rev(vals, (ax,)), rev(ids, (ax,))
+    vals, ids = slice_in_dim(vals, 0, k, axis=ax), slice_in_dim(ids, 0, k, axis=ax)
+    if aval.weak_type:
+        ids = _e.convert_element_type_p.bind(ids, new_dtype=np.dtype(np.int32), weak_type=True)
+    return [vals, ids]
 
 
 # ---- linear algebra -------------------------------------------------------------------
