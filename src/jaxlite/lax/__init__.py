@@ -776,7 +776,7 @@ def top_k(operand, k, *, axis=-1):
 
 # ---- linear algebra -------------------------------------------------------------------
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
                 out_sharding=None):
     """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
@@ -802,12 +802,23 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                                  preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
-    """Vector/matrix product of rank-1/2 operands (``jax.lax.dot``); ``out_sharding`` as
-    ``dot_general``'s."""
-    ln = get_aval(lhs).ndim
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type, out_sharding=out_sharding)
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """``dot_general`` with its options by keyword (``jax.lax.dot``).
+
+    Without ``dimension_numbers`` the operands are rank 1 or 2 and the last axis of ``lhs``
+    meets the first of ``rhs`` (vector/matrix products); other shapes raise ValueError.
+    ``out_sharding`` as ``dot_general``'s."""
+    if dimension_numbers is None:
+        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+        if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
+            raise ValueError(f"jax.lax.dot: dimension_numbers must be given unless the "
+                             f"product is an unbatched matrix-matrix, matrix-vector or "
+                             f"vector-vector one; got lhs_shape={tuple(ls)} "
+                             f"rhs_shape={tuple(rs)}")
+        dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=out_sharding)
 
 
 # ---- indexing -------------------------------------------------------------------------
