@@ -756,7 +756,7 @@ def top_k(operand, k, *, axis=-1):
     if dt.kind == "c":
         raise ValueError("top_k is not compatible with complex inputs.")
     key = operand
-    if dt.kind == "f":
+    if dtypes.is_float(dt):
         # sign-magnitude bits read as a signed integer, the negative half flipped: integer
         # order is then IEEE total order (what XLA's top_k compares by)
         ity = np.dtype(f"int{8 * dt.itemsize}")

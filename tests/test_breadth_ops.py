@@ -1,0 +1,374 @@
+"""Issue 30 item 1, operations and options against real JAX 0.10.2 (the oracle):
+``lax.top_k(..., axis=)``; ``preferred_element_type`` across lax's and jax.numpy's products
+and convolutions (result dtype, values, weak type, errors, JVP/transpose dtypes); the
+ml_dtypes narrow floats (float8, mixed) in ``dot_general``; ``lax.dot``'s keyword-only
+signature.  Each case compares values, dtype, shape and weak type (``assert_like_jax``) or
+the exception type."""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import jax
+import jax.numpy as rjnp
+import ml_dtypes
+import numpy as np
+import pytest
+from jax import lax as rlax
+
+import jaxlite
+import jaxlite.numpy as jnp
+from jaxlite import lax
+
+from oracle import assert_like_jax
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+RS = np.random.RandomState(0)
+
+
+def _both(fn_lite, fn_jax, *, rtol=1e-6, atol=1e-6, check_weak=True):
+    """Runs both; equal results (every leaf) or the same exception type."""
+    try:
+        want = fn_jax()
+    except Exception as e:       # the oracle's error type is the spec
+        with pytest.raises(type(e) if not isinstance(e, TypeError) else TypeError):
+            fn_lite()
+        return
+    got = fn_lite()
+    gl, wl = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    assert len(gl) == len(wl)
+    for g, w in zip(gl, wl):
+        assert_like_jax(g, w, rtol=rtol, atol=atol, check_weak=check_weak)
+
+
+# ---- lax.top_k ------------------------------------------------------------------------------
+
+X2 = np.array([[3., 1., np.nan, 3.], [2., -np.inf, 5., 5.]], np.float32)
+
+
+def test_top_k_signature_is_jaxs():
+    assert str(inspect.signature(lax.top_k)) == "(operand, k, *, axis=-1)"
+    assert list(inspect.signature(rlax.top_k).parameters) == ["operand", "k", "axis"]
+
+
+@pytest.mark.parametrize("k,axis", [(2, -1), (4, 1), (1, 0), (2, -2), (0, -1), (0, 0),
+                                    (5, -1), (3, 0), (-1, -1), (1, 2), (1, -3)])
+def test_top_k_axis_and_k_edges(k, axis):
+    _both(lambda: lax.top_k(X2, k, axis=axis), lambda: rlax.top_k(X2, k, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
+def test_top_k_total_order(dtype):
+    """NaN above +inf, a NaN with its sign bit below -inf, 0.0 above -0.0, ties by position."""
+    x = np.array([0., -0., np.nan, -np.nan, 1., -np.inf, np.inf, 1., -0.], np.float32)
+    x = x.astype(dtype)
+    _both(lambda: lax.top_k(x, x.size), lambda: rlax.top_k(x, x.size))
+    got = lax.top_k(x, x.size)
+    assert np.signbit(np.asarray(got[0]).astype(np.float32)).tolist() == \
+        np.signbit(np.asarray(rlax.top_k(x, x.size)[0]).astype(np.float32)).tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int32, np.bool_])
+def test_top_k_integers_and_bool(dtype):
+    x = np.array([0, 3, 1, 3, 2, 0], np.int64)
+    x = (x > 1) if dtype == np.bool_ else x.astype(dtype)
+    if dtype == np.uint32:
+        x[1] = np.iinfo(np.uint32).max
+    if dtype == np.int32:
+        x[0] = np.iinfo(np.int32).min
+    _both(lambda: lax.top_k(x, 4), lambda: rlax.top_k(x, 4))
+
+
+def test_top_k_errors():
+    _both(lambda: lax.top_k(np.float32(1), 1), lambda: rlax.top_k(np.float32(1), 1))
+    _both(lambda: lax.top_k(X2, 1.5), lambda: rlax.top_k(X2, 1.5))
+    c = np.array([1 + 2j], np.complex64)
+    _both(lambda: lax.top_k(c, 1), lambda: rlax.top_k(c, 1))
+    # a concrete integer array and a NumPy integer are integers
+    _both(lambda: lax.top_k(X2, np.int64(1)), lambda: rlax.top_k(X2, np.int64(1)))
+    _both(lambda: lax.top_k(X2, jnp.int32(2)), lambda: rlax.top_k(X2, rjnp.int32(2)))
+
+
+def test_top_k_weak_input_gives_weak_positions():
+    _both(lambda: lax.top_k(jnp.asarray(3.0)[None], 1),
+          lambda: rlax.top_k(rjnp.asarray(3.0)[None], 1))
+
+
+XB = RS.randn(3, 4, 5).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2])
+@pytest.mark.parametrize("in_axes", [0, 1, 2])
+def test_top_k_vmap_over_every_axis(axis, in_axes):
+    _both(lambda: jaxlite.vmap(lambda a: lax.top_k(a, 2, axis=axis), in_axes=in_axes)(XB),
+          lambda: jax.vmap(lambda a: rlax.top_k(a, 2, axis=axis), in_axes=in_axes)(XB))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_top_k_jvp_grad_and_jit(axis):
+    t = np.arange(XB.size, dtype=np.float32).reshape(XB.shape)
+    _both(lambda: jaxlite.jvp(lambda a: lax.top_k(a, 2, axis=axis)[0], (XB,), (t,)),
+          lambda: jax.jvp(lambda a: rlax.top_k(a, 2, axis=axis)[0], (XB,), (t,)))
+    w = np.arange(1, 1 + 2 * XB.size // XB.shape[axis], dtype=np.float32)
+    _both(lambda: jaxlite.grad(lambda a: (lax.top_k(a, 2, axis=axis)[0].ravel() * w).sum())(XB),
+          lambda: jax.grad(lambda a: (rlax.top_k(a, 2, axis=axis)[0].ravel() * w).sum())(XB))
+    _both(lambda: jaxlite.jit(lambda a: lax.top_k(a, 3, axis=axis))(XB),
+          lambda: jax.jit(lambda a: rlax.top_k(a, 3, axis=axis))(XB))
+
+
+def test_top_k_on_xla_cpu():
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+    dev = jaxlite.devices("xla_cpu")[0]
+    x = np.array([[0., -0., np.nan, -np.nan, 1.], [5., 4., 5., 3., -1.]], np.float32)
+    got = jaxlite.jit(lambda v: lax.top_k(v, 3, axis=1))(jaxlite.device_put(x, dev))
+    for g, w in zip(got, rlax.top_k(x, 3, axis=1)):
+        assert_like_jax(g, w)
+
+
+# ---- preferred_element_type -------------------------------------------------------------------
+
+def _arr(shape, dt):
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return RS.rand(*shape) > 0.5
+    if dt.kind in "iu":
+        return RS.randint(0, 5, shape).astype(dt)
+    return RS.randn(*shape).astype(dt)
+
+
+DTS = [np.int8, np.int32, np.uint8, np.bool_, BF16, np.float16, np.float32]
+PETS = [None, np.int32, np.float32, np.int8, np.float16, BF16, np.bool_, np.uint32]
+
+
+def _tol(*dts):
+    narrow = any(np.dtype(d) in (BF16, np.dtype(np.float16)) for d in dts if d is not None)
+    return dict(rtol=2e-2, atol=2e-2) if narrow else dict(rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", DTS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("pet", PETS, ids=lambda d: "none" if d is None else np.dtype(d).name)
+def test_preferred_element_type_across_products(dt, pet):
+    a, b = _arr((3, 4), dt), _arr((4, 2), dt)
+    v, w = _arr((4,), dt), _arr((4,), dt)
+    dn = (((1,), (0,)), ((), ()))
+    tol = _tol(dt, pet)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _both(lambda: lax.dot_general(a, b, dn, preferred_element_type=pet),
+              lambda: rlax.dot_general(a, b, dn, preferred_element_type=pet), **tol)
+        _both(lambda: lax.dot(a, b, preferred_element_type=pet),
+              lambda: rlax.dot(a, b, preferred_element_type=pet), **tol)
+        _both(lambda: jnp.matmul(a, b, preferred_element_type=pet),
+              lambda: rjnp.matmul(a, b, preferred_element_type=pet), **tol)
+        _both(lambda: jnp.einsum("ij,jk->ik", a, b, preferred_element_type=pet),
+              lambda: rjnp.einsum("ij,jk->ik", a, b, preferred_element_type=pet), **tol)
+        _both(lambda: jnp.tensordot(a, b, 1, preferred_element_type=pet),
+              lambda: rjnp.tensordot(a, b, 1, preferred_element_type=pet), **tol)
+        for name in ("vdot", "inner", "dot", "vecdot"):
+            _both(lambda: getattr(jnp, name)(v, w, preferred_element_type=pet),
+                  lambda: getattr(rjnp, name)(v, w, preferred_element_type=pet), **tol)
+        for name in ("matmul", "vecdot"):
+            _both(lambda: getattr(jnp.linalg, name)(a.T, b, preferred_element_type=pet)
+                  if name == "vecdot" else jnp.linalg.matmul(a, b, preferred_element_type=pet),
+                  lambda: getattr(rjnp.linalg, name)(a.T, b, preferred_element_type=pet)
+                  if name == "vecdot" else rjnp.linalg.matmul(a, b,
+                                                              preferred_element_type=pet),
+                  **tol)
+        x, k = _arr((1, 2, 5, 5), dt), _arr((3, 2, 2, 2), dt)
+        _both(lambda: lax.conv(x, k, (1, 1), "SAME", preferred_element_type=pet),
+              lambda: rlax.conv(x, k, (1, 1), "SAME", preferred_element_type=pet), **tol)
+        _both(lambda: lax.conv_with_general_padding(x, k, (1, 1), [(1, 0), (0, 1)], (1, 1),
+                                                    (2, 1), preferred_element_type=pet),
+              lambda: rlax.conv_with_general_padding(x, k, (1, 1), [(1, 0), (0, 1)], (1, 1),
+                                                     (2, 1), preferred_element_type=pet),
+              **tol)
+
+
+def test_preferred_element_type_int8_sums_do_not_wrap():
+    a, b = np.full((2, 300), 100, np.int8), np.full((300, 2), 100, np.int8)
+    _both(lambda: jnp.matmul(a, b, preferred_element_type=np.int32),
+          lambda: rjnp.matmul(a, b, preferred_element_type=np.int32))
+    _both(lambda: jnp.matmul(a, b), lambda: rjnp.matmul(a, b))      # int8: wraps, as JAX
+    u = np.full((2, 3), 200, np.uint8)
+    _both(lambda: jnp.matmul(u, u.T, preferred_element_type=np.int32),
+          lambda: rjnp.matmul(u, u.T, preferred_element_type=np.int32))
+    x, k = np.full((1, 2, 6, 6), 100, np.int8), np.full((3, 2, 3, 3), 100, np.int8)
+    _both(lambda: lax.conv(x, k, (1, 1), "VALID", preferred_element_type=np.int32),
+          lambda: rlax.conv(x, k, (1, 1), "VALID", preferred_element_type=np.int32))
+
+
+def test_preferred_element_type_other_products():
+    i8 = np.ones((2, 3), np.int8)
+    _both(lambda: jnp.einsum("ij,jk,kl->il", i8, i8.T, i8, preferred_element_type=np.int32),
+          lambda: rjnp.einsum("ij,jk,kl->il", i8, i8.T, i8, preferred_element_type=np.int32))
+    _both(lambda: jnp.einsum("ij->i", i8, preferred_element_type=np.int32),
+          lambda: rjnp.einsum("ij->i", i8, preferred_element_type=np.int32))
+    _both(lambda: jnp.tensordot(i8[0], i8[0], 0, preferred_element_type=np.int32),
+          lambda: rjnp.tensordot(i8[0], i8[0], 0, preferred_element_type=np.int32))
+    _both(lambda: jnp.dot(np.int8(3), i8[0], preferred_element_type=np.int32),
+          lambda: rjnp.dot(np.int8(3), i8[0], preferred_element_type=np.int32))
+    _both(lambda: jnp.dot(3, i8[0], preferred_element_type=np.float32),
+          lambda: rjnp.dot(3, i8[0], preferred_element_type=np.float32))
+    c = np.ones(3, np.complex64) * 1j
+    _both(lambda: jnp.vdot(c, c + 1, preferred_element_type=np.complex128),
+          lambda: rjnp.vdot(c, c + 1, preferred_element_type=np.complex128))
+    _both(lambda: jnp.linalg.tensordot(i8, i8[0], axes=1, preferred_element_type=np.float32),
+          lambda: rjnp.linalg.tensordot(i8, i8[0], axes=1, preferred_element_type=np.float32))
+    gs = np.array([1, 2], np.int32)
+    lhs, rhs = _arr((3, 4), np.int8), _arr((2, 4, 5), np.int8)
+    _both(lambda: lax.ragged_dot(lhs, rhs, gs, preferred_element_type=np.int32),
+          lambda: rlax.ragged_dot(lhs, rhs, gs, preferred_element_type=np.int32))
+    p = np.ones((1, 2, 5, 5), BF16)
+    _both(lambda: lax.conv_general_dilated_patches(p, (2, 2), (1, 1), "VALID",
+                                                   preferred_element_type=np.float32),
+          lambda: rlax.conv_general_dilated_patches(p, (2, 2), (1, 1), "VALID",
+                                                    preferred_element_type=np.float32))
+    xt, kt = np.ones((1, 5, 5, 2), np.int8), np.ones((2, 2, 2, 3), np.int8)
+    _both(lambda: lax.conv_transpose(xt, kt, (1, 1), "SAME", dimension_numbers=(
+              "NHWC", "HWIO", "NHWC"), preferred_element_type=np.int32),
+          lambda: rlax.conv_transpose(xt, kt, (1, 1), "SAME", dimension_numbers=(
+              "NHWC", "HWIO", "NHWC"), preferred_element_type=np.int32))
+    for d, pet in [(np.int8, np.int32), (BF16, np.float32), (np.float32, np.int32),
+                   (np.int32, np.int8), (np.float32, None)]:
+        a, v = (np.arange(6) * 40).astype(d), (np.arange(3) * 50).astype(d)
+        for name in ("convolve", "correlate"):
+            _both(lambda: getattr(jnp, name)(a, v, preferred_element_type=pet),
+                  lambda: getattr(rjnp, name)(a, v, preferred_element_type=pet), rtol=1e-2)
+
+
+@pytest.mark.parametrize("pet", [None, np.float32, BF16])
+def test_preferred_element_type_weak_types(pet):
+    """jax.numpy's products given a preferred type are strong; lax's keep the operands'."""
+    s, t = jnp.asarray(2.0), jnp.asarray(3.0)
+    rs_, rt = rjnp.asarray(2.0), rjnp.asarray(3.0)
+    _both(lambda: jnp.dot(s, t, preferred_element_type=pet),
+          lambda: rjnp.dot(rs_, rt, preferred_element_type=pet))
+    _both(lambda: jnp.matmul(s[None], t[None], preferred_element_type=pet),
+          lambda: rjnp.matmul(rs_[None], rt[None], preferred_element_type=pet))
+    _both(lambda: jnp.inner(s, t, preferred_element_type=pet),
+          lambda: rjnp.inner(rs_, rt, preferred_element_type=pet))
+    dn = (((0,), (0,)), ((), ()))
+    _both(lambda: lax.dot_general(s[None], t[None], dn, preferred_element_type=pet),
+          lambda: rlax.dot_general(rs_[None], rt[None], dn, preferred_element_type=pet))
+
+
+@pytest.mark.parametrize("dt,pet", [(BF16, np.float32), (np.float16, np.float32),
+                                    (np.float32, BF16), (ml_dtypes.float8_e4m3fn, np.float32)],
+                         ids=lambda d: np.dtype(d).name)
+def test_preferred_element_type_derivative_dtypes(dt, pet):
+    """JVP tangents come out in the preferred type, cotangents in the operands' types."""
+    a, b = _arr((3, 4), dt), _arr((4, 2), dt)
+    dn = (((1,), (0,)), ((), ()))
+    ct = np.ones((3, 2), pet)
+    tol = dict(rtol=2e-2, atol=2e-2)
+    _both(lambda: jaxlite.jvp(lambda x, y: lax.dot_general(x, y, dn,
+                                                           preferred_element_type=pet),
+                              (a, b), (a, b)),
+          lambda: jax.jvp(lambda x, y: rlax.dot_general(x, y, dn, preferred_element_type=pet),
+                          (a, b), (a, b)), **tol)
+    _both(lambda: jaxlite.vjp(lambda x, y: lax.dot_general(x, y, dn,
+                                                           preferred_element_type=pet),
+                              a, b)[1](ct),
+          lambda: jax.vjp(lambda x, y: rlax.dot_general(x, y, dn, preferred_element_type=pet),
+                          a, b)[1](ct), **tol)
+    _both(lambda: jaxlite.grad(lambda x, y: jnp.einsum("ij,jk", x, y, preferred_element_type=pet)
+                               .sum().astype(np.float32), (0, 1))(a, b),
+          lambda: jax.grad(lambda x, y: rjnp.einsum("ij,jk", x, y, preferred_element_type=pet)
+                           .sum().astype(np.float32), (0, 1))(a, b), **tol)
+    x, k = _arr((1, 2, 5, 5), dt), _arr((3, 2, 2, 2), dt)
+    cc = np.ones((1, 3, 5, 5), pet)
+    _both(lambda: jaxlite.vjp(lambda p, q: lax.conv(p, q, (1, 1), "SAME",
+                                                    preferred_element_type=pet), x, k)[1](cc),
+          lambda: jax.vjp(lambda p, q: rlax.conv(p, q, (1, 1), "SAME",
+                                                 preferred_element_type=pet), x, k)[1](cc),
+          **tol)
+    _both(lambda: jaxlite.vmap(lambda p, q: jnp.dot(p, q, preferred_element_type=pet))(a, b.T),
+          lambda: jax.vmap(lambda p, q: rjnp.dot(p, q, preferred_element_type=pet))(a, b.T),
+          **tol)
+
+
+# ---- lax.dot's signature ------------------------------------------------------------------------
+
+def _params(f):
+    return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+
+def test_lax_dot_signature_is_jaxs():
+    assert _params(lax.dot) == _params(rlax.dot)
+    assert _params(lax.dot_general) == _params(rlax.dot_general)
+    a = np.ones((2, 3), np.int8)
+    dn = (((1,), (1,)), ((0,), (0,)))
+    _both(lambda: lax.dot(a, a, dimension_numbers=dn, preferred_element_type=np.int32),
+          lambda: rlax.dot(a, a, dimension_numbers=dn, preferred_element_type=np.int32))
+    _both(lambda: lax.dot(a, a.T, None), lambda: rlax.dot(a, a.T, None))
+    for ls, rs in [((2, 3, 4), (4,)), ((), (3,)), ((2, 3), (4, 3))]:
+        _both(lambda: lax.dot(np.ones(ls), np.ones(rs)),
+              lambda: rlax.dot(np.ones(ls), np.ones(rs)))
+
+
+# ---- narrow floats in dot_general ----------------------------------------------------------------
+
+F8 = [np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")]
+
+
+@pytest.mark.parametrize("d1", F8, ids=lambda d: d.name)
+@pytest.mark.parametrize("d2", F8 + [BF16, np.dtype(np.float32), np.dtype(np.int8)],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("pet", [None, np.float32, BF16],
+                         ids=lambda d: "none" if d is None else np.dtype(d).name)
+def test_fp8_mixed_operands_in_dot_general(d1, d2, pet):
+    """Mixed float8 operands: the more precise type (exponent range, then mantissa) is the
+    result's, two types of equal rank (float8_e4m3 and float8_e4m3fnuz) a TypeError; the
+    values are XLA:CPU's (operands converted to the result type first)."""
+    a, b = RS.randn(2, 3).astype(np.float32), RS.randn(3, 2).astype(np.float32)
+    A, B = a.astype(d1), b.astype(d2)
+    dn = (((1,), (0,)), ((), ()))
+    _both(lambda: lax.dot_general(A, B, dn, preferred_element_type=pet),
+          lambda: rlax.dot_general(A, B, dn, preferred_element_type=pet), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("d,pet", [(np.float16, BF16), (BF16, np.float16),
+                                   (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2),
+                                   (ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn),
+                                   (BF16, ml_dtypes.float8_e4m3fn), (np.float32, BF16),
+                                   (ml_dtypes.float8_e5m2, np.float16)],
+                         ids=lambda d: np.dtype(d).name)
+def test_same_width_and_narrower_preferred_types_round_as_xla(d, pet):
+    """XLA:CPU rounds a float16 product asked for bfloat16 from bfloat16 operands, and a
+    bfloat16 one asked for float16 through bfloat16: bit for bit, eager, jit and (where
+    the plugin is installed) compiled by XLA itself."""
+    a, b = RS.randn(20, 30).astype(np.float32), RS.randn(30, 20).astype(np.float32)
+    A, B = a.astype(d), b.astype(d)
+    dn = (((1,), (0,)), ((), ()))
+    want = rlax.dot_general(A, B, dn, preferred_element_type=pet)
+    f = lambda x, y: lax.dot_general(x, y, dn, preferred_element_type=pet)  # noqa: E731
+    _same_bits_but_ties(f(A, B), want)
+    _same_bits_but_ties(jaxlite.jit(f)(A, B), want)
+    x, k = RS.randn(1, 2, 6, 6).astype(d), RS.randn(3, 2, 3, 3).astype(d)
+    if np.dtype(d).itemsize == 2 == np.dtype(pet).itemsize:
+        assert_like_jax(lax.conv(x, k, (1, 1), "SAME", preferred_element_type=pet),
+                        rlax.conv(x, k, (1, 1), "SAME", preferred_element_type=pet),
+                        rtol=0, atol=0)
+    try:
+        import xla_plugins.xla_cpu_pjrt  # noqa: F401
+    except ImportError:
+        return
+    dev = jaxlite.devices("xla_cpu")[0]
+    got = jaxlite.jit(f)(jaxlite.device_put(A, dev), jaxlite.device_put(B, dev))
+    _same_bits_but_ties(got, want)
+
+
+def _same_bits_but_ties(got, want):
+    """Equal dtype and shape; equal bits but in at most 1% of the elements, which may be one
+    step of the result type apart: a float32 sum at a float8 rounding tie lands on either
+    side of it by the order of its additions (XLA's order is not NumPy's)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    g = np.asarray(got).astype(np.float64)
+    w = np.asarray(want).astype(np.float64)
+    off = g != w
+    assert off.mean() <= 0.01, f"{off.sum()} of {off.size} differ"
+    if off.any():
+        step = np.abs(w[off]) * 2.0 ** -ml_dtypes.finfo(got.dtype).nmant
+        assert (np.abs(g[off] - w[off]) <= 2 * step).all()
