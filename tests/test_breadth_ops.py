@@ -372,3 +372,106 @@ def _same_bits_but_ties(got, want):
     if off.any():
         step = np.abs(w[off]) * 2.0 ** -ml_dtypes.finfo(got.dtype).nmant
         assert (np.abs(g[off] - w[off]) <= 2 * step).all()
+
+
+# ---- variadic lax.reduce_window and lax.reduce ------------------------------------------------------
+
+RX = np.arange(12, dtype=np.float32).reshape(3, 4) % 5
+RY = (np.arange(12, dtype=np.int32).reshape(3, 4) * 7) % 11
+
+
+def _argmax_pair(L):
+    """(value, index) pairs: the larger value, the lower index among equal values
+    (associative and commutative, so any order of combination gives one answer)."""
+    def f(a, b):
+        av, ai = a
+        bv, bi = b
+        pick = (av > bv) | ((av == bv) & (ai < bi))
+        return L.select(pick, av, bv), L.select(pick, ai, bi)
+    return f
+
+
+RW_CASES = {
+    "valid": lambda L, x, y: L.reduce_window((x, y), (-np.inf, 0), _argmax_pair(L), (2, 2),
+                                             (1, 1), "VALID"),
+    "same-strided": lambda L, x, y: L.reduce_window((x, y), (-np.inf, 0), _argmax_pair(L),
+                                                    (2, 3), (1, 2), "SAME"),
+    "dilated": lambda L, x, y: L.reduce_window((x, y), (-np.inf, 0), _argmax_pair(L), (2, 2),
+                                               (1, 1), ((1, 0), (0, 1)), (1, 2), (2, 1)),
+    "list-vs-tuple": lambda L, x, y: L.reduce_window([x, y], [np.float32(-np.inf),
+                                                              np.int32(0)],
+                                                     _argmax_pair(L), (2, 2), None, "VALID"),
+    "init-tree": lambda L, x, y: L.reduce_window((x, y), (0.,), _argmax_pair(L), (2, 2),
+                                                 (1, 1), "VALID"),
+    "shapes": lambda L, x, y: L.reduce_window((x, y[:2]), (-np.inf, 0), _argmax_pair(L),
+                                              (2, 2), (1, 1), "VALID"),
+    "python-fn": lambda L, x, y: L.reduce_window(x, 0., lambda a, b: a + 2 * b, (2, 2),
+                                                 (1, 1), "VALID"),
+    "reduce": lambda L, x, y: L.reduce((x, y), (-np.inf, 0), _argmax_pair(L), (1,)),
+    "reduce-both-dims": lambda L, x, y: L.reduce((x, y), (np.float32(-np.inf), np.int32(0)),
+                                                 _argmax_pair(L), (0, 1)),
+    "reduce-dict": lambda L, x, y: L.reduce(
+        {"a": x, "b": y}, {"a": -np.inf, "b": 0},
+        lambda p, q: {"a": L.max(p["a"], q["a"]), "b": L.max(p["b"], q["b"])}, (0,)),
+    "reduce-init-tree": lambda L, x, y: L.reduce((x, y), (0.,), _argmax_pair(L), (0,)),
+    "reduce-shapes": lambda L, x, y: L.reduce((x, y[:2]), (0., 0), _argmax_pair(L), (1,)),
+    "reduce-init-dtype": lambda L, x, y: L.reduce(x, np.int32(0), lambda a, b: a * b, (1,)),
+    "reduce-init-shape": lambda L, x, y: L.reduce(x, np.zeros(2, np.float32),
+                                                  lambda a, b: a * b, (1,)),
+    "reduce-list-gives-tuple": lambda L, x, y: L.reduce(
+        [x, x], [0., -np.inf], lambda a, b: (L.add(a[0], b[0]), L.max(a[1], b[1])), (1,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RW_CASES))
+def test_variadic_reduce_window_and_reduce(name):
+    case = RW_CASES[name]
+    _both(lambda: case(lax, RX, RY), lambda: case(rlax, RX, RY))
+    _both(lambda: jaxlite.jit(lambda x, y: case(lax, x, y))(RX, RY),
+          lambda: jax.jit(lambda x, y: case(rlax, x, y))(RX, RY))
+
+
+@pytest.mark.parametrize("name", ["valid", "same-strided", "dilated", "reduce",
+                                  "reduce-both-dims"])
+@pytest.mark.parametrize("in_axes", [0, 1, (0, None), (None, 1)])
+def test_variadic_reduce_window_and_reduce_vmap(name, in_axes):
+    case = RW_CASES[name]
+    xs, ys = np.stack([RX, RX + 1, RX * 2]), np.stack([RY, RY + 1, RY * 2])
+    ax = in_axes if isinstance(in_axes, tuple) else (in_axes, in_axes)
+    xs, ys = (RX if ax[0] is None else np.moveaxis(xs, 0, ax[0]),
+              RY if ax[1] is None else np.moveaxis(ys, 0, ax[1]))
+    _both(lambda: jaxlite.vmap(lambda x, y: case(lax, x, y), in_axes=ax)(xs, ys),
+          lambda: jax.vmap(lambda x, y: case(rlax, x, y), in_axes=ax)(xs, ys))
+
+
+def _add_max(L):
+    return lambda a, b: (L.add(a[0], b[0]), L.max(a[1], b[1]))
+
+
+def test_variadic_reduce_window_and_reduce_derivatives():
+    """Forward mode of two float operands against JAX's; reverse mode (where JAX 0.10.2
+    fails inside its own rule, with a symbolic zero) against JAX's gradient of the two
+    single-operand reductions it is made of (values without ties: JAX's max pooling
+    gradient goes to the first maximum of a window, an elementwise max splits a tie)."""
+    x = RX
+    y = np.random.RandomState(1).permutation(12).reshape(3, 4).astype(np.float32)
+    rw = lambda L: lambda a, b: L.reduce_window((a, b), (0., -np.inf), _add_max(L),  # noqa
+                                                (2, 2), (1, 1), "VALID")
+    rd = lambda L: lambda a, b: L.reduce((a, b), (0., -np.inf), _add_max(L), (1,))  # noqa
+    for make in (rw, rd):
+        _both(lambda: jaxlite.jvp(make(lax), (x, y), (y, x)),
+              lambda: jax.jvp(make(rlax), (x, y), (y, x)))
+    w = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    g = jaxlite.grad(lambda a, b: (rw(lax)(a, b)[0] * w).sum() + (rw(lax)(a, b)[1] * w).sum(),
+                     (0, 1))(x, y)
+    want = jax.grad(lambda a, b: (rlax.reduce_window(a, 0., rlax.add, (2, 2), (1, 1), "VALID")
+                                  * w).sum()
+                    + (rlax.reduce_window(b, -np.inf, rlax.max, (2, 2), (1, 1), "VALID")
+                       * w).sum(), (0, 1))(x, y)
+    for a, b in zip(g, want):
+        assert_like_jax(a, b)
+    g = jaxlite.grad(lambda a, b: (rd(lax)(a, b)[0] * w[0]).sum() + rd(lax)(a, b)[1].sum(),
+                     (0, 1))(x, y)
+    want = jax.grad(lambda a, b: (a.sum(1) * w[0]).sum() + b.max(1).sum(), (0, 1))(x, y)
+    for a, b in zip(g, want):
+        assert_like_jax(a, b)

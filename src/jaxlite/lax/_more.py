@@ -349,12 +349,22 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     xs, tree = tree_flatten(operands)
     inits, itree = tree_flatten(init_values)
     if tree != itree:
-        raise TypeError(f"reduce: operands {tree} and init_values {itree} must have the same "
-                        f"structure")
+        raise ValueError(f"Operands must have the same tree structure as init_values: {tree} "
+                         f"vs. {itree}")
     xs = [jnp.asarray(x) for x in xs]
     shapes = {get_aval(x).shape for x in xs}
     if len(shapes) > 1:
-        raise TypeError(f"reduce: operands must have the same shape, got {sorted(shapes)}")
+        raise ValueError(f"reduce: operands must have the same shape, got {sorted(shapes)}")
+    for i, x in zip(inits, xs):
+        if type(i) in (bool, int, float, complex):
+            continue
+        ia = get_aval(i)
+        if ia.shape != ():
+            raise ValueError(f"reduce found non-scalar initial value: {[ia.shape]}")
+        if ia.dtype != get_aval(x).dtype:
+            raise TypeError(f"reduce operand dtypes should match corresponding initial value "
+                            f"dtypes, got operand {get_aval(x).dtype.name} and initial value "
+                            f"{ia.dtype.name}")
     shape = get_aval(xs[0]).shape if xs else ()
     nd = len(shape)
     dims = tuple(int(d) for d in dimensions)
@@ -382,9 +392,14 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
 
     def combine(a, b):
         out = computation(tree_unflatten(tree, a), tree_unflatten(tree, b))
+        # only the leaves count, as in JAX: a list of operands may come back as a tuple
         leaves, otree = tree_flatten(out)
-        if otree != tree:
-            raise TypeError(f"reduce: computation returned {otree}, expected {tree}")
+        if len(leaves) != len(xs):
+            raise ValueError(f"reduce: computation returned {otree}, expected {tree}")
+        for k, (r, x) in enumerate(zip(leaves, xs)):
+            if get_aval(r).dtype != get_aval(x).dtype:
+                raise ValueError(f"reduce: computation returned {get_aval(r).dtype.name} for "
+                                 f"operand {k} of dtype {get_aval(x).dtype.name}")
         return leaves
 
     last = len(kept_shape)
