@@ -475,3 +475,76 @@ def test_variadic_reduce_window_and_reduce_derivatives():
     want = jax.grad(lambda a, b: (a.sum(1) * w[0]).sum() + b.max(1).sum(), (0, 1))(x, y)
     for a, b in zip(g, want):
         assert_like_jax(a, b)
+
+
+# ---- differentiating jax.checkpoint to any order ---------------------------------------------------
+
+_ONE = np.float32(1.)
+_X0 = np.float32(0.7)
+_XV = np.linspace(0.1, 1, 5).astype(np.float32)
+
+
+def _remat(J, N, policy):
+    pol = None if policy is None else getattr(J.checkpoint_policies, policy)
+    return J.checkpoint(lambda t: N.sin(N.sin(t)) * N.cos(t), policy=pol)
+
+
+def _jvp1(J, f):
+    return lambda u: J.jvp(f, (u,), (_ONE,))[1]
+
+
+REMAT_ORDERS = {
+    "jvp(jvp)": lambda J, N, f: J.jvp(_jvp1(J, f), (_X0,), (_ONE,)),
+    "jvp(grad)": lambda J, N, f: J.jvp(J.grad(f), (_X0,), (_ONE,)),
+    "grad(grad)": lambda J, N, f: J.grad(J.grad(f))(_X0),
+    "grad(jvp)": lambda J, N, f: J.grad(_jvp1(J, f))(_X0),
+    "grad(grad(grad))": lambda J, N, f: J.grad(J.grad(J.grad(f)))(_X0),
+    "jvp(jvp(jvp))": lambda J, N, f: J.jvp(_jvp1(J, _jvp1(J, f)), (_X0,), (_ONE,)),
+    "grad(jvp(jvp))": lambda J, N, f: J.grad(_jvp1(J, _jvp1(J, f)))(_X0),
+    "grad(grad(jvp))": lambda J, N, f: J.grad(J.grad(_jvp1(J, f)))(_X0),
+    "hessian": lambda J, N, f: J.hessian(lambda v: f(v).sum())(_XV),
+    "jacfwd(jacrev)": lambda J, N, f: J.jacfwd(J.jacrev(f))(_XV),
+    "vmap(grad(grad))": lambda J, N, f: J.vmap(J.grad(J.grad(f)))(_XV),
+    "jit(jvp(jvp))": lambda J, N, f: J.jit(lambda u: J.jvp(_jvp1(J, f), (u,), (_ONE,)))(_X0),
+    "jit(grad(jvp))": lambda J, N, f: J.jit(J.grad(_jvp1(J, f)))(_X0),
+    "linearize(jvp)": lambda J, N, f: J.linearize(_jvp1(J, f), _X0)[1](_ONE),
+}
+
+
+@pytest.mark.parametrize("policy", [None, "nothing_saveable", "everything_saveable",
+                                    "dots_saveable"])
+@pytest.mark.parametrize("order", sorted(REMAT_ORDERS))
+def test_checkpoint_differentiates_to_any_order(order, policy):
+    run = REMAT_ORDERS[order]
+    _both(lambda: run(jaxlite, jnp, _remat(jaxlite, jnp, policy)),
+          lambda: run(jax, rjnp, _remat(jax, rjnp, policy)), rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_nested_static_and_named_policy_second_order():
+    def nested(J, N):
+        g = J.checkpoint(lambda a, n: N.sin(a) ** n, static_argnums=(1,), prevent_cse=False)
+        h = J.checkpoint(lambda a: g(a, 3) * g(a, 2))
+        return J.grad(J.grad(h))(_X0), J.jvp(_jvp1(J, h), (_X0,), (_ONE,))
+
+    def named(J, N):
+        def inner(t):
+            a = J.ad_checkpoint.checkpoint_name(N.sin(t), "a")
+            return N.cos(a) * a
+        h = J.checkpoint(inner, policy=J.checkpoint_policies.save_only_these_names("a"))
+        return J.grad(J.grad(h))(_X0), J.jvp(_jvp1(J, h), (_X0,), (_ONE,))
+
+    for case in (nested, named):
+        _both(lambda: case(jaxlite, jnp), lambda: case(jax, rjnp), rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_second_order_on_xla_cpu():
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+    dev = jaxlite.devices("xla_cpu")[0]
+    x = jaxlite.device_put(_X0, dev)
+    f, rf = _remat(jaxlite, jnp, None), _remat(jax, rjnp, None)
+    assert_like_jax(jaxlite.jit(jaxlite.grad(_jvp1(jaxlite, f)))(x),
+                    jax.jit(jax.grad(_jvp1(jax, rf)))(_X0), rtol=1e-5)
+    got = jaxlite.jit(lambda u: jaxlite.jvp(_jvp1(jaxlite, f), (u,), (_ONE,)))(x)
+    want = jax.jit(lambda u: jax.jvp(_jvp1(jax, rf), (u,), (_ONE,)))(_X0)
+    for g, w in zip(got, want):
+        assert_like_jax(g, w, rtol=1e-5)
