@@ -618,3 +618,75 @@ def test_segment_ops_edges_and_transforms(op):
               lambda: jax.vmap(lambda d: real(d, seg, 4))(np.stack([dd, -dd])))
         _both(lambda: jaxlite.vmap(lambda i: lite(dd, i, 4))(np.stack([seg, seg[::-1]])),
               lambda: jax.vmap(lambda i: real(dd, i, 4))(np.stack([seg, seg[::-1]])))
+
+
+# ---- vmap(..., out_axes=None) on outputs passed through --------------------------------------------
+
+_VX = np.arange(6, dtype=np.float32).reshape(3, 2)
+_VC = np.float32(5.)
+
+VMAP_NONE = {
+    "unmapped-scalar": (lambda a, b: (a * 2, b), dict(in_axes=(0, None), out_axes=(0, None)),
+                        (_VX, _VC)),
+    "unmapped-array": (lambda a, b: (a * 2, b), dict(in_axes=(0, None), out_axes=(0, None)),
+                       (_VX, _VX[0])),
+    "mapped-input-out-none": (lambda a, b: (a * 2, a),
+                              dict(in_axes=(0, None), out_axes=(0, None)), (_VX, _VC)),
+    "identity-all-unmapped": (lambda a: a, dict(in_axes=None, out_axes=None, axis_size=3),
+                              (_VX,)),
+    "identity-mapped": (lambda a: a, dict(in_axes=0, out_axes=None), (_VX,)),
+    "python-constant": (lambda a: 1.0, dict(out_axes=None), (_VX,)),
+    "closed-over": (lambda a: _VC * 2, dict(out_axes=None), (_VX,)),
+    "dict-tree": (lambda a, b: {"a": a, "b": b}, dict(in_axes=(0, None),
+                                                      out_axes={"a": 0, "b": None}), (_VX, _VC)),
+    "prefix-none": (lambda a, b: (b, b + 1), dict(in_axes=(0, None), out_axes=None),
+                    (_VX, _VC)),
+    "python-int": (lambda a, b: (a, b), dict(in_axes=(0, None), out_axes=(0, None)), (_VX, 3)),
+    "list": (lambda a, b: (a, b), dict(in_axes=(0, None), out_axes=(0, None)), (_VX, [1., 2.])),
+    "varies-by-arithmetic": (lambda a, b: (a, b + a[0]),
+                             dict(in_axes=(0, None), out_axes=(0, None)), (_VX, _VC)),
+    "nested-tree-varies": (lambda a, b: {"p": a, "q": (b, a)},
+                           dict(in_axes=(0, None), out_axes={"p": 0, "q": (None, None)}),
+                           (_VX, _VC)),
+}
+
+
+def _same_leaves(got, want):
+    gl, wl = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    assert len(gl) == len(wl)
+    for g, w in zip(gl, wl):
+        assert type(g) is type(w) or hasattr(w, "dtype")
+        if hasattr(w, "weak_type"):
+            assert_like_jax(g, w)
+        else:       # passed through untouched: the very object, as JAX returns it
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_NONE))
+def test_vmap_out_axes_none_on_passed_through_outputs(name):
+    f, kw, args = VMAP_NONE[name]
+    try:
+        want = jax.vmap(f, **kw)(*args)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=r"out_axes.*None.*batched on axis 0") as info:
+            jaxlite.vmap(f, **kw)(*args)
+        # the same path into the output tree as JAX names
+        assert str(e).split(",")[0].split()[-1] in str(info.value)
+        return
+    _same_leaves(jaxlite.vmap(f, **kw)(*args), want)
+    _same_leaves(jaxlite.jit(jaxlite.vmap(f, **kw))(*args), jax.jit(jax.vmap(f, **kw))(*args))
+
+
+def test_vmap_out_axes_none_nested_and_under_grad():
+    a2, b2 = np.ones((2, 3), np.float32), np.arange(2, dtype=np.float32)
+    inner = dict(in_axes=(0, None), out_axes=(0, None))
+    _same_leaves(jaxlite.vmap(jaxlite.vmap(lambda a, b: (a, b), **inner))(a2, b2),
+                 jax.vmap(jax.vmap(lambda a, b: (a, b), **inner))(a2, b2))
+    _same_leaves(jaxlite.vmap(lambda a, b: (jaxlite.grad(lambda u: (u * b).sum())(a), b),
+                              **inner)(_VX, _VC),
+                 jax.vmap(lambda a, b: (jax.grad(lambda u: (u * b).sum())(a), b),
+                          **inner)(_VX, _VC))
+    g = jaxlite.grad(lambda a, b: jaxlite.vmap(lambda u, v: (u * v, v), **inner)(a, b)[1])
+    assert_like_jax(g(_VX, _VC), jax.grad(
+        lambda a, b: jax.vmap(lambda u, v: (u * v, v), **inner)(a, b)[1])(_VX, _VC))
