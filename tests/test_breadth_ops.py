@@ -690,3 +690,31 @@ def test_vmap_out_axes_none_nested_and_under_grad():
     g = jaxlite.grad(lambda a, b: jaxlite.vmap(lambda u, v: (u * v, v), **inner)(a, b)[1])
     assert_like_jax(g(_VX, _VC), jax.grad(
         lambda a, b: jax.vmap(lambda u, v: (u * v, v), **inner)(a, b)[1])(_VX, _VC))
+
+
+def _rw_grid():
+    import itertools
+    return list(itertools.chain(
+        itertools.product([(4, 6)], [(2, 1), (1, 2)], [(1, 1), (2, 1), (1, 2)],
+                          ["VALID", "SAME", ((0, 3), (1, 2))], [(1, 1), (2, 3)],
+                          [(1, 1), (1, 2)]),
+        itertools.product([(3, 2, 4, 6)], [(1, 1, 2, 1), (2, 1, 2, 1)],
+                          [(1, 2, 2, 1), (1, 1, 1, 1)],
+                          ["VALID", "SAME", ((0, 1), (1, 0), (2, 3), (0, 2))],
+                          [(1, 1, 1, 1), (2, 1, 3, 2)], [(1, 1, 1, 1), (1, 2, 2, 1)])))
+
+
+def test_variadic_reduce_window_grid():
+    """A sum and a max carried together over windows of every stride, padding and
+    dilation kind (the grid of JAX's own variadic reduce_window test)."""
+    init = (np.asarray(0, np.float32), np.array(-np.inf, np.float32))
+    rs = np.random.RandomState(3)
+    for shape, dims, strides, padding, bd, wdil in _rw_grid():
+        a, b = rs.randn(*shape).astype(np.float32), rs.randn(*shape).astype(np.float32)
+        _both(lambda: lax.reduce_window((a, b), init, lambda p, q: (p[0] + q[0],
+                                                                    lax.max(p[1], q[1])),
+                                        dims, strides, padding, bd, wdil),
+              lambda: rlax.reduce_window((a, b), init, lambda p, q: (p[0] + q[0],
+                                                                     rlax.max(p[1], q[1])),
+                                         dims, strides, padding, bd, wdil),
+              rtol=1e-5, atol=1e-6)
