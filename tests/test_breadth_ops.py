@@ -718,3 +718,24 @@ def test_variadic_reduce_window_grid():
                                                                      rlax.max(p[1], q[1])),
                                          dims, strides, padding, bd, wdil),
               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("computation", ["add", "generic"])
+def test_reduce_init_value_dtypes(computation):
+    """A monoid's identity of any dtype selects the plain reduction; a generic reducer needs
+    each init value of its operand's dtype (a Python scalar: its kind's default dtype)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    xb = x.astype(BF16)
+    cases = [(x, lambda N: np.array(0.)), (x, lambda N: np.float64(0)),
+             (xb, lambda N: N.asarray(0.)),
+             (x, lambda N: N.asarray(0.)), (x, lambda N: np.int32(0)), (x, lambda N: 0),
+             (x > 2, lambda N: False), (xb, lambda N: np.float32(0)), (xb, lambda N: 0.),
+             (x.astype(np.int8), lambda N: 0), (x.astype(np.int32), lambda N: 0),
+             (x.astype(np.float16), lambda N: np.float32(0))]
+    for op, init in cases:
+        def f(L):
+            return L.add if computation == "add" else (lambda a, b: a * b + a)
+        _both(lambda: lax.reduce(op, init(jnp), f(lax), (1,)),
+              lambda: rlax.reduce(op, init(rjnp), f(rlax), (1,)))
+        _both(lambda: lax.reduce_window(op, init(jnp), f(lax), (1, 2), (1, 1), "VALID"),
+              lambda: rlax.reduce_window(op, init(rjnp), f(rlax), (1, 2), (1, 1), "VALID"))

@@ -332,7 +332,9 @@ def _generic_reduce_window(operands, init_values, computation, tree, wd, ws, pad
     inits = []
     for x, init in zip(operands, init_values):
         aval = get_aval(x)
-        if type(init) in (bool, int, float, complex):
+        # a Python scalar has its kind's default dtype, which has to be the operand's (JAX)
+        if type(init) in (bool, int, float, complex) and \
+                get_aval(init).dtype == aval.dtype:
             init = _lax.scalar_as(init, aval.dtype, aval.weak_type)
         if get_aval(init).shape != ():
             raise TypeError(f"reduce_window needs a scalar init_value, got shape "

@@ -355,16 +355,10 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     shapes = {get_aval(x).shape for x in xs}
     if len(shapes) > 1:
         raise ValueError(f"reduce: operands must have the same shape, got {sorted(shapes)}")
-    for i, x in zip(inits, xs):
-        if type(i) in (bool, int, float, complex):
-            continue
-        ia = get_aval(i)
-        if ia.shape != ():
-            raise ValueError(f"reduce found non-scalar initial value: {[ia.shape]}")
-        if ia.dtype != get_aval(x).dtype:
-            raise TypeError(f"reduce operand dtypes should match corresponding initial value "
-                            f"dtypes, got operand {get_aval(x).dtype.name} and initial value "
-                            f"{ia.dtype.name}")
+    if any(get_aval(i).shape != () for i in inits):
+        raise ValueError(f"reduce found non-scalar initial value: "
+                         f"{[get_aval(i).shape for i in inits]}")
+    given = inits
     shape = get_aval(xs[0]).shape if xs else ()
     nd = len(shape)
     dims = tuple(int(d) for d in dimensions)
@@ -384,7 +378,13 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
             if np.asarray(inits[0]).astype(aval.dtype) == ident:
                 out = getattr(lax, _MONOID_REDUCERS[name])(xs[0], dims)
                 return tree_unflatten(tree, [out])
-    # the general case: reduced dims last and flattened, then pairwise halving
+    # the general case: reduced dims last and flattened, then pairwise halving.  Each init
+    # value has its operand's dtype (a Python scalar its kind's default one), as in JAX
+    for i, x in zip(given, xs):
+        if get_aval(i).dtype != get_aval(x).dtype:
+            raise TypeError(f"reduce operand dtypes should match corresponding initial value "
+                            f"dtypes, got operand {get_aval(x).dtype.name} and initial value "
+                            f"{get_aval(i).dtype.name}")
     keep = [d for d in range(nd) if d not in dims]
     n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     kept_shape = tuple(shape[d] for d in keep)
