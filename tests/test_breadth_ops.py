@@ -374,7 +374,7 @@ def _same_bits_but_ties(got, want):
         assert (np.abs(g[off] - w[off]) <= 2 * step).all()
 
 
-# ---- variadic lax.reduce_window and lax.reduce ------------------------------------------------------
+# ---- variadic lax.reduce_window and lax.reduce ---------------------------------------------------
 
 RX = np.arange(12, dtype=np.float32).reshape(3, 4) % 5
 RY = (np.arange(12, dtype=np.int32).reshape(3, 4) * 7) % 11
@@ -477,7 +477,7 @@ def test_variadic_reduce_window_and_reduce_derivatives():
         assert_like_jax(a, b)
 
 
-# ---- differentiating jax.checkpoint to any order ---------------------------------------------------
+# ---- differentiating jax.checkpoint to any order -------------------------------------------------
 
 _ONE = np.float32(1.)
 _X0 = np.float32(0.7)
@@ -620,7 +620,7 @@ def test_segment_ops_edges_and_transforms(op):
               lambda: jax.vmap(lambda i: real(dd, i, 4))(np.stack([seg, seg[::-1]])))
 
 
-# ---- vmap(..., out_axes=None) on outputs passed through --------------------------------------------
+# ---- vmap(..., out_axes=None) on outputs passed through ------------------------------------------
 
 _VX = np.arange(6, dtype=np.float32).reshape(3, 2)
 _VC = np.float32(5.)
