@@ -137,7 +137,10 @@ def _arr(shape, dt):
 
 
 DTS = [np.int8, np.int32, np.uint8, np.bool_, BF16, np.float16, np.float32]
-PETS = [None, np.int32, np.float32, np.int8, np.float16, BF16, np.bool_, np.uint32]
+# the fast tier runs three preferred types; make test-slow (CI runs it) the rest
+PETS = [None, np.int32, np.float32] + [
+    pytest.param(d, marks=pytest.mark.slow, id=np.dtype(d).name)
+    for d in (np.int8, np.float16, BF16, np.bool_, np.uint32)]
 
 
 def _tol(*dts):
@@ -316,7 +319,8 @@ F8 = [np.dtype(getattr(ml_dtypes, n)) for n in (
 @pytest.mark.parametrize("d1", F8, ids=lambda d: d.name)
 @pytest.mark.parametrize("d2", F8 + [BF16, np.dtype(np.float32), np.dtype(np.int8)],
                          ids=lambda d: d.name)
-@pytest.mark.parametrize("pet", [None, np.float32, BF16],
+@pytest.mark.parametrize("pet", [None, pytest.param(np.float32, marks=pytest.mark.slow),
+                                 pytest.param(BF16, marks=pytest.mark.slow)],
                          ids=lambda d: "none" if d is None else np.dtype(d).name)
 def test_fp8_mixed_operands_in_dot_general(d1, d2, pet):
     """Mixed float8 operands: the more precise type (exponent range, then mantissa) is the
@@ -564,9 +568,14 @@ SEG_IDS = {"sorted": np.array([0, 0, 1, 1, 1, 3, 3, 3]),
 SEG_OPS = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
 
+# the fast tier runs one mode of the sweep; make test-slow (CI runs it) the rest
+_SEG_MODES = [None] + [pytest.param(m, marks=pytest.mark.slow)
+                       for m in ("clip", "drop", "promise_in_bounds")]
+
+
 @pytest.mark.parametrize("op", SEG_OPS)
 @pytest.mark.parametrize("ids", sorted(SEG_IDS))
-@pytest.mark.parametrize("mode", [None, "clip", "drop", "promise_in_bounds"])
+@pytest.mark.parametrize("mode", _SEG_MODES)
 def test_segment_ops_options_against_jax(op, ids, mode):
     if mode == "promise_in_bounds" and ids in ("out-of-range", "negative"):
         pytest.skip("a broken promise: the result is unspecified")
@@ -704,6 +713,7 @@ def _rw_grid():
                           [(1, 1, 1, 1), (2, 1, 3, 2)], [(1, 1, 1, 1), (1, 2, 2, 1)])))
 
 
+@pytest.mark.slow      # make test-slow (CI runs it)
 def test_variadic_reduce_window_grid():
     """A sum and a max carried together over windows of every stride, padding and
     dilation kind (the grid of JAX's own variadic reduce_window test)."""
