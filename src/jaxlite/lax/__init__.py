@@ -901,6 +901,7 @@ from ._gather_scatter import (GatherDimensionNumbers, GatherScatterMode,  # noqa
                               ScatterDimensionNumbers, gather, index_take, scatter,
                               scatter_add, scatter_apply, scatter_max, scatter_min,
                               scatter_mul, scatter_sub)
+from ._more import RaggedDotDimensionNumbers, ragged_dot_general  # noqa: E402,F401
 from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
                     broadcast_like, broadcast_shapes, broadcast_to_rank, clz, collapse,
                     conv_general_dilated_local, conv_general_dilated_patches,

@@ -350,9 +350,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, precision=N
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                              preferred_element_type=preferred_element_type,
                              out_sharding=None)
-    # out layout: batch (x's lb order), x free dims (in x order), then y's rc order which
-    # corresponds to x's lc order
-    src_order = list(lb) + x_kept + list(lc)
+    # out layout: batch (x's lb order), x free dims (in x order), then y's contracting
+    # dims in y's own axis order, each standing for its partner in lc
+    src_order = list(lb) + x_kept + [lc[list(rc).index(j)] for j in sorted(rc)]
     perm = [src_order.index(i) for i in range(x_nd)]
     if perm != list(range(x_nd)):
         out = transpose_p.bind(out, permutation=tuple(perm))
