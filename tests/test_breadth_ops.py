@@ -816,3 +816,21 @@ def test_ragged_dot_general_modes(name):
         _both(lambda: jaxlite.grad(lambda x, y: (run(lax, x, y) ** 2).sum(), (0, 1))(a, b),
               lambda: jax.grad(lambda x, y: (run(rlax, x, y) ** 2).sum(), (0, 1))(a, b),
               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz",
+                                  "float8_e3m4", "float8_e8m0fnu", "float4_e2m1fn"])
+def test_narrow_float_dot_on_xla_cpu(name):
+    """Same-type narrow float products compiled by XLA itself, bit for bit with JAX's (a
+    float4 product asked of XLA with a float32 result does not compile)."""
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+    dev = jaxlite.devices("xla_cpu")[0]
+    dt = getattr(ml_dtypes, name)
+    r = np.random.RandomState(0)
+    a, b = np.abs(r.randn(4, 8)).astype(dt), np.abs(r.randn(8, 3)).astype(dt)
+    dn = (((1,), (0,)), ((), ()))
+    want = rlax.dot_general(a, b, dn)
+    assert_like_jax(lax.dot_general(a, b, dn), want, rtol=0, atol=0)
+    got = jaxlite.jit(lambda x, y: lax.dot_general(x, y, dn))(jaxlite.device_put(a, dev),
+                                                              jaxlite.device_put(b, dev))
+    assert_like_jax(got, want, rtol=0, atol=0)

@@ -1656,7 +1656,9 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
         acc = pet
     elif pet is not None and pet != acc and acc in _HALF:
         round_to = acc        # rounded to the operands' type first, as the implementation
-    if acc in _HALF:
+    if acc in (np.dtype(np.float16), np.dtype("bfloat16")):
+        # (a narrower float accumulates in its own type: XLA:CPU computes it in float32
+        # and rounds once, and fails to compile float4/float6 operands with a wider result)
         acc = np.dtype(np.float32)
     elif acc == np.bool_:
         acc = np.dtype(np.int32)
