@@ -141,6 +141,9 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
         # CPU rounds twice here (bfloat16 x bfloat16 -> float16 is a bfloat16 result)
         out = _dot_impl(lhs, rhs, dimension_numbers, precision)
         return _convert_impl(np.asarray(out).astype(lhs.dtype), pet)
+    # XLA:CPU computes a float8/float6/float4 product as a float16 one: the float32 sum is
+    # rounded to float16 before the narrow type (twice, as its elementwise operations)
+    via_f16 = lhs.dtype in dtypes.VIA_FLOAT16 and (pet is None or pet == lhs.dtype)
     if lhs.dtype in _HALF or rhs.dtype in _HALF:
         lhs, rhs = upcast_half(lhs, rhs)
     if lhs.dtype == np.bool_:
@@ -151,6 +154,8 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
         a = np.transpose(lhs, perm_a).reshape(a_shape)
         b = np.transpose(rhs, perm_b).reshape(b_shape)
         out = np.matmul(a, b).reshape(out_shape)
+    if via_f16:
+        out = np.asarray(out).astype(np.float16)
     if pet is not None and np.asarray(out).dtype != pet:
         # XLA's conversion: float -> int saturates, complex -> real keeps the real part
         out = _convert_impl(np.asarray(out), pet)
