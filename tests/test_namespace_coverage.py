@@ -114,8 +114,6 @@ LAX_XLA_TYPES = ("XLA's option and dimension-number types (dot algorithms, accur
                  "GatherScatterMode exist: lax.gather/scatter take them)")
 LAX_XLA_OPS = ("XLA-specific operations: ordering tokens, optimisation barriers, "
                "platform-dependent dispatch, composites, dynamic-shape staging")
-LAX_NUMERICS = ("ragged dots with general dimension numbers (RaggedDotDimensionNumbers): "
-                "not built yet; ragged_dot, its common case, is")
 LAX_XLA_RNG = ("XLA's RngUniform (the deprecated rng_uniform): its values are XLA's "
                "implementation on each platform; rng_bit_generator (XLA:CPU's bits) and "
                "jax.random's keys are implemented bit for bit")
@@ -148,10 +146,9 @@ LAX = {
     **_group(LAX_COLLECTIVES, "precv psend ragged_all_to_all"),
     **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
                             "DotAlgorithmPreset DotDimensionNumbers "
-                            "PrecisionLike RaggedDotDimensionNumbers Tolerance"),
+                            "PrecisionLike Tolerance"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
-    **_group(LAX_NUMERICS, "ragged_dot_general"),
     **_group(LAX_XLA_RNG, "rng_uniform"),
     **_group(LAX_FP8, "scaled_dot"),
 }

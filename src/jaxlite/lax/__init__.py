@@ -727,24 +727,56 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     return sort((keys, values), dimension, is_stable, 1)
 
 
-def top_k(operand, k):
-    """The ``k`` largest entries along the last axis, descending, and their indices (int32)
-    (``jax.lax.top_k``).  Ties keep the lower index first; NaN counts as largest."""
+def top_k(operand, k, *, axis=-1):
+    """The ``k`` largest entries of ``operand`` along ``axis``, in descending order, and their
+    int32 positions along it (``jax.lax.top_k``); both results have ``operand``'s shape with
+    ``k`` at ``axis``, and the positions are weakly typed when ``operand`` is.
+
+    The order is IEEE total order, as XLA's: NaN above +inf, 0.0 above -0.0, a NaN with its
+    sign bit set below -inf; equal entries keep the lower position first.  Raises ValueError
+    for an ``axis`` out of bounds (a 0-d operand has none), a negative ``k`` or one larger
+    than the axis, and for a complex operand; TypeError for a ``k`` that is not a concrete
+    integer.
+    """
     aval = get_aval(operand)
-    k, last = int(k), aval.ndim - 1
-    if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
-        raise ValueError(f"top_k: k={k} must be in [0, {aval.shape[-1] if aval.ndim else 0}] "
-                         f"for operand of shape {aval.shape}")
-    # ascending stable sort of the reversed row, reversed back: descending, ties in order
-    idx = broadcasted_iota(np.int32, aval.shape, last)
-    vals, ids = sort((rev(operand, (last,)), rev(idx, (last,))), last, True, 1)
-    vals, ids = rev(vals, (last,)), rev(ids, (last,))
-    return [slice_in_dim(vals, 0, k, axis=last), slice_in_dim(ids, 0, k, axis=last)]
+    try:
+        k = _operator.index(k)
+    except TypeError:
+        raise TypeError(f"top_k: k must be a concrete integer, got {k!r}") from None
+    nd, ax = aval.ndim, _operator.index(axis)
+    if not -nd <= ax < nd:
+        raise ValueError(f"axis {ax} is out of bounds for array of dimension {nd}")
+    ax %= nd
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if k > aval.shape[ax]:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(aval.shape)} and axis={ax}")
+    dt = np.dtype(aval.dtype)
+    if dt.kind == "c":
+        raise ValueError("top_k is not compatible with complex inputs.")
+    key = operand
+    if dtypes.is_float(dt):
+        # sign-magnitude bits read as a signed integer, the negative half flipped: integer
+        # order is then IEEE total order (what XLA's top_k compares by)
+        ity = np.dtype(f"int{8 * dt.itemsize}")
+        bits = bitcast_convert_type(operand, ity)
+        key = select(lt(bits, full_like(bits, 0)), bitwise_xor(bits, full_like(
+            bits, np.iinfo(ity).max)), bits)
+    idx = broadcasted_iota(np.int32, aval.shape, ax)
+    # a stable ascending sort of the reversed axis, reversed back: descending, and equal
+    # entries keep their order
+    _, vals, ids = sort((rev(key, (ax,)), rev(operand, (ax,)), rev(idx, (ax,))), ax, True, 1)
+    vals, ids = rev(vals, (ax,)), rev(ids, (ax,))
+    vals, ids = slice_in_dim(vals, 0, k, axis=ax), slice_in_dim(ids, 0, k, axis=ax)
+    if aval.weak_type:
+        ids = _e.convert_element_type_p.bind(ids, new_dtype=np.dtype(np.int32), weak_type=True)
+    return [vals, ids]
 
 
 # ---- linear algebra -------------------------------------------------------------------
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
                 out_sharding=None):
     """General contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
@@ -770,12 +802,23 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                                  preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, out_sharding=None):
-    """Vector/matrix product of rank-1/2 operands (``jax.lax.dot``); ``out_sharding`` as
-    ``dot_general``'s."""
-    ln = get_aval(lhs).ndim
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type, out_sharding=out_sharding)
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """``dot_general`` with its options by keyword (``jax.lax.dot``).
+
+    Without ``dimension_numbers`` the operands are rank 1 or 2 and the last axis of ``lhs``
+    meets the first of ``rhs`` (vector/matrix products); other shapes raise ValueError.
+    ``out_sharding`` as ``dot_general``'s."""
+    if dimension_numbers is None:
+        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+        if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
+            raise ValueError(f"jax.lax.dot: dimension_numbers must be given unless the "
+                             f"product is an unbatched matrix-matrix, matrix-vector or "
+                             f"vector-vector one; got lhs_shape={tuple(ls)} "
+                             f"rhs_shape={tuple(rs)}")
+        dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=out_sharding)
 
 
 # ---- indexing -------------------------------------------------------------------------
@@ -859,6 +902,7 @@ from ._gather_scatter import (GatherDimensionNumbers, GatherScatterMode,  # noqa
                               ScatterDimensionNumbers, gather, index_take, scatter,
                               scatter_add, scatter_apply, scatter_max, scatter_min,
                               scatter_mul, scatter_sub)
+from ._more import RaggedDotDimensionNumbers, ragged_dot_general  # noqa: E402,F401
 from ._more import (approx_max_k, approx_min_k, batch_matmul,  # noqa: E402,F401
                     broadcast_like, broadcast_shapes, broadcast_to_rank, clz, collapse,
                     conv_general_dilated_local, conv_general_dilated_patches,

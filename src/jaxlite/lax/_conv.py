@@ -320,38 +320,53 @@ def _monoid_of(computation, dtype) -> str:
                               f"lax.min only.")
 
 
-def _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd, wdil):
-    """Any binary ``computation`` (applied elementwise to arrays, as lax functions and
-    lambdas over them are): the operand is padded and base-dilated with ``init_value``,
-    then the computation folds one strided slice per window offset into an accumulator
-    that starts at ``init_value``.  A composition of primitives, so it differentiates,
-    batches and compiles like any other."""
+def _generic_reduce_window(operands, init_values, computation, tree, wd, ws, pads, bd, wdil):
+    """Any binary ``computation`` over the pytree ``tree`` of arrays (applied elementwise,
+    as lax functions and lambdas over arrays are): each operand is padded and
+    base-dilated with its init value, then the computation folds one strided slice per
+    window offset into accumulators that start at the init values.  A composition of
+    primitives, so it differentiates, batches and compiles like any other."""
     import itertools
     from .. import lax as _lax
-    aval = get_aval(operand)
-    init = init_value
-    if type(init) in (bool, int, float, complex):
-        init = _lax.scalar_as(init, aval.dtype, aval.weak_type)
-    if get_aval(init).shape != ():
-        raise TypeError(f"reduce_window needs a scalar init_value, got shape "
-                        f"{get_aval(init).shape}.")
-    if get_aval(init).dtype != aval.dtype:
-        raise TypeError(f"reduce_window: init_value must have the operand's dtype "
-                        f"{aval.dtype.name}, not {get_aval(init).dtype.name}")
+    from ..tree_util import tree_flatten, tree_unflatten
+    inits = []
+    for x, init in zip(operands, init_values):
+        aval = get_aval(x)
+        # a Python scalar has its kind's default dtype, which has to be the operand's (JAX)
+        if type(init) in (bool, int, float, complex) and \
+                get_aval(init).dtype == aval.dtype:
+            init = _lax.scalar_as(init, aval.dtype, aval.weak_type)
+        if get_aval(init).shape != ():
+            raise TypeError(f"reduce_window needs a scalar init_value, got shape "
+                            f"{get_aval(init).shape}.")
+        if get_aval(init).dtype != aval.dtype:
+            raise TypeError(f"reduce_window: init_value must have the operand's dtype "
+                            f"{aval.dtype.name}, not {get_aval(init).dtype.name}")
+        inits.append(init)
     cfg = tuple((lo, hi, b - 1) for (lo, hi), b in zip(pads, bd))
-    x = _s.pad_p.bind(operand, init, padding_config=cfg)
-    shape = get_aval(x).shape
+    xs = [_s.pad_p.bind(x, i, padding_config=cfg) for x, i in zip(operands, inits)]
+    shape = get_aval(xs[0]).shape
     span = [(w - 1) * d + 1 for w, d in zip(wd, wdil)]
     out_shape = [max(0, (n - sp) // st + 1) for n, sp, st in zip(shape, span, ws)]
-    acc = _s.broadcast_in_dim_p.bind(init, shape=tuple(out_shape), broadcast_dimensions=())
+    acc = [_s.broadcast_in_dim_p.bind(i, shape=tuple(out_shape), broadcast_dimensions=())
+           for i in inits]
     if not all(out_shape):
         return acc
     for offs in itertools.product(*[range(w) for w in wd]):
         start = [o * d for o, d in zip(offs, wdil)]
         limit = [s0 + (m - 1) * st + 1 for s0, m, st in zip(start, out_shape, ws)]
-        piece = _s.slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
-                                strides=tuple(ws))
-        acc = computation(acc, piece)
+        pieces = [_s.slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
+                                  strides=tuple(ws)) for x in xs]
+        out = computation(tree_unflatten(tree, acc), tree_unflatten(tree, pieces))
+        acc, otree = tree_flatten(out)
+        if otree != tree:
+            raise ValueError(f"reduce_window output must have the same tree structure as "
+                             f"the operands {otree} vs. {tree}")
+        for k, (r, x) in enumerate(zip(acc, xs)):
+            if get_aval(r).dtype != get_aval(x).dtype or get_aval(r).shape != tuple(out_shape):
+                raise TypeError(f"reduce_window: computation returned a value of type "
+                                f"{get_aval(r).dtype.name}{list(get_aval(r).shape)} for "
+                                f"operand {k} of type {get_aval(x).dtype.name}")
     return acc
 
 
@@ -381,6 +396,20 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       TypeError: wrong number of window entries, non-positive window sizes/strides.
       RuntimeError: an unknown padding string.
     """
+    from ..tree_util import tree_flatten, tree_unflatten
+    flat, tree = tree_flatten(operand)
+    flat_inits, itree = tree_flatten(init_value)
+    if tree != itree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: {tree} "
+                         f"vs. {itree}")
+    variadic = tree_unflatten(tree, [0] * tree.num_leaves) != 0
+    if variadic:
+        from .. import numpy as _jnp
+        flat = [_jnp.asarray(x) for x in flat]
+        if not flat or len({get_aval(x).shape for x in flat}) > 1:
+            raise ValueError(f"reduce_window: the operands must all have one shape, got "
+                             f"{[get_aval(x).shape for x in flat]}")
+        operand = flat[0]
     aval = get_aval(operand)
     nd = aval.ndim
     wd = _ints(window_dimensions, "window_dimensions")
@@ -398,13 +427,16 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = padtype_to_pads(aval.shape, [(w - 1) * d + 1 for w, d in zip(wd, wdil)], ws,
                                   padding)
     pads = _explicit_pads(padding, nd, "reduce_window", ValueError)
+    if variadic:
+        return tree_unflatten(tree, _generic_reduce_window(flat, flat_inits, computation, tree,
+                                                           wd, ws, pads, bd, wdil))
     try:
         kind = _monoid_of(computation, aval.dtype)
     except NotImplementedError:
         kind = None
     if kind is None:        # outside the except block: its errors have nothing chained
-        return _generic_reduce_window(operand, init_value, computation, wd, ws, pads, bd,
-                                      wdil)
+        return _generic_reduce_window([operand], [init_value], computation, tree, wd, ws,
+                                      pads, bd, wdil)[0]
     out = _RW_PRIM[kind].bind(operand, window_dimensions=wd, window_strides=ws, padding=pads,
                               base_dilation=bd, window_dilation=wdil)
     init_aval = get_aval(init_value)

@@ -349,12 +349,16 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     xs, tree = tree_flatten(operands)
     inits, itree = tree_flatten(init_values)
     if tree != itree:
-        raise TypeError(f"reduce: operands {tree} and init_values {itree} must have the same "
-                        f"structure")
+        raise ValueError(f"Operands must have the same tree structure as init_values: {tree} "
+                         f"vs. {itree}")
     xs = [jnp.asarray(x) for x in xs]
     shapes = {get_aval(x).shape for x in xs}
     if len(shapes) > 1:
-        raise TypeError(f"reduce: operands must have the same shape, got {sorted(shapes)}")
+        raise ValueError(f"reduce: operands must have the same shape, got {sorted(shapes)}")
+    if any(get_aval(i).shape != () for i in inits):
+        raise ValueError(f"reduce found non-scalar initial value: "
+                         f"{[get_aval(i).shape for i in inits]}")
+    given = inits
     shape = get_aval(xs[0]).shape if xs else ()
     nd = len(shape)
     dims = tuple(int(d) for d in dimensions)
@@ -374,7 +378,13 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
             if np.asarray(inits[0]).astype(aval.dtype) == ident:
                 out = getattr(lax, _MONOID_REDUCERS[name])(xs[0], dims)
                 return tree_unflatten(tree, [out])
-    # the general case: reduced dims last and flattened, then pairwise halving
+    # the general case: reduced dims last and flattened, then pairwise halving.  Each init
+    # value has its operand's dtype (a Python scalar its kind's default one), as in JAX
+    for i, x in zip(given, xs):
+        if get_aval(i).dtype != get_aval(x).dtype:
+            raise TypeError(f"reduce operand dtypes should match corresponding initial value "
+                            f"dtypes, got operand {get_aval(x).dtype.name} and initial value "
+                            f"{get_aval(i).dtype.name}")
     keep = [d for d in range(nd) if d not in dims]
     n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     kept_shape = tuple(shape[d] for d in keep)
@@ -382,9 +392,14 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
 
     def combine(a, b):
         out = computation(tree_unflatten(tree, a), tree_unflatten(tree, b))
+        # only the leaves count, as in JAX: a list of operands may come back as a tuple
         leaves, otree = tree_flatten(out)
-        if otree != tree:
-            raise TypeError(f"reduce: computation returned {otree}, expected {tree}")
+        if len(leaves) != len(xs):
+            raise ValueError(f"reduce: computation returned {otree}, expected {tree}")
+        for k, (r, x) in enumerate(zip(leaves, xs)):
+            if get_aval(r).dtype != get_aval(x).dtype:
+                raise ValueError(f"reduce: computation returned {get_aval(r).dtype.name} for "
+                                 f"operand {k} of dtype {get_aval(x).dtype.name}")
         return leaves
 
     last = len(kept_shape)
@@ -476,6 +491,116 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     masked = jnp.where(member[:, :, None], jnp.asarray(lhs, dt)[None], jnp.zeros((), dt))
     return lax.dot_general(masked, jnp.asarray(rhs, dt), (((0, 2), (0, 1)), ((), ())),
                            precision=precision, preferred_element_type=preferred_element_type,
+                           out_sharding=out_sharding)
+
+
+class RaggedDotDimensionNumbers:
+    """The dimensions of a ``ragged_dot_general`` (``jax.lax.RaggedDotDimensionNumbers``):
+    ``dot_dimension_numbers`` as ``dot_general``'s, the one ``lhs_ragged_dimensions`` of
+    ``lhs`` whose entries come in groups, and the ``rhs_group_dimensions`` of ``rhs`` (one
+    when the ragged dimension is a free one, none when it is contracting or batch).
+    Immutable and hashable."""
+
+    __slots__ = ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions")
+
+    def __init__(self, dot_dimension_numbers, lhs_ragged_dimensions, rhs_group_dimensions):
+        (lc, rc), (lb, rb) = dot_dimension_numbers
+        dn = tuple(tuple(tuple(int(i) for i in d) for d in pair)
+                   for pair in ((lc, rc), (lb, rb)))
+        object.__setattr__(self, "dot_dimension_numbers", dn)
+        object.__setattr__(self, "lhs_ragged_dimensions",
+                           tuple(int(i) for i in lhs_ragged_dimensions))
+        object.__setattr__(self, "rhs_group_dimensions",
+                           tuple(int(i) for i in rhs_group_dimensions))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"RaggedDotDimensionNumbers is immutable (setting {name!r})")
+
+    def _key(self):
+        return (self.dot_dimension_numbers, self.lhs_ragged_dimensions,
+                self.rhs_group_dimensions)
+
+    def __eq__(self, other):
+        return isinstance(other, RaggedDotDimensionNumbers) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (f"RaggedDotDimensionNumbers(dot_dimension_numbers="
+                f"{self.dot_dimension_numbers}, lhs_ragged_dimensions="
+                f"{self.lhs_ragged_dimensions}, rhs_group_dimensions="
+                f"{self.rhs_group_dimensions})")
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None, out_sharding=None):
+    """``dot_general`` with one ragged dimension of ``lhs`` cut into consecutive groups of
+    ``group_sizes [g]`` entries (``jax.lax.ragged_dot_general``).  Three modes, by the kind
+    of ``lhs``'s ragged dimension:
+
+    - a free dimension ``m``: group ``i``'s entries multiply ``rhs``'s slice ``i`` along its
+      one group dimension; entries past ``sum(group_sizes)`` give zeros; the result is
+      ``dot_general``'s without the group dimension.
+    - a contracting dimension ``k``: group ``i`` contracts only its own entries; the result
+      has a leading dimension of size ``g``.
+    - a batch dimension: the groups change nothing, the result is ``dot_general``'s.
+
+    Dtypes, ``precision`` and ``preferred_element_type`` as ``dot_general``'s.  Raises
+    TypeError for other than one ragged dimension or a wrong number of rhs group
+    dimensions (as JAX), NotImplementedError for ``group_offset`` and for ``group_sizes``
+    of more than one dimension.
+    """
+    lax, jnp = _lax(), _jnp()
+    rdn = ragged_dot_dimension_numbers
+    if group_offset is not None:
+        raise NotImplementedError("ragged_dot_general: group_offset is not supported")
+    (lc, rc), (lb, rb) = rdn.dot_dimension_numbers
+    if len(rdn.lhs_ragged_dimensions) != 1:
+        raise TypeError("ragged_dot_general expects exactly one lhs ragged dimension, got "
+                        f"{rdn.lhs_ragged_dimensions}.")
+    (rag,) = rdn.lhs_ragged_dimensions
+    la, ra, ga = get_aval(lhs), get_aval(rhs), get_aval(group_sizes)
+    if not 0 <= rag < la.ndim:
+        raise TypeError(f"ragged_dot_general: lhs ragged dimension {rag} is out of range for "
+                        f"lhs of shape {la.shape}")
+    free = rag not in lc and rag not in lb
+    if free and len(rdn.rhs_group_dimensions) != 1:
+        raise TypeError("ragged_dot_general requires exactly one rhs group dimension when "
+                        "lhs ragged dimension is noncontracting.")
+    if not free and rdn.rhs_group_dimensions:
+        raise TypeError("ragged_dot_general requires zero group dimensions in the rhs when "
+                        "lhs ragged dimension is contracting or batch.")
+    if ga.ndim != 1:
+        raise NotImplementedError(f"ragged_dot_general: group_sizes of shape {ga.shape}; "
+                                  f"only one dimension [g] is supported")
+    g = ga.shape[0]
+    if free and ra.shape[rdn.rhs_group_dimensions[0]] != g:
+        raise TypeError(f"ragged_dot_general: rhs group dimension of size "
+                        f"{ra.shape[rdn.rhs_group_dimensions[0]]} for {g} groups")
+    if rag in lb:
+        return lax.dot_general(lhs, rhs, rdn.dot_dimension_numbers, precision,
+                               preferred_element_type, out_sharding=out_sharding)
+    # member[i, j]: entry j of the ragged dimension is in group i (none past the last)
+    ends = jnp.cumsum(group_sizes)
+    pos = jnp.arange(la.shape[rag])
+    group = jnp.sum(pos[None, :] >= ends[:, None], axis=0)
+    member = group[None, :] == jnp.arange(g)[:, None]                       # [g, n]
+    shape = [g] + [1] * la.ndim
+    shape[rag + 1] = la.shape[rag]
+    x = jnp.asarray(lhs)
+    masked = jnp.where(member.reshape(shape), x[None], jnp.zeros((), x.dtype))   # [g, ...]
+    up = lambda t: tuple(i + 1 for i in t)  # noqa: E731
+    if free:
+        # the group dimension is contracted against rhs's
+        (gd,) = rdn.rhs_group_dimensions
+        dn = (((0,) + up(lc), (gd,) + tuple(rc)), (up(lb), tuple(rb)))
+        return lax.dot_general(masked, rhs, dn, precision, preferred_element_type,
+                               out_sharding=out_sharding)
+    # contracting: one product per group, the groups a leading batch dimension
+    y = jnp.broadcast_to(jnp.asarray(rhs)[None], (g,) + tuple(ra.shape))
+    dn = ((up(lc), up(rc)), ((0,) + up(lb), (0,) + up(rb)))
+    return lax.dot_general(masked, y, dn, precision, preferred_element_type,
                            out_sharding=out_sharding)
 
 

@@ -32,8 +32,16 @@ def _dot_general(a, b, contract, batch, precision=None, preferred_element_type=N
     # jax.numpy's products name their result dtype as the preferred element type (the
     # same numbers: the operands share that dtype), as make_jaxpr shows in JAX
     pet = _pet(preferred_element_type)
-    return lax.dot_general(a, b, (contract, batch), precision,
-                           a.dtype if pet is None else pet)
+    out = lax.dot_general(a, b, (contract, batch), precision,
+                          a.dtype if pet is None else pet)
+    return _as_preferred(out, pet)
+
+
+def _as_preferred(out, pet):
+    """``out`` as jax.numpy's products return it: of the preferred type when one is given,
+    and then never weakly typed (a product of weak scalars asked for float32 is a strong
+    float32)."""
+    return out if pet is None else lax.convert_element_type(out, pet)
 
 
 def _mul(a, b):
@@ -84,9 +92,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("dot", a, b)
     if a.ndim == 0 or b.ndim == 0:
-        out = _mul(a, b)
-        return _sharded(out if preferred_element_type is None else
-                        convert(out, _pet(preferred_element_type)), sh)
+        return _sharded(_as_preferred(_mul(a, b), _pet(preferred_element_type)), sh)
     cb = 0 if b.ndim == 1 else b.ndim - 2
     return _sharded(_dot_general(a, b, ((a.ndim - 1,), (cb,)), ((), ()), precision,
                                  preferred_element_type), sh)
@@ -205,9 +211,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     when the last sizes differ."""
     a, b = _operands("inner", a, b)
     if a.ndim == 0 or b.ndim == 0:
-        out = _mul(a, b)
-        return out if preferred_element_type is None else convert(out,
-                                                                 _pet(preferred_element_type))
+        return _as_preferred(_mul(a, b), _pet(preferred_element_type))
     return _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)), ((), ()), precision,
                         preferred_element_type)
 
@@ -391,7 +395,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                        preferred_element_type=preferred_element_type)
         ops.append(r)
     (result,) = ops
-    if pet is not None and result.dtype != pet:
+    if preferred_element_type is not None:
+        result = _as_preferred(result, pet)
+    elif pet is not None and result.dtype != pet:
         result = convert(result, pet)
     return _sharded(result, sh)
 

@@ -256,7 +256,11 @@ def _conv1d(name, a, v, mode, precision, preferred_element_type, correlate_):
                          f"and {tuple(vv.shape)}.")
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}")
-    av, vv = promote_dtypes_inexact(av, vv)
+    if preferred_element_type is None:
+        # NumPy's convolutions are inexact; a preferred type keeps integer operands integer
+        av, vv = promote_dtypes_inexact(av, vv)
+    else:
+        av, vv = promote_dtypes(av, vv)
     swapped = False
     if vv.shape[0] > av.shape[0]:
         av, vv, swapped = vv, av, True

@@ -216,10 +216,28 @@ def _remat_jvp_batch(args, dims, jaxpr):
     return outs, [0] * len(outs)
 
 
+def _remat_jvp_jvp(primals, tangents, jaxpr):
+    """Differentiating the tangent program again (jvp of jvp, grad of jvp): the tangent
+    outputs of ``jaxpr``'s JVP program are themselves a checkpointed program of (primals,
+    tangents), differentiated by ``checkpoint``'s own rule, so the reverse pass of a
+    second derivative recomputes too."""
+    from ..core.staging import trace_to_jaxpr
+    from ..ir.interpret import eval_jaxpr
+    from ..ir.jaxpr import hoist_consts
+    n_out = len(jaxpr.out_avals)
+    jclosed, _ = ad.jvp_jaxpr(jaxpr, [True] * len(jaxpr.in_avals), instantiate_out=True)
+    tangent_part = trace_to_jaxpr(
+        lambda *xs: list(eval_jaxpr(jclosed.jaxpr, jclosed.consts, *xs)[n_out:]),
+        list(jclosed.in_avals))
+    body, consts = hoist_consts(tangent_part)
+    return _remat_jvp([*consts, *primals], [None] * len(consts) + list(tangents), body)
+
+
 remat_jvp_p = Primitive("checkpoint_jvp", abstract_eval=_remat_jvp_aval, impl=_remat_jvp_impl,
                         multiple_results=True, flops=lambda *a, **k: 0, kind="other")
 remat_jvp_p.transpose = _remat_jvp_transpose
 remat_jvp_p.batch = _remat_jvp_batch
+remat_jvp_p.jvp = _remat_jvp_jvp
 
 
 # ---- custom_jvp / custom_vjp calls: a program plus the user's rule ------------------------

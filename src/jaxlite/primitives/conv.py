@@ -21,6 +21,7 @@ from .. import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import _dtype_name, check_dtypes, upcast_half
+from .linalg import _computes_in_preferred
 
 _HALF = dtypes.UPCAST     # float16, bfloat16, the narrow types: computed wider
 
@@ -120,8 +121,35 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     shape = [0] * lhs.ndim
     for k, ax in enumerate(os_):
         shape[ax] = canonical[k]
-    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    dt = lhs.dtype
+    if preferred_element_type is not None:
+        dt = np.dtype(preferred_element_type)
+        check_preferred_element_type(lhs.dtype, dt)
     return ShapedArray(tuple(shape), dt, lhs.weak_type and rhs.weak_type)
+
+
+def check_preferred_element_type(input_dtype, preferred_element_type):
+    """JAX's rule for a convolution's ``preferred_element_type`` (dot_general has its own,
+    ``linalg.dot_result_dtype``): integer operands may give any integer of their signedness
+    (unsigned ones: any integer) or any floating type; floating operands a floating type;
+    complex a complex one; never a narrower type (in bytes).  TypeError otherwise."""
+    kin, kout = dtypes.kind(input_dtype), dtypes.kind(preferred_element_type)
+    if not (kin in "iu" and kout == "f"):
+        if kin in "iu" and kout not in "iu" or kin in "fc" and kout != kin:
+            raise TypeError(f"Input type is incompatible with `preferred_element_type`: "
+                            f"{_dtype_name(input_dtype)} operands cannot give "
+                            f"{_dtype_name(preferred_element_type)}; the compatible "
+                            f"combinations of (input_type, preferred_element_type) are "
+                            f"(integral, integral), (integral, floating), "
+                            f"(floating, floating), (complex, complex).")
+        if kin == "i" and kout != "i":
+            raise TypeError(f"`preferred_element_type` must have the same signedness as the "
+                            f"original type: {_dtype_name(input_dtype)} operands cannot "
+                            f"give {_dtype_name(preferred_element_type)}.")
+    if np.dtype(preferred_element_type).itemsize < np.dtype(input_dtype).itemsize:
+        raise TypeError(f"`preferred_element_type` must not be narrower than the original "
+                        f"type: {_dtype_name(input_dtype)} operands cannot give "
+                        f"{_dtype_name(preferred_element_type)}.")
 
 
 def _dilate_pad(x, first_axis, dilation, padding, fill):
@@ -171,12 +199,16 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     if out_aval.size == 0:
         return np.zeros(out_aval.shape, out_dtype)
     x, w = np.transpose(lhs, ls), np.transpose(rhs, rs)
+    round_to = None
+    if preferred_element_type is not None and x.dtype != np.bool_ and out_dtype != x.dtype:
+        # dot_general's arithmetic: a wider preferred type accumulates (int8 x int8 ->
+        # int32 sums); otherwise the result is rounded to the operands' type, then converted
+        if _computes_in_preferred(x.dtype, out_dtype):
+            x, w = x.astype(out_dtype), w.astype(out_dtype)
+        else:
+            round_to = x.dtype
     if x.dtype in _HALF:
         x, w = upcast_half(x, w)
-    if preferred_element_type is not None and x.dtype != np.bool_:
-        # accumulate in the preferred type when it is wider (int8 x int8 -> int32 sums)
-        if out_dtype != x.dtype and np.result_type(x.dtype, out_dtype) == out_dtype:
-            x, w = x.astype(out_dtype), w.astype(out_dtype)
     if x.dtype == np.bool_:
         x, w = x.astype(np.int32), w.astype(np.int32)
     nsp = x.ndim - 2
@@ -199,6 +231,8 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     r = r.transpose((2, 0, 1, 3 + nsp) + tuple(range(3, 3 + nsp)))
     r = r.reshape((nb, o) + out_sp)
     out = np.transpose(r, np.argsort(os_))
+    if round_to is not None:
+        out = out.astype(round_to)
     if out_dtype == np.bool_:
         return out != 0
     return np.ascontiguousarray(out.astype(out_dtype, copy=False))
@@ -647,7 +681,7 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
                 preferred_element_type=None, out_sharding=None):
     # the implementation's types: half precision in float32, a wider preferred type
     # accumulates, bool in int32; the result converted to the equation's type
-    from .linalg import _precision_attr
+    from .linalg import _precision_attr, _bit_width
     from .elementwise import _convert_lower
     out = ctx.avals_out[0]
     if out.size == 0:
@@ -655,11 +689,17 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     # (narrow operands stay as they are, the accumulation type the result's: exact, as
     # in dot_general's rule)
     cdt = lhs.aval.dtype
+    round_to = None
+    if preferred_element_type is not None and cdt != np.bool_ and out.dtype != cdt:
+        if _computes_in_preferred(cdt, out.dtype):
+            if _bit_width(cdt) == _bit_width(out.dtype):
+                lhs = _convert_lower(ctx, lhs, out.dtype)
+                rhs = _convert_lower(ctx, rhs, out.dtype)
+            cdt = out.dtype
+        else:
+            round_to = cdt
     if cdt in _HALF:
         cdt = np.dtype(np.float32)
-    if preferred_element_type is not None and cdt != np.bool_ and out.dtype != cdt and \
-            np.result_type(cdt, out.dtype) == out.dtype:
-        cdt = out.dtype
     if cdt == np.bool_:
         cdt = np.dtype(np.int32)
         lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
@@ -679,6 +719,8 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
         "feature_group_count": ctx.i64(feature_group_count),
         "batch_group_count": ctx.i64(batch_group_count),
         "precision_config": _precision_attr(precision)})
+    if round_to is not None:
+        r = _convert_lower(ctx, r, round_to)
     return _convert_lower(ctx, r, out.dtype)
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 import math
 
-import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+import ml_dtypes
 import numpy as np
 
+from .. import dtypes
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ._rules import check_dtypes, upcast_half
@@ -20,17 +21,17 @@ def _dims(dimension_numbers):
     return tuple(lc), tuple(rc), tuple(lb), tuple(rb)
 
 
-# (maximum exponent, mantissa bits) of the floating dtypes, for _precision_rank
-_FLOAT_RANGE = {np.dtype(np.float16): (16, 10), np.dtype("bfloat16"): (128, 7),
-                np.dtype(np.float32): (128, 23), np.dtype(np.float64): (1024, 52)}
-
-
 def _bit_width(dt) -> int:
-    """Bits of one element (of the real part for complex dtypes; 1 for bool)."""
+    """Bits of one element (of the real part for complex dtypes; 1 for bool; 4 for int4 and
+    float4_e2m1fn, as their ``iinfo``/``finfo`` say)."""
     dt = np.dtype(dt)
     if dt == np.bool_:
         return 1
-    return dt.itemsize * 4 if dt.kind == "c" else dt.itemsize * 8
+    if dt.kind == "c":
+        return dt.itemsize * 4
+    if dtypes.is_int(dt):
+        return ml_dtypes.iinfo(dt).bits
+    return ml_dtypes.finfo(dt).bits
 
 
 def _precision_rank(dt):
@@ -39,8 +40,9 @@ def _precision_rank(dt):
     dt = np.dtype(dt)
     real = {np.dtype(np.complex64): np.dtype(np.float32),
             np.dtype(np.complex128): np.dtype(np.float64)}.get(dt, dt)
-    maxexp, nmant = _FLOAT_RANGE.get(real, (-1, -1))
-    return (dt.kind == "c", maxexp, nmant, _bit_width(real), dt.kind != "u")
+    maxexp, nmant = ((ml_dtypes.finfo(real).maxexp, ml_dtypes.finfo(real).nmant)
+                     if dtypes.is_float(real) else (-1, -1))
+    return (dt.kind == "c", maxexp, nmant, _bit_width(real), dtypes.kind(dt) != "u")
 
 
 def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None):
@@ -61,8 +63,7 @@ def dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None):
     if preferred_element_type is None:
         return out
     pet = np.dtype(preferred_element_type)
-    if pet != out and out.kind != "f" and out != np.dtype("bfloat16") \
-            and _bit_width(pet) < _bit_width(out):
+    if pet != out and not dtypes.is_float(out) and _bit_width(pet) < _bit_width(out):
         raise TypeError(f"dot_general: preferred_element_type {pet.name} is narrower than "
                         f"the operands' result type {out.name}")
     return pet
@@ -131,12 +132,18 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
         # XLA on the CPU converts operands of two dtypes to the result dtype first
         target = dot_result_dtype(lhs.dtype, rhs.dtype, pet)
         lhs, rhs = _convert_impl(lhs, target), _convert_impl(rhs, target)
-    elif pet is not None and pet != lhs.dtype and (
-            lhs.dtype.kind in "biu" or pet.kind == "c"
-            or (pet.kind == "f" and pet.itemsize >= lhs.dtype.itemsize)):
+    elif pet is not None and pet != lhs.dtype and _computes_in_preferred(lhs.dtype, pet):
         # products accumulate in the wider preferred type (int8 x int8 -> int32 sums do
         # not wrap); a narrower or integer preferred type rounds the result instead
         lhs, rhs = _convert_impl(lhs, pet), _convert_impl(rhs, pet)
+    elif pet is not None and pet != lhs.dtype and lhs.dtype in _HALF:
+        # computed in float32, rounded to the operands' type, then converted: XLA on the
+        # CPU rounds twice here (bfloat16 x bfloat16 -> float16 is a bfloat16 result)
+        out = _dot_impl(lhs, rhs, dimension_numbers, precision)
+        return _convert_impl(np.asarray(out).astype(lhs.dtype), pet)
+    # XLA:CPU computes a float8/float6/float4 product as a float16 one: the float32 sum is
+    # rounded to float16 before the narrow type (twice, as its elementwise operations)
+    via_f16 = lhs.dtype in dtypes.VIA_FLOAT16 and (pet is None or pet == lhs.dtype)
     if lhs.dtype in _HALF or rhs.dtype in _HALF:
         lhs, rhs = upcast_half(lhs, rhs)
     if lhs.dtype == np.bool_:
@@ -147,13 +154,31 @@ def _dot_impl(lhs, rhs, dimension_numbers, precision=None, preferred_element_typ
         a = np.transpose(lhs, perm_a).reshape(a_shape)
         b = np.transpose(rhs, perm_b).reshape(b_shape)
         out = np.matmul(a, b).reshape(out_shape)
+    if via_f16:
+        out = np.asarray(out).astype(np.float16)
     if pet is not None and np.asarray(out).dtype != pet:
         # XLA's conversion: float -> int saturates, complex -> real keeps the real part
         out = _convert_impl(np.asarray(out), pet)
     return out
 
 
-_HALF = (np.dtype(np.float16), np.dtype("bfloat16"))
+# the floats NumPy's BLAS cannot multiply: computed in float32 (``upcast_half``)
+_HALF = frozenset({np.dtype(np.float16), np.dtype("bfloat16"),
+                   np.dtype(ml_dtypes.float8_e8m0fnu)} | dtypes.VIA_FLOAT16)
+
+
+def _computes_in_preferred(dt, pet) -> bool:
+    """Whether a dot of two ``dt`` operands with ``preferred_element_type=pet`` converts
+    the operands to ``pet`` first (else it computes in ``dt`` and converts the result), as
+    XLA on the CPU does: integer and bool operands, complex results, and a floating ``pet``
+    wider than ``dt``, or as wide with fewer mantissa bits (float16 -> bfloat16,
+    float8_e4m3fn -> float8_e5m2)."""
+    if dtypes.kind(dt) in "biu" or pet.kind == "c":
+        return True
+    if not dtypes.is_float(pet) or not dtypes.is_float(dt):
+        return False
+    wp, wd = _bit_width(pet), _bit_width(dt)
+    return wp > wd or (wp == wd and ml_dtypes.finfo(pet).nmant < ml_dtypes.finfo(dt).nmant)
 
 
 def _dot_flops(lhs, rhs, dimension_numbers, **kw):
@@ -330,9 +355,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap=False, precision=N
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                              preferred_element_type=preferred_element_type,
                              out_sharding=None)
-    # out layout: batch (x's lb order), x free dims (in x order), then y's rc order which
-    # corresponds to x's lc order
-    src_order = list(lb) + x_kept + list(lc)
+    # out layout: batch (x's lb order), x free dims (in x order), then y's contracting
+    # dims in y's own axis order, each standing for its partner in lc
+    src_order = list(lb) + x_kept + [lc[list(rc).index(j)] for j in sorted(rc)]
     perm = [src_order.index(i) for i in range(x_nd)]
     if perm != list(range(x_nd)):
         out = transpose_p.bind(out, permutation=tuple(perm))
@@ -1669,13 +1694,18 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
         lhs = _convert_lower(ctx, lhs, target)
         rhs = _convert_lower(ctx, rhs, target)
     acc = lhs.aval.dtype
-    if pet is not None and pet != acc and (
-            acc.kind in "biu" or pet.kind == "c"
-            or (pet.kind == "f" and pet.itemsize >= acc.itemsize)):
-        if pet.kind == "c" and acc.kind != "c" or acc == np.bool_:
+    round_to = None
+    if pet is not None and pet != acc and _computes_in_preferred(acc, pet):
+        if (pet.kind == "c" and acc.kind != "c" or acc == np.bool_
+                or _bit_width(pet) == _bit_width(acc)):
+            # (a same-width preferred type rounds the operands: float16 -> bfloat16)
             lhs, rhs = _convert_lower(ctx, lhs, pet), _convert_lower(ctx, rhs, pet)
         acc = pet
-    if acc in _HALF:
+    elif pet is not None and pet != acc and acc in _HALF:
+        round_to = acc        # rounded to the operands' type first, as the implementation
+    if acc in (np.dtype(np.float16), np.dtype("bfloat16")):
+        # (a narrower float accumulates in its own type: XLA:CPU computes it in float32
+        # and rounds once, and fails to compile float4/float6 operands with a wider result)
         acc = np.dtype(np.float32)
     elif acc == np.bool_:
         acc = np.dtype(np.int32)
@@ -1684,6 +1714,8 @@ def _dot_lower(ctx, lhs, rhs, dimension_numbers, precision=None, preferred_eleme
     r = ctx.op("stablehlo.dot_general", [lhs, rhs], ctx.aval(out.shape, acc),
                {"dot_dimension_numbers": dot_general_text(ctx, dimension_numbers),
                 "precision_config": _precision_attr(precision)})
+    if round_to is not None:
+        r = _convert_lower(ctx, r, round_to)
     return _convert_lower(ctx, r, out.dtype)
 
 
