@@ -825,7 +825,15 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     valid = lax.bitwise_not(_isnan(a))
     if where is not None:
         valid = lax.bitwise_and(valid, _where_mask("nanmean", where, a.shape))
-    return mean(a, axis, dtype, keepdims=keepdims, where=valid)
+    dt = a.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if not dtypes.is_inexact(dt):
+        return mean(a, axis, dtype, keepdims=keepdims, where=valid)
+    # as JAX: the NaN-free sum and the count, each in the result dtype, divided in it (a
+    # float16 mean is rounded once more than ``mean``'s, which divides in float32)
+    axes = _axes(axis, a.ndim)
+    total = nansum(a, axis=axes, dtype=dt, keepdims=keepdims, where=valid)
+    count = sum(valid, axis=axes, dtype=dt, keepdims=keepdims)
+    return lax.div(total, count)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
