@@ -217,3 +217,131 @@ def test_ufunc_reduce_out_error_types():
     _same_error(lambda m: m.numpy.add.reduce(x, out=np.zeros(())), match="out")
     _same_error(lambda m: m.numpy.add.reduce(x, out=1), match="out")
     _same_error(lambda m: m.numpy.multiply.accumulate(x, out=np.zeros(3)), match="out")
+
+
+# ---- integer arguments that JAX takes only as integers ----------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda m, a: m.numpy.cumsum(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.cumprod(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.cumulative_sum(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.sort(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.argsort(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.diff(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.delete(np.ones((2, 3)), 0, axis=a),
+    lambda m, a: m.numpy.insert(np.ones((2, 3)), 0, 5., axis=a),
+    lambda m, a: m.numpy.partition(np.ones((2, 3)), 0, axis=a),
+    lambda m, a: m.numpy.apply_along_axis(m.numpy.sum, a, np.ones((2, 3))),
+    lambda m, a: m.scipy.special.logsumexp(np.ones((2, 3)), axis=a),
+    lambda m, a: m.numpy.linalg.norm(np.ones((2, 3)), axis=a),
+], ids=["cumsum", "cumprod", "cumulative_sum", "sort", "argsort", "diff", "delete",
+        "insert", "partition", "apply_along_axis", "logsumexp", "norm"])
+def test_float_axis_is_a_type_error(call):
+    for bad in (1.0, np.float32(0)):
+        _same_error(lambda m: call(m, bad))
+    for good in (np.int64(1), -1):
+        _same(lambda m: call(m, good))
+
+
+@pytest.mark.parametrize("unroll", [2.0, np.float64(2)])
+def test_scan_float_unroll_is_a_type_error(unroll):
+    _same_error(lambda m: m.lax.scan(lambda c, x: (c + x, c), 0., _X, unroll=unroll))
+    _same_error(lambda m: m.lax.fori_loop(0, 3, lambda i, c: c + i, 0, unroll=unroll))
+
+
+def test_scan_numpy_int_unroll():
+    _same(lambda m: m.lax.scan(lambda c, x: (c + x, c), 0., _X, unroll=np.int32(2)))
+    # fori_loop takes a float 1 (no unrolling) where scan refuses it, as JAX
+    for one in (1.0, np.float32(1)):
+        _same(lambda m: m.lax.fori_loop(0, 3, lambda i, c: c + i, 0, unroll=one))
+        _same_error(lambda m: m.lax.scan(lambda c, x: (c + x, c), 0., _X, unroll=one))
+
+
+# ---- reducers: a requested dtype, a loop reduction's start ------------------------------
+
+@pytest.mark.parametrize("axis", [None, 0, (0, 2)])
+def test_mean_rounds_to_the_requested_dtype_first(axis):
+    x = ((np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7) / 3)
+    # two float16 terms per mean along axis 0: exact sums, so JAX's values exactly
+    got = jaxlite.numpy.mean(x, axis=0, dtype="float16")
+    want = jax.numpy.mean(x, axis=0, dtype="float16")
+    assert got.dtype == want.dtype and np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    _same(lambda m: m.numpy.mean(x, axis=axis, dtype=np.float16), rtol=5e-3)
+    _same(lambda m: m.numpy.mean(np.arange(5), axis=None, dtype=np.float32))
+
+
+def test_frompyfunc_reduce_starts_from_the_identity():
+    f = lambda m: m.numpy.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0)  # noqa: E731
+    x = np.arange(4.)
+    _same(lambda m: f(m).reduce(x))
+    _same(lambda m: f(m).reduce(np.arange(6.).reshape(2, 3), axis=1))
+    _same(lambda m: f(m).reduce(x, initial=2.))
+    _same(lambda m: f(m).reduce(np.zeros(0)))
+    # no identity: from the first element, as before
+    g = lambda m: m.numpy.frompyfunc(lambda a, b: a * b + 1, 2, 1)  # noqa: E731
+    _same(lambda m: g(m).reduce(x))
+
+
+# ---- quantiles: the inverted-CDF method and weights -------------------------------------
+
+_RNG = np.random.RandomState(0)
+_QX = _RNG.randn(3, 4, 5).astype(np.float32)
+_QXN = _QX.copy()
+_QXN[0, 1, 2] = np.nan
+_QXN[1] = np.nan
+_QW = _RNG.rand(3, 4, 5).astype(np.float32)
+
+
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile", "percentile", "nanpercentile"])
+@pytest.mark.parametrize("arr", ["plain", "nans", "int"])
+@pytest.mark.parametrize("axis", [None, 1, (0, 2), -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_quantile_inverted_cdf(fn, arr, axis, keepdims):
+    a = {"plain": _QX, "nans": _QXN, "int": np.arange(60).reshape(3, 4, 5) % 7}[arr]
+    s = 1 if "quantile" in fn else 100
+    for q in (0.0, 0.3, 1.0, np.array([0.1, 0.5, 0.9], np.float32)):
+        _same(lambda m: getattr(m.numpy, fn)(a, q * s, axis=axis, keepdims=keepdims,
+                                             method="inverted_cdf"))
+
+
+@pytest.mark.parametrize("fn", ["quantile", "nanquantile", "percentile", "nanpercentile"])
+@pytest.mark.parametrize("axis,wshape", [(None, (3, 4, 5)), (1, (3, 4, 5)), (1, (4,)),
+                                         ((0, 2), (3, 5)), (-1, (5,))])
+def test_quantile_weights(fn, axis, wshape):
+    s = 1 if "quantile" in fn else 100
+    w = _QW[tuple(slice(None) if d in wshape else 0 for d in _QW.shape)] \
+        if wshape != (3, 4, 5) else _QW
+    w = w.reshape(wshape)
+    q = np.array([0.2, 0.5, 1.0]) * s
+    for a in (_QX, _QXN):
+        _same(lambda m: getattr(m.numpy, fn)(a, q, axis=axis, weights=w,
+                                             method="inverted_cdf"))
+    bad = w.copy()
+    bad.reshape(-1)[0] = -1             # a negative weight makes its slices NaN (JAX)
+    _same(lambda m: getattr(m.numpy, fn)(_QX, q, axis=axis, weights=bad,
+                                         method="inverted_cdf"))
+    _same(lambda m: getattr(m.numpy, fn)(_QX, q, axis=axis, weights=np.zeros(wshape),
+                                         method="inverted_cdf"))
+
+
+def test_quantile_weights_dtypes_and_transforms():
+    _same(lambda m: m.numpy.quantile(_QX.astype(np.float16), 0.5, axis=1, weights=_QW,
+                                     method="inverted_cdf"))
+    _same(lambda m: m.numpy.quantile(np.arange(12).reshape(3, 4), 0.5, axis=1,
+                                     weights=np.ones(4, int), method="inverted_cdf"))
+    _same(lambda m: m.jit(lambda a, w: m.numpy.nanquantile(
+        a, 0.5, axis=1, weights=w, method="inverted_cdf"))(_QXN, _QW))
+    _same(lambda m: m.grad(lambda a: m.numpy.quantile(
+        a, 0.5, axis=1, weights=_QW, method="inverted_cdf").sum())(_QX))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(weights=_QW, method="linear"), "inverted_cdf"),
+    (dict(weights=_QW + 1j, method="inverted_cdf"), "complex"),
+    (dict(weights=_QW[0], method="inverted_cdf"), "shape"),
+    (dict(weights=_QW[0, 0], method="inverted_cdf", axis=None), "axis is None"),
+    (dict(method="weibull"), "method"),
+])
+def test_quantile_weights_errors(kw, match):
+    kw = dict(dict(axis=1), **kw)
+    _same_error(lambda m: m.numpy.quantile(_QX, 0.5, **kw), match=match)

@@ -223,6 +223,11 @@ class ufunc:
         x = ensure_array(a)
         if dtype is not None:
             x = x.astype(dtype)
+        if initial is None and self._reduce is None:
+            # as JAX's reduction by a loop: it starts from the identity when there is one
+            # (NumPy starts from the first element: another value for a function that
+            # does not keep its identity, as frompyfunc's may not)
+            initial = self.identity
         if self.__name__.startswith("bitwise_") and x.dtype.kind not in "biu":
             # as JAX, whose reduction asks for an integer identity (even of an empty axis)
             raise ValueError(f"{self.__name__}.reduce: integer argument required; got "

@@ -126,7 +126,9 @@ def broadcast_args(*args):
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    axis = int(axis)
+    """``axis`` in ``[0, ndim)``.  TypeError for an axis that is no integer (a float: JAX
+    takes no ``1.0``), ValueError for one out of bounds."""
+    axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim
