@@ -1116,10 +1116,13 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     """``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) over ``axis``
     (``jax.numpy.quantile``).
 
-    Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` and
-    ``q``.  Methods linear/lower/higher/midpoint/nearest.  NaN where a slice has a NaN.
-    Raises ValueError for an unknown method, complex input or ``q`` of rank > 1, TypeError
-    for an empty reduction (as JAX); NotImplementedError for ``weights``.
+    Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` (and
+    of ``weights``).  Methods linear/lower/higher/midpoint/nearest/inverted_cdf; only
+    inverted_cdf takes ``weights`` (shaped like ``a`` or like its reduced axes; a negative
+    or NaN weight makes its slice NaN).  NaN where a slice has a NaN.  Raises ValueError
+    for an unknown method, complex input or weights, mismatched weights or ``q`` of rank
+    > 1, TypeError for an empty reduction (as JAX); NotImplementedError for ``weights``
+    with another method.
     """
     _check_quantile_args("quantile", out, overwrite_input)
     return _quantile("quantile", a, q, axis, method, keepdims, nan_skip=False,
