@@ -345,3 +345,8 @@ def test_quantile_weights_dtypes_and_transforms():
 def test_quantile_weights_errors(kw, match):
     kw = dict(dict(axis=1), **kw)
     _same_error(lambda m: m.numpy.quantile(_QX, 0.5, **kw), match=match)
+
+
+def test_associative_scan_needs_a_callable():
+    _same_error(lambda m: m.lax.associative_scan(42, np.ones(3)), match="callable")
+    _same_error(lambda m: m.lax.associative_scan(None, 0), match="callable")

@@ -627,9 +627,13 @@ def associative_scan(fn, elems, reverse=False, axis=0):
       A pytree like ``elems``.
 
     Raises:
+      TypeError: ``fn`` is not callable.
       ValueError: ``axis`` out of bounds or leaves of different sizes along it.
     """
     from . import concatenate, expand_dims, reshape, rev, slice_in_dim
+    if not callable(fn):
+        raise TypeError(f"lax.associative_scan: fn argument should be callable, got "
+                        f"{type(fn).__name__}.")
     leaves, tree = tree_flatten(elems)
     if not leaves:
         return elems
