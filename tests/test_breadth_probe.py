@@ -385,3 +385,16 @@ def test_masks_under_staging_still_refused():
     _same_error(lambda m: m.grad(m.jit(lambda a: a[a > 1].sum()))(_A4))
     _same_error(lambda m: m.vmap(lambda a: a[a > 1])(np.ones((2, 3))))
     _same_error(lambda m: m.jit(lambda a: m.numpy.nonzero(a))(_A4))
+
+
+@pytest.mark.parametrize("kw", [dict(in_axes=np.int64(1)), dict(out_axes=np.int32(1)),
+                                dict(in_axes=(np.int64(1),)), dict(in_axes=[np.int8(0)]),
+                                dict(out_axes=(np.int64(1),))])
+def test_vmap_axes_refuse_numpy_integers(kw):
+    _same_error(lambda m: m.vmap(lambda a: (a,), **kw)(np.ones((2, 3))), match="axes")
+
+
+@pytest.mark.parametrize("in_axes,out_axes", [(1, -1), (-2, 0), (-1, 1), (2, -2)])
+def test_vmap_negative_axes(in_axes, out_axes):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    _same(lambda m: m.vmap(lambda a: a * 2 + a.sum(), in_axes=in_axes, out_axes=out_axes)(x))
