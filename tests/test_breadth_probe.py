@@ -398,3 +398,12 @@ def test_vmap_axes_refuse_numpy_integers(kw):
 def test_vmap_negative_axes(in_axes, out_axes):
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     _same(lambda m: m.vmap(lambda a: a * 2 + a.sum(), in_axes=in_axes, out_axes=out_axes)(x))
+
+
+def test_jit_compiler_options():
+    _same(lambda m: m.jit(lambda a: a * 2, compiler_options={})(_X))
+    _same(lambda m: m.jit(lambda a: a * 2, compiler_options=None)(_X))
+    _same(lambda m: m.jit(compiler_options={})(lambda a: a + 1)(_X))
+    # an XLA flag has no meaning here: refused, never ignored
+    with pytest.raises(NotImplementedError, match="xla_cpu_enable_fast_math"):
+        jaxlite.jit(lambda a: a, compiler_options={"xla_cpu_enable_fast_math": False})
