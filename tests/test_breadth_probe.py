@@ -407,3 +407,30 @@ def test_jit_compiler_options():
     # an XLA flag has no meaning here: refused, never ignored
     with pytest.raises(NotImplementedError, match="xla_cpu_enable_fast_math"):
         jaxlite.jit(lambda a: a, compiler_options={"xla_cpu_enable_fast_math": False})
+
+
+# ---- take / take_along_axis modes --------------------------------------------------------
+
+_TX = np.arange(12.).reshape(3, 4)
+
+
+@pytest.mark.parametrize("mode", [None, "fill", "clip", "drop", "CLIP", "FILL_OR_DROP"])
+def test_take_along_axis_gather_modes(mode):
+    def fn(m):
+        md = getattr(m.lax.GatherScatterMode, mode) if mode and mode.isupper() else mode
+        return m.numpy.take_along_axis(_TX, np.array([[0, 5, -1, -9]]), axis=1, mode=md)
+    _same(fn)
+    _same(lambda m: m.numpy.take_along_axis(_TX, np.array([[0, 2], [3, 1], [1, 1]]), axis=1,
+                                            mode="promise_in_bounds"))
+
+
+@pytest.mark.parametrize("mode", ["wrap", "raise", "foo"])
+def test_take_along_axis_refuses_take_only_modes(mode):
+    _same_error(lambda m: m.numpy.take_along_axis(_TX, np.array([[0]]), axis=1, mode=mode),
+                match="mode")
+
+
+@pytest.mark.parametrize("mode", ["promise_in_bounds", "drop", "CLIP"])
+def test_take_refuses_gather_only_modes(mode):
+    _same_error(lambda m: m.numpy.take(_TX, np.array([0]), mode=mode), match="mode")
+    _same(lambda m: m.numpy.take(_TX, np.array([0, 13, -1, -20]), mode="wrap"))
