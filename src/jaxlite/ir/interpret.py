@@ -41,11 +41,32 @@ def dead_after(jaxpr: Jaxpr):
     return [tuple(d) for d in dead]
 
 
-def _evaluate(jaxpr: Jaxpr, consts, args, apply, dead=None):
+def literal_operand(lit: Literal):
+    """The value a rebinding evaluation passes for ``lit``: its NumPy value, or, for a
+    weakly typed literal (``x * 3`` records ``3.0:f32[]`` weak), a value that keeps the weak
+    type so the re-run program types its results as the staged one did (JAX): a Python
+    scalar where that is the literal's dtype by default, else a weak 0-d Array."""
+    aval = lit.aval
+    if not aval.weak_type:
+        return lit.val
+    from ..core.avals import scalar_aval
+    py = lit.val.item()
+    if scalar_aval(py) == aval:
+        return py
+    from ..core.array import ArrayImpl
+    from ..core.eager import put_host
+    from ..runtime import get_default_device
+    # a constant of the program, not a transfer (as a Python scalar operand is)
+    return ArrayImpl(put_host(lit.val, aval.dtype, get_default_device()), aval, False)
+
+
+def _evaluate(jaxpr: Jaxpr, consts, args, apply, dead=None, literal=None):
     env = {}
 
     def read(v):
-        return v.val if isinstance(v, Literal) else env[v]
+        if isinstance(v, Literal):
+            return v.val if literal is None else literal(v)
+        return env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v] = x
@@ -67,7 +88,8 @@ def _evaluate(jaxpr: Jaxpr, consts, args, apply, dead=None):
 def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
     """Evaluates ``jaxpr`` on ``consts`` and ``args`` by binding; returns the outputs."""
     return _evaluate(jaxpr, consts, args,
-                     lambda eqn, vals: eqn.primitive.bind(*vals, **eqn.params))
+                     lambda eqn, vals: eqn.primitive.bind(*vals, **eqn.params),
+                     literal=literal_operand)
 
 
 def eval_jaxpr_impl(jaxpr: Jaxpr, consts, *args, dead=None):

@@ -575,7 +575,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
         fin = _e.is_finite_p.bind(m)
         safe = select_n(fin, zeros_like_array(m), m)
         return add(safe, log(add(exp(sub(a, safe)), exp(sub(b, safe)))))
-    return associative_scan(logaddexp, operand, reverse=reverse, axis=axis)
+    # an Array even when nothing is combined (a length below 2), as JAX's primitive gives
+    return associative_scan(logaddexp, _as_array(operand), reverse=reverse, axis=axis)
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
@@ -696,6 +697,10 @@ def _cum_axis(name, operand, axis):
 
 def _cum(p):
     def fn(operand, axis=0, reverse=False):
+        if p.name in ("cummax", "cummin") and get_aval(operand).dtype == np.bool_:
+            # the primitive takes bools (jnp.maximum.accumulate); lax's function does not
+            raise TypeError(f"{p.name} does not accept dtype bool. Accepted dtypes are "
+                            f"subtypes of number.")
         return p.bind(operand, axis=_cum_axis(p.name, operand, axis), reverse=bool(reverse))
     fn.__name__ = p.name
     fn.__doc__ = f"Cumulative ``{p.name}`` along ``axis`` (``jax.lax.{p.name}``)."

@@ -10,6 +10,7 @@ arrays and over tracers of an enclosing ``jit``: those become leading operands.
 from __future__ import annotations
 
 import inspect
+import operator
 from types import SimpleNamespace
 
 import numpy as np
@@ -234,7 +235,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     if isinstance(unroll, (bool, np.bool_)):
         unroll = max(length, 1) if unroll else 1
     else:
-        unroll = int(unroll)
+        unroll = operator.index(unroll)     # TypeError for a float, as JAX
         if unroll < 0:
             raise ValueError(f"scan: unroll={unroll!r}; it takes a bool or an int >= 0.")
         unroll = max(unroll, 1)
@@ -326,8 +327,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         def step(carry, _):
             i, x = carry
             return (i + 1, body_fun(i, x)), None
+        if unroll is None or (not isinstance(unroll, (bool, np.bool_)) and unroll == 1):
+            unroll = False      # a float 1.0 too: JAX's fori_loop takes it as "no unroll"
         (_, result), _ = scan(step, (lo, init_val), None, length=max(hi - lo, 0),
-                              unroll=False if unroll is None else unroll)
+                              unroll=unroll)
         return result
     if unroll is not None and unroll is not False and unroll != 1:
         raise ValueError("fori_loop: `unroll` needs loop bounds that are statically known "
@@ -624,9 +627,13 @@ def associative_scan(fn, elems, reverse=False, axis=0):
       A pytree like ``elems``.
 
     Raises:
+      TypeError: ``fn`` is not callable.
       ValueError: ``axis`` out of bounds or leaves of different sizes along it.
     """
     from . import concatenate, expand_dims, reshape, rev, slice_in_dim
+    if not callable(fn):
+        raise TypeError(f"lax.associative_scan: fn argument should be callable, got "
+                        f"{type(fn).__name__}.")
     leaves, tree = tree_flatten(elems)
     if not leaves:
         return elems

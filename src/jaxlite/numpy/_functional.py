@@ -17,7 +17,14 @@ import sys
 import numpy as np
 
 from .. import _traceback, lax
+from ..primitives import reduction as _red_p
 from ._util import canonicalize_axis, check_arraylike, ensure_array
+
+
+def _cum_bind(p, x, axis):
+    """A running max/min: the primitive itself, which (unlike ``lax.cummax``) takes bools,
+    as ``jnp.maximum.accumulate`` does."""
+    return p.bind(x, axis=axis, reverse=False)
 
 
 def _jnp():
@@ -198,6 +205,15 @@ class ufunc:
         without identity and for a function that is not binary."""
         self._binary_only("reduce")
         if out is not None:
+            try:
+                hash(out)
+            except TypeError:
+                # JAX's reduce takes ``out`` as a static argument of its jit: an array
+                # there fails the hashing first
+                raise ValueError(f"Non-hashable static arguments are not supported: out of "
+                                 f"{self.__name__}.reduce() is a {type(out).__name__}; "
+                                 f"JAX arrays are immutable, so out= is not supported."
+                                 ) from None
             raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
         check_arraylike(f"{self.__name__}.reduce", a)
         if self._reduce is not None and where is None:
@@ -207,6 +223,11 @@ class ufunc:
         x = ensure_array(a)
         if dtype is not None:
             x = x.astype(dtype)
+        if initial is None and self._reduce is None:
+            # as JAX's reduction by a loop: it starts from the identity when there is one
+            # (NumPy starts from the first element: another value for a function that
+            # does not keep its identity, as frompyfunc's may not)
+            initial = self.identity
         if self.__name__.startswith("bitwise_") and x.dtype.kind not in "biu":
             # as JAX, whose reduction asks for an integer identity (even of an empty axis)
             raise ValueError(f"{self.__name__}.reduce: integer argument required; got "
@@ -385,10 +406,10 @@ def wrap_ufuncs(ns: dict) -> dict:
         "multiply": dict(identity=1, reduce=_red("prod"), accumulate=_acc(jnp.cumprod),
                          at=_at("multiply")),
         "maximum": dict(identity=None, reduce=_red("max"),
-                        accumulate=_acc(lambda x, axis: lax.cummax(x, axis)),
+                        accumulate=_acc(lambda x, axis: _cum_bind(_red_p.cummax_p, x, axis)),
                         at=_at("max")),
         "minimum": dict(identity=None, reduce=_red("min"),
-                        accumulate=_acc(lambda x, axis: lax.cummin(x, axis)),
+                        accumulate=_acc(lambda x, axis: _cum_bind(_red_p.cummin_p, x, axis)),
                         at=_at("min")),
         "logical_and": dict(identity=True, reduce=_red("all")),
         "logical_or": dict(identity=False, reduce=_red("any")),

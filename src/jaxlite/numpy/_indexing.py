@@ -208,7 +208,12 @@ def parse_index(shape, idx, wrap_negative_indices=True, check_static=False) -> _
 
 def _concrete_mask(v):
     if isinstance(v, Tracer):
-        raise errors.NonConcreteBooleanIndexError(v)
+        # a mask computed under forward-mode differentiation (grad of eager code) has a
+        # concrete value, so the selection's shape is known: allowed, as in JAX
+        c = v.to_concrete_value()
+        if c is None:
+            raise errors.NonConcreteBooleanIndexError(v)
+        return np.asarray(c)
     return np.asarray(v)
 
 

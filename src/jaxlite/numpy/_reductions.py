@@ -460,6 +460,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not dtypes.is_inexact(dt):
         return _int_mean(a, axes, dt, keepdims, where)
     acc = _upcast_half(_inexact_dtype(dt))
+    if dtype is not None and a.dtype != dt:
+        # as JAX: the values are cast to the requested dtype first (a float32 input asked
+        # for a float16 mean is rounded to float16), then summed in the wider dtype
+        a = convert(a, dt)
     s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
     if where is None:
         n = lax.scalar_as(_count(a.shape, axes), s.dtype, False)
@@ -825,7 +829,15 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     valid = lax.bitwise_not(_isnan(a))
     if where is not None:
         valid = lax.bitwise_and(valid, _where_mask("nanmean", where, a.shape))
-    return mean(a, axis, dtype, keepdims=keepdims, where=valid)
+    dt = a.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if not dtypes.is_inexact(dt):
+        return mean(a, axis, dtype, keepdims=keepdims, where=valid)
+    # as JAX: the NaN-free sum and the count, each in the result dtype, divided in it (a
+    # float16 mean is rounded once more than ``mean``'s, which divides in float32)
+    axes = _axes(axis, a.ndim)
+    total = nansum(a, axis=axes, dtype=dt, keepdims=keepdims, where=valid)
+    count = sum(valid, axis=axes, dtype=dt, keepdims=keepdims)
+    return lax.div(total, count)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
@@ -928,14 +940,69 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 
 # ---- quantiles ----------------------------------------------------------------------------
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile(name, a, q, axis, method, keepdims, nan_skip):
+def _quantile_weights(name, a, weights, axis, method):
+    """``a`` and ``weights`` promoted together (JAX), the weights broadcast to ``a``'s
+    shape.  ValueError for complex weights or a shape that is neither ``a``'s nor that of
+    the reduced axes; NotImplementedError for a method other than inverted_cdf."""
+    check_arraylike(name, weights)
+    weights = ensure_array(weights)
+    if weights.dtype.kind == "c":
+        raise ValueError("Weights cannot be complex types.")
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                  f"'inverted_cdf' supports weights.")
+    a, weights = promote_dtypes_inexact(ensure_array(a), weights)
+    if weights.shape != a.shape:
+        if axis is None:
+            raise ValueError("Weights shape must match 'a' shape when axis is None.")
+        axes = tuple(canonicalize_axis(ax, a.ndim) for ax in
+                     (axis if isinstance(axis, (tuple, list)) else (axis,)))
+        want = tuple(a.shape[ax] for ax in axes)
+        if weights.shape != want:
+            raise ValueError(f"Weights shape {weights.shape} must match reduction axes "
+                             f"{want}")
+        weights = lax.broadcast_in_dim(weights, a.shape, axes)
+    return a, weights
+
+
+def _inverted_cdf(x, wx, qv, cnt, nan_skip):
+    """The inverted-CDF quantile of each row of sorted ``x`` (nb, n) with weights ``wx``
+    (sorted with it) at fractions ``qv`` (nq,): the first value whose cumulative weight
+    reaches ``q`` times the row's total, as JAX picks it (negative or NaN weights and NaN
+    values weigh nothing; the caller makes such rows NaN).  Returns (nq, nb)."""
+    nb, n = x.shape
+    nq = qv.shape[0]
+    zero_w = _full(wx.shape, 0, wx)
+    bad_w = lax.bitwise_or(lax.lt(wx, zero_w), _isnan(wx))
+    clean = lax.select(lax.bitwise_or(bad_w, _isnan(x)), zero_w, wx)
+    cum = convert(lax.cumsum(clean, 1), qv.dtype)                          # (nb, n)
+    total = lax.slice_in_dim(cum, n - 1, n, 1, 1)                         # (nb, 1)
+    target = lax.mul(lax.broadcast_in_dim(qv, (nq, nb, 1), (0,)),
+                     lax.broadcast_in_dim(total, (nq, nb, 1), (1, 2)))
+    less = lax.lt(lax.broadcast_in_dim(cum, (nq, nb, n), (1, 2)),
+                  lax.broadcast_in_dim(target, (nq, nb, n), (0, 1, 2)))
+    it = dtypes.default_int_dtype()
+    idx = lax.reduce_sum(convert(less, it), (2,))                          # (nq, nb)
+    valid = cnt if nan_skip else _full((nb,), n, cnt)
+    limit = lax.broadcast_in_dim(convert(lax.sub(valid, _full((nb,), 1, valid)), it),
+                                 (nq, nb), (1,))
+    idx = lax.max(_full((nq, nb), 0, idx), lax.min(idx, limit))
+    rows = lax.broadcasted_iota(it, (nq, nb), 1)
+    res = lax.gather_indexed(x, (("array", 0), ("array", 1)), [rows, idx], mode="clip")
+    any_bad = lax.broadcast_in_dim(lax.reduce_or(bad_w, (1,)), (nq, nb), (1,))
+    return lax.select(any_bad, _full((nq, nb), np.nan, res), res)
+
+
+def _quantile(name, a, q, axis, method, keepdims, nan_skip, weights=None):
     check_arraylike(name, a, q)
     if method not in _METHODS:
         raise ValueError(f"{name}: unknown method {method!r}; choose one of "
                          f"{', '.join(_METHODS)}")
+    if weights is not None:
+        a, weights = _quantile_weights(name, a, weights, axis, method)
     qdt = dtypes.dtype_and_weak(q)[0]
     if not dtypes.is_inexact(qdt):
         # JAX promotes only ``a``; an integer or bool q fails in its floor/arithmetic
@@ -975,21 +1042,30 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
     nb = _count(out_shape, range(len(out_shape)))
     x = lax.reshape(x, (nb, n))
     nan_in = _isnan(x)
-    if nan_skip:
-        x = lax.sort(x, 1)                       # NaNs sort last
-        cnt = lax.reduce_sum(convert(lax.bitwise_not(nan_in), q.dtype), (1,))  # (nb,)
+    wx = None
+    if method == "inverted_cdf":
+        wx = _full((nb, n), 1, x) if weights is None else lax.reshape(
+            lax.transpose(weights, rest + list(axes)), (nb, n))
+        x, wx = lax.sort((x, wx), 1, num_keys=1)     # NaNs sort last, weights with them
     else:
         x = lax.sort(x, 1)
+    if nan_skip:
+        cnt = lax.reduce_sum(convert(lax.bitwise_not(nan_in), q.dtype), (1,))  # (nb,)
+    else:
         cnt = _full((nb,), n, q)
     qv = lax.reshape(q, (q.size,))                                   # (nq,)
     nq = q.size
     qb = lax.broadcast_in_dim(qv, (nq, nb), (0,))
     cb = lax.broadcast_in_dim(_strong(cnt), (nq, nb), (1,))
+    zero = _full((nq, nb), 0, qb)
+    if wx is not None:
+        res = _inverted_cdf(x, wx, qv, _strong(cnt), nan_skip)
+        return _quantile_result(res, cb, zero, nan_in, nan_skip, q, nq, nb,
+                                kept_shape if keepdims else out_shape)
     one = _full((nq, nb), 1, qb)
     top = lax.sub(cb, one)
     pos = lax.mul(qb, top)
     lo, hi = lax.floor(pos), lax.ceil(pos)
-    zero = _full((nq, nb), 0, qb)
     lo_c = lax.max(zero, lax.min(lo, lax.max(top, zero)))
     hi_c = lax.max(zero, lax.min(hi, lax.max(top, zero)))
     w_hi = lax.sub(pos, lo)
@@ -1012,13 +1088,19 @@ def _quantile(name, a, q, axis, method, keepdims, nan_skip):
         res = lax.mul(lax.add(lo_v, hi_v), _full((nq, nb), 0.5, lo_v))
     else:  # nearest: the lower neighbour on ties at .5, as JAX
         res = lax.select(lax.le(w_hi, _full((nq, nb), 0.5, w_hi)), lo_v, hi_v)
+    return _quantile_result(res, cb, zero, nan_in, nan_skip, q, nq, nb,
+                            kept_shape if keepdims else out_shape)
+
+
+def _quantile_result(res, cb, zero, nan_in, nan_skip, q, nq, nb, final):
+    """``res`` (nq, nb) with NaN where a row has no value (nanquantile: no non-NaN one;
+    quantile: any NaN), shaped ``q.shape + final``."""
     if nan_skip:
         empty = lax.eq(cb, zero)
         res = lax.select(empty, _full((nq, nb), np.nan, res), res)
     else:
         bad = lax.broadcast_in_dim(lax.reduce_or(nan_in, (1,)), (nq, nb), (1,))
         res = lax.select(bad, _full((nq, nb), np.nan, res), res)
-    final = kept_shape if keepdims else out_shape
     return _strong(lax.reshape(res, q.shape + final))
 
 
@@ -1034,24 +1116,25 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     """``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) over ``axis``
     (``jax.numpy.quantile``).
 
-    Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` and
-    ``q``.  Methods linear/lower/higher/midpoint/nearest.  NaN where a slice has a NaN.
-    Raises ValueError for an unknown method, complex input or ``q`` of rank > 1, TypeError
-    for an empty reduction (as JAX); NotImplementedError for ``weights``.
+    Result shape ``q.shape + reduced shape``; dtype: the inexact promotion of ``a`` (and
+    of ``weights``).  Methods linear/lower/higher/midpoint/nearest/inverted_cdf; only
+    inverted_cdf takes ``weights`` (shaped like ``a`` or like its reduced axes; a negative
+    or NaN weight makes its slice NaN).  NaN where a slice has a NaN.  Raises ValueError
+    for an unknown method, complex input or weights, mismatched weights or ``q`` of rank
+    > 1, TypeError for an empty reduction (as JAX); NotImplementedError for ``weights``
+    with another method.
     """
     _check_quantile_args("quantile", out, overwrite_input)
-    if weights is not None:
-        raise NotImplementedError("jaxlite.numpy.quantile does not support weights yet.")
-    return _quantile("quantile", a, q, axis, method, keepdims, nan_skip=False)
+    return _quantile("quantile", a, q, axis, method, keepdims, nan_skip=False,
+                     weights=weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
     """``quantile`` ignoring NaNs (``jax.numpy.nanquantile``); NaN for all-NaN slices."""
     _check_quantile_args("nanquantile", out, overwrite_input)
-    if weights is not None:
-        raise NotImplementedError("jaxlite.numpy.nanquantile does not support weights yet.")
-    return _quantile("nanquantile", a, q, axis, method, keepdims, nan_skip=True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, nan_skip=True,
+                     weights=weights)
 
 
 def _pct(q):

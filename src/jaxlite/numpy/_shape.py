@@ -999,13 +999,30 @@ def _wrap_index(idx, n):
 
 
 def _take_mode(name, mode):
+    """``take``'s mode: None (fill), 'fill', 'clip' or 'wrap'; NotImplementedError for
+    'raise', ValueError for anything else (as JAX)."""
     if mode is None:
         return "fill"
     if mode == "raise":
         raise NotImplementedError(f"The 'raise' mode to jnp.{name} is not supported.")
-    if mode not in ("fill", "clip", "wrap", "promise_in_bounds"):
+    if not isinstance(mode, str) or mode not in ("fill", "clip", "wrap"):
         raise ValueError(f"Invalid mode '{mode}' for np.{name}")
     return mode
+
+
+def _gather_mode(mode):
+    """``take_along_axis``'s mode, which is a gather's (JAX): None (fill), 'fill', 'clip',
+    'drop', 'promise_in_bounds' or a ``lax.GatherScatterMode``; ValueError otherwise ('wrap'
+    and 'raise' included)."""
+    if mode is None:
+        return "fill"
+    from ..lax import GatherScatterMode
+    names = {"CLIP": "clip", "FILL_OR_DROP": "fill", "PROMISE_IN_BOUNDS": "promise_in_bounds"}
+    if isinstance(mode, GatherScatterMode) and mode.name in names:
+        return names[mode.name]
+    if not isinstance(mode, str) or mode not in ("fill", "clip", "drop", "promise_in_bounds"):
+        raise ValueError(f'Unknown gather mode "{mode}"')
+    return "fill" if mode == "drop" else mode
 
 
 def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indices=False,
@@ -1047,8 +1064,9 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
 def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
     """``arr`` gathered at ``indices`` along ``axis``, the other axes matched position by
     position (broadcasting) (``jax.numpy.take_along_axis``).  ``axis=None`` uses the
-    flattened ``arr`` and 1-D indices.  Out-of-bounds indices follow ``mode`` as in
-    ``take`` (default 'fill').
+    flattened ``arr`` and 1-D indices.  Out-of-bounds indices follow ``mode``, a gather's:
+    'fill' (the default; as in ``take``), 'drop' (the same for a gather), 'clip',
+    'promise_in_bounds' or a ``lax.GatherScatterMode``.
 
     Raises:
       TypeError: non-integer indices; list arguments.
@@ -1057,7 +1075,7 @@ def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
     check_arraylike("take_along_axis", arr, indices)
     a = _arr(arr)
     idx = _index_operand("take_along_axis", indices, TypeError)
-    mode = _take_mode("take_along_axis", mode)
+    mode = _gather_mode(mode)
     if axis is None:
         if idx.ndim != 1:
             raise ValueError(f"take_along_axis with axis=None flattens arr, so indices must "
@@ -1071,8 +1089,6 @@ def take_along_axis(arr, indices, axis: int | None, mode=None, fill_value=None):
     other_a = tuple(1 if i == ax else d for i, d in enumerate(a.shape))
     other_i = tuple(1 if i == ax else d for i, d in enumerate(idx.shape))
     out_shape = list(broadcast_shapes(other_i, other_a))
-    if mode == "wrap":
-        idx, mode = _wrap_index(idx, a.shape[ax]), "clip"
     index = []
     for d in range(a.ndim):
         if d == ax:

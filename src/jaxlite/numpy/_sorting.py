@@ -16,8 +16,8 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.trace import Tracer
 from ._named_jit import named_jit
-from ._util import (canonicalize_axis, check_arraylike, convert, ensure_array, promote_dtypes,
-                    public_names)
+from ._util import (canonicalize_axis, check_arraylike, concrete_or_none, convert,
+                    ensure_array, promote_dtypes, public_names)
 
 
 def _arr(name, a):
@@ -247,11 +247,12 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
 
 def _concrete_size(count, name):
     """The Python int value of a count, or the JAX concretization error under a trace."""
-    if isinstance(count, Tracer):
+    value = concrete_or_none(count)
+    if value is None:
         raise errors.ConcretizationTypeError(
             count, f"The size argument of jnp.{name} must be statically specified to use "
                    f"jnp.{name} within JAX transformations.")
-    return int(count)
+    return int(value)
 
 
 def _nonzero_flat(mask, size):
@@ -393,6 +394,8 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
     if size is None:
         count = lax.reduce_sum(convert(mask, it), (0,))
         if isinstance(count, Tracer):
+            # even a concrete count under grad: JAX's unique there drops the derivative
+            # (zeros), which jaxlite does not copy silently
             raise errors.ConcretizationTypeError(
                 count, "The error arose in jnp.unique(). When using jnp.unique() within JAX "
                        "transformations, pass a static size= argument.")

@@ -125,8 +125,19 @@ def broadcast_args(*args):
             for a, s in zip(args, shapes)]
 
 
+def concrete_or_none(x):
+    """``x``'s concrete value: ``x`` itself when it is no tracer; a tracer's when it has
+    one (forward-mode differentiation of eager code carries concrete primals, which JAX
+    lets data-dependent shapes use); None when it has none (staged or batched)."""
+    if isinstance(x, Tracer):
+        return x.to_concrete_value()
+    return x
+
+
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    axis = int(axis)
+    """``axis`` in ``[0, ndim)``.  TypeError for an axis that is no integer (a float: JAX
+    takes no ``1.0``), ValueError for one out of bounds."""
+    axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim

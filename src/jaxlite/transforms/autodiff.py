@@ -638,7 +638,14 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             if not holomorphic and not dtypes.is_float(dt):
                 _real_output_error("jacrev", dt)
         n, basis = _std_basis(y_leaves)
-        cts = vmap(lambda *b: pull(tree_unflatten(y_tree, list(b))))(*basis)
+
+        def row_of(*b):
+            # an integer input's (allow_int) float0 cotangent comes out as zeros of the
+            # input's dtype, as JAX's batched float0 zeros do
+            return [np.zeros(np.shape(x), get_aval(x).dtype)
+                    if getattr(c, "dtype", None) == dtypes.float0 else c
+                    for c, x in zip(pull(tree_unflatten(y_tree, list(b))), d_leaves)]
+        cts = vmap(row_of)(*basis)
         # cts: per input leaf, shape (n,) + in.shape -> per output leaf out.shape + in.shape
         per_out = []
         start = 0

@@ -813,7 +813,7 @@ Wrapped.register(JitWrapped)
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
         donate_argnames=None, keep_unused=False, device=None, backend=None, inline=False,
-        in_shardings=None, out_shardings=None):
+        in_shardings=None, out_shardings=None, compiler_options=None):
     """Compiles ``fun`` on first call per input signature and caches it (``jax.jit``).
 
     Args:
@@ -831,14 +831,21 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
       out_shardings: the same for the outputs: each is placed there; outputs without one
         are placed by the sharding propagation of the program (sharded arguments,
         ``with_sharding_constraint``/``reshard`` inside), replicated on the mesh otherwise.
+      compiler_options: XLA's compiler flags; jaxlite's compilers have none of them, so
+        only None or an empty dict is taken.
     Returns:
       A callable with ``lower``, ``_cache_size`` and ``clear_cache``.
     Raises:
       TypeError: ``fun`` is not callable, or an argument cannot be used as an array.
       ValueError: an unhashable static argument (naming it), static and donated overlap.
+      NotImplementedError: non-empty ``compiler_options`` (never silently ignored).
     Usable as ``@jit``, ``@jit(static_argnums=0)`` or
     ``@functools.partial(jit, static_argnums=0)``.
     """
+    if compiler_options:
+        raise NotImplementedError(
+            f"jit(compiler_options={dict(compiler_options)!r}): these are XLA's compiler "
+            f"flags, and jaxlite's compilers take none of them.")
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,

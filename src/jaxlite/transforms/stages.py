@@ -13,7 +13,7 @@ from .._traceback import api_boundary as _api_boundary
 from ..compiler.pipeline import compile_jaxpr, cost_analysis
 from ..core.avals import ShapedArray
 from ..ir.jaxpr import ClosedJaxpr
-from ..tree_util import tree_unflatten
+from ..tree_util import tree_flatten, tree_unflatten
 
 
 class ShapeDtypeStruct:
@@ -505,27 +505,34 @@ class Compiled:
 
     @_api_boundary      # a traceback boundary (_traceback.py), as jit's own methods
     def __call__(self, *args, **kwargs):
-        """Runs on arguments of the compiled signature.  Raises TypeError when their
-        shapes/dtypes differ from it (naming the argument)."""
+        """Runs on the dynamic arguments of the compiled signature: the static ones
+        (``static_argnums``/``static_argnames``) were fixed by ``lower`` and are left out,
+        as in JAX.  Raises TypeError when the arguments' pytree structure or their
+        shapes/dtypes differ from the compiled ones (naming the argument)."""
         wrapped = self._lowered._wrapped
-        statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
-            wrapped._trace(args, kwargs)
-        from .jit import _leaf_key
         want = self._lowered._key
-        if (statics, static_kw) != (want[2], want[3]):
-            got = [v for _, v in statics + static_kw]
-            raise TypeError(f"static arguments {got!r} are not the ones this executable was "
-                            f"built with, {[v for _, v in want[2] + want[3]]!r}; lower and "
-                            f"compile again for new static values.")
+        leaves, in_tree = tree_flatten((tuple(args), dict(kwargs)))
+        from .jit import _leaf_key
         if in_tree != want[0]:
+            extra = ""
+            if want[2] or want[3]:
+                extra = (f" (the static arguments "
+                         f"{[v for _, v in want[2] + want[3]]!r} were fixed by lower and "
+                         f"are not passed again)")
             raise TypeError(f"this executable takes inputs with pytree structure {want[0]}, "
-                            f"got {in_tree}")
+                            f"got {in_tree}{extra}")
         names = self._lowered._arg_names
         for name, x, (aval, _) in zip(names, leaves, want[1]):
             got = _leaf_key(x)[0]
             if got.strip_weak_type() != aval.strip_weak_type():
                 raise TypeError(f"argument {name} is {got.str_short()}, but this executable "
                                 f"was compiled for {aval.str_short()}.")
+        # the whole call, statics put back, for the donated arguments' positions and names
+        full = list(args)
+        for i, v in want[2]:
+            full.insert(i, v)
+        kwargs = {**kwargs, **dict(want[3])}
+        args = tuple(full)
         outs = self._run_flat(leaves, lambda: names, wrapped._donated(args, kwargs, leaves))
         return tree_unflatten(self._lowered.out_tree, outs)
 

@@ -23,7 +23,8 @@ __all__ = ["vmap"]
 
 
 def _is_axis(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    # Python ints only: JAX refuses NumPy integers (and bools) in in_axes/out_axes
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _prefix_subtrees(spec, value, what):
