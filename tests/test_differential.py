@@ -1249,6 +1249,13 @@ NOT_CALLED = {
                    "grad, vmap, jit, pytrees and errors: tests/test_custom_linear_solve.py"
        for n in ("custom_linear_solve", "custom_root")},
     "top.enable_checks": "the IR checker's context manager: tests/test_check_jaxpr.py",
+    "top.default_prng_impl": "the PRNG implementation's context manager, compared with JAX "
+                             "by the keys it makes: tests/test_prng_impls.py",
+    "lax.rng_bit_generator": "XLA's bit generators, compared with JAX bit for bit (every "
+                             "algorithm, dtype and shape; batching; xla_cpu): "
+                             "tests/test_prng_impls.py",
+    "lax.ragged_dot_general": "ragged products (each mode; jvp, grad, vmap), compared with "
+                              "JAX: tests/test_breadth_ops.py",
     **{n: "sharding annotations need a mesh of several devices: compared with JAX (values, "
           "dtypes, shardings, errors; eager, jit, vmap, grad) in "
           "tests/multidevice/test_sharding_constraints.py"

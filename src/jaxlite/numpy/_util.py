@@ -136,7 +136,13 @@ def concrete_or_none(x):
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
     """``axis`` in ``[0, ndim)``.  TypeError for an axis that is no integer (a float: JAX
-    takes no ``1.0``), ValueError for one out of bounds."""
+    takes no ``1.0``), ConcretizationTypeError for a traced one, ValueError for one out of
+    bounds."""
+    if isinstance(axis, Tracer) and axis.to_concrete_value() is None:
+        # as JAX: an axis must be known when tracing
+        from .. import errors
+        raise errors.ConcretizationTypeError(
+            axis, f"The {name} argument must be known statically.")
     axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")

@@ -231,6 +231,14 @@ def _loop_batch(keys, **params):
 
 rng_bit_generator_p.batch = _rbg_batch
 
+from ..core import sharding_rules as _sr  # noqa: E402
+
+# the bits are laid out over the whole output shape (one counter sequence), so a sharded
+# program computes them whole, from the whole key, and every device holds all of them
+rng_bit_generator_p.sharding = _sr.replicate_rule(
+    rng_bit_generator_p, "the bits are laid out over the whole output: computed whole, "
+    "replicated")
+
 
 # ---- lowering to StableHLO (backends/pjrt) ------------------------------------------------
 
