@@ -1,0 +1,298 @@
+"""Printed forms that programs and doctests compare, against real JAX 0.10.2.
+
+- ``str(make_jaxpr(f)(x))`` for the programs of JAX's documentation (the jaxpr language
+  page, "thinking in JAX", the control-flow and custom-derivative pages) and everyday
+  jax.numpy code: exact string equality.  Programs whose equations differ on purpose are in
+  ``DIFFERENT`` with the reason (and in README's known differences).
+- ``repr(jax.jit(f))``, the StableHLO module's name (``module @jit_f``) on a PJRT platform.
+- The error texts of custom_vjp / custom_jvp rules that return the wrong thing, and of
+  ``grad`` of a function whose output is not a scalar: JAX's exception type and message.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pytest
+
+import jaxlite as jax
+import jaxlite.numpy as jnp
+from jaxlite import lax
+
+_V8 = (np.zeros(8, np.float32), np.ones(8, np.float32))
+_X = np.arange(5.0, dtype=np.float32)
+_M = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+
+# ---- the programs ------------------------------------------------------------------------
+# Each entry: (make(jax, jnp, lax) -> function, example arguments).
+
+def _func1(j, m, l):
+    def func1(first, second):
+        temp = first + m.sin(second) * 3.
+        return m.sum(temp)
+    return func1
+
+
+def _func3(j, m, l):
+    def inner(second):
+        if second.shape[0] > 4:
+            return m.sin(second)
+        raise AssertionError("not reached")
+
+    def func2(inner, first, second):
+        return m.sum(first + inner(second) * 3.)
+
+    return lambda first, second: func2(inner, first, second)
+
+
+def _func4(j, m, l):
+    def func4(arg):
+        return m.sum(arg[0] + m.sin(arg[1]) * 3.)
+    return func4
+
+
+def _one_of_three(j, m, l):
+    def one_of_three(index, arg):
+        return l.switch(index, [lambda x: x + 1., lambda x: x - 2., lambda x: x + 3.], arg)
+    return one_of_three
+
+
+def _func7(j, m, l):
+    return lambda arg: l.cond(arg >= 0., lambda xt: xt + 3., lambda xf: xf - 3., arg)
+
+
+def _func10(j, m, l):
+    def func10(arg, n):
+        ones = m.ones(arg.shape)
+        return l.fori_loop(0, n, lambda i, carry: carry + ones * 3. + arg, arg + ones)
+    return func10
+
+
+def _func11(j, m, l):
+    def func11(arr, extra):
+        ones = m.ones(arr.shape)
+
+        def body(carry, aelems):
+            ae1, ae2 = aelems
+            return carry + ae1 * ae2 + extra, carry
+        return l.scan(body, 0., (arr, ones))
+    return func11
+
+
+def _func12(j, m, l):
+    def func12(arg):
+        @j.jit
+        def inner(x):
+            return x + arg * m.ones(1)
+        return arg + inner(arg - 2.)
+    return func12
+
+
+def _selu(j, m, l):
+    def selu(x, alpha=1.67, lmbda=1.05):
+        return lmbda * m.where(x > 0, x, alpha * m.exp(x) - alpha)
+    return selu
+
+
+def _convolve(j, m, l):
+    def convolve(x, w):
+        return m.array([m.dot(x[i - 1:i + 2], w) for i in range(1, len(x) - 1)])
+    return j.vmap(convolve)
+
+
+DOCS = {
+    # the jaxpr language page
+    "func1": (_func1, _V8),
+    "func3_inlined_call": (_func3, _V8),
+    "func4_pytree_argument": (_func4, (_V8,)),
+    "one_of_three_switch": (_one_of_three, (1, 5.)),
+    "func7_cond": (_func7, (5.,)),
+    "func10_fori_loop": (_func10, (np.ones(16, np.float32), 5)),
+    "func11_scan": (_func11, (np.ones(16, np.float32), 5.)),
+    "func12_nested_jit_with_constant": (_func12, (1.,)),
+    # thinking in JAX, the quickstart, automatic vectorization
+    "log2": (lambda j, m, l: lambda x: m.log(x) / m.log(2.0), (3.0,)),
+    "selu": (_selu, (_X,)),
+    "sum_logistic_grad": (lambda j, m, l: j.grad(
+        lambda x: m.sum(1.0 / (1.0 + m.exp(-x)))), (_X,)),
+    "jit_square": (lambda j, m, l: j.jit(lambda x: x * x), (_X,)),
+    "vmap_dot_in_axes": (lambda j, m, l: j.vmap(m.dot, in_axes=(0, None)), (_M, _X[:4])),
+    "vmap_convolve": (_convolve, (np.stack([_X, _X]), np.stack([_X[:3], _X[:3]]))),
+    "linear_model_grad": (lambda j, m, l: j.grad(
+        lambda x, w, y: m.mean((m.dot(x, w) - y) ** 2), argnums=1),
+        (np.ones((4, 3), np.float32), np.ones(3, np.float32), np.ones(4, np.float32))),
+    # control flow
+    "while_loop": (lambda j, m, l: lambda x: l.while_loop(lambda v: v < 10,
+                                                          lambda v: v + 1, x), (0,)),
+    "fori_loop_static_bounds": (lambda j, m, l: lambda x: l.fori_loop(
+        0, 3, lambda i, x: x * 2, x), (_X,)),
+    "scan_cumulative_sum": (lambda j, m, l: lambda xs: l.scan(
+        lambda c, x: (c + x, c + x), 0., xs), (_X,)),
+    "cond_with_operand": (lambda j, m, l: lambda p, x: l.cond(
+        p > 0, lambda a: a * 2, lambda a: a + 1, x), (1.0, _X)),
+    "lax_map": (lambda j, m, l: lambda xs: l.map(lambda x: x.sum(), xs), (_M,)),
+    # everyday jax.numpy
+    "where_scalar": (lambda j, m, l: lambda x: m.where(x > 2, x, 0), (_X,)),
+    "indexing_int_and_slice": (lambda j, m, l: lambda x: (x[1, 2], x[:, 1:3]), (_M,)),
+    "dot_of_matrices": (lambda j, m, l: m.dot, (_M, _M.T.copy())),
+    "reshape_ravel_astype": (lambda j, m, l: lambda x: (x.reshape(4, 3), x.ravel(),
+                                                        x.astype(m.int32)), (_M,)),
+    "arange_operand": (lambda j, m, l: lambda x: x + m.arange(5), (_X,)),
+    "maximum": (lambda j, m, l: lambda x: m.maximum(x, 1.0), (_X,)),
+    "int_arithmetic": (lambda j, m, l: lambda x: (x * 2, x + 1, x // 2, x > 1),
+                       (np.arange(5, dtype=np.int32),)),
+    "bool_and": (lambda j, m, l: lambda x: (x > 1) & (x < 3), (_X,)),
+    "batched_matmul": (lambda j, m, l: m.matmul, (np.ones((2, 3, 4), np.float32),
+                                                  np.ones((2, 4, 5), np.float32))),
+    "expand_dims_and_transposes": (lambda j, m, l: lambda x: (
+        m.expand_dims(x, 0), x.T, m.swapaxes(x, 0, 1)), (_M,)),
+}
+
+
+def _printed(mod, np_mod, lax_mod, make, args):
+    return str(mod.make_jaxpr(make(mod, np_mod, lax_mod))(*args))
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_documented_program_prints_as_jax(rjax, rjnp, name):
+    make, args = DOCS[name]
+    want = _printed(rjax, rjnp, rjax.lax, make, args)
+    got = _printed(jax, jnp, lax, make, args)
+    assert got == want
+
+
+# ---- repr of a jitted function, the lowered module's name ------------------------------------
+
+def _named(x):
+    return x * 2
+
+
+def test_repr_of_a_jitted_function_is_jaxs(rjax):
+    for wrap in (lambda j: j.jit(_named), lambda j: j.jit(j.jit(_named)),
+                 lambda j: j.jit(functools.partial(_named))):
+        assert repr(wrap(jax)) == repr(wrap(rjax))
+    assert repr(jax.jit(_named)).startswith("<PjitFunction of <function _named at 0x")
+
+
+def test_lowered_module_is_named_jit_f_on_a_pjrt_platform(rjax):
+    pytest.importorskip("xla_plugins.xla_cpu_pjrt")
+    dev = jax.devices("xla_cpu")[0]
+    x = np.ones(3, np.float32)
+    got = jax.jit(_named).lower(jax.device_put(x, dev)).as_text()
+    want = rjax.jit(_named).lower(x).as_text()
+    head = "module @jit__named attributes {mhlo.num_partitions = 1 : i32, " \
+           "mhlo.num_replicas = 1 : i32} {"
+    assert want.split("\n")[0] == head
+    assert got.split("\n")[0] == head
+    lam = [m.jit(lambda v: v).lower(a).as_text().split(" attributes")[0]
+           for m, a in ((jax, jax.device_put(x, dev)), (rjax, x))]
+    assert lam[0] == lam[1] == "module @jit__lambda"
+
+
+# ---- error texts -----------------------------------------------------------------------------
+
+def _vjp_fun(j, m, fwd_ret=None, bwd_ret=None):
+    @j.custom_vjp
+    def f(x):
+        return m.sin(x)
+
+    def fwd(x):
+        return fwd_ret(x) if fwd_ret else (f(x), x)
+
+    def bwd(r, g):
+        return bwd_ret(r, g) if bwd_ret else (g * m.cos(r),)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+def _vjp_two(j, m, bwd):
+    @j.custom_vjp
+    def f(a, d):
+        return a * d["k"]
+
+    f.defvjp(lambda a, d: (f(a, d), (a, d)), bwd)
+    return lambda a, d: f(a, d).sum()
+
+
+def _jvp_fun(j, m, ret):
+    @j.custom_jvp
+    def f(x):
+        return m.sin(x)
+
+    @f.defjvp
+    def f_jvp(p, t):
+        return ret(p, t)
+
+    return f
+
+
+def _no_rule(j, m, which):
+    f = (j.custom_vjp if which == "vjp" else j.custom_jvp)(lambda x: x)
+    f.__name__ = "identity"
+    return f
+
+
+_S = np.float32(2.0)
+_A = np.ones(3, np.float32)
+_D = {"k": np.ones(3, np.float32)}
+
+# name -> thunk(jax, jnp) raising; JAX's exception type and message are the spec
+ERRORS = {
+    "bwd_returns_a_bare_array": lambda j, m: j.grad(_vjp_fun(j, m, bwd_ret=lambda r, g: g))(_S),
+    "bwd_returns_too_many": lambda j, m: j.grad(_vjp_fun(j, m, bwd_ret=lambda r, g: (g, g)))(
+        _S),
+    "bwd_returns_wrong_shape": lambda j, m: j.grad(_vjp_fun(
+        j, m, bwd_ret=lambda r, g: (m.ones(3),)))(_S),
+    "bwd_wrong_shape_inside_a_dict": lambda j, m: j.grad(_vjp_two(
+        j, m, lambda r, g: (g, {"k": m.ones(2)})))(_A, _D),
+    "bwd_wrong_dict_keys": lambda j, m: j.grad(_vjp_two(
+        j, m, lambda r, g: (g, {"j": g})))(_A, _D),
+    "bwd_scalar_for_a_vector": lambda j, m: j.grad(_vjp_two(
+        j, m, lambda r, g: (g[0], {"k": g})))(_A, _D),
+    "bwd_one_cotangent_for_two_arguments": lambda j, m: j.grad(_vjp_two(
+        j, m, lambda r, g: (g,)))(_A, _D),
+    "fwd_returns_no_pair": lambda j, m: j.grad(_vjp_fun(j, m, fwd_ret=lambda x: m.sin(x)))(
+        _S),
+    "jvp_of_a_custom_vjp_function": lambda j, m: j.jvp(_vjp_fun(j, m), (_S,), (_S,)),
+    "custom_vjp_without_rule": lambda j, m: _no_rule(j, m, "vjp")(_S),
+    "custom_jvp_without_rule": lambda j, m: _no_rule(j, m, "jvp")(_S),
+    "jvp_rule_returns_no_pair": lambda j, m: j.jvp(_jvp_fun(
+        j, m, lambda p, t: m.sin(p[0])), (_S,), (_S,)),
+    "jvp_rule_tangent_of_wrong_shape": lambda j, m: j.jvp(_jvp_fun(
+        j, m, lambda p, t: (m.sin(p[0]), m.ones(3))), (_S,), (_S,)),
+    "jvp_rule_tangent_of_wrong_dtype": lambda j, m: j.jvp(_jvp_fun(
+        j, m, lambda p, t: (m.sin(p[0]), t[0].astype(m.float16))), (_S,), (_S,)),
+    "jvp_rule_structures_differ": lambda j, m: j.jvp(_jvp_fun(
+        j, m, lambda p, t: ((p[0],), t[0])), (_S,), (_S,)),
+    "grad_of_a_vector_output": lambda j, m: j.grad(lambda x: x * 2)(_A),
+}
+
+
+def _raised(thunk, mod, np_mod):
+    with pytest.raises(Exception) as info:
+        thunk(mod, np_mod)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_error_text_is_jaxs(rjax, rjnp, name):
+    want_type, want = _raised(ERRORS[name], rjax, rjnp)
+    got_type, got = _raised(ERRORS[name], jax, jnp)
+    assert got_type.__name__ == want_type.__name__
+    assert got == want
+
+
+def test_error_texts_that_show_a_value_differ_only_in_its_repr(rjax, rjnp):
+    # JAX shows the offending value as its own internal array class prints; the texts
+    # agree around it
+    def triple(j, m):
+        return j.grad(_vjp_fun(j, m, fwd_ret=lambda x: (x, x, x)))(_S)
+
+    (_, want), (got_type, got) = _raised(triple, rjax, rjnp), _raised(triple, jax, jnp)
+    assert got_type is TypeError
+    cut = "but instead of a pair the fwd rule fwd produced "
+    assert got.split(cut)[0] == want.split(cut)[0]
+    assert re.fullmatch(r"\(.*, .*, .*\)\.", got.split(cut)[1])
