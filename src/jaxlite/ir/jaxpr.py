@@ -35,13 +35,17 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+    """A scalar constant written inline in an equation (``2.0:f32[]``).  ``shown``: the
+    Python float it was made from, if any, which the printer writes as Python does
+    (``0.1:f32[]``, as JAX prints a Python scalar it has not converted), while ``val``
+    holds the value in the literal's dtype."""
 
-    __slots__ = ("val", "aval")
+    __slots__ = ("val", "aval", "shown")
 
-    def __init__(self, val, aval: ShapedArray):
+    def __init__(self, val, aval: ShapedArray, shown=None):
         self.val = val
         self.aval = aval
+        self.shown = shown
 
     def __repr__(self):
         return f"Literal({self.val})"
@@ -260,7 +264,9 @@ class _Names:
 
 def pp_literal(lit: Literal) -> str:
     v = np.asarray(lit.val)
-    if v.dtype == np.bool_:
+    if type(lit.shown) is float and dtypes.is_float(v.dtype):
+        s = repr(lit.shown)
+    elif v.dtype == np.bool_:
         s = str(bool(v))
     elif dtypes.is_float(v.dtype):
         s = repr(float(v))

@@ -40,7 +40,8 @@ def _strong(x):
 def _keep(out, shape, axes, keepdims):
     if not keepdims:
         return out
-    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    # a broadcast that inserts the size-1 dimensions (lax.expand_dims), as JAX's keepdims
+    return lax.expand_dims(out, tuple(axes))
 
 
 def _axis_ints(axis):
@@ -178,13 +179,14 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
         # bool accumulation: sum is "any", product is "all" (XLA's add/mul on pred)
         prim = lax.reduce_or if name == "sum" else lax.reduce_and
         identity = name != "sum"
-    a = convert(a, dt)
+    # strongly typed before reducing, as JAX converts (its printed program shows it there)
+    a = _strong(convert(a, dt))
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity)
     out = _strong(prim(a, axes))
     if initial is not None:
         _check_initial(name, initial)
-        out = combine(out, convert(ensure_array(initial), dt))
+        out = combine(convert(ensure_array(initial), dt), out)     # JAX's operand order
     return _keep(out, a.shape, axes, keepdims)
 
 
@@ -348,6 +350,7 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no "
                          f"identity (shape {a.shape}, axis {axis})")
+    a = _strong(a)         # strongly typed before reducing, as JAX converts
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity(a.dtype))
     if a.dtype.kind == "c":
@@ -368,7 +371,7 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
                                                                  cmp(im0, im1)))
             out = lax.select(wins, init, out)
         else:
-            out = combine(out, init)
+            out = combine(init, out)         # JAX's operand order
     return _keep(out, a.shape, axes, keepdims)
 
 
@@ -409,7 +412,7 @@ def _logical(name, prim, identity, a, axis, keepdims, where):
     a = _arr(name, a)
     axes = _axes(axis, a.ndim)
     if a.dtype != np.bool_:
-        a = lax.ne(a, _full(a.shape, 0, a))
+        a = lax.convert_element_type(a, np.bool_)     # nonzero, as JAX converts
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity)
     return _keep(_strong(prim(a, axes)), a.shape, axes, keepdims)

@@ -86,6 +86,11 @@ def _tangent_dtype(aval):
 
 def _zero_tangent(aval):
     if ad.is_differentiable(aval):
+        if not aval.shape:
+            # a scalar zero is a constant (a literal in a traced program, as JAX's),
+            # typed like its primal
+            from ..core.eager import from_host
+            return from_host(np.zeros((), aval.dtype), aval.dtype, aval.weak_type)
         return ad.zeros(aval.strip_weak_type())
     return ad.float0_zeros(aval)
 
@@ -491,7 +496,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         lin, pullback = _vjp_flat(flat, d_leaves)
         (out,) = lin.primals_out
         aval = lin.out_avals[0]
-        one = np.ones((), aval.dtype)
+        # the seed has the output's weak type, as JAX's (so the gradient of a weakly typed
+        # output needs no conversion at the end)
+        from ..core.eager import from_host
+        one = from_host(np.ones((), aval.dtype), aval.dtype, aval.weak_type)
         # a cotangent that passes straight through (grad of an identity) is the seed
         # itself: it comes back as an Array, as in JAX
         g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one],
@@ -693,7 +701,7 @@ class custom_jvp:
         """One function per argument: ``fn(g, ans, *args) -> tangent contribution``."""
         fun = self.fun      # not self: the rule may outlive it in a cached equation
 
-        def rule(primals, tangents):
+        def jvp(primals, tangents):     # (named as JAX's rule is: programs print it)
             ans = fun(*primals)
             t = None
             for fn, g in zip(fns, tangents):
@@ -701,7 +709,7 @@ class custom_jvp:
                     c = fn(g, ans, *primals)
                     t = c if t is None else tree_map(lambda a, b: a + b, t, c)
             return ans, t
-        self.jvp = rule
+        self.jvp = jvp
 
     @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args, **kwargs):
@@ -832,8 +840,11 @@ def _bwd_leaves(got, diff_args) -> list:
     for g, path, a in flat:
         if g is None:
             continue
-        ga, pa = get_aval(g), get_aval(a)
-        if ga.shape != pa.shape and ad.is_differentiable(pa):
+        pa = get_aval(a)
+        if not ad.is_differentiable(pa):       # (its cotangent may be float0 zeros)
+            continue
+        ga = get_aval(g)
+        if ga.shape != pa.shape:
             raise ValueError(
                 f"Custom VJP bwd rule must produce an output with the same type as the args "
                 f"tuple of the primal function, but at output{keystr(path)} the bwd rule "
