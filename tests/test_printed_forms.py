@@ -151,6 +151,139 @@ DOCS = {
 }
 
 
+def _func8(j, m, l):
+    def func8(arg1, arg2):
+        return l.cond(arg1 >= 0., lambda xt: xt[0], lambda xf: m.array([1]) + xf[1], arg2)
+    return func8
+
+
+def _log1pexp(j, m, l):
+    @j.custom_jvp
+    def log1pexp(x):
+        return m.log(1. + m.exp(x))
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        return log1pexp(x), (1 - 1 / (1 + m.exp(x))) * x_dot
+    return log1pexp
+
+
+def _defjvps(j, m, l):
+    @j.custom_jvp
+    def f(x, y):
+        return m.sin(x) * y
+    f.defjvps(lambda x_dot, primal_out, x, y: m.cos(x) * x_dot * y,
+              lambda y_dot, primal_out, x, y: m.sin(x) * y_dot)
+    return f
+
+
+def _clip_gradient(j, m, l):
+    @j.custom_vjp
+    def clip_gradient(lo, hi, x):
+        return x
+
+    def clip_gradient_bwd(res, g):
+        lo, hi = res
+        return None, None, m.clip(g, lo, hi)
+
+    clip_gradient.defvjp(lambda lo, hi, x: (x, (lo, hi)), clip_gradient_bwd)
+    return lambda x: clip_gradient(-0.75, 0.75, m.sin(x))
+
+
+def _vjp_sin_times(j, m, l):
+    @j.custom_vjp
+    def f(x, y):
+        return m.sin(x) * y
+
+    def f_fwd(x, y):
+        return f(x, y), (m.cos(x), m.sin(x), y)
+
+    def f_bwd(res, g):
+        cos_x, sin_x, y = res
+        return cos_x * g * y, sin_x * g
+
+    f.defvjp(f_fwd, f_bwd)
+    return f
+
+
+def _app(j, m, l):
+    @functools.partial(j.custom_jvp, nondiff_argnums=(0,))
+    def app(f, x):
+        return f(x)
+
+    @app.defjvp
+    def app_jvp(f, primals, tangents):
+        return f(primals[0]), 2. * tangents[0]
+    return lambda x: app(lambda y: y ** 2, x)
+
+
+DOCS.update({
+    # the jaxpr page's cond whose branches differ in weak type: no conversion, the
+    # result typed as the false branch's
+    "func8_cond_branches_of_two_weak_types": (_func8, (5., (np.zeros(1, np.float32), 2.))),
+    # the custom derivatives page
+    "log1pexp_custom_jvp": (_log1pexp, (3.0,)),
+    "vmap_of_log1pexp": (lambda j, m, l: j.vmap(_log1pexp(j, m, l)), (_X,)),
+    "defjvps": (_defjvps, (2., 3.)),
+    "clip_gradient_custom_vjp": (_clip_gradient, (2.,)),
+    "custom_vjp_sin_times": (_vjp_sin_times, (2., 3.)),
+    "grad_of_custom_vjp_sin_times": (lambda j, m, l: j.grad(_vjp_sin_times(j, m, l)),
+                                     (2., 3.)),
+    "custom_jvp_nondiff_argnums": (_app, (2.,)),
+    "grad_of_stop_gradient": (lambda j, m, l: j.grad(lambda x: x * l.stop_gradient(x)),
+                              (2.,)),
+    # more control flow
+    "fori_loop_traced_bound": (lambda j, m, l: lambda n: l.fori_loop(
+        0, n, lambda i, v: v + i, 0), (3,)),
+    "scan_without_outputs": (lambda j, m, l: lambda xs: l.scan(
+        lambda c, x: (c + x.sum(), None), 0.0, xs), (_M,)),
+    "switch_of_functions": (lambda j, m, l: lambda i, x: l.switch(i, [m.sin, m.cos], x),
+                            (1, 2.0)),
+    "while_loop_tuple_carry": (lambda j, m, l: lambda x: l.while_loop(
+        lambda s: s[1] < 5, lambda s: (s[0] * 2, s[1] + 1), (x, 0)), (1.0,)),
+    "cond_without_operands": (lambda j, m, l: lambda p: l.cond(
+        p, lambda: 1.0, lambda: 2.0), (True,)),
+    "pytree_dict_argument": (lambda j, m, l: lambda d: d["a"] * d["b"],
+                             ({"a": np.ones(2, np.float32), "b": 3.0},)),
+    # Python floats as written (JAX prints the Python value it has not converted)
+    "python_float_literals": (lambda j, m, l: lambda x: (x * 0.1, x + 3, x * 1e300,
+                                                         x * -0.0), (1.0,)),
+    # reductions: strongly typed before reducing, keepdims, initial
+    "reductions_of_a_weak_scalar": (lambda j, m, l: lambda x: (
+        m.sum(x * 2), m.max(x * 2), m.min(x), m.prod(x), m.all(x * 2), m.any(x)), (3.0,)),
+    "any_all_of_floats": (lambda j, m, l: lambda x: (m.any(x), m.all(x, axis=1)), (_M,)),
+    "reduction_initial_and_keepdims": (lambda j, m, l: lambda x: (
+        m.sum(x, initial=2.0), m.max(x, axis=1, keepdims=True), m.min(x, initial=-1.0)),
+        (_M,)),
+    # jax.nn activations (each a named jit, relu and relu6 custom_jvp functions)
+    "nn_activations": (lambda j, m, l: lambda x: (
+        j.nn.relu(x), j.nn.relu6(x), j.nn.silu(x), j.nn.swish(x), j.nn.softplus(x),
+        j.nn.log_sigmoid(x), j.nn.leaky_relu(x), j.nn.hard_tanh(x), j.nn.sigmoid(x)),
+        (_X,)),
+    "grad_of_relu_sum": (lambda j, m, l: j.grad(lambda x: j.nn.relu(x).sum()), (_X,)),
+    # automatic vectorization (JAX's batching leaves NumPy integers in the axes)
+    "vmap_of_reductions": (lambda j, m, l: j.vmap(lambda x: (
+        m.sum(x * 2), m.max(x), m.mean(x), m.any(x > 0), m.argmax(x), m.cumsum(x))), (_M,)),
+    "vmap_of_vmap_of_sum": (lambda j, m, l: j.vmap(j.vmap(lambda x: m.sum(x))),
+                            (np.ones((2, 3, 4), np.float32),)),
+    "vmap_of_dot_and_matvec": (lambda j, m, l: lambda a, v: (
+        j.vmap(m.dot)(a, a), j.vmap(lambda w: m.dot(_M, w))(v)),
+        (_M, np.ones((2, 4), np.float32))),
+    "vmap_out_axes": (lambda j, m, l: j.vmap(lambda x: x * 2, out_axes=1), (_M,)),
+})
+
+# gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;
+# a weakly typed argument's derivative stays weak with no conversion)
+for _fn in ["sin", "cos", "tan", "exp", "exp2", "log", "log1p", "expm1", "tanh", "sinh",
+            "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "sqrt", "cbrt",
+            "abs", "square", "reciprocal", "negative", "sign", "floor"]:
+    DOCS[f"grad_of_{_fn}"] = (lambda j, m, l, fn=_fn: j.grad(getattr(m, fn)), (0.5,))
+for _fn in ["sigmoid", "logistic_of_lax"]:
+    DOCS[f"grad_of_{_fn}"] = (lambda j, m, l, fn=_fn: j.grad(
+        j.nn.sigmoid if fn == "sigmoid" else l.logistic), (0.5,))
+
+
 def _printed(mod, np_mod, lax_mod, make, args):
     return str(mod.make_jaxpr(make(mod, np_mod, lax_mod))(*args))
 
@@ -161,6 +294,47 @@ def test_documented_program_prints_as_jax(rjax, rjnp, name):
     want = _printed(rjax, rjnp, rjax.lax, make, args)
     got = _printed(jax, jnp, lax, make, args)
     assert got == want
+
+
+def test_cond_result_has_the_false_branchs_weak_type(rjax, rjnp):
+    # JAX types cond's outputs as its branch 0 (the false branch) returns them
+    for pred in (5., -5.):
+        for make in (_func8, lambda j, m, l: lambda p, x: l.cond(
+                p > 0, lambda x: x * 2, lambda x: m.float32(1.0), x)):
+            args = (pred, (np.zeros(1, np.float32), 2.)) if make is _func8 else (pred, 2.0)
+            want = make(rjax, rjnp, rjax.lax)(*args)
+            got = make(jax, jnp, lax)(*args)
+            assert got.weak_type == want.weak_type and got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ---- the printing API ------------------------------------------------------------------------
+
+def _api_program(j, m, l):
+    def f(x, y):
+        z = m.sin(x) * 2 + y
+        return j.jit(lambda a: a + 1)(z)
+    return f
+
+
+def test_pretty_print_eqn_and_var_print_as_jaxs(rjax, rjnp):
+    args = (1.0, np.ones(3, np.float32))
+    got = jax.make_jaxpr(_api_program(jax, jnp, lax))(*args)
+    want = rjax.make_jaxpr(_api_program(rjax, rjnp, rjax.lax))(*args)
+    assert got.pretty_print() == want.pretty_print()
+    assert got.pretty_print(print_shapes=False) == want.pretty_print(print_shapes=False)
+    assert "jaxpr={ lambda ; f. let g = add f 1.0:f32[] in (g,) }" in \
+        got.pretty_print(print_shapes=False)
+    assert got.jaxpr.pretty_print() == want.jaxpr.pretty_print() == str(want)
+    # one equation alone, its variables named afresh (a nested jit's too)
+    for k in (1, 3, 4):
+        assert str(got.jaxpr.eqns[k]) == str(want.jaxpr.eqns[k])
+    assert str(got.jaxpr.eqns[1]) == "a:f32[] = mul b 2.0:f32[]"
+    assert re.fullmatch(r"Var\(id=\d+\):float32\[\]", repr(got.jaxpr.invars[0]))
+    with pytest.raises(NotImplementedError, match="source_info"):
+        got.pretty_print(source_info=True)
+    with pytest.raises(TypeError):
+        got.pretty_print(colour=True)
 
 
 # ---- repr of a jitted function, the lowered module's name ------------------------------------

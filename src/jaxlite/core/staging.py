@@ -72,8 +72,8 @@ def _host_scalar(val) -> bool:
     """Whether the 0-d Array ``val`` can be read now without a device transfer: in host
     memory, of a NumPy dtype (not a PRNG key's), not deleted."""
     dev = getattr(val._buf, "device", None)
-    return (dev is not None and dev._host_memory and type(val.aval.dtype) is not object
-            and isinstance(val.aval.dtype, np.dtype) and val._buf.data is not None)
+    return (dev is not None and dev._host_memory and isinstance(val.aval.dtype, np.dtype)
+            and val._buf.data is not None)
 
 
 class JaxprTrace(Trace):

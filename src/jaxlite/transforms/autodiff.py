@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -699,10 +700,15 @@ class custom_jvp:
 
     def defjvps(self, *fns):
         """One function per argument: ``fn(g, ans, *args) -> tangent contribution``."""
-        fun = self.fun      # not self: the rule may outlive it in a cached equation
+        fun = self.fun
+        # the primal output comes from the custom function itself (staged as its own call,
+        # as JAX's defjvps rule computes it); held weakly: the rule may outlive it in a
+        # cached equation, and then computes it with the plain function
+        me = weakref.ref(self)
 
         def jvp(primals, tangents):     # (named as JAX's rule is: programs print it)
-            ans = fun(*primals)
+            custom = me()
+            ans = (fun if custom is None else custom)(*primals)
             t = None
             for fn, g in zip(fns, tangents):
                 if fn is not None:
