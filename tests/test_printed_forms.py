@@ -271,6 +271,31 @@ DOCS.update({
         j.vmap(m.dot)(a, a), j.vmap(lambda w: m.dot(_M, w))(v)),
         (_M, np.ones((2, 4), np.float32))),
     "vmap_out_axes": (lambda j, m, l: j.vmap(lambda x: x * 2, out_axes=1), (_M,)),
+    # the quickstart's MLP, an SGD step, a loss and its gradient
+    "mlp_predict": (lambda j, m, l: lambda p, x: m.dot(p[1], m.tanh(m.dot(p[0], x) + p[2])),
+                    ((np.ones((4, 3), np.float32), np.ones((2, 4), np.float32),
+                      np.ones(4, np.float32)), np.ones(3, np.float32))),
+    "sgd_update_of_a_pytree": (lambda j, m, l: lambda p, g: j.tree_util.tree_map(
+        lambda a, b: a - 0.1 * b, p, g), ({"w": _X, "b": np.float32(1)},
+                                          {"w": _X, "b": np.float32(1)})),
+    "value_and_grad_of_mse": (lambda j, m, l: j.value_and_grad(
+        lambda w, x, y: m.mean((x @ w - y) ** 2)),
+        (np.ones(3, np.float32), np.ones((4, 3), np.float32), np.ones(4, np.float32))),
+    "hessian_vector_product": (lambda j, m, l: lambda x, v: j.jvp(
+        j.grad(lambda x: m.sum(m.sin(x))), (x,), (v,))[1], (_X, _X)),
+    "norm_and_clip_by_norm": (lambda j, m, l: lambda g: (
+        m.linalg.norm(g), g * m.minimum(1.0, 1.0 / m.sqrt(m.sum(g * g)))), (_X,)),
+    "accuracy_and_means_of_bools": (lambda j, m, l: lambda a, b: (
+        m.mean(m.argmax(a, axis=1) == b), m.mean(b > 0), m.sum(b > 0, dtype=m.float32),
+        m.average(b > 0)), (_M, np.ones(3, np.int32))),
+    "scan_rnn": (lambda j, m, l: lambda h, xs: l.scan(
+        lambda h, x: (m.tanh(h + x), h), h, xs), (_X[:3], _M.T.copy())),
+    # matmul with vector operands: one dot_general, also in the gradient
+    "matmul_with_vectors": (lambda j, m, l: lambda v, a, b: (
+        a @ v[:4], v[:3] @ a, v @ v, b @ v[:4], v[:3] @ b), (_X, _M, np.ones((2, 3, 4),
+                                                                        np.float32))),
+    "grad_of_matmul_with_vectors": (lambda j, m, l: j.grad(
+        lambda a, v: (a @ v).sum() + v @ v, argnums=(0, 1)), (_M, _X[:4])),
 })
 
 # gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;

@@ -110,6 +110,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     if ka != kb:        # named before 1-D operands are reshaped to matrices
         raise TypeError(f"matmul: contracting dimension sizes ({ka},) (lhs) and ({kb},) "
                         f"(rhs) differ (operand shapes {a.shape} and {b.shape}).")
+    if a.ndim == 1 or b.ndim == 1:
+        # a vector operand is contracted as it is (JAX's program: one dot_general, no
+        # reshapes)
+        return _sharded(_dot_general(a, b, ((a.ndim - 1,), (max(b.ndim - 2, 0),)),
+                                     ((), ()), precision, preferred_element_type), sh)
     a2 = a if a.ndim > 1 else lax.reshape(a, (1,) + a.shape)
     b2 = b if b.ndim > 1 else lax.reshape(b, b.shape + (1,))
     ba, bb = a2.shape[:-2], b2.shape[:-2]

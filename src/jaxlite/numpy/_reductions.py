@@ -179,6 +179,10 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
         # bool accumulation: sum is "any", product is "all" (XLA's add/mul on pred)
         prim = lax.reduce_or if name == "sum" else lax.reduce_and
         identity = name != "sum"
+    if a.dtype == np.bool_ and dt != np.bool_:
+        # bools count as the default integer first, as JAX converts them (to int32, then
+        # to a float dtype: its printed program shows both)
+        a = convert(a, dtypes.canonicalize_dtype(np.int64))
     # strongly typed before reducing, as JAX converts (its printed program shows it there)
     a = _strong(convert(a, dt))
     if where is not None:
@@ -463,7 +467,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not dtypes.is_inexact(dt):
         return _int_mean(a, axes, dt, keepdims, where)
     acc = _upcast_half(_inexact_dtype(dt))
-    s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
+    s = sum(a, axis=axes, dtype=acc, keepdims=keepdims, where=where)
     if where is None:
         n = lax.scalar_as(_count(a.shape, axes), s.dtype, False)
         out = lax.div(s, n)
@@ -669,7 +673,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     if weights is None:
         a = _arr("average", a)
         _axes(axis, a.ndim)     # a bad axis is a ValueError here (mean's is an IndexError)
-        avg = mean(a, axis, keepdims=keepdims)
+        # promoted to inexact first, as JAX (a bool converts to float32 directly)
+        avg = mean(promote_dtypes_inexact(a)[0], axis, keepdims=keepdims)
         if not returned:
             return avg
         axes = _axes(axis, a.ndim)

@@ -358,6 +358,8 @@ def _kept_dims(ndim, axes):
 def _expand(y, shape, axes):
     """``y`` (the reduction of an operand of ``shape`` over ``axes``) broadcast back."""
     from .shape import broadcast_in_dim_p
+    if not axes:
+        return y            # nothing was reduced (JAX's broadcast is then no equation)
     return broadcast_in_dim_p.bind(y, shape=tuple(shape),
                                    broadcast_dimensions=_kept_dims(len(shape), axes))
 
