@@ -294,6 +294,14 @@ DOCS.update({
     "matmul_with_vectors": (lambda j, m, l: lambda v, a, b: (
         a @ v[:4], v[:3] @ a, v @ v, b @ v[:4], v[:3] @ b), (_X, _M, np.ones((2, 3, 4),
                                                                         np.float32))),
+    # einsum: each pair contracted in the order that needs no transpose, when one does
+    "einsum_pairs": (lambda j, m, l: lambda a, b, c, v: (
+        m.einsum("ij,ij->i", a, a), m.einsum("ij,jk->ik", a, b), m.einsum("ij,kj->ik", a, a),
+        m.einsum("i,j->ij", v, v), m.einsum("ij,j->i", a, b[:, 0]), m.einsum("i,i->", v, v),
+        m.einsum("bij,bjk->bik", c, c.transpose(0, 2, 1))),
+        (_M, _M.T.copy(), np.ones((2, 3, 4), np.float32), _X)),
+    "einsum_three_operands": (lambda j, m, l: lambda a, b, c: m.einsum("ij,jk,kl->il", a, b, c),
+                              (_M, _M.T.copy(), _M)),
     "grad_of_matmul_with_vectors": (lambda j, m, l: j.grad(
         lambda a, v: (a @ v).sum() + v @ v, argnums=(0, 1)), (_M, _X[:4])),
 })
