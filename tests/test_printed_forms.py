@@ -302,6 +302,18 @@ DOCS.update({
         (_M, _M.T.copy(), np.ones((2, 3, 4), np.float32), _X)),
     "einsum_three_operands": (lambda j, m, l: lambda a, b, c: m.einsum("ij,jk,kl->il", a, b, c),
                               (_M, _M.T.copy(), _M)),
+    # indexing by a traced integer: JAX's dynamic_slice and squeeze (each start counted
+    # from the end when negative, the static ones too), in loops and under grad
+    "index_by_a_traced_int": (lambda j, m, l: lambda x, i: (x[i], x[:, i], x[i, 1], x[-1, i]),
+                              (_M, np.int32(1))),
+    "index_by_a_weakly_typed_int": (lambda j, m, l: lambda v, x, i: (
+        v[i], x[i], x[i, 1], x[1, i], x[:, i]), (_X, _M, 3)),
+    "grad_of_index_by_a_traced_int": (lambda j, m, l: j.grad(lambda x, i: (x[i] * 2).sum()),
+                                      (_M, np.int32(1))),
+    "fori_loop_indexing": (lambda j, m, l: lambda xs: l.fori_loop(
+        0, 3, lambda i, s: s + xs[i], 0.0), (_X[:3],)),
+    "scan_indexing": (lambda j, m, l: lambda xs: l.scan(
+        lambda c, i: (c + xs[i, i], xs[:, i]), 0.0, np.arange(3, dtype=np.int32)), (_M,)),
     "grad_of_matmul_with_vectors": (lambda j, m, l: j.grad(
         lambda a, v: (a @ v).sum() + v @ v, argnums=(0, 1)), (_M, _X[:4])),
 })
