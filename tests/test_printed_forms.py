@@ -253,6 +253,9 @@ DOCS.update({
     # reductions: strongly typed before reducing, keepdims, initial
     "reductions_of_a_weak_scalar": (lambda j, m, l: lambda x: (
         m.sum(x * 2), m.max(x * 2), m.min(x), m.prod(x), m.all(x * 2), m.any(x)), (3.0,)),
+    "reductions_with_where": (lambda j, m, l: lambda x: (
+        m.sum(x, where=x > 0), m.prod(x, where=x > 1), m.max(x, where=x > 2, initial=0.0)),
+        (_X,)),
     "any_all_of_floats": (lambda j, m, l: lambda x: (m.any(x), m.all(x, axis=1)), (_M,)),
     "reduction_initial_and_keepdims": (lambda j, m, l: lambda x: (
         m.sum(x, initial=2.0), m.max(x, axis=1, keepdims=True), m.min(x, initial=-1.0)),

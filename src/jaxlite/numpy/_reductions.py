@@ -186,7 +186,9 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
     # strongly typed before reducing, as JAX converts (its printed program shows it there)
     a = _strong(convert(a, dt))
     if where is not None:
-        a = _select(_where_mask(name, where, a.shape), a, identity)
+        # jnp.where (a named jit where a program is traced, as JAX's reductions use it)
+        from ._ufuncs import where as _where
+        a = _where(_where_mask(name, where, a.shape), a, np.array(identity, a.dtype))
     out = _strong(prim(a, axes))
     if initial is not None:
         _check_initial(name, initial)
@@ -356,7 +358,9 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
                          f"identity (shape {a.shape}, axis {axis})")
     a = _strong(a)         # strongly typed before reducing, as JAX converts
     if where is not None:
-        a = _select(_where_mask(name, where, a.shape), a, identity(a.dtype))
+        from ._ufuncs import where as _where      # (a named jit, as in _sum_like)
+        a = _where(_where_mask(name, where, a.shape), a, np.array(identity(a.dtype),
+                                                                  a.dtype))
     if a.dtype.kind == "c":
         out = _strong(_complex_extremum(a, axes, prim is lax.reduce_max))
     else:
