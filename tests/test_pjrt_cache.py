@@ -220,7 +220,7 @@ def test_a_second_process_loads_every_executable(tmp_path):
     np.testing.assert_allclose(warm["first"], np.tanh(a @ b).sum(0) + 1, rtol=1e-5)
     np.testing.assert_allclose(warm["donated"], (1 + a[0]) * 2, rtol=1e-6)
     # jax_log_compiles: each load is logged as JAX logs a persistent-cache hit
-    assert "Persistent compilation cache hit for '_lambda_' with key '" in log2
+    assert "Persistent compilation cache hit for 'jit__lambda' with key '" in log2
     assert "Persistent compilation cache hit" not in log1
     files = sorted(os.listdir(cache / "pjrt"))
     assert sum(f.endswith(".pjrt") for f in files) == s1["written"]
@@ -404,7 +404,7 @@ def test_the_jit_path_rebuilds_a_damaged_entry(devs, cdir):
 
     want = np.cos(np.arange(5, dtype=np.float32)) * 3 - np.arange(5, dtype=np.float32)
     np.testing.assert_allclose(np.asarray(jaxlite.jit(make())(x)), want, rtol=1e-6)
-    (payload,) = [p for p in cdir.iterdir() if p.name.startswith("f-") and
+    (payload,) = [p for p in cdir.iterdir() if p.name.startswith("jit_f-") and
                   p.suffix == ".pjrt"]
     data = bytearray(payload.read_bytes())
     data[-1] ^= 0xFF

@@ -34,7 +34,9 @@ def zeros(aval):
     from ..primitives.shape import broadcast_in_dim_p
     z = np.zeros((), aval.dtype)
     if not aval.shape:
-        return broadcast_in_dim_p.bind(z, shape=(), broadcast_dimensions=())
+        # a constant (a literal in a traced program, as JAX's scalar zeros)
+        from .eager import from_host
+        return from_host(z, aval.dtype, aval.weak_type)
     return broadcast_in_dim_p.bind(z, shape=tuple(aval.shape), broadcast_dimensions=())
 
 

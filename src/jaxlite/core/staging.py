@@ -68,17 +68,35 @@ class JaxprBuilder:
         return hit[1]
 
 
+def _host_scalar(val) -> bool:
+    """Whether the 0-d Array ``val`` can be read now without a device transfer: in host
+    memory, of a NumPy dtype (not a PRNG key's), not deleted."""
+    dev = getattr(val._buf, "device", None)
+    return (dev is not None and dev._host_memory and isinstance(val.aval.dtype, np.dtype)
+            and val._buf.data is not None)
+
+
 class JaxprTrace(Trace):
     """Records every primitive applied to its tracers as an equation."""
 
     def pure(self, val):
         if isinstance(val, (bool, int, float, complex)):
             aval = get_aval(val)
+            if type(val) is float:
+                # the printer shows the Python value, as JAX does; a value beyond the
+                # dtype's range becomes inf without NumPy's overflow warning
+                with np.errstate(over="ignore"):
+                    v = np.asarray(val, aval.dtype)
+                return DynamicJaxprTracer(self, aval, Literal(v, aval, val))
             return DynamicJaxprTracer(self, aval, Literal(np.asarray(val, aval.dtype), aval))
         if isinstance(val, (np.ndarray, np.generic)) and np.ndim(val) == 0:
             aval = get_aval(val)
             # a copy: a 0-d NumPy array may be written to after the trace
             return DynamicJaxprTracer(self, aval, Literal(np.array(val, aval.dtype), aval))
+        if type(val) is ArrayImpl and not val.aval.shape and _host_scalar(val):
+            # a scalar Array is written inline as a literal, as JAX inlines scalar
+            # constants (``max -inf:f32[] x``), its weak type kept
+            return DynamicJaxprTracer(self, val.aval, Literal(np.asarray(val), val.aval))
         if isinstance(val, (ArrayImpl, np.ndarray, np.generic)):   # sharded ones too
             builder = self.main.payload
             var = builder.const_var(val)

@@ -31,17 +31,22 @@ class Var:
         self.hint = hint
 
     def __repr__(self):
-        return f"Var({self.aval.str_short()})"
+        # JAX's text
+        return f"Var(id={id(self)}):{self.aval._type_str()}"
 
 
 class Literal:
-    """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+    """A scalar constant written inline in an equation (``2.0:f32[]``).  ``shown``: the
+    Python float it was made from, if any, which the printer writes as Python does
+    (``0.1:f32[]``, as JAX prints a Python scalar it has not converted), while ``val``
+    holds the value in the literal's dtype."""
 
-    __slots__ = ("val", "aval")
+    __slots__ = ("val", "aval", "shown")
 
-    def __init__(self, val, aval: ShapedArray):
+    def __init__(self, val, aval: ShapedArray, shown=None):
         self.val = val
         self.aval = aval
+        self.shown = shown
 
     def __repr__(self):
         return f"Literal({self.val})"
@@ -64,6 +69,13 @@ class JaxprEqn:
                  params=self.params, source=self.source)
         d.update(kw)
         return JaxprEqn(**d)
+
+    def __str__(self):
+        """The equation alone, its variables named afresh (``a:f32[] = sin b``), as
+        JAX prints one."""
+        return _layout(_eqn_doc(self, _Names()))
+
+    __repr__ = __str__
 
 
 class Jaxpr:
@@ -90,6 +102,16 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, *, source_info=False, print_shapes=True, custom_pp_eqn_rules=True,
+                     name_stack=False, print_effects=False, use_color=False) -> str:
+        """The printed program (``jax.core.Jaxpr.pretty_print``): ``print_shapes=False``
+        leaves the types off the binders; ``custom_pp_eqn_rules=False`` prints every
+        parameter as stored.  Raises NotImplementedError for ``source_info``,
+        ``name_stack``, ``print_effects`` or ``use_color`` true (jaxlite's printer has
+        none of them)."""
+        return _pretty_print(self, source_info, print_shapes, custom_pp_eqn_rules,
+                             name_stack, print_effects, use_color)
+
 
 class ClosedJaxpr:
     """A jaxpr with the values of its constvars (``consts``: Arrays or NumPy arrays).
@@ -111,6 +133,25 @@ class ClosedJaxpr:
         return pp_jaxpr(self.jaxpr)
 
     __repr__ = __str__
+
+    def pretty_print(self, *, source_info=False, print_shapes=True, custom_pp_eqn_rules=True,
+                     name_stack=False, print_effects=False, use_color=False) -> str:
+        """``self.jaxpr.pretty_print(...)`` (``jax.core.ClosedJaxpr.pretty_print``)."""
+        return _pretty_print(self.jaxpr, source_info, print_shapes, custom_pp_eqn_rules,
+                             name_stack, print_effects, use_color)
+
+
+def _pretty_print(jaxpr, source_info, print_shapes, custom_rules, name_stack, effects,
+                  use_color):
+    for opt, v in (("source_info", source_info), ("name_stack", name_stack),
+                   ("print_effects", effects), ("use_color", use_color)):
+        if v:
+            raise NotImplementedError(f"Jaxpr.pretty_print({opt}=True): jaxlite's printer "
+                                      f"shows no {opt.replace('_', ' ')}")
+    names = _Names(_unused_outputs(jaxpr))
+    names.print_shapes = bool(print_shapes)
+    names.custom_rules = bool(custom_rules)
+    return pp_jaxpr(jaxpr, names=names)
 
 
 def hoist_consts(closed: ClosedJaxpr):
@@ -230,6 +271,8 @@ class _Names:
         self.count = 0
         self.reserved = set()
         self.shared = {}                    # id(Jaxpr) -> its name
+        self.print_shapes = True            # binders typed (``a:f32[3]``)
+        self.custom_rules = True            # parameters as the primitives show them
 
     def __call__(self, v) -> str:
         if isinstance(v, Literal):
@@ -260,7 +303,9 @@ class _Names:
 
 def pp_literal(lit: Literal) -> str:
     v = np.asarray(lit.val)
-    if v.dtype == np.bool_:
+    if type(lit.shown) is float and dtypes.is_float(v.dtype):
+        s = repr(lit.shown)
+    elif v.dtype == np.bool_:
         s = str(bool(v))
     elif dtypes.is_float(v.dtype):
         s = repr(float(v))
@@ -287,8 +332,9 @@ def _pp_value(v) -> str:
 
 
 def _pp_item(v) -> str:
-    # inside a tuple or list JAX's text is the element's repr: ``Precision.HIGHEST``
-    return repr(v) if isinstance(v, enum.Enum) else _pp_value(v)
+    # inside a tuple or list JAX's text is the element's repr: ``Precision.HIGHEST``,
+    # ``np.int64(1)`` (which JAX's batching leaves in reductions' axes)
+    return repr(v) if isinstance(v, (enum.Enum, np.generic)) else _pp_value(v)
 
 
 def pp_param(v, names, indent=0) -> str:
@@ -311,6 +357,7 @@ def _param_doc(v, names):
 
 
 def _vars_doc(vs, names, sep="", shapes=False):
+    shapes = shapes and names.print_shapes
     items = [_text(f"{names(v)}:{v.aval.str_short()}" if shapes else names(v)) for v in vs]
     return _nest(2, _group(_join(_cat(_text(sep), _group(_brk())), items)))
 
@@ -321,7 +368,7 @@ def _eqn_doc(eqn: JaxprEqn, names):
     # them (some left out at their defaults or implied by the result type, some in JAX's
     # own spelling).
     shown = getattr(eqn.primitive, "pp_params", None)
-    if shown is not None:
+    if shown is not None and names.custom_rules:
         params = shown(params)
     order = sorted(params)
     if "name" in params:
@@ -396,12 +443,13 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names=None) -> str:
             order.append(j)
         counts[id(j)] += 1 + (j is not jaxpr and len(j.eqns) > 10)
         for eqn in j.eqns:
-            label = eqn.params.get("name")
+            # a jit's program is named after the function, any other "jaxpr" (as JAX's)
+            label = eqn.params.get("name") if eqn.primitive.name == "jit" else None
             for sub in _programs_in(eqn.params):
                 queue.append(sub)
                 if isinstance(label, str):
                     labels.setdefault(id(sub), label.strip("<>"))
-    taken, docs = {}, []
+    taken, shared = {}, []
     for j in order:
         if counts[id(j)] < 2:
             continue
@@ -412,6 +460,13 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names=None) -> str:
             label += str(n)
             taken[label] = taken.get(label, 0) + 1
         names.reserved.add(label)
+        names.shared[id(j)] = label
+        shared.append(j)
+    docs = []
+    for j in shared:
+        # every shared program is referred to by its name, also in one printed before it
+        # (as JAX's); its own definition prints it in full
+        label = names.shared.pop(id(j))
         body = _jaxpr_doc(j, names)
         names.shared[id(j)] = label
         docs.append(_cat(_text(f"let {label} = "), body, _text(" in"), _brk()))

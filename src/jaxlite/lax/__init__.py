@@ -532,6 +532,9 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = aval.shape if shape is None else tuple(int(d) for d in shape)
     val = np.array(fill_value).astype(dt)
+    if not shp and sharding is None and not isinstance(fill_value, _Tracer):
+        # a scalar is a constant (a literal where a program is traced), as JAX's
+        return _from_host(val, dt, dtype is None and aval.weak_type)
     out = _s.broadcast_in_dim_p.bind(val, shape=shp, broadcast_dimensions=())
     if dtype is None and aval.weak_type:
         # JAX: the result of a weakly typed x (a Python scalar) is weakly typed too

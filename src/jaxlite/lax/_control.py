@@ -95,18 +95,15 @@ class _Out:
     tree = None
 
 
-def _trace(fun, in_tree, in_avals, out: _Out, check_out=None, cast=None):
+def _trace(fun, in_tree, in_avals, out: _Out, check_out=None):
     """Traces ``fun`` (taking one pytree ``in_tree`` of ``in_avals``) into a jaxpr.
-    ``check_out(out_pytree)`` may validate/rearrange the output; ``cast[i]`` (a dtype or
-    None) converts output leaf i to that strong dtype.  Returns ``(closed, consts)`` with
-    the consts hoisted into leading operands."""
+    ``check_out(out_pytree)`` may validate/rearrange the output.  Returns
+    ``(closed, consts)`` with the consts hoisted into leading operands."""
     def flat_fun(*args):
         res = fun(tree_unflatten(in_tree, args))
         if check_out is not None:
             res = check_out(res)
         leaves, out.tree = tree_flatten(res)
-        if cast is not None:
-            leaves = [x if c is None else _strong(x, c) for x, c in zip(leaves, cast)]
         return leaves
     closed = trace_to_jaxpr(flat_fun, in_avals)
     return hoist_consts(closed)
@@ -408,7 +405,8 @@ def _splat(fn):
 
 
 def _branches(funs, labels, ops, what, order=None):
-    """Traces every branch on the flat operands; joins weak types of the outputs; returns
+    """Traces every branch on the flat operands (the outputs may differ in weak type only:
+    the equation's have branch 0's, as JAX's); returns
     ``(branch jaxprs taking all consts + operands, all consts, flat operands, out_tree)``.
     ``order``: the branches' order in messages (cond names true_fun first)."""
     ops_flat, ops_tree = tree_flatten(tuple(ops))
@@ -439,14 +437,6 @@ def _branches(funs, labels, ops, what, order=None):
                     f"output{where} of {labels[ref]} has type {_ty(a)} and the same "
                     f"output of {labels[k]} has type {_ty(b)}, so "
                     f"{_difference(a, b)}.")
-    # an output is weakly typed only if it is weak in every branch
-    strong = [any(not t[0].out_avals[i].weak_type for t in traced)
-              for i in range(len(out0))]
-    for k, (fn, t) in enumerate(zip(funs, traced)):
-        cast = [out0[i].dtype if strong[i] and t[0].out_avals[i].weak_type else None
-                for i in range(len(out0))]
-        if any(c is not None for c in cast):
-            t[0], t[1] = _trace(_splat(fn), ops_tree, avals, t[2], cast=cast)
     # every branch takes the consts of all branches (deduplicated) before the operands
     slots, all_consts = {}, []
     for _, consts, _ in traced:
@@ -491,7 +481,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     equation (``jax.lax.cond``).
 
     Both branches are traced; their outputs must have the same pytree structure, shapes
-    and dtypes (an output is weakly typed only when it is in both branches).  JAX's old
+    and dtypes (an output has the false branch's weak type, as in JAX).  JAX's old
     form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted.
 
     Args:

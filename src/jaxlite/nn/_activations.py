@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..numpy._named_jit import named_jit
 from ..numpy._util import check_arraylike
 from ..transforms.autodiff import custom_jvp
 from ._normalize import _inexact
@@ -44,15 +45,15 @@ def relu(x):
     return _relu(x)
 
 
-@custom_jvp
-def _relu(x):
+def _relu_impl(x):
     return jnp.maximum(x, 0)
 
 
-@_relu.defjvp
-def _relu_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return _relu(x), jnp.where(x > 0, t, jnp.zeros_like(t))
+# JAX's structure, which its programs print: a custom_jvp function around a jitted one,
+# both named relu, its rule given by defjvps
+_relu_impl.__name__ = _relu_impl.__qualname__ = "relu"
+_relu = custom_jvp(named_jit("relu")(_relu_impl))
+_relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
 def relu6(x):
@@ -62,15 +63,15 @@ def relu6(x):
     return _relu6(x)
 
 
-@custom_jvp
-def _relu6(x):
+def _relu6_impl(x):
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
 
 
-@_relu6.defjvp
-def _relu6_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return _relu6(x), jnp.where((x > 0) & (x < 6), t, jnp.zeros_like(t))
+# as relu: JAX's structure and names
+_relu6_impl.__name__ = _relu6_impl.__qualname__ = "relu6"
+_relu6 = custom_jvp(named_jit("relu6")(_relu6_impl))
+_relu6.defjvps(lambda g, ans, x: lax.select(lax.bitwise_and(x > 0, x < 6), g,
+                                            lax.full_like(g, 0)))
 
 
 def sigmoid(x):
@@ -81,6 +82,7 @@ def sigmoid(x):
     return lax.logistic(x)
 
 
+@named_jit("softplus")
 def softplus(x):
     """``log(1 + exp(x))`` without overflow (``jax.nn.softplus``); integers promote to
     the default float."""
@@ -94,6 +96,7 @@ def soft_sign(x):
     return x / (jnp.abs(x) + 1)
 
 
+@named_jit("silu")
 def silu(x):
     """``x * sigmoid(x)``, the SiLU / swish activation (``jax.nn.silu``)."""
     x = _arr("silu", x)
@@ -102,22 +105,24 @@ def silu(x):
 
 def swish(x):
     """Same as ``silu`` (``jax.nn.swish``)."""
-    x = _arr("swish", x)
-    return x * sigmoid(x)
+    return silu(x)
 
 
+@named_jit("log_sigmoid")
 def log_sigmoid(x):
     """``log(sigmoid(x)) = -softplus(-x)`` without underflow (``jax.nn.log_sigmoid``)."""
     x = _arr("log_sigmoid", x)
     return -softplus(-x)
 
 
+@named_jit("leaky_relu")
 def leaky_relu(x, negative_slope=0.01):
     """``x`` where ``x >= 0`` else ``negative_slope * x`` (``jax.nn.leaky_relu``)."""
     x = _arr("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@named_jit("hard_tanh")
 def hard_tanh(x):
     """``x`` clipped to ``[-1, 1]`` (``jax.nn.hard_tanh``)."""
     x = _arr("hard_tanh", x)

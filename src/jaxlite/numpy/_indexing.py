@@ -336,6 +336,63 @@ def _fill_scalar(fill_value, dtype):
         return np.asarray(fill_value).astype(dtype).item()
 
 
+def _dynamic_index(x, idx):
+    """``x[idx]`` for an index of integer scalars, at least one of them traced, and full
+    slices ``:``, written as JAX writes it: each start counted from the end when negative
+    (``lt``, ``add``, ``select_n``, also for the static ones), one ``dynamic_slice`` (which
+    clamps, as the default gather mode does) and a ``squeeze`` of the integer dimensions.
+    None for any other index (the general path takes it)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if len(items) > x.ndim:
+        return None
+    int_dt = np.dtype(np.int32)
+    starts, sizes, squeeze, traced = [], [], [], False
+    for d, it in enumerate(items):
+        if isinstance(it, (Tracer, int, np.integer)) and x.shape[d] == 0:
+            return None             # the general path's IndexError
+        if isinstance(it, Tracer):
+            a = it.aval
+            if a.shape != () or a.dtype != int_dt:
+                return None
+            traced = True
+            starts.append(it)
+            sizes.append(1)
+            squeeze.append(d)
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+            if not -x.shape[d] <= int(it) < x.shape[d]:
+                return None         # the general path's error or clamping
+            starts.append(np.int32(it))
+            sizes.append(1)
+            squeeze.append(d)
+        elif isinstance(it, slice) and it == slice(None):
+            starts.append(np.int32(0))
+            sizes.append(x.shape[d])
+        else:
+            return None
+    if not traced:
+        return None
+    for n in x.shape[len(items):]:
+        starts.append(np.int32(0))
+        sizes.append(n)
+    zero = np.int32(0)
+
+    def strong(i):
+        return lax.convert_element_type(i, int_dt) if getattr(i, "weak_type", False) else i
+
+    # a weakly typed index (a Python-int argument, a loop counter) is made strong where
+    # JAX's program does: of a vector, for the addition only; otherwise first of all
+    if x.ndim == 1:
+        starts = [lax.select(lax.lt(i, zero), lax.add(strong(i), np.int32(n)), i)
+                  for i, n in zip(starts, x.shape)]
+    else:
+        starts = [strong(i) for i in starts]
+        starts = [lax.select(lax.lt(i, zero), lax.add(i, np.int32(n)), i)
+                  for i, n in zip(starts, x.shape)]
+    from ..primitives.shape import dynamic_slice_p
+    y = dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes))
+    return lax.squeeze(y, tuple(squeeze)) if squeeze else y
+
+
 def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True):
     """``x[idx]``: NumPy's basic and advanced indexing with ``jax.numpy``'s rules.
 
@@ -363,6 +420,10 @@ def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True):
     ``jnp.arange(6).reshape(2, 3)[:, jnp.array([2, 0])]`` -> ``[[2, 0], [5, 3]]``.
     """
     x = _as_operand(x)
+    if mode is None and wrap_negative_indices:
+        out = _dynamic_index(x, idx)
+        if out is not None:
+            return out
     # as JAX: only the default mode checks static indices (an explicit mode says what an
     # out-of-bounds index does)
     parsed = parse_index(x.shape, idx, wrap_negative_indices,

@@ -116,6 +116,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     if ka != kb:        # named before 1-D operands are reshaped to matrices
         raise TypeError(f"matmul: contracting dimension sizes ({ka},) (lhs) and ({kb},) "
                         f"(rhs) differ (operand shapes {a.shape} and {b.shape}).")
+    if a.ndim == 1 or b.ndim == 1:
+        # a vector operand is contracted as it is (JAX's program: one dot_general, no
+        # reshapes)
+        return _sharded(_dot_general(a, b, ((a.ndim - 1,), (max(b.ndim - 2, 0),)),
+                                     ((), ()), precision, preferred_element_type), sh)
     a2 = a if a.ndim > 1 else lax.reshape(a, (1,) + a.shape)
     b2 = b if b.ndim > 1 else lax.reshape(b, b.shape + (1,))
     ba, bb = a2.shape[:-2], b2.shape[:-2]
@@ -470,13 +475,22 @@ def _einsum_pair(x, sx, y, sy, out, precision, pet):
     x, sx = _einsum_unary(x, sx, sy + out)
     y, sy = _einsum_unary(y, sy, sx + out)
     common = [c for c in sx if c in sy]
-    batch = [c for c in common if c in out]
-    contract = [c for c in common if c not in out]
+    # batch letters in the output's order, contracted ones sorted, as JAX's dimension
+    # numbers list them
+    batch = [c for c in out if c in common]
+    contract = sorted(c for c in common if c not in out)
+    rest_x = "".join(c for c in sx if c not in common)
+    rest_y = "".join(c for c in sy if c not in common)
+    if "".join(batch) + rest_y + rest_x == out:
+        # the operands swapped give the output's order with no transpose (JAX tries this
+        # order first: the path contracts from right to left)
+        x, sx, y, sy, rest_x, rest_y = y, sy, x, sx, rest_y, rest_x
     dn = ((tuple(sx.index(c) for c in contract), tuple(sy.index(c) for c in contract)),
           (tuple(sx.index(c) for c in batch), tuple(sy.index(c) for c in batch)))
     r = lax.dot_general(x, y, dn, precision, pet)
-    rspec = "".join(batch) + "".join(c for c in sx if c not in common) + \
-        "".join(c for c in sy if c not in common)
+    rspec = "".join(batch) + rest_x + rest_y
+    if rspec == out:
+        return r
     return lax.transpose(r, [rspec.index(c) for c in out])
 
 

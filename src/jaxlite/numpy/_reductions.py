@@ -40,7 +40,8 @@ def _strong(x):
 def _keep(out, shape, axes, keepdims):
     if not keepdims:
         return out
-    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    # a broadcast that inserts the size-1 dimensions (lax.expand_dims), as JAX's keepdims
+    return lax.expand_dims(out, tuple(axes))
 
 
 def _axis_ints(axis):
@@ -178,13 +179,20 @@ def _sum_like(name, prim, identity, combine, a, axis, dtype, keepdims, initial, 
         # bool accumulation: sum is "any", product is "all" (XLA's add/mul on pred)
         prim = lax.reduce_or if name == "sum" else lax.reduce_and
         identity = name != "sum"
-    a = convert(a, dt)
+    if a.dtype == np.bool_ and dt != np.bool_:
+        # bools count as the default integer first, as JAX converts them (to int32, then
+        # to a float dtype: its printed program shows both)
+        a = convert(a, dtypes.canonicalize_dtype(np.int64))
+    # strongly typed before reducing, as JAX converts (its printed program shows it there)
+    a = _strong(convert(a, dt))
     if where is not None:
-        a = _select(_where_mask(name, where, a.shape), a, identity)
+        # jnp.where (a named jit where a program is traced, as JAX's reductions use it)
+        from ._ufuncs import where as _where
+        a = _where(_where_mask(name, where, a.shape), a, np.array(identity, a.dtype))
     out = _strong(prim(a, axes))
     if initial is not None:
         _check_initial(name, initial)
-        out = combine(out, convert(ensure_array(initial), dt))
+        out = combine(convert(ensure_array(initial), dt), out)     # JAX's operand order
     return _keep(out, a.shape, axes, keepdims)
 
 
@@ -348,8 +356,11 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
     if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no "
                          f"identity (shape {a.shape}, axis {axis})")
+    a = _strong(a)         # strongly typed before reducing, as JAX converts
     if where is not None:
-        a = _select(_where_mask(name, where, a.shape), a, identity(a.dtype))
+        from ._ufuncs import where as _where      # (a named jit, as in _sum_like)
+        a = _where(_where_mask(name, where, a.shape), a, np.array(identity(a.dtype),
+                                                                  a.dtype))
     if a.dtype.kind == "c":
         out = _strong(_complex_extremum(a, axes, prim is lax.reduce_max))
     else:
@@ -368,7 +379,7 @@ def _extremum(name, prim, combine, identity, a, axis, keepdims, initial, where):
                                                                  cmp(im0, im1)))
             out = lax.select(wins, init, out)
         else:
-            out = combine(out, init)
+            out = combine(init, out)         # JAX's operand order
     return _keep(out, a.shape, axes, keepdims)
 
 
@@ -409,7 +420,7 @@ def _logical(name, prim, identity, a, axis, keepdims, where):
     a = _arr(name, a)
     axes = _axes(axis, a.ndim)
     if a.dtype != np.bool_:
-        a = lax.ne(a, _full(a.shape, 0, a))
+        a = lax.convert_element_type(a, np.bool_)     # nonzero, as JAX converts
     if where is not None:
         a = _select(_where_mask(name, where, a.shape), a, identity)
     return _keep(_strong(prim(a, axes)), a.shape, axes, keepdims)
@@ -464,7 +475,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
         # as JAX: the values are cast to the requested dtype first (a float32 input asked
         # for a float16 mean is rounded to float16), then summed in the wider dtype
         a = convert(a, dt)
-    s = sum(convert(a, acc), axis=axes, keepdims=keepdims, where=where)
+    s = sum(a, axis=axes, dtype=acc, keepdims=keepdims, where=where)
     if where is None:
         n = lax.scalar_as(_count(a.shape, axes), s.dtype, False)
         out = lax.div(s, n)
@@ -670,7 +681,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     if weights is None:
         a = _arr("average", a)
         _axes(axis, a.ndim)     # a bad axis is a ValueError here (mean's is an IndexError)
-        avg = mean(a, axis, keepdims=keepdims)
+        # promoted to inexact first, as JAX (a bool converts to float32 directly)
+        avg = mean(promote_dtypes_inexact(a)[0], axis, keepdims=keepdims)
         if not returned:
             return avg
         axes = _axes(axis, a.ndim)

@@ -874,9 +874,11 @@ def _logaddexp_base(a, b, dt, base):
                                 get_aval(im).dtype), _const(im, period))
         return lax.complex(lax.real(out), im)
     delta = lax.sub(a, b)
-    out = lax.add(big, log1p_b(exp_b(lax.neg(lax.abs(delta)))))
     # delta is NaN when both are infinite with one sign (or one is NaN): a + b is right
-    return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
+    # (computed in JAX's order, which its programs print)
+    nan, both = lax.ne(delta, delta), lax.add(a, b)
+    out = lax.add(big, log1p_b(exp_b(lax.neg(lax.abs(delta)))))
+    return lax.select(nan, both, out)
 
 
 def _no_posinf(x):
@@ -892,10 +894,14 @@ def _logaddexp_rule(base):
     cancel: softplus'(0) came out 0, not 0.5).  +inf is replaced by 0 before the
     subtraction, as in JAX (at two -inf inputs the weights are NaN there too)."""
     power = lax.exp if base == "e" else lax.exp2
+    name = "logaddexp" if base == "e" else "logaddexp2"
 
-    @custom_jvp
     def f(a, b):
         return _logaddexp_base(a, b, get_aval(a).dtype, base)
+
+    # named as JAX's function and rule, which programs print
+    f.__name__ = f.__qualname__ = name
+    f = custom_jvp(f)
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -905,6 +911,7 @@ def _logaddexp_rule(base):
         t = lax.add(lax.mul(ta, power(lax.sub(_no_posinf(a), ro))),
                     lax.mul(tb, power(lax.sub(_no_posinf(b), ro))))
         return out, t
+    f_jvp.__name__ = f_jvp.__qualname__ = f"_{name}_jvp"
     return f
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from .. import lax
 from ..lax import linalg as _lax_linalg
 from . import _linalg, _reductions
+from ._named_jit import named_jit
 from ._shape import matrix_transpose  # noqa: F401  (re-exported, as jax.numpy.linalg)
 from ._util import (canonicalize_axis, check_arraylike, ensure_array, promote_dtypes,
                     promote_dtypes_inexact, public_names)
@@ -107,6 +108,7 @@ def _matrix_norm(x, axes, ord, keepdims):
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
+@named_jit("norm", static_argnames=("ord", "axis", "keepdims"))
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector or matrix norm (``jax.numpy.linalg.norm``).
 

@@ -106,8 +106,7 @@ def _custom_lin_aval(*avals, num_res, bwd, out_avals, in_avals):
 
 
 def _custom_lin_impl(*args, **params):
-    raise TypeError("a custom_vjp function has no forward-mode (jvp) derivative; only "
-                    "reverse mode (grad, vjp, jacrev) can differentiate it.")
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_avals):

@@ -167,9 +167,9 @@ def _cond_aval(index, *avals, branches):
             raise TypeError(f"cond: branch {k} returns "
                             f"{[a.str_short() for a in br.out_avals]}, branch 0 returns "
                             f"{[a.str_short() for a in first]}")
-    # an output is weakly typed only when it is in every branch
-    return [a.update(weak_type=all(br.out_avals[i].weak_type for br in branches))
-            for i, a in enumerate(first)]
+    # the outputs have branch 0's types, weak types included (as JAX's cond: the branches
+    # may differ in weak type only)
+    return list(first)
 
 
 def _cond_impl(index, *args, branches):

@@ -777,8 +777,17 @@ from ..core.eager import from_host  # noqa: E402
 
 
 def _c(x, v):
-    """The scalar ``v`` as a strong rank-0 constant of ``x``'s dtype."""
-    return np.array(v, get_aval(x).dtype)
+    """The scalar ``v`` as a rank-0 constant of ``x``'s dtype, weakly typed when ``x`` is
+    (as JAX's rules keep it: the derivative of a weakly typed value stays weak, and its
+    program needs no conversion)."""
+    aval = get_aval(x)
+    c = np.array(v, aval.dtype)
+    if not aval.weak_type:
+        return c
+    if dtypes.is_float(aval.dtype) and aval.dtype == dtypes.canonicalize_dtype(np.float64):
+        return float(v)       # a Python float: the program shows its value, as JAX's
+    from ..core.eager import from_host
+    return from_host(c, aval.dtype, True)
 
 
 def _sum_to_shape(ct, aval):
@@ -813,32 +822,33 @@ for _p in (sign_p, floor_p, ceil_p, round_p):
 # unary -------------------------------------------------------------------------------
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _c(x, math.log(2)))))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(log_p.bind(_c(x, 2)), mul(g, ans)))
 ad.defjvp(log_p, lambda g, x: div(g, x))
 ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _c(x, 1))))
 ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _c(x, 1))))
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(_c(x, 1), mul(ans, ans))))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_c(x, 1), ans)))
 ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_c(x, 1), ans))))
 ad.defjvp(sin_p, lambda g, x: mul(g, cos_p.bind(x)))
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin_p.bind(x))))
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_c(x, 1), mul(ans, ans))))
-ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt_p.bind(sub(_c(x, 1), mul(x, x)))))
-ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt_p.bind(sub(_c(x, 1), mul(x, x))))))
-ad.defjvp(atan_p, lambda g, x: div(g, add(_c(x, 1), mul(x, x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_c(x, 1), square_p.bind(ans))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt_p.bind(sub(_c(x, 1), square_p.bind(x)))))
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt_p.bind(sub(_c(x, 1), square_p.bind(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(_c(x, 1), square_p.bind(x))))
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh_p.bind(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh_p.bind(x)))
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt_p.bind(add(mul(x, x), _c(x, 1)))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt_p.bind(add(square_p.bind(x), _c(x, 1)))))
 ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt_p.bind(mul(sub(x, _c(x, 1)),
                                                         add(x, _c(x, 1))))))
-ad.defjvp(atanh_p, lambda g, x: div(g, sub(_c(x, 1), mul(x, x))))
-ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(_c(x, 2), ans)))
+ad.defjvp(atanh_p, lambda g, x: mul(integer_pow_p.bind(add(_c(x, 1), x), y=-1),
+                                     div(g, sub(_c(x, 1), x))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_c(x, 0.5), ans)))
 ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_c(x, -0.5), div(ans, x))))
 # (1/3) ans**-2 with integer_pow, whose own derivative at 0 is -inf as in JAX (dividing by
 # ans * ans gave 0 * inf = NaN for the second derivative there)
 ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_c(x, 1 / 3), integer_pow_p.bind(ans, y=-2))))
 ad.defjvp(square_p, lambda g, x: mul(g, mul(_c(x, 2), x)))
-ad.defjvp(erf_p, lambda g, x: mul(g, mul(_c(x, 2 / math.sqrt(math.pi)),
-                                         exp_p.bind(neg(mul(x, x))))))
+ad.defjvp(erf_p, lambda g, x: mul(_c(x, 2 / math.sqrt(math.pi)),
+                                   mul(g, exp_p.bind(neg(square_p.bind(x))))))
 ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_c(x, -2 / math.sqrt(math.pi)),
                                           exp_p.bind(neg(mul(x, x))))))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma_p.bind(x)))

@@ -358,6 +358,8 @@ def _kept_dims(ndim, axes):
 def _expand(y, shape, axes):
     """``y`` (the reduction of an operand of ``shape`` over ``axes``) broadcast back."""
     from .shape import broadcast_in_dim_p
+    if not axes:
+        return y            # nothing was reduced (JAX's broadcast is then no equation)
     return broadcast_in_dim_p.bind(y, shape=tuple(shape),
                                    broadcast_dimensions=_kept_dims(len(shape), axes))
 
@@ -436,7 +438,9 @@ reduce_prod_p.jvp = _reduce_prod_jvp
 def _reduce_batch(prim):
     def rule(args, dims, axes, **params):
         x = batching.moveaxis(args[0], dims[0], 0)
-        return prim.bind(x, axes=tuple(a + 1 for a in axes), **params), 0
+        # NumPy integers, as JAX's batching computes them (its programs print
+        # ``axes=(np.int64(1),)``)
+        return prim.bind(x, axes=tuple(np.int64(a) + 1 for a in axes), **params), 0
     prim.batch = rule
 
 
@@ -448,7 +452,8 @@ for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p
 def _arg_batch(prim):
     def rule(args, dims, axes, index_dtype):
         x = batching.moveaxis(args[0], dims[0], 0)
-        return prim.bind(x, axes=tuple(a + 1 for a in axes), index_dtype=index_dtype), 0
+        return prim.bind(x, axes=tuple(np.int64(a) + 1 for a in axes),
+                         index_dtype=index_dtype), 0
     prim.batch = rule
 
 

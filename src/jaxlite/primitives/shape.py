@@ -454,8 +454,15 @@ transpose_p.batch = lambda args, dims, permutation: (transpose_p.bind(
     batching.moveaxis(args[0], dims[0], 0),
     permutation=(0,) + tuple(p + 1 for p in permutation)), 0)
 
-ad.deflinear(squeeze_p, lambda ct, x, dimensions: [
-    reshape_p.bind(ct, new_sizes=tuple(x.aval.shape), dimensions=None)])
+def _squeeze_transpose(ct, x, dimensions):
+    # the size-1 dimensions put back by a broadcast, as JAX's transpose writes it
+    nd = len(x.aval.shape)
+    gone = {d % nd for d in dimensions}
+    return [broadcast_in_dim_p.bind(ct, shape=tuple(x.aval.shape), broadcast_dimensions=tuple(
+        i for i in range(nd) if i not in gone))]
+
+
+ad.deflinear(squeeze_p, _squeeze_transpose)
 
 
 def _squeeze_batch(args, dims, dimensions):

@@ -311,8 +311,8 @@ def _no_derivative(name, arg, error=ValueError):
 
 
 # erf_inv' = sqrt(pi)/2 * exp(erf_inv(x)**2)
-ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_c(x, math.sqrt(math.pi) / 2),
-                                                  exp(mul(ans, ans)))))
+ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(_e._c(x, math.sqrt(math.pi) / 2),
+                                            mul(g, exp(_e.square_p.bind(ans)))))
 # i0e' = i1e - sign(x) i0e
 ad.defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e_p.bind(x),
                                                       mul(_e.sign_p.bind(x), ans))))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -86,6 +87,11 @@ def _tangent_dtype(aval):
 
 def _zero_tangent(aval):
     if ad.is_differentiable(aval):
+        if not aval.shape:
+            # a scalar zero is a constant (a literal in a traced program, as JAX's),
+            # typed like its primal
+            from ..core.eager import from_host
+            return from_host(np.zeros((), aval.dtype), aval.dtype, aval.weak_type)
         return ad.zeros(aval.strip_weak_type())
     return ad.float0_zeros(aval)
 
@@ -473,13 +479,13 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             if isinstance(out, (tuple, list, dict)) or out is None:
                 shown = tree_map(lambda x: x.primal if isinstance(x, ad.JVPTracer) else x,
                                  out)
-                raise TypeError(f"grad needs a scalar-output function; this one "
-                                f"returned {shown!r}.")
+                raise TypeError(f"Gradient only defined for scalar-output functions. "
+                                f"Output was {shown}.")
             _check_leaf(out, "grad output")
             aval = get_aval(out)
             if aval.shape != ():
-                raise TypeError(f"grad needs a scalar-output function; this one returned an "
-                                f"array of shape {aval.shape}.")
+                raise TypeError(f"Gradient only defined for scalar-output functions. "
+                                f"Output had shape: {aval.shape}.")
             if holomorphic:
                 if aval.dtype.kind != "c":
                     raise TypeError(f"grad(holomorphic=True) takes complex outputs only; got "
@@ -491,7 +497,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         lin, pullback = _vjp_flat(flat, d_leaves)
         (out,) = lin.primals_out
         aval = lin.out_avals[0]
-        one = np.ones((), aval.dtype)
+        # the seed has the output's weak type, as JAX's (so the gradient of a weakly typed
+        # output needs no conversion at the end)
+        from ..core.eager import from_host
+        one = from_host(np.ones((), aval.dtype), aval.dtype, aval.weak_type)
         # a cotangent that passes straight through (grad of an identity) is the seed
         # itself: it comes back as an Array, as in JAX
         g = [_to_array(c) for c in pullback([None if lin.out_zero[0] else one],
@@ -698,17 +707,22 @@ class custom_jvp:
 
     def defjvps(self, *fns):
         """One function per argument: ``fn(g, ans, *args) -> tangent contribution``."""
-        fun = self.fun      # not self: the rule may outlive it in a cached equation
+        fun = self.fun
+        # the primal output comes from the custom function itself (staged as its own call,
+        # as JAX's defjvps rule computes it); held weakly: the rule may outlive it in a
+        # cached equation, and then computes it with the plain function
+        me = weakref.ref(self)
 
-        def rule(primals, tangents):
-            ans = fun(*primals)
+        def jvp(primals, tangents):     # (named as JAX's rule is: programs print it)
+            custom = me()
+            ans = (fun if custom is None else custom)(*primals)
             t = None
             for fn, g in zip(fns, tangents):
                 if fn is not None:
                     c = fn(g, ans, *primals)
                     t = c if t is None else tree_map(lambda a, b: a + b, t, c)
             return ans, t
-        self.jvp = rule
+        self.jvp = jvp
 
     @_api_boundary      # a traceback boundary (_traceback.py), as the transformations
     def __call__(self, *args, **kwargs):
@@ -718,9 +732,8 @@ class custom_jvp:
             bound.apply_defaults()
             args, kwargs = bound.args, {}
         if self.jvp is None:
-            raise AttributeError(f"custom_jvp function "
-                                 f"{getattr(self.fun, '__name__', self.fun)} has no JVP "
-                                 f"rule yet; register one with defjvp.")
+            raise AttributeError(f"No JVP defined for custom_jvp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")
         nd = set(i % len(args) for i in self.nondiff_argnums) if args else set()
         diff_pos = [i for i in range(len(args)) if i not in nd]
         leaves, tree = tree_flatten([args[i] for i in diff_pos])
@@ -739,15 +752,23 @@ class custom_jvp:
             ts = tree_unflatten(tree, list(tangents))
             if _may_hold_keys(primals):
                 ts = _keys_as_float0(ts)
-            out, t_out = user_jvp(*nd_vals, tuple(ps), tuple(ts))
+            got = user_jvp(*nd_vals, tuple(ps), tuple(ts))
+            if not (isinstance(got, (tuple, list)) and len(got) == 2):
+                raise TypeError(f"Custom JVP rule {getattr(user_jvp, '__name__', 'jvp')} for "
+                                f"function {fun_name} must produce a pair (list or tuple of "
+                                f"length two) representing primal and tangent outputs, but "
+                                f"got {got}.")
+            out, t_out = got
             o_leaves, o_tree = tree_flatten(out)
             if _may_hold_keys(o_leaves):
                 t_out = _keys_from_float0(out, t_out)
             t_leaves, t_tree = tree_flatten(t_out)
             out_trees.append(o_tree)
             if t_tree != o_tree:
-                raise TypeError(f"custom JVP rule returned primal and tangent outputs of "
-                                f"different pytree structures: {o_tree} and {t_tree}.")
+                raise TypeError(f"Custom JVP rule {getattr(user_jvp, '__name__', 'jvp')} "
+                                f"for function {fun_name} must produce primal and tangent "
+                                f"outputs with equal container (pytree) structures, but got "
+                                f"{o_tree} and {t_tree} respectively.")
             fixed = []
             for p, t in zip(o_leaves, t_leaves):
                 pa = get_aval(p)
@@ -756,13 +777,11 @@ class custom_jvp:
                 if ta.shape != pa.shape or (ta.dtype != want and not (
                         ta.weak_type and ad.is_differentiable(pa) and
                         ad.is_differentiable(ta))):
+                    want_t = ShapedArray(pa.shape, want)
                     raise TypeError(
-                        f"custom JVP rule returned a tangent whose shape or dtype does not fit "
-                        f"its primal: the primal output "
-                        f"{pa.str_short()} needs a tangent of type "
-                        f"{np.dtype(want).name}{list(pa.shape)}, but the rule of "
-                        f"{fun_name} returned "
-                        f"{ta.str_short()}.")
+                        f"Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {want_t._type_str()} "
+                        f"(tangent type of {pa._type_str()}) but got {ta._type_str()}.")
                 if ad.is_differentiable(pa) and (ta.dtype != pa.dtype or
                                                  not isinstance(t, (Tracer, Array))):
                     t = _as_dtype(t, pa.dtype)
@@ -792,6 +811,59 @@ def _call_eagerly(fun, args, what):
                 f"rule cannot see that value's tangent. Pass the value as an explicit "
                 f"argument of the function (or use jax.closure_convert).")
     return out
+
+
+def _bwd_leaves(got, diff_args) -> list:
+    """The flat cotangents a custom_vjp ``bwd`` rule returned for ``diff_args`` (None
+    where it gave None for a whole argument or subtree), checked as JAX checks them: a
+    tuple (or list) with the arguments' structure (TypeError naming both structures) and
+    each cotangent of its primal's shape (ValueError naming the position)."""
+    from ..tree_util import keystr, tree_flatten_with_path, tree_structure
+    args = tuple(diff_args)
+    if isinstance(got, list) and len(got) == len(args):
+        got = tuple(got)
+    flat = []
+
+    def walk(g, a, path):
+        if g is None:
+            flat.extend((None, p, v) for p, v in tree_flatten_with_path(a)[0])
+            return True
+        g_tree, a_tree = tree_structure(g), tree_structure(a)
+        if g_tree.num_leaves == 1 and g_tree.num_nodes == 1:
+            if a_tree.num_leaves != 1:
+                return False
+            ((p, v),) = tree_flatten_with_path(a)[0]
+            flat.append((g, path + p, v))
+            return True
+        g_kids, a_kids = g_tree.children(), a_tree.children()
+        if (g_tree.node_data() != a_tree.node_data() or type(g) is not type(a)
+                or len(g_kids) != len(a_kids)):
+            return False
+        g_items = tree_flatten_with_path(g, is_leaf=lambda x: x is not g)[0]
+        a_items = tree_flatten_with_path(a, is_leaf=lambda x: x is not a)[0]
+        return all(walk(gv, av, path + gp) for (gp, gv), (_, av) in zip(g_items, a_items))
+
+    if not (isinstance(got, tuple) and walk(got, args, ())):
+        raise TypeError(
+            f"Custom VJP bwd rule must produce an output with the same container (pytree) "
+            f"structure as the args tuple of the primal function, and in particular must "
+            f"produce a tuple of length equal to the number of arguments to the primal "
+            f"function, but got bwd output structure {tree_structure(got)} for primal input "
+            f"structure {tree_structure(args)}.")
+    for g, path, a in flat:
+        if g is None:
+            continue
+        pa = get_aval(a)
+        if not ad.is_differentiable(pa):       # (its cotangent may be float0 zeros)
+            continue
+        ga = get_aval(g)
+        if ga.shape != pa.shape:
+            raise ValueError(
+                f"Custom VJP bwd rule must produce an output with the same type as the args "
+                f"tuple of the primal function, but at output{keystr(path)} the bwd rule "
+                f"produced an output of type {ga._type_str()} corresponding to an input of "
+                f"type {pa._type_str()}, so the shapes do not match")
+    return [g for g, _, _ in flat]
 
 
 def _check_fwd_output(fun, fwd, o_tree, o_leaves, want_tree, want_avals):
@@ -877,9 +949,8 @@ class custom_vjp:
             bound.apply_defaults()
             args = bound.args
         if self.fwd is None:
-            raise AttributeError(f"custom_vjp function "
-                                 f"{getattr(self.fun, '__name__', self.fun)} has no VJP "
-                                 f"rule yet; register one with defvjp.")
+            raise AttributeError(f"No VJP defined for custom_vjp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
         nd = sorted(set(i % len(args) for i in self.nondiff_argnums)) if args else []
         diff_pos = [i for i in range(len(args)) if i not in nd]
         diff_args = [args[i] for i in diff_pos]
@@ -897,8 +968,14 @@ class custom_vjp:
         def fwd_flat(primals):
             got = fwd(*_replace_diff_args(args, diff_pos, tree, primals))
             if not (isinstance(got, (tuple, list)) and len(got) == 2):
-                raise TypeError(f"Custom VJP fwd rule must produce a pair (output, "
-                                f"residuals), got {type(got).__name__}")
+                f_name, r_name = _fun_name(fun), getattr(fwd, "__name__", "fwd")
+                raise TypeError(
+                    f"Custom VJP fwd rule {r_name} for function {f_name} must produce a pair "
+                    f"(list or tuple of length two) where the first element represents the "
+                    f"primal output (equal to those of the custom_vjp-decorated function "
+                    f"{f_name}) and the second element represents residuals (i.e. values "
+                    f"stored from the forward pass for use on the backward pass), but "
+                    f"instead of a pair the fwd rule {r_name} produced {got}.")
             out, res = got
             res_leaves, res_tree = tree_flatten(res)
             res_store.append(res_tree)
@@ -915,18 +992,7 @@ class custom_vjp:
             if out_keys[-1]:
                 ct = _keys_as_float0(ct)
             got = bwd(*nd_vals, r, ct) if nd_vals else bwd(r, ct)
-            if not isinstance(got, (tuple, list)):
-                raise TypeError(f"custom_vjp bwd returned {type(got).__name__}; it has to "
-                                f"return a tuple")
-            if len(got) != len(diff_pos):
-                raise TypeError(f"custom_vjp bwd returned a tuple of {len(got)} entries; it "
-                                f"needs one per differentiable argument, "
-                                f"{len(diff_pos)}")
-            g_leaves = []
-            for g, a in zip(got, diff_args):
-                a_leaves, _ = tree_flatten(a)
-                g_leaves.extend([None] * len(a_leaves) if g is None else tree_flatten(g)[0])
-            return g_leaves
+            return _bwd_leaves(got, diff_args)
 
         if isinstance(top, ad.JVPTrace):
             return _under_jvp(self, top, custom_vjp_call_p, dict(fwd=fwd_flat, bwd=bwd_flat),

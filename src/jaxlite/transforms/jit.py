@@ -369,7 +369,8 @@ class JitWrapped:
         self.__wrapped__ = fun
 
     def __repr__(self):
-        return f"<jaxlite jit-compiled function {self.__name__}>"
+        # JAX's text (its jitted functions are PjitFunction objects), which programs print
+        return f"<PjitFunction of {self.__wrapped__!r}>"
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -22,6 +22,7 @@ import numpy as np
 from ...runtime.backend import Backend, Placement
 from ...runtime.buffer import out_of_memory
 from ._capi import PjrtError, PjrtOutOfMemory
+from .backend import module_name
 
 
 class PartitionedExecutable:
@@ -52,12 +53,12 @@ class PartitionedExecutable:
         res_text = [hlo_sharding(s, a.ndim, self.devices, mesh)
                     for s, a in zip(self.out_shardings, self.out_avals)]
         if manual is None:
-            lowered = lower_module(closed, name=name, platform=backend.platform,
+            lowered = lower_module(closed, name=module_name(name), platform=backend.platform,
                                    num_partitions=len(self.devices), devices=self.devices,
                                    mesh=mesh, arg_shardings=arg_text,
                                    result_shardings=res_text)
         else:
-            lowered = lower_manual(manual, self.in_avals, self.out_avals, name,
+            lowered = lower_manual(manual, self.in_avals, self.out_avals, module_name(name),
                                    backend.platform, mesh, arg_text, res_text)
         self.text = lowered.text
         self.name = name

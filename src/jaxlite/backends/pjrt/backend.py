@@ -266,7 +266,7 @@ class PjrtBackend(_runtime_backend.Backend):
         from .pieces import PiecewiseExecutable, holds_callback
         if isinstance(program, ClosedJaxpr) and holds_callback(program.jaxpr):
             return PiecewiseExecutable(self, program, device, name)
-        lowered = _lower_module(program, name=name, platform=self.platform)
+        lowered = _lower_module(program, name=module_name(name), platform=self.platform)
         return PjrtExecutable(self, lowered, device, name)
 
     def run_compiled(self, compiled, args, placement):
@@ -346,7 +346,15 @@ class PjrtBackend(_runtime_backend.Backend):
         program, which ``compile().as_text()`` shows); for a program holding host
         callbacks, the pieces it runs in with each device piece's module (pieces.py)."""
         from .pieces import lowered_text
-        return lowered_text(program, name=name, platform=self.platform)
+        return lowered_text(program, name=module_name(name), platform=self.platform)
+
+
+def module_name(name: str) -> str:
+    """The StableHLO module's name for a program named ``name``: JAX's ``jit_f`` (as
+    ``lower().as_text()`` and the persistent cache's messages show it; a lambda's module is
+    ``jit__lambda``)."""
+    name = name.replace(">", "")
+    return name if name.startswith("jit_") else f"jit_{name}"
 
 
 def _slice_p():
