@@ -211,7 +211,7 @@ def test_compiled_text_describes_the_pieces(xla, capsys):
     ex = compiled._program.executable_for(xla)
     assert isinstance(ex, PiecewiseExecutable)
     text = ex.as_text()
-    assert text.startswith(f"// f holds host callbacks (debug_callback): on platform "
+    assert text.startswith(f"// jit_f holds host callbacks (debug_callback): on platform "
                            f"{PLATFORM} it runs in ")
     assert "host callback debug_callback" in text and "stablehlo.multiply" in text
     assert "scan" in text and "stepped from the host (2 steps)" in text
@@ -308,7 +308,7 @@ def test_lower_as_text_of_a_jitted_callback_program(xla):
         jax.debug.print("{x}", x=x)
         return x + 1
     text = jax.jit(f).lower(jax.device_put(jnp.ones(2), xla)).as_text()
-    assert text.startswith(f"// f holds host callbacks (debug_callback): on platform "
+    assert text.startswith(f"// jit_f holds host callbacks (debug_callback): on platform "
                            f"{PLATFORM} it runs in 2 pieces")
     assert "// piece 1: host callback debug_callback" in text and "stablehlo.add" in text
 

@@ -265,7 +265,7 @@ class PjrtBackend(_runtime_backend.Backend):
         device = devices[0]
         from .pieces import PiecewiseExecutable, holds_callback
         if isinstance(program, ClosedJaxpr) and holds_callback(program.jaxpr):
-            return PiecewiseExecutable(self, program, device, name)
+            return PiecewiseExecutable(self, program, device, module_name(name))
         lowered = _lower_module(program, name=module_name(name), platform=self.platform)
         return PjrtExecutable(self, lowered, device, name)
 
