@@ -89,7 +89,8 @@ def test_rng_bit_generator_matches_xla_cpu(rlax, algorithm, dtype):
         assert_same(got[1], want[1])
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", [a if a == "RNG_DEFAULT" else pytest.param(
+    a, marks=pytest.mark.slow) for a in ALGORITHMS])   # two of three in make test-slow
 def test_rng_bit_generator_x64(rlax, x64, algorithm):
     rng = np.random.default_rng(1)
     for k, shape in enumerate([(), (1,), (3,), (4,), (5,), (2, 3), (3, 5), (0,)]):
@@ -585,8 +586,15 @@ GAMMA_FAMILY_VMAPS = {
 }
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("name", sorted(GAMMA_FAMILY_VMAPS))
+def _gamma_case(name, impl):
+    # the fast tier runs two cases; make test-slow (CI runs it) the others (about a minute)
+    fast = impl == "rbg" and name in ("vmap_gamma", "grad_vmap_gamma")
+    return pytest.param(name, impl, marks=() if fast else pytest.mark.slow,
+                        id=f"{name}-{impl}")
+
+
+@pytest.mark.parametrize("name,impl", [_gamma_case(n, i) for n in sorted(GAMMA_FAMILY_VMAPS)
+                                       for i in IMPLS])
 def test_gamma_family_over_batches_of_keys(rjax, rr, impl, name):
     # JAX's gamma loops over a batch of keys (each key its own bits), also for the rbg
     # implementations, whose bits elsewhere batch by JAX's first-key rule

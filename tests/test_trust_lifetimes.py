@@ -169,7 +169,13 @@ def _leaks(api, np_api, lax_mod, case):
     return [r for r in refs if r() is not None], before, after
 
 
-@pytest.mark.parametrize("case", CASES)
+# make test runs five kinds of closure (jit, jit of grad, custom_vjp, scan, a bound
+# method); make test-slow (CI runs it) the other eight, about 40 s
+_FAST_CASES = {"jit_", "jit_grad", "custom_vjp_", "scan_", "bound_method"}
+
+
+@pytest.mark.parametrize("case", [c if c in _FAST_CASES else pytest.param(
+    c, marks=pytest.mark.slow) for c in CASES])
 def test_transformed_closures_are_freed(case):
     alive, before, after = _leaks(jax, jnp, lax, case)
     assert alive == [], f"{case}: {len(alive)} functions/arrays kept alive"
