@@ -834,3 +834,22 @@ def test_narrow_float_dot_on_xla_cpu(name):
     got = jaxlite.jit(lambda x, y: lax.dot_general(x, y, dn))(jaxlite.device_put(a, dev),
                                                               jaxlite.device_put(b, dev))
     assert_like_jax(got, want, rtol=0, atol=0)
+
+
+# ---- einsum: sums within one operand in the preferred type (found by a fresh-user check) ---
+
+_I8 = np.array([[100, 100], [1, 2]], np.int8)
+_V8 = np.array([100, 100], np.int8)
+_BF = np.array([[2.503, 425.0]], np.float32).astype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("spec,ops,pet", [
+    ("ij->i", (_I8,), np.int32), ("ij->", (_I8,), np.int32), ("ii->", (_I8,), np.int32),
+    ("ij,k->i", (_I8, _V8), np.int32), ("i,j,k->", (_V8, _V8, _V8), np.int32),
+    ("ij,j->i", (_I8, _V8), np.int32), ("ij->ij", (_I8,), np.int32),
+    ("ij->i", (_BF,), np.float32)], ids=lambda v: v if isinstance(v, str) else None)
+def test_einsum_sums_within_an_operand_in_the_preferred_type(spec, ops, pet):
+    # an int8 row summed for an int32 result must not wrap in int8 (it gave -56 for
+    # 100 + 100), nor a bfloat16 row round in bfloat16
+    assert_like_jax(jnp.einsum(spec, *ops, preferred_element_type=pet),
+                    rjnp.einsum(spec, *ops, preferred_element_type=pet), rtol=0, atol=0)

@@ -383,6 +383,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     ops = _operands("einsum", *operands) if operands else []
     contractions = _einsum_path(subscripts, ops, optimize)
     pet = _pet(preferred_element_type)
+    widen = pet         # an explicit preferred type: sums within one operand are taken in it
     if pet is None and ops:
         pet = ops[0].dtype      # named in each dot_general, as JAX (the operands share it)
     ops = list(ops)
@@ -392,9 +393,10 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         ins, res = spec.split("->")
         in_specs = ins.split(",")
         if len(args) == 1:
-            r = _einsum_unary(args[0], in_specs[0], res, res)[0]
+            r = _einsum_unary(args[0], in_specs[0], res, res, widen)[0]
         elif len(args) == 2:
-            r = _einsum_pair(args[0], in_specs[0], args[1], in_specs[1], res, precision, pet)
+            r = _einsum_pair(args[0], in_specs[0], args[1], in_specs[1], res, precision, pet,
+                             widen)
         else:   # an explicit path step over more than two operands: contract them greedily
             r = einsum(spec, *args, optimize="greedy", precision=precision,
                        preferred_element_type=preferred_element_type)
@@ -444,9 +446,14 @@ def _take_diagonals(x, spec):
         spec = spec[:j] + spec[j + 1:]
 
 
-def _einsum_unary(x, spec, keep, order=None):
+def _einsum_unary(x, spec, keep, order=None, widen=None):
     """Takes diagonals, then sums over the letters not in ``keep``; returns (x, spec).  With
-    ``order`` (a permutation of the remaining letters), transposes into that order."""
+    ``order`` (a permutation of the remaining letters), transposes into that order.  With
+    ``widen`` (an explicit preferred_element_type), a sum is taken in that dtype, as JAX's
+    (an int8 row summed into int32 does not wrap in int8)."""
+    sums = len(set(spec)) < len(spec) or any(c not in keep for c in spec)
+    if widen is not None and sums and x.dtype != widen:
+        x = convert(x, widen)
     x, spec = _take_diagonals(x, spec)
     drop = tuple(i for i, c in enumerate(spec) if c not in keep)
     x = _reduce_sum(x, drop)
@@ -468,12 +475,12 @@ def _squeeze_broadcast(x, spec, other, ospec):
     return x, "".join(c for i, c in enumerate(spec) if i not in drop)
 
 
-def _einsum_pair(x, sx, y, sy, out, precision, pet):
+def _einsum_pair(x, sx, y, sy, out, precision, pet, widen=None):
     x, sx = _squeeze_broadcast(x, sx, y, sy)
     y, sy = _squeeze_broadcast(y, sy, x, sx)
     # diagonals, and sums over letters found only in one operand and not in the output
-    x, sx = _einsum_unary(x, sx, sy + out)
-    y, sy = _einsum_unary(y, sy, sx + out)
+    x, sx = _einsum_unary(x, sx, sy + out, widen=widen)
+    y, sy = _einsum_unary(y, sy, sx + out, widen=widen)
     common = [c for c in sx if c in sy]
     # batch letters in the output's order, contracted ones sorted, as JAX's dimension
     # numbers list them
