@@ -615,3 +615,25 @@ def test_jvp_with_a_float0_key_tangent(rjax, rr, impl):
                             (np.zeros((), rjax.dtypes.float0), np.float32(1.0)))
     assert_same(out, r_out)
     assert_same(tan, r_tan)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_keys_are_never_converted_to_numbers(rjax, impl):
+    # found by a fresh-user check: jnp.asarray(key, dtype=float32) returned a key whose
+    # data were floats; JAX refuses (ValueError), keeps a key given its own dtype, and
+    # makes numbers of the key array's shape for zeros_like/ones_like with a number dtype
+    import jax.numpy as rjnp
+    for lib, np_ in ((jaxlite, jnp), (rjax, rjnp)):
+        keys = lib.random.split(lib.random.key(0, impl=impl), 3)
+        for make in (lambda: np_.asarray(keys, dtype=np_.float32),
+                     lambda: np_.array(keys, dtype=np_.uint32)):
+            with pytest.raises(ValueError, match="Cannot convert_element_type from key<"):
+                make()
+        same = np_.asarray(keys, dtype=keys.dtype)
+        assert same.dtype == keys.dtype and same.shape == (3,)
+        np.testing.assert_array_equal(np.asarray(lib.random.key_data(same)),
+                                      np.asarray(lib.random.key_data(keys)))
+        z = np_.zeros_like(keys, dtype=np_.float32)
+        assert z.dtype == np.float32 and z.shape == (3,) and not np.asarray(z).any()
+        o = np_.ones_like(keys, dtype=int)
+        assert o.dtype == np.int32 and np.asarray(o).tolist() == [1, 1, 1]

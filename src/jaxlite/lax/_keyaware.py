@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 _key_types: tuple = ()
 
 
@@ -75,6 +77,35 @@ def _join(like, results):
     return like._with_data(_s.concatenate_p.bind(*parts, dimension=nd))
 
 
+def _given_dtype(args, kwargs, at):
+    return kwargs["dtype"] if "dtype" in kwargs else (args[at] if at < len(args) else None)
+
+
+def _numeric_dtype(args, kwargs, at, key) -> bool:
+    given = _given_dtype(args, kwargs, at)
+    return given is not None and given != key.dtype
+
+
+def _keys_keep_dtype(key, args, kwargs, at):
+    """``args``/``kwargs`` with a ``dtype`` argument (position ``at``) that names the key's
+    own dtype removed; any other dtype is JAX's ValueError (key data is never converted to
+    numbers: ``jnp.asarray(key, dtype=jnp.float32)`` silently gave a key of float data)."""
+    given = _given_dtype(args, kwargs, at)
+    if given is None:
+        return args, kwargs
+    if given != key.dtype:
+        try:
+            shown = np.dtype(given).name
+        except TypeError:
+            shown = given
+        raise ValueError(f"Cannot convert_element_type from {key.dtype} to {shown}")
+    if "dtype" in kwargs:
+        kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
+    else:
+        args = args[:at] + (None,) + args[at + 1:]
+    return args, kwargs
+
+
 def key_aware(*elements: str):
     """Decorator: the function also takes typed key arrays in the parameters named in
     ``elements`` (``"*"`` for ``*args``), each a key array or a sequence of them, and then
@@ -86,6 +117,7 @@ def key_aware(*elements: str):
         star = "*" in elements
         positions = [i for i, p in enumerate(params) if p in elements]
         name = fn.__name__
+        dtype_at = params.index("dtype") if "dtype" in params else None
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -98,6 +130,12 @@ def key_aware(*elements: str):
                 return fn(*args, **kwargs)     # (a key elsewhere: fn refuses it)
             first = keys[0] if type(keys[0]) in _key_types else \
                 next(e for e in keys[0] if type(e) in _key_types)
+            if dtype_at is not None:
+                if name.endswith("_like") and _numeric_dtype(args, kwargs, dtype_at, first):
+                    # zeros_like(key, dtype=float32): numbers of the key array's shape
+                    proto = np.zeros(first.shape, np.bool_)
+                    return fn(proto, *args[1:], **kwargs)
+                args, kwargs = _keys_keep_dtype(first, args, kwargs, dtype_at)
             which = set(which)
             outs = []
             for i in range(first._base.shape[-1]):
