@@ -853,3 +853,26 @@ def test_einsum_sums_within_an_operand_in_the_preferred_type(spec, ops, pet):
     # 100 + 100), nor a bfloat16 row round in bfloat16
     assert_like_jax(jnp.einsum(spec, *ops, preferred_element_type=pet),
                     rjnp.einsum(spec, *ops, preferred_element_type=pet), rtol=0, atol=0)
+
+
+def _argmax_pair_of(L):
+    def f(a, b):
+        take = a[0] >= b[0]
+        return L.lax.select(take, a[0], b[0]), L.lax.select(take, a[1], b[1])
+    return f
+
+
+@pytest.mark.parametrize("wd,ws,bd,wdil", [
+    ((0, 2), (1, 1), None, None), ((-1, 2), (1, 1), None, None), ((1, 2), (0, 1), None, None),
+    ((1, 2), (-1, 1), None, None), ((1, 2), (1, 1), None, (1, 0)),
+    ((1, 2), (1, 1), (0, 1), None)])
+def test_variadic_reduce_window_checks_its_window_as_jax(wd, ws, bd, wdil):
+    # found by a fresh-user check: the composed (variadic) path checked nothing: a zero
+    # window gave the init values silently, a zero stride a ZeroDivisionError, a negative
+    # one an empty result
+    x = np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    i = np.arange(8, dtype=np.int32).reshape(2, 4)
+    for L in (jaxlite, jax):
+        with pytest.raises(TypeError, match="positive"):
+            L.lax.reduce_window((x, i), (-np.inf, np.int32(-1)), _argmax_pair_of(L), wd, ws,
+                                "VALID", bd, wdil)

@@ -423,6 +423,17 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if len(ws) != len(wd):
         raise TypeError(f"reduce_window got window_strides {ws} and window_dimensions {wd} of "
                         f"different lengths.")
+    for what, v in (("base_dilation", bd), ("window_dilation", wdil)):
+        if len(v) != nd:
+            raise TypeError(f"reduce_window got {len(v)} {what} {v} for operand of shape "
+                            f"{aval.shape}; give one per dimension.")
+    # checked here for every path: the composed one (variadic, or a computation that is no
+    # monoid) has no primitive of its own to check them (a zero stride divided by zero, a
+    # zero window gave the init value silently)
+    from ..primitives.conv import _check_positive
+    for what, v in (("window_dimensions", wd), ("window_strides", ws),
+                    ("base_dilation", bd), ("window_dilation", wdil)):
+        _check_positive("reduce_window", what, v)
     if isinstance(padding, str):
         padding = padtype_to_pads(aval.shape, [(w - 1) * d + 1 for w, d in zip(wd, wdil)], ws,
                                   padding)
