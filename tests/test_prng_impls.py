@@ -637,3 +637,22 @@ def test_keys_are_never_converted_to_numbers(rjax, impl):
         assert z.dtype == np.float32 and z.shape == (3,) and not np.asarray(z).any()
         o = np_.ones_like(keys, dtype=int)
         assert o.dtype == np.int32 and np.asarray(o).tolist() == [1, 1, 1]
+
+
+def test_control_flow_refuses_keys_of_two_implementations(rjax):
+    # found by a fresh-user check: branches or carries holding keys of two implementations
+    # crashed with an AttributeError while the message was built; JAX's TypeError now
+    cases = {
+        "cond": lambda L: L.lax.cond(True, lambda: L.random.key(0, impl="rbg"),
+                                     lambda: L.random.key(0)),
+        "switch": lambda L: L.lax.switch(0, [lambda: L.random.key(0, impl="rbg"),
+                                             lambda: L.random.key(0)]),
+        "while": lambda L: L.lax.while_loop(lambda c: False, lambda c: L.random.key(0),
+                                            L.random.key(0, impl="rbg")),
+        "scan": lambda L: L.lax.scan(lambda c, x: (L.random.key(0), x),
+                                     L.random.key(0, impl="rbg"), np.ones(2, np.float32)),
+    }
+    for name, fn in cases.items():
+        for lib in (jaxlite, rjax):
+            with pytest.raises(TypeError):
+                fn(lib)

@@ -39,8 +39,13 @@ class _Star:
 
 
 def _tree_str(treedef) -> str:
-    """A pytree structure with its leaves drawn as ``*``, e.g. ``{'a': *, 'b': (*, *)}``."""
-    return repr(tree_unflatten(treedef, [_Star()] * treedef.num_leaves))
+    """A pytree structure with its leaves drawn as ``*``, e.g. ``{'a': *, 'b': (*, *)}``;
+    the treedef's own form where a node cannot be shown over stars (a typed key array's
+    repr reads its data)."""
+    try:
+        return repr(tree_unflatten(treedef, [_Star()] * treedef.num_leaves))
+    except Exception:  # noqa: BLE001 - only a message is being built
+        return str(treedef)
 
 
 def _leaf_paths(tree, prefix: str):
