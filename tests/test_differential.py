@@ -1017,7 +1017,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     ("nn.log1mexp", "x64:i64 x64:c128", "value"): ULPS,
     ("lax.digamma", "f32 f32-range f32-2d", "value"): ULPS,
     ("lax.lgamma", "bf16 f32 f32-range f32-2d", "value"): ULPS,
-    ("nn.gelu", "i32 f32-range f32-2d t-exact", "value"): ULPS,
+    ("nn.gelu", "i8 i32 py-negint f32-range f32-2d t-exact", "value"): ULPS,
     ("numpy.expm1 lax.expm1", "c64 x64:c128", "value"): ULPS,
     ("nn.log1mexp", "c64 py-complex x64:f64", "value"): ULPS,
     ("numpy.logaddexp", "x64:c128", "value"): ULPS,
