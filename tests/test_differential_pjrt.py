@@ -270,7 +270,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
         "XLA's lgamma (a Lanczos approximation) is off by ~5e-7 absolute near its zeros "
         "(lgamma(1) is 4.8e-7, not 0) and by up to 50 ulps elsewhere in float32; the "
         "interpreter's is the C library's",
-    ("nn.gelu", "*f32-range *f32-2d *x64:i64 *x64:f64", "value"):
+    ("nn.gelu", "*i8 *i32 *py-negint *f32-range *f32-2d *x64:i64 *x64:f64", "value"):
         ULPS_MAGNIFIED + " (1 + tanh(...) near -1 for x near -4)",
     ("nn.log1mexp", "*x64:f64 *x64:i64", "value"): ULPS_MAGNIFIED +
         " (log(-expm1(x)) for x near 0)",
