@@ -229,6 +229,7 @@ MPI.COMM_WORLD.Barrier()               # rank 0 waits for rank 1 forever
 """
 
 
+@pytest.mark.slow      # make test-slow (CI runs it): 15 s of waiting, keeps make test < 10 min
 @needs_mpiexec
 def test_hanging_job_ends_at_the_timeout(tmp_path):
     """A job whose ranks and their children ignore SIGTERM ends within the timeout plus

@@ -347,6 +347,7 @@ def test_a_rank_that_dies_ends_the_job(tmp_path):
 
 # ---- the example: data-parallel training over 2 processes x 2 devices ----------------------
 
+@pytest.mark.slow      # make test-slow (CI runs it): keeps make test under 10 minutes
 def test_data_parallel_example_equals_one_process_with_four_devices(tmp_path):
     root = os.path.dirname(os.path.dirname(HERE))
     out = tmp_path / "losses.npy"
