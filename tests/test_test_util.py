@@ -72,7 +72,9 @@ def _outcome(fn):
 CASES = sorted(_cases(jax, jnp, ltu))
 
 
-@pytest.mark.parametrize("case", CASES)
+# the third-order case (about 7 s) runs in make test-slow (CI runs both tiers)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow)
+                                  if c == "poly_order3_all_modes" else c for c in CASES])
 def test_check_grads_like_jax(rjax, rjnp, case):
     import jax.test_util as jtu
     got_kind, got_msg = _outcome(_cases(jax, jnp, ltu)[case])
