@@ -205,7 +205,7 @@ static inline double quadrant(int64_t k, double s, double c)
  * reference: the C library's float64 function, rounded once */
 static inline int trig_far(float x)
 {
-    float a = x < 0 ? -x : x;
+    float a = fabsf(x);     /* an AND, where a compare-and-negate would branch per element */
     return a > (float)LIMIT && a != INFINITY;
 }
 
@@ -241,23 +241,50 @@ static inline float cos_f32(float x)
 #define AVX512_TARGET
 #endif
 
-#define VEC_LOOP(name)                                                              \
+/* the loop bodies: f over x[0:n] into out[0:n], element by element (f inlined: the loop
+ * vectorises) */
+#define MAP(f)                                                                      \
+    for (Py_ssize_t i = 0; i < n; i++)                                              \
+        out[i] = f(x[i]);
+
+/* sin/cos in blocks: a block is scanned for arguments beyond LIMIT first (a vectorised
+ * OR, about a twentieth of the cost of the function); a block without any runs the
+ * vectorised loop, a block with some computes those with the C library's float64 function
+ * (rounded once: what a native kernel reruns on) and the others with f.  Element i is
+ * read before out[i] is written, so out may be x. */
+#define TRIG_BLOCK 1024
+#define TRIG_MAP(f, libm_f)                                                         \
+    for (Py_ssize_t b = 0; b < n; b += TRIG_BLOCK) {                                \
+        Py_ssize_t m = n - b < TRIG_BLOCK ? n - b : TRIG_BLOCK;                     \
+        const float *xb = x + b;                                                    \
+        float *ob = out + b;                                                        \
+        int far = 0;                                                                \
+        for (Py_ssize_t i = 0; i < m; i++)                                          \
+            far |= trig_far(xb[i]);                                                 \
+        if (!far) {                                                                 \
+            for (Py_ssize_t i = 0; i < m; i++)                                      \
+                ob[i] = f(xb[i]);                                                   \
+        } else {                                                                    \
+            for (Py_ssize_t i = 0; i < m; i++)                                      \
+                ob[i] = trig_far(xb[i]) ? (float)libm_f((double)xb[i]) : f(xb[i]);  \
+        }                                                                           \
+    }
+
+/* the three variants of one loop and the pick of this CPU's */
+#define VEC_LOOP(name, body)                                                        \
     static void loop_##name(const float *x, float *out, Py_ssize_t n)               \
     {                                                                               \
-        for (Py_ssize_t i = 0; i < n; i++)                                          \
-            out[i] = name##_f32(x[i]);                                              \
+        body                                                                        \
     }                                                                               \
     FMA_TARGET static void loop_##name##_fma(const float *x, float *out,            \
                                              Py_ssize_t n)                          \
     {                                                                               \
-        for (Py_ssize_t i = 0; i < n; i++)                                          \
-            out[i] = name##_f32(x[i]);                                              \
+        body                                                                        \
     }                                                                               \
     AVX512_TARGET static void loop_##name##_avx512(const float *x, float *out,      \
                                                    Py_ssize_t n)                    \
     {                                                                               \
-        for (Py_ssize_t i = 0; i < n; i++)                                          \
-            out[i] = name##_f32(x[i]);                                              \
+        body                                                                        \
     }                                                                               \
     static loop_fn pick_##name(void)                                                \
     {                                                                               \
@@ -265,14 +292,13 @@ static inline float cos_f32(float x)
             : loop_##name;                                                          \
     }
 
-VEC_LOOP(exp)
-VEC_LOOP(expm1)
-VEC_LOOP(log)
-VEC_LOOP(tanh)
-VEC_LOOP(logistic)
-
-VEC_LOOP(sin)
-VEC_LOOP(cos)
+VEC_LOOP(exp, MAP(exp_f32))
+VEC_LOOP(expm1, MAP(expm1_f32))
+VEC_LOOP(log, MAP(log_f32))
+VEC_LOOP(tanh, MAP(tanh_f32))
+VEC_LOOP(logistic, MAP(logistic_f32))
+VEC_LOOP(sin, TRIG_MAP(sin_f32, sin))
+VEC_LOOP(cos, TRIG_MAP(cos_f32, cos))
 
 /* the C library's float64 function, rounded once (what a native kernel calls) */
 #define LIBM_LOOP(name, expr)                                                       \
@@ -297,8 +323,6 @@ LIBM_LOOP(log1p, log1p(v))
 LIBM_LOOP(exp2, exp2(v))
 LIBM_LOOP(erf, erf(v))
 LIBM_LOOP(erfc, erfc(v))
-LIBM_LOOP(sin_far, sin(v))
-LIBM_LOOP(cos_far, cos(v))
 
 
 /* fills the Py_buffers of (x, out); 0, or -1 with an error set */
@@ -333,22 +357,6 @@ get_buffers(PyObject *const *args, Py_ssize_t nargs, const char *name,
     return 0;
 }
 
-/* f over x[0:n] into out: the vectorised loop, or element by element when sin/cos meet
- * an argument beyond LIMIT */
-static void
-run_range(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
-{
-    Py_ssize_t i = far != NULL ? 0 : n;
-    for (; i < n && !trig_far(x[i]); i++)
-        ;
-    if (i == n) {
-        loop(x, out, n);
-        return;
-    }
-    for (Py_ssize_t j = 0; j < n; j++)
-        (trig_far(x[j]) ? far : loop)(x + j, out + j, 1);
-}
-
 /* Large arrays are split over the process's CPUs (the results are elementwise: the same
  * bits however they are split).  One call at a time does so: a call arriving while
  * another is split (the interpreter runs a large kernel's chunks on several threads)
@@ -359,7 +367,7 @@ static int ncpu = 1;
 static int splitting;
 
 typedef struct {
-    loop_fn loop, far;
+    loop_fn loop;
     const float *x;
     float *out;
     Py_ssize_t n;
@@ -369,18 +377,18 @@ static void *
 run_part(void *arg)
 {
     part *p = (part *)arg;
-    run_range(p->loop, p->far, p->x, p->out, p->n);
+    p->loop(p->x, p->out, p->n);
     return NULL;
 }
 
 static void
-run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
+run_all(loop_fn loop, const float *x, float *out, Py_ssize_t n)
 {
     Py_ssize_t t = n / (SPLIT_MIN / 2);
     t = t < ncpu ? t : ncpu;
     t = t < MAX_THREADS ? t : MAX_THREADS;
     if (t < 2 || __atomic_exchange_n(&splitting, 1, __ATOMIC_ACQUIRE)) {
-        run_range(loop, far, x, out, n);
+        loop(x, out, n);
         return;
     }
     part parts[MAX_THREADS];
@@ -390,7 +398,7 @@ run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
     for (Py_ssize_t k = 0; k < t; k++) {
         Py_ssize_t lo = k * step < n ? k * step : n;
         Py_ssize_t hi = lo + step < n ? lo + step : n;
-        parts[k] = (part){loop, far, x + lo, out + lo, hi - lo};
+        parts[k] = (part){loop, x + lo, out + lo, hi - lo};
         started[k] = k > 0 && pthread_create(&tid[k], NULL, run_part, &parts[k]) == 0;
     }
     for (Py_ssize_t k = 0; k < t; k++)
@@ -403,7 +411,7 @@ run_all(loop_fn loop, loop_fn far, const float *x, float *out, Py_ssize_t n)
 }
 
 static PyObject *
-run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loop_fn far)
+run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop)
 {
     Py_buffer xb, ob;
     if (get_buffers(args, nargs, name, &xb, &ob) < 0)
@@ -412,7 +420,7 @@ run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loo
     const float *x = (const float *)xb.buf;
     float *out = (float *)ob.buf;
     Py_BEGIN_ALLOW_THREADS
-    run_all(loop, far, x, out, n);
+    run_all(loop, x, out, n);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     PyBuffer_Release(&ob);
@@ -423,26 +431,77 @@ run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop, loo
     static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
                                Py_ssize_t n)                                        \
     {                                                                               \
-        return run(a, n, #name, pick_##name(), NULL);                               \
-    }
-#define TRIG_FN(name)                                                               \
-    static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
-                               Py_ssize_t n)                                        \
-    {                                                                               \
-        return run(a, n, #name, pick_##name(), loop_##name##_far);                  \
+        return run(a, n, #name, pick_##name());                                     \
     }
 #define LIBM_FN(name)                                                               \
     static PyObject *py_##name(PyObject *Py_UNUSED(m), PyObject *const *a,          \
                                Py_ssize_t n)                                        \
     {                                                                               \
-        return run(a, n, #name, loop_##name, NULL);                                 \
+        return run(a, n, #name, loop_##name);                                       \
     }
 
-VEC_FN(exp) VEC_FN(expm1) VEC_FN(log) VEC_FN(tanh) VEC_FN(logistic)
-TRIG_FN(sin) TRIG_FN(cos)
+VEC_FN(exp) VEC_FN(expm1) VEC_FN(log) VEC_FN(tanh) VEC_FN(logistic) VEC_FN(sin) VEC_FN(cos)
 LIBM_FN(tan) LIBM_FN(asin) LIBM_FN(acos) LIBM_FN(atan) LIBM_FN(sinh) LIBM_FN(cosh)
 LIBM_FN(asinh) LIBM_FN(acosh) LIBM_FN(atanh) LIBM_FN(log1p) LIBM_FN(exp2) LIBM_FN(erf)
 LIBM_FN(erfc)
+
+/* _reference(name, x, out): the element functions above called one element at a time
+ * through a pointer (no vectorisation, no blocks, no threads; sin/cos beyond LIMIT: the C
+ * library's): the scalar algorithm that every loop must reproduce bit for bit (tests) */
+#define REF_VEC(name) static float ref_##name(float v) { return name##_f32(v); }
+#define REF_TRIG(name)                                                              \
+    static float ref_##name(float v)                                                \
+    {                                                                               \
+        return trig_far(v) ? (float)name((double)v) : name##_f32(v);                \
+    }
+#define REF_LIBM(name) static float ref_##name(float v) { return (float)name((double)v); }
+REF_VEC(exp) REF_VEC(expm1) REF_VEC(log) REF_VEC(tanh) REF_VEC(logistic)
+REF_TRIG(sin) REF_TRIG(cos)
+REF_LIBM(tan) REF_LIBM(asin) REF_LIBM(acos) REF_LIBM(atan) REF_LIBM(sinh) REF_LIBM(cosh)
+REF_LIBM(asinh) REF_LIBM(acosh) REF_LIBM(atanh) REF_LIBM(log1p) REF_LIBM(exp2) REF_LIBM(erf)
+REF_LIBM(erfc)
+
+typedef float (*elem_fn)(float);
+#define REF(name) {#name, ref_##name}
+static const struct { const char *name; elem_fn f; } references[] = {
+    REF(exp), REF(expm1), REF(log), REF(tanh), REF(logistic), REF(sin), REF(cos), REF(tan),
+    REF(asin), REF(acos), REF(atan), REF(sinh), REF(cosh), REF(asinh), REF(acosh),
+    REF(atanh), REF(log1p), REF(exp2), REF(erf), REF(erfc),
+};
+
+static PyObject *
+py_reference(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_reference takes 3 arguments (name: str, x, out)");
+        return NULL;
+    }
+    const char *name = PyUnicode_AsUTF8(args[0]);
+    if (name == NULL)
+        return NULL;
+    elem_fn f = NULL;
+    for (size_t k = 0; k < sizeof references / sizeof references[0]; k++)
+        if (strcmp(references[k].name, name) == 0)
+            f = references[k].f;
+    if (f == NULL) {
+        PyErr_Format(PyExc_ValueError, "_reference: no function named %R", args[0]);
+        return NULL;
+    }
+    Py_buffer xb, ob;
+    if (get_buffers(args + 1, 2, "_reference", &xb, &ob) < 0)
+        return NULL;
+    Py_ssize_t n = xb.len / 4;
+    const float *x = (const float *)xb.buf;
+    float *out = (float *)ob.buf;
+    elem_fn volatile g = f;     /* a call per element, as the loop of one element did */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = g(x[i]);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&ob);
+    Py_RETURN_NONE;
+}
 
 /* _use_isa(level): the loops to run from now on (0 plain, 1 AVX2+FMA, 2 AVX-512), at most
  * what this CPU has; returns the level in use before (tests compare the three) */
@@ -473,6 +532,8 @@ static PyMethodDef methods[] = {
     ENTRY(cosh), ENTRY(asinh), ENTRY(acosh), ENTRY(atanh), ENTRY(log1p), ENTRY(exp2),
     ENTRY(erf), ENTRY(erfc),
     {"_use_isa", py_use_isa, METH_O, "_use_isa(level): the loops' instruction set (tests)"},
+    {"_reference", (PyCFunction)(void (*)(void))py_reference, METH_FASTCALL,
+     "_reference(name, x, out): the scalar algorithm, one element at a time (tests)"},
     {NULL, NULL, 0, NULL}
 };
 
