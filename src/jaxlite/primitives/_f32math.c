@@ -24,6 +24,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -294,8 +297,142 @@ static inline float cos_f32(float x)
 
 VEC_LOOP(exp, MAP(exp_f32))
 VEC_LOOP(expm1, MAP(expm1_f32))
-VEC_LOOP(log, MAP(log_f32))
-VEC_LOOP(tanh, MAP(tanh_f32))
+
+/* tanh and log on AVX-512, written with intrinsics: the same float64 operations on the
+ * same values in the same order as tanh_f32/log_f32 (so the same bits: the tests compare
+ * them with _reference on millions of inputs, and they were compared on all 2**32
+ * float32 inputs when written), in fewer instructions than the compiler's version of
+ * the scalar code (about 50 against 80 for 16 elements: no duplicated conversions, the
+ * exponent and mantissa by getexp/getmant, the special arguments by three blends of
+ * float32 vectors).  The lanes those functions take x itself or a constant for (NaN,
+ * zero, tiny, infinite or negative arguments) are computed like the others and then
+ * replaced, as in the scalar code.  The last n % 16 elements take the scalar code. */
+#if HAVE_CLONES
+#define SIGN64 _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MIN))
+
+/* (float)tanh of 8 widened float32 (lanes with abs(x) < TINY32 or NaN: any value) */
+AVX512_TARGET static inline __m256 tanh8(__m512d xd)
+{
+    __m512d a = _mm512_andnot_pd(SIGN64, xd);
+    a = _mm512_min_pd(a, _mm512_set1_pd(10.0));             /* a < 10 ? a : 10 */
+    __m512d y = _mm512_mul_pd(_mm512_set1_pd(2.0), a);
+    __m512d t = _mm512_add_pd(_mm512_mul_pd(y, _mm512_set1_pd(LOG2E)),
+                              _mm512_set1_pd(MAGIC));
+    __m512d kf = _mm512_sub_pd(t, _mm512_set1_pd(MAGIC));
+    __m512d r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(LN2_HI), y);
+    r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(LN2_LO), r);
+    __m512d q = _mm512_fmadd_pd(r, _mm512_set1_pd(E5), _mm512_set1_pd(E4));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E3));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E2));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E1));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E0));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(0.5));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(1.0));
+    __m512d p = _mm512_mul_pd(r, q);
+    __m512d s = _mm512_castsi512_pd(_mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)), 52));
+    __m512d em = _mm512_fmadd_pd(s, p, _mm512_sub_pd(s, _mm512_set1_pd(1.0)));
+    __m512d th = _mm512_div_pd(em, _mm512_add_pd(em, _mm512_set1_pd(2.0)));
+    /* x < 0 ? -t : t, t > 0 where it matters: x's sign bit onto t */
+    th = _mm512_or_pd(th, _mm512_and_pd(xd, SIGN64));
+    return _mm512_cvtpd_ps(th);
+}
+
+/* the two halves of 16 float32 widened, and two float32 halves joined */
+#define WIDEN_LO(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define WIDEN_HI(v) _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(             \
+    _mm512_castps_pd(v), 1)))
+#define JOIN(lo, hi) _mm512_castpd_ps(_mm512_insertf64x4(                                \
+    _mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1))
+
+AVX512_TARGET static void loop_tanh_avx512(const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 xf = _mm512_loadu_ps(x + i);
+        __m512 r = JOIN(tanh8(WIDEN_LO(xf)), tanh8(WIDEN_HI(xf)));
+        /* NaN or abs(x) < TINY32: x itself */
+        __m512 ax = _mm512_abs_ps(xf);
+        __mmask16 keep = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(TINY32), _CMP_NGE_UQ);
+        _mm512_storeu_ps(out + i, _mm512_mask_blend_ps(keep, r, xf));
+    }
+    for (; i < n; i++)
+        out[i] = tanh_f32(x[i]);
+}
+
+/* log of 8 widened float32 before the special arguments (any value there) */
+AVX512_TARGET static inline __m256 log8(__m512d xd)
+{
+    /* xd is a normal double (a float32 widened) where it matters: its exponent and its
+     * mantissa in [1, 2) are those the scalar code takes from the bits */
+    __m512d ef = _mm512_getexp_pd(xd);
+    __m512d m = _mm512_getmant_pd(xd, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    __mmask8 big = _mm512_cmp_pd_mask(m, _mm512_set1_pd(SQRT2), _CMP_GT_OQ);
+    m = _mm512_mask_mul_pd(m, big, m, _mm512_set1_pd(0.5));
+    ef = _mm512_mask_add_pd(ef, big, ef, _mm512_set1_pd(1.0));
+    __m512d one = _mm512_set1_pd(1.0);
+    __m512d sv = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
+    __m512d s2 = _mm512_mul_pd(sv, sv);
+    __m512d t = _mm512_mul_pd(s2, _mm512_set1_pd(1.0 / 13));
+    t = _mm512_mul_pd(s2, _mm512_add_pd(_mm512_set1_pd(1.0 / 11), t));
+    t = _mm512_mul_pd(s2, _mm512_add_pd(_mm512_set1_pd(1.0 / 9), t));
+    t = _mm512_mul_pd(s2, _mm512_add_pd(_mm512_set1_pd(1.0 / 7), t));
+    t = _mm512_mul_pd(s2, _mm512_add_pd(_mm512_set1_pd(1.0 / 5), t));
+    t = _mm512_mul_pd(s2, _mm512_add_pd(_mm512_set1_pd(1.0 / 3), t));
+    t = _mm512_add_pd(one, t);
+    __m512d lm = _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), sv), t);
+    __m512d r = _mm512_add_pd(_mm512_mul_pd(ef, _mm512_set1_pd(LN2_HI)),
+                              _mm512_add_pd(_mm512_mul_pd(ef, _mm512_set1_pd(LN2_LO)), lm));
+    return _mm512_cvtpd_ps(r);
+}
+
+AVX512_TARGET static void loop_log_avx512(const float *x, float *out, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    __m512 zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
+    for (; i + 16 <= n; i += 16) {
+        __m512 xf = _mm512_loadu_ps(x + i);
+        __m512 r = JOIN(log8(WIDEN_LO(xf)), log8(WIDEN_HI(xf)));
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xf, zero, _CMP_EQ_OQ), r,
+                                 _mm512_set1_ps(-INFINITY));
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xf, inf, _CMP_EQ_OQ), r, inf);
+        /* NaN or x < 0 (not x >= 0) */
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xf, zero, _CMP_NGE_UQ), r,
+                                 _mm512_set1_ps(NAN));
+        _mm512_storeu_ps(out + i, r);
+    }
+    for (; i < n; i++)
+        out[i] = log_f32(x[i]);
+}
+#define OWN_AVX512(name) /* loop_<name>_avx512 above */
+#else
+#define OWN_AVX512(name)                                                            \
+    static void loop_##name##_avx512(const float *x, float *out, Py_ssize_t n)      \
+    {                                                                               \
+        MAP(name##_f32)                                                             \
+    }
+#endif
+
+/* the plain and AVX2 variants of a loop whose AVX-512 variant is written above */
+#define VEC_LOOP2(name, body)                                                       \
+    OWN_AVX512(name)                                                                \
+    static void loop_##name(const float *x, float *out, Py_ssize_t n)               \
+    {                                                                               \
+        body                                                                        \
+    }                                                                               \
+    FMA_TARGET static void loop_##name##_fma(const float *x, float *out,            \
+                                             Py_ssize_t n)                          \
+    {                                                                               \
+        body                                                                        \
+    }                                                                               \
+    static loop_fn pick_##name(void)                                                \
+    {                                                                               \
+        return isa == 2 ? loop_##name##_avx512 : isa == 1 ? loop_##name##_fma       \
+            : loop_##name;                                                          \
+    }
+
+VEC_LOOP2(log, MAP(log_f32))
+VEC_LOOP2(tanh, MAP(tanh_f32))
 VEC_LOOP(logistic, MAP(logistic_f32))
 VEC_LOOP(sin, TRIG_MAP(sin_f32, sin))
 VEC_LOOP(cos, TRIG_MAP(cos_f32, cos))
