@@ -256,7 +256,7 @@ static inline float cos_f32(float x)
  * (rounded once: what a native kernel reruns on) and the others with f.  Element i is
  * read before out[i] is written, so out may be x. */
 #define TRIG_BLOCK 1024
-#define TRIG_MAP(f, libm_f)                                                         \
+#define TRIG_MAP(f, libm_f, near_block)                                             \
     for (Py_ssize_t b = 0; b < n; b += TRIG_BLOCK) {                                \
         Py_ssize_t m = n - b < TRIG_BLOCK ? n - b : TRIG_BLOCK;                     \
         const float *xb = x + b;                                                    \
@@ -265,13 +265,16 @@ static inline float cos_f32(float x)
         for (Py_ssize_t i = 0; i < m; i++)                                          \
             far |= trig_far(xb[i]);                                                 \
         if (!far) {                                                                 \
-            for (Py_ssize_t i = 0; i < m; i++)                                      \
-                ob[i] = f(xb[i]);                                                   \
+            near_block                                                              \
         } else {                                                                    \
             for (Py_ssize_t i = 0; i < m; i++)                                      \
                 ob[i] = trig_far(xb[i]) ? (float)libm_f((double)xb[i]) : f(xb[i]);  \
         }                                                                           \
     }
+/* the statement for a block without far arguments in the compiler's loops */
+#define NEAR_MAP(f)                                                                 \
+    for (Py_ssize_t i = 0; i < m; i++)                                              \
+        ob[i] = f(xb[i]);
 
 /* the three variants of one loop and the pick of this CPU's */
 #define VEC_LOOP(name, body)                                                        \
@@ -404,18 +407,81 @@ AVX512_TARGET static void loop_log_avx512(const float *x, float *out, Py_ssize_t
     for (; i < n; i++)
         out[i] = log_f32(x[i]);
 }
-#define OWN_AVX512(name) /* loop_<name>_avx512 above */
+
+/* sin (cosine 0) or cos (cosine 1) of 8 widened float32 before the special arguments:
+ * reduce_pio2, both polynomials and quadrant() of the scalar code */
+AVX512_TARGET static inline __m256 trig8(__m512d xd, int cosine)
+{
+    __mmask8 near = _mm512_cmp_pd_mask(_mm512_andnot_pd(SIGN64, xd),
+                                       _mm512_set1_pd(LIMIT), _CMP_LE_OQ);
+    __m512d xs = _mm512_maskz_mov_pd(near, xd);                 /* abs(x) <= LIMIT ? x : 0 */
+    __m512d t = _mm512_add_pd(_mm512_mul_pd(xs, _mm512_set1_pd(TWO_OVER_PI)),
+                              _mm512_set1_pd(MAGIC));
+    __m512d kf = _mm512_sub_pd(t, _mm512_set1_pd(MAGIC));
+    __m512d r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(PIO2_1), xs);
+    r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(PIO2_2), r);
+    r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(PIO2_3), r);
+    __m512d z = _mm512_mul_pd(r, r);
+    __m512d qs = _mm512_fmadd_pd(z, _mm512_set1_pd(S3), _mm512_set1_pd(S2));
+    qs = _mm512_fmadd_pd(z, qs, _mm512_set1_pd(S1));
+    qs = _mm512_fmadd_pd(z, qs, _mm512_set1_pd(S0));
+    __m512d sn = _mm512_fmadd_pd(_mm512_mul_pd(r, z), qs, r);
+    __m512d qc = _mm512_fmadd_pd(z, _mm512_set1_pd(C3), _mm512_set1_pd(C2));
+    qc = _mm512_fmadd_pd(z, qc, _mm512_set1_pd(C1));
+    qc = _mm512_fmadd_pd(z, qc, _mm512_set1_pd(C0));
+    qc = _mm512_fmadd_pd(z, qc, _mm512_set1_pd(-0.5));
+    __m512d cs = _mm512_fmadd_pd(z, qc, _mm512_set1_pd(1.0));
+    __m512i k = _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(cosine));
+    __m512d v = _mm512_mask_blend_pd(_mm512_test_epi64_mask(k, _mm512_set1_epi64(1)), sn, cs);
+    v = _mm512_mask_xor_pd(v, _mm512_test_epi64_mask(k, _mm512_set1_epi64(2)), v, SIGN64);
+    return _mm512_cvtpd_ps(v);
+}
+
+/* fpclass categories: quiet and signalling NaN, +0, -0, +inf, -inf */
+#define CLASS_NAN 0x81
+#define CLASS_ZERO 0x06
+#define CLASS_INF 0x18
+
+/* sin/cos of a block without arguments beyond LIMIT */
+AVX512_TARGET static void trig_block_avx512(const float *x, float *out, Py_ssize_t n,
+                                            int cosine)
+{
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 xf = _mm512_loadu_ps(x + i);
+        __m512 r = JOIN(trig8(WIDEN_LO(xf), cosine), trig8(WIDEN_HI(xf), cosine));
+        /* infinities: x - x (NaN); NaN (and for sin a zero): x itself */
+        r = _mm512_mask_sub_ps(r, _mm512_fpclass_ps_mask(xf, CLASS_INF), xf, xf);
+        __mmask16 keep = cosine ? _mm512_fpclass_ps_mask(xf, CLASS_NAN)
+            : _mm512_fpclass_ps_mask(xf, CLASS_NAN | CLASS_ZERO);
+        _mm512_storeu_ps(out + i, _mm512_mask_blend_ps(keep, r, xf));
+    }
+    for (; i < n; i++)
+        out[i] = cosine ? cos_f32(x[i]) : sin_f32(x[i]);
+}
+
+AVX512_TARGET static void loop_sin_avx512(const float *x, float *out, Py_ssize_t n)
+{
+    TRIG_MAP(sin_f32, sin, trig_block_avx512(xb, ob, m, 0);)
+}
+
+AVX512_TARGET static void loop_cos_avx512(const float *x, float *out, Py_ssize_t n)
+{
+    TRIG_MAP(cos_f32, cos, trig_block_avx512(xb, ob, m, 1);)
+}
+
+#define OWN_AVX512(name, body) /* loop_<name>_avx512 above */
 #else
-#define OWN_AVX512(name)                                                            \
+#define OWN_AVX512(name, body)                                                      \
     static void loop_##name##_avx512(const float *x, float *out, Py_ssize_t n)      \
     {                                                                               \
-        MAP(name##_f32)                                                             \
+        body                                                                        \
     }
 #endif
 
 /* the plain and AVX2 variants of a loop whose AVX-512 variant is written above */
 #define VEC_LOOP2(name, body)                                                       \
-    OWN_AVX512(name)                                                                \
+    OWN_AVX512(name, body)                                                          \
     static void loop_##name(const float *x, float *out, Py_ssize_t n)               \
     {                                                                               \
         body                                                                        \
@@ -434,8 +500,8 @@ AVX512_TARGET static void loop_log_avx512(const float *x, float *out, Py_ssize_t
 VEC_LOOP2(log, MAP(log_f32))
 VEC_LOOP2(tanh, MAP(tanh_f32))
 VEC_LOOP(logistic, MAP(logistic_f32))
-VEC_LOOP(sin, TRIG_MAP(sin_f32, sin))
-VEC_LOOP(cos, TRIG_MAP(cos_f32, cos))
+VEC_LOOP2(sin, TRIG_MAP(sin_f32, sin, NEAR_MAP(sin_f32)))
+VEC_LOOP2(cos, TRIG_MAP(cos_f32, cos, NEAR_MAP(cos_f32)))
 
 /* the C library's float64 function, rounded once (what a native kernel calls) */
 #define LIBM_LOOP(name, expr)                                                       \
