@@ -298,8 +298,6 @@ static inline float cos_f32(float x)
             : loop_##name;                                                          \
     }
 
-VEC_LOOP(exp, MAP(exp_f32))
-VEC_LOOP(expm1, MAP(expm1_f32))
 
 /* tanh and log on AVX-512, written with intrinsics: the same float64 operations on the
  * same values in the same order as tanh_f32/log_f32 (so the same bits: the tests compare
@@ -312,6 +310,10 @@ VEC_LOOP(expm1, MAP(expm1_f32))
  * replaced, as in the scalar code.  The last n % 16 elements take the scalar code. */
 #if HAVE_CLONES
 #define SIGN64 _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MIN))
+/* fpclass categories: quiet and signalling NaN, +0, -0, +inf, -inf */
+#define CLASS_NAN 0x81
+#define CLASS_ZERO 0x06
+#define CLASS_INF 0x18
 
 /* (float)tanh of 8 widened float32 (lanes with abs(x) < TINY32 or NaN: any value) */
 AVX512_TARGET static inline __m256 tanh8(__m512d xd)
@@ -408,6 +410,64 @@ AVX512_TARGET static void loop_log_avx512(const float *x, float *out, Py_ssize_t
         out[i] = log_f32(x[i]);
 }
 
+/* exp_kp of 8 doubles after clamp_exp_arg: p, and the scale 2**k in *s */
+AVX512_TARGET static inline __m512d exp_sp8(__m512d x, __m512d *s)
+{
+    /* x > -110 ? x : -110 (NaN: -110), then y < 110 ? y : 110: max and min exactly */
+    __m512d y = _mm512_max_pd(x, _mm512_set1_pd(-110.0));
+    y = _mm512_min_pd(y, _mm512_set1_pd(110.0));
+    __m512d t = _mm512_add_pd(_mm512_mul_pd(y, _mm512_set1_pd(LOG2E)),
+                              _mm512_set1_pd(MAGIC));
+    __m512d kf = _mm512_sub_pd(t, _mm512_set1_pd(MAGIC));
+    __m512d r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(LN2_HI), y);
+    r = _mm512_fnmadd_pd(kf, _mm512_set1_pd(LN2_LO), r);
+    __m512d q = _mm512_fmadd_pd(r, _mm512_set1_pd(E5), _mm512_set1_pd(E4));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E3));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E2));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E1));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(E0));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(0.5));
+    q = _mm512_fmadd_pd(r, q, _mm512_set1_pd(1.0));
+    *s = _mm512_castsi512_pd(_mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)), 52));
+    return _mm512_mul_pd(r, q);
+}
+
+AVX512_TARGET static inline __m256 exp8(__m512d x)
+{
+    __m512d s, p = exp_sp8(x, &s);
+    return _mm512_cvtpd_ps(_mm512_fmadd_pd(s, p, s));
+}
+
+AVX512_TARGET static inline __m256 expm1_8(__m512d x)
+{
+    __m512d s, p = exp_sp8(x, &s);
+    return _mm512_cvtpd_ps(_mm512_fmadd_pd(s, p, _mm512_sub_pd(s, _mm512_set1_pd(1.0))));
+}
+
+AVX512_TARGET static inline __m256 logistic8(__m512d x)
+{
+    __m512d s, p = exp_sp8(_mm512_xor_pd(x, SIGN64), &s);      /* exp64(-x) */
+    __m512d one = _mm512_set1_pd(1.0);
+    return _mm512_cvtpd_ps(_mm512_div_pd(one, _mm512_add_pd(one, _mm512_fmadd_pd(s, p, s))));
+}
+
+/* exp, expm1 and logistic: NaN gives x itself, and expm1 of a zero too */
+#define EXP_LOOP(name, f8, keep_class)                                              \
+    AVX512_TARGET static void loop_##name##_avx512(const float *x, float *out,      \
+                                                   Py_ssize_t n)                    \
+    {                                                                               \
+        Py_ssize_t i = 0;                                                           \
+        for (; i + 16 <= n; i += 16) {                                              \
+            __m512 xf = _mm512_loadu_ps(x + i);                                     \
+            __m512 r = JOIN(f8(WIDEN_LO(xf)), f8(WIDEN_HI(xf)));                    \
+            __mmask16 keep = _mm512_fpclass_ps_mask(xf, keep_class);                \
+            _mm512_storeu_ps(out + i, _mm512_mask_blend_ps(keep, r, xf));           \
+        }                                                                           \
+        for (; i < n; i++)                                                          \
+            out[i] = name##_f32(x[i]);                                              \
+    }
+
 /* sin (cosine 0) or cos (cosine 1) of 8 widened float32 before the special arguments:
  * reduce_pio2, both polynomials and quadrant() of the scalar code */
 AVX512_TARGET static inline __m256 trig8(__m512d xd, int cosine)
@@ -437,10 +497,6 @@ AVX512_TARGET static inline __m256 trig8(__m512d xd, int cosine)
     return _mm512_cvtpd_ps(v);
 }
 
-/* fpclass categories: quiet and signalling NaN, +0, -0, +inf, -inf */
-#define CLASS_NAN 0x81
-#define CLASS_ZERO 0x06
-#define CLASS_INF 0x18
 
 /* sin/cos of a block without arguments beyond LIMIT */
 AVX512_TARGET static void trig_block_avx512(const float *x, float *out, Py_ssize_t n,
@@ -459,6 +515,10 @@ AVX512_TARGET static void trig_block_avx512(const float *x, float *out, Py_ssize
     for (; i < n; i++)
         out[i] = cosine ? cos_f32(x[i]) : sin_f32(x[i]);
 }
+
+EXP_LOOP(exp, exp8, CLASS_NAN)
+EXP_LOOP(expm1, expm1_8, CLASS_NAN | CLASS_ZERO)
+EXP_LOOP(logistic, logistic8, CLASS_NAN)
 
 AVX512_TARGET static void loop_sin_avx512(const float *x, float *out, Py_ssize_t n)
 {
@@ -497,9 +557,11 @@ AVX512_TARGET static void loop_cos_avx512(const float *x, float *out, Py_ssize_t
             : loop_##name;                                                          \
     }
 
+VEC_LOOP2(exp, MAP(exp_f32))
+VEC_LOOP2(expm1, MAP(expm1_f32))
+VEC_LOOP2(logistic, MAP(logistic_f32))
 VEC_LOOP2(log, MAP(log_f32))
 VEC_LOOP2(tanh, MAP(tanh_f32))
-VEC_LOOP(logistic, MAP(logistic_f32))
 VEC_LOOP2(sin, TRIG_MAP(sin_f32, sin, NEAR_MAP(sin_f32)))
 VEC_LOOP2(cos, TRIG_MAP(cos_f32, cos, NEAR_MAP(cos_f32)))
 
