@@ -684,9 +684,23 @@ run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop)
     Py_ssize_t n = xb.len / 4;
     const float *x = (const float *)xb.buf;
     float *out = (float *)ob.buf;
+    /* out overlapping x other than exactly (a shifted view of one array): x is read
+     * whole first, as a ufunc does; the loops read 16 elements before writing them */
+    float *copy = NULL;
+    if (out != x && (const float *)out < x + n && x < (const float *)out + n) {
+        copy = PyMem_RawMalloc(n * sizeof(float));
+        if (copy == NULL) {
+            PyBuffer_Release(&xb);
+            PyBuffer_Release(&ob);
+            return PyErr_NoMemory();
+        }
+        memcpy(copy, x, n * sizeof(float));
+        x = copy;
+    }
     Py_BEGIN_ALLOW_THREADS
     run_all(loop, x, out, n);
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(copy);
     PyBuffer_Release(&xb);
     PyBuffer_Release(&ob);
     Py_RETURN_NONE;
