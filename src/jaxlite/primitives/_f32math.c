@@ -19,6 +19,19 @@
  * Each function ``f(x, out)`` takes two C-contiguous float32 buffers of one length and
  * writes f(x) into ``out`` (which may be ``x`` itself), without the interpreter lock; a
  * large array is split over the CPUs (see run_all).
+ *
+ * Speed: the element functions (exp_f32, ..., cos_f32) are the algorithm; the loops
+ * around them only change how many elements one instruction handles, never a result
+ * bit (_reference runs the element functions one at a time; tests/test_f32math_bits.py
+ * compares every loop with it).  The compiler vectorises the loops for AVX2 and for
+ * any CPU; on AVX-512 the vectorisable functions are written with intrinsics (the same
+ * float64 operations on the same values, in fewer instructions than the compiler makes of
+ * the selects), and sin/cos go by blocks, a block holding an argument beyond the
+ * reduction's limit taking the slow path.  One core, float32[1e7], in cache: exp 0.46,
+ * expm1 0.47, sin/cos 0.65, logistic 0.74, tanh 0.74, log 0.83 ns an element (NumPy's
+ * float32 SIMD loops, less accurate: 0.34, 0.20, 0.41, -, 0.25, 0.32): float64 lanes are
+ * half as many as float32 ones, and tanh, log and logistic wait on the divider (a
+ * Newton-Raphson division rounded exactly was measured slower: 1.29 against 0.83 for log).
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
