@@ -21,9 +21,8 @@ _f32math = pytest.importorskip("jaxlite.primitives._f32math")
 VECTOR = ["exp", "expm1", "log", "tanh", "logistic", "sin", "cos"]
 # the C library's function with a fast float64 path (the C library where it may round
 # otherwise)
-CHECKED = ["log1p", "exp2"]
-LIBM = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
-        "erfc"]
+CHECKED = ["log1p", "exp2", "sinh", "cosh"]
+LIBM = ["tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc"]
 LIMIT = 65536.0     # _vecmath.SIN_COS_LIMIT: beyond it sin/cos take the C library's
 
 
@@ -50,6 +49,7 @@ def _special():
         np.sqrt(2), np.sqrt(2) / 2, 1.0, 2.0 ** -126, 2.0 ** -149,   # log
         2.0 ** -29, 2.0 ** 24, 2.0 ** 53, 0.41421357, 1.0 - 2.0 ** -24,   # log1p
         126.0, 128.0, 149.0, 150.0, 0.5,      # exp2
+        89.0, 89.41599, 0.5, 2.0 ** -126,     # sinh, cosh
         LIMIT, LIMIT / 2, 3.0e4, 1.0e5, 1.0e30, fmax, float(fmax) / 3,   # sin/cos
     ]
     # multiples of pi/2 up to the limit: the reduction's hardest arguments
@@ -59,7 +59,8 @@ def _special():
                   .view(np.float32))
     return np.concatenate([nans, fixed, _around(thresholds, 40), _around(pio2, 4),
                            subnormals, -subnormals, _near_midpoints(np.log1p),
-                           _near_midpoints(np.exp2)])
+                           _near_midpoints(np.exp2), _near_midpoints(np.sinh),
+                           _near_midpoints(np.cosh)])
 
 
 def _near_midpoints(f64, n=1 << 22):

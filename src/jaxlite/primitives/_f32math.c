@@ -592,8 +592,6 @@ LIBM_LOOP(tan, tan(v))
 LIBM_LOOP(asin, asin(v))
 LIBM_LOOP(acos, acos(v))
 LIBM_LOOP(atan, atan(v))
-LIBM_LOOP(sinh, sinh(v))
-LIBM_LOOP(cosh, cosh(v))
 LIBM_LOOP(asinh, asinh(v))
 LIBM_LOOP(acosh, acosh(v))
 LIBM_LOOP(atanh, atanh(v))
@@ -698,6 +696,62 @@ static inline float exp2_fast(float x, int32_t *slow)
 }
 
 VEC_LOOP(exp2, CHECKED_MAP(exp2_fast, exp2))
+
+/* 2**f for abs(f) <= 1/2: exp2_fast's series (relative error a few 2**-53) */
+static inline double exp2_series(double f)
+{
+    double y = f * LN2;
+    return 1.0 + y * (1.0 + y * (0.5 + y * (1.0 / 6 + y * (1.0 / 24 + y * (1.0 / 120
+        + y * (1.0 / 720 + y * (1.0 / 5040 + y * (1.0 / 40320 + y * (1.0 / 362880
+        + y * (1.0 / 3628800 + y * (1.0 / 39916800 + y * (1.0 / 479001600))))))))))));
+}
+
+/* sinh and cosh: with a = abs(x) and E = e**a = 2**k 2**f (y = a log2(e) is rounded:
+ * its error, at most 2**-45 for a < 89, moves the result by under 2**-45.4 relative, 190
+ * float64 ulps; the series and the rest add about 16, the C library up to 2: under
+ * SLACK), cosh = (E + 1/E) / 2 and for a >= 1/2 sinh = (E - 1/E) / 2 (the subtraction
+ * magnifies errors at most 2.2 times); below 1/2 sinh is its Taylor series to x**15
+ * (truncation below 2**-60).  a >= 89 (cosh and sinh overflow float32 beyond 89.42),
+ * float32 subnormals (sinh's result would be one), NaN and inf go to the C library. */
+static inline double exp_parts(double a, double *inv)
+{
+    double t = a * LOG2E + MAGIC;
+    double k = t - MAGIC;
+    double p = exp2_series(a * LOG2E - k);
+    int64_t kb = f64_bits(t);
+    *inv = (1.0 / p) * pow2(-kb);
+    return p * pow2(kb);
+}
+
+static inline float cosh_fast(float x, int32_t *slow)
+{
+    float ax = fabsf(x);
+    int bad = !(ax < 89.0f);
+    double inv, e = exp_parts((double)ax, &inv);
+    double r = 0.5 * (e + inv);
+    *slow = bad | near_midpoint(r);
+    return bad ? x : (float)r;
+}
+
+static inline float sinh_fast(float x, int32_t *slow)
+{
+    float ax = fabsf(x);
+    int bad = !((ax < 89.0f) & (ax >= 0x1p-126f));
+    double a = (double)ax;
+    double inv, e = exp_parts(a, &inv);
+    double big = 0.5 * (e - inv);
+    double z = a * a;
+    double small = a + a * z * (1.0 / 6 + z * (1.0 / 120 + z * (1.0 / 5040 + z * (
+        1.0 / 362880 + z * (1.0 / 39916800 + z * (1.0 / 6227020800.0 + z * (
+        1.0 / 1307674368000.0)))))));
+    double r = a >= 0.5 ? big : small;
+    *slow = bad | near_midpoint(r);
+    float rf = (float)r;
+    return bad ? x : (x < 0 ? -rf : rf);
+}
+
+VEC_LOOP(cosh, CHECKED_MAP(cosh_fast, cosh))
+VEC_LOOP(sinh, CHECKED_MAP(sinh_fast, sinh))
 
 /* fills the Py_buffers of (x, out); 0, or -1 with an error set */
 static int
@@ -829,7 +883,7 @@ run(PyObject *const *args, Py_ssize_t nargs, const char *name, loop_fn loop)
     }
 
 VEC_FN(exp) VEC_FN(expm1) VEC_FN(log) VEC_FN(tanh) VEC_FN(logistic) VEC_FN(sin) VEC_FN(cos)
-LIBM_FN(tan) LIBM_FN(asin) LIBM_FN(acos) LIBM_FN(atan) LIBM_FN(sinh) LIBM_FN(cosh)
+LIBM_FN(tan) LIBM_FN(asin) LIBM_FN(acos) LIBM_FN(atan) VEC_FN(sinh) VEC_FN(cosh)
 LIBM_FN(asinh) LIBM_FN(acosh) LIBM_FN(atanh) VEC_FN(log1p) VEC_FN(exp2) LIBM_FN(erf)
 LIBM_FN(erfc)
 
