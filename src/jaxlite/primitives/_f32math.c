@@ -32,6 +32,9 @@
  * float32 SIMD loops, less accurate: 0.34, 0.20, 0.41, -, 0.25, 0.32): float64 lanes are
  * half as many as float32 ones, and tanh, log and logistic wait on the divider (a
  * Newton-Raphson division rounded exactly was measured slower: 1.29 against 0.83 for log).
+ * Of the C library's functions, log1p, exp2, sinh and cosh have a checked fast path
+ * (see CHECKED_MAP): the C library's bits, 5-9 times faster; the others call it per
+ * element (6-20 ns).
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
