@@ -603,12 +603,11 @@ LIBM_LOOP(erfc, erfc(v))
 
 /* The C library's functions with a fast path: a float64 approximation v of f(x) within
  * a bounded number of float64 ulps of it (16 to 190 here; the C library's own result is
- * within 1-2), rounded to float32, gives (float)libm_f(x) exactly unless f(x) lies near a
- * float32 rounding
- * boundary (a midpoint between two float32): v's bits below float32 precision say how
- * far v is from one, and a lane nearer than SLACK float64 ulps (the error bounds with a
- * wide margin; about one lane in 250,000) is computed by the C library after all, as are
- * the special arguments.  So the result is that of the C library function rounded, the
+ * within 1-2), rounded to float32, gives (float)libm_f(x) exactly unless f(x) lies near
+ * a float32 rounding boundary (a midpoint between two float32): v's bits below float32
+ * precision say how far v is from one, and a lane nearer than SLACK float64 ulps (the
+ * error bounds with a wide margin; about one lane in 250,000) is computed by the C
+ * library after all, as are the special arguments.  So the result is that of the C library function rounded, the
  * reference's, bit for bit (tests/test_f32math_bits.py; all 2**32 float32 inputs were
  * compared when this was written). */
 #define SLACK 1024
