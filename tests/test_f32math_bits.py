@@ -9,7 +9,10 @@ backend's _vecmath), and every kernel at every instruction set this CPU has must
 same 32 bits for every input (NaN payloads and signs included), on millions of inputs:
 random bit patterns over the whole float32 range, every exponent's neighbourhood of the
 functions' thresholds (overflow, underflow, the clamps, the tiny-argument cut-offs, the
-sin/cos reduction limit), subnormals, signed zeros, infinities, NaNs.
+sin/cos reduction limit), subnormals, signed zeros, infinities, NaNs.  log1p, exp2, sinh
+and cosh are the C library's float64 function rounded, computed by a fast float64 path
+that hands the lanes near a float32 rounding boundary to the C library: their inputs
+include such lanes.
 """
 from __future__ import annotations
 
@@ -66,7 +69,7 @@ def _special():
 def _near_midpoints(f64, n=1 << 22):
     """float32 x (from 2**22 consecutive ones above 0.5 and below -0.25) whose float64
     f64(x) lies within 2**12 float64 ulps of a float32 midpoint: where a fast path with
-    an error bound must hand the lane to the C library (a few dozen)."""
+    an error bound must hand the lane to the C library (about a hundred)."""
     lo = np.arange(n, dtype=np.uint32) + np.float32(0.5).view(np.uint32)
     x = np.concatenate([lo, lo + np.uint32(0x80000000 - (1 << 23))]).view(np.float32)
     v = f64(x.astype(np.float64)).view(np.uint64)
