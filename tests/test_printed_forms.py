@@ -322,6 +322,35 @@ DOCS.update({
         lambda a, v: (a @ v).sum() + v @ v, argnums=(0, 1)), (_M, _X[:4])),
 })
 
+
+
+def _jit_two_outputs(j, m, l):
+    def g(x):
+        @j.jit
+        def h(y):
+            return y * x, m.cos(y)
+        a, b = h(x * 2)
+        return (a + b).sum()
+    return g
+
+
+DOCS.update({
+    # differentiating through a nested jit: the JVP is one jit of the JVP program; reverse
+    # mode a jit of the primal part (returning the residuals) and a jit of the transposed
+    # tangent part
+    "grad_through_a_jit": (lambda j, m, l: j.grad(lambda x: j.jit(m.sin)(x).sum()), (_X,)),
+    "jvp_of_a_jit": (lambda j, m, l: lambda x, t: j.jvp(j.jit(m.sin), (x,), (t,)), (_X, _X)),
+    "linearize_of_a_jit": (lambda j, m, l: lambda x, t: j.linearize(j.jit(m.sin), x)[1](t),
+                           (_X, _X)),
+    "vjp_of_a_jit": (lambda j, m, l: lambda x, g: j.vjp(j.jit(m.sin), x)[1](g), (_X, _X)),
+    "grad_through_a_jit_of_two_outputs_closing_over": (_jit_two_outputs, (_X,)),
+    "vmap_of_grad_through_a_jit": (lambda j, m, l: j.vmap(j.grad(
+        lambda x: j.jit(m.sin)(x))), (_X,)),
+    "value_and_grad_through_a_jitted_loss": (lambda j, m, l: j.value_and_grad(
+        lambda w, x: j.jit(lambda w, x: m.mean((x @ w) ** 2))(w, x)),
+        (np.ones(3, np.float32), np.ones((4, 3), np.float32))),
+})
+
 # gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;
 # a weakly typed argument's derivative stays weak with no conversion)
 for _fn in ["sin", "cos", "tan", "exp", "exp2", "log", "log1p", "expm1", "tanh", "sinh",
@@ -363,9 +392,6 @@ DIFFERENT = {
     # with its dimension numbers)
     "index_by_an_integer_array": (lambda j, m, l: lambda x, i: x[i],
                                   (_M, np.array([0, 2], np.int32))),
-    # JAX differentiates a nested jit into jits of the forward and backward programs;
-    # jaxlite inlines it while differentiating
-    "grad_through_a_jit": (lambda j, m, l: j.grad(lambda x: j.jit(m.sin)(x).sum()), (_X,)),
     # JAX 0.10 has a stack primitive; jaxlite concatenates broadcasts
     "stack": (lambda j, m, l: lambda x: m.stack([x, x]), (_X,)),
 }
