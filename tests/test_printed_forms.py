@@ -351,6 +351,22 @@ DOCS.update({
         (np.ones(3, np.float32), np.ones((4, 3), np.float32))),
 })
 
+DOCS.update({
+    # JAX 0.10's stack, unstack and split primitives, their transposes (unstack, stack,
+    # concatenate) and batching; a slice's transpose pads by NumPy integers
+    "stack": (lambda j, m, l: lambda x: (m.stack([x, x]), m.stack([x, 2 * x], axis=1)),
+              (_X,)),
+    "split_and_array_split": (lambda j, m, l: lambda x: (
+        m.split(x, 5), m.split(x, [1, 3]), m.array_split(x, 2)), (_X,)),
+    "hsplit_vsplit_unstack": (lambda j, m, l: lambda x: (
+        m.hsplit(x, 2), m.vsplit(x, [1]), m.unstack(x, axis=1)), (_M,)),
+    "grad_of_split_and_stack": (lambda j, m, l: j.grad(lambda x: (
+        m.split(x, 5)[1] * m.stack([x, x])[0, 1:2]).sum()), (_X,)),
+    "grad_of_strided_slice": (lambda j, m, l: j.grad(lambda x: x[1:5:2].sum()), (_X,)),
+    "vmap_of_stack_and_split": (lambda j, m, l: j.vmap(lambda x: (
+        m.stack([x, x]), m.split(x, 2))), (_M,)),
+})
+
 # gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;
 # a weakly typed argument's derivative stays weak with no conversion)
 for _fn in ["sin", "cos", "tan", "exp", "exp2", "log", "log1p", "expm1", "tanh", "sinh",
@@ -392,8 +408,6 @@ DIFFERENT = {
     # with its dimension numbers)
     "index_by_an_integer_array": (lambda j, m, l: lambda x, i: x[i],
                                   (_M, np.array([0, 2], np.int32))),
-    # JAX 0.10 has a stack primitive; jaxlite concatenates broadcasts
-    "stack": (lambda j, m, l: lambda x: m.stack([x, x]), (_X,)),
 }
 
 

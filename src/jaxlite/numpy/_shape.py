@@ -400,7 +400,8 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     else:
         dt = dtypes.canonicalize_dtype(dtype)
         arrays = [lax._convert(_arr(a), dt, False) for a in arrays]
-    return lax.concatenate([lax.expand_dims(a, (ax,)) for a in arrays], ax)
+    from ..lax._more import stack as lax_stack
+    return lax_stack(arrays, ax)
 
 
 def unstack(x, /, *, axis: int = 0):
@@ -411,8 +412,8 @@ def unstack(x, /, *, axis: int = 0):
     if x.ndim == 0:
         raise ValueError("unstack: x is 0-d (a scalar); it needs at least one axis to "
                          "split along")
-    ax = _axis(axis, x.ndim)
-    return tuple(lax.index_in_dim(x, i, ax, keepdims=False) for i in range(x.shape[ax]))
+    from ..lax._more import unstack as lax_unstack
+    return lax_unstack(x, _axis(axis, x.ndim))
 
 
 def _stack_seq(name, tup):
@@ -498,11 +499,9 @@ def _split(name, ary, indices_or_sections, axis, equal):
         if any(s < 0 for s in sizes):
             raise ValueError(f"split points {idx} along an axis of size {n} give negative "
                              f"piece sizes {sizes}; the points must not decrease")
-    out, start = [], 0
-    for s in sizes:
-        out.append(lax.slice_in_dim(a, start, start + s, 1, ax))
-        start += s
-    return out
+    from ..lax._more import split as lax_split
+    # the sizes as NumPy integers, as JAX computes (and prints) them
+    return lax_split(a, tuple(np.int64(s) for s in sizes), ax)
 
 
 def split(ary, indices_or_sections, axis: int = 0):
