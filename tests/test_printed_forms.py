@@ -367,6 +367,22 @@ DOCS.update({
         m.stack([x, x]), m.split(x, 2))), (_M,)),
 })
 
+DOCS.update({
+    # jax.numpy functions JAX defines under a named jit (and the equations inside)
+    "named_jits_of_shape_functions": (lambda j, m, l: lambda x: (
+        m.flip(x), m.flip(x, [1]), m.fliplr(x), m.roll(x, 1), m.roll(x, (1, -2), (0, 1)),
+        m.roll(x, 0, 1), m.diff(x), m.diff(x, n=2, axis=0),
+        m.ptp(x), m.ptp(x, axis=1, keepdims=True), m.triu(x), m.tril(x, -1)), (_M,)),
+    "atleast_and_stacks": (lambda j, m, l: lambda v, x: (
+        m.atleast_1d(x), m.atleast_2d(v), m.atleast_3d(v, x), m.vstack([v, v]),
+        m.hstack([v, v]), m.column_stack([v, v]), m.dstack([_M, _M])), (_X, 1.0)),
+    "eye_tri_identity": (lambda j, m, l: lambda x: m.eye(3) + m.eye(3, k=1) + m.tri(3)
+                         + m.identity(3) + x, (1.0,)),
+    "grad_through_named_jits": (lambda j, m, l: j.grad(lambda x: (
+        m.roll(x, 1) * m.flip(x)).sum() + m.diff(x).sum()
+        + m.concatenate([x, 2 * x])[3:8:2].sum()), (_X,)),
+})
+
 # gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;
 # a weakly typed argument's derivative stays weak with no conversion)
 for _fn in ["sin", "cos", "tan", "exp", "exp2", "log", "log1p", "expm1", "tanh", "sinh",

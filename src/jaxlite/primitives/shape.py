@@ -574,20 +574,12 @@ squeeze_p.batch = _squeeze_batch
 
 
 def _concat_transpose(ct, *xs, dimension):
-    out, start = [], 0
-    shape = get_aval(ct).shape
-    for x in xs:
-        n = (x.aval if ad.is_undefined(x) else get_aval(x)).shape[dimension]
-        if ad.is_undefined(x):
-            lo = [0] * len(shape)
-            hi = list(shape)
-            lo[dimension], hi[dimension] = start, start + n
-            out.append(slice_p.bind(ct, start_indices=tuple(lo), limit_indices=tuple(hi),
-                                    strides=None))
-        else:
-            out.append(None)
-        start += n
-    return out
+    # one split of the cotangent into every operand's piece (JAX's transpose); the pieces
+    # of defined operands are dropped
+    sizes = tuple((x.aval if ad.is_undefined(x) else get_aval(x)).shape[dimension]
+                  for x in xs)
+    pieces = split_p.bind(ct, sizes=sizes, axis=dimension)
+    return [p if ad.is_undefined(x) else None for p, x in zip(pieces, xs)]
 
 
 ad.deflinear(concatenate_p, _concat_transpose)
@@ -728,19 +720,17 @@ rev_p.batch = lambda args, dims, dimensions: (rev_p.bind(
 
 
 def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
+    # a pad of the cotangent by zeros (JAX's transpose; its high, and when strided its
+    # interior, padding computed with NumPy, so they print as ``np.int64(1)``)
     shape = x.aval.shape
-    strided = strides is not None
-    strides = strides or (1,) * len(shape)
     out_shape = get_aval(ct).shape
-    cfg = []
-    for n, s, st, m in zip(shape, start_indices, strides, out_shape):
-        last = s + (m - 1) * st + 1 if m else s
-        # the high (and, when strided, interior) padding as NumPy integers: JAX computes
-        # them with NumPy and prints them so (``(0, np.int64(1), 0)``)
-        hi, inner = np.int64(n - last), (np.int64(st - 1) if strided else 0)
-        cfg.append((s, hi, inner) if m else (0, n, 0))
-    if any(m == 0 for m in out_shape):
-        return [ad.zeros(x.aval)]
+    if strides is None or all(st == 1 for st in strides):
+        cfg = [(s, np.int64(n - l), 0) for s, n, l in zip(start_indices, shape, limit_indices)]
+    else:
+        cfg = []
+        for n, s, st, m in zip(shape, start_indices, strides, out_shape):
+            last = s + (1 + (m - 1) * st if m else 0)
+            cfg.append((s, np.int64(n - last), np.int64(st - 1)))
     zero = np.zeros((), get_aval(ct).dtype)
     return [pad_p.bind(ct, zero, padding_config=tuple(cfg))]
 
