@@ -376,6 +376,9 @@ DOCS.update({
     "atleast_and_stacks": (lambda j, m, l: lambda v, x: (
         m.atleast_1d(x), m.atleast_2d(v), m.atleast_3d(v, x), m.vstack([v, v]),
         m.hstack([v, v]), m.column_stack([v, v]), m.dstack([_M, _M])), (_X, 1.0)),
+    # JAX 0.10's top_k primitive, batched along another axis
+    "top_k": (lambda j, m, l: lambda x: (l.top_k(x, 2), l.top_k(x, 1, axis=0),
+                                         j.vmap(lambda r: l.top_k(r, 3))(x)), (_M,)),
     "eye_tri_identity": (lambda j, m, l: lambda x: m.eye(3) + m.eye(3, k=1) + m.tri(3)
                          + m.identity(3) + x, (1.0,)),
     "grad_through_named_jits": (lambda j, m, l: j.grad(lambda x: (

@@ -243,6 +243,8 @@ CASES = {
     "transpose": [unary(lambda x: lax.transpose(x, (1, 0)), X)],
     "squeeze": [unary(lambda x: lax.squeeze(x, (1,)), rnd(3, 1, 4))],
     "concatenate": [binary(lambda x, y: lax.concatenate([x, y], 1), X, rnd(3, 2))],
+    "top_k": [unary(lambda x: lax.top_k(x, 2)[0] * 3, X),
+              unary(lambda x: lax.top_k(x, 2, axis=0)[0], X, order=1)],
     "stack": [binary(lambda x, y: lax.stack([x, y], 1), X, rnd(3, 4)),
               unary(lambda x: lax.stack([x, x * 2, x], 2), X)],
     "unstack": [unary(lambda x: lax.concatenate(lax.unstack(x, 1)[::-1], 0), X),
