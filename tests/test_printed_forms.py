@@ -379,6 +379,13 @@ DOCS.update({
     # JAX 0.10's top_k primitive, batched along another axis
     "top_k": (lambda j, m, l: lambda x: (l.top_k(x, 2), l.top_k(x, 1, axis=0),
                                          j.vmap(lambda r: l.top_k(r, 3))(x)), (_M,)),
+    # conv's dimension numbers print as JAX's named tuple (the thinking-in-JAX page's conv)
+    "conv_general_dilated": (lambda j, m, l: lambda x, w: (
+        l.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")),
+        l.conv(x, w, (2, 2), "VALID"), l.conv_general_dilated(
+            x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (1, 1), "VALID",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+        (np.ones((2, 3, 5, 5), np.float32), np.ones((4, 3, 2, 2), np.float32))),
     "eye_tri_identity": (lambda j, m, l: lambda x: m.eye(3) + m.eye(3, k=1) + m.tri(3)
                          + m.identity(3) + x, (1.0,)),
     "grad_through_named_jits": (lambda j, m, l: j.grad(lambda x: (
