@@ -666,8 +666,8 @@ def flipud(m):
 @named_jit("_roll_static", static_argnames=("shifts", "axes"))
 def _roll_static(a, shifts, axes):
     # each axis rotated by two unit-stride slices joined (JAX's equations, a zero shift
-    # included: an empty slice)
-    # (unit strides spelled out, as JAX's slices print them; lax.slice leaves them out)
+    # included: an empty slice); the unit strides spelled out, as JAX's slices print them
+    # (lax.slice leaves them out)
     from ..primitives.shape import slice_p
     nd = a.ndim
     for s, ax in zip(shifts, axes):

@@ -1,5 +1,6 @@
 """Shape primitives: broadcast, reshape, transpose, squeeze, concatenate, stack, unstack,
-split, pad, rev, slices, iota.  Every rule checks its operands and names the offending shapes in its error."""
+split, pad, rev, slices, iota.  Every rule checks its operands and names the offending
+shapes in its error."""
 from __future__ import annotations
 
 import numpy as np
