@@ -386,6 +386,8 @@ DOCS.update({
             x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (1, 1), "VALID",
             dimension_numbers=("NHWC", "HWIO", "NHWC"))),
         (np.ones((2, 3, 5, 5), np.float32), np.ones((4, 3, 2, 2), np.float32))),
+    "trace_with_and_without_offset": (lambda j, m, l: lambda x: (
+        m.trace(x), m.trace(x, 1), j.grad(lambda x: m.trace(x, -1))(x)), (_M,)),
     "eye_tri_identity": (lambda j, m, l: lambda x: m.eye(3) + m.eye(3, k=1) + m.tri(3)
                          + m.identity(3) + x, (1.0,)),
     "grad_through_named_jits": (lambda j, m, l: j.grad(lambda x: (
