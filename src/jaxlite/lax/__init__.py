@@ -856,7 +856,7 @@ def stop_gradient(x):
     README, known differences).  Integer and boolean leaves have no derivative to stop
     either: an Array or tracer passes through unchanged, a NumPy value becomes an Array of
     its canonical dtype (not weakly typed)."""
-    from ..tree_util import tree_map
+    from ..tree_util import data_map as tree_map
     from ..primitives.shape import stop_gradient_p
 
     def stop(v):

@@ -53,7 +53,10 @@ from ..runtime import buffer as _buffer
 from ..runtime.backend import Placement
 from ..core.run import run_device
 from ..runtime import dispatch as _dispatch
-from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .. import tree_util as _tree_util
+from ..dtypes import ExtendedDType
+from ..tree_util import (NAMESPACE, keystr, data_flatten as tree_flatten,
+                         data_flatten_with_path as tree_flatten_with_path, tree_unflatten)
 from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
                      traced_mesh_types, typed_avals)
 
@@ -96,6 +99,20 @@ def _abstract_leaf_key(x):
     if isinstance(x, ShapeDtypeStruct):
         return (x.aval, None)
     return _leaf_key(x)
+
+
+def _keys_of_structs(tree):
+    """``tree`` with each ShapeDtypeStruct of a typed key dtype (``key<fry>``) replaced by
+    key arrays over abstract key data, which the trace takes as the keys' data (JAX traces
+    such a ShapeDtypeStruct as keys); ``tree`` itself when it holds none."""
+    leaves, treedef = _tree_util.tree_flatten(tree)
+    if not any(type(x) is ShapeDtypeStruct and isinstance(x.dtype, ExtendedDType)
+               for x in leaves):
+        return tree
+    return treedef.unflatten([
+        x.dtype._struct_keys(x)
+        if type(x) is ShapeDtypeStruct and isinstance(x.dtype, ExtendedDType) else x
+        for x in leaves])
 
 
 def _resolve_static(fun, static_argnums, static_argnames, sig):
@@ -712,6 +729,7 @@ class JitWrapped:
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the Lowered stage
         (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
+        args, kwargs = _keys_of_structs((args, kwargs))
         statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
             self._trace(args, kwargs)
         key = (in_tree, tuple(_abstract_leaf_key(x) for x in leaves), statics, static_kw,
@@ -1032,7 +1050,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         runner = entry.partitions.get(("across",) + tuple(
             x.sharding if type(x) is ShardedArray else None for x in leaves))
         if runner is not None:
-            from ..tree_util import tree_flatten
+            from ..tree_util import data_flatten as tree_flatten
             return tree_flatten(runner(leaves))[0]
     from ..core.sharded import mesh_devices_check
     from ..sharding import NamedSharding
@@ -1096,7 +1114,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     if across and _is_manual(entry.compiled._lowered._wrapped):
         # a jitted shard_map over several processes: run as the shard_map runs there
         # (its runner for these shardings kept, so later calls skip its checks)
-        from ..tree_util import tree_flatten
+        from ..tree_util import data_flatten as tree_flatten
         from .shard_map import _context as _sm_context
         if entry.partitions is None:
             entry.partitions = {}
@@ -1193,7 +1211,7 @@ def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
     ``across``: the mesh spans several processes; the function then takes and returns
     this process's shards stacked (core/sharded.py ``local_stack``)."""
     from ..core.sharded import to_pspec
-    from ..tree_util import tree_flatten
+    from ..tree_util import data_flatten as tree_flatten
     from .shard_map import _ShardMapped
     part = _partition_for(closed, in_specs, targets, mesh)
     if part is None:
