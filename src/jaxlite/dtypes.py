@@ -209,6 +209,29 @@ def canonicalize_dtype(dtype) -> np.dtype:
     return _canon(dtype, config.jax_enable_x64)
 
 
+def explicit_dtype(dtype, name: str) -> np.dtype:
+    """The canonical dtype of a dtype a user requested explicitly from ``name`` (a
+    ``preferred_element_type``).  With 64-bit types off a 64-bit request is truncated to
+    its 32-bit type with JAX's UserWarning (naming ``name``: ``dot``, ``matmul``,
+    ``einsum``, ``tensordot``, ``conv_general_dilated``); Python's ``int``/``float``/
+    ``complex`` mean the default widths and do not warn.  TypeError as
+    ``canonicalize_dtype``."""
+    dt = canonicalize_dtype(dtype)
+    if dtype in (int, float, complex, bool) or config.jax_enable_x64:
+        return dt
+    requested = _to_dtype(dtype)
+    if requested != dt:
+        import warnings
+        from ._traceback import user_stacklevel
+        warnings.warn(f"Explicitly requested dtype {requested} requested in {name} is not "
+                      f"available, and will be truncated to dtype {dt}. To enable more "
+                      f"dtypes, set the jax_enable_x64 configuration option or the "
+                      f"JAX_ENABLE_X64 shell environment variable. See "
+                      f"https://github.com/jax-ml/jax#current-gotchas for more.",
+                      UserWarning, stacklevel=user_stacklevel())
+    return dt
+
+
 def default_int_dtype() -> np.dtype:
     return _I64 if config.jax_enable_x64 else _I32
 
