@@ -883,13 +883,22 @@ def eval_shape(fun, *args, **kwargs):
     return JitWrapped(fun).eval_shape(*args, **kwargs)
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     """Returns a function that traces ``fun`` and gives its ClosedJaxpr, printable in
-    JAX's notation (``jax.make_jaxpr``)."""
+    JAX's notation (``jax.make_jaxpr``).
+
+    ``axis_env``: a sequence of ``(axis_name, size)`` pairs binding named axes while
+    tracing, so ``fun`` may use the collectives (``lax.psum(x, 'i')``, ``all_gather``,
+    ``ppermute``, ``axis_size``, ...): they stay equations of the program, as in JAX, and
+    ``psum`` of a constant is folded (``psum(1., 'i')`` is the axis size).  Raises
+    ValueError for an entry that is not a pair, TypeError/ValueError for a size that is
+    not a non-negative int (JAX does not check it).
+    """
     wrapped = JitWrapped(fun, static_argnums=static_argnums)
+    env = _axis_env(axis_env)
 
     def make(*args, **kwargs):
-        lowered = wrapped.lower(*args, **kwargs)
+        lowered = _under_axis_env(env, lambda: wrapped.lower(*args, **kwargs))
         # over arguments on a mesh with Explicit axes the variables print with their
         # sharding types (f32[8@x,4]); this trace is make_jaxpr's own, not a cached one
         for v, typed in typed_avals(lowered.closed_jaxpr, lowered._mesh_types).items():
@@ -899,6 +908,49 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         return lowered.closed_jaxpr
     make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
     return _api_boundary(make)
+
+
+def _axis_env(axis_env) -> list:
+    """``make_jaxpr``'s ``axis_env`` checked: ``[(name, size), ...]``."""
+    if axis_env is None:
+        return []
+    env = []
+    for entry in axis_env:
+        name, size = entry          # ValueError for an entry that is not a pair (JAX's)
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"make_jaxpr: the size of axis {name!r} in axis_env must be an "
+                            f"int, got {size!r}")
+        if size < 0:
+            raise ValueError(f"make_jaxpr: the size of axis {name!r} in axis_env must be "
+                             f"non-negative, got {size}")
+        env.append((name, int(size)))
+    return env
+
+
+def _under_axis_env(env, thunk):
+    """``thunk()`` with the named axes of ``env`` bound: each is an enclosing vmap (of its
+    size) over nothing but a placeholder, and the trace inside is a per-device program
+    (``manual_tracing``, as a shard_map body's), so its collectives over those names stay
+    equations instead of being computed over examples."""
+    if not env:
+        return thunk()
+    from ..core import batching
+    from .vmap import vmap
+    box = {}
+
+    def innermost(dummy):
+        state = batching.manual_tracing
+        state.depth += 1
+        try:
+            box["out"] = thunk()
+        finally:
+            state.depth -= 1
+        return dummy
+    fn = innermost
+    for name, _ in reversed(env):
+        fn = vmap(fn, axis_name=name)
+    fn(np.zeros(tuple(size for _, size in env), np.float32))
+    return box["out"]
 
 
 def _staging_types(leaves):
