@@ -328,3 +328,16 @@ def test_arithmetic_and_conversion_refusals_are_jax(rr, shape):
     for name in ("tolist", "__float__", "__index__"):
         assert _outcome(lambda: getattr(k, name))[0] == \
             _outcome(lambda: getattr(rk, name))[0] == "AttributeError"
+
+
+def test_shard_map_over_keys_is_jax(rjax, rr):
+    n = len(jaxlite.devices())
+    mesh = jaxlite.make_mesh((n,), ("x",), axis_types=(jaxlite.sharding.AxisType.Auto,))
+    P = jaxlite.sharding.PartitionSpec
+    ks, rks = jr.split(jr.key(5), 2 * n), rr.split(rr.key(5), 2 * n)
+    f = jaxlite.shard_map(lambda k: (jaxlite.vmap(jr.uniform)(k), jr.split(k[0])[None]),
+                          mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    bits, split = f(ks)
+    assert_same(bits, rjax.vmap(rr.uniform)(rks))
+    assert_same(split, rjax.vmap(lambda k: rr.split(k)[None])(rks[::2]).reshape(n, 2))
+    assert jaxlite.tree.leaves(split) == [split]
