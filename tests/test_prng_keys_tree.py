@@ -341,3 +341,32 @@ def test_shard_map_over_keys_is_jax(rjax, rr):
     assert_same(bits, rjax.vmap(rr.uniform)(rks))
     assert_same(split, rjax.vmap(lambda k: rr.split(k)[None])(rks[::2]).reshape(n, 2))
     assert jaxlite.tree.leaves(split) == [split]
+
+
+def test_data_view_flattens_keys_to_their_data():
+    """The transformations' view (tree_util.data_*): the same leaves in the same order as
+    the users' view, a key's data in its key's place, rebuilt into keys by the treedef."""
+    from jaxlite import tree_util as tu
+    k, ks = jr.key(4, impl="rbg"), jr.split(jr.key(4), 3)
+    tree = {"a": k, "b": [ks, 2.0]}
+    leaves, tdef = tu.data_flatten(tree)
+    assert [np.asarray(x).tolist() for x in leaves] == [
+        np.asarray(jr.key_data(k)).tolist(), np.asarray(jr.key_data(ks)).tolist(), 2.0]
+    assert len(leaves) == len(tu.tree_leaves(tree)) == tdef.num_leaves == 3
+    back = tu.tree_unflatten(tdef, leaves)
+    assert_same(back["a"], k)
+    assert back["a"].dtype == k.dtype
+    assert_same(back["b"][0], ks)
+    assert repr(tdef) == repr(tu.tree_structure(tree)) == "PyTreeDef({'a': *, 'b': [*, *]})"
+    assert tdef != tu.tree_structure(tree)      # the data view's rebuilds keys
+    assert tu.data_leaves(k)[0].shape == (4,) and tu.data_structure(k).num_leaves == 1
+    doubled = tu.data_map(lambda x: x * 2, {"a": np.uint32(3), "k": ks})
+    assert np.asarray(jr.key_data(doubled["k"])).tolist() == (
+        np.asarray(jr.key_data(ks)) * 2).tolist()
+    for takes_path, pred in [(False, lambda x: isinstance(x, list)),
+                             (True, lambda p, x: isinstance(x, list))]:
+        pairs, tdef = tu.data_flatten_with_path(tree, is_leaf=pred,
+                                                is_leaf_takes_path=takes_path)
+        assert [tu.keystr(p) for p, _ in pairs] == ["['a']", "['b']"]
+        assert pairs[0][1].dtype == np.uint32 and pairs[0][1].shape == (4,)
+        assert isinstance(pairs[1][1], list)

@@ -653,9 +653,9 @@ def data_map(f, tree, *rest, is_leaf=None):
 def data_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """``tree_flatten_with_path`` with key arrays flattened to their data: the key paths
     are the users' (a key's data has its key's path), the treedef the data view's."""
-    pairs, _ = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    pairs, stops = [], set()
+    _walk_with_path(tree, (), is_leaf, is_leaf_takes_path, pairs, stops)
     if is_leaf is not None and is_leaf_takes_path:
-        stops = {id(x) for _, x in pairs}
         leaves, spec = _flatten(tree, lambda x: id(x) in stops, NAMESPACE)
     else:
         leaves, spec = _flatten(tree, is_leaf, NAMESPACE)

@@ -21,7 +21,7 @@ from .. import numpy as jnp
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_aval
 from ..lax._keyaware import register_key_type
-from ..transforms.stages import ShapeDtypeStruct
+from ..transforms.stages import ArgInfo, ShapeDtypeStruct
 from ..tree_util import register_data_node
 from ._impls import PRNGS, THREEFRY, PRNGImpl, default_impl, resolve
 
@@ -409,9 +409,12 @@ class _KeyIndexUpdateRef:
 
 
 def _rebuild(impl: PRNGImpl, children):
-    """A key array from the data view's leaf: key data gives keys; the abstract data of
-    ``eval_shape``/``out_info`` gives a ShapeDtypeStruct of keys; a float0 tangent or
-    cotangent of the data gives float0 zeros of the keys' shape (JAX's key tangents)."""
+    """A key array from the data view's leaf: key data (an array, a traced value, an
+    abstract value) gives keys; the abstract data of ``eval_shape``/``out_info`` gives a
+    ShapeDtypeStruct of keys; a float0 tangent or cotangent of the data gives float0 zeros
+    of the keys' shape (JAX's key tangents).  Anything else put in the data's place (a
+    sharding, an ArgInfo, an index: what a stage reports per argument) stands for the keys
+    and is returned as it is."""
     data = children[0]
     t = type(data)
     if t is ShapeDtypeStruct:
@@ -419,6 +422,8 @@ def _rebuild(impl: PRNGImpl, children):
                                 _DTYPES[impl.name], sharding=data.sharding)
     if t is np.ndarray and data.dtype == dtypes.float0:
         return np.zeros(data.shape[:data.ndim - len(impl.key_shape)], dtypes.float0)
+    if t is ArgInfo or not (hasattr(data, "shape") and hasattr(data, "dtype")):
+        return data
     return PRNGKeyArray(data, impl)
 
 
