@@ -5,10 +5,10 @@ Layer: random.  A typed key array is one pytree leaf to users, as in JAX; in the
 transformations' view of pytrees (``tree_util.data_flatten``) it is a node around its raw
 uint32 data (its implementation, ``_impls.py``, is the node's static part), so it passes
 through ``jit``, ``vmap``, ``grad`` and ``scan`` (as a uint32 argument/result) and comes back
-typed.  Raw keys are
-taken as keys of the default implementation (``jax_default_prng_impl``).  The samplers
-turn their key argument into one typed key (``unpack_key``) and draw from it through
-``key_split``/``key_bits``, so every sampler runs on every implementation.
+typed.  Raw keys are taken as keys of the default implementation
+(``jax_default_prng_impl``).  The samplers turn their key argument into one typed key
+(``unpack_key``) and draw from it through ``key_split``/``key_bits``, so every sampler
+runs on every implementation.
 """
 from __future__ import annotations
 
