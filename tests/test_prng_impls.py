@@ -156,8 +156,34 @@ def test_rng_bit_generator_errors(rlax):
         rlax.rng_bit_generator([1, 2, 3, 4], (3,))
     with pytest.raises(ValueError, match="negative"):
         lax.rng_bit_generator(key, (-1,))
-    with pytest.raises(TypeError, match="RandomAlgorithm"):
-        lax.rng_bit_generator(key, (3,), algorithm=5)
+    # an algorithm naming no RandomAlgorithm member: JAX's AssertionError (its lookup
+    # asserts at the call), here with a message naming the value
+    for bad in (5, -1, "RNG_PHILOX", None):
+        with pytest.raises(AssertionError):
+            rlax.rng_bit_generator(np.zeros(4, np.uint32), (3,), algorithm=bad)
+        with pytest.raises(AssertionError, match=f"unknown algorithm {bad!r}"):
+            lax.rng_bit_generator(key, (3,), algorithm=bad)
+    with pytest.raises(TypeError):
+        rlax.rng_bit_generator(np.zeros(4, np.uint32), (3,), algorithm=np.array(1))
+    with pytest.raises(TypeError, match="unhashable"):
+        lax.rng_bit_generator(key, (3,), algorithm=np.array(1))
+    with pytest.raises(TypeError, match="unhashable"):
+        lax.rng_bit_generator(key, (3,), algorithm=jnp.int32(1))
+
+
+@pytest.mark.parametrize("algorithm", [0, 1, 2, np.int32(1), np.uint8(2), True, 1.0])
+def test_rng_bit_generator_algorithm_values_are_jax(rlax, algorithm):
+    """A value equal to a RandomAlgorithm member names it (JAX looks it up by hash):
+    the same bits as the member, and as JAX's."""
+    key = _keys(1, 4)[0]
+    member = lax.RandomAlgorithm(int(algorithm))
+    got = lax.rng_bit_generator(key, (5,), algorithm=algorithm)
+    assert_same(got[1], lax.rng_bit_generator(key, (5,), algorithm=member)[1])
+    want = rlax.rng_bit_generator(key, (5,), algorithm=algorithm)
+    assert_same(got[0], want[0])
+    assert_same(got[1], want[1])
+    traced = jaxlite.jit(lambda k: lax.rng_bit_generator(k, (5,), algorithm=algorithm))(key)
+    assert_same(traced[1], want[1])
 
 
 @pytest.mark.parametrize("in_axes", [0, 1])

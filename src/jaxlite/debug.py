@@ -10,7 +10,7 @@ import numpy as np
 from .core.array import ArrayImpl
 from .core.trace import Tracer
 from .lax import debug_callback
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import data_flatten as tree_flatten, tree_unflatten
 from .transforms.sharded_api import (  # noqa: F401
     inspect_array_sharding, visualize_array_sharding, visualize_sharding)
 

@@ -150,6 +150,28 @@ if hasattr(ml_dtypes, "int1"):
 float0 = np.dtype([("float0", np.void, 0)])
 
 
+class extended(np.generic):
+    """The abstract scalar type of the dtypes NumPy does not have (``jax.dtypes.extended``),
+    for ``issubdtype`` only: ``issubdtype(jax.random.key(0).dtype, jax.dtypes.extended)``
+    is True, ``issubdtype(np.uint32, jax.dtypes.extended)`` False.  Never instantiated."""
+
+
+class prng_key(extended):
+    """The abstract scalar type of the typed PRNG key dtypes (``jax.dtypes.prng_key``):
+    ``issubdtype(jax.random.key(0).dtype, jax.dtypes.prng_key)`` is True whatever the
+    key's implementation.  Never instantiated."""
+
+
+class ExtendedDType:
+    """Base of the dtypes that are no NumPy dtype (the random module's typed key dtypes,
+    ``key<fry>``): ``type`` is a subclass of ``extended``, ``name`` the printed form.
+    ``issubdtype`` places them under ``type``; NumPy cannot convert them (``np.dtype(d)``
+    raises TypeError)."""
+
+    __slots__ = ()
+    type = extended
+
+
 def _to_dtype(x) -> np.dtype:
     """np.dtype of a dtype-like (dtype, type, scalar type, name); TypeError otherwise."""
     if isinstance(x, np.dtype):
@@ -185,6 +207,29 @@ def canonicalize_dtype(dtype) -> np.dtype:
     if type(dtype) is not np.dtype:
         dtype = _to_dtype(dtype)
     return _canon(dtype, config.jax_enable_x64)
+
+
+def explicit_dtype(dtype, name: str) -> np.dtype:
+    """The canonical dtype of a dtype a user requested explicitly from ``name`` (a
+    ``preferred_element_type``).  With 64-bit types off a 64-bit request is truncated to
+    its 32-bit type with JAX's UserWarning (naming ``name``: ``dot``, ``matmul``,
+    ``einsum``, ``tensordot``, ``conv_general_dilated``); Python's ``int``/``float``/
+    ``complex`` mean the default widths and do not warn.  TypeError as
+    ``canonicalize_dtype``."""
+    dt = canonicalize_dtype(dtype)
+    if dtype in (int, float, complex, bool) or config.jax_enable_x64:
+        return dt
+    requested = _to_dtype(dtype)
+    if requested != dt:
+        import warnings
+        from ._traceback import user_stacklevel
+        warnings.warn(f"Explicitly requested dtype {requested} requested in {name} is not "
+                      f"available, and will be truncated to dtype {dt}. To enable more "
+                      f"dtypes, set the jax_enable_x64 configuration option or the "
+                      f"JAX_ENABLE_X64 shell environment variable. See "
+                      f"https://github.com/jax-ml/jax#current-gotchas for more.",
+                      UserWarning, stacklevel=user_stacklevel())
+    return dt
 
 
 def default_int_dtype() -> np.dtype:
@@ -428,10 +473,21 @@ def issubdtype(arg1, arg2) -> bool:
     types (``jax.numpy.issubdtype``).
 
     ``issubdtype(jnp.bfloat16, np.floating)`` is True; ``issubdtype(jnp.bfloat16,
-    np.float16)`` is False; ``issubdtype(jnp.int4, np.signedinteger)`` is True.
+    np.float16)`` is False; ``issubdtype(jnp.int4, np.signedinteger)`` is True.  A typed
+    key dtype is a subtype of ``prng_key``, ``extended`` and ``np.generic``, of itself, and
+    of nothing else.
     """
+    if isinstance(arg1, ExtendedDType):
+        if isinstance(arg2, ExtendedDType):     # key<fry> is not a subtype of key<rbg>
+            return arg1 == arg2
+        arg1 = arg1.type
+    if isinstance(arg2, ExtendedDType):
+        arg2 = arg2.type
     a = arg1.dtype.type if isinstance(arg1, _ScalarMeta) else arg1
     b = arg2.dtype.type if isinstance(arg2, _ScalarMeta) else arg2
+    if isinstance(a, type) and issubclass(a, extended):
+        # NumPy converts neither side to a dtype: compare the scalar types themselves
+        return issubclass(a, b if isinstance(b, type) else np.dtype(b).type)
     ml = _ml_dtype(a)
     if ml is not None:
         return b in _ML_SUPERS[_KIND[ml]] or _ml_dtype(b) == ml

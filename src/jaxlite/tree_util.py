@@ -10,6 +10,13 @@ sorted raise ValueError; deques and structseqs (``time.struct_time``) are leaves
 name namedtuple fields and dataclass attributes (``GetAttrKey``) and a registered node's
 children by position (``FlattenedIndexKey``); a treedef is a ``PyTreeDef`` that prints as
 JAX's does.
+
+Two views of one tree.  What users see (these public functions) has typed PRNG key arrays as
+leaves, as JAX.  The transformations need a key's uint32 data as the value they trace, batch
+and differentiate: they flatten with the ``data_*`` functions below, in which a key array is
+a node over its data (registered by ``register_data_node``).  A key has exactly one data
+child, so both views have the same leaves in the same order, one key leaf standing where its
+data leaf stands; only the treedefs differ (the data view's rebuilds the keys).
 """
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ from typing import Any
 
 import optree
 
-NAMESPACE = "jaxlite"
+NAMESPACE = "jaxlite"          # the data view (transformations): keys are nodes
+PUBLIC_NAMESPACE = "jaxlite.api"      # the users' view: keys are leaves
 
 _Kind = optree.PyTreeKind
 _SPEC = optree.PyTreeSpec
@@ -28,6 +36,8 @@ _UNSORTABLE = "Comparator raised exception while sorting pytree dictionary keys.
 
 # Registered node types: type -> (flatten, unflatten, flatten_with_keys or None).
 _CUSTOM: dict = {}
+# Nodes of the data view only (typed key arrays): leaves to users, and printed as leaves.
+_DATA_NODES: set = set()
 
 
 class _Unspecified:
@@ -159,9 +169,10 @@ def _canonical(spec):
     raise AssertionError("a structure holding JAX leaves must be flattened again")
 
 
-def _flatten(tree, is_leaf=None):
-    """``(leaves, canonical optree spec)``."""
-    leaves, spec = optree.tree_flatten(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+def _flatten(tree, is_leaf=None, namespace=PUBLIC_NAMESPACE):
+    """``(leaves, canonical optree spec)`` in the users' view (``namespace`` NAMESPACE: the
+    data view)."""
+    leaves, spec = optree.tree_flatten(tree, is_leaf, none_is_leaf=False, namespace=namespace)
     verdict = _decision(spec)
     if verdict == _SAME:
         return leaves, spec
@@ -172,7 +183,7 @@ def _flatten(tree, is_leaf=None):
     else:
         def leaf_pred(x):
             return _jax_leaf_node(x) or is_leaf(x)
-    return _flatten(tree, leaf_pred)
+    return _flatten(tree, leaf_pred, namespace)
 
 
 # ---- PyTreeDef --------------------------------------------------------------------------
@@ -196,6 +207,8 @@ def _format(spec):
         return "[" + ", ".join(kids) + "]"
     if kind == _Kind.DICT:
         return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(spec.entries(), kids)) + "}"
+    if kind == _Kind.CUSTOM and spec.type in _DATA_NODES:
+        return "*"          # a key array: one leaf, as users (and JAX) see it
     typ, data = _node_data(spec)
     name = {_Kind.NAMEDTUPLE: "namedtuple", _Kind.ORDEREDDICT: "OrderedDict",
             _Kind.DEFAULTDICT: "defaultdict"}.get(kind, typ.__name__)
@@ -406,8 +419,11 @@ def treedef_children(treedef):
 
 def treedef_tuple(treedefs):
     """The structure of a tuple whose children have structures ``treedefs``."""
-    return PyTreeDef(optree.treespec_tuple([_spec_of(t) for t in treedefs],
-                                           namespace=NAMESPACE))
+    specs = [_spec_of(t) for t in treedefs]
+    # optree joins only structures of one namespace (or of none, without registered nodes)
+    spaces = {s.namespace for s in specs if s.namespace}
+    return PyTreeDef(optree.treespec_tuple(
+        specs, namespace=spaces.pop() if len(spaces) == 1 else PUBLIC_NAMESPACE))
 
 
 def all_leaves(iterable, is_leaf=None) -> bool:
@@ -584,10 +600,66 @@ def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
 # ---- registration -------------------------------------------------------------------
 
 def _register(nodetype, flatten_func, unflatten_func, flatten_with_keys_func):
-    optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+    for namespace in (PUBLIC_NAMESPACE, NAMESPACE):     # a node in both views
+        optree.register_pytree_node(nodetype, flatten_func, unflatten_func,
+                                    namespace=namespace)
     _CUSTOM[nodetype] = (flatten_func, unflatten_func, flatten_with_keys_func)
     _decisions.clear()
     _sorted_specs.clear()
+
+
+def register_data_node(nodetype, flatten_func, unflatten_func) -> None:
+    """Makes ``nodetype`` a node of the data view only (``data_flatten`` and the other
+    ``data_*`` functions), a leaf for users: the random module's typed key arrays, which
+    the transformations see as their uint32 data."""
+    optree.register_pytree_node(nodetype, flatten_func, unflatten_func, namespace=NAMESPACE)
+    _DATA_NODES.add(nodetype)
+    _decisions.clear()
+    _sorted_specs.clear()
+
+
+# ---- the data view (for the transformations) -----------------------------------------
+#
+# The transformations import these under the public names (``from ..tree_util import
+# data_flatten as tree_flatten``): they trace, batch and differentiate what a leaf holds, so
+# a typed key array must reach them as its uint32 data, rebuilt into keys by the treedef.
+
+def data_flatten(tree, is_leaf=None):
+    """``tree_flatten`` with typed key arrays flattened to their data."""
+    leaves, spec = _flatten(tree, is_leaf, NAMESPACE)
+    return leaves, PyTreeDef(spec)
+
+
+def data_leaves(tree, is_leaf=None):
+    """``tree_leaves`` with typed key arrays flattened to their data."""
+    return _flatten(tree, is_leaf, NAMESPACE)[0]
+
+
+def data_structure(tree, is_leaf=None):
+    """``tree_structure`` with typed key arrays as nodes over their data."""
+    return PyTreeDef(_flatten(tree, is_leaf, NAMESPACE)[1])
+
+
+def data_map(f, tree, *rest, is_leaf=None):
+    """``tree_map`` over the leaves of the data view (a key array's data, not the keys);
+    ``rest`` must hold key arrays where ``tree`` does."""
+    leaves, spec = _flatten(tree, is_leaf, NAMESPACE)
+    if not rest:
+        return spec.unflatten([f(x) for x in leaves])
+    others = [spec.flatten_up_to(r) for r in rest]
+    return spec.unflatten([f(*xs) for xs in zip(leaves, *others)])
+
+
+def data_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """``tree_flatten_with_path`` with key arrays flattened to their data: the key paths
+    are the users' (a key's data has its key's path), the treedef the data view's."""
+    pairs, stops = [], set()
+    _walk_with_path(tree, (), is_leaf, is_leaf_takes_path, pairs, stops)
+    if is_leaf is not None and is_leaf_takes_path:
+        leaves, spec = _flatten(tree, lambda x: id(x) in stops, NAMESPACE)
+    else:
+        leaves, spec = _flatten(tree, is_leaf, NAMESPACE)
+    return [(p, x) for (p, _), x in zip(pairs, leaves)], PyTreeDef(spec)
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func,

@@ -25,7 +25,7 @@ from ..runtime.buffer import check_dtype, host_view, native_copy, new_buffer
 from ..runtime.device import process_index
 from ..runtime import device as _device_mod
 from ..sharding import AxisType, NamedSharding, PartitionSpec, SingleDeviceSharding
-from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, data_map as tree_map, tree_unflatten
 
 _PY_SCALARS = (bool, int, float, complex)
 

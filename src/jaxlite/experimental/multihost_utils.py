@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.sharded import ShardedArray
 from ..runtime import mpi as _mpi
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, tree_unflatten
 
 __all__ = ["process_allgather", "sync_global_devices", "broadcast_one_to_all",
            "assert_equal"]

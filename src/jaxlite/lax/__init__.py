@@ -786,7 +786,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else \
-        dtypes.canonicalize_dtype(preferred_element_type)
+        dtypes.explicit_dtype(preferred_element_type, "dot")
     return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                                  precision=_canonicalize_precision(precision),
                                  preferred_element_type=pet)
@@ -838,7 +838,7 @@ def stop_gradient(x):
     README, known differences).  Integer and boolean leaves have no derivative to stop
     either: an Array or tracer passes through unchanged, a NumPy value becomes an Array of
     its canonical dtype (not weakly typed)."""
-    from ..tree_util import tree_map
+    from ..tree_util import data_map as tree_map
     from ..primitives.shape import stop_gradient_p
 
     def stop(v):

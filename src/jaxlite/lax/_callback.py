@@ -14,7 +14,7 @@ from .. import dtypes
 from ..config import config
 from ..core.avals import ShapedArray
 from ..primitives.callback import VMAP_METHODS, io_callback_p, pure_callback_p
-from ..tree_util import tree_flatten, tree_leaves, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, data_leaves as tree_leaves, tree_unflatten
 
 __all__ = ["pure_callback", "io_callback"]
 

@@ -23,7 +23,8 @@ from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Var
 from ..primitives import elementwise as _e
 from ..ir.jaxpr import hoist_consts
 from ..primitives.control_flow import cond_p, scan_p, while_p
-from ..tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from ..tree_util import (keystr, data_flatten as tree_flatten,
+                         data_flatten_with_path as tree_flatten_with_path, tree_unflatten)
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch", "map", "associative_scan"]
 

@@ -120,7 +120,7 @@ def _ints(v, what):
 
 def _canonical_pet(preferred_element_type):
     return None if preferred_element_type is None else \
-        dtypes.canonicalize_dtype(preferred_element_type)
+        dtypes.explicit_dtype(preferred_element_type, "conv_general_dilated")
 
 
 def _hashable_precision(precision):

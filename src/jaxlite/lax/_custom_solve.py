@@ -18,7 +18,7 @@ from ..ir.interpret import eval_jaxpr
 from ..ir.jaxpr import hoist_consts
 from ..primitives.elementwise import convert_element_type_p, neg_p
 from ..primitives.linear_solve import SolveJaxprs, bind_linear_solve
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, tree_unflatten
 from ._control import _avals_of
 
 __all__ = ["custom_linear_solve", "custom_root"]

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from ..core import batching
-from ..core.trace import get_aval
+from ..core.trace import Tracer, get_aval
 from ..primitives import collectives as _col
 from ..tree_util import tree_map
 
@@ -46,7 +46,19 @@ def psum(x, axis_name, *, axis_index_groups=None):
         return x
 
     def one(v):
-        if get_aval(v).dtype == np.bool_:       # a count, as JAX: int32
+        if batching.manual_tracing.depth and not isinstance(v, Tracer) and \
+                get_aval(v).dtype != np.bool_:
+            # a value the per-device program does not trace (make_jaxpr's axis_env, a
+            # shard_map body) is every device's: its sum is a constant, as JAX folds it
+            # (a bool is first counted as int32, a traced conversion: not folded, as JAX)
+            n = _axis_size(names)
+            if isinstance(v, (int, float, complex)):
+                return v * n
+            a = np.asarray(v)
+            return a * a.dtype.type(n)
+        if get_aval(v).dtype == np.bool_ and not isinstance(v, Tracer) and np.ndim(v) == 0:
+            v = np.int32(v)     # a count, as JAX: int32 (a scalar constant converted here)
+        elif get_aval(v).dtype == np.bool_:       # a count, as JAX: int32
             from ..primitives.elementwise import convert_element_type_p
             v = convert_element_type_p.bind(v, new_dtype=np.dtype(np.int32),
                                             weak_type=False)

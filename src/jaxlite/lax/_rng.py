@@ -13,6 +13,25 @@ from ..primitives.rng import RandomAlgorithm, rng_bit_generator_p
 from ._keyaware import is_key
 
 _UINTS = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+# the members by value: JAX looks the algorithm up by hash and equality, so a member's
+# int value (0, 1, 2), a NumPy integer, True or 1.0 name the member too
+_ALGORITHMS = {int(a): a for a in RandomAlgorithm}
+
+
+def _algorithm(algorithm) -> RandomAlgorithm:
+    """The RandomAlgorithm member ``algorithm`` names (a member or a value equal to one's):
+    TypeError for an unhashable value (an array), AssertionError for any other (JAX's
+    types)."""
+    try:
+        found = _ALGORITHMS.get(algorithm)
+    except TypeError:
+        raise TypeError(f"rng_bit_generator: algorithm must be a lax.RandomAlgorithm or its "
+                        f"int value, got an unhashable {type(algorithm).__name__}") from None
+    if found is None:
+        raise AssertionError(f"rng_bit_generator: unknown algorithm {algorithm!r}; the "
+                             f"algorithms are {', '.join(repr(a) for a in RandomAlgorithm)} "
+                             f"(or their values 0, 1, 2)")
+    return found
 
 
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
@@ -26,7 +45,8 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
       dtype: uint8, uint16, uint32 or uint64 (uint32 when 64-bit types are off, with a
         warning).
       algorithm: a ``RandomAlgorithm``: ``RNG_DEFAULT`` (the platform's: Philox on the CPU,
-        as XLA:CPU), ``RNG_THREE_FRY`` or ``RNG_PHILOX``.
+        as XLA:CPU), ``RNG_THREE_FRY`` or ``RNG_PHILOX``; as in JAX, a value equal to one
+        (its int value 0, 1 or 2, a NumPy integer) names that member.
       out_sharding: the bits' sharding (values do not depend on it).
 
     Returns:
@@ -35,7 +55,8 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
 
     Raises:
       TypeError: an unsupported dtype, a key that is not ``uint32[4]``/``uint64[2]``, or
-      an algorithm that is not a ``RandomAlgorithm``.  ValueError: a negative dimension.
+      an unhashable algorithm (an array).  AssertionError (JAX's type): an algorithm that
+      names no member (3, a string, None).  ValueError: a negative dimension.
 
     Example::
 
@@ -53,9 +74,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     dt = _user_dtype(dtype, "rng_bit_generator")
     if dt not in _UINTS:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dt}")
-    if type(algorithm) is not RandomAlgorithm:
-        raise TypeError(f"rng_bit_generator: algorithm must be a lax.RandomAlgorithm, got "
-                        f"{algorithm!r}")
+    algorithm = _algorithm(algorithm)
     typed = is_key(key)     # a typed key array (random's, registered in _keyaware)
     if isinstance(key, (list, tuple)):
         raise TypeError(f"Error interpreting argument to rng_bit_generator as a JAX value. "

@@ -16,7 +16,7 @@ from ..core.trace import Tracer, get_aval
 from ..primitives.sharding_constraint import reshard_p, sharding_constraint_p
 from ..sharding import (AxisType, NamedSharding, P, Sharding, UNCONSTRAINED, _entry_names,
                        _state)
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, tree_unflatten
 
 __all__ = ["with_sharding_constraint", "reshard", "out_sharding_of", "apply_out_sharding"]
 

@@ -24,10 +24,13 @@ def _operands(name, *args):
     return [ensure_array(a) for a in args]
 
 
-def _pet(preferred_element_type):
+def _pet(preferred_element_type, name="dot"):
+    """The canonical preferred element type; a 64-bit one with 64-bit types off warns
+    (JAX's UserWarning naming ``name``), once: the public functions canonicalise theirs
+    first, so the products they call see a canonical dtype."""
     if preferred_element_type is None:
         return None
-    return dtypes.canonicalize_dtype(preferred_element_type)
+    return dtypes.explicit_dtype(preferred_element_type, name)
 
 
 def _dot_general(a, b, contract, batch, precision=None, preferred_element_type=None):
@@ -93,6 +96,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     """
     sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("dot", a, b)
+    preferred_element_type = _pet(preferred_element_type, "dot")    # JAX's name
     if a.ndim == 0 or b.ndim == 0:
         return _sharded(_as_preferred(_mul(a, b), _pet(preferred_element_type)), sh)
     cb = 0 if b.ndim == 1 else b.ndim - 2
@@ -110,6 +114,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     """
     sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("matmul", a, b)
+    preferred_element_type = _pet(preferred_element_type, "matmul")    # JAX's name
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
@@ -168,6 +173,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     (``jax.numpy.vecdot``).  Raises ValueError when the sizes along ``axis`` differ or the
     other dimensions do not broadcast."""
     a, b = _operands("vecdot", x1, x2)
+    preferred_element_type = _pet(preferred_element_type, "dot")    # JAX's name
     ax_a = canonicalize_axis(axis, a.ndim)
     ax_b = canonicalize_axis(axis, b.ndim)
     if a.shape[ax_a] != b.shape[ax_b]:
@@ -217,6 +223,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     ``a.shape[:-1] + b.shape[:-1]``; a product when either is a scalar.  Raises TypeError
     when the last sizes differ."""
     a, b = _operands("inner", a, b)
+    preferred_element_type = _pet(preferred_element_type, "tensordot")    # JAX's name
     if a.ndim == 0 or b.ndim == 0:
         return _as_preferred(_mul(a, b), _pet(preferred_element_type))
     return _dot_general(a, b, ((a.ndim - 1,), (b.ndim - 1,)), ((), ()), precision,
@@ -271,6 +278,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
     """
     sh = _out_sharding(out_sharding, "dot_general")
     a, b = _operands("tensordot", a, b)
+    preferred_element_type = _pet(preferred_element_type, "tensordot")    # JAX's name
     ca, cb = _tensordot_axes(axes, a, b)
     return _sharded(_dot_general(a, b, (ca, cb), ((), ()), precision,
                                  preferred_element_type), sh)
@@ -401,6 +409,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     """
     check_out("einsum", out)
     sh = _out_sharding(out_sharding, "einsum")
+    preferred_element_type = _pet(preferred_element_type, "einsum")    # JAX's name
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_to_str((subscripts,) + operands)
     ops = _operands("einsum", *operands) if operands else []

@@ -1,12 +1,14 @@
 """PRNG keys: typed key arrays (``key<fry>``, ``key<rbg>``, ``key<urbg>``), raw uint32 keys,
 seeding, and the checks every sampler runs on its ``key`` argument.
 
-Layer: random.  A typed key array is a pytree node around its raw uint32 data (its
-implementation, ``_impls.py``, is the node's static part), so it passes through ``jit``,
-``vmap`` and ``scan`` (as a uint32 argument/result) and comes back typed.  Raw keys are
-taken as keys of the default implementation (``jax_default_prng_impl``).  The samplers
-turn their key argument into one typed key (``unpack_key``) and draw from it through
-``key_split``/``key_bits``, so every sampler runs on every implementation.
+Layer: random.  A typed key array is one pytree leaf to users, as in JAX; in the
+transformations' view of pytrees (``tree_util.data_flatten``) it is a node around its raw
+uint32 data (its implementation, ``_impls.py``, is the node's static part), so it passes
+through ``jit``, ``vmap``, ``grad`` and ``scan`` (as a uint32 argument/result) and comes back
+typed.  Raw keys are taken as keys of the default implementation
+(``jax_default_prng_impl``).  The samplers turn their key argument into one typed key
+(``unpack_key``) and draw from it through ``key_split``/``key_bits``, so every sampler
+runs on every implementation.
 """
 from __future__ import annotations
 
@@ -19,21 +21,29 @@ from .. import numpy as jnp
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer, get_aval
 from ..lax._keyaware import register_key_type
-from ..tree_util import register_pytree_node
+from ..transforms.stages import ArgInfo, ShapeDtypeStruct
+from ..tree_util import register_data_node
 from ._impls import PRNGS, THREEFRY, PRNGImpl, default_impl, resolve
 
 _U32 = np.dtype(np.uint32)
 
 
-class KeyDType:
-    """The dtype of typed key arrays of one PRNG implementation: prints ``key<fry>``
-    (threefry2x32), ``key<rbg>`` or ``key<urbg>`` (unsafe_rbg); ``impl`` is the
-    implementation.  Equal to the dtype of the same implementation and to its name."""
+class KeyDType(dtypes.ExtendedDType):
+    """The dtype of typed key arrays of one PRNG implementation (JAX's ``KeyTy``): prints
+    ``key<fry>`` (threefry2x32), ``key<rbg>`` or ``key<urbg>`` (unsafe_rbg); ``impl`` (and
+    ``_impl``, JAX's name) is the implementation, ``type`` is ``jax.dtypes.prng_key``.
+    Equal only to the dtype of the same implementation (not to its name); a subtype of
+    ``jax.dtypes.prng_key`` and ``jax.dtypes.extended`` in ``jnp.issubdtype``."""
 
     __slots__ = ("impl",)
+    type = dtypes.prng_key
 
     def __init__(self, impl: PRNGImpl):
         self.impl = impl
+
+    @property
+    def _impl(self) -> PRNGImpl:
+        return self.impl
 
     @property
     def name(self) -> str:
@@ -49,12 +59,17 @@ class KeyDType:
     __str__ = __repr__
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, KeyDType):
-            return other.impl is self.impl
-        return isinstance(other, str) and other == self.name
+        return isinstance(other, KeyDType) and other.impl is self.impl
 
     def __hash__(self) -> int:
         return hash(self.name)
+
+    def _struct_keys(self, struct):
+        """Key arrays over the abstract data of ``struct`` (a ShapeDtypeStruct of this
+        dtype): what ``eval_shape``/``lower`` trace for a ShapeDtypeStruct of keys."""
+        data = ShapeDtypeStruct(tuple(struct.shape) + self.impl.key_shape, _U32,
+                                sharding=struct.sharding)
+        return PRNGKeyArray(data, self.impl)
 
 
 _DTYPES = {impl.name: KeyDType(impl) for impl in PRNGS.values()}
@@ -91,6 +106,33 @@ def _unary_refusal(name: str, accepted: str):
     return refuse
 
 
+def _abstract_method(name: str):
+    """An Array method key arrays do not have: JAX's NotImplementedError when called."""
+    def refuse(self, *args, **kwargs):
+        raise NotImplementedError(f"Cannot call abstract method {name}")
+    refuse.__name__ = name
+    return refuse
+
+
+def _abstract_property(name: str):
+    """An Array property key arrays do not have: NotImplementedError when read (JAX)."""
+    def refuse(self):
+        raise NotImplementedError(f"Cannot call abstract method {name}")
+    refuse.__name__ = name
+    return property(refuse)
+
+
+# The Array methods and properties JAX's key arrays raise NotImplementedError for: the
+# numeric ones (reductions, sorting, conversion, arithmetic helpers) and a few others.
+_ABSTRACT_METHODS = (
+    "__array_namespace__", "all", "any", "argmax", "argmin", "argpartition", "argsort",
+    "astype", "byteswap", "choose", "clip", "compress", "conj", "conjugate", "cumprod",
+    "cumsum", "diagonal", "dot", "item", "max", "mean", "min", "nonzero", "prod", "ptp",
+    "repeat", "round", "searchsorted", "sort", "std", "sum", "to_device", "trace", "var",
+    "view")
+_ABSTRACT_PROPERTIES = ("flat", "imag", "mT", "real")
+
+
 def _dtype_name(x) -> str:
     dt = getattr(x, "dtype", None)
     if dt is not None:
@@ -119,9 +161,10 @@ class PRNGKeyArray:
     indexing with ``None``/ellipsis/arrays, ``.at[...].get()``/``.set(keys)``), compare with
     ``==``/``!=`` key by key, and pass through ``jnp``'s and ``lax``'s shape functions
     (``stack``, ``concatenate``, ``tile``, ``where``, ``zeros_like``, ...).  Arithmetic,
-    ordering, reductions and conversion to NumPy raise TypeError; combining keys of two
-    implementations raises JAX's errors (TypeError in comparisons, ValueError in
-    ``concatenate``/``stack``/``where``).
+    ordering and conversion to NumPy raise TypeError; the numeric Array methods and
+    properties (``astype``, ``sum``, ``max``, ``sort``, ``item``, ``real``, ...) raise
+    NotImplementedError, as JAX's; combining keys of two implementations raises JAX's errors
+    (TypeError in comparisons, ValueError in ``concatenate``/``stack``/``where``).
     """
 
     __slots__ = ("_base", "_impl")
@@ -292,6 +335,12 @@ class PRNGKeyArray:
     def __pos__(self):
         return self
 
+    for _name in _ABSTRACT_METHODS:
+        locals()[_name] = _abstract_method(_name)
+    for _name in _ABSTRACT_PROPERTIES:
+        locals()[_name] = _abstract_property(_name)
+    del _name
+
     def __repr__(self) -> str:
         if isinstance(self._base, Tracer):
             return f"Traced<{self.dtype}{list(self.shape)}> overlaying {self._base!r}"
@@ -301,8 +350,9 @@ class PRNGKeyArray:
     __str__ = __repr__
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(f"a typed PRNG key array (dtype {self.dtype}) cannot be used as a "
-                        "numeric array; jax.random.key_data(keys) gives its uint32 data")
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. "
+                        "Use jax.random.key_data(arr) if you wish to extract the underlying "
+                        "integer array.")
 
 
 def _broadcast_data(a, b):
@@ -358,8 +408,27 @@ class _KeyIndexUpdateRef:
     add = multiply = mul = divide = power = min = max = apply = _refuse
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                     lambda impl, children: PRNGKeyArray(children[0], impl))
+def _rebuild(impl: PRNGImpl, children):
+    """A key array from the data view's leaf: key data (an array, a traced value, an
+    abstract value) gives keys; the abstract data of ``eval_shape``/``out_info`` gives a
+    ShapeDtypeStruct of keys; a float0 tangent or cotangent of the data gives float0 zeros
+    of the keys' shape (JAX's key tangents).  Anything else put in the data's place (a
+    sharding, an ArgInfo, an index: what a stage reports per argument) stands for the keys
+    and is returned as it is."""
+    data = children[0]
+    t = type(data)
+    if t is ShapeDtypeStruct:
+        return ShapeDtypeStruct(data.shape[:len(data.shape) - len(impl.key_shape)],
+                                _DTYPES[impl.name], sharding=data.sharding)
+    if t is np.ndarray and data.dtype == dtypes.float0:
+        return np.zeros(data.shape[:data.ndim - len(impl.key_shape)], dtypes.float0)
+    if t is ArgInfo or not (hasattr(data, "shape") and hasattr(data, "dtype")):
+        return data
+    return PRNGKeyArray(data, impl)
+
+
+# a leaf to users, a node over its key data to the transformations (tree_util's data view)
+register_data_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), _rebuild)
 register_key_type(PRNGKeyArray)
 
 

@@ -6,7 +6,7 @@ Layer: runtime (the asynchronous dispatch's queues, runtime/dispatch.py).
 from __future__ import annotations
 
 from . import dispatch as _dispatch
-from ..tree_util import tree_leaves
+from ..tree_util import data_leaves as tree_leaves
 
 __all__ = ["effects_barrier", "copy_to_host_async"]
 

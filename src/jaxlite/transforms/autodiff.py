@@ -20,7 +20,7 @@ from ..core.array import Array
 from ..core.avals import ShapedArray
 from ..core.trace import EvalTrace, Tracer, find_top_trace, get_aval
 from ..primitives.control import custom_jvp_call_p, custom_vjp_call_p
-from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, data_map as tree_map, tree_unflatten
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "hessian", "custom_jvp", "custom_vjp", "checkpoint", "remat", "closure_convert"]
@@ -96,9 +96,11 @@ def _zero_tangent(aval):
     return ad.float0_zeros(aval)
 
 
-# A typed PRNG key array is a pytree node around its uint32 key data here; in JAX it is one
-# leaf, whose tangent and cotangent are float0 zeros of the key array's shape.  The two
-# helpers convert between the two forms where tangent trees meet the user.
+# A typed PRNG key array is a node around its uint32 key data in the data view of pytrees
+# used here (tree_util.data_flatten); to users it is one leaf, whose tangent and cotangent
+# are float0 zeros of the key array's shape (rebuilding a key node over float0 data gives
+# that already: random/_keys.py).  The two helpers convert between the two forms where
+# tangent trees meet the user.
 
 def _may_hold_keys(leaves) -> bool:
     """Whether flat ``leaves`` may come from a key array (its data is uint32[..., 2])."""
@@ -114,22 +116,39 @@ def _keys_as_float0(tree):
                     is_leaf=is_key)
 
 
-def _keys_from_float0(primals, tangents):
+def _keys_from_float0(primals, tangents, what="jax.jvp"):
     """The inverse for a user's ``tangents`` of ``primals``: a float0 tangent of a key
     array becomes a node of the primal's structure, so the two trees flatten alike.
-    Anything else is left as it is (the caller's checks name a mismatch)."""
+    A tangent of a key array of another dtype (TypeError) or shape (ValueError) is refused
+    here, naming the key dtype and shape (JAX); anything else is left as it is (the
+    caller's checks name a mismatch of structure or of other leaves)."""
     from ..lax._keyaware import is_key
+    refused = []
+    noun = "cotangent" if "vjp" in what else "tangent"
 
     def fix(p, t):
-        if is_key(p) and getattr(t, "dtype", None) == dtypes.float0 and \
-                tuple(np.shape(t)) == tuple(p.shape):
+        if not is_key(p) or is_key(t) or not hasattr(t, "dtype") or not hasattr(t, "shape"):
+            return t
+        shape = tuple(np.shape(t))
+        if t.dtype != dtypes.float0:
+            refused.append(TypeError(
+                f"{what}: the {noun} of a key array (dtype {p.dtype}) must have dtype "
+                f"float0, got a {noun} of dtype {_dtype_str(t.dtype)}"))
+        elif shape != tuple(p.shape):
+            refused.append(ValueError(
+                f"{what}: the {noun} of a key array of shape {tuple(p.shape)} must have "
+                f"that shape, got float0{list(shape)}"))
+        else:
             # a node of the primal's implementation (its key data's trailing shape)
             return p._with_data(np.zeros(tuple(p._base.shape), dtypes.float0))
         return t
     try:
-        return tree_map(fix, primals, tangents, is_leaf=is_key)
+        fixed = tree_map(fix, primals, tangents, is_leaf=is_key)
     except (ValueError, TypeError):
-        return tangents
+        fixed = tangents
+    if refused:
+        raise refused[0]
+    return fixed
 
 
 def _flat_fun(fun, in_tree, out_store, has_aux=False):
@@ -255,7 +274,8 @@ def linearize(fun, *primals, has_aux=False):
     def f_jvp(consts, *tangents):
         lin = prog
         if keys:
-            tangents = _keys_from_float0(key_primals, tuple(tangents))
+            tangents = _keys_from_float0(key_primals, tuple(tangents),
+                                         "the function returned by linearize")
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
             raise TypeError(f"the function returned by linearize takes tangents with pytree "
@@ -353,7 +373,7 @@ def vjp(fun, *primals, has_aux=False):
     def f_vjp(consts, ct):
         lin = prog
         if key_outs is not None:
-            ct = _keys_from_float0(key_outs, ct)
+            ct = _keys_from_float0(key_outs, ct, "the function returned by vjp")
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure of the cotangent passed to the VJP "
@@ -423,16 +443,24 @@ def _real_output_error(name, dt):
                     f"yourself.")
 
 
-def _check_grad_inputs(leaves, allow_int, holomorphic, name="grad"):
-    for x in leaves:
+def _check_grad_inputs(leaves, allow_int, holomorphic, name="grad", tree=None):
+    """TypeError for an input ``grad`` cannot differentiate; ``leaves`` are the data view's
+    of ``tree``, whose key arrays the message names by their key dtype (``key<fry>``)."""
+    def shown(i, dt):
+        if tree is None:
+            return dt.name
+        from ..tree_util import tree_leaves as public_leaves
+        return str(getattr(public_leaves(tree)[i], "dtype", dt.name))
+
+    for i, x in enumerate(leaves):
         dt = get_aval(x).dtype
         if holomorphic:
             if dt.kind != "c":
                 raise TypeError(f"{name}(holomorphic=True) takes complex inputs only; got an "
-                                f"input of dtype {dt.name}.")
+                                f"input of dtype {shown(i, dt)}.")
         elif not dtypes.is_inexact(dt) and not allow_int:
             raise TypeError(f"{name} differentiates with respect to floating or complex "
-                            f"inputs only; got an input of dtype {dt.name}. Set "
+                            f"inputs only; got an input of dtype {shown(i, dt)}. Set "
                             f"allow_int=True (or call vjp) to accept integer or boolean "
                             f"inputs.")
 
@@ -464,7 +492,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         d_leaves, d_tree = tree_flatten(dyn)
         for x in d_leaves:
             _check_leaf(x, "grad")
-        _check_grad_inputs(d_leaves, allow_int, holomorphic)
+        _check_grad_inputs(d_leaves, allow_int, holomorphic, tree=dyn)
         store = []
 
         def flat(*leaves):
@@ -630,7 +658,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         d_leaves, d_tree = tree_flatten(dyn)
         for x in d_leaves:
             _check_leaf(x, "jacrev")
-        _check_grad_inputs(d_leaves, allow_int, holomorphic, "jacrev")
+        _check_grad_inputs(d_leaves, allow_int, holomorphic, "jacrev", dyn)
 
         f_dyn = _with_dynamic(fun, args, kwargs, nums, d_tree)
 
@@ -761,7 +789,7 @@ class custom_jvp:
             out, t_out = got
             o_leaves, o_tree = tree_flatten(out)
             if _may_hold_keys(o_leaves):
-                t_out = _keys_from_float0(out, t_out)
+                t_out = _keys_from_float0(out, t_out, "a custom JVP rule's tangent output")
             t_leaves, t_tree = tree_flatten(t_out)
             out_trees.append(o_tree)
             if t_tree != o_tree:
@@ -818,7 +846,8 @@ def _bwd_leaves(got, diff_args) -> list:
     where it gave None for a whole argument or subtree), checked as JAX checks them: a
     tuple (or list) with the arguments' structure (TypeError naming both structures) and
     each cotangent of its primal's shape (ValueError naming the position)."""
-    from ..tree_util import keystr, tree_flatten_with_path, tree_structure
+    from ..tree_util import (keystr, data_flatten_with_path as tree_flatten_with_path,
+                         data_structure as tree_structure)
     args = tuple(diff_args)
     if isinstance(got, list) and len(got) == len(args):
         got = tuple(got)

@@ -19,8 +19,8 @@ from ..core.staging import trace_to_jaxpr
 from ..core.trace import get_aval
 from ..ir.interpret import eval_jaxpr
 from ..ir.jaxpr import hoist_consts
-from ..tree_util import (register_pytree_node, tree_flatten, tree_structure,
-                         tree_unflatten)
+from ..tree_util import (register_pytree_node, data_flatten as tree_flatten,
+                         data_structure as tree_structure, tree_unflatten)
 from .autodiff import _residual_partial, custom_vjp, jacrev
 
 __all__ = ["jacobian", "linear_transpose", "custom_gradient"]

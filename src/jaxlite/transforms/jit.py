@@ -53,7 +53,10 @@ from ..runtime import buffer as _buffer
 from ..runtime.backend import Placement
 from ..core.run import run_device
 from ..runtime import dispatch as _dispatch
-from ..tree_util import NAMESPACE, keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from .. import tree_util as _tree_util
+from ..dtypes import ExtendedDType
+from ..tree_util import (NAMESPACE, keystr, data_flatten as tree_flatten,
+                         data_flatten_with_path as tree_flatten_with_path, tree_unflatten)
 from .stages import (Compiled, Lowered, ShapeDtypeStruct, Traced, Wrapped,
                      traced_mesh_types, typed_avals)
 
@@ -96,6 +99,20 @@ def _abstract_leaf_key(x):
     if isinstance(x, ShapeDtypeStruct):
         return (x.aval, None)
     return _leaf_key(x)
+
+
+def _keys_of_structs(tree):
+    """``tree`` with each ShapeDtypeStruct of a typed key dtype (``key<fry>``) replaced by
+    key arrays over abstract key data, which the trace takes as the keys' data (JAX traces
+    such a ShapeDtypeStruct as keys); ``tree`` itself when it holds none."""
+    leaves, treedef = _tree_util.tree_flatten(tree)
+    if not any(type(x) is ShapeDtypeStruct and isinstance(x.dtype, ExtendedDType)
+               for x in leaves):
+        return tree
+    return treedef.unflatten([
+        x.dtype._struct_keys(x)
+        if type(x) is ShapeDtypeStruct and isinstance(x.dtype, ExtendedDType) else x
+        for x in leaves])
 
 
 def _resolve_static(fun, static_argnums, static_argnames, sig):
@@ -712,6 +729,7 @@ class JitWrapped:
     def lower(self, *args, **kwargs) -> Lowered:
         """Traces for these arguments and returns the Lowered stage
         (``jax.jit(f).lower(*args)``): ``.as_text()`` and ``.compile()``."""
+        args, kwargs = _keys_of_structs((args, kwargs))
         statics, static_kw, dyn_args, dyn_kw, static_pos, leaves, in_tree = \
             self._trace(args, kwargs)
         key = (in_tree, tuple(_abstract_leaf_key(x) for x in leaves), statics, static_kw,
@@ -865,13 +883,22 @@ def eval_shape(fun, *args, **kwargs):
     return JitWrapped(fun).eval_shape(*args, **kwargs)
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     """Returns a function that traces ``fun`` and gives its ClosedJaxpr, printable in
-    JAX's notation (``jax.make_jaxpr``)."""
+    JAX's notation (``jax.make_jaxpr``).
+
+    ``axis_env``: a sequence of ``(axis_name, size)`` pairs binding named axes while
+    tracing, so ``fun`` may use the collectives (``lax.psum(x, 'i')``, ``all_gather``,
+    ``ppermute``, ``axis_size``, ...): they stay equations of the program, as in JAX, and
+    ``psum`` of a constant is folded (``psum(1., 'i')`` is the axis size).  Raises
+    ValueError for an entry that is not a pair, TypeError/ValueError for a size that is
+    not a non-negative int (JAX does not check it).
+    """
     wrapped = JitWrapped(fun, static_argnums=static_argnums)
+    env = _axis_env(axis_env)
 
     def make(*args, **kwargs):
-        lowered = wrapped.lower(*args, **kwargs)
+        lowered = _under_axis_env(env, lambda: wrapped.lower(*args, **kwargs))
         # over arguments on a mesh with Explicit axes the variables print with their
         # sharding types (f32[8@x,4]); this trace is make_jaxpr's own, not a cached one
         for v, typed in typed_avals(lowered.closed_jaxpr, lowered._mesh_types).items():
@@ -881,6 +908,49 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
         return lowered.closed_jaxpr
     make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
     return _api_boundary(make)
+
+
+def _axis_env(axis_env) -> list:
+    """``make_jaxpr``'s ``axis_env`` checked: ``[(name, size), ...]``."""
+    if axis_env is None:
+        return []
+    env = []
+    for entry in axis_env:
+        name, size = entry          # ValueError for an entry that is not a pair (JAX's)
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"make_jaxpr: the size of axis {name!r} in axis_env must be an "
+                            f"int, got {size!r}")
+        if size < 0:
+            raise ValueError(f"make_jaxpr: the size of axis {name!r} in axis_env must be "
+                             f"non-negative, got {size}")
+        env.append((name, int(size)))
+    return env
+
+
+def _under_axis_env(env, thunk):
+    """``thunk()`` with the named axes of ``env`` bound: each is an enclosing vmap (of its
+    size) over nothing but a placeholder, and the trace inside is a per-device program
+    (``manual_tracing``, as a shard_map body's), so its collectives over those names stay
+    equations instead of being computed over examples."""
+    if not env:
+        return thunk()
+    from ..core import batching
+    from .vmap import vmap
+    box = {}
+
+    def innermost(dummy):
+        state = batching.manual_tracing
+        state.depth += 1
+        try:
+            box["out"] = thunk()
+        finally:
+            state.depth -= 1
+        return dummy
+    fn = innermost
+    for name, _ in reversed(env):
+        fn = vmap(fn, axis_name=name)
+    fn(np.zeros(tuple(size for _, size in env), np.float32))
+    return box["out"]
 
 
 def _staging_types(leaves):
@@ -1032,7 +1102,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
         runner = entry.partitions.get(("across",) + tuple(
             x.sharding if type(x) is ShardedArray else None for x in leaves))
         if runner is not None:
-            from ..tree_util import tree_flatten
+            from ..tree_util import data_flatten as tree_flatten
             return tree_flatten(runner(leaves))[0]
     from ..core.sharded import mesh_devices_check
     from ..sharding import NamedSharding
@@ -1096,7 +1166,7 @@ def _run_sharded(entry, leaves, names_fn, shardings, donate=None):
     if across and _is_manual(entry.compiled._lowered._wrapped):
         # a jitted shard_map over several processes: run as the shard_map runs there
         # (its runner for these shardings kept, so later calls skip its checks)
-        from ..tree_util import tree_flatten
+        from ..tree_util import data_flatten as tree_flatten
         from .shard_map import _context as _sm_context
         if entry.partitions is None:
             entry.partitions = {}
@@ -1193,7 +1263,7 @@ def _spmd_runner(closed, in_specs, targets, mesh, name, across=False):
     ``across``: the mesh spans several processes; the function then takes and returns
     this process's shards stacked (core/sharded.py ``local_stack``)."""
     from ..core.sharded import to_pspec
-    from ..tree_util import tree_flatten
+    from ..tree_util import data_flatten as tree_flatten
     from .shard_map import _ShardMapped
     part = _partition_for(closed, in_specs, targets, mesh)
     if part is None:

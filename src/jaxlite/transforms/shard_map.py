@@ -32,7 +32,8 @@ from ..core.array import ArrayImpl
 from ..core.sharded import ShardedArray, from_global, spec_tuple
 from ..core.trace import Tracer, is_tracing as _is_tracing
 from ..runtime.buffer import host_view
-from ..tree_util import tree_flatten, tree_structure, tree_unflatten
+from ..tree_util import (data_flatten as tree_flatten, data_structure as tree_structure,
+                         tree_unflatten)
 
 
 class _InferType:

@@ -318,7 +318,7 @@ def inspect_array_sharding(value, *, callback) -> None:
       AttributeError: a leaf that is no Array (a NumPy array, a Python scalar), as JAX.
       NotImplementedError: a value traced by ``vmap`` or inside ``shard_map``.
     """
-    from ..tree_util import tree_leaves
+    from ..tree_util import data_leaves as tree_leaves
     for leaf in tree_leaves(value):
         if isinstance(leaf, Tracer):
             callback(_traced_sharding(leaf))

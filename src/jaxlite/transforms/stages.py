@@ -12,19 +12,22 @@ import abc
 from .._traceback import api_boundary as _api_boundary
 from ..compiler.pipeline import compile_jaxpr, cost_analysis
 from ..core.avals import ShapedArray
+from ..dtypes import ExtendedDType
 from ..ir.jaxpr import ClosedJaxpr
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import data_flatten as tree_flatten, tree_unflatten
 
 
 class ShapeDtypeStruct:
-    """Shape and dtype of an array without data (``jax.ShapeDtypeStruct``)."""
+    """Shape and dtype of an array without data (``jax.ShapeDtypeStruct``); the dtype may
+    be a typed key dtype (``jax.random.key(0).dtype``), which ``eval_shape`` and ``lower``
+    trace as key arrays."""
 
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type=False, sharding=None):
         import numpy as np
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, ExtendedDType) else np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding    # a Sharding (what lower/eval_shape lay it out by) or None
 
@@ -224,7 +227,7 @@ def _args_info(lowered):
     positions = [i for i in range(len(dyn_args) + len(static_pos)) if i not in static_pos]
 
     def info(sub, donated):
-        from ..tree_util import tree_structure
+        from ..tree_util import data_structure as tree_structure
         tree = tree_structure(sub)
         return tree_unflatten(tree, [ArgInfo(next(avals), donated)
                                      for _ in range(tree.num_leaves)])

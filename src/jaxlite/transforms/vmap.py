@@ -16,8 +16,11 @@ from .._traceback import api_boundary as _api_boundary
 from ..core import batching
 from ..config import config
 from ..core.trace import check_leaks, full_lower, get_aval, new_main
-from ..tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
-                         tree_structure, tree_unflatten)
+from ..tree_util import tree_leaves as _public_leaves
+from ..tree_util import (keystr, data_flatten as tree_flatten,
+                         data_flatten_with_path as tree_flatten_with_path,
+                         data_leaves as tree_leaves, data_structure as tree_structure,
+                         tree_unflatten)
 
 __all__ = ["vmap"]
 
@@ -61,6 +64,16 @@ def _prefix_paths(spec, value):
     for path, sub in zip(spec_tree.paths(), subtrees):
         out.extend(["".join(f"[{k!r}]" for k in path)] * len(tree_leaves(sub)))
     return out
+
+
+def _key_words(tree, n: int) -> list:
+    """For each of the ``n`` leaves of ``tree``: how many trailing dimensions of its data
+    view are a typed key's words (0 for other leaves).  A key array is one leaf with its
+    own shape: axes count over that shape, never into the words of its data."""
+    from ..lax._keyaware import is_key
+    words = [x._base.ndim - x.ndim if is_key(x) else 0
+             for x in _public_leaves(tree)]
+    return words if len(words) == n else [0] * n
 
 
 def _arg_names(fun, nargs):
@@ -151,8 +164,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         for path, x in kw_p:
             described.append((x, f"kwargs{keystr(path)}"))
         axes = list(axes) + [0] * len(kw_p)
+        words = _key_words((tuple(args), kwargs), len(described))
         sizes, dims = [], []
-        for (x, what), ax in zip(described, axes):
+        for (x, what), ax, w in zip(described, axes, words):
             if ax is None:
                 dims.append(None)
                 continue
@@ -161,10 +175,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             except TypeError:
                 raise TypeError(f"Argument {x!r} of type {type(x)} cannot be used as an array "
                                 f"({what} of the vmapped function)") from None
-            nd = aval.ndim
+            nd = aval.ndim - w
             if not -nd <= ax < nd:
                 raise ValueError(f"vmap cannot map axis {ax} of an argument of rank {nd} "
-                                 f"(shape {aval.shape}; {what}): mapping that axis needs "
+                                 f"(shape {aval.shape[:nd]}; {what}): mapping that axis needs "
                                  f"rank at least {(ax + 1) if ax >= 0 else -ax}")
             d = int(ax) % nd
             dims.append(d)
@@ -196,8 +210,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             out_leaves, out_tree = tree_flatten(out)
             o_axes = _prefix_leaves(out_axes, out, "out_axes")
             o_paths = _prefix_paths(out_axes, out)
+            o_words = _key_words(out, len(out_leaves))
             res = []
-            for o, ax, where in zip(out_leaves, o_axes, o_paths):
+            for o, ax, where, w in zip(out_leaves, o_axes, o_paths, o_words):
                 if isinstance(o, np.ndarray) and o.dtype == dtypes.float0:
                     # the zero tangent of an integer or key value (grad's, with allow_int):
                     # no tracer carries float0, so it is the same zeros for every example
@@ -223,7 +238,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                                          f"output is batched on axis {d}")
                     res.append(val)
                     continue
-                nd = get_aval(val).ndim + (1 if d is None else 0)
+                nd = get_aval(val).ndim + (1 if d is None else 0) - w
                 if not -nd <= ax < nd:
                     raise ValueError(f"vmap out_axes{where}={ax} is out of bounds for an "
                                      f"output of rank {nd} (with the mapped axis)")
