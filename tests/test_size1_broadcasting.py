@@ -343,3 +343,72 @@ def test_sharding_rule_keeps_a_size1_dimension_whole():
     # a size-1 operand sharded where the result is not tells nothing of the result
     rule = sr.elementwise([((), ()), ((), ("y",))], [x, c], {"x": 2, "y": 3})
     assert rule.outputs == [((), ())] and rule.operands[1] == ((), ())
+
+
+# ---- random programs ------------------------------------------------------------------------
+
+_NP_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
+           "min": np.minimum}
+
+
+def _random_case(seed):
+    """A random chain of binary ops over operands that broadcast size-1 dimensions against
+    a random result shape (some of its dimensions 1 or 0), a keepdims sum re-entering the
+    chain (softmax-like), and the NumPy value of it."""
+    rng = np.random.default_rng(seed)
+    rank = int(rng.integers(1, 4))
+    shape = tuple(int(d) for d in rng.choice([1, 2, 3, 5], rank))
+    if rng.random() < 0.15:
+        shape = shape[:-1] + (0,)
+    n_in = int(rng.integers(2, 4))
+    shapes = [tuple(1 if rng.random() < 0.4 else d for d in shape) for _ in range(n_in)]
+    shapes[0] = shape if rng.random() < 0.5 else shapes[0]
+    ops = [str(rng.choice(list(_NP_OPS))) for _ in range(4)]
+    picks = [int(rng.integers(0, n_in)) for _ in range(4)]
+    axis = int(rng.integers(0, rank))
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def program(lx, xs):
+        acc = xs[0]
+        for k, (op, i) in enumerate(zip(ops, picks)):
+            acc = getattr(lx, op)(acc, xs[i])
+            if k == 1:      # a keepdims reduction broadcast back by the next op
+                acc = getattr(lx, "sub")(acc, acc.sum(axis, keepdims=True))
+        return acc
+
+    return args, program
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_size1_programs_agree_on_every_backend(seed, tmp_path):
+    args, program = _random_case(seed)
+
+    class _NpLax:      # the same program in NumPy (the reference)
+        add, sub, mul, max, min = (staticmethod(_NP_OPS[k]) for k in
+                                   ("add", "sub", "mul", "max", "min"))
+
+    want = program(_NpLax, args)
+    with config._override("jax_compilation_cache_dir", str(tmp_path)):
+        for backend in _BACKENDS:
+            for jit in (True, False):
+                got, _ = _run(lambda *xs: program(lax, xs), args, backend, jit)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6,
+                                           err_msg=f"{backend} jit={jit}")
+
+
+def test_eager_operator_fast_path_takes_size1_broadcasting(rjax):
+    from jaxlite.numpy import _methods
+    x, c = jnp.asarray(_M), jnp.asarray(_C)
+    for _ in range(2):          # the second call runs the memoised plan
+        got = x - c
+    assert_like_jax(got, rjax.numpy.asarray(_M) - rjax.numpy.asarray(_C))
+    op = _methods._OPS["__sub__"]
+    memo = op.memo32 if hasattr(op, "memo32") else None
+    if memo is not None:
+        entry = memo.get((x.aval, c.aval))
+        assert entry and entry[3].shape == (3, 4)
+    # shapes that do not broadcast still raise JAX's TypeError, every time
+    for _ in range(2):
+        with pytest.raises(TypeError, match="incompatible shapes"):
+            x - jnp.ones((3, 2))
