@@ -1054,20 +1054,23 @@ ad.defjvp2(pow_p, lambda g, ans, x, y: _pow_jvp_x(g, x, y), _pow_jvp_y)
 
 
 def _balanced_eq(x, z, y):
-    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere."""
+    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere: JAX's
+    ``select(x == z, 1, 0) / select(y == z, 2, 1)`` (x and y may broadcast size-1
+    dimensions against z)."""
     shape = get_aval(z).shape
-    one = _full_like(_c(z, 1), shape)
-    half = _full_like(_c(z, 0.5), shape)
-    zero = _full_like(_c(z, 0), shape)
-    x_hits = eq_p.bind(_full_like(x, shape), z)
-    y_hits = eq_p.bind(_full_like(y, shape), z)
-    return select_n_p.bind(x_hits, zero, select_n_p.bind(y_hits, one, half))
+
+    def select(pred, on_true, on_false):      # staged in JAX's order
+        t = _full_like(_c(z, on_true), shape)
+        return select_n_p.bind(pred, _full_like(_c(z, on_false), shape), t)
+    hits = select(eq_p.bind(x, z), 1, 0)
+    return div(hits, select(eq_p.bind(y, z), 2, 1))
 
 
-ad.defjvp2(max_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
-ad.defjvp2(min_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
+# the tangent of the operand that broadcasts meets the result's shape in the product
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
 
 def _atan2_denom(x, y):

@@ -417,7 +417,7 @@ broadcast_in_dim_p.batch = _bid_batch
 def _reshape_transpose(ct, x, new_sizes, dimensions=None, sharding=None):
     shape = tuple(x.aval.shape)
     if dimensions is None:
-        return [reshape_p.bind(ct, new_sizes=shape, dimensions=None)]
+        return [reshape_p.bind(ct, new_sizes=shape, dimensions=None, sharding=None)]
     # the operand was transposed by ``dimensions`` before the reshape: reshape back to the
     # transposed shape, then undo the transposition (dropping it sent each cotangent to
     # the wrong element: the VJP of a JVP through lax.reshape(..., dimensions=) was wrong)
