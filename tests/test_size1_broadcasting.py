@@ -271,11 +271,14 @@ def test_select_n_and_clamp_take_no_size1_broadcasting(rjax):
     # broadcast for them
     c, x, y = np.ones((3, 1), bool), np.ones((3, 4), np.float32), np.zeros((1, 4), np.float32)
     for fn in (lambda m, l: l.select_n(m.asarray(c), m.asarray(x), m.asarray(y)),
-               lambda m, l: l.clamp(m.asarray(y), m.asarray(x), 2.0)):
-        with pytest.raises(TypeError):
+               lambda m, l: l.clamp(m.asarray(y), m.asarray(x), m.float32(2.0)),
+               lambda m, l: l.clamp(m.float32(0.0), m.asarray(x), m.asarray(y))):
+        with pytest.raises(TypeError) as want:
             fn(rjax.numpy, rjax.lax)
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError) as got:
             fn(jnp, lax)
+        if "clamp" in str(want.value):
+            assert str(got.value) == str(want.value)
     assert_like_jax(jnp.clip(x, y, 0.5), rjax.numpy.clip(x, y, 0.5))
 
 

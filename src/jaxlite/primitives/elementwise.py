@@ -650,10 +650,11 @@ select_n_p = Primitive("select_n", abstract_eval=_select_n_aval, impl=_select_n,
 
 def _clamp_aval(lo, x, hi):
     check_same_dtypes("clamp", (lo, x, hi))
-    for b in (lo, hi):
+    # no size-1 broadcasting here: JAX's message
+    for what, b in (("min", lo), ("max", hi)):
         if b.shape not in ((), x.shape):
-            raise TypeError(f"clamp requires min and max to be scalars or have the operand's "
-                            f"shape {x.shape}, got {b.shape}")
+            raise TypeError(f"clamp requires {what}.shape == operand.shape or {what}.shape "
+                            f"== (), got {what}.shape={b.shape}, operand.shape={x.shape}.")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -1037,6 +1038,11 @@ def _pow_jvp_x(g, x, y):
     dt = get_aval(x).dtype
     integral = get_aval(y).dtype.kind in "iu"
     x, y = _strong(x, dt), _strong(y, dt)
+    if integral:
+        # both at the result's shape first (as JAX): the select below takes no size-1
+        # broadcasting
+        shape = _out_shape(x, y)
+        x, y = _full_like(x, shape), _full_like(y, shape)
     d = mul(y, pow_p.bind(x, sub(y, _c(y, 1))))
     if integral:
         d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d,
