@@ -10,8 +10,10 @@ setup(ext_modules=[
               extra_compile_args=["-O2"], optional=True),
     # no contraction of a * b + c into a fused multiply-add but where the source says fma():
     # the bits must be those of the native backend's _vecmath; no FP traps assumed, so the
-    # loops' selects vectorise
+    # loops' selects vectorise; sqrt() need not set errno, so it vectorises (its results
+    # are IEEE's correctly rounded square roots either way)
     Extension("jaxlite.primitives._f32math", ["src/jaxlite/primitives/_f32math.c"],
-              extra_compile_args=["-O3", "-ffp-contract=off", "-fno-trapping-math"],
+              extra_compile_args=["-O3", "-ffp-contract=off", "-fno-trapping-math",
+                                  "-fno-math-errno"],
               optional=True),
 ])

@@ -326,6 +326,79 @@ DOCS.update({
                                    (_M,)),
 })
 
+
+
+def _jit_two_outputs(j, m, l):
+    def g(x):
+        @j.jit
+        def h(y):
+            return y * x, m.cos(y)
+        a, b = h(x * 2)
+        return (a + b).sum()
+    return g
+
+
+DOCS.update({
+    # differentiating through a nested jit: the JVP is one jit of the JVP program; reverse
+    # mode a jit of the primal part (returning the residuals) and a jit of the transposed
+    # tangent part
+    "grad_through_a_jit": (lambda j, m, l: j.grad(lambda x: j.jit(m.sin)(x).sum()), (_X,)),
+    "jvp_of_a_jit": (lambda j, m, l: lambda x, t: j.jvp(j.jit(m.sin), (x,), (t,)), (_X, _X)),
+    "linearize_of_a_jit": (lambda j, m, l: lambda x, t: j.linearize(j.jit(m.sin), x)[1](t),
+                           (_X, _X)),
+    "vjp_of_a_jit": (lambda j, m, l: lambda x, g: j.vjp(j.jit(m.sin), x)[1](g), (_X, _X)),
+    "grad_through_a_jit_of_two_outputs_closing_over": (_jit_two_outputs, (_X,)),
+    "vmap_of_grad_through_a_jit": (lambda j, m, l: j.vmap(j.grad(
+        lambda x: j.jit(m.sin)(x))), (_X,)),
+    "value_and_grad_through_a_jitted_loss": (lambda j, m, l: j.value_and_grad(
+        lambda w, x: j.jit(lambda w, x: m.mean((x @ w) ** 2))(w, x)),
+        (np.ones(3, np.float32), np.ones((4, 3), np.float32))),
+})
+
+DOCS.update({
+    # JAX 0.10's stack, unstack and split primitives, their transposes (unstack, stack,
+    # concatenate) and batching; a slice's transpose pads by NumPy integers
+    "stack": (lambda j, m, l: lambda x: (m.stack([x, x]), m.stack([x, 2 * x], axis=1)),
+              (_X,)),
+    "split_and_array_split": (lambda j, m, l: lambda x: (
+        m.split(x, 5), m.split(x, [1, 3]), m.array_split(x, 2)), (_X,)),
+    "hsplit_vsplit_unstack": (lambda j, m, l: lambda x: (
+        m.hsplit(x, 2), m.vsplit(x, [1]), m.unstack(x, axis=1)), (_M,)),
+    "grad_of_split_and_stack": (lambda j, m, l: j.grad(lambda x: (
+        m.split(x, 5)[1] * m.stack([x, x])[0, 1:2]).sum()), (_X,)),
+    "grad_of_strided_slice": (lambda j, m, l: j.grad(lambda x: x[1:5:2].sum()), (_X,)),
+    "vmap_of_stack_and_split": (lambda j, m, l: j.vmap(lambda x: (
+        m.stack([x, x]), m.split(x, 2))), (_M,)),
+})
+
+DOCS.update({
+    # jax.numpy functions JAX defines under a named jit (and the equations inside)
+    "named_jits_of_shape_functions": (lambda j, m, l: lambda x: (
+        m.flip(x), m.flip(x, [1]), m.fliplr(x), m.roll(x, 1), m.roll(x, (1, -2), (0, 1)),
+        m.roll(x, 0, 1), m.diff(x), m.diff(x, n=2, axis=0),
+        m.ptp(x), m.ptp(x, axis=1, keepdims=True), m.triu(x), m.tril(x, -1)), (_M,)),
+    "atleast_and_stacks": (lambda j, m, l: lambda v, x: (
+        m.atleast_1d(x), m.atleast_2d(v), m.atleast_3d(v, x), m.vstack([v, v]),
+        m.hstack([v, v]), m.column_stack([v, v]), m.dstack([_M, _M])), (_X, 1.0)),
+    # JAX 0.10's top_k primitive, batched along another axis
+    "top_k": (lambda j, m, l: lambda x: (l.top_k(x, 2), l.top_k(x, 1, axis=0),
+                                         j.vmap(lambda r: l.top_k(r, 3))(x)), (_M,)),
+    # conv's dimension numbers print as JAX's named tuple (the thinking-in-JAX page's conv)
+    "conv_general_dilated": (lambda j, m, l: lambda x, w: (
+        l.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")),
+        l.conv(x, w, (2, 2), "VALID"), l.conv_general_dilated(
+            x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (1, 1), "VALID",
+            dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+        (np.ones((2, 3, 5, 5), np.float32), np.ones((4, 3, 2, 2), np.float32))),
+    "trace_with_and_without_offset": (lambda j, m, l: lambda x: (
+        m.trace(x), m.trace(x, 1), j.grad(lambda x: m.trace(x, -1))(x)), (_M,)),
+    "eye_tri_identity": (lambda j, m, l: lambda x: m.eye(3) + m.eye(3, k=1) + m.tri(3)
+                         + m.identity(3) + x, (1.0,)),
+    "grad_through_named_jits": (lambda j, m, l: j.grad(lambda x: (
+        m.roll(x, 1) * m.flip(x)).sum() + m.diff(x).sum()
+        + m.concatenate([x, 2 * x])[3:8:2].sum()), (_X,)),
+})
+
 # gradients of the elementwise functions at a Python float (the JVP rules in JAX's forms;
 # a weakly typed argument's derivative stays weak with no conversion)
 for _fn in ["sin", "cos", "tan", "exp", "exp2", "log", "log1p", "expm1", "tanh", "sinh",
@@ -363,11 +436,6 @@ DIFFERENT = {
     # with its dimension numbers)
     "index_by_an_integer_array": (lambda j, m, l: lambda x, i: x[i],
                                   (_M, np.array([0, 2], np.int32))),
-    # JAX differentiates a nested jit into jits of the forward and backward programs;
-    # jaxlite inlines it while differentiating
-    "grad_through_a_jit": (lambda j, m, l: j.grad(lambda x: j.jit(m.sin)(x).sum()), (_X,)),
-    # JAX 0.10 has a stack primitive; jaxlite concatenates broadcasts
-    "stack": (lambda j, m, l: lambda x: m.stack([x, x]), (_X,)),
 }
 
 

@@ -159,14 +159,19 @@ class JVPTrace(Trace):
             if primitive.multiple_results:
                 return [self.tracer_type(self, o, None) for o in out]
             return self.tracer_type(self, out, None)
-        if primitive.kind == "call" and primitive.jvp is None:
-            # a nested jit: differentiate its program inline
-            from ..ir.interpret import eval_jaxpr
-            from .sharded import checked_program
-            closed = params["jaxpr"]
-            with checked_program(closed, primals):
-                return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
         rule = primitive.jvp
+        if primitive.kind == "call":
+            # a call's rule may keep the call (a staged jit stays one equation, as JAX
+            # prints it) or answer None: its program is then differentiated inline
+            res = rule(primals, tangents, **params) if rule is not None else None
+            if res is None:
+                from ..ir.interpret import eval_jaxpr
+                from .sharded import checked_program
+                closed = params["jaxpr"]
+                with checked_program(closed, primals):
+                    return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+            out, t_out = res
+            return [self.tracer_type(self, o, _keep(t, o)) for o, t in zip(out, t_out)]
         if rule is None:
             # a primitive with only integer/boolean outputs (comparisons, argmax, ...) has
             # zero tangents and needs no rule
@@ -272,11 +277,13 @@ def is_linearizing(tangents) -> bool:
     return any(isinstance(t, Tracer) and isinstance(t._trace, LinearTrace) for t in tangents)
 
 
-def linearize_flat(fun, primals) -> LinearizeResult:
-    """Evaluates ``fun(*primals) -> list`` and stages its JVP's tangent part."""
+def linearize_flat(fun, primals, in_mask=None) -> LinearizeResult:
+    """Evaluates ``fun(*primals) -> list`` and stages its JVP's tangent part.
+    ``in_mask``: the inputs that get tangents (default: every differentiable one)."""
     builder = JaxprBuilder()
     in_avals = [get_aval(p) for p in primals]
-    in_mask = [is_differentiable(a) for a in in_avals]
+    if in_mask is None:
+        in_mask = [is_differentiable(a) for a in in_avals]
     with new_main(LinearizeTrace) as jmain:
         jtrace = LinearizeTrace(jmain)
         with new_main(LinearTrace, builder) as smain:
@@ -299,6 +306,32 @@ def linearize_flat(fun, primals) -> LinearizeResult:
     jaxpr = Jaxpr(constvars, [t._var for t in t_in if t is not None], builder.eqns,
                   [t._var for t in t_out])
     return LinearizeResult(primals_out, jaxpr, consts, in_mask, in_avals, out_avals, out_zero)
+
+
+def linearize_jaxpr(closed: ClosedJaxpr, nonzeros):
+    """Splits the JVP of ``closed`` into a primal and a tangent program (reverse mode's
+    view of a nested call, JAX's ``linearize_jaxpr``).
+
+    ``nonzeros[i]``: input ``i`` has a tangent.  Returns ``(primal, tangent, out_nz,
+    num_res)``: ``primal`` takes the primal inputs and returns the primal outputs, then
+    ``num_res`` residuals; ``tangent`` takes the residuals, then the nonzero tangents, and
+    returns the tangents of the outputs with ``out_nz[j]`` True.  Nested calls split the
+    same way, so each becomes a call in either program."""
+    from ..ir.interpret import eval_jaxpr
+    store = []
+
+    def primal_fun(*primals):
+        lin = linearize_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                             list(primals), list(nonzeros))
+        store.append(lin)
+        return list(lin.primals_out) + list(lin.consts)
+
+    primal = trace_to_jaxpr(primal_fun, list(closed.in_avals))
+    lin = store[0]
+    lj = lin.jaxpr
+    tangent = ClosedJaxpr(Jaxpr([], list(lj.constvars) + list(lj.invars), lj.eqns,
+                                lj.outvars), [])
+    return primal, tangent, [not z for z in lin.out_zero], len(lin.consts)
 
 
 # ---- transposition ----------------------------------------------------------------------

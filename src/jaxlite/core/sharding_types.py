@@ -253,6 +253,30 @@ def _concatenate(prim, tys, avals, out_avals, params, ctx):
     return [Ty(meshed[0].spec, True)]
 
 
+def _stack(prim, tys, avals, out_avals, params, ctx):
+    # concatenate's rule, and the new dimension is whole
+    (t,) = _concatenate(prim, tys, avals, out_avals, params, ctx)
+    spec = list(t.spec)
+    spec.insert(int(params["axis"]), ())
+    return [Ty(tuple(spec), t.meshed)]
+
+
+def _unstack(prim, tys, avals, out_avals, params, ctx):
+    t, axis = tys[0], int(params["axis"])
+    if t.spec[axis]:
+        _fail(f"unstack: the operand {_ty_str(avals[0], t.spec)} is sharded over mesh axes "
+              f"{t.spec[axis]} along axis {axis}, the axis it unstacks; reshard it to "
+              f"leave axis {axis} whole")
+    spec = tuple(e for d, e in enumerate(t.spec) if d != axis)
+    return [Ty(spec, t.meshed)] * len(out_avals)
+
+
+def _split(prim, tys, avals, out_avals, params, ctx):
+    # each piece as a slice of the operand
+    one = _varying_shape("split")
+    return [one(prim, tys, avals, [o], params, ctx)[0] for o in out_avals]
+
+
 def _cumulative(prim, tys, avals, out_avals, params, ctx):
     t, axis = tys[0], int(params["axis"]) % max(avals[0].ndim, 1)
     if t.spec[axis]:
@@ -651,6 +675,9 @@ _RULES = {
     "reshape": _reshape,
     "dot_general": _dot_general,
     "concatenate": _concatenate,
+    "stack": _stack,
+    "unstack": _unstack,
+    "split": _split,
     "dynamic_update_slice": _dynamic_update_slice,
     "slice": _varying_shape("slice"),
     "dynamic_slice": _varying_shape("dynamic_slice"),

@@ -728,26 +728,8 @@ def top_k(operand, k, *, axis=-1):
     if k > aval.shape[ax]:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with shape={list(aval.shape)} and axis={ax}")
-    dt = np.dtype(aval.dtype)
-    if dt.kind == "c":
-        raise ValueError("top_k is not compatible with complex inputs.")
-    key = operand
-    if dtypes.is_float(dt):
-        # sign-magnitude bits read as a signed integer, the negative half flipped: integer
-        # order is then IEEE total order (what XLA's top_k compares by)
-        ity = np.dtype(f"int{8 * dt.itemsize}")
-        bits = bitcast_convert_type(operand, ity)
-        key = select(lt(bits, full_like(bits, 0)), bitwise_xor(bits, full_like(
-            bits, np.iinfo(ity).max)), bits)
-    idx = broadcasted_iota(np.int32, aval.shape, ax)
-    # a stable ascending sort of the reversed axis, reversed back: descending, and equal
-    # entries keep their order
-    _, vals, ids = sort((rev(key, (ax,)), rev(operand, (ax,)), rev(idx, (ax,))), ax, True, 1)
-    vals, ids = rev(vals, (ax,)), rev(ids, (ax,))
-    vals, ids = slice_in_dim(vals, 0, k, axis=ax), slice_in_dim(ids, 0, k, axis=ax)
-    if aval.weak_type:
-        ids = _e.convert_element_type_p.bind(ids, new_dtype=np.dtype(np.int32), weak_type=True)
-    return [vals, ids]
+    from ..primitives.reduction import top_k_p
+    return list(top_k_p.bind(operand, k=k, axis=ax))
 
 
 # ---- linear algebra -------------------------------------------------------------------

@@ -77,42 +77,38 @@ def tile(operand, reps: Sequence[int]):
 
 
 def stack(operands, axis: int = 0):
-    """The operands (equal shapes) stacked along a new ``axis`` (``jax.lax.stack``)."""
-    lax = _lax()
+    """The operands (equal shapes and dtypes) stacked along a new ``axis``
+    (``jax.lax.stack``): one ``stack`` equation.  ValueError for no operands, differing
+    shapes or an out-of-range axis; TypeError for differing dtypes."""
+    from ..primitives.shape import stack_p
     operands = list(operands)
     if not operands:
-        raise ValueError("stack requires at least one operand")
+        raise ValueError("stack expects at least one operand, got 0.")
     nd = get_aval(operands[0]).ndim
     axis = _axis(axis, nd + 1, "stack")
-    return lax.concatenate([lax.expand_dims(x, (axis,)) for x in operands], axis)
+    return stack_p.bind(*operands, axis=axis)
 
 
 def unstack(x, axis: int = 0):
-    """The slices of ``x`` along ``axis``, as a tuple (``jax.lax.unstack``)."""
-    lax = _lax()
+    """The slices of ``x`` along ``axis``, as a tuple (``jax.lax.unstack``): one
+    ``unstack`` equation.  ValueError for a 0-d ``x`` or an out-of-range axis."""
+    from ..primitives.shape import unstack_p
     aval = get_aval(x)
+    if aval.ndim == 0:
+        raise ValueError(f"unstack requires arrays with rank > 0, however a scalar array of "
+                         f"shape {aval.shape} was passed.")
     axis = _axis(axis, aval.ndim, "unstack")
-    return tuple(lax.index_in_dim(x, i, axis, keepdims=False)
-                 for i in range(aval.shape[axis]))
+    return tuple(unstack_p.bind(x, axis=axis))
 
 
 def split(operand, sizes: Sequence[int], axis: int = 0):
-    """``operand`` cut along ``axis`` into pieces of ``sizes`` (``jax.lax.split``), a list;
-    ValueError unless the sizes (each >= 0) add up to the dimension."""
-    lax = _lax()
+    """``operand`` cut along ``axis`` into pieces of ``sizes`` (``jax.lax.split``), a list:
+    one ``split`` equation.  ValueError unless the sizes (each >= 0) add up to the
+    dimension."""
+    from ..primitives.shape import split_p
     aval = get_aval(operand)
     axis = _axis(axis, aval.ndim, "split")
-    sizes = [int(s) for s in sizes]
-    if any(s < 0 for s in sizes):
-        raise ValueError(f"Sizes must be nonnegative, got {sizes}")
-    if sum(sizes) != aval.shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of "
-                         f"the operand shape {list(aval.shape)}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(lax.slice_in_dim(operand, start, start + s, axis=axis))
-        start += s
-    return out
+    return list(split_p.bind(operand, sizes=tuple(sizes), axis=axis))
 
 
 def _axis(axis, nd, name):

@@ -23,6 +23,7 @@ from ..core.array import ArrayImpl
 from ..core.eager import from_host
 from ..core.sharded import mesh_context as _mesh_context
 from ..core.trace import Tracer
+from ._named_jit import named_jit
 from ._util import (PY_SCALARS, broadcast_shapes, broadcast_to_shape, canonicalize_axis,
                     check_arraylike, ensure_array, int_tuple, public_names, shape_error,
                     to_inexact)
@@ -678,14 +679,17 @@ def _offset_mask(n, m, k, cmp):
         info = np.iinfo(np.int32)
         kk = builtins.min(builtins.max(int(k), info.min), info.max)
         idt = np.dtype(np.int32)
-    i = lax.broadcasted_iota(idt, (n, m), 0)
-    j = lax.broadcasted_iota(idt, (n, m), 1)
     if isinstance(kk, int):
-        if kk == 0 and cmp is lax.eq:
-            return lax.eq(i, j)
         # typed like the iotas: lax.add takes no int64 Python int for int32 under x64
         kk = lax.scalar_as(kk, idt, False)
-    return cmp(lax.add(i, kk), j)
+    # in JAX's order of equations: eye's diagonal takes both iotas first, tri's adds the
+    # offset to the row iota before making the column iota
+    i = lax.broadcasted_iota(idt, (n, m), 0)
+    if cmp is lax.eq:
+        j = lax.broadcasted_iota(idt, (n, m), 1)
+        return lax.eq(lax.add(i, kk), j)
+    shifted = lax.add(i, kk)
+    return cmp(shifted, lax.broadcasted_iota(idt, (n, m), 1))
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -734,12 +738,14 @@ def _tri_select(name, m, k, lower):
     return lax.select_n(keep, zero, m) if lower else lax.select_n(keep, m, zero)
 
 
+@named_jit("tril", static_argnames=("k",))
 def tril(m, k: int = 0):
     """``m`` with elements above diagonal ``k`` zeroed (``jax.numpy.tril``); works on the
     last two axes of a batch.  Raises ValueError for fewer than 2 dimensions."""
     return _tri_select("tril", m, k, True)
 
 
+@named_jit("triu", static_argnames=("k",))
 def triu(m, k: int = 0):
     """``m`` with elements below diagonal ``k`` zeroed (``jax.numpy.triu``); see
     ``tril``."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, lax
+from ..core.trace import Tracer
+from ._named_jit import named_jit
 from ._util import (broadcast_shapes, broadcast_to_shape, canonicalize_axis, check_arraylike,
                     check_out, convert, ensure_array, promote_dtypes, public_names)
 
@@ -313,7 +315,6 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     (bool/narrow ints give the default int) unless ``dtype`` is given.  Raises ValueError
     for bad or equal axes."""
     check_out("trace", out)
-    from ._reductions import sum as _sum
     check_arraylike("trace", a)
     a = ensure_array(a)
     ax1 = canonicalize_axis(axis1, a.ndim)
@@ -321,8 +322,30 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     if ax1 == ax2:
         raise ValueError(f"axis1 and axis2 can not be the same, got axis1={axis1}, "
                          f"axis2={axis2}")
-    masked = lax.select(_diag_mask(a.shape, ax1, ax2, int(offset)), a, _zeros_like(a))
-    return _sum(masked, axis=(ax1, ax2), dtype=dtype)
+    # the offset is an operand of JAX's jit (it may be traced); a Python 0, the default,
+    # is a constant of the program
+    if not isinstance(offset, Tracer):
+        off = np.asarray(offset)
+        if off.ndim or off.dtype.kind not in "iub":
+            # JAX's error (its diagonal mask's) for the offset
+            raise ValueError(f"k must be a scalar integer; got {offset!r}")
+    plain = type(offset) is int and offset == 0
+    return _trace(a, None if plain else offset, axis1=ax1, axis2=ax2, dtype=dtype)
+
+
+@named_jit("trace", static_argnames=("axis1", "axis2", "dtype"))
+def _trace(a, offset, axis1, axis2, dtype):
+    # JAX's equations: the diagonal mask (both iotas, then the offset added, even 0), a
+    # where against zeros, a sum
+    from ._reductions import sum as _sum
+    from ._ufuncs import where
+    it = dtypes.default_int_dtype()
+    i = lax.broadcasted_iota(it, a.shape, axis1)
+    j = lax.broadcasted_iota(it, a.shape, axis2)
+    k = lax.scalar_as(0, it, False) if offset is None else \
+        lax.convert_element_type(offset, it)
+    mask = lax.eq(lax.add(i, k), j)
+    return _sum(where(mask, a, _zeros_like(a)), axis=(axis1, axis2), dtype=dtype)
 
 
 # ---- einsum -------------------------------------------------------------------------------

@@ -411,6 +411,12 @@ def ptp(a, axis=None, out=None, keepdims=False):
     a = _arr("ptp", a)
     if a.dtype == np.bool_:
         raise TypeError("jnp.ptp does not accept boolean arguments (max - min of bools).")
+    return _ptp(a, axis=tuple(axis) if isinstance(axis, list) else axis,
+                keepdims=bool(keepdims))
+
+
+@named_jit("_ptp", static_argnames=("axis", "keepdims"))
+def _ptp(a, axis, keepdims):
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.array import ArrayImpl
 from ..core.trace import Tracer
+from ._named_jit import named_jit
 from ._util import (canonicalize_axis, check_arraylike, convert, ensure_array, int_tuple,
                     promote_dtypes, public_names, shape_error)
 
@@ -400,7 +401,8 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     else:
         dt = dtypes.canonicalize_dtype(dtype)
         arrays = [lax._convert(_arr(a), dt, False) for a in arrays]
-    return lax.concatenate([lax.expand_dims(a, (ax,)) for a in arrays], ax)
+    from ..lax._more import stack as lax_stack
+    return lax_stack(arrays, ax)
 
 
 def unstack(x, /, *, axis: int = 0):
@@ -411,8 +413,8 @@ def unstack(x, /, *, axis: int = 0):
     if x.ndim == 0:
         raise ValueError("unstack: x is 0-d (a scalar); it needs at least one axis to "
                          "split along")
-    ax = _axis(axis, x.ndim)
-    return tuple(lax.index_in_dim(x, i, ax, keepdims=False) for i in range(x.shape[ax]))
+    from ..lax._more import unstack as lax_unstack
+    return lax_unstack(x, _axis(axis, x.ndim))
 
 
 def _stack_seq(name, tup):
@@ -498,11 +500,9 @@ def _split(name, ary, indices_or_sections, axis, equal):
         if any(s < 0 for s in sizes):
             raise ValueError(f"split points {idx} along an axis of size {n} give negative "
                              f"piece sizes {sizes}; the points must not decrease")
-    out, start = [], 0
-    for s in sizes:
-        out.append(lax.slice_in_dim(a, start, start + s, 1, ax))
-        start += s
-    return out
+    from ..lax._more import split as lax_split
+    # the sizes as NumPy integers, as JAX computes (and prints) them
+    return lax_split(a, tuple(np.int64(s) for s in sizes), ax)
 
 
 def split(ary, indices_or_sections, axis: int = 0):
@@ -643,8 +643,14 @@ def flip(m, axis=None):
     check_arraylike("flip", m)
     _static_axes(axis, "flip")
     m = _arr(m)
-    dims = tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim)
-    return lax.rev(m, dims)
+    # the axis as given (a list as a tuple): JAX's named jit is keyed on it, so flip(m, 1)
+    # and flip(m, (1,)) are two programs
+    return _flip(m, axis=tuple(axis) if isinstance(axis, list) else axis)
+
+
+@named_jit("_flip", static_argnames=("axis",))
+def _flip(m, axis):
+    return lax.rev(m, tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim))
 
 
 def fliplr(m):
@@ -657,15 +663,27 @@ def flipud(m):
     return flip(m, 0)
 
 
-def _roll_static(a, s, ax):
-    n = a.shape[ax]
-    if n == 0:
-        return a
-    s %= n
-    if s == 0:
-        return a
-    return lax.concatenate([lax.slice_in_dim(a, n - s, n, 1, ax),
-                            lax.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+@named_jit("_roll_static", static_argnames=("shifts", "axes"))
+def _roll_static(a, shifts, axes):
+    # each axis rotated by two unit-stride slices joined (JAX's equations, a zero shift
+    # included: an empty slice); the unit strides spelled out, as JAX's slices print them
+    # (lax.slice leaves them out)
+    from ..primitives.shape import slice_p
+    nd = a.ndim
+    for s, ax in zip(shifts, axes):
+        n = a.shape[ax]
+        if n == 0:
+            continue
+        i = (-s) % n
+        lo, hi = [0] * nd, list(a.shape)
+        lo[ax] = i
+        first = slice_p.bind(a, start_indices=tuple(lo), limit_indices=tuple(hi),
+                             strides=(1,) * nd)
+        lo[ax], hi[ax] = 0, i
+        second = slice_p.bind(a, start_indices=tuple(lo), limit_indices=tuple(hi),
+                              strides=(1,) * nd)
+        a = lax.concatenate([first, second], ax)
+    return a
 
 
 def _roll_dynamic(a, s, ax):
@@ -709,7 +727,8 @@ def roll(a, shift, axis=None):
         shifts = shifts.astype(np.int64)
     if axis is None:
         flat = lax.reshape(a, (a.size,))
-        return lax.reshape(_roll_static(flat, int(shifts.sum()), 0), a.shape)
+        return lax.reshape(_roll_static(flat, shifts=(int(shifts.sum()),), axes=(0,)),
+                           a.shape)
     axes = np.asarray([_concrete(x, "the axis argument of jnp.roll") for x in axis]
                       if isinstance(axis, (tuple, list)) else
                       _concrete(axis, "the axis argument of jnp.roll"))
@@ -718,10 +737,8 @@ def roll(a, shift, axis=None):
     except ValueError:
         raise ValueError(f"jnp.roll: shift {shift!r} and axis {axis!r} do not broadcast "
                          f"together") from None
-    out = a
-    for s, ax in zip(shifts.reshape(-1).tolist(), axes.reshape(-1).tolist()):
-        out = _roll_static(out, int(s), _axis(ax, a.ndim))
-    return out
+    return _roll_static(a, shifts=tuple(int(x) for x in shifts.reshape(-1).tolist()),
+                        axes=tuple(_axis(ax, a.ndim) for ax in axes.reshape(-1).tolist()))
 
 
 def rot90(m, k: int = 1, axes: tuple = (0, 1)):
@@ -1112,33 +1129,44 @@ def _atleast(name, arys, fn):
     return out[0] if len(out) == 1 else out
 
 
+def _expand(a, ndim, dims):
+    """``a`` broadcast to ``ndim`` dimensions, its own at ``dims``, new ones of size 1 (as
+    JAX adds them: one ``broadcast_in_dim``)."""
+    if a.ndim >= ndim:
+        return a
+    shape = [1] * ndim
+    for d, n in zip(dims, a.shape):
+        shape[d] = n
+    return lax.broadcast_in_dim(a, tuple(shape), tuple(dims))
+
+
+@named_jit("atleast_1d")
 def atleast_1d(*arys):
     """Each input with at least 1 dimension; one array for one input, else a list
     (``jax.numpy.atleast_1d``)."""
-    return _atleast("atleast_1d", arys,
-                    lambda a: a if a.ndim >= 1 else lax.reshape(a, (1,)))
+    return _atleast("atleast_1d", arys, lambda a: _expand(a, 1, ()))
 
 
+@named_jit("atleast_2d")
 def atleast_2d(*arys):
     """Each input with at least 2 dimensions (1-D ``(n,)`` becomes ``(1, n)``)
     (``jax.numpy.atleast_2d``)."""
     return _atleast("atleast_2d", arys,
-                    lambda a: a if a.ndim >= 2 else lax.reshape(a, (1,) * (2 - a.ndim) + a.shape))
+                    lambda a: _expand(a, 2, tuple(range(2 - a.ndim, 2))))
 
 
 def _to_3d(a):
-    if a.ndim == 0:
-        return lax.reshape(a, (1, 1, 1))
-    if a.ndim == 1:
-        return lax.reshape(a, (1, a.shape[0], 1))
-    if a.ndim == 2:
-        return lax.reshape(a, a.shape + (1,))
-    return a
+    return _expand(a, 3, {0: (), 1: (1,), 2: (0, 1)}.get(a.ndim, ()))
 
 
+@named_jit("atleast_3d")
 def atleast_3d(*arys):
     """Each input with at least 3 dimensions: ``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` ->
     ``(m, n, 1)`` (``jax.numpy.atleast_3d``)."""
+    if len(arys) > 1:
+        # one nested call per array, as JAX's definition makes it
+        check_arraylike("atleast_3d", *arys)
+        return [atleast_3d(a) for a in arys]
     return _atleast("atleast_3d", arys, _to_3d)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes, errors, lax
 from ..core.trace import Tracer
 from ..transforms.autodiff import custom_jvp
+from ._named_jit import named_jit
 from ._util import (canonicalize_axis, check_arraylike, ensure_array, promote_dtypes,
                     promote_dtypes_inexact, public_names)
 
@@ -32,6 +33,7 @@ def _slice_along(x, axis, start, stop):
 
 # ---- differences -------------------------------------------------------------------------
 
+@named_jit("diff", static_argnames=("n", "axis"))
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     """The ``n``-th discrete difference along ``axis`` (``jax.numpy.diff``).
 

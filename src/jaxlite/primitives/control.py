@@ -48,11 +48,66 @@ debug_callback_p = Primitive("debug_callback", abstract_eval=_debug_aval, impl=_
                              kind="effect", host_callback=True)
 
 
-# ---- rules of jit: differentiation inlines the program (core.ad.JVPTrace); batching
-# batches the program and keeps the call ------------------------------------------------
+# ---- rules of jit: batching batches the program and keeps the call; differentiation of
+# a staged call keeps it too (JAX's equations: the JVP is one jit of the JVP program;
+# reverse mode splits it into a jit of the primal part, which also returns the residuals,
+# and a jit of the tangent part, whose transpose is a jit of the transposed program).
+# Evaluated now (no operand traced), the program is differentiated inline: the same
+# values, each equation run as an eager operation (sharded operands included). ----------
 
 from ..core import ad, batching  # noqa: E402
-from ..core.trace import get_aval  # noqa: E402
+from ..core.trace import Tracer, get_aval  # noqa: E402
+from ..ir.jaxpr import ClosedJaxpr, Jaxpr, Literal  # noqa: E402
+
+
+def _jit_jvp(primals, tangents, jaxpr, name, **params):
+    if not any(isinstance(p, Tracer) for p in primals):
+        return None
+    nonzeros = [t is not None for t in tangents]
+    nz_tangents = [t for t in tangents if t is not None]
+    if ad.is_linearizing(tangents):
+        outs, out_nz, t_outs = _jit_linearize(primals, nz_tangents, jaxpr, nonzeros, name,
+                                              params)
+    else:
+        jclosed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros)
+        n_out = len(jaxpr.out_avals)
+        both = jit_p.bind(*primals, *nz_tangents, jaxpr=jclosed, name=name, **params)
+        outs, t_outs = both[:n_out], both[n_out:]
+    it = iter(t_outs)
+    return outs, [next(it) if nz else None for nz in out_nz]
+
+
+def _jit_linearize(primals, nz_tangents, jaxpr, nonzeros, name, params):
+    """Reverse mode's JVP of a staged jit: a jit of the primal part bound now (its outputs:
+    the primal outputs that are not operands, then the residuals that are neither
+    operands, constants nor primal outputs, which are passed as they are), and a jit of
+    the tangent part (operands: the residuals, then the nonzero tangents) recorded into
+    the linear program.  Returns ``(primal outputs, out_nz, tangent outputs)``."""
+    primal, tangent, out_nz, num_res = ad.linearize_jaxpr(jaxpr, nonzeros)
+    pj = primal.jaxpr
+    n_out = len(pj.outvars) - num_res
+    prim_vars, res_vars = pj.outvars[:n_out], pj.outvars[n_out:]
+    known = {v: x for v, x in zip(pj.invars, primals)}
+    consts = dict(zip(pj.constvars, primal.consts))
+    kept = [v for v in prim_vars if isinstance(v, Literal) or v not in known]
+    for v in res_vars:
+        if not (isinstance(v, Literal) or v in known or v in consts or v in kept):
+            kept.append(v)
+    body = ClosedJaxpr(Jaxpr(pj.constvars, pj.invars, pj.eqns, kept), primal.consts)
+    outs = jit_p.bind(*primals, jaxpr=body, name=name, **params)
+    values = {**consts, **known}
+    for v, x in zip(kept, outs):
+        if not isinstance(v, Literal):
+            values.setdefault(v, x)
+    it = iter(outs)
+    primals_out = [next(it) if isinstance(v, Literal) or v not in known else known[v]
+                   for v in prim_vars]
+    residuals = [v.val if isinstance(v, Literal) else values[v] for v in res_vars]
+    t_outs = jit_p.bind(*residuals, *nz_tangents, jaxpr=tangent, name=name, **params)
+    return primals_out, out_nz, t_outs
+
+
+jit_p.jvp = _jit_jvp
 
 
 def _jit_batch(args, dims, jaxpr, name, **params):
@@ -65,9 +120,30 @@ jit_p.batch = _jit_batch
 
 
 def _jit_transpose(cts, *args, jaxpr, name, **params):
-    # a jit applied to tangents (e.g. inside a custom_jvp rule) is linear in them: its
-    # program is transposed in place
-    return ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
+    # linear in its undefined operands.  Staged (an operand or cotangent traced): one jit
+    # of the transposed program, whose operands are the defined operands, then the
+    # nonzero cotangents, and whose outputs are the undefined operands' cotangents (JAX's
+    # equation).  Evaluated now: the program is transposed in place.
+    known = [a for a in args if not ad.is_undefined(a)]
+    nz_cts = [c for c in cts if c is not None]
+    if not any(isinstance(x, Tracer) for x in known + nz_cts):
+        return ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), list(cts))
+    n_known = len(known)
+    nonzero = []
+
+    def transposed(*xs):
+        # the program returns only the cotangents that are not identically zero
+        it, ct_it = iter(xs[:n_known]), iter(xs[n_known:])
+        full = [a if ad.is_undefined(a) else next(it) for a in args]
+        cts_full = [None if c is None else next(ct_it) for c in cts]
+        out = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full, cts_full)
+        nonzero.extend(c is not None and ad.is_undefined(a) for c, a in zip(out, args))
+        return [c for c, nz in zip(out, nonzero) if nz]
+
+    from ..core.staging import trace_to_jaxpr
+    tclosed = trace_to_jaxpr(transposed, [get_aval(x) for x in known + nz_cts])
+    outs = iter(jit_p.bind(*known, *nz_cts, jaxpr=tclosed, name=name, **params))
+    return [next(outs) if nz else None for nz in nonzero]
 
 
 jit_p.transpose = _jit_transpose

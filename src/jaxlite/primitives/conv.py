@@ -249,6 +249,31 @@ conv_general_dilated_p = Primitive("conv_general_dilated", abstract_eval=_conv_a
                                    impl=_conv_impl, flops=_conv_flops, kind="dot")
 
 
+class _Spelled:
+    """A parameter value printed as the given text."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+def _conv_pp_params(params):
+    # as JAX prints them: the dimension numbers as their named tuple, and the result's
+    # sharding (none here)
+    shown = dict(params)
+    dn = shown.get("dimension_numbers")
+    if isinstance(dn, ConvDimensionNumbers):
+        shown["dimension_numbers"] = _Spelled(repr(ConvDimensionNumbers(
+            *(tuple(int(d) for d in spec) for spec in dn))))
+    shown.setdefault("out_sharding", None)
+    return shown
+
+
+conv_general_dilated_p.pp_params = _conv_pp_params
+
+
 # ---- reduce_window_{sum,max,min} ---------------------------------------------------------
 
 def identity_of(kind: str, dt) -> object:

@@ -344,6 +344,59 @@ sort_p = Primitive("sort", abstract_eval=_sort_aval, impl=_sort_impl, multiple_r
                                             "sort needs its dimension whole", multi=True))
 
 
+# top_k: the k largest entries along ``axis`` and their int32 positions --------------------
+# (JAX 0.10's primitive; the order is IEEE total order, as XLA's: NaN above +inf, 0.0 above
+# -0.0, a NaN with its sign bit set below -inf; equal entries keep the lower position first)
+
+def _top_k_aval(x, k, axis):
+    if x.ndim == 0 or not 0 <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
+    if np.dtype(x.dtype).kind == "c":
+        raise ValueError("top_k is not compatible with complex inputs.")
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if k > x.shape[axis]:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(x.shape)} and axis={axis}")
+    shape = list(x.shape)
+    shape[axis] = k
+    return [ShapedArray(shape, x.dtype, x.weak_type),
+            ShapedArray(shape, np.dtype(np.int32), x.weak_type)]
+
+
+def _total_order_key(x):
+    """Integers ordered as ``x`` is in IEEE total order (floats: the sign-magnitude bits
+    read as a signed integer, the negative half flipped); other dtypes are their own key."""
+    dt = np.dtype(x.dtype)
+    if not dtypes.is_float(dt):
+        return x
+    ity = np.dtype(f"int{8 * dt.itemsize}")
+    bits = x.view(ity)
+    return np.where(bits < 0, bits ^ np.iinfo(ity).max, bits)
+
+
+def _top_k_impl(x, k, axis):
+    n = x.shape[axis]
+    # a stable ascending sort of the reversed axis, reversed back: descending, and equal
+    # entries keep their order
+    order = np.flip(np.argsort(np.flip(_total_order_key(x), axis), axis=axis, kind="stable"),
+                    axis)
+    ids = np.take(n - 1 - order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, ids, axis=axis), ids.astype(np.int32)]
+
+
+def _top_k_sharding(in_specs, in_avals, axis_sizes, k, axis):
+    # the axis is read whole; both results keep the operand's other dimensions' sharding
+    s = _sr.gather_dims(tuple(in_specs[0]), (axis,))
+    notes = _sr.reshard_notes(in_specs, [s], "top_k needs its axis whole")
+    return _sr.ShardingRule([s], [s, s], (), _sr.describe(notes))
+
+
+top_k_p = Primitive("top_k", abstract_eval=_top_k_aval, impl=_top_k_impl,
+                    multiple_results=True, flops=lambda x, **_: x.size, kind="other",
+                    sharding=_top_k_sharding)
+
+
 # ---- transformation rules ---------------------------------------------------------------
 
 from ..core import ad, batching  # noqa: E402
@@ -489,6 +542,22 @@ def _sort_batch(args, dims, dimension, is_stable, num_keys):
 
 
 sort_p.batch = _sort_batch
+
+
+def _top_k_jvp(primals, tangents, k, axis):
+    vals, ids = top_k_p.bind(*primals, k=k, axis=axis)
+    (t,) = tangents
+    return [vals, ids], [None if t is None else _take_along(t, ids, axis), None]
+
+
+def _top_k_batch(args, dims, k, axis):
+    (x,), (d,) = args, dims
+    outs = top_k_p.bind(x, k=k, axis=axis + 1 if d <= axis else axis)
+    return outs, [d, d]
+
+
+top_k_p.jvp = _top_k_jvp
+top_k_p.batch = _top_k_batch
 
 
 # JVPs of sort, cummax/cummin and cumprod ------------------------------------------------------
@@ -837,3 +906,33 @@ def _sort_lower(ctx, *xs, dimension, is_stable, num_keys):
 
 
 sort_p.lowering = _sort_lower
+
+
+def _top_k_composed(x, k, axis):
+    """top_k written with sort (StableHLO has no top_k): the total-order key, a stable sort
+    of the reversed axis carrying the values and an iota, reversed back and cut to k."""
+    from .elementwise import bitcast_convert_type_p, lt_p, select_n_p, xor_p
+    from .shape import broadcast_in_dim_p, iota_p, rev_p, slice_p
+    aval = get_aval(x)
+    shape = tuple(aval.shape)
+    key = x
+    if dtypes.is_float(aval.dtype):
+        ity = np.dtype(f"int{8 * np.dtype(aval.dtype).itemsize}")
+        bits = bitcast_convert_type_p.bind(x, new_dtype=ity)
+
+        def full(v):
+            return broadcast_in_dim_p.bind(np.asarray(v, ity), shape=shape,
+                                           broadcast_dimensions=())
+        flipped = xor_p.bind(bits, full(np.iinfo(ity).max))
+        key = select_n_p.bind(lt_p.bind(bits, full(0)), bits, flipped)
+    idx = iota_p.bind(dtype=np.dtype(np.int32), shape=shape, dimension=axis)
+    rv = [rev_p.bind(v, dimensions=(axis,)) for v in (key, x, idx)]
+    _, vals, ids = sort_p.bind(*rv, dimension=axis, is_stable=True, num_keys=1)
+    hi = list(shape)
+    hi[axis] = k
+    return [slice_p.bind(rev_p.bind(v, dimensions=(axis,)), start_indices=(0,) * len(shape),
+                         limit_indices=tuple(hi), strides=None) for v in (vals, ids)]
+
+
+top_k_p.lowering = lambda ctx, x, k, axis: ctx.lower_fun(
+    lambda v: _top_k_composed(v, k, axis), x, multiple_results=True)

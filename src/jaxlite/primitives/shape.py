@@ -1,5 +1,6 @@
-"""Shape primitives: broadcast, reshape, transpose, squeeze, concatenate, pad, rev, slices,
-iota.  Every rule checks its operands and names the offending shapes in its error."""
+"""Shape primitives: broadcast, reshape, transpose, squeeze, concatenate, stack, unstack,
+split, pad, rev, slices, iota.  Every rule checks its operands and names the offending
+shapes in its error."""
 from __future__ import annotations
 
 import numpy as np
@@ -166,6 +167,105 @@ concatenate_p = _shape_prim(
     "concatenate", _concat_aval, lambda *xs, dimension: np.concatenate(xs, axis=dimension),
     sharding=_sr.whole_along(lambda avals, dimension: (dimension,),
                              "concatenate needs its joined dimension whole"))
+
+
+# stack / unstack / split (JAX 0.10's primitives: ``jnp.stack``, ``jnp.unstack`` and
+# ``jnp.split`` print as one equation each) ------------------------------------------------
+
+def _stack_aval(*xs, axis):
+    if not xs:
+        raise ValueError("stack expects at least one operand, got 0.")
+    if len({x.ndim for x in xs}) != 1:
+        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                         f"{', '.join(str(x.shape) for x in xs)}.")
+    if len({tuple(x.shape) for x in xs}) != 1:
+        raise ValueError(f"All input arrays must have the same shape. Got "
+                         f"{', '.join(str(x.shape) for x in xs)}.")
+    check_same_dtypes("stack", xs)
+    nd = xs[0].ndim
+    if not 0 <= axis <= nd:
+        raise ValueError(f"stack: axis {axis} is out of bounds for a result of rank "
+                         f"{nd + 1}")
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
+
+
+def _stack_sharding(in_specs, in_avals, axis_sizes, *, axis):
+    # the operands share one spec; the new dimension is whole
+    nd = in_avals[0].ndim
+    common = _sr.merge(in_specs, nd, axis_sizes)
+    out = list(common)
+    out.insert(axis, ())
+    notes = _sr.reshard_notes(in_specs, [common] * len(in_avals),
+                              "the stacked operands share one sharding")
+    return _sr.ShardingRule([common] * len(in_avals), [tuple(out)], (), _sr.describe(notes))
+
+
+stack_p = _shape_prim("stack", _stack_aval, lambda *xs, axis: np.stack(xs, axis=axis),
+                      sharding=_stack_sharding)
+
+
+def _unstack_aval(x, axis):
+    if x.ndim == 0:
+        raise ValueError(f"unstack requires arrays with rank > 0, however a scalar array of "
+                         f"shape {x.shape} was passed.")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"unstack: axis {axis} is out of bounds for an operand of shape "
+                         f"{x.shape}")
+    shape = list(x.shape)
+    n = shape.pop(axis)
+    return [ShapedArray(shape, x.dtype, x.weak_type)] * n
+
+
+def _unstack_sharding(in_specs, in_avals, axis_sizes, *, axis):
+    # each result is one index along ``axis``: that dimension is read whole
+    s = _sr.gather_dims(tuple(in_specs[0]), (axis,))
+    out = tuple(e for d, e in enumerate(s) if d != axis)
+    notes = _sr.reshard_notes(in_specs, [s], "unstack reads its axis whole")
+    return _sr.ShardingRule([s], [out] * in_avals[0].shape[axis], (), _sr.describe(notes))
+
+
+unstack_p = _shape_prim("unstack", _unstack_aval, lambda x, axis: [
+    np.take(x, i, axis=axis) for i in range(x.shape[axis])], multiple_results=True,
+    sharding=_unstack_sharding)
+
+
+def _split_aval(x, sizes, axis):
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"split: axis {axis} is out of bounds for an operand of shape "
+                         f"{x.shape}")
+    if x.shape[axis] != sum(sizes):
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of "
+                         f"the operand shape {list(x.shape)}")
+    out = []
+    for n in sizes:
+        shape = list(x.shape)
+        shape[axis] = int(n)
+        out.append(ShapedArray(shape, x.dtype, x.weak_type))
+    return out
+
+
+def _split_impl(x, sizes, axis):
+    out, start = [], 0
+    for n in sizes:
+        idx = [slice(None)] * x.ndim
+        idx[axis] = slice(start, start + int(n))
+        out.append(x[tuple(idx)].copy())
+        start += int(n)
+    return out
+
+
+def _split_sharding(in_specs, in_avals, axis_sizes, *, sizes, axis):
+    s = _sr.gather_dims(tuple(in_specs[0]), (axis,))
+    notes = _sr.reshard_notes(in_specs, [s], "split cuts its axis whole")
+    return _sr.ShardingRule([s], [s] * len(sizes), (), _sr.describe(notes))
+
+
+split_p = _shape_prim("split", _split_aval, _split_impl, multiple_results=True,
+                      sharding=_split_sharding)
 
 
 # pad -----------------------------------------------------------------------------------
@@ -476,20 +576,12 @@ squeeze_p.batch = _squeeze_batch
 
 
 def _concat_transpose(ct, *xs, dimension):
-    out, start = [], 0
-    shape = get_aval(ct).shape
-    for x in xs:
-        n = (x.aval if ad.is_undefined(x) else get_aval(x)).shape[dimension]
-        if ad.is_undefined(x):
-            lo = [0] * len(shape)
-            hi = list(shape)
-            lo[dimension], hi[dimension] = start, start + n
-            out.append(slice_p.bind(ct, start_indices=tuple(lo), limit_indices=tuple(hi),
-                                    strides=None))
-        else:
-            out.append(None)
-        start += n
-    return out
+    # one split of the cotangent into every operand's piece (JAX's transpose); the pieces
+    # of defined operands are dropped
+    sizes = tuple((x.aval if ad.is_undefined(x) else get_aval(x)).shape[dimension]
+                  for x in xs)
+    pieces = split_p.bind(ct, sizes=sizes, axis=dimension)
+    return [p if ad.is_undefined(x) else None for p, x in zip(pieces, xs)]
 
 
 ad.deflinear(concatenate_p, _concat_transpose)
@@ -502,6 +594,80 @@ def _concat_batch(args, dims, dimension):
 
 
 concatenate_p.batch = _concat_batch
+
+
+def _stack_transpose(ct, *xs, axis):
+    if ct is None:
+        return [None] * len(xs)
+    cts = unstack_p.bind(ct, axis=axis)
+    return [c if ad.is_undefined(x) else None for c, x in zip(cts, xs)]
+
+
+ad.deflinear(stack_p, _stack_transpose)
+
+
+def _stack_batch(args, dims, axis):
+    d = dims[0]
+    if d is not None and all(b == d for b in dims):
+        # every operand batched along the same dimension: stacked where they are
+        if axis <= d:
+            return stack_p.bind(*args, axis=axis), d + 1
+        return stack_p.bind(*args, axis=axis + 1), d
+    size = batching.size_of(args, dims)
+    xs = [batching.to_front(x, b, size) for x, b in zip(args, dims)]
+    return stack_p.bind(*xs, axis=axis + 1), 0
+
+
+stack_p.batch = _stack_batch
+
+
+def _unstack_transpose(cts, x, axis):
+    if all(c is None for c in cts):
+        return [None]
+    aval = x.aval
+    shape = list(aval.shape)
+    shape.pop(axis)
+    part = ShapedArray(shape, aval.dtype).strip_weak_type()
+    return [stack_p.bind(*[ad.instantiate(c, part) for c in cts], axis=axis)]
+
+
+ad.deflinear(unstack_p, _unstack_transpose)
+
+
+def _unstack_batch(args, dims, axis):
+    (x,), (d,) = args, dims
+    if axis < d:
+        outs = unstack_p.bind(x, axis=axis)
+        return outs, [d - 1] * len(outs)
+    outs = unstack_p.bind(x, axis=axis + 1)
+    return outs, [d] * len(outs)
+
+
+unstack_p.batch = _unstack_batch
+
+
+def _split_transpose(cts, x, sizes, axis):
+    if all(c is None for c in cts):
+        return [None]
+    aval = x.aval
+    parts = []
+    for c, n in zip(cts, sizes):
+        shape = list(aval.shape)
+        shape[axis] = int(n)
+        parts.append(ad.instantiate(c, ShapedArray(shape, aval.dtype).strip_weak_type()))
+    return [concatenate_p.bind(*parts, dimension=axis)]
+
+
+ad.deflinear(split_p, _split_transpose)
+
+
+def _split_batch(args, dims, sizes, axis):
+    (x,), (d,) = args, dims
+    outs = split_p.bind(x, sizes=sizes, axis=axis + 1 if axis >= d else axis)
+    return outs, [d] * len(outs)
+
+
+split_p.batch = _split_batch
 
 
 def _pad_transpose(ct, x, padding_value, padding_config):
@@ -556,15 +722,17 @@ rev_p.batch = lambda args, dims, dimensions: (rev_p.bind(
 
 
 def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
+    # a pad of the cotangent by zeros (JAX's transpose; its high, and when strided its
+    # interior, padding computed with NumPy, so they print as ``np.int64(1)``)
     shape = x.aval.shape
-    strides = strides or (1,) * len(shape)
     out_shape = get_aval(ct).shape
-    cfg = []
-    for n, s, st, m in zip(shape, start_indices, strides, out_shape):
-        last = s + (m - 1) * st + 1 if m else s
-        cfg.append((s, n - last, st - 1) if m else (0, n, 0))
-    if any(m == 0 for m in out_shape):
-        return [ad.zeros(x.aval)]
+    if strides is None or all(st == 1 for st in strides):
+        cfg = [(s, np.int64(n - l), 0) for s, n, l in zip(start_indices, shape, limit_indices)]
+    else:
+        cfg = []
+        for n, s, st, m in zip(shape, start_indices, strides, out_shape):
+            last = s + (1 + (m - 1) * st if m else 0)
+            cfg.append((s, np.int64(n - last), np.int64(st - 1)))
     zero = np.zeros((), get_aval(ct).dtype)
     return [pad_p.bind(ct, zero, padding_config=tuple(cfg))]
 
@@ -743,6 +911,42 @@ def _concat_lower(ctx, *xs, dimension):
                   {"dimension": ctx.i64(dimension)})
 
 
+def _stack_lower(ctx, *xs, axis):
+    shape = list(xs[0].aval.shape)
+    shape.insert(axis, 1)
+    dims = [i for i in range(len(shape)) if i != axis]
+    parts = [ctx.op("stablehlo.broadcast_in_dim", [x], ctx.aval(shape, x.aval.dtype),
+                    {"broadcast_dimensions": ctx.i64s(dims)}) for x in xs]
+    return ctx.op("stablehlo.concatenate", parts, ctx.avals_out[0],
+                  {"dimension": ctx.i64(axis)})
+
+
+def _pieces_lower(ctx, x, axis, counts, squeeze):
+    """The consecutive slices of ``x`` along ``axis`` of ``counts`` elements each, one per
+    result (reshaped to the result's shape when ``squeeze``)."""
+    nd = x.aval.ndim
+    outs, start = [], 0
+    for aval, n in zip(ctx.avals_out, counts):
+        lo, hi = [0] * nd, list(x.aval.shape)
+        lo[axis], hi[axis] = start, start + n
+        shape = list(x.aval.shape)
+        shape[axis] = n
+        piece = ctx.op("stablehlo.slice", [x], ctx.aval(shape, x.aval.dtype),
+                       {"start_indices": ctx.i64s(lo), "limit_indices": ctx.i64s(hi),
+                        "strides": ctx.i64s((1,) * nd)})
+        outs.append(ctx.reshape(piece, aval.shape) if squeeze else piece)
+        start += n
+    return outs
+
+
+def _unstack_lower(ctx, x, axis):
+    return _pieces_lower(ctx, x, axis, [1] * x.aval.shape[axis], True)
+
+
+def _split_lower(ctx, x, sizes, axis):
+    return _pieces_lower(ctx, x, axis, [int(n) for n in sizes], False)
+
+
 def _pad_lower(ctx, x, padding_value, padding_config):
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
     return ctx.op("stablehlo.pad", [x, padding_value], ctx.avals_out[0],
@@ -808,6 +1012,9 @@ reshape_p.lowering = _reshape_lower
 transpose_p.lowering = _transpose_lower
 squeeze_p.lowering = _squeeze_lower
 concatenate_p.lowering = _concat_lower
+stack_p.lowering = _stack_lower
+unstack_p.lowering = _unstack_lower
+split_p.lowering = _split_lower
 pad_p.lowering = _pad_lower
 rev_p.lowering = _rev_lower
 slice_p.lowering = _slice_lower
