@@ -320,6 +320,10 @@ DOCS.update({
         lambda c, i: (c + xs[i, i], xs[:, i]), 0.0, np.arange(3, dtype=np.int32)), (_M,)),
     "grad_of_matmul_with_vectors": (lambda j, m, l: j.grad(
         lambda a, v: (a @ v).sum() + v @ v, argnums=(0, 1)), (_M, _X[:4])),
+    # the elementwise primitives broadcast size-1 dimensions themselves, as JAX 0.10's: a
+    # keepdims result meets the full array as it is (tests/test_size1_broadcasting.py)
+    "softmax_size1_broadcasting": (lambda j, m, l: lambda x: j.nn.softmax(x, axis=-1),
+                                   (_M,)),
 })
 
 
@@ -428,10 +432,6 @@ def _signature(text):
 # Programs whose equations differ on purpose (README, known differences): the case says
 # why; the texts still agree on the binders and the last result's type.
 DIFFERENT = {
-    # JAX 0.10's elementwise primitives broadcast size-1 dimensions themselves; jaxlite's
-    # take operands of one shape, so a keepdims result is broadcast explicitly
-    "softmax_size1_broadcasting": (lambda j, m, l: lambda x: j.nn.softmax(x, axis=-1),
-                                   (_M,)),
     # indexing by an integer array: jaxlite's own gather primitive (JAX: XLA's gather
     # with its dimension numbers)
     "index_by_an_integer_array": (lambda j, m, l: lambda x, i: x[i],

@@ -21,11 +21,13 @@ from ..ir.check import check_jaxpr
 from ..ir.jaxpr import ClosedJaxpr, Literal
 from ..primitives import control_flow as _control_flow
 from ..primitives import kernel as _kernel
-from .passes import (compose_broadcasts, cse, dce, fold_batch_dot_sums, fold_constants, fuse,
-                     inline_calls, swap_transposed_dots)
+from .passes import (compose_broadcasts, cse, dce, expand_size1_broadcasts,
+                     fold_batch_dot_sums, fold_constants, fuse, inline_calls,
+                     swap_transposed_dots)
 
 PASSES = (
     ("inline", inline_calls),
+    ("expand_broadcasts", expand_size1_broadcasts),
     ("fold", fold_constants),
     ("cse", cse),
     ("batch_dot_sum", fold_batch_dot_sums),

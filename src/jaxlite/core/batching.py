@@ -11,6 +11,8 @@ import contextvars
 import threading
 from typing import NamedTuple
 
+import numpy as np
+
 from .trace import Trace, Tracer, get_aval
 
 not_mapped = None
@@ -316,8 +318,46 @@ def size_of(args, dims) -> int:
 
 
 def elementwise_batcher(prim):
-    """Batching rule of an elementwise primitive (rank-0 operands broadcast): mapped
-    operands move their axis to 0; unmapped operands keep rank 0 or gain the axis."""
+    """Batching rule of an elementwise primitive (rank-0 operands and size-1 dimensions
+    broadcast), as JAX's: when every operand that is not rank 0 is mapped at one axis with
+    one shape, the primitive runs on them as they are; otherwise mapped operands move their
+    axis to 0 and unmapped ones gain a leading axis of size 1 (the primitive broadcasts
+    it), and a mapped operand of lower rank than the others gains trailing size-1 axes.
+    Unmapped rank-0 operands stay as they are."""
+    def rule(args, dims, **params):
+        avals = [get_aval(x) for x in args]
+        mapped = [(a, d) for a, d in zip(avals, dims) if d is not None]
+        shape, d0 = mapped[0][0].shape, mapped[0][1]
+        if all(a.shape == shape and d == d0 for a, d in zip(avals, dims) if a.ndim):
+            return prim.bind(*args, **params), d0
+        from ..primitives.shape import broadcast_in_dim_p
+        new = []
+        for x, a, d in zip(args, avals, dims):
+            if d is None and a.ndim:
+                # (np.int64 dimensions: JAX's batching prints them so)
+                x = broadcast_in_dim_p.bind(
+                    x, shape=(1,) + tuple(a.shape),
+                    broadcast_dimensions=tuple(np.int64(i) for i in range(1, a.ndim + 1)))
+            elif d is not None:
+                x = moveaxis(x, d, 0)
+            new.append(x)
+        nd = max(get_aval(x).ndim for x in new)
+        for i, (x, d) in enumerate(zip(new, dims)):
+            r = get_aval(x).ndim
+            if d is not None and r != nd:
+                shp = tuple(get_aval(x).shape) + (1,) * (nd - r)
+                new[i] = broadcast_in_dim_p.bind(x, shape=shp,
+                                                 broadcast_dimensions=tuple(range(r)))
+        return prim.bind(*new, **params), 0
+    prim.batch = rule
+    return rule
+
+
+def same_shape_batcher(prim):
+    """Batching rule of an elementwise primitive whose operands have one shape except
+    rank-0 ones (``select_n``, ``clamp``: no size-1 broadcasting): mapped operands move
+    their axis to 0; unmapped operands keep rank 0 or are broadcast along the new axis, a
+    mapped operand that is rank 0 per example along the others too."""
     def rule(args, dims, **params):
         size = size_of(args, dims)
         shape = ()
@@ -327,7 +367,6 @@ def elementwise_batcher(prim):
                 s = s[:d] + s[d + 1:]
             if s:
                 shape = s
-        # fast path: every mapped operand has the full shape at one axis, the rest rank 0
         ds = {d for d in dims if d is not None}
         if len(ds) == 1:
             (d0,) = ds
@@ -340,10 +379,7 @@ def elementwise_batcher(prim):
         for x, d in zip(args, dims):
             aval = get_aval(x)
             if d is None:
-                if aval.ndim == 0:
-                    new.append(x)
-                else:
-                    new.append(broadcast_front(x, size))
+                new.append(x if aval.ndim == 0 else broadcast_front(x, size))
             else:
                 x = moveaxis(x, d, 0)
                 if aval.ndim - 1 != len(shape):      # a mapped rank-0 operand

@@ -235,13 +235,21 @@ def replicate_rule(prim, note: str):
 # ---- elementwise -------------------------------------------------------------------------
 
 def elementwise(in_specs, in_avals, axis_sizes, **params) -> ShardingRule:
-    """Operands of one shape (rank-0 operands broadcast): one common spec, chosen as GSPMD
-    does (per dimension the finest agreeing sharding, the first operand's on a conflict of
-    mesh axes, whole where operands disagree); every operand is resharded to it."""
+    """Operands of one rank (rank-0 operands broadcast; a size-1 dimension broadcasts to
+    the others' size): one common spec, chosen as GSPMD does (per dimension the finest
+    agreeing sharding, the first operand's on a conflict of mesh axes, whole where operands
+    disagree) from the operands that have the result's size there; every operand is
+    resharded to it, except that a dimension an operand broadcasts from size 1 is whole."""
     ndim = max((a.ndim for a in in_avals), default=0)
-    full = [s for s, a in zip(in_specs, in_avals) if a.ndim == ndim]
-    common = merge(full, ndim, axis_sizes)
-    ops = [common if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
+    full = [a for a in in_avals if a.ndim == ndim]
+    out_shape = tuple(max((a.shape[d] for a in full if a.shape[d] != 1), default=1)
+                      for d in range(ndim))
+    # a dimension broadcast from size 1 tells nothing of the result's sharding
+    specs = [tuple(e if a.shape[d] == out_shape[d] else () for d, e in enumerate(s))
+             for s, a in zip(in_specs, in_avals) if a.ndim == ndim]
+    common = merge(specs, ndim, axis_sizes)
+    ops = [tuple(e if a.shape[d] == out_shape[d] else () for d, e in enumerate(common))
+           if a.ndim == ndim else replicated(a.ndim) for a in in_avals]
     notes = reshard_notes(in_specs, ops, "operands of an elementwise op share one sharding")
     return ShardingRule(ops, [common], (), describe(notes))
 

@@ -95,43 +95,11 @@ def _unary(p):
     return fn
 
 
-def _broadcast_ones(name, x, y):
-    """``x`` and ``y`` with their size-1 dimensions broadcast against each other, as JAX's
-    lax binary ops allow for operands of equal rank (``(3, 1)`` with ``(1, 4)``).
-
-    Rank-0 operands pass as they are (the primitive broadcasts them).  Raises TypeError for
-    operands of different ranks (JAX does not add leading dimensions in ``lax``); sizes that
-    differ and are not 1 are left for the primitive's own TypeError.
-    """
-    ax, ay = get_aval(x), get_aval(y)
-    if ax.shape == ay.shape or not ax.shape or not ay.shape:
-        return x, y
-    if len(ax.shape) != len(ay.shape):
-        raise TypeError(f"{name}: operands of rank {len(ax.shape)} and {len(ay.shape)} "
-                        f"(shapes {ax.shape} and {ay.shape}); lax operands need equal "
-                        f"ranks (only size-1 dimensions broadcast), jax.numpy adds "
-                        f"leading dimensions")
-    shape = []
-    for a, b in zip(ax.shape, ay.shape):
-        if a != b and a != 1 and b != 1:
-            return x, y
-        shape.append(b if a == 1 else a)
-    shape = tuple(shape)
-    dims = tuple(range(len(shape)))
-    if ax.shape != shape:
-        x = _s.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims,
-                                       sharding=None)
-    if ay.shape != shape:
-        y = _s.broadcast_in_dim_p.bind(y, shape=shape, broadcast_dimensions=dims,
-                                       sharding=None)
-    return x, y
-
-
 def _binary(p):
     def fn(x, y):
         # a Python scalar is bound as it is: its own weak default dtype meets the other
-        # operand's in the primitive's dtype check (no conversion to the other's dtype)
-        x, y = _broadcast_ones(p.name, x, y)
+        # operand's in the primitive's dtype check (no conversion to the other's dtype);
+        # size-1 dimensions broadcast in the primitive, as JAX's
         return p.bind(x, y)
     fn.__name__ = p.name
     fn.__doc__ = (f"Elementwise ``{p.name}`` of two operands of one dtype "

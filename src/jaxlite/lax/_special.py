@@ -9,19 +9,11 @@ from ..primitives import special as _sp
 
 
 def _wrap(p, names, doc):
-    from . import _broadcast_ones
-
     def fn(*args):
         if len(args) != len(names):
             raise TypeError(f"{p.name}() takes {len(names)} positional arguments "
                             f"({', '.join(names)}) but {len(args)} were given")
-        args = list(args)
-        # twice: with three operands the first may grow after meeting the third, and the
-        # second must then meet it again
-        for _ in range(2 if len(args) > 2 else 1):
-            for i in range(1, len(args)):
-                args[0], args[i] = _broadcast_ones(p.name, args[0], args[i])
-        return p.bind(*args)
+        return p.bind(*args)      # size-1 dimensions broadcast in the primitive
     fn.__name__ = fn.__qualname__ = p.name
     fn.__doc__ = (doc + "\n\nMirrors ``jax.lax." + p.name + "``.  Operands: floating, of one "
                   "dtype and one shape (rank-0 operands and size-1 dimensions broadcast); the "

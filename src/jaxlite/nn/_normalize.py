@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes, errors, lax
 from .. import numpy as jnp
+from ..numpy._named_jit import named_jit
 from ..numpy._ufuncs import _promote
 from ..numpy._util import canonicalize_axes, check_arraylike
 
@@ -197,9 +198,20 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
                         f"{num_classes!r}; under jit pass it as a static argument.") from None
     dt = dtypes.canonicalize_dtype(np.float64 if dtype is None else dtype)
     x = jnp.asarray(x)
-    nd = x.ndim + 1
-    out_axis = canonicalize_axes(axis, nd)[0]
-    shape = list(x.shape)
+    canonicalize_axes(axis, x.ndim + 1)
+    return _one_hot(x, num_classes, dtype=dt, axis=operator.index(axis))
+
+
+@named_jit("_one_hot", static_argnames=("num_classes", "dtype", "axis"))
+def _one_hot(x, num_classes, *, dtype, axis):
+    # as JAX: x with the new axis (size 1) compared with the class indices along it (size 1
+    # elsewhere); the comparison broadcasts both.  The indices have x's dtype when it can
+    # count them (JAX's choice), else the default integer
+    out_axis = canonicalize_axes(axis, x.ndim + 1)[0]
+    shape = [1] * x.ndim
     shape.insert(out_axis, num_classes)
-    ids = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, out_axis)
-    return jnp.asarray(jnp.equal(jnp.expand_dims(x, out_axis), ids), dtype=dt)
+    idt = x.dtype if (x.dtype.kind == "f" or (x.dtype.kind in "iu" and x.dtype.itemsize >= 4)) \
+        else dtypes.default_int_dtype()
+    lhs = lax.expand_dims(x, (out_axis,))
+    return jnp.asarray(jnp.equal(lhs, lax.broadcasted_iota(idt, shape, out_axis)),
+                       dtype=dtype)

@@ -235,7 +235,11 @@ def outer(a, b, out=None):
     (``jax.numpy.outer``)."""
     check_out("outer", out)
     a, b = _operands("outer", a, b)
-    return _mul(lax.reshape(a, (a.size, 1)), lax.reshape(b, (1, b.size)))
+    # ravel(a)[:, None] * ravel(b)[None, :], as JAX: the product broadcasts the size-1
+    # dimensions
+    a = lax.broadcast_in_dim(lax.reshape(a, (a.size,)), (a.size, 1), (0,))
+    b = lax.broadcast_in_dim(lax.reshape(b, (b.size,)), (1, b.size), (1,))
+    return _mul(a, b)
 
 
 def _tensordot_axes(axes, a, b):

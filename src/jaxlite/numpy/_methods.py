@@ -39,8 +39,9 @@ _ufunc = np.ufunc
 # (operand aval, scalar type, scalar value) or (aval, aval), for plans whose
 # implementation is a NumPy ufunc (a fresh result array of the declared dtype), and then
 # only checks liveness and placement, runs the ufunc and wraps the result.  Everything
-# else (tracing, listeners, conversions, broadcasting, other devices, deleted operands,
-# rank-0 results, errors) goes through the ufunc function itself.
+# else (tracing, listeners, conversions, rank promotion, other devices, deleted operands,
+# rank-0 results, errors) goes through the ufunc function itself; operands of one rank
+# whose size-1 dimensions broadcast take the fast path (the primitive broadcasts them).
 
 _OP_CACHE_MAX = 4096
 _OP_CACHES: list = []     # every operator's memo, cleared when the async threshold changes
@@ -66,8 +67,10 @@ def _op_entry(fn, spec, x1, x2):
         return False
     t1, t2 = type(x1), type(x2)
     if t1 is ArrayImpl and t2 is ArrayImpl:
-        if x1.aval.shape != x2.aval.shape:
-            return False    # broadcasting: the full path
+        if x1.aval.ndim != x2.aval.ndim:
+            return False    # rank promotion: the full path stages it
+        # (equal ranks: the primitive broadcasts size-1 dimensions, as the ufunc does; its
+        # shape rule below decides the output aval or sends the full path to raise)
         const, const_first, avals = None, False, (x1.aval, x2.aval)
     else:
         s = x2 if t1 is ArrayImpl else x1

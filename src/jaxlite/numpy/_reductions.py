@@ -602,7 +602,7 @@ def _var(name, a, axis, dtype, ddof, keepdims, where, mean_, nan):
         check_arraylike(name, mean_)
         m = convert(ensure_array(mean_), comp)
         m = broadcast_to_shape(m, _keep_shape(a.shape, axes)) if m.ndim else m
-    centered = lax.sub(x, broadcast_to_shape(m, x.shape) if m.ndim else m)
+    centered = lax.sub(x, m)        # (the keepdims mean's size-1 dimensions broadcast)
     if mask is not None:
         # masked-out (and NaN) deviations are zeroed before squaring, not after: a square
         # of NaN would send NaN back through the select in reverse mode (grad(nanvar) of

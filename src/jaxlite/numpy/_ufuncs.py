@@ -136,11 +136,14 @@ def _shape(x):
     return getattr(x, "shape", ())
 
 
-def _broadcast(name, args, always_value_error=False):
-    """Broadcasts ``args`` to one shape by NumPy's rules; rank-0 operands stay as they are
-    (the elementwise primitives broadcast them).  Incompatible shapes raise TypeError when
-    the ranks agree (what the lax op says in JAX), else ValueError (JAX's rank promotion);
-    ``where`` broadcasts first and always raises ValueError."""
+def _broadcast(name, args, always_value_error=False, full=False):
+    """Brings ``args`` to one rank by NumPy's rules, as JAX's ``promote_shapes``: an
+    operand of lower rank gains leading size-1 dimensions (a broadcast_in_dim), and the
+    elementwise primitives broadcast size-1 dimensions and rank-0 operands themselves.
+    ``full``: broadcast every operand that is not rank 0 to the common shape (for an
+    operation that takes no size-1 broadcasting, ``select_n``).  Incompatible shapes raise
+    TypeError when the ranks agree (what the lax op says in JAX), else ValueError (JAX's
+    rank promotion); ``where`` broadcasts first and always raises ValueError."""
     shapes = [_shape(a) for a in args]
     ranks = {len(s) for s in shapes if s}
     out = []
@@ -154,7 +157,11 @@ def _broadcast(name, args, always_value_error=False):
                              f"broadcast shape")
         out.append(big.pop() if big else 1)
     shape = tuple(out)
-    return [a if s == shape or not s else broadcast_to_shape(a, shape)
+    if full:
+        return [a if s == shape or not s else broadcast_to_shape(a, shape)
+                for a, s in zip(args, shapes)]
+    return [a if not s or len(s) == len(shape) else
+            broadcast_to_shape(a, (1,) * (len(shape) - len(s)) + tuple(s))
             for a, s in zip(args, shapes)]
 
 
@@ -1404,7 +1411,7 @@ def _where(condition, x, y):
             x, y = out[-2:]
             c = out[0] if sc else c
         else:
-            c, x, y = _broadcast("where", (c, x, y), always_value_error=True)
+            c, x, y = _broadcast("where", (c, x, y), always_value_error=True, full=True)
     return lax.select(c, x, y)
 
 

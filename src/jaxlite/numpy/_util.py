@@ -107,11 +107,8 @@ def broadcast_to_shape(x, shape):
                          f"{shape}")
     if isinstance(x, PY_SCALARS):
         x = ensure_array(x)
-    # squeeze size-1 dims that must grow, then broadcast_in_dim
-    keep = [i for i, (a, b) in enumerate(zip(xs, shape[nd:])) if a == b]
-    if len(keep) != len(xs):
-        x = lax.reshape(x, [xs[i] for i in keep])
-    return lax.broadcast_in_dim(x, shape, [nd + i for i in keep])
+    # one broadcast_in_dim, its size-1 dimensions growing (as JAX's broadcast_to)
+    return lax.broadcast_in_dim(x, shape, range(nd, len(shape)))
 
 
 def broadcast_args(*args):

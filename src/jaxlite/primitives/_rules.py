@@ -41,8 +41,35 @@ def check_same_dtypes(name: str, avals) -> None:
 
 
 def broadcast_shapes_elementwise(name: str, avals) -> tuple:
-    """Operands of an elementwise primitive have one shape, except rank-0 operands, which
-    broadcast.  Returns that shape or raises TypeError naming all shapes."""
+    """The result shape of an elementwise primitive of ``avals``, as JAX's broadcasting
+    shape rule: rank-0 operands broadcast; the others must have one rank, and per dimension
+    their sizes must agree except that size 1 broadcasts (to any size, 0 included).
+    Raises TypeError: naming the ranks (``add: arrays must have the same number of
+    dimensions, got {1, 2}``) or the shapes of the non-scalar operands."""
+    shapes = [tuple(a.shape) for a in avals if a.shape]
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):
+        return first
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1:
+        got = "{" + ", ".join(str(r) for r in sorted(ranks)) + "}"
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {got}")
+    out = []
+    for ds in zip(*shapes):
+        big = {d for d in ds if d != 1}
+        if len(big) > 1:
+            got = ", ".join(str(s) for s in shapes)
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: {got}.")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def same_shapes_elementwise(name: str, avals) -> tuple:
+    """The result shape of an elementwise primitive that takes no size-1 broadcasting
+    (``select_n``): operands of one shape, except rank-0 operands, which broadcast.
+    Returns that shape or raises TypeError naming all shapes."""
     shape = None
     for a in avals:
         if a.shape == ():

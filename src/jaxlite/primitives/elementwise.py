@@ -1,7 +1,9 @@
 """Elementwise primitives: one declaration each, from a table.
 
-Operands share one shape (rank-0 operands broadcast) and, for binary ops, one dtype; the
-``jaxlite.numpy`` layer promotes and broadcasts before binding.  Each row gives the name,
+Operands share one dtype (binary ops) and one shape, except that rank-0 operands broadcast
+and, as in JAX, operands of equal rank broadcast their size-1 dimensions (``f32[2,1]`` with
+``f32[2,3]``; not ``select_n`` and ``clamp``); the ``jaxlite.numpy`` layer promotes dtypes
+and brings operands to one rank before binding.  Each row gives the name,
 the NumPy implementation, the dtype classes accepted, and the name in the compiler's
 scalar-op table.  The result is weakly typed only when every operand is.
 """
@@ -20,7 +22,7 @@ from ..core.primitive import InPlace, Primitive
 from . import _complex
 from . import _f32
 from ._rules import (broadcast_shapes_elementwise, check_dtypes, check_same_dtypes,
-                     upcast_half)
+                     same_shapes_elementwise, upcast_half)
 
 FLOAT, COMPLEX, INT, UINT, BOOL = "f", "c", "i", "u", "b"
 _BF16 = np.dtype(dtypes._BF16)
@@ -636,7 +638,8 @@ def _select_n_aval(which, *cases):
     if which.dtype == np.bool_ and len(cases) > 2:
         raise TypeError("select_n with a boolean selector takes at most two cases")
     check_same_dtypes("select_n", cases)
-    shape = broadcast_shapes_elementwise("select_n", (which,) + cases)
+    # no size-1 broadcasting here (JAX's select_n takes none either)
+    shape = same_shapes_elementwise("select_n", (which,) + cases)
     return ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 
@@ -647,10 +650,11 @@ select_n_p = Primitive("select_n", abstract_eval=_select_n_aval, impl=_select_n,
 
 def _clamp_aval(lo, x, hi):
     check_same_dtypes("clamp", (lo, x, hi))
-    for b in (lo, hi):
+    # no size-1 broadcasting here: JAX's message
+    for what, b in (("min", lo), ("max", hi)):
         if b.shape not in ((), x.shape):
-            raise TypeError(f"clamp requires min and max to be scalars or have the operand's "
-                            f"shape {x.shape}, got {b.shape}")
+            raise TypeError(f"clamp requires {what}.shape == operand.shape or {what}.shape "
+                            f"== (), got {what}.shape={b.shape}, operand.shape={x.shape}.")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -791,21 +795,42 @@ def _c(x, v):
 
 
 def _sum_to_shape(ct, aval):
-    """``ct`` reduced to ``aval``'s shape: a rank-0 operand of an elementwise op was
-    broadcast, so its cotangent sums over every axis."""
+    """``ct`` (an elementwise result's cotangent) reduced to operand ``aval``'s shape, as
+    JAX's transpose rules unbroadcast: summed over every axis for a rank-0 operand, else
+    over the dimensions the operand broadcast from size 1, then reshaped to keep those
+    (as size 1)."""
     from .reduction import reduce_sum_p
-    ct_aval = get_aval(ct)
-    if ct_aval.shape == tuple(aval.shape):
+    from .shape import reshape_p
+    shape, want = tuple(get_aval(ct).shape), tuple(aval.shape)
+    if shape == want:
         return ct
-    return reduce_sum_p.bind(ct, axes=tuple(range(ct_aval.ndim)))
+    if not want:
+        return reduce_sum_p.bind(ct, axes=tuple(range(len(shape))), out_sharding=None)
+    if len(shape) != len(want) or any(b not in (1, a) for a, b in zip(shape, want)):
+        raise AssertionError(f"internal error: a cotangent of shape {shape} cannot sum to "
+                             f"an operand of shape {want}")
+    dims = tuple(i for i, (a, b) in enumerate(zip(shape, want)) if a != b)
+    ct = reduce_sum_p.bind(ct, axes=dims, out_sharding=None)
+    return reshape_p.bind(ct, new_sizes=want, dimensions=None, sharding=None)
 
 
 def _full_like(x, shape):
-    """``x`` (rank 0 or of ``shape``) broadcast to ``shape``."""
-    from .shape import broadcast_in_dim_p
-    if tuple(get_aval(x).shape) == tuple(shape):
+    """``x`` broadcast to ``shape`` (JAX's ``_maybe_broadcast``): a rank-0 ``x``
+    everywhere; an ``x`` of equal rank along its size-1 dimensions, which a reshape drops
+    first."""
+    from .shape import broadcast_in_dim_p, reshape_p
+    xs, shape = tuple(get_aval(x).shape), tuple(shape)
+    if xs == shape:
         return x
-    return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=())
+    if not xs:
+        return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=())
+    if len(xs) != len(shape) or any(a not in (1, b) for a, b in zip(xs, shape)):
+        raise AssertionError(f"internal error: a value of shape {xs} cannot broadcast to "
+                             f"{shape}")
+    dims = tuple(i for i, (a, b) in enumerate(zip(xs, shape)) if a == b)
+    x = reshape_p.bind(x, new_sizes=tuple(xs[i] for i in dims), dimensions=None,
+                       sharding=None)
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 
 def _out_shape(*xs):
@@ -1013,6 +1038,11 @@ def _pow_jvp_x(g, x, y):
     dt = get_aval(x).dtype
     integral = get_aval(y).dtype.kind in "iu"
     x, y = _strong(x, dt), _strong(y, dt)
+    if integral:
+        # both at the result's shape first (as JAX): the select below takes no size-1
+        # broadcasting
+        shape = _out_shape(x, y)
+        x, y = _full_like(x, shape), _full_like(y, shape)
     d = mul(y, pow_p.bind(x, sub(y, _c(y, 1))))
     if integral:
         d = select_n_p.bind(eq_p.bind(y, _c(y, 0)), d,
@@ -1030,20 +1060,23 @@ ad.defjvp2(pow_p, lambda g, ans, x, y: _pow_jvp_x(g, x, y), _pow_jvp_y)
 
 
 def _balanced_eq(x, z, y):
-    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere."""
+    """1 where x alone attains z, 0.5 where x and y tie, 0 elsewhere: JAX's
+    ``select(x == z, 1, 0) / select(y == z, 2, 1)`` (x and y may broadcast size-1
+    dimensions against z)."""
     shape = get_aval(z).shape
-    one = _full_like(_c(z, 1), shape)
-    half = _full_like(_c(z, 0.5), shape)
-    zero = _full_like(_c(z, 0), shape)
-    x_hits = eq_p.bind(_full_like(x, shape), z)
-    y_hits = eq_p.bind(_full_like(y, shape), z)
-    return select_n_p.bind(x_hits, zero, select_n_p.bind(y_hits, one, half))
+
+    def select(pred, on_true, on_false):      # staged in JAX's order
+        t = _full_like(_c(z, on_true), shape)
+        return select_n_p.bind(pred, _full_like(_c(z, on_false), shape), t)
+    hits = select(eq_p.bind(x, z), 1, 0)
+    return div(hits, select(eq_p.bind(y, z), 2, 1))
 
 
-ad.defjvp2(max_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
-ad.defjvp2(min_p, lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(_bshape(g, x, y), _balanced_eq(y, ans, x)))
+# the tangent of the operand that broadcasts meets the result's shape in the product
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
 
 def _atan2_denom(x, y):
@@ -1159,6 +1192,8 @@ for _p in list(globals().values()):
         batching.elementwise_batcher(_p)
 for _p in (convert_element_type_p, bitcast_convert_type_p, integer_pow_p):
     batching.vectorized_batcher(_p)
+for _p in (select_n_p, clamp_p):      # no size-1 broadcasting: operands batched whole
+    batching.same_shape_batcher(_p)
 
 
 # ---- lowering to StableHLO (backends/pjrt) ----------------------------------------------

@@ -493,9 +493,9 @@ def _bid_transpose(ct, x, shape, broadcast_dimensions, sharding=None):
     ones = tuple(d for i, d in enumerate(bd) if in_shape[i] == 1 and shape[d] != 1)
     out = ct
     if summed or ones:
-        out = reduce_sum_p.bind(ct, axes=tuple(sorted(summed + ones)))
+        out = reduce_sum_p.bind(ct, axes=tuple(sorted(summed + ones)), out_sharding=None)
     if get_aval(out).shape != tuple(in_shape):
-        out = reshape_p.bind(out, new_sizes=tuple(in_shape), dimensions=None)
+        out = reshape_p.bind(out, new_sizes=tuple(in_shape), dimensions=None, sharding=None)
     return [out]
 
 
@@ -506,9 +506,10 @@ def _bid_batch(args, dims, shape, broadcast_dimensions, sharding=None):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     size = get_aval(x).shape[0]
+    # (NumPy integers for the shifted dimensions: JAX's rule prints them so)
     return broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
-                                   broadcast_dimensions=(0,) + tuple(b + 1 for b in
-                                                                     broadcast_dimensions)), 0
+                                   broadcast_dimensions=(0,) + tuple(
+                                       np.int64(b) + 1 for b in broadcast_dimensions)), 0
 
 
 broadcast_in_dim_p.batch = _bid_batch
@@ -516,7 +517,7 @@ broadcast_in_dim_p.batch = _bid_batch
 def _reshape_transpose(ct, x, new_sizes, dimensions=None, sharding=None):
     shape = tuple(x.aval.shape)
     if dimensions is None:
-        return [reshape_p.bind(ct, new_sizes=shape, dimensions=None)]
+        return [reshape_p.bind(ct, new_sizes=shape, dimensions=None, sharding=None)]
     # the operand was transposed by ``dimensions`` before the reshape: reshape back to the
     # transposed shape, then undo the transposition (dropping it sent each cotangent to
     # the wrong element: the VJP of a JVP through lax.reshape(..., dimensions=) was wrong)

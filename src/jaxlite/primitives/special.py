@@ -48,6 +48,10 @@ def _in_float64(fn):
     def impl(*xs, **params):
         dt = np.asarray(xs[0]).dtype
         wide = [np.asarray(x, np.float64) for x in xs]
+        if len({w.shape for w in wide}) > 1:
+            # operands broadcast (rank 0, size-1 dimensions): the functions below may
+            # reshape their operands, so they get them at the result's shape
+            wide = np.broadcast_arrays(*wide)
         with np.errstate(all="ignore"):
             out = fn(*wide, **params)
         return np.asarray(out, np.float64).astype(dt)

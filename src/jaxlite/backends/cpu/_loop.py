@@ -431,9 +431,13 @@ class _Gen:
         tag = self.fresh("e")
         names = []
         for v in eqn.invars:
-            if not isinstance(v, Literal) and v.aval.ndim and _size(v.aval) != n:
+            # one flat index for every operand of rank >= 1: only where it has the result's
+            # shape (an implicit size-1 broadcast, which the compile pipeline makes
+            # explicit, stays on the interpreter)
+            if not isinstance(v, Literal) and v.aval.ndim and v.aval.shape != out.aval.shape:
                 raise Unsupported(f"{eqn.primitive.name} of shapes "
                                   f"{[getattr(u.aval, 'shape', ()) for u in eqn.invars]}")
+        for v in eqn.invars:
             full = not isinstance(v, Literal) and v.aval.ndim > 0
             names.append(self.scalar(v, tag if full else "0"))
         dts = [v.aval.dtype for v in eqn.invars]

@@ -45,6 +45,7 @@ from ...ir.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from ...primitives.kernel import MONOIDS, Kernel, KernelInput, KernelOutput, kernel_p
 from ...primitives.shape import broadcast_in_dim_p
 from ._rewrite import has_effects
+from .expand_broadcasts import check_elementwise_operands
 
 
 def _monoid(eqn):
@@ -368,6 +369,8 @@ def build_kernel(eqns, escaping, name: str, scalar_consts=None):
             body_out.append(val)
             continue
         else:
+            # operands rank 0 or of the space's shape (never an implicit size-1 broadcast)
+            check_elementwise_operands(e, "the fusion pass")
             args = [read(v, ident if v.aval.ndim else ()) for v in e.invars]
             bo = Var(_scalar(ov.aval))
             body_eqns.append(JaxprEqn(e.primitive, args, [bo], e.params, e.source))
