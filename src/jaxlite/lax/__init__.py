@@ -274,6 +274,15 @@ def convert_element_type(operand, new_dtype):
     """``operand`` cast to ``new_dtype`` (canonicalised); float->int truncates toward zero
     (``jax.lax.convert_element_type``).  The result is not weakly typed."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if (type(operand) is int and np.dtype(new_dtype).kind in "iu"
+            and np.iinfo(np.int64).min <= operand <= np.iinfo(np.uint64).max
+            and not all(np.iinfo(t).min <= operand <= np.iinfo(t).max
+                        for t in (new_dtype, dtypes.default_int_dtype()))):
+        # a Python int outside the target's (or the default int's) range is cast from its
+        # 64-bit value, wrapping modulo 2**bits as JAX does (``2**32`` to int32 is 0)
+        wide = np.array(operand, np.uint64 if operand > 0 else np.int64)
+        return _e.convert_element_type_p.bind(wide.astype(new_dtype), new_dtype=new_dtype,
+                                              weak_type=False)
     if _is_scalar(operand):  # a Python scalar becomes an array, as in JAX
         return _e.convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
     return _convert(operand, new_dtype, False)
@@ -344,6 +353,16 @@ def broadcast(operand, sizes, *, out_sharding=None):
                             tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 
+def _concrete_shape(sizes):
+    """``sizes`` as a tuple of Python ints.  Raises TypeError, as JAX, for an entry that is
+    not a concrete integer (a float such as 1.5, an array of several values, a tracer)."""
+    try:
+        return tuple(_operator.index(d) for d in sizes)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {tuple(sizes)!r}.") from None
+
+
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """``operand`` with shape ``new_sizes`` (row-major), optionally transposed by
     ``dimensions`` first (``jax.lax.reshape``); ``out_sharding`` as
@@ -351,7 +370,7 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if out_sharding is not None:
         return _with_out_sharding(reshape, out_sharding, "reshape", operand, new_sizes,
                                   dimensions)
-    new_sizes = tuple(int(d) for d in new_sizes)
+    new_sizes = _concrete_shape(new_sizes)
     aval = get_aval(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) \
         else tuple(dimensions)
@@ -487,6 +506,12 @@ def _start_indices(name, operand, start_indices, allow_negative_indices):
     if len(start_indices) != len(shape):
         raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of "
                          f"shape {shape}; give one per dimension")
+    # the indices' dtypes must agree after canonicalisation (int64 is int32 without x64; a
+    # Python int counts as the default int dtype), as JAX
+    typed = [get_aval(i).dtype for i in start_indices]
+    if len(set(typed)) > 1:
+        raise TypeError(f"index arguments to {name} must be integers of the same type, got: "
+                        f"{', '.join(np.dtype(t).name for t in typed)}")
     return [_start_index(i, n if allow_negative_indices else 0)
             for i, n in zip(start_indices, shape)]
 
@@ -508,10 +533,21 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     return _s.dynamic_update_slice_p.bind(operand, update, *idx)
 
 
+def _zero_starts(ndim: int, start_index):
+    """Zero start indices of ``start_index``'s dtype (the other dimensions of an in-dim
+    slice), so the indices agree in dtype as ``dynamic_slice`` requires."""
+    if _is_scalar(start_index):
+        return [0] * ndim
+    aval = get_aval(start_index)
+    if aval.shape != ():
+        raise TypeError(f"start_index must be a scalar, got an array of shape {aval.shape}")
+    return [np.zeros((), aval.dtype)] * ndim
+
+
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     """``dynamic_slice`` along one axis (``jax.lax.dynamic_slice_in_dim``)."""
     shape = get_aval(operand).shape
-    starts = [0] * len(shape)
+    starts = _zero_starts(len(shape), start_index)
     starts[axis] = start_index
     sizes = list(shape)
     sizes[axis] = slice_size
@@ -584,7 +620,7 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``)."""
-    starts = [0] * get_aval(operand).ndim
+    starts = _zero_starts(get_aval(operand).ndim, start_index)
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
 
@@ -760,6 +796,10 @@ def top_k(operand, k, *, axis=-1):
     if k > aval.shape[ax]:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with shape={list(aval.shape)} and axis={ax}")
+    if aval.shape[ax] > np.iinfo(np.int32).max:
+        raise ValueError(f"top_k returns int32 indices, which will overflow for array "
+                         f"dimensions larger than the maximum int32 ({np.iinfo(np.int32).max})."
+                         f" Got operand.shape[{ax}]={aval.shape[ax]}")
     dt = np.dtype(aval.dtype)
     if dt.kind == "c":
         raise ValueError("top_k is not compatible with complex inputs.")

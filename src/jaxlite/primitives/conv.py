@@ -64,8 +64,8 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                preferred_element_type=None, out_sharding=None):
     name = "conv_general_dilated"
     if lhs.ndim != rhs.ndim:
-        raise TypeError(f"{name} requires lhs and rhs of one rank, got shapes {lhs.shape} and "
-                        f"{rhs.shape}.")
+        raise ValueError(f"{name} lhs and rhs must have the same number of dimensions, but "
+                         f"got {lhs.shape} and {rhs.shape}.")
     if lhs.ndim < 2:
         raise TypeError(f"{name} requires operands of rank >= 2, got shapes {lhs.shape} and "
                         f"{rhs.shape}.")
