@@ -128,3 +128,22 @@ def test_conv_ranks_and_padding_error_types():
         padding=(3, 3)), match="padding argument")
     _same_error(lambda m: m.lax.reduce_window(np.ones((4, 4)), 0., m.lax.add, (2, 2), (1, 1),
                                               (3, 3)))
+
+
+@pytest.mark.parametrize("lhs_shape, padding", [
+    ((2, 2, 0, 4), ((0, 0), (0, 0))), ((2, 2, 0, 4), ((1, 0), (0, 1))),
+    ((1, 2, 4, 0), ((0, 0), (0, 0)))], ids=["h0", "h0-padded", "w0"])
+def test_conv_second_order_grads_of_an_empty_output(lhs_shape, padding):
+    """JAX's conv gradient test runs lhs spatial sizes of 0: the transposed convolutions of
+    an empty output give zero cotangents (they used to fail on negative paddings)."""
+    lhs, rhs = np.ones(lhs_shape, np.float32), np.ones((2, 2, 1, 2), np.float32)
+
+    def second(m):
+        conv = lambda a, b: m.lax.conv_general_dilated(
+            a, b, (1, 1), padding, dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        out = conv(lhs, rhs)
+        g = lambda a, b: m.vjp(conv, a, b)[1](m.numpy.ones(out.shape, np.float32))
+        return (m.vjp(lambda b: g(lhs, b)[0], rhs)[1](np.ones(lhs_shape, np.float32)),
+                m.vjp(lambda a: g(a, rhs)[1], lhs)[1](np.ones(rhs.shape, np.float32)),
+                m.jvp(lambda a, b: g(a, b), (lhs, rhs), (lhs, rhs))[1])
+    _same(second)

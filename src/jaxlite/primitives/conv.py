@@ -509,6 +509,12 @@ def _conv_transpose(ct, lhs, rhs, **params):
     if ad.is_undefined(lhs) and ad.is_undefined(rhs):
         raise ValueError("conv_general_dilated is bilinear, not linear in both operands at "
                          "once")
+    if 0 in get_aval(ct).shape:
+        # an empty output: the operand's cotangent is zero (the transposed convolution's
+        # paddings would be negative beyond its size)
+        aval = lhs.aval if ad.is_undefined(lhs) else rhs.aval
+        zero = ad.zeros(ShapedArray(aval.shape, aval.dtype))
+        return [zero, None] if ad.is_undefined(lhs) else [None, zero]
     if ad.is_undefined(lhs):
         return [_conv_transpose_lhs(ct, rhs, lhs.aval, **params), None]
     return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
