@@ -147,3 +147,42 @@ def test_conv_second_order_grads_of_an_empty_output(lhs_shape, padding):
                 m.vjp(lambda a: g(a, rhs)[1], lhs)[1](np.ones(rhs.shape, np.float32)),
                 m.jvp(lambda a, b: g(a, b), (lhs, rhs), (lhs, rhs))[1])
     _same(second)
+
+# ---- accuracy= of the transcendental functions -----------------------------------------
+
+_ACCURATE = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+             "sqrt", "rsqrt", "cbrt"]
+
+
+@pytest.mark.parametrize("name", _ACCURATE)
+def test_accuracy_modes_and_tolerances(name):
+    x = np.linspace(0.1, 2.0, 7, dtype=np.float32)
+    for acc in ("HIGHEST", "DEFAULT", "tol", None):
+        def f(m, acc=acc):
+            a = m.lax.Tolerance(atol=1e-5) if acc == "tol" else \
+                None if acc is None else getattr(m.lax.AccuracyMode, acc)
+            op = lambda y: getattr(m.lax, name)(y, accuracy=a)
+            return op(x), m.jit(op)(x), m.vmap(m.grad(op))(x)
+        _same(f, rtol=3e-6)
+    if name == "logistic":      # JAX's logistic does not check the option
+        _same(lambda m: m.lax.logistic(x, accuracy="highest"))
+    else:
+        _same_error(lambda m: getattr(m.lax, name)(x, accuracy="highest"), match="not supported")
+
+
+def test_accuracy_grads_as_jax_tests_take_them():
+    """JAX's even-function and expm1 gradient checks, with ``AccuracyMode.HIGHEST``, to
+    their absolute float32 tolerance (the logistic's tails are computed differently)."""
+    def f(m):
+        hi = m.lax.AccuracyMode.HIGHEST
+        x = m.numpy.arange(0.0, 80.0, 1.0, dtype=m.numpy.float32)
+        out = [m.vmap(m.grad(lambda y: getattr(m.lax, op)(y, accuracy=hi)))(s * x)
+               for op in ("logistic", "tanh") for s in (1, -1)]
+        x = m.numpy.arange(-80.0, 80.0, 1.0, dtype=m.numpy.float32)
+        return out + [m.vmap(m.grad(lambda y: m.lax.expm1(y, accuracy=hi)))(x)]
+    _same(f, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(atol=-1.0), dict(ulps=-1)], ids=str)
+def test_tolerance_bounds(kw):
+    _same_error(lambda m: m.lax.Tolerance(**kw))

@@ -26,7 +26,8 @@ from ..primitives import indexing as _ix
 from ..primitives import linalg as _l
 from ..primitives import reduction as _r
 from ..primitives import shape as _s
-from ._precision import Precision  # noqa: F401
+from ._precision import AccuracyMode, Precision, Tolerance  # noqa: F401
+from ._precision import check_accuracy as _check_accuracy
 from ._precision import canonicalize_precision as _canonicalize_precision
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -144,21 +145,38 @@ def _binary(p):
     return fn
 
 
+def _unary_accuracy(p, checked=True):
+    """``_unary`` with JAX's ``accuracy=`` option of the transcendental functions: None, an
+    ``AccuracyMode`` or a ``Tolerance`` (NotImplementedError otherwise; JAX's ``logistic``,
+    ``checked=False``, takes any value unchecked).  jaxlite's one implementation of the
+    function serves every accuracy, so the option selects nothing and is not kept in the
+    program."""
+    def fn(x, *, accuracy=None):
+        if checked:
+            _check_accuracy(accuracy)
+        return p.bind(x)
+    fn.__name__ = p.name
+    fn.__doc__ = (f"Elementwise ``{p.name}`` (``jax.lax.{p.name}``); keeps shape and dtype.  "
+                  f"``accuracy``: None, a ``lax.AccuracyMode`` or a ``lax.Tolerance`` (one "
+                  f"implementation serves them all).")
+    return fn
+
+
 neg = _unary(_e.neg_p)
 sign = _unary(_e.sign_p)
 floor = _unary(_e.floor_p)
 ceil = _unary(_e.ceil_p)
 is_finite = _unary(_e.is_finite_p)
-exp = _unary(_e.exp_p)
-exp2 = _unary(_e.exp2_p)
-log = _unary(_e.log_p)
-log1p = _unary(_e.log1p_p)
-expm1 = _unary(_e.expm1_p)
-tanh = _unary(_e.tanh_p)
-logistic = _unary(_e.logistic_p)
-sin = _unary(_e.sin_p)
-cos = _unary(_e.cos_p)
-tan = _unary(_e.tan_p)
+exp = _unary_accuracy(_e.exp_p)
+exp2 = _unary_accuracy(_e.exp2_p)
+log = _unary_accuracy(_e.log_p)
+log1p = _unary_accuracy(_e.log1p_p)
+expm1 = _unary_accuracy(_e.expm1_p)
+tanh = _unary_accuracy(_e.tanh_p)
+logistic = _unary_accuracy(_e.logistic_p, checked=False)
+sin = _unary_accuracy(_e.sin_p)
+cos = _unary_accuracy(_e.cos_p)
+tan = _unary_accuracy(_e.tan_p)
 asin = _unary(_e.asin_p)
 acos = _unary(_e.acos_p)
 atan = _unary(_e.atan_p)
@@ -167,9 +185,9 @@ cosh = _unary(_e.cosh_p)
 asinh = _unary(_e.asinh_p)
 acosh = _unary(_e.acosh_p)
 atanh = _unary(_e.atanh_p)
-sqrt = _unary(_e.sqrt_p)
-rsqrt = _unary(_e.rsqrt_p)
-cbrt = _unary(_e.cbrt_p)
+sqrt = _unary_accuracy(_e.sqrt_p)
+rsqrt = _unary_accuracy(_e.rsqrt_p)
+cbrt = _unary_accuracy(_e.cbrt_p)
 abs = _unary(_e.abs_p)
 bitwise_not = _unary(_e.not_p)
 real = _unary(_e.real_p)

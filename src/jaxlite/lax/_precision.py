@@ -66,3 +66,37 @@ def canonicalize_precision(precision):
     raise ValueError(f"precision={precision!r} is not understood: give None, a "
                      f"lax.Precision member, one of the names {sorted(_ALIASES)}, or a pair "
                      f"(lhs, rhs) of lax.Precision members")
+
+
+class AccuracyMode(enum.Enum):
+    """The accuracy a transcendental function is asked for (``jax.lax.AccuracyMode``), given
+    as ``accuracy=`` to ``exp``, ``log``, ``tanh`` and the like: ``HIGHEST`` or
+    ``DEFAULT``.  jaxlite has one implementation of each function on the CPU, which serves
+    every mode."""
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+class Tolerance:
+    """An error bound a transcendental function is asked to meet (``jax.lax.Tolerance``):
+    ``atol``, ``rtol`` and ``ulps``, each non-negative and at least one of them set.
+
+    Raises ValueError for a negative bound or for none set, as JAX."""
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0 or rtol < 0 or ulps < 0:
+            raise ValueError("Tolerances must be non-negative.")
+        if atol == 0 and rtol == 0 and ulps == 0:
+            raise ValueError("At least one of atol, rtol, or ulps must be set.")
+        self.atol, self.rtol, self.ulps = float(atol), float(rtol), int(ulps)
+
+    def __repr__(self) -> str:
+        return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+def check_accuracy(accuracy) -> None:
+    """Accepts None, an ``AccuracyMode`` or a ``Tolerance``; anything else raises
+    NotImplementedError, as JAX (``accuracy="highest"`` is not a mode)."""
+    if accuracy is not None and not isinstance(accuracy, (AccuracyMode, Tolerance)):
+        raise NotImplementedError(f"Accuracy {accuracy} not supported")
