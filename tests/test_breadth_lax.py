@@ -186,3 +186,31 @@ def test_accuracy_grads_as_jax_tests_take_them():
 @pytest.mark.parametrize("kw", [dict(), dict(atol=-1.0), dict(ulps=-1)], ids=str)
 def test_tolerance_bounds(kw):
     _same_error(lambda m: m.lax.Tolerance(**kw))
+
+# ---- lax.mul(..., out_dtype=) ----------------------------------------------------------
+
+_A32 = np.array([1.1, 2.3, 3.7], np.float32)
+_B16 = np.array([1.3, 2.9, 0.7], np.float16)
+_MUL_CASES = {
+    "f32*f16->f16": (_A32, _B16, np.float16), "f32*f16->f32": (_A32, _B16, np.float32),
+    "f16*f16->f32": (_B16, _B16, np.float32), "i8*i8->i32": (np.int8(3), np.int8(100), np.int32),
+    "i32*f32->f32": (np.int32(3), np.float32(2), np.float32),
+    "py*py->f16": (2.0, 3.0, np.float16), "f32*py->f16": (_A32, 2.0, np.float16),
+    "i32*i32->f32": (np.int32(3), np.int32(5), np.float32)}
+
+
+@pytest.mark.parametrize("name", list(_MUL_CASES))
+def test_mul_out_dtype(name):
+    x, y, od = _MUL_CASES[name]
+    _same(lambda m: m.lax.mul(x, y, out_dtype=od), rtol=1e-3)
+    _same(lambda m: m.jit(lambda a, b: m.lax.mul(a, b, out_dtype=od))(x, y), rtol=1e-3)
+
+
+@pytest.mark.parametrize("od", [np.float32, np.float16])
+def test_mul_out_dtype_grads(od):
+    """JAX's ``testOpGradOutDtype``: the cotangents come back in each operand's dtype."""
+    f = lambda m: m.grad(lambda a, b: m.lax.mul(a, b, out_dtype=od).astype(np.float32).sum(),
+                         (0, 1))(_A32, _B16)
+    _same(f, rtol=1e-3)
+    _same(lambda m: m.jvp(lambda a, b: m.lax.mul(a, b, out_dtype=od), (_A32, _B16),
+                          (_A32, _B16)), rtol=1e-3)

@@ -217,7 +217,22 @@ population_count = _unary(_e.population_count_p)
 
 add = _binary(_e.add_p)
 sub = _binary(_e.sub_p)
-mul = _binary(_e.mul_p)
+_mul = _binary(_e.mul_p)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise product (``jax.lax.mul``) of two operands of one dtype, with
+    ``_binary``'s shape rules.
+
+    ``out_dtype``: the product's dtype; the operands may then be of any numeric dtypes
+    (``int8 x int8 -> int32`` does not wrap, ``float32 x float16 -> float16``): each is
+    converted to ``out_dtype`` (keeping its weak type) and the product computed there, as
+    JAX computes it.  jaxlite's program shows the conversions and a plain ``mul``.
+    """
+    if out_dtype is None:
+        return _mul(x, y)
+    od = dtypes.canonicalize_dtype(out_dtype)
+    return _mul(*(_convert(v, od, get_aval(v).weak_type) for v in (x, y)))
 div = _binary(_e.div_p)
 rem = _binary(_e.rem_p)
 pow = _binary(_e.pow_p)
