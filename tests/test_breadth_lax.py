@@ -214,3 +214,35 @@ def test_mul_out_dtype_grads(od):
     _same(f, rtol=1e-3)
     _same(lambda m: m.jvp(lambda a, b: m.lax.mul(a, b, out_dtype=od), (_A32, _B16),
                           (_A32, _B16)), rtol=1e-3)
+
+# ---- dot algorithm presets -------------------------------------------------------------
+
+_PRESETS = [("DEFAULT", np.float32), ("DEFAULT", np.float16), ("DEFAULT", "bfloat16"),
+            ("F16_F16_F16", np.float16), ("F32_F32_F32", np.float32),
+            ("F32_F32_F32", np.float16), ("BF16_BF16_F32", "bfloat16"),
+            ("BF16_BF16_F32_X3", np.float32), ("BF16_BF16_F32_X6", np.float32)]
+
+
+@pytest.mark.parametrize("name, dtype", _PRESETS, ids=str)
+def test_dot_algorithm_presets(name, dtype):
+    """JAX's ``testDotAlgorithm``/``testDotAlgorithmCasting`` on the CPU: the preset or its
+    name as ``precision``; the result keeps the operands' dtype."""
+    a = (np.arange(12.0).reshape(3, 4) / 7).astype(dtype)
+    b = (np.arange(12.0).reshape(4, 3) / 5).astype(dtype)
+
+    def f(m):
+        preset = getattr(m.lax.DotAlgorithmPreset, name)
+        return (m.lax.dot(a, b, precision=preset), m.jit(
+            lambda x, y: m.lax.dot(x, y, precision=name))(a, b),
+            m.grad(lambda x: m.lax.dot(x, b, precision=preset).astype(np.float32).sum())(a))
+    _same(f, rtol=1e-2, atol=1e-2)
+
+
+def test_dot_algorithm_presets_print_by_name_and_cpu_refusals():
+    a = np.ones((3, 4), np.float16)
+    text = str(jaxlite.make_jaxpr(lambda x: jaxlite.lax.dot(x, x.T, precision="F16_F16_F16"))(a))
+    assert "precision=F16_F16_F16" in text
+    assert [m.name for m in jaxlite.lax.DotAlgorithmPreset] == \
+        [m.name for m in jax.lax.DotAlgorithmPreset]
+    _same_error(lambda m: m.lax.dot(a, a.T, precision="F16_F16_F32"), match="not supported")
+    _same_error(lambda m: m.lax.dot(a, a.T, precision="F16_F16_F99"))

@@ -145,8 +145,7 @@ LAX = {
         while_p xor_p zeta_p"""),
     **_group(LAX_COLLECTIVES, "precv psend ragged_all_to_all"),
     **_group(LAX_XLA_TYPES, "ConvGeneralDilatedDimensionNumbers DotAlgorithm "
-                            "DotAlgorithmPreset DotDimensionNumbers "
-                            "PrecisionLike"),
+                            "DotDimensionNumbers PrecisionLike"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
     **_group(LAX_XLA_RNG, "rng_uniform"),

@@ -26,7 +26,7 @@ from ..primitives import indexing as _ix
 from ..primitives import linalg as _l
 from ..primitives import reduction as _r
 from ..primitives import shape as _s
-from ._precision import AccuracyMode, Precision, Tolerance  # noqa: F401
+from ._precision import AccuracyMode, DotAlgorithmPreset, Precision, Tolerance  # noqa: F401
 from ._precision import check_accuracy as _check_accuracy
 from ._precision import canonicalize_precision as _canonicalize_precision
 
@@ -863,10 +863,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
     (``jax.lax.dot_general``).
 
-    ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, or a pair of
-    ``Precision`` members (ValueError otherwise).  ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec over the mesh of ``set_mesh``; only Explicit mesh axes): the result is
-    resharded there (``jax.sharding.reshard``'s errors).
+    ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, a pair of
+    ``Precision`` members, or a ``lax.DotAlgorithmPreset`` or its name (ValueError
+    otherwise, and for a preset JAX's CPU does not run).  ``out_sharding`` (a
+    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``; only Explicit mesh
+    axes): the result is resharded there (``jax.sharding.reshard``'s errors).
     """
     if out_sharding is not None:
         from ._sharding_constraints import apply_out_sharding, out_sharding_of
@@ -878,9 +879,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else \
         dtypes.canonicalize_dtype(preferred_element_type)
-    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                                 precision=_canonicalize_precision(precision),
+    precision = _canonicalize_precision(precision)
+    if isinstance(precision, DotAlgorithmPreset) and precision.name not in _CPU_ALGORITHMS:
+        from ..runtime.device import default_backend
+        if default_backend() == "cpu":
+            # JAX's CPU runs only some algorithms (it raises when the program runs;
+            # jaxlite at the call)
+            raise ValueError(f"The precision '{precision.name}' is not supported by "
+                             f"dot_general on CPU")
+    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                                  preferred_element_type=pet)
+
+
+_CPU_ALGORITHMS = frozenset(["DEFAULT", "F16_F16_F16", "F32_F32_F32", "F64_F64_F64",
+                             "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6"])
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,

@@ -46,20 +46,58 @@ _ALIASES = {"default": 0, "bfloat16": 0, "fastest": 0,
             "highest": 2, "float32": 2}
 
 
-def canonicalize_precision(precision):
-    """``None`` or a pair ``(lhs_precision, rhs_precision)`` of ``Precision`` members.
+class DotAlgorithmPreset(enum.Enum):
+    """A named algorithm for a contraction (``jax.lax.DotAlgorithmPreset``): the operands'
+    and the accumulation's types, such as ``F32_F32_F32`` or ``BF16_BF16_F32_X3``, given as
+    ``precision=`` (the member or its name).  The result keeps the operands' dtype (or
+    ``preferred_element_type``).  jaxlite computes every algorithm as its default one on
+    the CPU (operands' precision, wider accumulation for half types); the preset is kept in
+    the program's parameters and printed by name, as JAX prints it."""
 
-    Accepts None, a ``Precision``, one of the names above, or a pair of ``Precision``
-    members.  Raises ValueError for anything else (a misspelt name, an int, a pair holding
-    strings or a longer sequence), as JAX.
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"DotAlgorithmPreset.{self.name}"
+
+
+def canonicalize_precision(precision):
+    """``None``, a pair ``(lhs_precision, rhs_precision)`` of ``Precision`` members, or a
+    ``DotAlgorithmPreset``.
+
+    Accepts None, a ``Precision``, one of the names above, a pair of ``Precision``
+    members, a ``DotAlgorithmPreset`` or a preset's name (``"F32_F32_F32"``).  Raises
+    ValueError for anything else (a misspelt name, an int, a pair holding strings or a
+    longer sequence), as JAX.
     """
     if precision is None:
         return None
     if isinstance(precision, Precision):
         return (precision, precision)
+    if isinstance(precision, DotAlgorithmPreset):
+        return precision
     if isinstance(precision, str) and precision in _ALIASES:
         p = Precision(precision)
         return (p, p)
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
     if (isinstance(precision, (tuple, list)) and len(precision) == 2
             and all(isinstance(p, Precision) for p in precision)):
         return tuple(precision)
