@@ -111,7 +111,7 @@ def _explicit_pads(padding, count: int, what: str, count_exc=TypeError, form_exc
     except (TypeError, ValueError):
         # JAX raises ValueError for the convolutions, TypeError for reduce_window
         raise form_exc(f"padding argument to {what} should be a string or a sequence of "
-                         f"(low, high) integer pairs, got {padding!r}.") from None
+                       f"(low, high) integer pairs, got {padding!r}.") from None
     if len(pads) != count:
         raise count_exc(f"{what}: wrong number of explicit pads: expected {count}, got "
                         f"{len(pads)} ({padding!r}).")

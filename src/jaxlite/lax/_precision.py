@@ -102,8 +102,9 @@ def canonicalize_precision(precision):
             and all(isinstance(p, Precision) for p in precision)):
         return tuple(precision)
     raise ValueError(f"precision={precision!r} is not understood: give None, a "
-                     f"lax.Precision member, one of the names {sorted(_ALIASES)}, or a pair "
-                     f"(lhs, rhs) of lax.Precision members")
+                     f"lax.Precision member, one of the names {sorted(_ALIASES)}, a pair "
+                     f"(lhs, rhs) of lax.Precision members, or a lax.DotAlgorithmPreset or "
+                     f"its name")
 
 
 class AccuracyMode(enum.Enum):
