@@ -144,9 +144,8 @@ LAX = {
         stage_p stop_gradient_p sub_p tan_p tanh_p tile_p top_k_p transpose_p unstack_p
         while_p xor_p zeta_p"""),
     **_group(LAX_COLLECTIVES, "precv psend ragged_all_to_all"),
-    **_group(LAX_XLA_TYPES, "AccuracyMode ConvGeneralDilatedDimensionNumbers DotAlgorithm "
-                            "DotAlgorithmPreset DotDimensionNumbers "
-                            "PrecisionLike Tolerance"),
+    **_group(LAX_XLA_TYPES, "ConvGeneralDilatedDimensionNumbers DotAlgorithm "
+                            "DotDimensionNumbers PrecisionLike"),
     **_group(LAX_XLA_OPS, "after_all create_token dce_sink optimization_barrier "
                           "platform_dependent composite stage shape_as_value"),
     **_group(LAX_XLA_RNG, "rng_uniform"),

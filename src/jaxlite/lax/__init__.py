@@ -26,7 +26,8 @@ from ..primitives import indexing as _ix
 from ..primitives import linalg as _l
 from ..primitives import reduction as _r
 from ..primitives import shape as _s
-from ._precision import Precision  # noqa: F401
+from ._precision import AccuracyMode, DotAlgorithmPreset, Precision, Tolerance  # noqa: F401
+from ._precision import check_accuracy as _check_accuracy
 from ._precision import canonicalize_precision as _canonicalize_precision
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -112,21 +113,38 @@ def _binary(p):
     return fn
 
 
+def _unary_accuracy(p, checked=True):
+    """``_unary`` with JAX's ``accuracy=`` option of the transcendental functions: None, an
+    ``AccuracyMode`` or a ``Tolerance`` (NotImplementedError otherwise; JAX's ``logistic``,
+    ``checked=False``, takes any value unchecked).  jaxlite's one implementation of the
+    function serves every accuracy, so the option selects nothing and is not kept in the
+    program."""
+    def fn(x, *, accuracy=None):
+        if checked:
+            _check_accuracy(accuracy)
+        return p.bind(x)
+    fn.__name__ = p.name
+    fn.__doc__ = (f"Elementwise ``{p.name}`` (``jax.lax.{p.name}``); keeps shape and dtype.  "
+                  f"``accuracy``: None, a ``lax.AccuracyMode`` or a ``lax.Tolerance`` (one "
+                  f"implementation serves them all).")
+    return fn
+
+
 neg = _unary(_e.neg_p)
 sign = _unary(_e.sign_p)
 floor = _unary(_e.floor_p)
 ceil = _unary(_e.ceil_p)
 is_finite = _unary(_e.is_finite_p)
-exp = _unary(_e.exp_p)
-exp2 = _unary(_e.exp2_p)
-log = _unary(_e.log_p)
-log1p = _unary(_e.log1p_p)
-expm1 = _unary(_e.expm1_p)
-tanh = _unary(_e.tanh_p)
-logistic = _unary(_e.logistic_p)
-sin = _unary(_e.sin_p)
-cos = _unary(_e.cos_p)
-tan = _unary(_e.tan_p)
+exp = _unary_accuracy(_e.exp_p)
+exp2 = _unary_accuracy(_e.exp2_p)
+log = _unary_accuracy(_e.log_p)
+log1p = _unary_accuracy(_e.log1p_p)
+expm1 = _unary_accuracy(_e.expm1_p)
+tanh = _unary_accuracy(_e.tanh_p)
+logistic = _unary_accuracy(_e.logistic_p, checked=False)
+sin = _unary_accuracy(_e.sin_p)
+cos = _unary_accuracy(_e.cos_p)
+tan = _unary_accuracy(_e.tan_p)
 asin = _unary(_e.asin_p)
 acos = _unary(_e.acos_p)
 atan = _unary(_e.atan_p)
@@ -135,9 +153,9 @@ cosh = _unary(_e.cosh_p)
 asinh = _unary(_e.asinh_p)
 acosh = _unary(_e.acosh_p)
 atanh = _unary(_e.atanh_p)
-sqrt = _unary(_e.sqrt_p)
-rsqrt = _unary(_e.rsqrt_p)
-cbrt = _unary(_e.cbrt_p)
+sqrt = _unary_accuracy(_e.sqrt_p)
+rsqrt = _unary_accuracy(_e.rsqrt_p)
+cbrt = _unary_accuracy(_e.cbrt_p)
 abs = _unary(_e.abs_p)
 bitwise_not = _unary(_e.not_p)
 real = _unary(_e.real_p)
@@ -167,7 +185,22 @@ population_count = _unary(_e.population_count_p)
 
 add = _binary(_e.add_p)
 sub = _binary(_e.sub_p)
-mul = _binary(_e.mul_p)
+_mul = _binary(_e.mul_p)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise product (``jax.lax.mul``) of two operands of one dtype, with
+    ``_binary``'s shape rules.
+
+    ``out_dtype``: the product's dtype; the operands may then be of any numeric dtypes
+    (``int8 x int8 -> int32`` does not wrap, ``float32 x float16 -> float16``): each is
+    converted to ``out_dtype`` (keeping its weak type) and the product computed there, as
+    JAX computes it.  jaxlite's program shows the conversions and a plain ``mul``.
+    """
+    if out_dtype is None:
+        return _mul(x, y)
+    od = dtypes.canonicalize_dtype(out_dtype)
+    return _mul(*(_convert(v, od, get_aval(v).weak_type) for v in (x, y)))
 div = _binary(_e.div_p)
 rem = _binary(_e.rem_p)
 pow = _binary(_e.pow_p)
@@ -242,6 +275,15 @@ def convert_element_type(operand, new_dtype):
     """``operand`` cast to ``new_dtype`` (canonicalised); float->int truncates toward zero
     (``jax.lax.convert_element_type``).  The result is not weakly typed."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if (type(operand) is int and np.dtype(new_dtype).kind in "iu"
+            and np.iinfo(np.int64).min <= operand <= np.iinfo(np.uint64).max
+            and not all(np.iinfo(t).min <= operand <= np.iinfo(t).max
+                        for t in (new_dtype, dtypes.default_int_dtype()))):
+        # a Python int outside the target's (or the default int's) range is cast from its
+        # 64-bit value, wrapping modulo 2**bits as JAX does (``2**32`` to int32 is 0)
+        wide = np.array(operand, np.uint64 if operand > 0 else np.int64)
+        return _e.convert_element_type_p.bind(wide.astype(new_dtype), new_dtype=new_dtype,
+                                              weak_type=False)
     if _is_scalar(operand):  # a Python scalar becomes an array, as in JAX
         return _e.convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
     return _convert(operand, new_dtype, False)
@@ -312,6 +354,16 @@ def broadcast(operand, sizes, *, out_sharding=None):
                             tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 
+def _concrete_shape(sizes):
+    """``sizes`` as a tuple of Python ints.  Raises TypeError, as JAX, for an entry that is
+    not a concrete integer (a float such as 1.5, an array of several values, a tracer)."""
+    try:
+        return tuple(_operator.index(d) for d in sizes)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {tuple(sizes)!r}.") from None
+
+
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """``operand`` with shape ``new_sizes`` (row-major), optionally transposed by
     ``dimensions`` first (``jax.lax.reshape``); ``out_sharding`` as
@@ -319,7 +371,7 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if out_sharding is not None:
         return _with_out_sharding(reshape, out_sharding, "reshape", operand, new_sizes,
                                   dimensions)
-    new_sizes = tuple(int(d) for d in new_sizes)
+    new_sizes = _concrete_shape(new_sizes)
     aval = get_aval(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) \
         else tuple(dimensions)
@@ -455,6 +507,12 @@ def _start_indices(name, operand, start_indices, allow_negative_indices):
     if len(start_indices) != len(shape):
         raise ValueError(f"{name}: got {len(start_indices)} start indices for operand of "
                          f"shape {shape}; give one per dimension")
+    # the indices' dtypes must agree after canonicalisation (int64 is int32 without x64; a
+    # Python int counts as the default int dtype), as JAX
+    typed = [get_aval(i).dtype for i in start_indices]
+    if len(set(typed)) > 1:
+        raise TypeError(f"index arguments to {name} must be integers of the same type, got: "
+                        f"{', '.join(np.dtype(t).name for t in typed)}")
     return [_start_index(i, n if allow_negative_indices else 0)
             for i, n in zip(start_indices, shape)]
 
@@ -476,10 +534,21 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     return _s.dynamic_update_slice_p.bind(operand, update, *idx)
 
 
+def _zero_starts(ndim: int, start_index):
+    """Zero start indices of ``start_index``'s dtype (the other dimensions of an in-dim
+    slice), so the indices agree in dtype as ``dynamic_slice`` requires."""
+    if _is_scalar(start_index):
+        return [0] * ndim
+    aval = get_aval(start_index)
+    if aval.shape != ():
+        raise TypeError(f"start_index must be a scalar, got an array of shape {aval.shape}")
+    return [np.zeros((), aval.dtype)] * ndim
+
+
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     """``dynamic_slice`` along one axis (``jax.lax.dynamic_slice_in_dim``)."""
     shape = get_aval(operand).shape
-    starts = [0] * len(shape)
+    starts = _zero_starts(len(shape), start_index)
     starts[axis] = start_index
     sizes = list(shape)
     sizes[axis] = slice_size
@@ -552,7 +621,7 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``)."""
-    starts = [0] * get_aval(operand).ndim
+    starts = _zero_starts(get_aval(operand).ndim, start_index)
     starts[axis] = start_index
     return dynamic_update_slice(operand, update, starts)
 
@@ -728,6 +797,10 @@ def top_k(operand, k, *, axis=-1):
     if k > aval.shape[ax]:
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with shape={list(aval.shape)} and axis={ax}")
+    if aval.shape[ax] > np.iinfo(np.int32).max:
+        raise ValueError(f"top_k returns int32 indices, which will overflow for array "
+                         f"dimensions larger than the maximum int32 ({np.iinfo(np.int32).max})."
+                         f" Got operand.shape[{ax}]={aval.shape[ax]}")
     from ..primitives.reduction import top_k_p
     return list(top_k_p.bind(operand, k=k, axis=ax))
 
@@ -740,10 +813,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lhs_batch, rhs_batch))``; result dims are batch, lhs free, rhs free
     (``jax.lax.dot_general``).
 
-    ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, or a pair of
-    ``Precision`` members (ValueError otherwise).  ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec over the mesh of ``set_mesh``; only Explicit mesh axes): the result is
-    resharded there (``jax.sharding.reshard``'s errors).
+    ``precision`` is None, a ``lax.Precision``, a name such as ``"highest"``, a pair of
+    ``Precision`` members, or a ``lax.DotAlgorithmPreset`` or its name (ValueError
+    otherwise, and for a preset JAX's CPU does not run).  ``out_sharding`` (a
+    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``; only Explicit mesh
+    axes): the result is resharded there (``jax.sharding.reshard``'s errors).
     """
     if out_sharding is not None:
         from ._sharding_constraints import apply_out_sharding, out_sharding_of
@@ -755,9 +829,20 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
     pet = None if preferred_element_type is None else \
         dtypes.explicit_dtype(preferred_element_type, "dot")
-    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                                 precision=_canonicalize_precision(precision),
+    precision = _canonicalize_precision(precision)
+    if isinstance(precision, DotAlgorithmPreset) and precision.name not in _CPU_ALGORITHMS:
+        from ..runtime.device import default_backend
+        if default_backend() == "cpu":
+            # JAX's CPU runs only some algorithms (it raises when the program runs;
+            # jaxlite at the call)
+            raise ValueError(f"The precision '{precision.name}' is not supported by "
+                             f"dot_general on CPU")
+    return _l.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                                  preferred_element_type=pet)
+
+
+_CPU_ALGORITHMS = frozenset(["DEFAULT", "F16_F16_F16", "F32_F32_F32", "F64_F64_F64",
+                             "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6"])
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,

@@ -35,15 +35,18 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
     features, any other distinct letters spatial dimensions, matched by letter; spatial
     dimensions are numbered in the order the kernel string lists them.
 
-    Raises TypeError for ranks that differ or malformed strings (wrong length, missing
-    N/C/O/I, duplicates, different spatial letters).
+    Raises TypeError for ranks that differ (unless ``dimension_numbers`` is already a
+    ``ConvDimensionNumbers``) or malformed strings (wrong length, missing N/C/O/I,
+    duplicates, different spatial letters).
     """
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
-    if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(f"convolution requires lhs and rhs of one rank, got shapes {lhs_shape} "
-                        f"and {rhs_shape}.")
     if isinstance(dimension_numbers, ConvDimensionNumbers):
+        # returned before any rank check, as JAX: two ranks then meet the primitive's
+        # ValueError
         return dimension_numbers
+    if len(lhs_shape) != len(rhs_shape):
+        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got "
+                        f"{len(lhs_shape)} and {len(rhs_shape)}.")
     nd = len(lhs_shape)
     if dimension_numbers is None:
         iota = tuple(range(nd))
@@ -102,12 +105,13 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding) -> list:
     return pads
 
 
-def _explicit_pads(padding, count: int, what: str, count_exc=TypeError):
+def _explicit_pads(padding, count: int, what: str, count_exc=TypeError, form_exc=ValueError):
     try:
         pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
-        raise TypeError(f"{what}: padding must be a string or a sequence of (low, high) integer "
-                        f"pairs, got {padding!r}.") from None
+        # JAX raises ValueError for the convolutions, TypeError for reduce_window
+        raise form_exc(f"padding argument to {what} should be a string or a sequence of "
+                       f"(low, high) integer pairs, got {padding!r}.") from None
     if len(pads) != count:
         raise count_exc(f"{what}: wrong number of explicit pads: expected {count}, got "
                         f"{len(pads)} ({padding!r}).")
@@ -437,7 +441,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if isinstance(padding, str):
         padding = padtype_to_pads(aval.shape, [(w - 1) * d + 1 for w, d in zip(wd, wdil)], ws,
                                   padding)
-    pads = _explicit_pads(padding, nd, "reduce_window", ValueError)
+    pads = _explicit_pads(padding, nd, "reduce_window", ValueError, TypeError)
     if variadic:
         return tree_unflatten(tree, _generic_reduce_window(flat, flat_inits, computation, tree,
                                                            wd, ws, pads, bd, wdil))

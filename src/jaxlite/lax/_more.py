@@ -285,6 +285,8 @@ _MONOID_REDUCERS = {"add": "reduce_sum", "mul": "reduce_prod", "max": "reduce_ma
 
 
 def _identity(name, dt):
+    """The identity of the monoid ``name`` over ``dt``, or None where it has none (the
+    complex ``max``/``min``: no greatest complex number)."""
     dt = np.dtype(dt)
     if name == "add" or name == "or" or name == "xor":
         return np.zeros((), dt)
@@ -297,6 +299,8 @@ def _identity(name, dt):
         return np.array(np.inf if big else -np.inf, dt)
     if dt == np.bool_:
         return np.array(big)
+    if dt.kind == "c":
+        return None
     info = np.iinfo(dt)
     return np.array(info.max if big else info.min, dt)
 
@@ -371,7 +375,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
             and name in ("and", "or") else name
         if name in _MONOID_REDUCERS and not isinstance(inits[0], Tracer):
             ident = _identity(name, aval.dtype)
-            if np.asarray(inits[0]).astype(aval.dtype) == ident:
+            if ident is not None and np.asarray(inits[0]).astype(aval.dtype) == ident:
                 out = getattr(lax, _MONOID_REDUCERS[name])(xs[0], dims)
                 return tree_unflatten(tree, [out])
     # the general case: reduced dims last and flattened, then pairwise halving.  Each init

@@ -64,8 +64,8 @@ def _conv_aval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                preferred_element_type=None, out_sharding=None):
     name = "conv_general_dilated"
     if lhs.ndim != rhs.ndim:
-        raise TypeError(f"{name} requires lhs and rhs of one rank, got shapes {lhs.shape} and "
-                        f"{rhs.shape}.")
+        raise ValueError(f"{name} lhs and rhs must have the same number of dimensions, but "
+                         f"got {lhs.shape} and {rhs.shape}.")
     if lhs.ndim < 2:
         raise TypeError(f"{name} requires operands of rank >= 2, got shapes {lhs.shape} and "
                         f"{rhs.shape}.")
@@ -534,6 +534,12 @@ def _conv_transpose(ct, lhs, rhs, **params):
     if ad.is_undefined(lhs) and ad.is_undefined(rhs):
         raise ValueError("conv_general_dilated is bilinear, not linear in both operands at "
                          "once")
+    if 0 in get_aval(ct).shape:
+        # an empty output: the operand's cotangent is zero (the transposed convolution's
+        # paddings would be negative beyond its size)
+        aval = lhs.aval if ad.is_undefined(lhs) else rhs.aval
+        zero = ad.zeros(ShapedArray(aval.shape, aval.dtype))
+        return [zero, None] if ad.is_undefined(lhs) else [None, zero]
     if ad.is_undefined(lhs):
         return [_conv_transpose_lhs(ct, rhs, lhs.aval, **params), None]
     return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]

@@ -632,7 +632,7 @@ complex_p = elementwise("complex", _make_complex, FLOAT, out_dtype=_complex_dtyp
 
 def _select_n_aval(which, *cases):
     if not cases:
-        raise TypeError("select_n requires at least one case")
+        raise ValueError("select_n() must have at least one case")
     if which.dtype != np.bool_ and which.dtype.kind not in "iu":
         raise TypeError(f"select_n selector must be bool or int, got {which.dtype}")
     if which.dtype == np.bool_ and len(cases) > 2:

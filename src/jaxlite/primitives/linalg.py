@@ -1665,8 +1665,9 @@ from .elementwise import _convert_lower  # noqa: E402
 
 
 def _precision_attr(precision):
-    names = ["DEFAULT", "DEFAULT"] if precision is None else [
-        getattr(p, "name", str(p)).upper() for p in precision]
+    # a DotAlgorithmPreset (not a pair) lowers as the default precision
+    names = ["DEFAULT", "DEFAULT"] if precision is None or not isinstance(
+        precision, (tuple, list)) else [getattr(p, "name", str(p)).upper() for p in precision]
     return "[" + ", ".join(f"#stablehlo<precision {n}>" for n in names) + "]"
 
 
