@@ -72,8 +72,6 @@ EXCEPTIONS: dict = {
         "reshard and auto_axes, public ops built on lax (reshard, typeof)",
     ("jaxlite.transforms.autodiff", "jaxlite.numpy"):
         "jacfwd/jacrev build their standard basis with jnp.eye",
-    ("jaxlite.transforms.autodiff", "jaxlite.lax._keyaware"):
-        "typed PRNG keys' float0 tangents (the key type lives with random's ops)",
     ("jaxlite.transforms.shard_map", "jaxlite.lax"):
         "an unreplicated check_vma=False output (device 0's value) has the mean over the "
         "devices as its derivative, written with lax.div / reduce_sum",

@@ -618,6 +618,13 @@ def register_data_node(nodetype, flatten_func, unflatten_func) -> None:
     _sorted_specs.clear()
 
 
+def is_data_node(x) -> bool:
+    """Whether ``x`` is a node of the data view only (``register_data_node``): a typed
+    PRNG key array, which users see as one leaf and the transformations as its data.  Lets
+    the transformations tell keys apart without importing the ops layer that defines them."""
+    return type(x) in _DATA_NODES
+
+
 # ---- the data view (for the transformations) -----------------------------------------
 #
 # The transformations import these under the public names (``from ..tree_util import

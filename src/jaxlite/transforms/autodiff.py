@@ -111,7 +111,7 @@ def _may_hold_keys(leaves) -> bool:
 def _keys_as_float0(tree):
     """``tree`` (tangents or cotangents) with each key-array node, which wraps float0 zeros
     of its data's shape, replaced by float0 zeros of the key array's own shape (JAX)."""
-    from ..lax._keyaware import is_key
+    from ..tree_util import is_data_node as is_key
     return tree_map(lambda v: np.zeros(v.shape, dtypes.float0) if is_key(v) else v, tree,
                     is_leaf=is_key)
 
@@ -122,7 +122,7 @@ def _keys_from_float0(primals, tangents, what="jax.jvp"):
     A tangent of a key array of another dtype (TypeError) or shape (ValueError) is refused
     here, naming the key dtype and shape (JAX); anything else is left as it is (the
     caller's checks name a mismatch of structure or of other leaves)."""
-    from ..lax._keyaware import is_key
+    from ..tree_util import is_data_node as is_key
     refused = []
     noun = "cotangent" if "vjp" in what else "tangent"
 

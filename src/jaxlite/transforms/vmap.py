@@ -70,7 +70,7 @@ def _key_words(tree, n: int) -> list:
     """For each of the ``n`` leaves of ``tree``: how many trailing dimensions of its data
     view are a typed key's words (0 for other leaves).  A key array is one leaf with its
     own shape: axes count over that shape, never into the words of its data."""
-    from ..lax._keyaware import is_key
+    from ..tree_util import is_data_node as is_key
     words = [x._base.ndim - x.ndim if is_key(x) else 0
              for x in _public_leaves(tree)]
     return words if len(words) == n else [0] * n
