@@ -86,6 +86,10 @@ def _op_entry(fn, spec, x1, x2):
         return False
     if not out_aval.shape:
         return False    # a ufunc returns a NumPy scalar there: the full path wraps it
+    if all(tuple(a.shape) != tuple(out_aval.shape) for a in avals):
+        # both operands broadcast (an outer product's shape): a result that may be far
+        # larger than its operands, so the full path checks that it fits the device first
+        return False
     if out_aval.size * out_aval.dtype.itemsize * 3 >= _dispatch.min_cost():
         return False    # big work: the full path dispatches it to the worker (run_impl)
     return plan.impl, const, const_first, out_aval
