@@ -156,3 +156,38 @@ def test_permutation_and_choice_of_traced_range_raise_concretization_error():
     _same_error(lambda m: m.jit(m.random.choice)(_key(m), 10), match="choice")
     # a traced array to permute is fine
     _same(lambda m: m.jit(m.random.permutation)(_key(m), np.arange(6.)))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float32"])
+@pytest.mark.parametrize("n,m", [(0, None), (1, None), (3, None), (2, 4), (4, 2), (3, 0)])
+def test_orthogonal_complex_and_edges(dtype, n, m):
+    # complex draws give unitary columns (JAX transposes, it does not conjugate, for n < m)
+    _same(lambda k: k.random.orthogonal(_key(k), n, (2,), dtype, m), rtol=1e-4, atol=1e-5)
+    _same(lambda k: k.jit(lambda key: k.random.orthogonal(key, n, (), dtype, m))(_key(k)),
+          rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n,m", [(0, None), (1, 0), (3, 0)])
+def test_orthogonal_empty_half_precision(dtype, n, m):
+    # no LAPACK call for an empty QR, so JAX answers in half precision on the CPU
+    _same(lambda k: k.random.orthogonal(_key(k), n, (2,), dtype, m))
+
+
+def test_orthogonal_errors():
+    _same_error(lambda m: m.random.orthogonal(_key(m), 3, (), "int32"), match="dtype")
+    _same_error(lambda m: m.jit(lambda n: m.random.orthogonal(_key(m), n))(3))
+    _same_error(lambda m: m.random.orthogonal(_key(m), 2.5))
+    # a non-empty half-precision QR still has no kernel, as in JAX on the CPU
+    _same_error(lambda m: m.random.orthogonal(_key(m), 2, (), "float16"))
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (2, 0), (0, 3)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_empty_half_precision_qr_and_svd(shape, dtype):
+    x = np.zeros(shape, dtype)
+    _same(lambda m: m.numpy.linalg.qr(x))
+    _same(lambda m: m.jit(partial(m.numpy.linalg.qr, mode="r"))(x))
+    _same(lambda m: m.numpy.linalg.svd(x))
+    _same(lambda m: m.jit(partial(m.numpy.linalg.svd, compute_uv=False))(x))
+    _same_error(lambda m: m.numpy.linalg.cholesky(np.zeros((0, 0), dtype)))
