@@ -191,3 +191,22 @@ def test_empty_half_precision_qr_and_svd(shape, dtype):
     _same(lambda m: m.numpy.linalg.svd(x))
     _same(lambda m: m.jit(partial(m.numpy.linalg.svd, compute_uv=False))(x))
     _same_error(lambda m: m.numpy.linalg.cholesky(np.zeros((0, 0), dtype)))
+
+
+# ---- jnp operators -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(), (3,), "python", "numpy"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "int8", "complex64",
+                                   "bool"])
+@pytest.mark.parametrize("deg", [False, True])
+def test_angle_dtypes(shape, dtype, deg):
+    # a 0-d real float of any width comes out in the default float dtype, as JAX's
+    def fn(m):
+        if shape == "python":
+            x = -1.5
+        elif shape == "numpy":
+            x = np.asarray(m.numpy.full((), -1.5, dtype))[()]
+        else:
+            x = m.numpy.full(shape, -1.5, dtype)
+        return [m.numpy.angle(x, deg=deg), m.jit(partial(m.numpy.angle, deg=deg))(x)]
+    _same(fn)
