@@ -210,3 +210,26 @@ def test_angle_dtypes(shape, dtype, deg):
             x = m.numpy.full(shape, -1.5, dtype)
         return [m.numpy.angle(x, deg=deg), m.jit(partial(m.numpy.angle, deg=deg))(x)]
     _same(fn)
+
+
+@pytest.mark.parametrize("name", ["__add__", "__radd__", "__mul__", "__rmul__", "__eq__",
+                                  "__ne__"])
+@pytest.mark.parametrize("other", [list, tuple])
+def test_operators_refuse_lists_and_tuples(name, other):
+    # JAX raises (naming the operands in the expression's order) instead of deferring
+    arg = other([(1, 2), (2, 3)])
+    right = name.startswith("__r")
+    err = _same_error(lambda m: getattr(m.numpy.array([(1, 2), (2, 3)]), name)(arg))
+    order = f"'{other.__name__}' and 'ArrayImpl'" if right else \
+        f"'ArrayImpl' and '{other.__name__}'"
+    assert "unsupported operand type" in str(err) and order in str(err)
+
+
+def test_list_times_int_array_is_an_error_not_a_repetition():
+    _same_error(lambda m: m.numpy.array(3) * [1, 2])
+    _same_error(lambda m: [1, 2] * m.numpy.array(3))
+    _same_error(lambda m: (1, 2) + m.numpy.array(3))
+    _same_error(lambda m: m.jit(lambda x: x * [1, 2])(3))
+    # other operators still defer to the other operand (a NotImplemented for set/dict)
+    _same(lambda m: [m.numpy.array([1, 2]).__sub__(v) is NotImplemented
+                     for v in ([1], (1,), {1: 2}, {1})])
