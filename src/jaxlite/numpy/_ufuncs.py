@@ -1192,8 +1192,8 @@ def angle(z, deg=False):
 
     Integers and bools become the default float dtype, and so does a 0-d real float of any
     width; complex inputs give their real dtype; as in JAX, a real input gives a strongly
-    typed result (a weak complex one stays weak).  Real inputs give 0, or pi for negative numbers and -0.0.  Raises TypeError for
-    non-array arguments.
+    typed result (a weak complex one stays weak).  Real inputs give 0, or pi for negative
+    numbers and -0.0.  Raises TypeError for non-array arguments.
     """
     check_arraylike("angle", z)
     (x,), dt = _promote("angle", (z,), "inexact")
