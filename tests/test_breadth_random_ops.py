@@ -233,3 +233,44 @@ def test_list_times_int_array_is_an_error_not_a_repetition():
     # other operators still defer to the other operand (a NotImplemented for set/dict)
     _same(lambda m: [m.numpy.array([1, 2]).__sub__(v) is NotImplemented
                      for v in ([1], (1,), {1: 2}, {1})])
+
+
+def _shape_dtype(r):
+    return (tuple(r.shape), str(r.dtype))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.eval_shape(lambda x: m.random.normal(m.random.PRNGKey(x), (int(1e12),)), 0),
+    lambda m: m.eval_shape(lambda k: m.random.uniform(k, (308000000, 128), dtype="bfloat16"),
+                           m.random.key(3)),
+    lambda m: m.eval_shape(lambda k: m.random.bits(k, (2 ** 32 + 2,)), m.random.key(3)),
+    lambda m: m.eval_shape(lambda k: m.random.split(k, 2 ** 32 + 2), m.random.key(3))])
+def test_random_arrays_of_2_32_elements_or_more_trace(fn):
+    # JAX's test traces (does not run) a 10**12-element normal draw
+    _same(lambda m: _shape_dtype(fn(m)))
+
+
+@pytest.mark.parametrize("inner", [1, 4, 65535, 65536, 65537, 123456789, 2 ** 31 + 5,
+                                   2 ** 32 - 1])
+def test_wide_counter_words_are_the_64_bit_index(inner):
+    from jaxlite.random._threefry import index_words
+    rs = np.random.RandomState(inner % 1000)
+    i = np.concatenate([rs.randint(0, 2 ** 32, 100, dtype=np.uint64),
+                        [0, 1, 2 ** 32 - 1, 2 ** 16, 2 ** 16 - 1]]).astype(np.uint32)
+    j = np.concatenate([rs.randint(0, inner, 100, dtype=np.uint64),
+                        [0, inner - 1, inner - 1, 0, inner - 1]]).astype(np.uint32)
+    hi, lo = index_words(i, j, inner)
+    want = [int(a) * inner + int(b) for a, b in zip(i, j)]
+    assert np.asarray(hi).dtype == np.uint32 and np.asarray(lo).dtype == np.uint32
+    assert [int(h) << 32 | int(v) for h, v in zip(np.asarray(hi), np.asarray(lo))] == want
+
+
+@pytest.mark.parametrize("outer,inner", [(3, 4), (7, 65537)])
+def test_wide_counters_match_the_narrow_layout(outer, inner):
+    # the split (outer, inner) grid numbers elements as the one-word iota does
+    from jaxlite.random._threefry import wide_counters
+    hi, lo = wide_counters(outer, inner)
+    np.testing.assert_array_equal(np.asarray(hi), np.zeros((outer, inner), np.uint32))
+    np.testing.assert_array_equal(np.asarray(lo),
+                                  np.arange(outer * inner, dtype=np.uint32).reshape(
+                                      outer, inner))
