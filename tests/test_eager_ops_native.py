@@ -267,7 +267,7 @@ def test_operator_object_behaves_like_a_method():
     assert x.__add__("a") is NotImplemented
     with pytest.raises(TypeError):
         x + "a"
-    with pytest.raises(TypeError, match="cannot compare"):
+    with pytest.raises(TypeError, match="unsupported operand type"):
         x == (1, 2, 3)
     assert callable(op.__wrapped__) and "native" in repr(op)
     with pytest.raises(TypeError):

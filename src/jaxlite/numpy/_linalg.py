@@ -406,23 +406,29 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     Supports implicit and explicit (``->``) outputs, ``...`` broadcasting, repeated indices
     within an operand (diagonals, traces), size-1 broadcasting, and the interleaved form
     ``einsum(x, [0, 1], y, [1, 2], [0, 2])``.  The contraction order comes from opt_einsum;
-    each pairwise step is one ``dot_general``.  Operands are promoted to one dtype.
+    each pairwise step is one ``dot_general``, named the promoted dtype as its
+    preferred element type (operands of mixed dtypes are not converted first, as JAX's).
 
     Raises ValueError for malformed subscripts, a wrong number of operands or mismatched
-    index sizes (opt_einsum's messages, as JAX).  ``out_sharding``: as ``dot``'s.
+    index sizes (opt_einsum's messages, as JAX); NotImplementedError for an explicit
+    ``optimize`` path with a step over three or more operands.  ``out_sharding``: as
+    ``dot``'s.
     """
     check_out("einsum", out)
     sh = _out_sharding(out_sharding, "einsum")
     preferred_element_type = _pet(preferred_element_type, "einsum")    # JAX's name
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_to_str((subscripts,) + operands)
-    ops = _operands("einsum", *operands) if operands else []
+    check_arraylike("einsum", *operands)
+    # operands keep their dtypes: each dot_general takes mixed operands and names the
+    # promoted dtype as its preferred element type, as JAX's (no convert_element_type first)
+    ops = [ensure_array(a) for a in operands]
     contractions = _einsum_path(subscripts, ops, optimize)
     pet = _pet(preferred_element_type)
     widen = pet         # an explicit preferred type: sums within one operand are taken in it
+    weak = False
     if pet is None and ops:
-        pet = ops[0].dtype      # named in each dot_general, as JAX (the operands share it)
-    ops = list(ops)
+        pet, weak = dtypes.result_type_and_weak(*ops)
     for step in contractions:
         inds, spec = step[0], step[2]
         args = [ops.pop(i) for i in inds]
@@ -433,15 +439,16 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         elif len(args) == 2:
             r = _einsum_pair(args[0], in_specs[0], args[1], in_specs[1], res, precision, pet,
                              widen)
-        else:   # an explicit path step over more than two operands: contract them greedily
-            r = einsum(spec, *args, optimize="greedy", precision=precision,
-                       preferred_element_type=preferred_element_type)
+        else:   # an explicit path step over three or more operands: JAX refuses it
+            raise NotImplementedError(
+                f"jax.numpy.einsum does not support simultaneous contraction of 3 or more "
+                f"operands (the path step {tuple(inds)} contracts {len(args)})")
         ops.append(r)
     (result,) = ops
     if preferred_element_type is not None:
         result = _as_preferred(result, pet)
-    elif pet is not None and result.dtype != pet:
-        result = convert(result, pet)
+    elif pet is not None and (result.dtype != pet or result.weak_type != weak):
+        result = convert(result, pet, weak)
     return _sharded(result, sh)
 
 

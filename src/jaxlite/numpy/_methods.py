@@ -161,7 +161,7 @@ def _fast_binop(fn, reflected, rejected=()):
                         return _finish(out, out_aval, device, committed, a, b)
         if t not in _ARRAYLIKE_TYPES and not is_arraylike(other):
             if t in rejected:
-                raise _reject(fn, self, other)
+                raise _reject(fn, self, other, reflected)
             return NotImplemented
         try:        # a traceback boundary off the fast path (_traceback.py): free in 3.11
             return fn(other, self) if reflected else fn(self, other)
@@ -212,12 +212,21 @@ _native = _load_native()
 # ``x == (1, 2)`` and ``x != [1, 2]`` raise TypeError in JAX rather than falling back to
 # Python's identity comparison (False/True), which would hide a missing ``jnp.array``
 _CONTAINERS = frozenset({list, tuple, dict, set})
+# ``+`` and ``*`` refuse lists and tuples outright, as JAX's: deferring to them would let
+# ``[1, 2] * jnp.array(3)`` repeat the list (through ``__index__``) instead of failing
+_SEQUENCES = frozenset({list, tuple})
+_SYMBOLS = {"add": "+", "multiply": "*", "equal": "==", "not_equal": "!="}
 
 
-def _reject(fn, self, other):
-    return TypeError(f"{fn.__name__}: cannot compare a jaxlite array with a "
-                     f"{type(other).__name__} ({other!r}); convert it first, e.g. with "
-                     f"jnp.array(...)")
+def _reject(fn, self, other, reflected=False):
+    """JAX's TypeError for an operator given a Python container, the operands named in the
+    expression's order."""
+    names = [f"'{type(self).__name__}'", f"'{type(other).__name__}'"]
+    if reflected:
+        names.reverse()
+    return TypeError(f"unsupported operand type(s) for {_SYMBOLS.get(fn.__name__, fn.__name__)}"
+                     f": {names[0]} and {names[1]} (convert the {type(other).__name__} "
+                     f"first, e.g. with jnp.array(...))")
 
 
 def _binop(fn, reflected=False, rejected=()):
@@ -242,7 +251,7 @@ def _plain_binop(fn, reflected, rejected=()):
         def op(self, other):
             if type(other) not in _ARRAYLIKE_TYPES and not is_arraylike(other):
                 if type(other) in rejected:
-                    raise _reject(fn, self, other)
+                    raise _reject(fn, self, other, reflected=True)
                 return NotImplemented
             return fn(other, self)
     else:
@@ -303,9 +312,11 @@ def _transpose(self, *axes):
 
 
 _OPS = {
-    "__add__": _binop(_ufuncs.add), "__radd__": _binop(_ufuncs.add, True),
+    "__add__": _binop(_ufuncs.add, rejected=_SEQUENCES),
+    "__radd__": _binop(_ufuncs.add, True, rejected=_SEQUENCES),
     "__sub__": _binop(_ufuncs.subtract), "__rsub__": _binop(_ufuncs.subtract, True),
-    "__mul__": _binop(_ufuncs.multiply), "__rmul__": _binop(_ufuncs.multiply, True),
+    "__mul__": _binop(_ufuncs.multiply, rejected=_SEQUENCES),
+    "__rmul__": _binop(_ufuncs.multiply, True, rejected=_SEQUENCES),
     "__truediv__": _binop(_ufuncs.true_divide),
     "__rtruediv__": _binop(_ufuncs.true_divide, True),
     "__floordiv__": _binop(_ufuncs.floor_divide),

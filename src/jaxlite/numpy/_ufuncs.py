@@ -1197,13 +1197,16 @@ def angle(z, deg=False):
     """The argument of ``z`` in ``(-pi, pi]``, ``atan2(imag(z), real(z))``
     (``jax.numpy.angle``); in degrees when ``deg``.
 
-    Integers and bools become the default float dtype, complex inputs give their real
-    dtype; as in JAX, a real input gives a strongly typed result (a weak complex one stays
-    weak).  Real inputs give 0, or pi for negative numbers and -0.0.  Raises TypeError for
-    non-array arguments.
+    Integers and bools become the default float dtype, and so does a 0-d real float of any
+    width; complex inputs give their real dtype; as in JAX, a real input gives a strongly
+    typed result (a weak complex one stays weak).  Real inputs give 0, or pi for negative
+    numbers and -0.0.  Raises TypeError for non-array arguments.
     """
     check_arraylike("angle", z)
     (x,), dt = _promote("angle", (z,), "inexact")
+    if _kind(dt) == "f" and np.ndim(z) == 0:
+        # JAX takes a 0-d real float (float16/bfloat16 too) in the default float dtype
+        dt = dtypes.default_float_dtype()
     if _kind(dt) == "c":
         re, im = lax.real(x), lax.imag(x)
     else:

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import dtypes, errors, lax
 from .._traceback import user_stacklevel as _user_stacklevel
 from .. import numpy as jnp
 from ..core.array import ArrayImpl
@@ -259,8 +259,48 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 # ---- gumbel, bernoulli, categorical ---------------------------------------------------
 
+def _u64_fraction_to_f32(hi, lo):
+    """float32 in (0, 1) from the 64-bit fixed-point fraction ``hi:lo / 2**64`` (two uint32
+    arrays), truncated to 24 significant bits: the leading zero count sets the exponent,
+    the next 23 bits the significand (a uniform far below 2**-32 keeps its precision)."""
+    u32 = np.dtype(np.uint32)
+    hz, lz = lax.clz(hi), lax.clz(lo)
+    hi_empty = lax.eq(hz, u32.type(32))
+    # the 32 bits after the leading zeros, left-aligned (shifts of 32 give 0, as XLA's)
+    top = lax.bitwise_or(lax.shift_left(hi, hz), lax.select(
+        hi_empty, lax.shift_left(lo, lz), lax.shift_right_logical(lo, lax.sub(
+            _full(32, hi.shape, u32), hz))))
+    mant = lax.bitwise_and(lax.shift_right_logical(top, u32.type(8)), u32.type(0x7FFFFF))
+    zeros = lax.select(hi_empty, lax.add(lz, u32.type(32)), hz)
+    # a value with n leading zeros lies in [2**-(n+1), 2**-n): biased exponent 126 - n
+    expo = lax.bitwise_and(lax.shift_left(lax.sub(_full(126, hi.shape, u32), zeros),
+                                          u32.type(23)), u32.type(0x3FC00000))
+    return lax.bitcast_convert_type(lax.bitwise_or(expo, mant), np.dtype(np.float32))
+
+
+def _gumbel_highest_f32(raw, shape):
+    """float32 Gumbel samples from one 64-bit uniform each (JAX's ``mode="highest"``): below
+    1/2 ``-log(-log1p(-u))``; from 1/2 on the complement ``1 - u``, exact in 64-bit fixed
+    point, goes through ``-log(-log(.))``, so both tails keep full float32 resolution."""
+    u32 = np.dtype(np.uint32)
+    b = key_bits(raw, 32, (2,) + shape)
+    hi = lax.reshape(lax.slice_in_dim(b, 0, 1), shape)
+    lo = lax.reshape(lax.slice_in_dim(b, 1, 2), shape)
+    # 2**64 - (hi:lo): the bitwise complement plus one, the carry moving into the high word
+    n_lo = lax.bitwise_not(lo)
+    n_hi = lax.add(lax.bitwise_not(hi), lax.convert_element_type(
+        lax.eq(n_lo, u32.type(0xFFFFFFFF)), u32))
+    n_lo = lax.add(n_lo, u32.type(1))
+    below_half = lax.lt(hi, u32.type(1 << 31))
+    x = _u64_fraction_to_f32(lax.select(below_half, hi, n_hi), lax.select(below_half, lo, n_lo))
+    return lax.select(below_half, lax.neg(log(lax.neg(log1p(lax.neg(x))))),
+                      lax.neg(log(lax.neg(log(x)))))
+
+
 def _gumbel(raw, shape, dtype, mode):
-    if mode == "high":
+    if mode == "highest" and dtype == np.float32:
+        return _gumbel_highest_f32(raw, shape)
+    if mode in ("high", "highest"):
         u = _uniform(raw, (2,) + shape, dtype, 0.0, 1.0)
         u0 = lax.reshape(lax.slice_in_dim(u, 0, 1), shape)
         u1 = lax.reshape(lax.slice_in_dim(u, 1, 2), shape)
@@ -276,6 +316,8 @@ def _gumbel(raw, shape, dtype, mode):
 def _mode_arg(mode, name):
     if mode is None:
         return "low"
+    if name == "gumbel" and mode == "highest":
+        return mode
     if mode not in ("high", "low"):
         if name == "gumbel":
             raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
@@ -288,7 +330,8 @@ def gumbel(key, shape=(), dtype=None, mode=None):
 
     Args:
       key: a typed key or raw key.  shape: result shape.  dtype: a float dtype.
-      mode: ``"low"`` (default) or ``"high"`` (two uniforms per sample, for a larger range).
+      mode: ``"low"`` (default), ``"high"`` (two uniforms per sample, for a larger range)
+        or ``"highest"`` (float32: one 64-bit uniform per sample; other dtypes: as "high").
 
     Raises:
       ValueError: a non-float dtype, an unknown mode, a batch of keys.
@@ -345,7 +388,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
       shape: result shape (default: ``logits`` without ``axis``); its trailing dimensions
         must broadcast with that batch shape, leading ones count samples.
       replace: False draws distinct categories (at most ``logits.shape[axis]`` samples).
-      mode: the Gumbel sampler's mode (``"low"``/``"high"``).
+      mode: the Gumbel sampler's mode (``"low"``/``"high"``/``"highest"``).
 
     Returns:
       int32 (int64 with x64) array of ``shape``.
@@ -495,10 +538,15 @@ def _shuffle(raw, x, axis):
 
 
 def _concrete_int(x, name, what):
-    """A Python int from ``x``; traced values raise the tracer error (a static value is
-    needed: it decides the result's shape)."""
+    """A Python int from ``x``.  A static value is needed (it decides the result's shape),
+    so an abstract traced one raises ConcretizationTypeError, as JAX's."""
     if isinstance(x, Tracer):
-        return operator.index(x)
+        try:
+            return operator.index(x)
+        except errors.TracerIntegerConversionError:
+            raise errors.ConcretizationTypeError(
+                x, f"The problem arose with the argument {what} of jax.random.{name}(): it "
+                   f"sets the result's shape, so it must be static.") from None
     try:
         return operator.index(x)
     except TypeError:
@@ -526,6 +574,7 @@ def permutation(key, x, axis=0, independent=False):
     if isinstance(x, (int, np.integer)) or (np.ndim(x) == 0 and hasattr(x, "dtype")
                                            and _is_int(x.dtype)):
         n = _concrete_int(x, "permutation", "x")
+        _canon_axis(axis, 1)    # the range is one-dimensional: JAX checks axis against it
         return _shuffle(raw, lax.iota(dtypes.default_int_dtype(), max(n, 0)), 0)
     x = _array(x)
     if x.ndim == 0:

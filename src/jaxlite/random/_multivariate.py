@@ -7,14 +7,13 @@ JAX's to the rounding of those kernels (a few ulps of the inputs' scale), not bi
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 
 from .. import dtypes, lax
 from .. import numpy as jnp
 from ._continuous import float_dtype
-from ._distributions import _array, _check_shape, _normal_real
+from ._distributions import _array, _check_shape, _concrete_int, _normal_real, normal
 from ._keys import _shape, unpack_key
 
 
@@ -87,28 +86,28 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 
     Args:
       key: a typed key or raw key.  n: rows (a concrete int).  shape: batch shape.
-      dtype: a float dtype.  m: columns (default ``n``); for ``n < m`` the rows are
-        orthonormal.
+      dtype: a float or complex dtype (complex: unitary columns).  m: columns (default
+        ``n``); for ``n < m`` the rows are orthonormal (a plain transpose, as JAX's).
 
     Returns:
       ``dtype[*shape, n, m]``; JAX's values to the rounding of the QR factorisation.
 
     Raises:
-      TypeError: ``n``/``m`` not integers (or traced).  ValueError: a negative dimension,
-      a non-float dtype, a batch of keys.
+      TypeError: ``n``/``m`` not integers.  ConcretizationTypeError: ``n``/``m`` traced.
+      ValueError: a negative dimension, a dtype neither float nor complex, a batch of keys.
 
     Example::
 
         q = jax.random.orthogonal(jax.random.key(0), 3)     # q @ q.T is the identity
     """
-    raw, _ = unpack_key(key, "orthogonal")
+    unpack_key(key, "orthogonal")
     shape = _shape(shape, "orthogonal")
-    dt = float_dtype(dtype, "orthogonal")
-    n = operator.index(n)
-    m = n if m is None else operator.index(m)
+    n = _concrete_int(n, "orthogonal", "n")
+    m = n if m is None else _concrete_int(m, "orthogonal", "m")
     if n < 0 or m < 0:
         raise ValueError(f"orthogonal: dimensions must be non-negative, got n={n}, m={m}")
-    z = _normal_real(raw, shape + (max(n, m), min(n, m)), dt)
+    # normal's draws (complex ones included; its dtype check and message, as JAX's)
+    z = normal(key, shape + (max(n, m), min(n, m)), dtype)
     q, r = jnp.linalg.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * jnp.expand_dims(jnp.sign(d), -2)

@@ -62,10 +62,53 @@ def _counters(shape: tuple):
     """The (high, low) words of the row-major element index, each uint32 of ``shape``."""
     size = math.prod(shape)
     if size >= 2 ** 32:
-        raise NotImplementedError(f"random arrays of {size} >= 2**32 elements are not "
-                                  f"supported (shape {shape})")
+        inner = _inner_factor(size)
+        if inner is None:
+            raise NotImplementedError(f"random arrays of {size} >= 2**32 elements are only "
+                                      f"supported when the size splits into two factors "
+                                      f"below 2**32 (shape {shape})")
+        hi, lo = wide_counters(size // inner, inner)
+        return lax.reshape(hi, shape), lax.reshape(lo, shape)
     lo = lax.reshape(lax.iota(_U32, size), shape)
     hi = lax.broadcast_in_dim(np.uint32(0), shape, ())
+    return hi, lo
+
+
+def _inner_factor(size: int):
+    """A divisor ``d`` of ``size`` with ``d`` and ``size // d`` both below 2**32, or None."""
+    limit = 2 ** 32 - 1
+    outer = -(-size // limit)
+    for o in range(outer, min(limit, outer + 1_000_000) + 1):
+        if size % o == 0:
+            return size // o
+    return None
+
+
+def wide_counters(outer: int, inner: int):
+    """The 64-bit row-major index ``i * inner + j`` of every element of an ``(outer, inner)``
+    grid as (high, low) uint32 words, computed in 32-bit pieces (no 64-bit integers needed,
+    as with x64 off): the product from 16-bit halves, each partial sum's carry kept."""
+    i = lax.broadcast_in_dim(lax.iota(_U32, outer), (outer, inner), (0,))
+    j = lax.broadcast_in_dim(lax.iota(_U32, inner), (outer, inner), (1,))
+    return index_words(i, j, inner)
+
+
+def index_words(i, j, inner: int):
+    """``i * inner + j`` (uint32 arrays ``i``, ``j``; a Python int ``inner`` below 2**32) as
+    its (high, low) uint32 words."""
+    u = _U32.type
+    i_lo, i_hi = lax.bitwise_and(i, u(0xFFFF)), lax.shift_right_logical(i, u(16))
+    c_lo, c_hi = u(inner & 0xFFFF), u(inner >> 16)
+    p0, p1 = lax.mul(i_lo, c_lo), lax.mul(i_lo, c_hi)
+    p2, p3 = lax.mul(i_hi, c_lo), lax.mul(i_hi, c_hi)
+    t1 = lax.add(p0, lax.shift_left(p1, u(16)))
+    t2 = lax.add(t1, lax.shift_left(p2, u(16)))
+    lo = lax.add(t2, j)
+    carries = [lax.lt(t1, p0), lax.lt(t2, t1), lax.lt(lo, t2)]
+    hi = lax.add(p3, lax.add(lax.shift_right_logical(p1, u(16)),
+                             lax.shift_right_logical(p2, u(16))))
+    for c in carries:
+        hi = lax.add(hi, lax.convert_element_type(c, _U32))
     return hi, lo
 
 
