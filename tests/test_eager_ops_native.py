@@ -163,7 +163,12 @@ def test_what_the_c_side_leaves_to_python():
 
     falls_back(x, 0.0, [1, 2, 3])                    # zero: 0.0 and -0.0 share a key
     falls_back(x, np.float32(1), [2, 3, 4])          # a NumPy scalar
-    falls_back(x, [1, 1, 1], NotImplemented)         # a list: Python raises TypeError
+    # a list: JAX's TypeError from the operator itself (returning NotImplemented would let
+    # list.__mul__ repeat the list through the array's __index__)
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        probe(x, [1, 1, 1])
+    n += 1
+    assert len(calls) == n
     # under a transformation: the tracer's own operators
     jax.jit(lambda v: probe(v, 1.0))(x)
     assert len(calls) == n + 1
