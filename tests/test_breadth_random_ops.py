@@ -111,7 +111,8 @@ def _key(m, seed=0):
     return m.random.PRNGKey(seed)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16",
+                                   pytest.param("bfloat16", marks=pytest.mark.slow)])
 def test_gumbel_highest_mode(dtype):
     # float32: one 64-bit uniform per sample, both tails at full resolution; other dtypes
     # take the "high" path.  Agreement to a few float32 ulp (the logs are jaxlite's)
@@ -158,8 +159,11 @@ def test_permutation_and_choice_of_traced_range_raise_concretization_error():
     _same(lambda m: m.jit(m.random.permutation)(_key(m), np.arange(6.)))
 
 
+# make test: the edges and one shape of each kind; make test-slow: the rest (CI runs both)
 @pytest.mark.parametrize("dtype", ["complex64", "float32"])
-@pytest.mark.parametrize("n,m", [(0, None), (1, None), (3, None), (2, 4), (4, 2), (3, 0)])
+@pytest.mark.parametrize("n,m", [(0, None), pytest.param(1, None, marks=pytest.mark.slow),
+                                 (3, None), (2, 4), pytest.param(4, 2, marks=pytest.mark.slow),
+                                 (3, 0)])
 def test_orthogonal_complex_and_edges(dtype, n, m):
     # complex draws give unitary columns (JAX transposes, it does not conjugate, for n < m)
     _same(lambda k: k.random.orthogonal(_key(k), n, (2,), dtype, m), rtol=1e-4, atol=1e-5)

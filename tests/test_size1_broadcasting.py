@@ -139,8 +139,20 @@ _VALUE_PROGRAMS = ["softmax", "keepdims_max_subtracted", "keepdims_sum_divided",
 _BACKENDS = ["interpreter", "cpu", "xla_cpu"]
 
 
-@pytest.mark.parametrize("backend", _BACKENDS)
-@pytest.mark.parametrize("name", _VALUE_PROGRAMS)
+def _sampled(names, ids=None):
+    """(name, backend) parameters: every name on the interpreter and the first two on the
+    compiling backends in make test; the other compiling-backend cases in make test-slow
+    (CI runs both)."""
+    out = []
+    for backend in _BACKENDS:
+        for i, name in enumerate(names):
+            fast = backend == "interpreter" or i < 2
+            out.append(pytest.param(name, backend, marks=() if fast else pytest.mark.slow,
+                                    id=f"{ids(name) if ids else name}-{backend}"))
+    return out
+
+
+@pytest.mark.parametrize("name,backend", _sampled(_VALUE_PROGRAMS))
 def test_values_like_jax_on_every_backend(rjax, rjnp, backend, name, tmp_path):
     make, args = PROGRAMS[name]
     want = make(rjax, rjnp, rjax.lax)(*args)
@@ -163,8 +175,7 @@ def _stat_programs(j, m):
     }
 
 
-@pytest.mark.parametrize("backend", _BACKENDS)
-@pytest.mark.parametrize("name", list(_stat_programs(jaxlite, jnp)))
+@pytest.mark.parametrize("name,backend", _sampled(list(_stat_programs(jaxlite, jnp))))
 def test_gradients_and_vmap_like_jax(rjax, rjnp, backend, name, tmp_path):
     f = _stat_programs(jaxlite, jnp)[name]
     rf = _stat_programs(rjax, rjnp)[name]
@@ -193,8 +204,7 @@ def _operand(shape, k):
     return ((np.arange(size) * (k + 2) % 7) - 3).reshape(shape).astype(np.float32) + 0.5
 
 
-@pytest.mark.parametrize("backend", _BACKENDS)
-@pytest.mark.parametrize("shapes", _SHAPES, ids=str)
+@pytest.mark.parametrize("shapes,backend", _sampled(_SHAPES, ids=str))
 def test_lax_binary_chain_like_jax(rjax, backend, shapes, tmp_path):
     # a chain of broadcasting ops (fused into one kernel on the native backend), a
     # reduction over the broadcast result, and the operands' gradients
@@ -389,7 +399,8 @@ def _random_case(seed):
     return args, program
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [pytest.param(k, marks=() if k < 4 else pytest.mark.slow)
+                                  for k in range(12)])
 def test_random_size1_programs_agree_on_every_backend(seed, tmp_path):
     args, program = _random_case(seed)
 
